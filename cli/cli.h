@@ -1,0 +1,28 @@
+/* cli.h - shared pieces of the encdec program (uses only the public header). */
+#ifndef ENCDEC_CLI_H
+#define ENCDEC_CLI_H
+
+#include "encdec.h"
+
+#define CLI_USAGE_ERR 2
+
+int cli_transcribe(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Resolves the model path: -m value, else $ENCDEC_MODEL, else the default
+ * model in the cache ($XDG_CACHE_HOME or ~/.cache)/encdec/models/whisper-tiny.en.
+ * Returns NULL after printing how to fetch it when nothing is there. */
+const char *cli_model_path(const char *given, char *buf, size_t cap);
+
+/* Parses an integer option value in [lo, hi]; prints an error and returns 0 if invalid. */
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out);
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
+int cli_parse_kv(const char *s, encdec_kv_mode *out);
+const char *cli_kv_name(encdec_kv_mode m);
+int cli_default_threads(void);
+/* Loads the model, printing an error on failure. */
+encdec_model *cli_load_model(const char *path, double *load_ms);
+double cli_now_ms(void);
+double cli_peak_rss_mb(void);
+
+#endif

@@ -1,0 +1,103 @@
+/* common.c - option parsing, model lookup and timing helpers for the CLI. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const char *cli_model_path(const char *given, char *buf, size_t cap) {
+    if (given) return given;
+    const char *env = getenv("ENCDEC_MODEL");
+    if (env && *env) return env;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models/whisper-tiny.en", xdg);
+    else snprintf(buf, cap, "%s/.cache/encdec/models/whisper-tiny.en", home ? home : ".");
+    if (is_dir(buf)) return buf;
+    fprintf(stderr,
+            "encdec: no model given (-m) and the default model, whisper tiny.en, is not at %s\n"
+            "  fetch it with:  scripts/fetch-model.sh tiny.en   (from the encdec source tree)\n",
+            buf);
+    return NULL;
+}
+
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "encdec: %s expects an integer in %ld..%ld, got \"%s\"\n", opt, lo, hi,
+                s ? s : "");
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "encdec: %s expects a number in %g..%g, got \"%s\"\n", opt, lo, hi,
+                s ? s : "");
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_parse_kv(const char *s, encdec_kv_mode *out) {
+    if (s && !strcmp(s, "full")) *out = ENCDEC_KV_FULL;
+    else if (s && !strcmp(s, "self")) *out = ENCDEC_KV_SELF;
+    else if (s && !strcmp(s, "none")) *out = ENCDEC_KV_NONE;
+    else {
+        fprintf(stderr, "encdec: --kv-cache expects full, self or none, got \"%s\"\n", s ? s : "");
+        return 0;
+    }
+    return 1;
+}
+
+const char *cli_kv_name(encdec_kv_mode m) {
+    return m == ENCDEC_KV_FULL ? "full" : m == ENCDEC_KV_SELF ? "self" : "none";
+}
+
+int cli_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > 8 ? 8 : (int)n;
+}
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double cli_peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+}
+
+encdec_model *cli_load_model(const char *path, double *load_ms) {
+    encdec_model *m = NULL;
+    double t0 = cli_now_ms();
+    encdec_status st = encdec_model_load(path, &m);
+    if (load_ms) *load_ms = cli_now_ms() - t0;
+    if (st) {
+        fprintf(stderr, "encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
+                encdec_last_error());
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,155 @@
+/* encdec.h - the public interface of libencdec, an inference engine for
+ * encoder-decoder transformers (Whisper today).
+ *
+ *   encdec_model *m;   encdec_session *s;   encdec_result *r;
+ *   encdec_model_load("models/whisper-tiny.en", &m);  encdec_session_new(m, NULL, &s);
+ *   encdec_transcribe(s, pcm, n_samples, NULL, &r);  puts(encdec_result_text(r));
+ *
+ * Ownership: every *_new / *_load has a *_free; *_free(NULL) is a no-op.
+ * Threads: a model is read-only after loading and may be shared by any number
+ * of sessions on any threads. A session is used by one thread at a time; it
+ * owns its caches, scratch memory and worker threads.
+ * Errors: every function that can fail returns an encdec_status; the detail
+ * ("model.bin: tensor encoder/conv1/weight has shape [...], expected [...]")
+ * is kept per calling thread and read with encdec_last_error().
+ */
+#ifndef ENCDEC_H
+#define ENCDEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ENCDEC_VERSION "0.1.0"
+
+typedef enum {
+    ENCDEC_OK = 0,
+    ENCDEC_ERR_ARG,         /* an argument is out of range or NULL */
+    ENCDEC_ERR_NOMEM,       /* an allocation failed */
+    ENCDEC_ERR_IO,          /* a file is missing or cannot be read */
+    ENCDEC_ERR_NO_MODEL,    /* a directory holds no model this library reads */
+    ENCDEC_ERR_FORMAT,      /* a file is truncated, corrupt or malformed */
+    ENCDEC_ERR_DTYPE,       /* a tensor has a dtype that is unknown or not allowed */
+    ENCDEC_ERR_SHAPE,       /* a tensor is missing or has the wrong shape */
+    ENCDEC_ERR_CONFIG,      /* a configuration value is missing or unusable */
+    ENCDEC_ERR_AUDIO,       /* audio is unreadable, empty or too long */
+    ENCDEC_ERR_TOKENIZER,   /* tokenizer files are missing or inconsistent */
+    ENCDEC_ERR_THREADS,     /* worker threads could not be started */
+} encdec_status;
+
+/* A static name for a status ("invalid argument", ...). Never NULL. */
+const char *encdec_status_str(encdec_status st);
+
+/* The detail message of the last failed call on this thread, or "" if the
+ * last call succeeded. Valid until the next encdec call on this thread. */
+const char *encdec_last_error(void);
+
+/* ---- model: read-only, shareable ---------------------------------------- */
+
+typedef struct encdec_model encdec_model;
+
+/* Loads a model from a directory (Hugging Face safetensors layout, or a
+ * CTranslate2 / faster-whisper directory) or a single .safetensors file whose
+ * directory holds config.json and the tokenizer. Weights are memory-mapped
+ * where they can be used as stored, converted once otherwise.
+ * On success *out is owned by the caller (encdec_model_free). */
+encdec_status encdec_model_load(const char *path, encdec_model **out);
+void encdec_model_free(encdec_model *m);
+
+typedef struct {
+    const char *family;       /* "whisper" */
+    const char *format;       /* "safetensors" or "ctranslate2" */
+    int n_mels;               /* mel bands the encoder expects */
+    int n_audio_ctx;          /* encoder positions per 30 s window (1500) */
+    int n_text_ctx;           /* decoder positions (448) */
+    int d_model, n_enc_layer, n_dec_layer, n_head;
+    int n_vocab;
+    int multilingual;         /* 1 for multilingual checkpoints */
+    size_t weight_bytes;      /* bytes of weights as used for compute */
+} encdec_model_info;
+
+/* Fills *info; the strings are static or owned by the model. */
+void encdec_model_get_info(const encdec_model *m, encdec_model_info *info);
+
+/* ---- session: per request ----------------------------------------------- */
+
+typedef enum {
+    ENCDEC_KV_FULL = 0,  /* self cache + cross cache computed once per window */
+    ENCDEC_KV_SELF,      /* self cache; cross K/V recomputed every step */
+    ENCDEC_KV_NONE,      /* no cache: every step recomputes the whole prefix */
+} encdec_kv_mode;
+
+typedef struct {
+    int n_threads;       /* worker threads incl. the caller: 1..256; 0 = 1 */
+} encdec_session_params;
+
+typedef struct encdec_session encdec_session;
+
+/* Creates a session bound to m (borrowed: m must outlive the session). The
+ * caches and scratch are allocated here, once, for the model's limits.
+ * params may be NULL for defaults. */
+encdec_status encdec_session_new(const encdec_model *m,
+                                 const encdec_session_params *params,
+                                 encdec_session **out);
+void encdec_session_free(encdec_session *s);
+
+/* ---- audio -------------------------------------------------------------- */
+
+/* Reads WAV, FLAC, OGG/Vorbis or MP3 (anything libsndfile reads), down-mixes
+ * to mono and resamples to 16 kHz. max_seconds > 0 rejects longer audio
+ * (0 = no limit). On success *pcm (caller frees with encdec_free) holds
+ * *n_samples samples in [-1, 1]. */
+encdec_status encdec_audio_load(const char *path, double max_seconds,
+                                float **pcm, size_t *n_samples);
+void encdec_free(void *p);
+
+/* ---- transcription ------------------------------------------------------ */
+
+typedef struct {
+    encdec_kv_mode kv_mode;
+    const char *language;  /* "en", "de", ...; NULL = "en" (multilingual models) */
+    int translate;         /* 1 = task translate (multilingual models only) */
+    int max_tokens;        /* generated tokens per 30 s window; 0 = up to the context limit */
+} encdec_transcribe_params;
+
+/* Defaults: full caches, English, transcribe, no token limit. */
+encdec_transcribe_params encdec_transcribe_default_params(void);
+
+typedef struct encdec_result encdec_result;
+
+typedef struct {
+    int id;              /* token id */
+    float logprob;       /* log-probability under the filtered distribution */
+    const char *text;    /* the token's text (may be a partial UTF-8 sequence) */
+    int window;          /* index of the 30 s window it belongs to */
+} encdec_token;
+
+typedef struct {
+    double mel_ms, encoder_ms, decode_ms;  /* wall time spent in each stage */
+    int n_windows;       /* 30 s windows processed */
+    int n_tokens;        /* generated tokens (prompt excluded, end-of-text included) */
+} encdec_timings;
+
+/* Transcribes 16 kHz mono PCM in [-1, 1] (n_samples > 0). Audio longer than
+ * 30 s is cut into consecutive 30 s windows. params may be NULL.
+ * On success *out is owned by the caller (encdec_result_free). */
+encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+                                const encdec_transcribe_params *params,
+                                encdec_result **out);
+
+/* The transcript as Whisper emits it (UTF-8, usually with a leading space).
+ * Borrowed from r. */
+const char *encdec_result_text(const encdec_result *r);
+int encdec_result_n_tokens(const encdec_result *r);
+/* i in [0, n_tokens); returns NULL when out of range. Borrowed from r. */
+const encdec_token *encdec_result_token(const encdec_result *r, int i);
+const encdec_timings *encdec_result_timings(const encdec_result *r);
+void encdec_result_free(encdec_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

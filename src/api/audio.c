@@ -1,0 +1,21 @@
+/* audio.c - the public audio entry point. */
+#include "api/api.h"
+#include "audio/audio.h"
+#include "base/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+encdec_status encdec_audio_load(const char *path, double max_seconds, float **pcm,
+                                size_t *n_samples) {
+    ed_err_clear();
+    if (!pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "encdec_audio_load: NULL output");
+    *pcm = NULL;
+    *n_samples = 0;
+    if (!path || !*path) return ed_fail(ENCDEC_ERR_ARG, "encdec_audio_load: empty path");
+    if (!(max_seconds >= 0) || isinf(max_seconds))
+        return ed_fail(ENCDEC_ERR_ARG, "maximum duration %g s is not a finite number >= 0", max_seconds);
+    return audio_load(path, MEL_SAMPLE_RATE, max_seconds, pcm, n_samples);
+}
+
+void encdec_free(void *p) { free(p); }

@@ -1,0 +1,241 @@
+/* session.c - encdec_session: the per-request state, and transcription.
+ *
+ * encdec_transcribe cuts the audio into consecutive 30 s windows (the
+ * seek-based long-form algorithm comes later). Per window: log-mel, encoder,
+ * cross cache (once), the prompt, then greedy decoding through the seam.
+ * A window of pure digital silence (every sample exactly 0) is not decoded:
+ * it holds no speech, and the model would only hallucinate on it.
+ */
+#include "api/api.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "decode/greedy.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double api_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+encdec_status encdec_session_new(const encdec_model *m, const encdec_session_params *params,
+                                 encdec_session **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: out is NULL");
+    *out = NULL;
+    if (!m) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: model is NULL");
+    int nt = params ? params->n_threads : 0;
+    if (nt == 0) nt = 1;
+    if (nt < 1 || nt > ED_POOL_MAX_THREADS)
+        return ed_fail(ENCDEC_ERR_ARG, "thread count %d is out of range 1..%d", nt,
+                       ED_POOL_MAX_THREADS);
+    encdec_session *s = calloc(1, sizeof *s);
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: session");
+    s->model = m;
+    const whisper_hparams *h = &m->w->hp;
+    encdec_status st = ed_pool_new(&s->pool, nt);
+    if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 1);
+    if (!st) st = whisper_runner_init(&s->runner, s->st, ENCDEC_KV_FULL);
+    if (!st) {
+        s->mel = mel_new(h->n_mels);
+        s->mel_buf = ed_alloc((size_t)h->n_mels * MEL_CHUNK_FRAMES * sizeof(float), "mel window");
+        s->logits = ed_alloc((size_t)h->n_vocab * sizeof(float), "logits");
+        s->toks = ed_alloc((size_t)h->n_text_ctx * sizeof(int), "tokens");
+        s->lps = ed_alloc((size_t)h->n_text_ctx * sizeof(float), "log-probabilities");
+        if (!s->mel || !s->mel_buf || !s->logits || !s->toks || !s->lps) st = ENCDEC_ERR_NOMEM;
+    }
+    if (st) {
+        encdec_session_free(s);
+        return st;
+    }
+    *out = s;
+    return ENCDEC_OK;
+}
+
+void encdec_session_free(encdec_session *s) {
+    if (!s) return;
+    whisper_runner_free(&s->runner);
+    whisper_state_free(s->st);
+    ed_pool_free(s->pool);
+    mel_free(s->mel);
+    free(s->mel_buf);
+    free(s->logits);
+    free(s->toks);
+    free(s->lps);
+    free(s);
+}
+
+encdec_transcribe_params encdec_transcribe_default_params(void) {
+    encdec_transcribe_params p = {ENCDEC_KV_FULL, NULL, 0, 0};
+    return p;
+}
+
+/* The decoder prompt: <|startoftranscript|> [<|lang|> <|task|>] <|notimestamps|>. */
+static encdec_status build_prompt(const whisper_model *w, const encdec_transcribe_params *p,
+                                  int *prompt, int *n) {
+    const whisper_special *sp = &w->sp;
+    *n = 0;
+    prompt[(*n)++] = sp->sot;
+    const char *lang = p->language ? p->language : "en";
+    if (w->multilingual) {
+        char spell[64];
+        snprintf(spell, sizeof spell, "<|%s|>", lang);
+        int id = strlen(lang) < 16 ? bpe_token_id(w->tok, spell) : -1;
+        if (id < sp->lang_first || id >= sp->lang_first + sp->n_langs)
+            return ed_fail(ENCDEC_ERR_ARG, "unknown language \"%s\" (use a code such as en, de, fr)", lang);
+        prompt[(*n)++] = id;
+        prompt[(*n)++] = p->translate ? sp->translate : sp->transcribe;
+    } else {
+        if (strcmp(lang, "en") != 0)
+            return ed_fail(ENCDEC_ERR_ARG, "this model is English-only; language \"%s\" is not available", lang);
+        if (p->translate)
+            return ed_fail(ENCDEC_ERR_ARG, "this model is English-only; it cannot translate");
+    }
+    if (sp->no_timestamps >= 0) prompt[(*n)++] = sp->no_timestamps;
+    return ENCDEC_OK;
+}
+
+static encdec_status check_params(const encdec_session *s, const encdec_transcribe_params *p) {
+    if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
+        return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
+    int ctx = s->model->w->hp.n_text_ctx;
+    if (p->max_tokens < 0 || p->max_tokens > ctx)
+        return ed_fail(ENCDEC_ERR_ARG, "max_tokens %d is out of range 0..%d", p->max_tokens, ctx);
+    return ENCDEC_OK;
+}
+
+static int all_zero(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* Appends one window's tokens to r. */
+static encdec_status add_tokens(encdec_result *r, const whisper_model *w, const int *toks,
+                                const float *lps, int n, int window);
+static encdec_status finish_text(encdec_result *r, const whisper_model *w);
+
+encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+                                const encdec_transcribe_params *params, encdec_result **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: out is NULL");
+    *out = NULL;
+    if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: session is NULL");
+    if (!pcm || n_samples == 0) return ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
+    encdec_status st = check_params(s, &p);
+    const whisper_model *w = s->model->w;
+    int prompt[8], n_prompt = 0;
+    if (!st) st = build_prompt(w, &p, prompt, &n_prompt);
+    if (st) return st;
+
+    encdec_result *r = calloc(1, sizeof *r);
+    if (!r) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    int room = w->hp.n_text_ctx - n_prompt;
+    dec_rules rules = {w->suppress, w->n_suppress, w->begin_suppress, w->n_begin_suppress,
+                       w->sp.eot, p.max_tokens && p.max_tokens < room ? p.max_tokens : room};
+    size_t n_win = (n_samples + MEL_CHUNK_SAMPLES - 1) / MEL_CHUNK_SAMPLES;
+    for (size_t wi = 0; wi < n_win && !st; wi++) {
+        const float *seg = pcm + wi * MEL_CHUNK_SAMPLES;
+        size_t len = n_samples - wi * MEL_CHUNK_SAMPLES;
+        if (len > MEL_CHUNK_SAMPLES) len = MEL_CHUNK_SAMPLES;
+        r->timings.n_windows++;
+        if (all_zero(seg, len)) continue;
+        double t0 = api_now_ms();
+        st = mel_compute(s->mel, seg, len, s->mel_buf, MEL_CHUNK_FRAMES);
+        if (st) break;
+        double t1 = api_now_ms();
+        whisper_encode(s->st, s->mel_buf);
+        whisper_runner_begin(&s->runner, p.kv_mode);
+        double t2 = api_now_ms();
+        dec_model dm = whisper_runner_seam(&s->runner);
+        int n = 0;
+        st = dec_greedy(&dm, 0, prompt, n_prompt, &rules, s->logits, s->toks, s->lps, &n);
+        double t3 = api_now_ms();
+        r->timings.mel_ms += t1 - t0;
+        r->timings.encoder_ms += t2 - t1;
+        r->timings.decode_ms += t3 - t2;
+        r->timings.n_tokens += n;
+        if (!st) st = add_tokens(r, w, s->toks, s->lps, n, (int)wi);
+    }
+    if (!st) st = finish_text(r, w);
+    if (st) {
+        encdec_result_free(r);
+        return st;
+    }
+    *out = r;
+    return ENCDEC_OK;
+}
+
+static encdec_status grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return ENCDEC_OK;
+    size_t c = *cap ? *cap : 64;
+    while (c < need && c < SIZE_MAX / 2) c *= 2;
+    if (c > SIZE_MAX / elem) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    void *q = realloc(*p, c * elem);
+    if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    *p = q;
+    *cap = c;
+    return ENCDEC_OK;
+}
+
+static encdec_status add_tokens(encdec_result *r, const whisper_model *w, const int *toks,
+                                const float *lps, int n, int window) {
+    size_t cap = (size_t)r->cap_tokens;
+    encdec_status st = grow((void **)&r->tokens, &cap, (size_t)r->n_tokens + n, sizeof *r->tokens);
+    r->cap_tokens = (int)cap;
+    for (int i = 0; i < n && !st; i++) {
+        size_t len = 0;
+        const char *b = bpe_token_bytes(w->tok, toks[i], &len);
+        if (!b) len = 0;
+        st = grow((void **)&r->strs, &r->strs_cap, r->strs_len + len + 1, 1);
+        if (st) break;
+        if (len) memcpy(r->strs + r->strs_len, b, len);
+        r->strs[r->strs_len + len] = 0;
+        encdec_token *t = &r->tokens[r->n_tokens++];
+        t->id = toks[i];
+        t->logprob = lps[i];
+        t->window = window;
+        t->text = (const char *)(uintptr_t)r->strs_len; /* an offset until finish_text */
+        r->strs_len += len + 1;
+    }
+    return st;
+}
+
+static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
+    for (int i = 0; i < r->n_tokens; i++)
+        r->tokens[i].text = r->strs + (uintptr_t)r->tokens[i].text;
+    size_t nt = r->n_tokens > 0 ? (size_t)r->n_tokens : 1;
+    int *ids = malloc(sizeof *ids * nt);
+    if (!ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+    for (int i = 0; i < r->n_tokens; i++) ids[i] = r->tokens[i].id;
+    r->text = bpe_decode(w->tok, ids, r->n_tokens, 1);
+    free(ids);
+    return r->text ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+}
+
+const char *encdec_result_text(const encdec_result *r) { return r ? r->text : ""; }
+int encdec_result_n_tokens(const encdec_result *r) { return r ? r->n_tokens : 0; }
+
+const encdec_token *encdec_result_token(const encdec_result *r, int i) {
+    return r && i >= 0 && i < r->n_tokens ? &r->tokens[i] : NULL;
+}
+
+const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
+
+void encdec_result_free(encdec_result *r) {
+    if (!r) return;
+    free(r->text);
+    free(r->tokens);
+    free(r->strs);
+    free(r);
+}

@@ -1,0 +1,194 @@
+/* audio.c - audio files to mono float PCM at a target rate.
+ *
+ * libsndfile decodes (WAV, FLAC, OGG, MP3, ...) into interleaved float in
+ * blocks; each block is averaged over channels into a growing mono buffer
+ * (the header's frame count is only a capacity hint: for MP3 it may be an
+ * estimate). libsoxr then converts the rate in one shot (high quality).
+ */
+#include "audio/audio.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_CHANNELS 1024
+#define MAX_RATE 1000000           /* Hz; anything above is a corrupt header */
+#define BLOCK_FRAMES 16384
+
+/* Grows *buf (of *cap floats) to hold at least need floats. */
+static encdec_status grow(float **buf, size_t *cap, size_t need, const char *path) {
+    if (need <= *cap) return ENCDEC_OK;
+    size_t n = *cap ? *cap : 65536, bytes;
+    while (n < need) {
+        if (n > SIZE_MAX / 2) return ed_fail(ENCDEC_ERR_NOMEM, "%s: audio too large", path);
+        n *= 2;
+    }
+    if (!ed_mul_ok(n, sizeof **buf, &bytes))
+        return ed_fail(ENCDEC_ERR_NOMEM, "%s: audio too large", path);
+    float *p = realloc(*buf, bytes);
+    if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s: audio samples (%zu bytes)", path, bytes);
+    *buf = p;
+    *cap = n;
+    return ENCDEC_OK;
+}
+
+static encdec_status too_long(const char *path, double seconds, double max_seconds, int partial) {
+    return ed_fail(ENCDEC_ERR_AUDIO, "%s: is %s%.1f s long; the limit is %g s", path,
+                   partial ? "at least " : "", seconds, max_seconds);
+}
+
+/* Decodes every frame of an open file into mono floats at the file's rate. */
+static encdec_status read_mono(SNDFILE *sf, const SF_INFO *info, const char *path,
+                               double max_seconds, float **out, size_t *n_out) {
+    int ch = info->channels;
+    size_t max_frames = SIZE_MAX;
+    double limit = max_seconds * info->samplerate;
+    if (max_seconds > 0 && limit < 1e18) max_frames = (size_t)limit;
+    float *block = ed_alloc((size_t)BLOCK_FRAMES * ch * sizeof *block, "audio block");
+    if (!block) return ENCDEC_ERR_NOMEM;
+
+    float *mono = NULL;
+    size_t cap = 0, n = 0;
+    encdec_status st = ENCDEC_OK;
+    /* Start from the header's count (capped: it may be an estimate or garbage). */
+    if (info->frames > 0) {
+        size_t hint = info->frames < (sf_count_t)(1 << 26) ? (size_t)info->frames : (size_t)1 << 26;
+        st = grow(&mono, &cap, hint, path);
+    }
+    while (st == ENCDEC_OK) {
+        sf_count_t got = sf_readf_float(sf, block, BLOCK_FRAMES);
+        if (got <= 0) break;
+        if ((st = grow(&mono, &cap, n + (size_t)got, path)) != ENCDEC_OK) break;
+        for (sf_count_t i = 0; i < got; i++) {
+            const float *f = block + (size_t)i * ch;
+            double acc = 0;
+            for (int c = 0; c < ch; c++) acc += f[c];
+            mono[n + (size_t)i] = (float)(acc / ch);
+        }
+        n += (size_t)got;
+        if (n > max_frames) st = too_long(path, (double)n / info->samplerate, max_seconds, 1);
+    }
+    if (st == ENCDEC_OK && sf_error(sf) != SF_ERR_NO_ERROR)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", path, sf_strerror(sf));
+    if (st == ENCDEC_OK && n == 0)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples", path);
+    free(block);
+    if (st != ENCDEC_OK) {
+        free(mono);
+        return st;
+    }
+    float *fit = realloc(mono, n * sizeof *mono);   /* give back the doubling slack */
+    *out = fit ? fit : mono;
+    *n_out = n;
+    return ENCDEC_OK;
+}
+
+encdec_status audio_load(const char *path, int target_rate, double max_seconds,
+                         float **pcm, size_t *n_samples) {
+    if (!path || !pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL argument");
+    if (target_rate <= 0 || target_rate > MAX_RATE)
+        return ed_fail(ENCDEC_ERR_ARG, "audio_load: target rate %d Hz is out of range", target_rate);
+    if (!(max_seconds >= 0))
+        return ed_fail(ENCDEC_ERR_ARG, "audio_load: max_seconds is %g", max_seconds);
+    *pcm = NULL;
+    *n_samples = 0;
+
+    /* libsndfile reports a missing file and a non-audio file alike; tell them apart. */
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    int is_dir = fstat(fileno(probe), &sb) == 0 && S_ISDIR(sb.st_mode);
+    fclose(probe);
+    if (is_dir) return ed_fail(ENCDEC_ERR_IO, "%s: is a directory, not an audio file", path);
+
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    if (!sf) return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", path, sf_strerror(NULL));
+
+    encdec_status st = ENCDEC_OK;
+    if (info.samplerate <= 0 || info.samplerate > MAX_RATE)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: sample rate %d Hz is out of range", path, info.samplerate);
+    else if (info.channels <= 0 || info.channels > MAX_CHANNELS)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %d channels is out of range (1..%d)", path,
+                     info.channels, MAX_CHANNELS);
+    else if (max_seconds > 0 && info.frames > 0 && info.frames != SF_COUNT_MAX &&
+             (double)info.frames / info.samplerate > max_seconds)
+        st = too_long(path, (double)info.frames / info.samplerate, max_seconds, 0);
+
+    float *mono = NULL;
+    size_t n = 0;
+    if (st == ENCDEC_OK) st = read_mono(sf, &info, path, max_seconds, &mono, &n);
+    sf_close(sf);
+    if (st != ENCDEC_OK) return st;
+
+    if (info.samplerate == target_rate) {
+        *pcm = mono;
+        *n_samples = n;
+        return ENCDEC_OK;
+    }
+    st = audio_resample(mono, n, info.samplerate, target_rate, pcm, n_samples);
+    free(mono);
+    if (st != ENCDEC_OK) {
+        ed_err_prefix("%s", path);
+        return st;
+    }
+    if (*n_samples == 0) {
+        free(*pcm);
+        *pcm = NULL;
+        return ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples at %d Hz", path, target_rate);
+    }
+    return ENCDEC_OK;
+}
+
+encdec_status audio_resample(const float *in, size_t n_in, int rate_in,
+                             int rate_out, float **out, size_t *n_out) {
+    if ((!in && n_in > 0) || !out || !n_out)
+        return ed_fail(ENCDEC_ERR_ARG, "audio_resample: NULL argument");
+    if (rate_in <= 0 || rate_in > MAX_RATE || rate_out <= 0 || rate_out > MAX_RATE)
+        return ed_fail(ENCDEC_ERR_ARG, "audio_resample: rates %d -> %d Hz are out of range",
+                       rate_in, rate_out);
+    *out = NULL;
+    *n_out = 0;
+
+    /* Room for n_in * rate_out / rate_in samples (soxr emits the rounded
+     * count) plus slack; computed in double so huge inputs fail cleanly. */
+    double want = (double)n_in * rate_out / rate_in + 16.0;
+    size_t cap, bytes;
+    if (want >= (double)(SIZE_MAX / sizeof(float)))
+        return ed_fail(ENCDEC_ERR_NOMEM, "audio_resample: %zu samples is too many", n_in);
+    cap = (size_t)want;
+    if (!ed_mul_ok(cap, sizeof **out, &bytes))
+        return ed_fail(ENCDEC_ERR_NOMEM, "audio_resample: %zu samples is too many", n_in);
+    float *buf = ed_alloc(bytes, "resampled audio");
+    if (!buf) return ENCDEC_ERR_NOMEM;
+    if (n_in == 0) {
+        *out = buf;
+        return ENCDEC_OK;
+    }
+    if (rate_in == rate_out) {
+        memcpy(buf, in, n_in * sizeof *in);
+        *out = buf;
+        *n_out = n_in;
+        return ENCDEC_OK;
+    }
+
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    size_t done_in = 0, done_out = 0;
+    soxr_error_t err = soxr_oneshot(rate_in, rate_out, 1, in, n_in, &done_in, buf, cap, &done_out,
+                                    &io, &q, NULL);
+    if (err) {
+        free(buf);
+        return ed_fail(ENCDEC_ERR_AUDIO, "resampling %d -> %d Hz failed: %s", rate_in, rate_out, err);
+    }
+    *out = buf;
+    *n_out = done_out;
+    return ENCDEC_OK;
+}

@@ -1,0 +1,40 @@
+/* mem.c - aligned allocation with named failures. */
+#include "base/mem.h"
+#include "base/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *ed_alloc(size_t bytes, const char *what) {
+    void *p = NULL;
+    size_t n = (bytes + 63) & ~(size_t)63;
+    if (n < bytes || n == 0) n = 64;
+    if (posix_memalign(&p, 64, n) != 0) {
+        ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s (%zu bytes)", what, bytes);
+        return NULL;
+    }
+    return p;
+}
+
+void *ed_calloc(size_t bytes, const char *what) {
+    void *p = ed_alloc(bytes, what);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+int ed_mul_ok(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+char *ed_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (!p) {
+        ed_fail(ENCDEC_ERR_NOMEM, "out of memory: string (%zu bytes)", n);
+        return NULL;
+    }
+    memcpy(p, s, n);
+    return p;
+}

@@ -1,0 +1,31 @@
+/* pool.h - a small fork-join thread pool, owned by whoever creates it (a
+ * session); there is no global pool.
+ *
+ *   ed_pool *p;  ed_pool_new(&p, 4);          4 = caller + 3 workers
+ *   ed_pool_run(p, fn, ctx);                   fn(ctx, ith, nth) on every thread, joined
+ *   ed_pool_free(p);
+ *
+ * ed_pool_run calls fn(ctx, ith, nth) for ith in [0, nth) with the calling
+ * thread as ith 0, and returns when all have returned: a task picks its own
+ * slice from (ith, nth). Workers wait on a condition variable between runs
+ * (no spinning while a session is idle). Not reentrant: one run at a time.
+ */
+#ifndef ED_POOL_H
+#define ED_POOL_H
+
+#include "encdec.h"
+
+#define ED_POOL_MAX_THREADS 256
+
+typedef struct ed_pool ed_pool;
+typedef void (*ed_pool_fn)(void *ctx, int ith, int nth);
+
+encdec_status ed_pool_new(ed_pool **out, int n_threads);
+void ed_pool_free(ed_pool *p);
+int ed_pool_size(const ed_pool *p);
+void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx);
+
+/* Splits [0, n) into nth near-equal ranges aligned to `align`; range ith. */
+void ed_split(int n, int ith, int nth, int align, int *lo, int *hi);
+
+#endif

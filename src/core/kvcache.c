@@ -1,0 +1,89 @@
+/* kvcache.c - allocation and addressing of the self and cross caches. */
+#include "core/kvcache.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t self_layer_floats(const kv_self *c) {
+    return (size_t)c->n_slots * c->n_ctx * c->d;
+}
+
+encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int d) {
+    memset(c, 0, sizeof *c);
+    size_t n;
+    if (n_layer <= 0 || n_slots <= 0 || n_ctx <= 0 || d <= 0 ||
+        !ed_mul_ok((size_t)n_layer * n_slots, (size_t)n_ctx * d, &n) ||
+        !ed_mul_ok(n, sizeof(float), &n))
+        return ed_fail(ENCDEC_ERR_ARG, "self cache: bad size %d x %d x %d x %d",
+                       n_layer, n_slots, n_ctx, d);
+    c->n_layer = n_layer;
+    c->n_slots = n_slots;
+    c->n_ctx = n_ctx;
+    c->d = d;
+    c->k = ed_calloc(n, "self-attention K cache");
+    c->v = c->k ? ed_calloc(n, "self-attention V cache") : NULL;
+    if (!c->v) {
+        kv_self_free(c);
+        return ENCDEC_ERR_NOMEM;
+    }
+    return ENCDEC_OK;
+}
+
+void kv_self_free(kv_self *c) {
+    free(c->k);
+    free(c->v);
+    c->k = c->v = NULL;
+}
+
+float *kv_self_k(const kv_self *c, int l, int slot) {
+    return c->k + (size_t)l * self_layer_floats(c) + (size_t)slot * c->n_ctx * c->d;
+}
+
+float *kv_self_v(const kv_self *c, int l, int slot) {
+    return c->v + (size_t)l * self_layer_floats(c) + (size_t)slot * c->n_ctx * c->d;
+}
+
+void kv_self_copy_prefix(kv_self *c, int dst, int src, int n) {
+    if (dst == src || n <= 0) return;
+    for (int l = 0; l < c->n_layer; l++) {
+        memcpy(kv_self_k(c, l, dst), kv_self_k(c, l, src), (size_t)n * c->d * sizeof(float));
+        memcpy(kv_self_v(c, l, dst), kv_self_v(c, l, src), (size_t)n * c->d * sizeof(float));
+    }
+}
+
+encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh) {
+    memset(c, 0, sizeof *c);
+    size_t n;
+    if (n_layer <= 0 || n_head <= 0 || n_ctx <= 0 || dh <= 0 ||
+        !ed_mul_ok((size_t)n_layer * 2 * n_head, (size_t)n_ctx * dh, &n) ||
+        !ed_mul_ok(n, sizeof(float), &n))
+        return ed_fail(ENCDEC_ERR_ARG, "cross cache: bad size %d x %d x %d x %d",
+                       n_layer, n_head, n_ctx, dh);
+    c->n_layer = n_layer;
+    c->n_head = n_head;
+    c->n_ctx = n_ctx;
+    c->dh = dh;
+    c->kv = ed_calloc(n, "cross-attention K/V cache");
+    return c->kv ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
+}
+
+void kv_cross_free(kv_cross *c) {
+    free(c->kv);
+    c->kv = NULL;
+}
+
+size_t kv_cross_head_stride(const kv_cross *c) { return (size_t)c->n_ctx * c->dh; }
+
+float *kv_cross_k(const kv_cross *c, int l) {
+    return c->kv + (size_t)l * 2 * c->n_head * kv_cross_head_stride(c);
+}
+
+float *kv_cross_v(const kv_cross *c, int l) {
+    return kv_cross_k(c, l) + (size_t)c->n_head * kv_cross_head_stride(c);
+}
+
+size_t kv_cross_bytes(const kv_cross *c) {
+    return (size_t)c->n_layer * 2 * c->n_head * kv_cross_head_stride(c) * sizeof(float);
+}

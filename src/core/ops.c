@@ -1,0 +1,151 @@
+/* ops.c - slicing kernels over the pool. A slice is chosen so that every
+ * thread gets a contiguous block: rows when M is large (encoder), output
+ * columns when M is small (decode steps, where the weight read dominates). */
+#include "core/ops.h"
+#include "kern/kern.h"
+
+typedef struct {
+    float *y;
+    const float *x, *w, *b;
+    int ldy, ldx, ldw, M, N, K;
+} mm_ctx;
+
+static void mm_task(void *arg, int ith, int nth) {
+    mm_ctx *c = arg;
+    int lo, hi;
+    if (c->M >= 4 * nth) {
+        ed_split(c->M, ith, nth, 4, &lo, &hi);
+        if (hi > lo)
+            k_matmul_ex(c->y + (size_t)lo * c->ldy, c->ldy, c->x + (size_t)lo * c->ldx, c->ldx,
+                        c->w, c->ldw, c->b, hi - lo, c->N, c->K);
+    } else {
+        ed_split(c->N, ith, nth, 16, &lo, &hi);
+        if (hi > lo)
+            k_matmul_ex(c->y + lo, c->ldy, c->x, c->ldx, c->w + (size_t)lo * c->ldw, c->ldw,
+                        c->b ? c->b + lo : NULL, c->M, hi - lo, c->K);
+    }
+}
+
+void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const float *w,
+                  int ldw, const float *b, int M, int N, int K) {
+    mm_ctx c = {y, x, w, b, ldy, ldx, ldw, M, N, K};
+    ed_pool_run(p, mm_task, &c);
+}
+
+void op_matmul(ed_pool *p, float *y, const float *x, const float *w, const float *b,
+               int M, int N, int K) {
+    op_matmul_ex(p, y, N, x, K, w, K, b, M, N, K);
+}
+
+typedef struct {
+    float *y;
+    const float *x, *g, *b;
+    int M, D;
+    float eps;
+} ln_ctx;
+
+static void ln_task(void *arg, int ith, int nth) {
+    ln_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->M, ith, nth, 1, &lo, &hi);
+    k_layernorm(c->y + (size_t)lo * c->D, c->x + (size_t)lo * c->D, c->g, c->b, hi - lo, c->D, c->eps);
+}
+
+void op_layernorm(ed_pool *p, float *y, const float *x, const float *g, const float *b,
+                  int M, int D, float eps) {
+    ln_ctx c = {y, x, g, b, M, D, eps};
+    if (M < 16) ln_task(&c, 0, 1);
+    else ed_pool_run(p, ln_task, &c);
+}
+
+typedef struct {
+    float *x;
+    size_t n;
+} gelu_ctx;
+
+static void gelu_task(void *arg, int ith, int nth) {
+    gelu_ctx *c = arg;
+    size_t lo = c->n * (size_t)ith / (size_t)nth, hi = c->n * (size_t)(ith + 1) / (size_t)nth;
+    k_gelu(c->x + lo, hi - lo);
+}
+
+void op_gelu(ed_pool *p, float *x, int M, int N) {
+    gelu_ctx c = {x, (size_t)M * (size_t)N};
+    if (c.n < 8192) gelu_task(&c, 0, 1);
+    else ed_pool_run(p, gelu_task, &c);
+}
+
+/* Attention work items are (head, block of OP_ATTN_ROWS query rows). */
+typedef struct {
+    float *o;
+    const float *q, *k, *v;
+    int ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal;
+    size_t head_stride;   /* > 0: head-major k/v blocks */
+    float scale;
+    float *scratch;
+    size_t scratch_stride;
+} attn_ctx;
+
+static void attn_task(void *arg, int ith, int nth) {
+    attn_ctx *c = arg;
+    int n_blk = (c->Mq + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS;
+    int n_items = n_blk * c->n_head;
+    float *s = c->scratch + (size_t)ith * c->scratch_stride;
+    for (int it = ith; it < n_items; it += nth) {
+        int h = it / n_blk, r0 = (it % n_blk) * OP_ATTN_ROWS;
+        int m = c->Mq - r0 < OP_ATTN_ROWS ? c->Mq - r0 : OP_ATTN_ROWS;
+        const float *k, *v;
+        int ldk, ldv;
+        if (c->head_stride) {
+            k = c->k + (size_t)h * c->head_stride;
+            v = c->v + (size_t)h * c->head_stride;
+            ldk = ldv = c->dh;
+        } else {
+            k = c->k + (size_t)h * c->dh;
+            v = c->v + (size_t)h * c->dh;
+            ldk = c->ldk;
+            ldv = c->ldv;
+        }
+        /* A causal block of rows [r0, r0+m) sees keys up to Tk - Mq + r0 + m. */
+        int tk = c->causal ? c->Tk - c->Mq + r0 + m : c->Tk;
+        k_attention(c->o + (size_t)r0 * c->ldo + (size_t)h * c->dh, c->ldo,
+                    c->q + (size_t)r0 * c->ldq + (size_t)h * c->dh, c->ldq, k, ldk, v, ldv,
+                    m, tk, c->dh, c->scale, c->causal, s);
+    }
+}
+
+void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
+                  int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
+                  float scale, int causal, float *scratch, size_t scratch_stride) {
+    attn_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, 0, scale,
+                  scratch, scratch_stride};
+    ed_pool_run(p, attn_task, &c);
+}
+
+void op_attention_hm(ed_pool *p, float *o, int ldo, const float *q, int ldq,
+                     const float *k, const float *v, size_t head_stride, int Mq, int Tk,
+                     int n_head, int dh, float scale, float *scratch, size_t scratch_stride) {
+    attn_ctx c = {o, q, k, v, ldo, ldq, dh, dh, Mq, Tk, n_head, dh, 0, head_stride, scale,
+                  scratch, scratch_stride};
+    ed_pool_run(p, attn_task, &c);
+}
+
+typedef struct {
+    float *col;
+    const float *x;
+    int chan_major, C_in, T_in, kw, stride, pad, T_out;
+} i2c_ctx;
+
+static void i2c_task(void *arg, int ith, int nth) {
+    i2c_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->T_out, ith, nth, 1, &lo, &hi);
+    k_im2col_1d(c->col + (size_t)lo * c->C_in * c->kw, c->x, c->chan_major, c->C_in, c->T_in,
+                c->kw, c->stride, c->pad, lo, hi);
+}
+
+void op_im2col_1d(ed_pool *p, float *col, const float *x, int x_chan_major, int C_in,
+                  int T_in, int kw, int stride, int pad, int T_out) {
+    i2c_ctx c = {col, x, x_chan_major, C_in, T_in, kw, stride, pad, T_out};
+    ed_pool_run(p, i2c_task, &c);
+}

@@ -1,0 +1,43 @@
+/* greedy.c - argmax decoding. */
+#include "decode/greedy.h"
+#include "base/err.h"
+#include "kern/kern.h"
+
+#include <math.h>
+
+void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, int index) {
+    for (int i = 0; i < r->n_suppress; i++)
+        if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
+    if (index == 0)
+        for (int i = 0; i < r->n_begin_suppress; i++)
+            if (r->begin_suppress[i] >= 0 && r->begin_suppress[i] < n_vocab)
+                logits[r->begin_suppress[i]] = -INFINITY;
+}
+
+float dec_logprob(const float *logits, int n_vocab, int id) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    return (float)((double)logits[id] - mx - log(sum));
+}
+
+encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_prompt,
+                         const dec_rules *r, float *logits, int *out_tok, float *out_lp,
+                         int *n_out) {
+    *n_out = 0;
+    if (n_prompt < 1 || r->max_new < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "greedy: need a prompt and max_new >= 1 (got %d, %d)",
+                       n_prompt, r->max_new);
+    encdec_status st = m->feed(m->ctx, seq, prompt, n_prompt, logits);
+    for (int i = 0; !st && i < r->max_new; i++) {
+        dec_apply_rules(logits, m->n_vocab, r, i);
+        int id = k_argmax(logits, m->n_vocab);
+        out_tok[i] = id;
+        out_lp[i] = dec_logprob(logits, m->n_vocab, id);
+        *n_out = i + 1;
+        if (id == r->eot || i + 1 == r->max_new) break;
+        st = m->step(m->ctx, 1, &seq, &id, logits);
+    }
+    return st;
+}

@@ -1,0 +1,181 @@
+/* ct2.c - the CTranslate2 model.bin loader.
+ *
+ * Layout (written by ctranslate2/specs/model_spec.py, all little-endian,
+ * "str" = u16 length including a trailing NUL, then the bytes and the NUL):
+ *   u32 binary version (6 in CTranslate2 4.5; 4 and 5 are read the same
+ *       way, untested; older ones stored item sizes, not dtype ids)
+ *   str spec name ("WhisperSpec")     u32 spec revision (3 for Whisper)
+ *   u32 n_variables, then per variable, sorted by name:
+ *     str name | u8 rank | u32 dim[rank] | u8 dtype id | u32 n_bytes | bytes
+ *     dtype ids: 0 float32, 1 int8, 2 int16, 3 int32, 4 float16, 5 bfloat16
+ *   u32 n_aliases, then per alias: str alias | str target variable
+ * Variables are packed back to back, so data has no alignment (wtab_add
+ * copies misaligned ones). Rank-0 variables are scalar attributes; booleans
+ * are stored as int8 and strings as 1-d int8 arrays of their UTF-8 bytes.
+ * Tensors are added as they are read: after a failure the table holds the
+ * ones before it (valid, incomplete), and the caller frees it.
+ *
+ * Whisper as converted by faster-whisper (tiny.en, float16; d = 384, 4+4
+ * layers, weights are [out, in] like torch.nn.Linear):
+ *   encoder/conv1/weight [d,80,3] f16, conv1/bias [d]; conv2/weight [d,d,3]
+ *   encoder/position_encodings/encodings [1500,d] (the sinusoids, stored)
+ *   encoder/layer_N/self_attention/layer_norm/{gamma,beta} [d]   pre-norm
+ *   encoder/layer_N/self_attention/linear_0/{weight [3d,d], bias [3d]}
+ *       fused Q|K|V rows; the K third of the bias is zero (Whisper has none)
+ *   encoder/layer_N/self_attention/linear_1/{weight [d,d], bias [d]}  out proj
+ *   encoder/layer_N/ffn/layer_norm/{gamma,beta}, ffn/linear_0 [4d,d] (+bias),
+ *       ffn/linear_1 [d,4d] (+bias)
+ *   encoder/layer_norm/{gamma,beta}  final norm
+ *   decoder/embeddings/weight [n_vocab,d]
+ *   decoder/position_encodings/encodings [448,d] (learned)
+ *   decoder/layer_N/self_attention/... as in the encoder (linear_0 fused QKV)
+ *   decoder/layer_N/attention/layer_norm, the cross attention:
+ *       attention/linear_0 [d,d] = Q, attention/linear_1 [2d,d] = fused K|V
+ *       (K half of its bias zero), attention/linear_2 [d,d] = out proj
+ *   decoder/layer_N/ffn/... as in the encoder; decoder/layer_norm final norm
+ *   alias decoder/projection/weight -> decoder/embeddings/weight (tied; the
+ *       output projection has no bias)
+ * Scalars: {encoder,decoder}/num_heads int16 (6); decoder/pre_norm int8 1,
+ *   activation int8 3 (GELU), alibi 0, scale_embeddings 0,
+ *   start_from_zero_embedding 0, alignment_heads int16, alignment_layer
+ *   int16 -1. No attention scale is stored: it is 1/sqrt(d/num_heads).
+ */
+#include "io/tensor.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const uint8_t *data;
+    size_t pos, size;
+    const char *path;
+} ct2_reader;
+
+/* Fails unless n more bytes are left; what names the field for the message. */
+static encdec_status need(const ct2_reader *r, size_t n, const char *what) {
+    if (n <= r->size - r->pos) return ENCDEC_OK;
+    return ed_fail(ENCDEC_ERR_FORMAT, "%s: truncated at byte %zu: %s needs %zu bytes, %zu left",
+                   r->path, r->pos, what, n, r->size - r->pos);
+}
+
+/* Reads an n-byte (1, 2 or 4) little-endian unsigned integer. */
+static encdec_status read_uint(ct2_reader *r, int n, uint32_t *v, const char *what) {
+    encdec_status st = need(r, (size_t)n, what);
+    if (st) return st;
+    *v = 0;
+    for (int i = n - 1; i >= 0; i--) *v = *v << 8 | r->data[r->pos + (size_t)i];
+    r->pos += (size_t)n;
+    return ENCDEC_OK;
+}
+
+/* Reads a length-prefixed, NUL-terminated string; *s points into the map. */
+static encdec_status read_str(ct2_reader *r, const char **s, const char *what) {
+    uint32_t len;
+    encdec_status st = read_uint(r, 2, &len, what);
+    if (st || (st = need(r, len, what))) return st;
+    const char *p = (const char *)r->data + r->pos;
+    if (len == 0 || p[len - 1] != 0 || strlen(p) != len - 1)
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: %s at byte %zu is not a NUL-terminated string",
+                       r->path, what, r->pos);
+    r->pos += len;
+    *s = p;
+    return ENCDEC_OK;
+}
+
+static int dtype_from_id(uint32_t id, ed_dtype *dt) {
+    static const ed_dtype ids[] = {ED_F32, ED_I8, ED_I16, ED_I32, ED_F16, ED_BF16};
+    if (id >= sizeof ids / sizeof ids[0]) return 0;
+    *dt = ids[id];
+    return 1;
+}
+
+/* Reads one variable (everything after its name) into x. */
+static encdec_status read_var(ct2_reader *r, ed_tensor *x) {
+    char what[64 + 256];
+    uint32_t rank, id, nbytes, dim;
+    snprintf(what, sizeof what, "variable %.256s rank", x->name);
+    encdec_status st = read_uint(r, 1, &rank, what);
+    if (st) return st;
+    if (rank > ED_MAX_DIMS)
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %s has rank %u (at most %d supported)",
+                       r->path, x->name, rank, ED_MAX_DIMS);
+    x->ndim = (int)rank;
+    snprintf(what, sizeof what, "variable %.256s shape", x->name);
+    for (uint32_t i = 0; i < rank; i++) {
+        if ((st = read_uint(r, 4, &dim, what))) return st;
+        x->shape[i] = dim;
+    }
+    snprintf(what, sizeof what, "variable %.256s dtype", x->name);
+    if ((st = read_uint(r, 1, &id, what))) return st;
+    if (!dtype_from_id(id, &x->dtype))
+        return ed_fail(ENCDEC_ERR_DTYPE, "%s: variable %s has unknown dtype id %u", r->path,
+                       x->name, id);
+    snprintf(what, sizeof what, "variable %.256s byte count", x->name);
+    if ((st = read_uint(r, 4, &nbytes, what))) return st;
+    size_t want = ed_dtype_size(x->dtype);
+    for (int i = 0; i < x->ndim; i++)
+        if (!ed_mul_ok(want, (size_t)x->shape[i], &want)) want = SIZE_MAX;
+    if (want != nbytes) {
+        char sb[96];
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %s holds %u bytes, but %s %s needs %zu",
+                       r->path, x->name, nbytes, ed_dtype_name(x->dtype),
+                       ed_shape_str(sb, sizeof sb, x->ndim, x->shape), want);
+    }
+    snprintf(what, sizeof what, "variable %.256s data", x->name);
+    if ((st = need(r, nbytes, what))) return st;
+    x->nbytes = nbytes;
+    x->data = r->data + r->pos;
+    r->pos += nbytes;
+    return ENCDEC_OK;
+}
+
+/* Reads the whole mapped file into t. */
+static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
+    uint32_t version, revision, n_vars, n_alias;
+    const char *spec;
+    encdec_status st = read_uint(r, 4, &version, "binary version");
+    if (st) return st;
+    if (version < 4 || version > 6)
+        return ed_fail(ENCDEC_ERR_FORMAT,
+                       "%s: CTranslate2 binary version %u is not supported (this reader handles 4 to 6)",
+                       r->path, version);
+    if ((st = read_str(r, &spec, "spec name")) || (st = read_uint(r, 4, &revision, "spec revision")) ||
+        (st = read_uint(r, 4, &n_vars, "variable count")))
+        return st;
+    for (uint32_t i = 0; i < n_vars; i++) {
+        ed_tensor x = {.file = r->path};
+        char what[48];
+        snprintf(what, sizeof what, "variable %u name", i);
+        if ((st = read_str(r, &x.name, what)) || (st = read_var(r, &x))) return st;
+        if ((st = wtab_add(t, &x))) {
+            ed_err_prefix("%s", r->path);
+            return st;
+        }
+    }
+    if ((st = read_uint(r, 4, &n_alias, "alias count"))) return st;
+    for (uint32_t i = 0; i < n_alias; i++) {
+        const char *alias, *target;
+        char what[48];
+        snprintf(what, sizeof what, "alias %u", i);
+        if ((st = read_str(r, &alias, what)) || (st = read_str(r, &target, what))) return st;
+        if ((st = wtab_alias(t, alias, target))) {
+            ed_err_prefix("%s", r->path);
+            return st;
+        }
+    }
+    if (r->pos != r->size)
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: %zu unexpected bytes after the aliases", r->path,
+                       r->size - r->pos);
+    return ENCDEC_OK;
+}
+
+encdec_status ct2_load_file(ed_wtab *t, const char *path) {
+    ed_fmap m;
+    encdec_status st = ed_fmap_open(&m, path);
+    if (st) return st;
+    ct2_reader r = {m.data, 0, m.size, path};
+    st = wtab_keep_map(t, m);       /* tensors point into it as they are read */
+    return st ? st : read_model(&r, t);
+}

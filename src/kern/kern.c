@@ -1,0 +1,146 @@
+/* kern.c - the kernels behind kern.h: BLAS for products, plain C elsewhere.
+ * The *_ref twins are deliberately naive (double accumulation, no BLAS). */
+#include "kern/kern.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                 const float *b, int M, int N, int K) {
+    if (M <= 0 || N <= 0) return;
+    float beta = 0.0f;
+    if (b) {
+        for (int i = 0; i < M; i++) memcpy(y + (size_t)i * ldy, b, (size_t)N * sizeof *y);
+        beta = 1.0f;
+    }
+    if (M == 1) {
+        if (!b) memset(y, 0, (size_t)N * sizeof *y);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, w, ldw, x, 1, 1.0f, y, 1);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, ldx, w, ldw,
+                beta, y, ldy);
+}
+
+void k_matmul(float *y, const float *x, const float *w, const float *b, int M, int N, int K) {
+    k_matmul_ex(y, N, x, K, w, K, b, M, N, K);
+}
+
+void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                  const float *b, int M, int N, int K) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = b ? b[j] : 0.0;
+            for (int k = 0; k < K; k++) acc += (double)x[(size_t)i * ldx + k] * w[(size_t)j * ldw + k];
+            y[(size_t)i * ldy + j] = (float)acc;
+        }
+}
+
+void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps) {
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * D;
+        float *yi = y + (size_t)i * D;
+        double mean = 0, var = 0;
+        for (int j = 0; j < D; j++) mean += xi[j];
+        mean /= D;
+        for (int j = 0; j < D; j++) {
+            double d = xi[j] - mean;
+            var += d * d;
+        }
+        var /= D;
+        float m = (float)mean, r = (float)(1.0 / sqrt(var + eps));
+        for (int j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * g[j] + b[j];
+    }
+}
+
+void k_gelu(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+}
+
+void k_gelu_ref(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0))));
+}
+
+void k_add(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void k_softmax(float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* Masked-out scores are simply not part of the softmax range: row i has
+ * n_i keys and the rest of its scratch row is zero for the second product. */
+void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                 const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                 int causal, float *s) {
+    if (Mq == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, Tk, dh, scale, k, ldk, q, 1, 0.0f, s, 1);
+        k_softmax(s, Tk);
+        cblas_sgemv(CblasRowMajor, CblasTrans, Tk, dh, 1.0f, v, ldv, s, 1, 0.0f, o, 1);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Mq, Tk, dh, scale, q, ldq, k, ldk,
+                0.0f, s, Tk);
+    for (int i = 0; i < Mq; i++) {
+        float *si = s + (size_t)i * Tk;
+        int n = causal ? Tk - Mq + i + 1 : Tk;
+        k_softmax(si, n);
+        if (n < Tk) memset(si + n, 0, (size_t)(Tk - n) * sizeof *si);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Mq, dh, Tk, 1.0f, s, Tk, v, ldv,
+                0.0f, o, ldo);
+}
+
+void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                     const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                     int causal, float *s) {
+    for (int i = 0; i < Mq; i++) {
+        int n = causal ? Tk - Mq + i + 1 : Tk;
+        double mx = -DBL_MAX, sum = 0;
+        for (int t = 0; t < n; t++) {
+            double acc = 0;
+            for (int j = 0; j < dh; j++) acc += (double)q[(size_t)i * ldq + j] * k[(size_t)t * ldk + j];
+            s[t] = (float)(acc * scale);
+            if (s[t] > mx) mx = s[t];
+        }
+        for (int t = 0; t < n; t++) sum += exp(s[t] - mx);
+        for (int j = 0; j < dh; j++) {
+            double acc = 0;
+            for (int t = 0; t < n; t++) acc += exp(s[t] - mx) / sum * v[(size_t)t * ldv + j];
+            o[(size_t)i * ldo + j] = (float)acc;
+        }
+    }
+}
+
+void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_in,
+                 int kw, int stride, int pad, int t0, int t1) {
+    for (int t = t0; t < t1; t++) {
+        float *row = col + (size_t)(t - t0) * C_in * kw;
+        for (int c = 0; c < C_in; c++)
+            for (int j = 0; j < kw; j++) {
+                int ti = t * stride + j - pad;
+                float val = 0.0f;
+                if (ti >= 0 && ti < T_in)
+                    val = x_chan_major ? x[(size_t)c * T_in + ti] : x[(size_t)ti * C_in + c];
+                row[c * kw + j] = val;
+            }
+    }
+}
+
+int k_argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}

@@ -1,0 +1,62 @@
+/* kern.h - compute kernels: pure functions, output first, sizes explicit, no
+ * model knowledge, no allocation, no threads (callers slice the work; see
+ * core/ops.h for the pool-parallel wrappers).
+ *
+ *   k_matmul(y, x, w, b, M, N, K);          y[M,N] = x[M,K] . w[N,K]^T + b[N]
+ *   k_layernorm(y, x, g, b, M, D, 1e-5f);
+ *   k_attention(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, causal, scratch);
+ *
+ * Every fast kernel has a scalar twin (*_ref) compiled beside it; the tests
+ * check one against the other, and benchmarks time both. Matrix products go
+ * through a sequential BLAS (cblas_sgemm): one dispatch point, k_matmul_*.
+ */
+#ifndef ED_KERN_H
+#define ED_KERN_H
+
+#include <stddef.h>
+
+/* y[M,N] (row stride ldy) = x[M,K] (ldx) . w[N,K]^T (ldw) + b[N] (b may be NULL).
+ * w is a PyTorch Linear weight [out, in], row-major. */
+void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                 const float *b, int M, int N, int K);
+void k_matmul(float *y, const float *x, const float *w, const float *b, int M, int N, int K);
+void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                  const float *b, int M, int N, int K);
+
+/* y[M,D] = (x - mean) / sqrt(var + eps) * g + b, per row; y may alias x. */
+void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps);
+
+/* x[n] = x * Phi(x) with the exact erf form, in place. */
+void k_gelu(float *x, size_t n);
+void k_gelu_ref(float *x, size_t n);
+
+/* y[n] += x[n]. */
+void k_add(float *y, const float *x, size_t n);
+
+/* In place, over x[0, n): x = exp(x - max) / sum. */
+void k_softmax(float *x, int n);
+
+/* Scaled dot-product attention for one head:
+ * o[Mq, dh] (ldo) = softmax(scale * q[Mq, dh] . k[Tk, dh]^T) . v[Tk, dh]
+ * with row strides ldq, ldk, ldv. causal: query row i sees keys
+ * [0, Tk - Mq + i + 1) (the queries are the last Mq positions); else all Tk.
+ * scratch: [Mq, Tk] floats. */
+void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                 const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                 int causal, float *scratch);
+void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                     const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                     int causal, float *scratch);
+
+/* 1-d convolution as a matrix: col[T_out, C_in * kw] from x, where output
+ * step t reads input positions t*stride + j - pad (zeros outside [0, T_in)).
+ * x is channel-major [C_in, T_in] when x_chan_major, else time-major
+ * [T_in, C_in]. Then y = col . W^T with W [C_out, C_in * kw] (PyTorch
+ * Conv1d weight [C_out, C_in, kw] flattened). Rows [t0, t1) only. */
+void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_in,
+                 int kw, int stride, int pad, int t0, int t1);
+
+/* Index of the maximum of x[0, n) (first on ties). */
+int k_argmax(const float *x, int n);
+
+#endif

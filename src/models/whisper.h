@@ -1,0 +1,136 @@
+/* whisper.h - the Whisper model family: weights (read-only, shared), and the
+ * per-session state that runs the encoder and the cached decoder.
+ *
+ *   whisper_model *m;  whisper_load(&m, "models/whisper-tiny.en");
+ *   whisper_state *s;  whisper_state_new(&s, m, pool, n_slots);
+ *   whisper_encode(s, mel);                 encoder output of one 30 s window
+ *   whisper_cross_compute(s);               cross K/V of all layers, once
+ *   whisper_decode(s, R, tok, pos, slot, n_out, out_rows, logits);   per step
+ *
+ * Shapes use d = d_model, T = n_audio_ctx (1500), n_ctx = n_text_ctx (448),
+ * V = n_vocab, L = decoder layers, H = heads, dh = d / H, F = ffn width.
+ * Weights are f32 after loading: borrowed from the file mapping when stored
+ * as f32, converted once otherwise (fp16 CTranslate2 files). Projections are
+ * stored fused the way the kernels want them: self-attention Q|K|V as one
+ * [3d, d] matrix, and the cross-attention K|V of ALL decoder layers as one
+ * [L * 2d, d] matrix so that the cross cache is one matrix product.
+ */
+#ifndef ED_WHISPER_H
+#define ED_WHISPER_H
+
+#include "encdec.h"
+#include "base/pool.h"
+#include "core/kvcache.h"
+#include "io/tensor.h"
+#include "tok/bpe.h"
+
+typedef struct {
+    const float *ln1_g, *ln1_b;   /* [d] */
+    const float *w_qkv, *b_qkv;   /* [3d, d], [3d] (the K bias is zero) */
+    const float *w_o, *b_o;       /* [d, d], [d] */
+    const float *ln2_g, *ln2_b;   /* [d] */
+    const float *w_fc1, *b_fc1;   /* [F, d], [F] */
+    const float *w_fc2, *b_fc2;   /* [d, F], [d] */
+} whisper_enc_layer;
+
+typedef struct {
+    const float *ln1_g, *ln1_b;   /* self-attention block */
+    const float *w_qkv, *b_qkv;   /* [3d, d], [3d] */
+    const float *w_o, *b_o;       /* [d, d], [d] */
+    const float *lnx_g, *lnx_b;   /* cross-attention block */
+    const float *w_xq, *b_xq;     /* [d, d], [d]; K|V live in whisper_model.w_xkv */
+    const float *w_xo, *b_xo;     /* [d, d], [d] */
+    const float *ln2_g, *ln2_b;   /* MLP block */
+    const float *w_fc1, *b_fc1;   /* [F, d], [F] */
+    const float *w_fc2, *b_fc2;   /* [d, F], [d] */
+} whisper_dec_layer;
+
+typedef struct {
+    int n_mels, n_audio_ctx, n_text_ctx, d, n_head, n_enc_layer, n_dec_layer, ffn, n_vocab;
+} whisper_hparams;
+
+/* Token ids that the decoding rules need; -1 when the vocabulary has none. */
+typedef struct {
+    int eot, sot, translate, transcribe, sot_lm, sot_prev, no_speech, no_timestamps;
+    int timestamp_begin;   /* <|0.00|> */
+    int lang_first;        /* <|en|>: languages follow in Whisper's order */
+    int n_langs;
+} whisper_special;
+
+typedef struct whisper_model {
+    whisper_hparams hp;
+    whisper_special sp;
+    int multilingual;
+    const char *format;                  /* "safetensors" or "ctranslate2" */
+    const float *conv1_w, *conv1_b;      /* [d, n_mels * 3], [d] */
+    const float *conv2_w, *conv2_b;      /* [d, d * 3], [d] */
+    const float *enc_pos;                /* [T, d] */
+    whisper_enc_layer *enc;              /* [n_enc_layer] */
+    const float *enc_ln_g, *enc_ln_b;    /* [d] */
+    const float *tok_emb;                /* [V, d], also the output projection */
+    const float *dec_pos;                /* [n_ctx, d] */
+    whisper_dec_layer *dec;              /* [n_dec_layer] */
+    const float *dec_ln_g, *dec_ln_b;    /* [d] */
+    const float *w_xkv, *b_xkv;          /* [L * 2d, d], [L * 2d]: layer l's K rows
+                                            at l*2d, its V rows at l*2d + d */
+    int *suppress;                       /* [n_suppress] ids never generated */
+    int n_suppress;
+    int *begin_suppress;                 /* [n_begin_suppress] not generated first */
+    int n_begin_suppress;
+    bpe_tok *tok;
+    ed_wtab *wt;                         /* owns mappings and converted weights */
+    size_t weight_bytes;
+} whisper_model;
+
+/* Loads a model directory (or a .safetensors file in one). Validates every
+ * tensor's presence, dtype and shape against the configuration first. */
+encdec_status whisper_load(whisper_model **out, const char *path);
+void whisper_free(whisper_model *m);
+
+/* ---- per-session state ---- */
+
+typedef struct whisper_state {
+    const whisper_model *m;
+    ed_pool *pool;        /* borrowed from the session */
+    int n_slots;          /* sequences that can decode at once */
+    int max_rows;         /* rows one whisper_decode call accepts */
+    kv_self self;         /* [L, n_slots, n_ctx, d] x 2 */
+    kv_cross cross;       /* [L, 2, H, T, dh] */
+    float *enc_out;       /* [T, d] encoder output of the current input */
+    /* encoder scratch */
+    float *e_x;           /* [T, d] residual stream */
+    float *e_h;           /* [T, max(3d, F)] */
+    float *e_a;           /* [T, d] attention output / LayerNorm output */
+    float *e_col;         /* [2T, max(n_mels, d) * 3] im2col */
+    float *e_conv;        /* [2T, d] conv1 output */
+    float *xkv;           /* [T, L * 2d] all layers' cross K|V before re-layout */
+    float *scores;        /* [n_threads, OP_ATTN_ROWS * max(T, n_ctx)] */
+    size_t scores_stride;
+    /* decoder scratch, [max_rows, *] */
+    float *d_x, *d_ln, *d_qkv, *d_att, *d_h, *d_q;
+} whisper_state;
+
+/* n_slots: sequences decoded together (1 for greedy). The state can also run
+ * the whole context at once (max_rows = max(n_slots, n_ctx)): prompts and the
+ * uncached mode need it. */
+encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_pool *pool,
+                                int n_slots);
+void whisper_state_free(whisper_state *s);
+
+/* Encoder: mel [n_mels, 2T] -> s->enc_out [T, d]. */
+void whisper_encode(whisper_state *s, const float *mel);
+
+/* Cross K/V of every decoder layer from s->enc_out into s->cross: one
+ * [T, d] x [d, L*2d] product, then a re-layout to head-major. */
+void whisper_cross_compute(whisper_state *s);
+
+/* One decoder pass over R rows: row r is token tok[r] at position pos[r] of
+ * the sequence in slot[r]. Rows of one slot are consecutive with increasing,
+ * contiguous positions, and the slot's self cache already holds its earlier
+ * positions. K/V of every row are appended to the self cache; every row
+ * attends to the cross cache (which must be computed). For the n_out rows
+ * listed in out_rows, logits[n_out, V] are written. R <= s->max_rows. */
+void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
+                    const int *slot, int n_out, const int *out_rows, float *logits);
+
+#endif

@@ -1,0 +1,223 @@
+/* whisper_cfg.c - hyper-parameters and decoding rules of a Whisper model.
+ *
+ * Limits: dimensions are checked against generous bounds (d_model up to
+ * 16384, 256 layers, 1M vocabulary) so that absurd configs fail here with
+ * ENCDEC_ERR_CONFIG instead of as huge allocations later. The mel window is
+ * fixed by the front end (3000 frames), so n_audio_ctx must be 1500.
+ */
+#include "models/whisper_cfg.h"
+#include "audio/mel.h"
+#include "base/err.h"
+#include "base/fmap.h"
+#include "base/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static encdec_status check_hparams(const whisper_hparams *h, const char *file) {
+    if (h->n_mels != 80 && h->n_mels != 128)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: %d mel bins; Whisper uses 80 or 128", file, h->n_mels);
+    if (h->n_audio_ctx * 2 != MEL_CHUNK_FRAMES)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: %d encoder positions; a 30 s window has %d",
+                       file, h->n_audio_ctx, MEL_CHUNK_FRAMES / 2);
+    if (h->d % h->n_head != 0)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: d_model %d is not a multiple of %d heads",
+                       file, h->d, h->n_head);
+    if (h->n_text_ctx < 4)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: %d decoder positions is too few", file, h->n_text_ctx);
+    return ENCDEC_OK;
+}
+
+static encdec_status read_rules(whisper_model *m, const cJSON *obj, const char *file,
+                                const char *k_suppress, const char *k_begin) {
+    int *a = NULL, *b = NULL, na = 0, nb = 0;
+    encdec_status st = ed_json_int_array(obj, k_suppress, file, 0, m->hp.n_vocab - 1, &a, &na);
+    if (!st) st = ed_json_int_array(obj, k_begin, file, 0, m->hp.n_vocab - 1, &b, &nb);
+    if (st) {
+        free(a);
+        return st;
+    }
+    if (a) {
+        free(m->suppress);
+        m->suppress = a;
+        m->n_suppress = na;
+    }
+    if (b) {
+        free(m->begin_suppress);
+        m->begin_suppress = b;
+        m->n_begin_suppress = nb;
+    }
+    return ENCDEC_OK;
+}
+
+encdec_status whisper_cfg_hf(whisper_model *m, const char *dir) {
+    char path[4096];
+    cJSON *c;
+    encdec_status st = ed_json_load(ed_path_join(path, sizeof path, dir, "config.json"), &c);
+    if (st) return st;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "whisper") != 0) {
+        st = ed_fail(ENCDEC_ERR_CONFIG, "config.json: model_type \"%s\" is not a Whisper model",
+                     mt->valuestring);
+        cJSON_Delete(c);
+        return st;
+    }
+    whisper_hparams *h = &m->hp;
+    int dec_heads = 0, dec_ffn = 0;
+    struct { const char *key; long hi; int *dst; } f[] = {
+        {"d_model", 16384, &h->d},
+        {"encoder_layers", 256, &h->n_enc_layer},
+        {"decoder_layers", 256, &h->n_dec_layer},
+        {"encoder_attention_heads", 256, &h->n_head},
+        {"decoder_attention_heads", 256, &dec_heads},
+        {"encoder_ffn_dim", 65536, &h->ffn},
+        {"decoder_ffn_dim", 65536, &dec_ffn},
+        {"num_mel_bins", 1024, &h->n_mels},
+        {"max_source_positions", 65536, &h->n_audio_ctx},
+        {"max_target_positions", 65536, &h->n_text_ctx},
+        {"vocab_size", 1 << 20, &h->n_vocab},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0] && !st; i++)
+        st = ed_json_int(c, f[i].key, path, 1, f[i].hi, f[i].dst);
+    if (!st && (dec_heads != h->n_head || dec_ffn != h->ffn))
+        st = ed_fail(ENCDEC_ERR_CONFIG, "config.json: encoder and decoder differ in heads or "
+                     "ffn width (%d/%d, %d/%d); not a Whisper layout",
+                     h->n_head, dec_heads, h->ffn, dec_ffn);
+    if (!st) st = check_hparams(h, "config.json");
+    if (!st) st = read_rules(m, c, path, "suppress_tokens", "begin_suppress_tokens");
+    cJSON_Delete(c);
+    if (st) return st;
+    m->multilingual = h->n_vocab >= 51865;
+
+    if (!ed_is_file(ed_path_join(path, sizeof path, dir, "generation_config.json")))
+        return ENCDEC_OK;
+    st = ed_json_load(path, &c);
+    if (st) return st;
+    st = read_rules(m, c, path, "suppress_tokens", "begin_suppress_tokens");
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(c, "is_multilingual");
+    if (cJSON_IsBool(ml)) m->multilingual = cJSON_IsTrue(ml);
+    cJSON_Delete(c);
+    return st;
+}
+
+static int scalar_int(const ed_tensor *t, long *out) {
+    if (!t || t->ndim != 0) return 0;
+    switch (t->dtype) {
+    case ED_I8: *out = *(const int8_t *)t->data; return 1;
+    case ED_I16: *out = *(const int16_t *)t->data; return 1;
+    case ED_I32: *out = *(const int32_t *)t->data; return 1;
+    case ED_I64: *out = (long)*(const int64_t *)t->data; return 1;
+    default: return 0;
+    }
+}
+
+static encdec_status ct2_dim(const whisper_model *m, const char *name, int ndim, int axis,
+                             int *out) {
+    const ed_tensor *t = wtab_get(m->wt, name);
+    if (!t) return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: tensor %s is missing", name);
+    if (t->ndim != ndim || t->shape[axis] < 1 || t->shape[axis] > (1 << 20)) {
+        char s[96];
+        return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: tensor %s has shape %s, expected %d dims",
+                       name, ed_shape_str(s, sizeof s, t->ndim, t->shape), ndim);
+    }
+    *out = (int)t->shape[axis];
+    return ENCDEC_OK;
+}
+
+static int count_layers(const whisper_model *m, const char *side) {
+    char nm[128];
+    int n = 0;
+    for (;;) {
+        snprintf(nm, sizeof nm, "%s/layer_%d/self_attention/linear_0/weight", side, n);
+        if (!wtab_get(m->wt, nm) || n >= 256) return n;
+        n++;
+    }
+}
+
+encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir) {
+    whisper_hparams *h = &m->hp;
+    encdec_status st = ct2_dim(m, "encoder/conv1/weight", 3, 0, &h->d);
+    if (!st) st = ct2_dim(m, "encoder/conv1/weight", 3, 1, &h->n_mels);
+    if (!st) st = ct2_dim(m, "encoder/position_encodings/encodings", 2, 0, &h->n_audio_ctx);
+    if (!st) st = ct2_dim(m, "decoder/position_encodings/encodings", 2, 0, &h->n_text_ctx);
+    if (!st) st = ct2_dim(m, "decoder/embeddings/weight", 2, 0, &h->n_vocab);
+    if (!st) st = ct2_dim(m, "encoder/layer_0/ffn/linear_0/weight", 2, 0, &h->ffn);
+    if (st) return st;
+    h->n_enc_layer = count_layers(m, "encoder");
+    h->n_dec_layer = count_layers(m, "decoder");
+    if (h->n_dec_layer < 1)
+        return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: no decoder layers (decoder/layer_0/...)");
+    long he = 0, hd = 0;
+    if (!scalar_int(wtab_get(m->wt, "encoder/num_heads"), &he) ||
+        !scalar_int(wtab_get(m->wt, "decoder/num_heads"), &hd) || he < 1 || he > 256 || he != hd)
+        return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: encoder/num_heads and decoder/num_heads "
+                       "must be equal integer scalars in 1..256");
+    h->n_head = (int)he;
+    st = check_hparams(h, "model.bin");
+    if (st) return st;
+    m->multilingual = h->n_vocab >= 51865;
+
+    char path[4096];
+    if (!ed_is_file(ed_path_join(path, sizeof path, dir, "config.json"))) return ENCDEC_OK;
+    cJSON *c;
+    st = ed_json_load(path, &c);
+    if (st) return st;
+    st = read_rules(m, c, path, "suppress_ids", "suppress_ids_begin");
+    cJSON_Delete(c);
+    return st;
+}
+
+/* HF generation_config.json may name the ids explicitly; they win over the
+ * tokenizer's spellings (they are what transformers uses). */
+static encdec_status generation_ids(whisper_model *m, const char *dir) {
+    char path[4096];
+    if (!ed_is_file(ed_path_join(path, sizeof path, dir, "generation_config.json")))
+        return ENCDEC_OK;
+    cJSON *c;
+    encdec_status st = ed_json_load(path, &c);
+    if (st) return st;
+    struct { const char *key; int *dst; } f[] = {
+        {"decoder_start_token_id", &m->sp.sot},
+        {"eos_token_id", &m->sp.eot},
+        {"no_timestamps_token_id", &m->sp.no_timestamps},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0] && !st; i++)
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, f[i].key)))
+            st = ed_json_int(c, f[i].key, path, 0, m->hp.n_vocab - 1, f[i].dst);
+    cJSON_Delete(c);
+    return st;
+}
+
+encdec_status whisper_cfg_tokens(whisper_model *m, const char *dir, int hf) {
+    int nv = bpe_n_vocab(m->tok);
+    if (nv != m->hp.n_vocab)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer has %d tokens but the model's "
+                       "vocabulary has %d", dir, nv, m->hp.n_vocab);
+    whisper_special *s = &m->sp;
+    s->eot = bpe_token_id(m->tok, "<|endoftext|>");
+    s->sot = bpe_token_id(m->tok, "<|startoftranscript|>");
+    s->translate = bpe_token_id(m->tok, "<|translate|>");
+    s->transcribe = bpe_token_id(m->tok, "<|transcribe|>");
+    s->sot_lm = bpe_token_id(m->tok, "<|startoflm|>");
+    s->sot_prev = bpe_token_id(m->tok, "<|startofprev|>");
+    s->no_speech = bpe_token_id(m->tok, "<|nospeech|>");
+    if (s->no_speech < 0) s->no_speech = bpe_token_id(m->tok, "<|nocaptions|>");
+    s->no_timestamps = bpe_token_id(m->tok, "<|notimestamps|>");
+    s->timestamp_begin = bpe_token_id(m->tok, "<|0.00|>");
+    s->lang_first = bpe_token_id(m->tok, "<|en|>");
+    s->n_langs = 0;
+    if (s->lang_first >= 0 && s->translate > s->lang_first)
+        s->n_langs = s->translate - s->lang_first;
+    if (hf) {
+        encdec_status st = generation_ids(m, dir);
+        if (st) return st;
+    }
+    if (s->eot < 0 || s->sot < 0)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer lacks <|endoftext|> or "
+                       "<|startoftranscript|>", dir);
+    if (m->multilingual && (s->n_langs < 1 || s->transcribe < 0))
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: a multilingual model needs language and task "
+                       "tokens (<|en|> ... <|translate|>, <|transcribe|>)", dir);
+    return ENCDEC_OK;
+}

@@ -1,0 +1,20 @@
+/* whisper_cfg.h - Whisper hyper-parameters, decoding rules and special tokens
+ * from the files beside the weights (internal to the whisper model).
+ *
+ *   whisper_cfg_hf(m, dir)    config.json (+ generation_config.json)
+ *   whisper_cfg_ct2(m, dir)   tensor shapes + num_heads, config.json suppress lists
+ *   whisper_cfg_tokens(m, dir, hf)   special ids from the tokenizer, checks
+ *
+ * Each fills fields of m and fails with ENCDEC_ERR_CONFIG naming the file
+ * and the key.
+ */
+#ifndef ED_WHISPER_CFG_H
+#define ED_WHISPER_CFG_H
+
+#include "models/whisper.h"
+
+encdec_status whisper_cfg_hf(whisper_model *m, const char *dir);
+encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir);
+encdec_status whisper_cfg_tokens(whisper_model *m, const char *dir, int hf);
+
+#endif

@@ -1,0 +1,334 @@
+/* whisper_load.c - from a model directory to a validated whisper_model.
+ *
+ * Two layouts map onto one set of weights:
+ *   Hugging Face:  config.json (+ generation_config.json), model.safetensors
+ *                  or its sharded index; names model.encoder.layers.N.self_attn.q_proj.weight ...
+ *   CTranslate2:   model.bin (+ config.json with suppress_ids); names
+ *                  encoder/layer_N/self_attention/linear_0/weight ..., where
+ *                  self-attention Q|K|V and cross-attention K|V come fused.
+ * Hyper-parameters come from config.json (HF) or from the tensor shapes and
+ * the stored num_heads (CTranslate2); every tensor is then checked against
+ * them before anything runs. Loading errors stop at the first problem and
+ * name the file, the tensor and what was expected.
+ */
+#include "models/whisper.h"
+#include "models/whisper_cfg.h"
+#include "base/err.h"
+#include "base/fmap.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    whisper_model *m;
+    int hf;                 /* 1: HF names, 0: CTranslate2 names */
+    encdec_status st;       /* sticky: the first failure */
+} loader;
+
+static const ed_tensor *find(loader *L, const char *name) {
+    if (L->st) return NULL;
+    const ed_tensor *t = wtab_get(L->m->wt, name);
+    if (!t) {
+        const char *file = L->hf ? "model.safetensors" : "model.bin";
+        L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s is missing", file, name);
+    }
+    return t;
+}
+
+/* The tensor `name` as f32, checked against the expected shape (ndim dims
+ * from e[]). Borrowed when stored as aligned f32, else converted into memory
+ * owned by the weight table. */
+static const float *get(loader *L, const char *name, int ndim, const int64_t *e) {
+    const ed_tensor *t = find(L, name);
+    if (!t) return NULL;
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == e[i];
+    if (!ok) {
+        char got[96], want[96];
+        L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s has shape %s, expected %s",
+                        ed_basename(t->file), name, ed_shape_str(got, sizeof got, t->ndim, t->shape),
+                        ed_shape_str(want, sizeof want, ndim, e));
+        return NULL;
+    }
+    if (t->dtype != ED_F32 && t->dtype != ED_F16 && t->dtype != ED_BF16) {
+        L->st = ed_fail(ENCDEC_ERR_DTYPE, "%s: tensor %s has dtype %s, expected F32, F16 or BF16%s",
+                        ed_basename(t->file), name, ed_dtype_name(t->dtype),
+                        t->dtype == ED_I8 ? " (int8-quantized models are not supported yet)" : "");
+        return NULL;
+    }
+    size_t n = t->nbytes / ed_dtype_size(t->dtype);
+    L->m->weight_bytes += n * sizeof(float);
+    if (t->dtype == ED_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) return t->data;
+    float *dst = wtab_alloc(L->m->wt, n * sizeof(float), name);
+    if (!dst) {
+        L->st = ENCDEC_ERR_NOMEM;
+        return NULL;
+    }
+    ed_to_f32(dst, t->data, t->dtype, n);
+    return dst;
+}
+
+static const float *get1(loader *L, const char *name, int64_t a) {
+    int64_t e[1] = {a};
+    return get(L, name, 1, e);
+}
+static const float *get2(loader *L, const char *name, int64_t a, int64_t b) {
+    int64_t e[2] = {a, b};
+    return get(L, name, 2, e);
+}
+static const float *get3(loader *L, const char *name, int64_t a, int64_t b, int64_t c) {
+    int64_t e[3] = {a, b, c};
+    return get(L, name, 3, e);
+}
+
+/* Copies n floats of src (may be NULL: zeros) to dst; for fusing. */
+static void put(float *dst, const float *src, size_t n) {
+    if (src) memcpy(dst, src, n * sizeof *dst);
+    else memset(dst, 0, n * sizeof *dst);
+}
+
+static float *alloc_w(loader *L, size_t n, const char *what) {
+    if (L->st) return NULL;
+    float *p = wtab_alloc(L->m->wt, n * sizeof(float), what);
+    if (!p) L->st = ENCDEC_ERR_NOMEM;
+    return p;
+}
+
+/* HF stores Q, K, V separately (K without bias): fuse them into [3d, d]. */
+static void hf_fused_qkv(loader *L, const char *pfx, const float **w, const float **b) {
+    int64_t d = L->m->hp.d;
+    char nm[160];
+    const float *wq, *wk, *wv, *bq, *bv;
+    snprintf(nm, sizeof nm, "%s.q_proj.weight", pfx); wq = get2(L, nm, d, d);
+    snprintf(nm, sizeof nm, "%s.k_proj.weight", pfx); wk = get2(L, nm, d, d);
+    snprintf(nm, sizeof nm, "%s.v_proj.weight", pfx); wv = get2(L, nm, d, d);
+    snprintf(nm, sizeof nm, "%s.q_proj.bias", pfx); bq = get1(L, nm, d);
+    snprintf(nm, sizeof nm, "%s.v_proj.bias", pfx); bv = get1(L, nm, d);
+    float *fw = alloc_w(L, (size_t)3 * d * d, "fused QKV");
+    float *fb = alloc_w(L, (size_t)3 * d, "fused QKV bias");
+    if (L->st) return;
+    put(fw, wq, (size_t)d * d);
+    put(fw + d * d, wk, (size_t)d * d);
+    put(fw + 2 * d * d, wv, (size_t)d * d);
+    put(fb, bq, d);
+    put(fb + d, NULL, d);
+    put(fb + 2 * d, bv, d);
+    *w = fw;
+    *b = fb;
+}
+
+static void load_enc_layer(loader *L, int i, whisper_enc_layer *y) {
+    int64_t d = L->m->hp.d, F = L->m->hp.ffn;
+    char p[96], nm[160];
+#define N(fmt) (snprintf(nm, sizeof nm, "%s" fmt, p), nm)
+    if (L->hf) {
+        snprintf(p, sizeof p, "model.encoder.layers.%d", i);
+        y->ln1_g = get1(L, N(".self_attn_layer_norm.weight"), d);
+        y->ln1_b = get1(L, N(".self_attn_layer_norm.bias"), d);
+        hf_fused_qkv(L, N(".self_attn"), &y->w_qkv, &y->b_qkv);
+        y->w_o = get2(L, N(".self_attn.out_proj.weight"), d, d);
+        y->b_o = get1(L, N(".self_attn.out_proj.bias"), d);
+        y->ln2_g = get1(L, N(".final_layer_norm.weight"), d);
+        y->ln2_b = get1(L, N(".final_layer_norm.bias"), d);
+        y->w_fc1 = get2(L, N(".fc1.weight"), F, d);
+        y->b_fc1 = get1(L, N(".fc1.bias"), F);
+        y->w_fc2 = get2(L, N(".fc2.weight"), d, F);
+        y->b_fc2 = get1(L, N(".fc2.bias"), d);
+    } else {
+        snprintf(p, sizeof p, "encoder/layer_%d", i);
+        y->ln1_g = get1(L, N("/self_attention/layer_norm/gamma"), d);
+        y->ln1_b = get1(L, N("/self_attention/layer_norm/beta"), d);
+        y->w_qkv = get2(L, N("/self_attention/linear_0/weight"), 3 * d, d);
+        y->b_qkv = get1(L, N("/self_attention/linear_0/bias"), 3 * d);
+        y->w_o = get2(L, N("/self_attention/linear_1/weight"), d, d);
+        y->b_o = get1(L, N("/self_attention/linear_1/bias"), d);
+        y->ln2_g = get1(L, N("/ffn/layer_norm/gamma"), d);
+        y->ln2_b = get1(L, N("/ffn/layer_norm/beta"), d);
+        y->w_fc1 = get2(L, N("/ffn/linear_0/weight"), F, d);
+        y->b_fc1 = get1(L, N("/ffn/linear_0/bias"), F);
+        y->w_fc2 = get2(L, N("/ffn/linear_1/weight"), d, F);
+        y->b_fc2 = get1(L, N("/ffn/linear_1/bias"), d);
+    }
+}
+
+/* Decoder layer i; its cross K|V rows go to w_xkv/b_xkv at row i * 2d. */
+static void load_dec_layer(loader *L, int i, whisper_dec_layer *y, float *w_xkv, float *b_xkv) {
+    int64_t d = L->m->hp.d, F = L->m->hp.ffn;
+    char p[96], nm[160];
+    const float *wk, *wv, *bk = NULL, *bv;
+    if (L->hf) {
+        snprintf(p, sizeof p, "model.decoder.layers.%d", i);
+        y->ln1_g = get1(L, N(".self_attn_layer_norm.weight"), d);
+        y->ln1_b = get1(L, N(".self_attn_layer_norm.bias"), d);
+        hf_fused_qkv(L, N(".self_attn"), &y->w_qkv, &y->b_qkv);
+        y->w_o = get2(L, N(".self_attn.out_proj.weight"), d, d);
+        y->b_o = get1(L, N(".self_attn.out_proj.bias"), d);
+        y->lnx_g = get1(L, N(".encoder_attn_layer_norm.weight"), d);
+        y->lnx_b = get1(L, N(".encoder_attn_layer_norm.bias"), d);
+        y->w_xq = get2(L, N(".encoder_attn.q_proj.weight"), d, d);
+        y->b_xq = get1(L, N(".encoder_attn.q_proj.bias"), d);
+        wk = get2(L, N(".encoder_attn.k_proj.weight"), d, d);
+        wv = get2(L, N(".encoder_attn.v_proj.weight"), d, d);
+        bv = get1(L, N(".encoder_attn.v_proj.bias"), d);
+        y->w_xo = get2(L, N(".encoder_attn.out_proj.weight"), d, d);
+        y->b_xo = get1(L, N(".encoder_attn.out_proj.bias"), d);
+        y->ln2_g = get1(L, N(".final_layer_norm.weight"), d);
+        y->ln2_b = get1(L, N(".final_layer_norm.bias"), d);
+        y->w_fc1 = get2(L, N(".fc1.weight"), F, d);
+        y->b_fc1 = get1(L, N(".fc1.bias"), F);
+        y->w_fc2 = get2(L, N(".fc2.weight"), d, F);
+        y->b_fc2 = get1(L, N(".fc2.bias"), d);
+    } else {
+        snprintf(p, sizeof p, "decoder/layer_%d", i);
+        y->ln1_g = get1(L, N("/self_attention/layer_norm/gamma"), d);
+        y->ln1_b = get1(L, N("/self_attention/layer_norm/beta"), d);
+        y->w_qkv = get2(L, N("/self_attention/linear_0/weight"), 3 * d, d);
+        y->b_qkv = get1(L, N("/self_attention/linear_0/bias"), 3 * d);
+        y->w_o = get2(L, N("/self_attention/linear_1/weight"), d, d);
+        y->b_o = get1(L, N("/self_attention/linear_1/bias"), d);
+        y->lnx_g = get1(L, N("/attention/layer_norm/gamma"), d);
+        y->lnx_b = get1(L, N("/attention/layer_norm/beta"), d);
+        y->w_xq = get2(L, N("/attention/linear_0/weight"), d, d);
+        y->b_xq = get1(L, N("/attention/linear_0/bias"), d);
+        const float *wkv = get2(L, N("/attention/linear_1/weight"), 2 * d, d);
+        const float *bkv = get1(L, N("/attention/linear_1/bias"), 2 * d);
+        wk = wkv;
+        wv = wkv ? wkv + d * d : NULL;
+        bk = bkv;
+        bv = bkv ? bkv + d : NULL;
+        y->w_xo = get2(L, N("/attention/linear_2/weight"), d, d);
+        y->b_xo = get1(L, N("/attention/linear_2/bias"), d);
+        y->ln2_g = get1(L, N("/ffn/layer_norm/gamma"), d);
+        y->ln2_b = get1(L, N("/ffn/layer_norm/beta"), d);
+        y->w_fc1 = get2(L, N("/ffn/linear_0/weight"), F, d);
+        y->b_fc1 = get1(L, N("/ffn/linear_0/bias"), F);
+        y->w_fc2 = get2(L, N("/ffn/linear_1/weight"), d, F);
+        y->b_fc2 = get1(L, N("/ffn/linear_1/bias"), d);
+    }
+#undef N
+    if (L->st) return;
+    size_t row = (size_t)i * 2 * d;
+    put(w_xkv + row * d, wk, (size_t)d * d);
+    put(w_xkv + (row + d) * d, wv, (size_t)d * d);
+    put(b_xkv + row, bk, d);
+    put(b_xkv + row + d, bv, d);
+}
+
+static void load_weights(loader *L) {
+    whisper_model *m = L->m;
+    const whisper_hparams *h = &m->hp;
+    int64_t d = h->d;
+    m->enc = calloc((size_t)h->n_enc_layer, sizeof *m->enc);
+    m->dec = calloc((size_t)h->n_dec_layer, sizeof *m->dec);
+    if (!m->enc || !m->dec) {
+        L->st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: layer tables");
+        return;
+    }
+    const char *hf[] = {"model.encoder.conv1.weight", "model.encoder.conv1.bias",
+                        "model.encoder.conv2.weight", "model.encoder.conv2.bias",
+                        "model.encoder.embed_positions.weight", "model.encoder.layer_norm.weight",
+                        "model.encoder.layer_norm.bias", "model.decoder.embed_tokens.weight",
+                        "model.decoder.embed_positions.weight", "model.decoder.layer_norm.weight",
+                        "model.decoder.layer_norm.bias"};
+    const char *ct[] = {"encoder/conv1/weight", "encoder/conv1/bias", "encoder/conv2/weight",
+                        "encoder/conv2/bias", "encoder/position_encodings/encodings",
+                        "encoder/layer_norm/gamma", "encoder/layer_norm/beta",
+                        "decoder/embeddings/weight", "decoder/position_encodings/encodings",
+                        "decoder/layer_norm/gamma", "decoder/layer_norm/beta"};
+    const char **nm = L->hf ? hf : ct;
+    m->conv1_w = get3(L, nm[0], d, h->n_mels, 3);
+    m->conv1_b = get1(L, nm[1], d);
+    m->conv2_w = get3(L, nm[2], d, d, 3);
+    m->conv2_b = get1(L, nm[3], d);
+    m->enc_pos = get2(L, nm[4], h->n_audio_ctx, d);
+    m->enc_ln_g = get1(L, nm[5], d);
+    m->enc_ln_b = get1(L, nm[6], d);
+    m->tok_emb = get2(L, nm[7], h->n_vocab, d);
+    m->dec_pos = get2(L, nm[8], h->n_text_ctx, d);
+    m->dec_ln_g = get1(L, nm[9], d);
+    m->dec_ln_b = get1(L, nm[10], d);
+    for (int i = 0; i < h->n_enc_layer && !L->st; i++) load_enc_layer(L, i, &m->enc[i]);
+    size_t rows = (size_t)h->n_dec_layer * 2 * d;
+    float *w_xkv = alloc_w(L, rows * d, "stacked cross K|V weights");
+    float *b_xkv = alloc_w(L, rows, "stacked cross K|V bias");
+    for (int i = 0; i < h->n_dec_layer && !L->st; i++)
+        load_dec_layer(L, i, &m->dec[i], w_xkv, b_xkv);
+    m->w_xkv = w_xkv;
+    m->b_xkv = b_xkv;
+    /* The output projection is the token embedding (Whisper ties them; HF's
+     * proj_out.weight, when stored, is the same tensor and is not read). */
+}
+
+static encdec_status open_weights(whisper_model *m, const char *path, char *dir, size_t cap,
+                                  int *hf) {
+    char p[4096];
+    if (ed_is_file(path)) {
+        size_t n = strlen(path);
+        if (n < 12 || strcmp(path + n - 12, ".safetensors") != 0)
+            return ed_fail(ENCDEC_ERR_NO_MODEL, "%s: not a model directory or .safetensors file", path);
+        snprintf(dir, cap, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, cap, ".");
+        *hf = 1;
+        return st_load_file(m->wt, path);
+    }
+    if (!ed_is_dir(path)) return ed_fail(ENCDEC_ERR_IO, "%s: no such file or directory", path);
+    snprintf(dir, cap, "%s", path);
+    if (ed_is_file(ed_path_join(p, sizeof p, path, "model.bin"))) {
+        *hf = 0;
+        return ct2_load_file(m->wt, p);
+    }
+    if (ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors")) ||
+        ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors.index.json"))) {
+        *hf = 1;
+        return st_load_dir(m->wt, path);
+    }
+    return ed_fail(ENCDEC_ERR_NO_MODEL,
+                   "%s: no model found (expected model.safetensors, "
+                   "model.safetensors.index.json or a CTranslate2 model.bin)", path);
+}
+
+encdec_status whisper_load(whisper_model **out, const char *path) {
+    *out = NULL;
+    whisper_model *m = calloc(1, sizeof *m);
+    if (!m) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model");
+    m->wt = wtab_new();
+    if (!m->wt) {
+        free(m);
+        return ENCDEC_ERR_NOMEM;
+    }
+    char dir[4096];
+    int hf = 0;
+    encdec_status st = open_weights(m, path, dir, sizeof dir, &hf);
+    if (!st) {
+        m->format = hf ? "safetensors" : "ctranslate2";
+        st = hf ? whisper_cfg_hf(m, dir) : whisper_cfg_ct2(m, dir);
+    }
+    if (!st) st = bpe_load_dir(&m->tok, dir);
+    if (!st) st = whisper_cfg_tokens(m, dir, hf);
+    if (!st) {
+        loader L = {m, hf, ENCDEC_OK};
+        load_weights(&L);
+        st = L.st;
+    }
+    if (st) {
+        whisper_free(m);
+        return st;
+    }
+    *out = m;
+    return ENCDEC_OK;
+}
+
+void whisper_free(whisper_model *m) {
+    if (!m) return;
+    free(m->enc);
+    free(m->dec);
+    free(m->suppress);
+    free(m->begin_suppress);
+    bpe_free(m->tok);
+    wtab_free(m->wt);
+    free(m);
+}

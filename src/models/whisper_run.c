@@ -1,0 +1,211 @@
+/* whisper_run.c - the Whisper forward passes over a session's state.
+ *
+ * Everything a pass touches is allocated in whisper_state_new, once: the
+ * encoder, the cross-cache fill and every decode step run without
+ * allocating. All products go through core/ops (pool-parallel, sequential
+ * BLAS per thread).
+ */
+#include "models/whisper.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "core/ops.h"
+#include "kern/kern.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LN_EPS 1e-5f
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_pool *pool,
+                                int n_slots) {
+    *out = NULL;
+    const whisper_hparams *h = &m->hp;
+    if (n_slots < 1 || n_slots > 1024)
+        return ed_fail(ENCDEC_ERR_ARG, "sequence slots %d out of range 1..1024", n_slots);
+    whisper_state *s = calloc(1, sizeof *s);
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: whisper state");
+    s->m = m;
+    s->pool = pool;
+    s->n_slots = n_slots;
+    s->max_rows = n_slots > h->n_text_ctx ? n_slots : h->n_text_ctx;
+    int dh = h->d / h->n_head, nth = ed_pool_size(pool);
+    size_t T = (size_t)h->n_audio_ctx, d = (size_t)h->d, F = (size_t)h->ffn;
+    size_t R = (size_t)s->max_rows, L = (size_t)h->n_dec_layer;
+    encdec_status st = kv_self_init(&s->self, h->n_dec_layer, n_slots, h->n_text_ctx, h->d);
+    if (!st) st = kv_cross_init(&s->cross, h->n_dec_layer, h->n_head, h->n_audio_ctx, dh);
+    if (st) {
+        whisper_state_free(s);
+        return st;
+    }
+    s->scores_stride = (size_t)OP_ATTN_ROWS * max_sz(T, (size_t)h->n_text_ctx);
+    struct { float **p; size_t n; const char *what; } a[] = {
+        {&s->enc_out, T * d, "encoder output"},
+        {&s->e_x, T * d, "encoder residual"},
+        {&s->e_h, T * max_sz(3 * d, F), "encoder hidden"},
+        {&s->e_a, T * d, "encoder attention"},
+        {&s->e_col, 2 * T * max_sz((size_t)h->n_mels, d) * 3, "convolution columns"},
+        {&s->e_conv, 2 * T * d, "conv1 output"},
+        {&s->xkv, T * L * 2 * d, "cross K|V product"},
+        {&s->scores, (size_t)nth * s->scores_stride, "attention scores"},
+        {&s->d_x, R * d, "decoder residual"},
+        {&s->d_ln, R * d, "decoder norm"},
+        {&s->d_qkv, R * 3 * d, "decoder QKV"},
+        {&s->d_att, R * d, "decoder attention"},
+        {&s->d_h, R * max_sz(F, d), "decoder hidden"},
+        {&s->d_q, R * d, "decoder cross query"},
+    };
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+        *a[i].p = ed_alloc(a[i].n * sizeof(float), a[i].what);
+        if (!*a[i].p) {
+            whisper_state_free(s);
+            return ENCDEC_ERR_NOMEM;
+        }
+    }
+    *out = s;
+    return ENCDEC_OK;
+}
+
+void whisper_state_free(whisper_state *s) {
+    if (!s) return;
+    kv_self_free(&s->self);
+    kv_cross_free(&s->cross);
+    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_col, s->e_conv, s->xkv,
+                     s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s);
+}
+
+/* x[T, d] += attention block of one encoder layer (pre-LayerNorm). */
+static void enc_attention(whisper_state *s, const whisper_enc_layer *y) {
+    const whisper_hparams *h = &s->m->hp;
+    int T = h->n_audio_ctx, d = h->d, dh = d / h->n_head;
+    op_layernorm(s->pool, s->e_a, s->e_x, y->ln1_g, y->ln1_b, T, d, LN_EPS);
+    op_matmul(s->pool, s->e_h, s->e_a, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
+    op_attention(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
+                 T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0, s->scores, s->scores_stride);
+    op_matmul(s->pool, s->e_h, s->e_a, y->w_o, y->b_o, T, d, d);
+    k_add(s->e_x, s->e_h, (size_t)T * d);
+}
+
+static void enc_mlp(whisper_state *s, const whisper_enc_layer *y) {
+    const whisper_hparams *h = &s->m->hp;
+    int T = h->n_audio_ctx, d = h->d, F = h->ffn;
+    op_layernorm(s->pool, s->e_a, s->e_x, y->ln2_g, y->ln2_b, T, d, LN_EPS);
+    op_matmul(s->pool, s->e_h, s->e_a, y->w_fc1, y->b_fc1, T, F, d);         /* [T, F] */
+    op_gelu(s->pool, s->e_h, T, F);
+    op_matmul(s->pool, s->e_a, s->e_h, y->w_fc2, y->b_fc2, T, d, F);
+    k_add(s->e_x, s->e_a, (size_t)T * d);
+}
+
+void whisper_encode(whisper_state *s, const float *mel) {
+    const whisper_model *m = s->m;
+    const whisper_hparams *h = &m->hp;
+    int T = h->n_audio_ctx, d = h->d;
+    /* conv1: [n_mels, 2T] -> [2T, d], kernel 3, padding 1 */
+    op_im2col_1d(s->pool, s->e_col, mel, 1, h->n_mels, 2 * T, 3, 1, 1, 2 * T);
+    op_matmul(s->pool, s->e_conv, s->e_col, m->conv1_w, m->conv1_b, 2 * T, d, h->n_mels * 3);
+    op_gelu(s->pool, s->e_conv, 2 * T, d);
+    /* conv2: [2T, d] -> [T, d], kernel 3, stride 2, padding 1 */
+    op_im2col_1d(s->pool, s->e_col, s->e_conv, 0, d, 2 * T, 3, 2, 1, T);
+    op_matmul(s->pool, s->e_x, s->e_col, m->conv2_w, m->conv2_b, T, d, d * 3);
+    op_gelu(s->pool, s->e_x, T, d);
+    k_add(s->e_x, m->enc_pos, (size_t)T * d);
+    for (int l = 0; l < h->n_enc_layer; l++) {
+        enc_attention(s, &m->enc[l]);
+        enc_mlp(s, &m->enc[l]);
+    }
+    op_layernorm(s->pool, s->enc_out, s->e_x, m->enc_ln_g, m->enc_ln_b, T, d, LN_EPS);
+}
+
+/* Re-layout of xkv [T, L*2d] into the cross cache [L, 2, H, T, dh]; one
+ * work item per (layer, K or V, head). */
+typedef struct { whisper_state *s; } relayout_ctx;
+
+static void relayout_task(void *arg, int ith, int nth) {
+    whisper_state *s = ((relayout_ctx *)arg)->s;
+    const whisper_hparams *h = &s->m->hp;
+    int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H;
+    size_t ld = (size_t)h->n_dec_layer * 2 * d, hs = kv_cross_head_stride(&s->cross);
+    int items = h->n_dec_layer * 2 * H;
+    for (int it = ith; it < items; it += nth) {
+        int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
+        float *dst = (kv ? kv_cross_v(&s->cross, l) : kv_cross_k(&s->cross, l)) + hd * hs;
+        const float *src = s->xkv + (size_t)l * 2 * d + (size_t)kv * d + (size_t)hd * dh;
+        for (int t = 0; t < T; t++) memcpy(dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof *dst);
+    }
+}
+
+void whisper_cross_compute(whisper_state *s) {
+    const whisper_model *m = s->m;
+    const whisper_hparams *h = &m->hp;
+    int T = h->n_audio_ctx, n = h->n_dec_layer * 2 * h->d;
+    /* One product for every layer's K and V: [T, d] x [d, L*2d]. */
+    op_matmul(s->pool, s->xkv, s->enc_out, m->w_xkv, m->b_xkv, T, n, h->d);
+    relayout_ctx c = {s};
+    ed_pool_run(s->pool, relayout_task, &c);
+    s->cross.n_valid = T;
+}
+
+/* Self-attention of rows [0, R): append K/V to the slots' caches, then each
+ * run of rows of one slot attends causally over that slot's prefix. */
+static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, const int *slot) {
+    const whisper_hparams *h = &s->m->hp;
+    int d = h->d, dh = d / h->n_head;
+    for (int r = 0; r < R; r++) {
+        memcpy(kv_self_k(&s->self, l, slot[r]) + (size_t)pos[r] * d, s->d_qkv + (size_t)r * 3 * d + d,
+               (size_t)d * sizeof(float));
+        memcpy(kv_self_v(&s->self, l, slot[r]) + (size_t)pos[r] * d, s->d_qkv + (size_t)r * 3 * d + 2 * d,
+               (size_t)d * sizeof(float));
+    }
+    for (int r0 = 0; r0 < R;) {
+        int r1 = r0 + 1;
+        while (r1 < R && slot[r1] == slot[r0]) r1++;
+        int m = r1 - r0, tk = pos[r1 - 1] + 1;
+        op_attention(s->pool, s->d_att + (size_t)r0 * d, d, s->d_qkv + (size_t)r0 * 3 * d, 3 * d,
+                     kv_self_k(&s->self, l, slot[r0]), d, kv_self_v(&s->self, l, slot[r0]), d,
+                     m, tk, h->n_head, dh, 1.0f / sqrtf((float)dh), 1, s->scores, s->scores_stride);
+        r0 = r1;
+    }
+}
+
+void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
+                    const int *slot, int n_out, const int *out_rows, float *logits) {
+    const whisper_model *m = s->m;
+    const whisper_hparams *h = &m->hp;
+    int d = h->d, F = h->ffn, dh = d / h->n_head, T = s->cross.n_valid;
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int r = 0; r < R; r++) {
+        const float *e = m->tok_emb + (size_t)tok[r] * d, *p = m->dec_pos + (size_t)pos[r] * d;
+        float *x = s->d_x + (size_t)r * d;
+        for (int j = 0; j < d; j++) x[j] = e[j] + p[j];
+    }
+    for (int l = 0; l < h->n_dec_layer; l++) {
+        const whisper_dec_layer *y = &m->dec[l];
+        op_layernorm(s->pool, s->d_ln, s->d_x, y->ln1_g, y->ln1_b, R, d, LN_EPS);
+        op_matmul(s->pool, s->d_qkv, s->d_ln, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
+        dec_self_attention(s, l, R, pos, slot);
+        op_matmul(s->pool, s->d_h, s->d_att, y->w_o, y->b_o, R, d, d);
+        k_add(s->d_x, s->d_h, (size_t)R * d);
+
+        op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
+        op_matmul(s->pool, s->d_q, s->d_ln, y->w_xq, y->b_xq, R, d, d);           /* only Q */
+        op_attention_hm(s->pool, s->d_att, d, s->d_q, d, kv_cross_k(&s->cross, l),
+                        kv_cross_v(&s->cross, l), kv_cross_head_stride(&s->cross), R, T,
+                        h->n_head, dh, scale, s->scores, s->scores_stride);
+        op_matmul(s->pool, s->d_h, s->d_att, y->w_xo, y->b_xo, R, d, d);
+        k_add(s->d_x, s->d_h, (size_t)R * d);
+
+        op_layernorm(s->pool, s->d_ln, s->d_x, y->ln2_g, y->ln2_b, R, d, LN_EPS);
+        op_matmul(s->pool, s->d_h, s->d_ln, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
+        op_gelu(s->pool, s->d_h, R, F);
+        op_matmul(s->pool, s->d_att, s->d_h, y->w_fc2, y->b_fc2, R, d, F);
+        k_add(s->d_x, s->d_att, (size_t)R * d);
+    }
+    for (int i = 0; i < n_out; i++)
+        k_layernorm(s->d_ln + (size_t)i * d, s->d_x + (size_t)out_rows[i] * d, m->dec_ln_g,
+                    m->dec_ln_b, 1, d, LN_EPS);
+    op_matmul(s->pool, logits, s->d_ln, m->tok_emb, NULL, n_out, h->n_vocab, d);
+}

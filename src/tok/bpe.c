@@ -1,0 +1,580 @@
+/* bpe.c - byte-level BPE (GPT-2 / Whisper): the token tables, pre-tokenizer,
+ * merge loop, encoder and decoder. The file readers live in bpe_load.c.
+ *
+ * Encoding follows the Hugging Face `tokenizers` pipeline for Whisper:
+ *   1. split the text with the GPT-2 regex (implemented by hand in next_piece)
+ *   2. map each piece's bytes to single-byte tokens
+ *   3. repeatedly apply the lowest-ranked merge among adjacent pairs, leftmost
+ *      first on ties (a heap of candidate pairs over a linked list: O(n log n))
+ * Token spellings use the GPT-2 byte-to-unicode alphabet ("Ġ" for a space);
+ * decoding maps them back to bytes.
+ */
+#include "tok/bpe_internal.h"
+#include "tok/unicode_tables.h"
+#include "base/err.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_OFF UINT32_MAX
+#define MAX_ID (1 << 24)
+
+typedef struct {
+    uint64_t key;   /* merge_key(left id, right id); 0 = empty slot */
+    int32_t rank;
+    int32_t id;     /* the merged token */
+} bpe_merge;
+
+struct bpe_tok {
+    int n_vocab;            /* ids 0 .. n_vocab-1 */
+    int id_cap;
+    uint32_t *spell_off;    /* [id_cap] offset into spell, NO_OFF for a hole */
+    uint32_t *spell_len;    /* [id_cap] */
+    uint8_t *special;       /* [id_cap] */
+    char *spell;            /* vocabulary spellings, each NUL-terminated */
+    size_t spell_used, spell_cap;
+
+    int32_t *hash;          /* [hash_cap] ids by spelling, -1 = empty */
+    size_t hash_cap, n_hashed;
+
+    char *bytes;            /* decoded token bytes, each NUL-terminated */
+    uint32_t *bytes_off;    /* [n_vocab + 1] */
+    int byte_id[256];       /* token of each single byte */
+
+    bpe_merge *merges;      /* [merge_cap] open addressing by pair */
+    size_t merge_cap, n_merges;
+};
+
+/* ---- the byte-to-unicode alphabet ------------------------------------------ */
+
+/* GPT-2 keeps the printable Latin-1 bytes as their own code point and moves
+ * the other 68 (0x00-0x20, 0x7f-0xa0, 0xad) to U+0100 upwards, in byte order. */
+static uint32_t byte_to_cp(int b) {
+    if (b <= 0x20) return 256u + (uint32_t)b;
+    if (b >= 0x7f && b <= 0xa0) return 256u + 33 + (uint32_t)(b - 0x7f);
+    if (b == 0xad) return 256u + 67;
+    return (uint32_t)b;
+}
+
+/* The byte a code point stands for, or -1. */
+static int cp_to_byte(uint32_t cp) {
+    if (cp < 256) return byte_to_cp((int)cp) == cp ? (int)cp : -1;
+    if (cp < 256 + 33) return (int)cp - 256;
+    if (cp < 256 + 67) return (int)cp - 256 - 33 + 0x7f;
+    return cp == 256 + 67 ? 0xad : -1;
+}
+
+/* ---- UTF-8 ----------------------------------------------------------------- */
+
+/* Decodes one well-formed UTF-8 sequence at s[0 .. n) (n >= 1): returns its
+ * length and sets *cp; on an ill-formed sequence returns -k, where k >= 1 is
+ * the length of its maximal prefix (each such prefix becomes one U+FFFD, as in
+ * Unicode's "best practice" and Rust's from_utf8_lossy). */
+static int utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {
+    uint8_t c = s[0], lo = 0x80, hi = 0xbf;
+    int need;
+    uint32_t v;
+    if (c < 0x80) { *cp = c; return 1; }
+    if (c >= 0xc2 && c <= 0xdf) { need = 1; v = c & 0x1fu; }
+    else if (c >= 0xe0 && c <= 0xef) {
+        need = 2; v = c & 0x0fu;
+        if (c == 0xe0) lo = 0xa0;       /* overlong */
+        if (c == 0xed) hi = 0x9f;       /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3; v = c & 0x07u;
+        if (c == 0xf0) lo = 0x90;       /* overlong */
+        if (c == 0xf4) hi = 0x8f;       /* > U+10FFFF */
+    } else return -1;
+    for (int k = 1; k <= need; k++) {
+        if ((size_t)k >= n || s[k] < lo || s[k] > hi) return -k;
+        v = (v << 6) | (s[k] & 0x3fu);
+        lo = 0x80; hi = 0xbf;
+    }
+    *cp = v;
+    return need + 1;
+}
+
+static size_t utf8_put(char *out, uint32_t cp) {
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* ---- building -------------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+bpe_tok *bpe_alloc(void) {
+    bpe_tok *t = calloc(1, sizeof *t);
+    if (!t) ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    return t;
+}
+
+void bpe_free(bpe_tok *t) {
+    if (!t) return;
+    free(t->spell_off);
+    free(t->spell_len);
+    free(t->special);
+    free(t->spell);
+    free(t->hash);
+    free(t->bytes);
+    free(t->bytes_off);
+    free(t->merges);
+    free(t);
+}
+
+int bpe_lookup(const bpe_tok *t, const char *s, size_t n) {
+    if (!t->hash_cap) return -1;
+    size_t mask = t->hash_cap - 1;
+    for (size_t i = hash_str(s, n) & mask;; i = (i + 1) & mask) {
+        int32_t id = t->hash[i];
+        if (id < 0) return -1;
+        if (t->spell_len[id] == n && memcmp(t->spell + t->spell_off[id], s, n) == 0) return id;
+    }
+}
+
+static void hash_insert(bpe_tok *t, int id) {
+    size_t mask = t->hash_cap - 1;
+    size_t i = hash_str(t->spell + t->spell_off[id], t->spell_len[id]) & mask;
+    while (t->hash[i] >= 0) i = (i + 1) & mask;
+    t->hash[i] = id;
+}
+
+static int grow_hash(bpe_tok *t) {
+    size_t cap = t->hash_cap ? t->hash_cap * 2 : 1024;
+    int32_t *h = malloc(cap * sizeof *h);
+    if (!h) return 0;
+    for (size_t i = 0; i < cap; i++) h[i] = -1;
+    free(t->hash);
+    t->hash = h;
+    t->hash_cap = cap;
+    for (int id = 0; id < t->n_vocab; id++)
+        if (t->spell_off[id] != NO_OFF && bpe_lookup(t, t->spell + t->spell_off[id], t->spell_len[id]) < 0)
+            hash_insert(t, id);
+    return 1;
+}
+
+static int grow_ids(bpe_tok *t, int need) {
+    int cap = t->id_cap ? t->id_cap : 1024;
+    while (cap < need) cap *= 2;
+    uint32_t *off = realloc(t->spell_off, (size_t)cap * sizeof *off);
+    if (!off) return 0;
+    t->spell_off = off;
+    uint32_t *len = realloc(t->spell_len, (size_t)cap * sizeof *len);
+    if (!len) return 0;
+    t->spell_len = len;
+    uint8_t *sp = realloc(t->special, (size_t)cap);
+    if (!sp) return 0;
+    t->special = sp;
+    for (int i = t->id_cap; i < cap; i++) { off[i] = NO_OFF; len[i] = 0; sp[i] = 0; }
+    t->id_cap = cap;
+    return 1;
+}
+
+encdec_status bpe_put(bpe_tok *t, int id, const char *s, size_t n, int special, const char *file) {
+    if (id < 0) id = t->n_vocab;
+    if (id >= MAX_ID) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: token id %d is out of range", file, id);
+    if (id < t->n_vocab && t->spell_off[id] != NO_OFF) {
+        const char *old = t->spell + t->spell_off[id];
+        if (t->spell_len[id] != n || memcmp(old, s, n) != 0)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: id %d is given to both \"%s\" and \"%.*s\"",
+                           file, id, old, (int)n, s);
+        if (special) t->special[id] = 1;
+        return ENCDEC_OK;
+    }
+    if (id >= t->id_cap && !grow_ids(t, id + 1)) goto nomem;
+    if (t->spell_used + n + 1 > t->spell_cap) {
+        size_t cap = t->spell_cap ? t->spell_cap : 1 << 16;
+        while (cap < t->spell_used + n + 1) cap *= 2;
+        if (cap > NO_OFF) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
+        char *p = realloc(t->spell, cap);
+        if (!p) goto nomem;
+        t->spell = p;
+        t->spell_cap = cap;
+    }
+    t->spell_off[id] = (uint32_t)t->spell_used;
+    t->spell_len[id] = (uint32_t)n;
+    memcpy(t->spell + t->spell_used, s, n);
+    t->spell[t->spell_used + n] = 0;
+    t->spell_used += n + 1;
+    t->special[id] = special != 0;
+    if (id >= t->n_vocab) t->n_vocab = id + 1;
+    if (2 * (t->n_hashed + 1) > t->hash_cap && !grow_hash(t)) goto nomem;
+    if (bpe_lookup(t, s, n) < 0) hash_insert(t, id);   /* the first id keeps a spelling */
+    t->n_hashed++;
+    return ENCDEC_OK;
+nomem:
+    return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
+}
+
+void bpe_set_special(bpe_tok *t, int id) {
+    if (id >= 0 && id < t->n_vocab) t->special[id] = 1;
+}
+
+encdec_status bpe_finish(bpe_tok *t, const char *file) {
+    int nt = bpe_lookup(t, "<|notimestamps|>", 16);
+    if (nt >= 0 && nt == t->n_vocab - 1 && bpe_lookup(t, "<|0.00|>", 8) < 0) {
+        for (int i = 0; i <= 1500; i++) {
+            char s[32];
+            int n = snprintf(s, sizeof s, "<|%d.%02d|>", i / 50, (i % 50) * 2);
+            encdec_status st = bpe_put(t, -1, s, (size_t)n, 1, file);
+            if (st) return st;
+        }
+    }
+    if (t->n_vocab == 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the vocabulary is empty", file);
+    size_t total = 0;
+    for (int id = 0; id < t->n_vocab; id++) {
+        if (t->spell_off[id] == NO_OFF)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token has id %d (ids must be 0..%d without holes)",
+                           file, id, t->n_vocab - 1);
+        total += t->spell_len[id] + 1;
+    }
+    /* A token's bytes are never longer than its spelling. */
+    t->bytes = malloc(total);
+    t->bytes_off = malloc(((size_t)t->n_vocab + 1) * sizeof *t->bytes_off);
+    if (!t->bytes || !t->bytes_off) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for token bytes", file);
+    size_t at = 0;
+    for (int id = 0; id < t->n_vocab; id++) {
+        const uint8_t *s = (const uint8_t *)t->spell + t->spell_off[id];
+        size_t n = t->spell_len[id], k = 0, start = at;
+        t->bytes_off[id] = (uint32_t)at;
+        /* As in Hugging Face's ByteLevel decoder: a spelling with a character
+         * outside the alphabet (an added token) stands for its own UTF-8. */
+        while (k < n) {
+            uint32_t cp;
+            int len = utf8_next(s + k, n - k, &cp);
+            int b = len > 0 ? cp_to_byte(cp) : -1;
+            if (b < 0) break;
+            t->bytes[at++] = (char)b;
+            k += (size_t)len;
+        }
+        if (k < n) {
+            memcpy(t->bytes + start, s, n);
+            at = start + n;
+        }
+        t->bytes[at++] = 0;
+    }
+    t->bytes_off[t->n_vocab] = (uint32_t)at;
+    for (int b = 0; b < 256; b++) {
+        char s[4];
+        size_t n = utf8_put(s, byte_to_cp(b));
+        t->byte_id[b] = bpe_lookup(t, s, n);
+        if (t->byte_id[b] < 0)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token for byte 0x%02x (\"%.*s\")", file, b, (int)n, s);
+    }
+    return ENCDEC_OK;
+}
+
+/* ---- merges ---------------------------------------------------------------- */
+
+/* +1 keeps key 0 free as the empty marker. */
+static uint64_t merge_key(int a, int b) { return (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1; }
+
+static size_t merge_slot(const bpe_tok *t, uint64_t key) {
+    size_t mask = t->merge_cap - 1, i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & mask;
+    while (t->merges[i].key && t->merges[i].key != key) i = (i + 1) & mask;
+    return i;
+}
+
+static const bpe_merge *merge_get(const bpe_tok *t, int a, int b) {
+    if (!t->n_merges) return NULL;
+    const bpe_merge *m = &t->merges[merge_slot(t, merge_key(a, b))];
+    return m->key ? m : NULL;
+}
+
+static int grow_merges(bpe_tok *t) {
+    size_t cap = t->merge_cap ? t->merge_cap * 2 : 1 << 16;
+    bpe_merge *old = t->merges, *m = calloc(cap, sizeof *m);
+    size_t old_cap = t->merge_cap;
+    if (!m) return 0;
+    t->merges = m;
+    t->merge_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].key) m[merge_slot(t, old[i].key)] = old[i];
+    free(old);
+    return 1;
+}
+
+/* Later duplicates of a pair replace earlier ones, as in Hugging Face. */
+static encdec_status add_merge(bpe_tok *t, int a, int b, int id, int rank, const char *file) {
+    if (2 * (t->n_merges + 1) > t->merge_cap && !grow_merges(t))
+        return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for merges", file);
+    uint64_t key = merge_key(a, b);
+    bpe_merge *m = &t->merges[merge_slot(t, key)];
+    if (!m->key) t->n_merges++;
+    m->key = key;
+    m->rank = rank;
+    m->id = id;
+    return ENCDEC_OK;
+}
+
+encdec_status bpe_put_merge(bpe_tok *t, const char *a, size_t an, const char *b, size_t bn,
+                            const char *file, int rank) {
+    int ia = bpe_lookup(t, a, an), ib = bpe_lookup(t, b, bn);
+    if (ia < 0 || ib < 0)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: merge %d (\"%.*s\" \"%.*s\") uses the unknown token \"%.*s\"",
+                       file, rank, (int)an, a, (int)bn, b, ia < 0 ? (int)an : (int)bn, ia < 0 ? a : b);
+    char buf[256], *ab = an + bn <= sizeof buf ? buf : malloc(an + bn);
+    if (!ab) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory", file);
+    memcpy(ab, a, an);
+    memcpy(ab + an, b, bn);
+    int id = bpe_lookup(t, ab, an + bn);
+    encdec_status st = id < 0
+        ? ed_fail(ENCDEC_ERR_TOKENIZER, "%s: merge %d (\"%.*s\" \"%.*s\") makes \"%.*s\", which is not in the vocabulary",
+                  file, rank, (int)an, a, (int)bn, b, (int)(an + bn), ab)
+        : add_merge(t, ia, ib, id, rank, file);
+    if (ab != buf) free(ab);
+    return st;
+}
+
+/* ---- the merge loop -------------------------------------------------------- */
+
+typedef struct {
+    int32_t id, prev, next;     /* id -1: merged into its left neighbour */
+} bpe_sym;
+
+typedef struct {
+    int32_t rank, pos, id;      /* merge sym[pos] with its right neighbour into id */
+} bpe_cand;
+
+typedef struct {
+    bpe_sym *sym;               /* [cap] */
+    bpe_cand *heap;             /* [3 * cap]: n - 1 initial pairs + 2 per merge */
+    size_t cap, n_heap;
+} bpe_work;
+
+static int cand_less(const bpe_cand *x, const bpe_cand *y) {
+    return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
+}
+
+static void heap_push(bpe_work *w, bpe_cand c) {
+    size_t i = w->n_heap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!cand_less(&c, &w->heap[p])) break;
+        w->heap[i] = w->heap[p];
+        i = p;
+    }
+    w->heap[i] = c;
+}
+
+static bpe_cand heap_pop(bpe_work *w) {
+    bpe_cand top = w->heap[0], last = w->heap[--w->n_heap];
+    size_t i = 0, n = w->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && cand_less(&w->heap[c + 1], &w->heap[c])) c++;
+        if (!cand_less(&w->heap[c], &last)) break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    if (n) w->heap[i] = last;
+    return top;
+}
+
+static void push_pair(const bpe_tok *t, bpe_work *w, int pos) {
+    int nx = w->sym[pos].next;
+    if (nx < 0) return;
+    const bpe_merge *m = merge_get(t, w->sym[pos].id, w->sym[nx].id);
+    if (m) heap_push(w, (bpe_cand){m->rank, pos, m->id});
+}
+
+/* Runs BPE over the n >= 1 bytes s; the result is the list w->sym from 0. */
+static int bpe_word(const bpe_tok *t, const uint8_t *s, size_t n, bpe_work *w) {
+    if (n > w->cap) {
+        size_t cap = n < 64 ? 64 : n;
+        free(w->sym);
+        free(w->heap);
+        w->sym = malloc(cap * sizeof *w->sym);
+        w->heap = malloc(3 * cap * sizeof *w->heap);
+        w->cap = w->sym && w->heap ? cap : 0;
+        if (!w->cap) return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->sym[i] = (bpe_sym){t->byte_id[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1};
+    w->n_heap = 0;
+    for (size_t i = 0; i + 1 < n; i++) push_pair(t, w, (int)i);
+    while (w->n_heap) {
+        bpe_cand c = heap_pop(w);
+        bpe_sym *x = &w->sym[c.pos];
+        if (x->id < 0 || x->next < 0) continue;
+        const bpe_merge *m = merge_get(t, x->id, w->sym[x->next].id);
+        if (!m || m->id != c.id || m->rank != c.rank) continue;   /* stale */
+        bpe_sym *y = &w->sym[x->next];
+        x->id = c.id;
+        x->next = y->next;
+        y->id = -1;
+        if (x->next >= 0) w->sym[x->next].prev = c.pos;
+        if (x->prev >= 0) push_pair(t, w, x->prev);
+        push_pair(t, w, c.pos);
+    }
+    return 1;
+}
+
+encdec_status bpe_derive_merges(bpe_tok *t, const char *file) {
+    bpe_work w = {0};
+    encdec_status st = ENCDEC_OK;
+    int rank = 0;
+    for (int id = 0; id < t->n_vocab && !st; id++) {
+        const uint8_t *s = (const uint8_t *)t->bytes + t->bytes_off[id];
+        size_t n = t->bytes_off[id + 1] - t->bytes_off[id] - 1;
+        if (t->special[id] || n < 2) continue;
+        if (!bpe_word(t, s, n, &w)) {
+            st = ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory", file);
+            break;
+        }
+        int a = 0, b = w.sym[0].next;
+        if (b >= 0 && w.sym[b].next < 0) {
+            st = add_merge(t, w.sym[a].id, w.sym[b].id, id, rank++, file);
+        } else if (b >= 0 || w.sym[0].id != id) {
+            st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: cannot derive a merge for token %d \"%s\" "
+                         "(is the vocabulary in merge order?)", file, id, t->spell + t->spell_off[id]);
+        }
+    }
+    free(w.sym);
+    free(w.heap);
+    return st;
+}
+
+/* ---- encoding -------------------------------------------------------------- */
+
+/* The regex class of the code point at s[i] (already valid UTF-8); *len set. */
+static int class_at(const uint8_t *s, size_t n, size_t i, size_t *len) {
+    uint8_t c = s[i];
+    if (c < 0x80) {
+        *len = 1;
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return UC_LETTER;
+        if (c >= '0' && c <= '9') return UC_NUMBER;
+        if (c == ' ' || (c >= '\t' && c <= '\r')) return UC_SPACE;
+        return UC_OTHER;
+    }
+    uint32_t cp = 0;
+    int k = utf8_next(s + i, n - i, &cp);
+    *len = k > 0 ? (size_t)k : 1;
+    return uc_class(cp);
+}
+
+/* The end of the pre-token that starts at s[i], i < n: the first alternative
+ * of 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * that matches at i. */
+static size_t next_piece(const uint8_t *s, size_t n, size_t i) {
+    if (s[i] == '\'' && i + 1 < n) {
+        uint8_t c = s[i + 1], d = i + 2 < n ? s[i + 2] : 0;
+        if (c == 's' || c == 't' || c == 'm' || c == 'd') return i + 2;
+        if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e') || (c == 'l' && d == 'l')) return i + 3;
+    }
+    size_t k = s[i] == ' ' ? i + 1 : i, len;
+    int cls = k < n ? class_at(s, n, k, &len) : UC_SPACE;
+    if (cls != UC_SPACE) {                /* ` ?` then a run of letters, numbers or others */
+        while (k < n && class_at(s, n, k, &len) == cls) k += len;
+        return k;
+    }
+    size_t j = i, last = i;               /* s[i] is white space: find the run */
+    while (j < n && class_at(s, n, j, &len) == UC_SPACE) { last = j; j += len; }
+    if (j == n || last == i) return j;    /* \s+(?!\S) to the end, or a lone \s+ */
+    return last;                          /* leave the last one to the next word */
+}
+
+encdec_status bpe_encode(const bpe_tok *t, const char *text, int *ids, int cap, int *n_out) {
+    *n_out = 0;
+    if (!text) return ed_fail(ENCDEC_ERR_ARG, "bpe_encode: text is NULL");
+    const uint8_t *s = (const uint8_t *)text;
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = utf8_next(s + i, n - i, &cp);
+        if (k < 0) return ed_fail(ENCDEC_ERR_ARG, "bpe_encode: invalid UTF-8 at byte %zu (0x%02x)", i, s[i]);
+        i += (size_t)k;
+    }
+    bpe_work w = {0};
+    int count = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = next_piece(s, n, i);
+        if (!bpe_word(t, s + i, e - i, &w)) {
+            free(w.sym);
+            free(w.heap);
+            return ed_fail(ENCDEC_ERR_NOMEM, "bpe_encode: out of memory (%zu bytes of text)", n);
+        }
+        for (int p = 0; p >= 0; p = w.sym[p].next) {
+            if (count < cap) ids[count] = w.sym[p].id;
+            count++;
+        }
+        i = e;
+    }
+    free(w.sym);
+    free(w.heap);
+    *n_out = count;
+    return ENCDEC_OK;
+}
+
+/* ---- decoding and lookups -------------------------------------------------- */
+
+char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < t->n_vocab && !(skip_special && t->special[ids[i]]))
+            total += t->bytes_off[ids[i] + 1] - t->bytes_off[ids[i]] - 1;
+    uint8_t *raw = malloc(total + 1);
+    char *out = malloc(3 * total + 1);     /* one byte becomes at most U+FFFD */
+    if (!raw || !out) {
+        free(raw);
+        free(out);
+        return NULL;
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->n_vocab || (skip_special && t->special[ids[i]])) continue;
+        size_t len = t->bytes_off[ids[i] + 1] - t->bytes_off[ids[i]] - 1;
+        memcpy(raw + at, t->bytes + t->bytes_off[ids[i]], len);
+        at += len;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < at;) {
+        uint32_t cp;
+        int k = utf8_next(raw + i, at - i, &cp);
+        if (k > 0) {
+            memcpy(out + o, raw + i, (size_t)k);
+            o += (size_t)k;
+            i += (size_t)k;
+        } else {
+            o += utf8_put(out + o, 0xfffd);
+            i += (size_t)-k;
+        }
+    }
+    out[o] = 0;
+    free(raw);
+    return out;
+}
+
+int bpe_n_vocab(const bpe_tok *t) { return t->n_vocab; }
+
+int bpe_token_id(const bpe_tok *t, const char *token) {
+    return token ? bpe_lookup(t, token, strlen(token)) : -1;
+}
+
+const char *bpe_token_bytes(const bpe_tok *t, int id, size_t *len) {
+    if (id < 0 || id >= t->n_vocab) return NULL;
+    *len = t->bytes_off[id + 1] - t->bytes_off[id] - 1;
+    return t->bytes + t->bytes_off[id];
+}
+
+int bpe_is_special(const bpe_tok *t, int id) {
+    return id >= 0 && id < t->n_vocab && t->special[id];
+}

