@@ -1,0 +1,279 @@
+/* test_errors_audio.c - bad and unusual audio through the public API.
+ *
+ * encdec_audio_load on files written here into a temporary directory (with
+ * libsndfile, or by hand where the file must be broken): a missing file, a
+ * directory, text named .wav, a WAV cut inside its header or its data, a WAV
+ * with no samples, random bytes behind a fLaC magic, a non-finite sample,
+ * the max_seconds limit (jfk.wav against 5 s) and bad limits. Then
+ * encdec_transcribe with tests/data/tiny-random-whisper on audio that must
+ * work: 3 s of digital silence (empty text), two hours of 8 kHz 8-bit
+ * silence (loaded, resampled, 240 windows, empty text) and 65 s of seeded
+ * noise (3 windows, max_tokens honoured per window).
+ */
+#define _GNU_SOURCE             /* nftw, mkdtemp */
+#include "check.h"
+
+#include <ftw.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MODEL_DIR ED_TEST_DATA "/tiny-random-whisper"
+#define JFK ED_SHARED_DIR "/audio/jfk.wav"
+
+static char g_dir[64];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
+    fclose(f);
+}
+
+/* Writes n mono float samples at rate Hz as `format` (SF_FORMAT_WAV | ...). */
+static void write_sf(const char *path, int format, int rate, const float *x, sf_count_t n) {
+    SF_INFO info = {.samplerate = rate, .channels = 1, .format = format};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf || (n && sf_writef_float(sf, x, n) != n)) {
+        fprintf(stderr, "%s: %s\n", path, sf_strerror(sf));
+        exit(2);
+    }
+    sf_close(sf);
+}
+
+/* Seeded uniform noise in [-amp, amp]. */
+static void noise(float *x, size_t n, uint32_t seed, float amp) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = ((float)(seed >> 8) / 8388608.0f - 1.0f) * amp;
+    }
+}
+
+/* Loads path; returns the status, *n the sample count (pcm is freed). */
+static encdec_status load(const char *path, double max_s, size_t *n) {
+    float *pcm = (float *)&pcm;              /* must be reset to NULL on failure */
+    size_t dummy;
+    if (!n) n = &dummy;
+    encdec_status st = encdec_audio_load(path, max_s, &pcm, n);
+    if (st) {
+        CHECK(pcm == NULL);
+        CHECK_EQ_INT(*n, 0);
+    } else {
+        CHECK(pcm != NULL);
+    }
+    encdec_free(st ? NULL : pcm);
+    return st;
+}
+
+static void test_bad_files(void) {
+    const char *p = tmp_path("missing.wav");
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_IO, "missing.wav: No such file or directory");
+    CHECK_STATUS(load(g_dir, 0, NULL), ENCDEC_ERR_IO, "is a directory");
+    CHECK_STATUS(load("", 0, NULL), ENCDEC_ERR_ARG, "empty path");
+    CHECK_STATUS(encdec_audio_load(p, 0, NULL, NULL), ENCDEC_ERR_ARG, "NULL output");
+
+    p = tmp_path("x.wav");
+    const char *text = "this is not audio, only some text in a file named x.wav\n";
+    write_bytes(p, text, strlen(text));
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "x.wav: ");
+
+    /* a valid 1 s 16-bit WAV, then cuts of it */
+    enum { RATE = 16000 };
+    float *x = malloc(RATE * sizeof *x);
+    noise(x, RATE, 1, 0.5f);
+    p = tmp_path("good.wav");
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, RATE, x, RATE);
+    size_t n = 0;
+    CHECK_STATUS(load(p, 0, &n), ENCDEC_OK, "");
+    CHECK_EQ_INT(n, RATE);
+    FILE *f = fopen(p, "rb");
+    uint8_t *whole = malloc(100000);
+    size_t len = fread(whole, 1, 100000, f);
+    fclose(f);
+    CHECK_EQ_INT(len, 44 + 2 * RATE);
+
+    p = tmp_path("cut-header.wav");
+    write_bytes(p, whole, 20);
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "cut-header.wav: ");
+    p = tmp_path("cut-at-data.wav");           /* the data chunk promises 32000 bytes, has none */
+    write_bytes(p, whole, 44);
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "cut-at-data.wav: contains no audio samples");
+    /* Cut inside the data: libsndfile reads the frames that are there. */
+    p = tmp_path("cut-data.wav");
+    write_bytes(p, whole, 44 + 2 * 1000 + 1);
+    CHECK_STATUS(load(p, 0, &n), ENCDEC_OK, "");
+    CHECK_EQ_INT(n, 1000);
+    free(whole);
+
+    p = tmp_path("empty.wav");
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, RATE, NULL, 0);
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "empty.wav: contains no audio samples");
+    p = tmp_path("empty.flac");
+    write_sf(p, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, RATE, NULL, 0);
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "empty.flac: ");
+
+    p = tmp_path("corrupt.flac");
+    uint8_t junk[8192];
+    noise(x, sizeof junk, 99, 1.0f);
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(x[i] * 127.0f + 128.0f);
+    memcpy(junk, "fLaC", 4);
+    write_bytes(p, junk, sizeof junk);
+    CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "corrupt.flac: ");
+
+    /* Float WAVs may hold anything: encdec.h promises loaded samples in
+     * [-1, 1], so 4.0 and NaN must be clipped or refused, not passed on. */
+    static const struct { const char *name; float v; } odd[] = {{"loud.wav", 4.0f},
+                                                                {"nan.wav", NAN}};
+    for (int k = 0; k < 2; k++) {
+        noise(x, RATE, 5, 0.5f);
+        x[200] = odd[k].v;
+        p = tmp_path(odd[k].name);
+        write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, RATE, x, RATE);
+        float *pcm = NULL;
+        encdec_status st = encdec_audio_load(p, 0, &pcm, &n);
+        if (st == ENCDEC_OK) {
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) bad += !(pcm[i] >= -1.0f && pcm[i] <= 1.0f);
+            CHECK_EQ_INT(bad, 0);
+        } else {
+            CHECK_STATUS(st, ENCDEC_ERR_AUDIO, odd[k].name);
+        }
+        encdec_free(pcm);
+    }
+    free(x);
+}
+
+static void test_limits(void) {
+    CHECK_STATUS(load(JFK, -1, NULL), ENCDEC_ERR_ARG, "maximum duration -1 s");
+    CHECK_STATUS(load(JFK, NAN, NULL), ENCDEC_ERR_ARG, "is not a finite number");
+    CHECK_STATUS(load(JFK, INFINITY, NULL), ENCDEC_ERR_ARG, "is not a finite number");
+    FILE *f = fopen(JFK, "rb");
+    if (!f) {
+        printf("SKIP part: %s not found\n", JFK);
+        return;
+    }
+    fclose(f);
+    CHECK_STATUS(load(JFK, 5, NULL), ENCDEC_ERR_AUDIO, "jfk.wav: is 11.0 s long; the limit is 5 s");
+    size_t n = 0;
+    CHECK_STATUS(load(JFK, 11.5, &n), ENCDEC_OK, "");
+    CHECK_EQ_INT(n, 176000);
+}
+
+/* Transcribes pcm; returns the status, the result in *out (caller frees). */
+static encdec_status run(encdec_session *s, const float *pcm, size_t n, int max_tokens,
+                         encdec_result **out) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.max_tokens = max_tokens;
+    return encdec_transcribe(s, pcm, n, &p, out);
+}
+
+static void test_transcribe(encdec_session *s) {
+    /* 3 s of silence: nothing to decode, an empty transcript */
+    float *zero = calloc(48000, sizeof *zero);
+    encdec_result *r = NULL;
+    CHECK_STATUS(run(s, zero, 48000, 0, &r), ENCDEC_OK, "");
+    if (r) {
+        CHECK_STR(encdec_result_text(r), "");
+        CHECK_EQ_INT(encdec_result_n_tokens(r), 0);
+        CHECK_EQ_INT(encdec_result_timings(r)->n_windows, 1);
+    }
+    encdec_result_free(r);
+    free(zero);
+
+    /* Two hours of 8-bit unsigned 8 kHz silence (0x80 = 0), ~58 MB. */
+    const char *p = tmp_path("silence-2h.wav");
+    SF_INFO info = {.samplerate = 8000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_U8};
+    SNDFILE *sf = sf_open(p, SFM_WRITE, &info);
+    CHECK(sf != NULL);
+    if (!sf) return;
+    static uint8_t block[1 << 16];
+    memset(block, 0x80, sizeof block);
+    sf_count_t total = 2LL * 3600 * 8000, done = 0;
+    while (done < total) {
+        sf_count_t k = total - done < (sf_count_t)sizeof block ? total - done : (sf_count_t)sizeof block;
+        if (sf_write_raw(sf, block, k) != k) break;
+        done += k;
+    }
+    sf_close(sf);
+    CHECK_EQ_INT(done, total);
+    float *pcm = NULL;
+    size_t n = 0;
+    CHECK_STATUS(encdec_audio_load(p, 0, &pcm, &n), ENCDEC_OK, "");
+    remove(p);
+    CHECK((long long)n >= 2LL * 3600 * 16000 - 4 && (long long)n <= 2LL * 3600 * 16000 + 4);
+    if (pcm) {
+        size_t nonzero = 0;
+        for (size_t i = 0; i < n; i++) nonzero += pcm[i] != 0.0f;
+        CHECK_EQ_INT(nonzero, 0);
+        r = NULL;
+        CHECK_STATUS(run(s, pcm, n, 0, &r), ENCDEC_OK, "");
+        if (r) {
+            CHECK_STR(encdec_result_text(r), "");
+            CHECK_EQ_INT(encdec_result_n_tokens(r), 0);
+            CHECK_EQ_INT(encdec_result_timings(r)->n_windows, 240);
+        }
+        encdec_result_free(r);
+    }
+    encdec_free(pcm);
+
+    /* 65 s of seeded noise, written and read back: three windows, at most
+     * max_tokens = 5 tokens in each. */
+    enum { N65 = 65 * 16000 };
+    float *x = malloc(N65 * sizeof *x);
+    noise(x, N65, 2024, 0.3f);
+    p = tmp_path("noise-65s.wav");
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, x, N65);
+    free(x);
+    pcm = NULL;
+    CHECK_STATUS(encdec_audio_load(p, 0, &pcm, &n), ENCDEC_OK, "");
+    CHECK_EQ_INT(n, N65);
+    r = NULL;
+    CHECK_STATUS(run(s, pcm, n, 5, &r), ENCDEC_OK, "");
+    if (r) {
+        const encdec_timings *t = encdec_result_timings(r);
+        int per[4] = {0}, nt = encdec_result_n_tokens(r), bad_window = 0;
+        for (int i = 0; i < nt; i++) {
+            int w = encdec_result_token(r, i)->window;
+            if (w < 0 || w > 2) bad_window = 1;
+            else per[w]++;
+        }
+        CHECK_EQ_INT(t->n_windows, 3);
+        CHECK_EQ_INT(t->n_tokens, nt);
+        CHECK(!bad_window);
+        for (int w = 0; w < 3; w++) CHECK(per[w] >= 1 && per[w] <= 5);
+        CHECK(nt <= 15);
+    }
+    encdec_result_free(r);
+    encdec_free(pcm);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+int main(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/encdec-errors-audio-XXXXXX");
+    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
+    test_bad_files();
+    test_limits();
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    CHECK_STATUS(encdec_model_load(MODEL_DIR, &m), ENCDEC_OK, "");
+    if (m) CHECK_STATUS(encdec_session_new(m, NULL, &s), ENCDEC_OK, "");
+    if (s) test_transcribe(s);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_done();
+}

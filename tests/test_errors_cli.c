@@ -1,0 +1,182 @@
+/* test_errors_cli.c - the encdec program on bad command lines and inputs.
+ *
+ * Runs the built program (ED_CLI_PATH) through the shell with stderr merged
+ * into stdout, and asserts the exit status (0 ok, 1 a file or the model
+ * failed, 2 usage) and the message: no arguments, an unknown command or
+ * option, no audio file, thread / cache / token options out of range, a
+ * missing model, a missing audio file (also next to a good one, which must
+ * still be transcribed), the help and version texts, and the hint to
+ * scripts/fetch-model.sh when the default model is not installed.
+ * The model is tests/data/tiny-random-whisper; audio is written here.
+ */
+#define _GNU_SOURCE             /* nftw, mkdtemp */
+#include "check.h"
+
+#include <ftw.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define MODEL ED_TEST_DATA "/tiny-random-whisper"
+
+static char g_dir[64];
+static char g_out[65536];       /* the output of the last run */
+
+/* Runs `env-prefix ED_CLI_PATH args 2>&1`, keeps its output in g_out and
+ * returns its exit status (-1 if it did not exit normally). */
+static int run_env(const char *env, const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1 </dev/null", env, ED_CLI_PATH, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) { perror("popen"); exit(2); }
+    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+    g_out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *args) { return run_env("", args); }
+
+/* The last output contains s. */
+static int said(const char *s) {
+    if (strstr(g_out, s)) return 1;
+    fprintf(stderr, "  expected \"%s\" in the output:\n%s\n", s, g_out);
+    return 0;
+}
+
+#define CHECK_RUN(args, want_rc, want_text) do { \
+    CHECK_EQ_INT(run(args), want_rc); CHECK(said(want_text)); } while (0)
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+/* 2 s of seeded noise at 16 kHz. */
+static void write_wav(const char *path) {
+    enum { N = 32000 };
+    static float x[N];
+    uint32_t s = 11;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = ((float)(s >> 8) / 8388608.0f - 1.0f) * 0.3f;
+    }
+    SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf || sf_writef_float(sf, x, N) != N) { fprintf(stderr, "%s: cannot write\n", path); exit(2); }
+    sf_close(sf);
+}
+
+static void test_usage(void) {
+    CHECK_RUN("", 2, "usage: encdec <command>");
+    CHECK_RUN("frobnicate", 2, "encdec: unknown command \"frobnicate\"");
+    CHECK(said("usage: encdec <command>"));
+    CHECK_RUN("transcribe", 2, "no audio file given");
+    CHECK_RUN("transcribe -m " MODEL, 2, "no audio file given");
+    CHECK_RUN("transcribe -t 0 a.wav", 2, "-t expects an integer in 1..256, got \"0\"");
+    CHECK_RUN("transcribe -t 10000 a.wav", 2, "1..256");
+    CHECK_RUN("transcribe --threads -3 a.wav", 2, "1..256");
+    CHECK_RUN("transcribe -t 4x a.wav", 2, "got \"4x\"");
+    CHECK_RUN("transcribe -t", 2, "-t expects an integer in 1..256, got \"\"");
+    CHECK_RUN("transcribe --kv-cache=bogus a.wav", 2, "--kv-cache expects full, self or none, got \"bogus\"");
+    CHECK_RUN("transcribe --kv-cache bogus a.wav", 2, "got \"bogus\"");
+    CHECK_RUN("transcribe --max-tokens 0 a.wav", 2, "--max-tokens expects an integer in 1..448, got \"0\"");
+    CHECK_RUN("transcribe --max-tokens 9999 a.wav", 2, "got \"9999\"");
+    CHECK_RUN("transcribe --max-duration 0 a.wav", 2, "--max-duration expects a number");
+    CHECK_RUN("transcribe --max-duration nan a.wav", 2, "--max-duration expects a number");
+    CHECK_RUN("transcribe --frobnicate a.wav", 2, "unknown option \"--frobnicate\"");
+    CHECK_RUN("transcribe -m", 2, "-m needs a path");
+    CHECK_RUN("transcribe -l", 2, "-l needs a language code");
+}
+
+static void test_help(void) {
+    CHECK_RUN("--help", 0, "--help");
+    CHECK_EQ_INT(run("--help"), 0);
+    CHECK(said("usage: encdec <command>") && said("scripts/fetch-model.sh"));
+    CHECK_RUN("transcribe --help", 0, "--kv-cache MODE");
+    CHECK(said("usage: encdec transcribe") && said("--max-tokens"));
+    CHECK_RUN("bench --help", 0, "usage: encdec bench");
+    CHECK(said("--modes"));
+    CHECK_RUN("--version", 0, "encdec 0.1.0");
+    CHECK(said("sequential") && !strstr(g_out, "threaded"));
+}
+
+static void test_files(void) {
+    char args[2048];
+    const char *good = tmp_path("good.wav"), *missing = tmp_path("missing.wav");
+    write_wav(good);
+
+    CHECK_RUN("transcribe -m /nonexistent/model-dir a.wav", 1,
+              "cannot load model /nonexistent/model-dir: cannot read file");
+    snprintf(args, sizeof args, "transcribe -m %s %s", g_dir, good);   /* a directory, no model */
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("no model found"));
+
+    snprintf(args, sizeof args, "transcribe -m %s %s", MODEL, missing);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("missing.wav: cannot read file:") && said("No such file or directory"));
+
+    /* the good file after a missing one is still transcribed */
+    snprintf(args, sizeof args, "transcribe -m %s --max-tokens 4 %s %s", MODEL, missing, good);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("missing.wav: cannot read file"));
+    char line[300];
+    snprintf(line, sizeof line, "\n%s: ", good);
+    CHECK(said(line) || (strncmp(g_out, line + 1, strlen(line + 1)) == 0));
+
+    snprintf(args, sizeof args, "transcribe -m %s --max-tokens 4 --json %s", MODEL, good);
+    CHECK_EQ_INT(run(args), 0);
+    CHECK(said("\"file\":\"") && said("\"n_windows\":1") && said("\"kv_cache\":\"full\""));
+
+    snprintf(args, sizeof args, "transcribe -m %s --max-duration 1 %s", MODEL, good);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("good.wav: bad audio:") && said("is 2.0 s long; the limit is 1 s"));
+
+    snprintf(args, sizeof args, "transcribe -m %s -l de %s", MODEL, good);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("English-only; language \"de\""));
+    snprintf(args, sizeof args, "transcribe -m %s --translate %s", MODEL, good);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("it cannot translate"));
+
+    /* no -m, no $ENCDEC_MODEL and an empty cache: say how to fetch the model */
+    char env[512];
+    snprintf(env, sizeof env, "env -u ENCDEC_MODEL HOME=%s XDG_CACHE_HOME=%s", g_dir, g_dir);
+    snprintf(args, sizeof args, "transcribe %s", good);
+    CHECK_EQ_INT(run_env(env, args), 1);
+    CHECK(said("scripts/fetch-model.sh"));
+    snprintf(line, sizeof line, "%s/encdec/models/whisper-tiny.en", g_dir);
+    CHECK(said(line));
+    snprintf(env, sizeof env, "env -u ENCDEC_MODEL -u XDG_CACHE_HOME HOME=%s", g_dir);
+    CHECK_EQ_INT(run_env(env, args), 1);
+    snprintf(line, sizeof line, "%s/.cache/encdec/models/whisper-tiny.en", g_dir);
+    CHECK(said(line) && said("scripts/fetch-model.sh"));
+    /* $ENCDEC_MODEL is used when set */
+    snprintf(env, sizeof env, "env ENCDEC_MODEL=/nonexistent/env-model HOME=%s", g_dir);
+    CHECK_EQ_INT(run_env(env, args), 1);
+    CHECK(said("cannot load model /nonexistent/env-model"));
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+int main(void) {
+    struct stat sb;
+    if (stat(ED_CLI_PATH, &sb) != 0) return check_skip("the encdec program is not built");
+    snprintf(g_dir, sizeof g_dir, "/tmp/encdec-errors-cli-XXXXXX");
+    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
+    test_usage();
+    test_help();
+    test_files();
+    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_done();
+}

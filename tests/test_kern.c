@@ -1,0 +1,140 @@
+/* test_kern.c - every fast kernel against its scalar reference, and the
+ * pool-parallel wrappers against the kernels, on seeded random inputs with
+ * odd sizes (strides, tails, M = 1 paths). Tolerances: 1e-4 relative to the
+ * magnitude of the inputs (f32 BLAS vs double reference). */
+#include "check.h"
+
+#include "base/pool.h"
+#include "core/ops.h"
+#include "kern/kern.h"
+
+#include <stdlib.h>
+
+static unsigned long g_seed = 12345;
+static float frand(void) {
+    g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((g_seed >> 33) % 2000000) / 1000000.0f - 1.0f;
+}
+static float *rnd(size_t n) {
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = frand();
+    return p;
+}
+
+static void test_matmul(ed_pool *pool) {
+    int shapes[][3] = {{1, 37, 19}, {5, 64, 33}, {17, 100, 64}, {130, 48, 96}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *x = rnd((size_t)M * K), *w = rnd((size_t)N * K), *b = rnd((size_t)N);
+        float *y = malloc(sizeof(float) * (size_t)M * N), *r = malloc(sizeof(float) * (size_t)M * N);
+        k_matmul_ref(r, N, x, K, w, K, b, M, N, K);
+        k_matmul(y, x, w, b, M, N, K);
+        CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+        op_matmul(pool, y, x, w, b, M, N, K);
+        CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+        k_matmul_ref(r, N, x, K, w, K, NULL, M, N, K);
+        op_matmul(pool, y, x, w, NULL, M, N, K);
+        CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+        free(x); free(w); free(b); free(y); free(r);
+    }
+}
+
+static void test_attention(ed_pool *pool) {
+    int H = 3, dh = 16, d = H * dh;
+    int cases[][3] = {{1, 7, 0}, {9, 9, 1}, {4, 11, 1}, {70, 70, 0}, {70, 90, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int Mq = cases[c][0], Tk = cases[c][1], causal = cases[c][2];
+        float *q = rnd((size_t)Mq * d), *k = rnd((size_t)Tk * d), *v = rnd((size_t)Tk * d);
+        float *o = malloc(sizeof(float) * (size_t)Mq * d), *r = malloc(sizeof(float) * (size_t)Mq * d);
+        float *s = malloc(sizeof(float) * (size_t)Mq * Tk * 2);
+        for (int h = 0; h < H; h++)
+            k_attention_ref(r + h * dh, d, q + h * dh, d, k + h * dh, d, v + h * dh, d, Mq, Tk, dh, 0.25f, causal, s);
+        for (int h = 0; h < H; h++)
+            k_attention(o + h * dh, d, q + h * dh, d, k + h * dh, d, v + h * dh, d, Mq, Tk, dh, 0.25f, causal, s);
+        CHECK(check_max_abs_diff(o, r, (size_t)Mq * d, NULL) < 1e-5);
+        size_t stride = (size_t)OP_ATTN_ROWS * Tk;
+        float *sc = malloc(sizeof(float) * stride * (size_t)ed_pool_size(pool));
+        op_attention(pool, o, d, q, d, k, d, v, d, Mq, Tk, H, dh, 0.25f, causal, sc, stride);
+        CHECK(check_max_abs_diff(o, r, (size_t)Mq * d, NULL) < 1e-5);
+        free(q); free(k); free(v); free(o); free(r); free(s); free(sc);
+    }
+    /* causal row i must ignore keys after its position: changing them changes nothing */
+    float q[16], k[4 * 16], v[4 * 16], o1[2 * 16], o2[2 * 16], s[8];
+    for (int i = 0; i < 16; i++) q[i] = frand();
+    for (int i = 0; i < 64; i++) { k[i] = frand(); v[i] = frand(); }
+    float q2[32];
+    for (int i = 0; i < 32; i++) q2[i] = q[i % 16];
+    k_attention(o1, 16, q2, 16, k, 16, v, 16, 2, 3, 16, 1.0f, 1, s);
+    for (int i = 32; i < 48; i++) { k[i] += 5; v[i] -= 3; }   /* key 2: seen by row 1 only */
+    k_attention(o2, 16, q2, 16, k, 16, v, 16, 2, 3, 16, 1.0f, 1, s);
+    CHECK(check_max_abs_diff(o1, o2, 16, NULL) == 0);
+    CHECK(check_max_abs_diff(o1 + 16, o2 + 16, 16, NULL) > 1e-3);
+}
+
+static void test_elementwise(ed_pool *pool) {
+    /* GELU: exact erf form; known values */
+    float g[4] = {0.0f, 1.0f, -1.0f, 3.0f};
+    k_gelu(g, 4);
+    CHECK_NEAR(g[0], 0.0, 1e-7);
+    CHECK_NEAR(g[1], 0.8413447460685429, 1e-6);
+    CHECK_NEAR(g[2], -0.15865525393145707, 1e-6);
+    CHECK_NEAR(g[3], 2.995950420707263, 1e-6);
+    float *x = rnd(10000), *y = malloc(sizeof(float) * 10000);
+    for (int i = 0; i < 10000; i++) y[i] = x[i] * 4;
+    k_gelu_ref(y, 10000);
+    for (int i = 0; i < 10000; i++) x[i] *= 4;
+    op_gelu(pool, x, 100, 100);
+    CHECK(check_max_abs_diff(x, y, 10000, NULL) < 1e-6);
+    /* LayerNorm of [1,2,3,4] with g=1, b=0.5 */
+    float a[4] = {1, 2, 3, 4}, gg[4] = {1, 1, 1, 1}, bb[4] = {.5f, .5f, .5f, .5f}, out[4];
+    k_layernorm(out, a, gg, bb, 1, 4, 1e-5f);
+    CHECK_NEAR(out[0], 0.5 - 1.3416355, 1e-5);
+    CHECK_NEAR(out[3], 0.5 + 1.3416355, 1e-5);
+    float sm[3] = {1, 2, 3};
+    k_softmax(sm, 3);
+    CHECK_NEAR(sm[2], 0.66524096, 1e-6);
+    CHECK_EQ_INT(k_argmax(sm, 3), 2);
+    /* im2col with stride 2, padding 1 on time-major [T=4, C=2] */
+    float t[8] = {1, 10, 2, 20, 3, 30, 4, 40}, col[2 * 6];
+    k_im2col_1d(col, t, 0, 2, 4, 3, 2, 1, 0, 2);
+    float want[12] = {0, 1, 2, 0, 10, 20, 2, 3, 4, 20, 30, 40};
+    CHECK(check_max_abs_diff(col, want, 12, NULL) == 0);
+    free(x); free(y);
+}
+
+static void count_task(void *ctx, int ith, int nth) {
+    int *hits = ctx;
+    __atomic_fetch_add(&hits[ith], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&hits[nth + 8], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool(void) {
+    ed_pool *p;
+    CHECK_STATUS(ed_pool_new(&p, 0), ENCDEC_ERR_ARG, "out of range");
+    CHECK_STATUS(ed_pool_new(&p, 100000), ENCDEC_ERR_ARG, "out of range");
+    CHECK_EQ_INT(ed_pool_new(&p, 4), ENCDEC_OK);
+    int hits[32] = {0};
+    for (int r = 0; r < 100; r++) ed_pool_run(p, count_task, hits);
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(hits[i], 100);
+    CHECK_EQ_INT(hits[4 + 8], 400);
+    ed_pool_free(p);
+    ed_pool_free(NULL);
+    int lo, hi, total = 0;
+    for (int i = 0; i < 3; i++) {
+        ed_split(10, i, 3, 4, &lo, &hi);
+        total += hi - lo;
+        CHECK(lo % 4 == 0);
+    }
+    CHECK_EQ_INT(total, 10);
+}
+
+int main(void) {
+    ed_pool *pool;
+    CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
+    test_matmul(pool);
+    test_attention(pool);
+    test_elementwise(pool);
+    test_pool();
+    ed_pool_free(pool);
+    return check_done();
+}
