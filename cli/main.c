@@ -1,7 +1,6 @@
 /* main.c - the encdec program: dispatches to its commands. */
 #include "cli.h"
 
-#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,10 +20,6 @@ static const char *USAGE =
     "($XDG_CACHE_HOME is honoured; $ENCDEC_MODEL overrides it); scripts/fetch-model.sh\n"
     "installs it.\n";
 
-/* Declared by OpenBLAS; reports whether it was built to start threads. */
-int openblas_get_parallel(void);
-char *openblas_get_config(void);
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(USAGE, stderr);
@@ -36,8 +31,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("encdec %s\nBLAS: %s (%s)\n", ENCDEC_VERSION, openblas_get_config(),
-               openblas_get_parallel() ? "threaded" : "sequential");
+        printf("%s\n", encdec_build_info());
         return 0;
     }
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);

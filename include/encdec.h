@@ -47,6 +47,10 @@ const char *encdec_status_str(encdec_status st);
  * last call succeeded. Valid until the next encdec call on this thread. */
 const char *encdec_last_error(void);
 
+/* A static description of the build: version and the BLAS used, e.g.
+ * "encdec 0.1.0, BLIS 0.9.0 (sequential, reentrant; kernels: haswell)". */
+const char *encdec_build_info(void);
+
 /* ---- model: read-only, shareable ---------------------------------------- */
 
 typedef struct encdec_model encdec_model;

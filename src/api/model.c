@@ -1,6 +1,9 @@
 /* model.c - encdec_model: loading and describing a model. */
 #include "api/api.h"
 #include "base/err.h"
+#include "kern/kern.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 
@@ -41,4 +44,10 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     info->n_vocab = h->n_vocab;
     info->multilingual = w->multilingual;
     info->weight_bytes = w->weight_bytes;
+}
+
+const char *encdec_build_info(void) {
+    static char buf[256];
+    if (!buf[0]) snprintf(buf, sizeof buf, "encdec %s, %s", ENCDEC_VERSION, k_blas_info());
+    return buf;
 }

@@ -2,10 +2,22 @@
  * The *_ref twins are deliberately naive (double accumulation, no BLAS). */
 #include "kern/kern.h"
 
+#include <blis.h>
 #include <cblas.h>
 #include <float.h>
+#include <stdio.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* Hot element-wise loops are cloned per instruction set and picked at load
+ * time by the CPU (GCC function multi-versioning): portable binaries that
+ * still use AVX2 / AVX-512 where present. Sanitizer builds keep one copy. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define K_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define K_CLONES
+#endif
 
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                  const float *b, int M, int N, int K) {
@@ -56,7 +68,7 @@ void k_layernorm(float *y, const float *x, const float *g, const float *b, int M
 }
 
 void k_gelu(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
 void k_gelu_ref(float *x, size_t n) {
@@ -67,16 +79,46 @@ void k_add(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-void k_softmax(float *x, int n) {
+/* exp(x) for x <= 0 region of softmax inputs (any finite x in [-87, 88]):
+ * 2^n * p(r) with r = x - n ln2 (Cody-Waite split), p the degree-6 Taylor
+ * polynomial; relative error < 4e-7. Branch-free so loops vectorise. */
+static inline float exp_poly(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    float t = x * 1.44269504f + 12582912.0f;  /* 1.5 * 2^23: rounds to nearest */
+    float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t e = ((int32_t)n + 127) * (1 << 23);
+    float sc;
+    memcpy(&sc, &e, sizeof sc);
+    return p * sc;
+}
+
+float k_exp(float x) { return exp_poly(x); }
+
+K_CLONES void k_softmax(float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int i = 0; i < n; i++) x[i] = exp_poly(x[i] - mx);
     double sum = 0;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
+    for (int i = 0; i < n; i++) sum += x[i];
     float inv = (float)(1.0 / sum);
     for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void k_softmax_ref(float *x, int n) {
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int i = 0; i < n; i++) sum += exp((double)x[i] - mx);
+    for (int i = 0; i < n; i++) x[i] = (float)(exp((double)x[i] - mx) / sum);
 }
 
 /* Masked-out scores are simply not part of the softmax range: row i has
@@ -136,6 +178,15 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
                 row[c * kw + j] = val;
             }
     }
+}
+
+const char *k_blas_info(void) {
+    static char buf[160];
+    if (!buf[0])
+        snprintf(buf, sizeof buf, "BLIS %s (%s; kernels: %s)", bli_info_get_version_str(),
+                 bli_info_get_enable_threading() ? "threaded" : "sequential, reentrant",
+                 bli_arch_string(bli_arch_query_id()));
+    return buf;
 }
 
 int k_argmax(const float *x, int n) {

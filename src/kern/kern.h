@@ -33,8 +33,12 @@ void k_gelu_ref(float *x, size_t n);
 /* y[n] += x[n]. */
 void k_add(float *y, const float *x, size_t n);
 
-/* In place, over x[0, n): x = exp(x - max) / sum. */
+/* In place, over x[0, n): x = exp(x - max) / sum (polynomial exp,
+ * relative error < 1e-6 against the double-precision reference). */
 void k_softmax(float *x, int n);
+void k_softmax_ref(float *x, int n);
+/* The exp used by k_softmax, for finite x (clamped to [-87, 88]). */
+float k_exp(float x);
 
 /* Scaled dot-product attention for one head:
  * o[Mq, dh] (ldo) = softmax(scale * q[Mq, dh] . k[Tk, dh]^T) . v[Tk, dh]
@@ -55,6 +59,10 @@ void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k,
  * Conv1d weight [C_out, C_in, kw] flattened). Rows [t0, t1) only. */
 void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_in,
                  int kw, int stride, int pad, int t0, int t1);
+
+/* "BLIS 0.9.0 (sequential, reentrant; kernels: haswell)": the BLAS behind
+ * k_matmul, for --version and benchmarks. Static storage. */
+const char *k_blas_info(void);
 
 /* Index of the maximum of x[0, n) (first on ties). */
 int k_argmax(const float *x, int n);

@@ -24,16 +24,14 @@
 typedef struct {
     whisper_model *m;
     int hf;                 /* 1: HF names, 0: CTranslate2 names */
+    const char *file;       /* the weights file named in "missing" errors */
     encdec_status st;       /* sticky: the first failure */
 } loader;
 
 static const ed_tensor *find(loader *L, const char *name) {
     if (L->st) return NULL;
     const ed_tensor *t = wtab_get(L->m->wt, name);
-    if (!t) {
-        const char *file = L->hf ? "model.safetensors" : "model.bin";
-        L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s is missing", file, name);
-    }
+    if (!t) L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s is missing", L->file, name);
     return t;
 }
 
@@ -261,8 +259,10 @@ static void load_weights(loader *L) {
      * proj_out.weight, when stored, is the same tensor and is not read). */
 }
 
+/* Opens the weights; *file is the name used in messages (borrowed from path
+ * or static). */
 static encdec_status open_weights(whisper_model *m, const char *path, char *dir, size_t cap,
-                                  int *hf) {
+                                  int *hf, const char **file) {
     char p[4096];
     if (ed_is_file(path)) {
         size_t n = strlen(path);
@@ -273,17 +273,21 @@ static encdec_status open_weights(whisper_model *m, const char *path, char *dir,
         if (slash) *slash = 0;
         else snprintf(dir, cap, ".");
         *hf = 1;
+        *file = ed_basename(path);
         return st_load_file(m->wt, path);
     }
     if (!ed_is_dir(path)) return ed_fail(ENCDEC_ERR_IO, "%s: no such file or directory", path);
     snprintf(dir, cap, "%s", path);
     if (ed_is_file(ed_path_join(p, sizeof p, path, "model.bin"))) {
         *hf = 0;
+        *file = "model.bin";
         return ct2_load_file(m->wt, p);
     }
     if (ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors")) ||
         ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors.index.json"))) {
         *hf = 1;
+        *file = ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors"))
+                    ? "model.safetensors" : "model.safetensors.index.json";
         return st_load_dir(m->wt, path);
     }
     return ed_fail(ENCDEC_ERR_NO_MODEL,
@@ -302,7 +306,8 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     }
     char dir[4096];
     int hf = 0;
-    encdec_status st = open_weights(m, path, dir, sizeof dir, &hf);
+    const char *file = "";
+    encdec_status st = open_weights(m, path, dir, sizeof dir, &hf, &file);
     if (!st) {
         m->format = hf ? "safetensors" : "ctranslate2";
         st = hf ? whisper_cfg_hf(m, dir) : whisper_cfg_ct2(m, dir);
@@ -310,7 +315,7 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     if (!st) st = bpe_load_dir(&m->tok, dir);
     if (!st) st = whisper_cfg_tokens(m, dir, hf);
     if (!st) {
-        loader L = {m, hf, ENCDEC_OK};
+        loader L = {m, hf, file, ENCDEC_OK};
         load_weights(&L);
         st = L.st;
     }
