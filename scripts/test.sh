@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/fetch-model.sh tiny.en
+scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
 jobs=$(nproc)
 
 echo "== release build (-Werror) ==" >&2

@@ -3,7 +3,7 @@
 
 Usage (from the repository root):
 
-    /work/main/.venv/bin/python tools/gen_tiny_whisper.py
+    .venv/bin/python tools/gen_tiny_whisper.py
 
 Writes, in Hugging Face layout (what `WhisperForConditionalGeneration.from_pretrained`
 and `tokenizers.Tokenizer.from_file` read):

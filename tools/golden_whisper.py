@@ -3,14 +3,14 @@
 
 Usage (from the repository root, after tools/gen_tiny_whisper.py):
 
-    /work/main/.venv/bin/python tools/golden_whisper.py
+    .venv/bin/python tools/golden_whisper.py
 
 Writes tests/data/tiny-random-whisper-golden.safetensors (float32 / int32 / uint8
 tensors; the safetensors metadata key "info" is a JSON string with the decoded text and
 notes):
 
   mel_frame_idx  int32 [120]       frames 0, 25, 50, ... 2975 of the 3000-frame window
-  mel_frames     f32   [80, 120]   log-mel of /work/shared/audio/jfk.wav at those frames,
+  mel_frames     f32   [80, 120]   log-mel of ../shared/audio/jfk.wav at those frames,
                                    as computed by HF WhisperFeatureExtractor (audio read
                                    with the `wave` module, s16 / 32768, zero-padded to 30 s)
   enc_row_idx    int32 [150]       encoder positions 0, 10, 20, ... 1490
@@ -62,10 +62,13 @@ import torch
 from safetensors.numpy import save_file
 from safetensors.torch import load_file
 
+# ../shared beside the repository (override with $ENCDEC_SHARED)
+SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
 MODEL_DIR = os.path.join("tests", "data", "tiny-random-whisper")
 OUT = os.path.join("tests", "data", "tiny-random-whisper-golden.safetensors")
-AUDIO = "/work/shared/audio/jfk.wav"
-PREPROC = "/work/shared/assets/whisper-tiny.en-tokenizer/preprocessor_config.json"
+AUDIO = SHARED + "/audio/jfk.wav"
+PREPROC = SHARED + "/assets/whisper-tiny.en-tokenizer/preprocessor_config.json"
 MAX_NEW = 24
 MEL_STRIDE = 25
 ENC_STRIDE = 10

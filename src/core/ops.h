@@ -1,7 +1,7 @@
 /* ops.h - the kernels of kern.h run across a session's pool. Each wrapper
  * slices the work by rows (many rows) or output columns (few rows) so that
  * every thread runs the sequential kernel on its own slice; BLAS starts no
- * threads of its own (we link the sequential OpenBLAS).
+ * threads of its own (we link the sequential, reentrant BLIS).
  *
  *   op_matmul(pool, y, x, w, b, M, N, K);      y[M,N] = x[M,K] . w[N,K]^T + b
  *   op_gelu(pool, x, M, N);
