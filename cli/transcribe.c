@@ -147,7 +147,11 @@ int cli_transcribe(int argc, char **argv) {
         st = encdec_audio_load(argv[i], o.max_duration, &pcm, &n);
         if (!st) st = encdec_transcribe(s, pcm, n, &tp, &r);
         if (st) {
-            fprintf(stderr, "encdec: %s: %s: %s\n", argv[i], encdec_status_str(st), encdec_last_error());
+            /* the detail usually starts with the path already: say it once */
+            const char *detail = encdec_last_error();
+            size_t pl = strlen(argv[i]);
+            if (!strncmp(detail, argv[i], pl) && !strncmp(detail + pl, ": ", 2)) detail += pl + 2;
+            fprintf(stderr, "encdec: %s: %s: %s\n", argv[i], encdec_status_str(st), detail);
             failed = 1;
         } else if (o.json) {
             print_json(argv[i], r, &o, load_ms);

@@ -161,7 +161,7 @@ static void test_bad_files(void) {
     /* 1600 samples = 0.1 s. */
     tmp_path(path, sizeof path, "full.wav");
     CHECK_STATUS(audio_load(path, 16000, 0.05, &pcm, &n), ENCDEC_ERR_AUDIO,
-                 "full.wav: is 0.1 s long; the limit is 0.05 s");
+                 "full.wav: the audio is 0.1 s long; the limit is 0.05 s");
     CHECK_EQ_INT(audio_load(path, 16000, 0.1, &pcm, &n), ENCDEC_OK);
     free(pcm);
 
@@ -206,7 +206,7 @@ static void test_jfk(const char *shared) {
     free(wav);
 
     CHECK_STATUS(audio_load(path, 16000, 10, &wav, &n_wav), ENCDEC_ERR_AUDIO,
-                 "jfk.wav: is 11.0 s long; the limit is 10 s");
+                 "jfk.wav: the audio is 11.0 s long; the limit is 10 s");
     CHECK(wav == NULL);
     CHECK_EQ_INT(audio_load(path, 16000, 0, &wav, &n_wav), ENCDEC_OK);
 

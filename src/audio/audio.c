@@ -3,7 +3,7 @@
  * libsndfile decodes (WAV, FLAC, OGG, MP3, ...) into interleaved float in
  * blocks; each block is averaged over channels into a growing mono buffer
  * (the header's frame count is only a capacity hint: for MP3 it may be an
- * estimate). libsoxr then converts the rate in one shot (high quality).
+ * estimate). libsoxr then converts the rate (high quality), streamed in blocks.
  */
 #include "audio/audio.h"
 #include "base/err.h"
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <sndfile.h>
 #include <soxr.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,15 @@ static encdec_status grow(float **buf, size_t *cap, size_t need, const char *pat
 }
 
 static encdec_status too_long(const char *path, double seconds, double max_seconds, int partial) {
-    return ed_fail(ENCDEC_ERR_AUDIO, "%s: is %s%.1f s long; the limit is %g s", path,
+    return ed_fail(ENCDEC_ERR_AUDIO, "%s: the audio is %s%.1f s long; the limit is %g s", path,
                    partial ? "at least " : "", seconds, max_seconds);
+}
+
+/* Float files may hold values beyond full scale (and resampling can overshoot
+ * a full-scale signal slightly): clip to [-1, 1] as a 16-bit conversion, such
+ * as OpenAI's ffmpeg-based loader, does. */
+static void clip_unit(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = x[i] > 1.0f ? 1.0f : (x[i] < -1.0f ? -1.0f : x[i]);
 }
 
 /* Decodes every frame of an open file into mono floats at the file's rate. */
@@ -127,14 +135,21 @@ encdec_status audio_load(const char *path, int target_rate, double max_seconds,
     if (st == ENCDEC_OK) st = read_mono(sf, &info, path, max_seconds, &mono, &n);
     sf_close(sf);
     if (st != ENCDEC_OK) return st;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(mono[i])) {
+            free(mono);
+            return ed_fail(ENCDEC_ERR_AUDIO, "%s: sample %zu is not a finite number", path, i);
+        }
 
     if (info.samplerate == target_rate) {
         *pcm = mono;
         *n_samples = n;
+        clip_unit(*pcm, n);
         return ENCDEC_OK;
     }
     st = audio_resample(mono, n, info.samplerate, target_rate, pcm, n_samples);
     free(mono);
+    if (st == ENCDEC_OK) clip_unit(*pcm, *n_samples);
     if (st != ENCDEC_OK) {
         ed_err_prefix("%s", path);
         return st;
@@ -179,11 +194,24 @@ encdec_status audio_resample(const float *in, size_t n_in, int rate_in,
         return ENCDEC_OK;
     }
 
+    /* Streamed in blocks: one call with hours of input makes soxr grow its
+     * internal FIFO to the whole input (and copy it on every growth). */
     soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
     soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-    size_t done_in = 0, done_out = 0;
-    soxr_error_t err = soxr_oneshot(rate_in, rate_out, 1, in, n_in, &done_in, buf, cap, &done_out,
-                                    &io, &q, NULL);
+    soxr_error_t err = NULL;
+    soxr_t sx = soxr_create(rate_in, rate_out, 1, &err, &io, &q, NULL);
+    size_t pos = 0, done_out = 0;
+    while (sx && !err && done_out < cap) {
+        size_t chunk = n_in - pos < 65536 ? n_in - pos : 65536, idone = 0, odone = 0;
+        /* in == NULL tells soxr the input has ended: it flushes its tail */
+        err = soxr_process(sx, chunk ? in + pos : NULL, chunk, &idone, buf + done_out,
+                           cap - done_out, &odone);
+        pos += idone;
+        done_out += odone;
+        if (!chunk && !odone) break;
+        if (chunk && !idone && !odone && !err) err = "resampler made no progress";
+    }
+    soxr_delete(sx);
     if (err) {
         free(buf);
         return ed_fail(ENCDEC_ERR_AUDIO, "resampling %d -> %d Hz failed: %s", rate_in, rate_out, err);

@@ -4,7 +4,8 @@
  *   if (audio_load(path, 16000, 0, &pcm, &n) == ENCDEC_OK) { ...; free(pcm); }
  *
  * Any format libsndfile reads (WAV, FLAC, OGG/Vorbis, MP3, ...). Channels are
- * averaged; the rate is converted with soxr's high-quality resampler.
+ * averaged; the rate is converted with soxr's high-quality resampler; the
+ * result is clipped to [-1, 1]. Non-finite samples (float files) are refused.
  * Errors (ENCDEC_ERR_IO / ENCDEC_ERR_AUDIO) name the file: missing, not
  * audio, corrupt, no samples, longer than max_seconds (when > 0).
  */

@@ -119,8 +119,8 @@ static encdec_status parse_header(const char *path, const ed_fmap *m, cJSON **ro
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | m->data[i];
     if (hlen > m->size - 8)
-        return ed_fail(ENCDEC_ERR_FORMAT, "%s: header length %llu exceeds file size %zu", path,
-                       (unsigned long long)hlen, m->size);
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: header length %llu exceeds the %zu bytes after the length field "
+                       "(file size %zu)", path, (unsigned long long)hlen, m->size - 8, m->size);
     const char *hdr = (const char *)m->data + 8, *end = NULL;
     *root = cJSON_ParseWithLengthOpts(hdr, (size_t)hlen, &end, 0);
     if (!*root)
