@@ -7,7 +7,7 @@
  *    1.8e-5), the logsumexp within 5e-4, and the whole greedy token sequence exactly.
  * 2. --kv-cache full, self and none give identical tokens.
  * 3. The CLI prints the reference transcript for jfk.wav, jfk.flac (44.1 kHz
- *    stereo 24-bit) and jfk.mp3.
+ *    stereo 24-bit), jfk.mp3, and jfk.wav re-encoded here as OGG/Vorbis.
  * 4. Word error rate on every file of ../shared/audio against its reference
  *    transcript, after normalising case, punctuation and number words; the
  *    LibriSpeech utterance must be word for word, the set under 10%.
@@ -28,6 +28,7 @@
 #include "models/whisper_step.h"
 
 #include <ctype.h>
+#include <sndfile.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,12 +198,35 @@ static int word_errors(const char *ref, const char *hyp, int *n_ref) {
     return dp[nr][nh];
 }
 
+/* jfk.wav re-encoded as OGG/Vorbis (stereo, 22.05 kHz: also exercises the
+ * down-mix and an odd rate) into a temporary file; returns its path. */
+static const char *write_ogg(char *path, size_t cap) {
+    char dir[] = "/tmp/encdec-ogg-XXXXXX";
+    if (!mkdtemp(dir)) return NULL;
+    snprintf(path, cap, "%s/jfk.ogg", dir);
+    float *pcm;
+    size_t n;
+    if (audio_load(ED_SHARED_DIR "/audio/jfk.wav", 22050, 0, &pcm, &n)) return NULL;
+    float *st = malloc(sizeof(float) * 2 * n);
+    for (size_t i = 0; i < n; i++) st[2 * i] = st[2 * i + 1] = pcm[i];
+    SF_INFO info = {.samplerate = 22050, .channels = 2, .format = SF_FORMAT_OGG | SF_FORMAT_VORBIS};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    int ok = f && sf_writef_float(f, st, (sf_count_t)n) == (sf_count_t)n;
+    if (f) sf_close(f);
+    free(st);
+    free(pcm);
+    return ok ? path : NULL;
+}
+
 static void cli_and_wer(void) {
-    const char *jfk[] = {"jfk.wav", "jfk.flac", "jfk.mp3"};
-    for (int i = 0; i < 3; i++) {
+    char ogg[256];
+    CHECK(write_ogg(ogg, sizeof ogg) != NULL);
+    const char *jfk[] = {"jfk.wav", "jfk.flac", "jfk.mp3", ogg};
+    for (int i = 0; i < 4; i++) {
         char args[512];
         int rc;
-        snprintf(args, sizeof args, "'%s/audio/%s'", ED_SHARED_DIR, jfk[i]);
+        if (i < 3) snprintf(args, sizeof args, "'%s/audio/%s'", ED_SHARED_DIR, jfk[i]);
+        else snprintf(args, sizeof args, "'%s'", ogg);
         char *out = run_cli(args, &rc);
         CHECK_EQ_INT(rc, 0);
         /* the CLI trims the leading space */
@@ -210,6 +234,9 @@ static void cli_and_wer(void) {
                        "ask what you can do for your country.\n");
         free(out);
     }
+    unlink(ogg);
+    *strrchr(ogg, '/') = 0;
+    rmdir(ogg);
     static const struct { const char *file, *ref; } set[] = {
         {"jfk.wav", "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."},
         {"librispeech/1272-128104-0000.wav", "MR QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES AND WE ARE GLAD TO WELCOME HIS GOSPEL"},
