@@ -60,6 +60,9 @@ at every step of the two golden prompts (en transcribe, de translate), and (c) g
 de-translate sequence that differs from the other three prompts' sequences at the very
 first step, so a wrong language or task token in a prompt cannot go unnoticed; among
 those, seeds with many distinct tokens and suppress_tokens hits are preferred.
+Over seeds 0..399 four seeds pass; SEED 129 has margin 0.055, 7 distinct tokens per
+decode and 6 steps where a suppress_tokens id is the raw argmax (seed 99: margin 0.051,
+10 distinct, 1 suppression hit; seed 368: margin 0.125 but no suppression hit).
 
 Everything is deterministic: the same script and library versions give byte-identical
 files. Golden values: tools/golden_whisper_v3.py (Hugging Face transformers on exactly
@@ -78,7 +81,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_tiny_whisper import CORPUS  # noqa: E402  (the same built-in training corpus)
 
-SEED = 0  # replaced by the value the scan picked (see docstring)
+SEED = 129  # picked by `--scan 0 400` (see docstring)
 OUT_DIR = os.path.join("tests", "data", "tiny-random-whisper-v3")
 SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
 
@@ -158,7 +161,7 @@ def build_tokenizer():
             "merges": merges,
         },
     }
-    # compact, one added token per line (readable diffs, small file)
+    # compact JSON: the model directory is tight on size
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n"
     tok2 = Tokenizer.from_str(text)
     assert tok2.get_vocab_size() == VOCAB_SIZE, tok2.get_vocab_size()
