@@ -3,6 +3,7 @@
 #include "base/err.h"
 #include "kern/kern.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include <stdlib.h>
@@ -46,8 +47,14 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     info->weight_bytes = w->weight_bytes;
 }
 
+static char g_build_info[256];
+
+static void build_info_init(void) {
+    snprintf(g_build_info, sizeof g_build_info, "encdec %s, %s", ENCDEC_VERSION, k_blas_info());
+}
+
 const char *encdec_build_info(void) {
-    static char buf[256];
-    if (!buf[0]) snprintf(buf, sizeof buf, "encdec %s, %s", ENCDEC_VERSION, k_blas_info());
-    return buf;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_info_init);
+    return g_build_info;
 }

@@ -5,6 +5,7 @@
 #include <blis.h>
 #include <cblas.h>
 #include <float.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdint.h>
@@ -180,13 +181,18 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
     }
 }
 
+static char g_blas_info[160];
+
+static void blas_info_init(void) {
+    snprintf(g_blas_info, sizeof g_blas_info, "BLIS %s (%s; kernels: %s)", bli_info_get_version_str(),
+             bli_info_get_enable_threading() ? "threaded" : "sequential, reentrant",
+             bli_arch_string(bli_arch_query_id()));
+}
+
 const char *k_blas_info(void) {
-    static char buf[160];
-    if (!buf[0])
-        snprintf(buf, sizeof buf, "BLIS %s (%s; kernels: %s)", bli_info_get_version_str(),
-                 bli_info_get_enable_threading() ? "threaded" : "sequential, reentrant",
-                 bli_arch_string(bli_arch_query_id()));
-    return buf;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_info_init);
+    return g_blas_info;
 }
 
 int k_argmax(const float *x, int n) {
