@@ -19,14 +19,9 @@
  *
  * Model: $ENCDEC_BASE or $HOME/.cache/encdec/models/whisper-base; skipped when absent.
  */
-#include "check.h"
+#include "golden.h"
 
-#include "audio/audio.h"
-#include "audio/mel.h"
 #include "base/pool.h"
-#include "io/tensor.h"
-#include "models/whisper.h"
-#include "models/whisper_step.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +35,6 @@
 static char g_model[1024];
 static ed_wtab *g_gold;
 
-static int find_model(void) {
-    const char *e = getenv("ENCDEC_BASE"), *home = getenv("HOME");
-    if (e && *e) snprintf(g_model, sizeof g_model, "%s", e);
-    else snprintf(g_model, sizeof g_model, "%s/.cache/encdec/models/whisper-base", home ? home : ".");
-    char p[1100];
-    snprintf(p, sizeof p, "%s/model.bin", g_model);
-    return access(p, R_OK) == 0;
-}
-
 static const ed_tensor *gold(const char *name) {
     const ed_tensor *t = wtab_get(g_gold, name);
     if (!t) fprintf(stderr, "golden tensor %s missing\n", name);
@@ -59,16 +45,9 @@ static const ed_tensor *gold(const char *name) {
 static void check_info(void) {
     encdec_model *em;
     CHECK_EQ_INT(encdec_model_load(g_model, &em), ENCDEC_OK);
-    encdec_model_info info;
-    encdec_model_get_info(em, &info);
-    CHECK_EQ_INT(info.multilingual, 1);
-    CHECK_STR(info.format, "ctranslate2");
-    CHECK_EQ_INT(info.n_mels, 80);
-    CHECK_EQ_INT(info.d_model, 512);
-    CHECK_EQ_INT(info.n_enc_layer, 6);
-    CHECK_EQ_INT(info.n_dec_layer, 6);
-    CHECK_EQ_INT(info.n_head, 8);
-    CHECK_EQ_INT(info.n_vocab, 51865);
+    golden_check_info(em, &(encdec_model_info){.format = "ctranslate2", .n_mels = 80, .multilingual = 1,
+                                               .d_model = 512, .n_enc_layer = 6, .n_dec_layer = 6,
+                                               .n_head = 8, .n_vocab = 51865});
     encdec_model_free(em);
 }
 
@@ -78,54 +57,30 @@ static void check_logits(whisper_model *m, ed_pool *pool, const char *wav, const
                          const ed_tensor *prompt, const ed_tensor *toks, const ed_tensor *ids,
                          const ed_tensor *vals, const ed_tensor *lse) {
     if (!prompt || !toks || !ids || !vals) return;
-    float *pcm;
-    size_t n;
-    CHECK_EQ_INT(audio_load(wav, 16000, 0, &pcm, &n), ENCDEC_OK);
-    mel_ctx *mc = mel_new(m->hp.n_mels);
-    float *mel = malloc(sizeof(float) * (size_t)m->hp.n_mels * MEL_CHUNK_FRAMES);
-    mel_compute(mc, pcm, n, mel, MEL_CHUNK_FRAMES);
+    float *mel;
+    golden_mel(wav, m->hp.n_mels, &mel, NULL, NULL);
     whisper_state *s;
     CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
     whisper_encode(s, mel);
     whisper_runner r;
-    CHECK_EQ_INT(whisper_runner_init(&r, s, ENCDEC_KV_FULL), ENCDEC_OK);
-    whisper_runner_begin(&r, ENCDEC_KV_FULL);
-    dec_model dm = whisper_runner_seam(&r);
+    dec_model dm;
+    CHECK_EQ_INT(golden_runner(&r, s, ENCDEC_KV_FULL, &dm), ENCDEC_OK);
 
-    int V = m->hp.n_vocab, ns = (int)ids->shape[0], k = (int)ids->shape[1];
+    int ns = (int)ids->shape[0], k = (int)ids->shape[1];
     CHECK_EQ_INT(k, 20);
     CHECK_EQ_INT(ns, 4);
     CHECK(toks->shape[0] >= ns);
-    float *lg = malloc(sizeof(float) * (size_t)V);
-    CHECK_EQ_INT(dm.feed(dm.ctx, 0, prompt->data, (int)prompt->shape[0], lg), ENCDEC_OK);
-    double worst = 0, worst_lse = 0;
-    for (int i = 0; i < ns && i < toks->shape[0]; i++) {
-        for (int j = 0; j < k; j++) {
-            int id = ((const int *)ids->data)[i * k + j];
-            double d = fabs(lg[id] - ((const float *)vals->data)[i * k + j]);
-            if (d > worst || d != d) worst = d != d ? INFINITY : d;
-        }
-        if (lse) {
-            double mx = -INFINITY, sum = 0;
-            for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
-            for (int v = 0; v < V; v++) sum += exp(lg[v] - mx);
-            double d = fabs(mx + log(sum) - ((const float *)lse->data)[i]);
-            if (d > worst_lse || d != d) worst_lse = d != d ? INFINITY : d;
-        }
-        int seq = 0, t = ((const int *)toks->data)[i];
-        CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &t, lg), ENCDEC_OK);
-    }
+    double worst, worst_lse;
+    golden_topk(&dm, m->hp.n_vocab, prompt, toks->data, ns < toks->shape[0] ? ns : (int)toks->shape[0], ids,
+                vals, lse, &worst, &worst_lse);
     printf("base vs HF, %s: top-%d logits max |diff| %.3g", label, k, worst);
     if (lse) printf(", logsumexp %.3g", worst_lse);
     printf(" over %d steps\n", ns);
     CHECK(worst < 5e-4);
     CHECK(worst_lse < 5e-4);
-    free(lg);
     whisper_runner_free(&r);
     whisper_state_free(s);
-    mel_free(mc);
     free(mel);
-    free(pcm);
 }
 
 static void golden_logits(void) {
@@ -143,22 +98,6 @@ static void golden_logits(void) {
     whisper_free(m);
 }
 
-/* The result's tokens must equal want (HF's greedy sequence incl. <|endoftext|>). */
-static void check_tokens(const encdec_result *res, const ed_tensor *want, const char *label) {
-    if (!res || !want) return;
-    int nt = encdec_result_n_tokens(res), nw = (int)want->shape[0], bad = -1;
-    CHECK_EQ_INT(nt, nw);
-    for (int i = 0; i < nt && i < nw; i++)
-        if (encdec_result_token(res, i)->id != ((const int *)want->data)[i]) {
-            bad = i;
-            break;
-        }
-    if (bad >= 0)
-        fprintf(stderr, "%s: token %d is %d, HF has %d\n", label, bad, encdec_result_token(res, bad)->id,
-                ((const int *)want->data)[bad]);
-    CHECK_EQ_INT(bad, -1);
-}
-
 static void transcripts(void) {
     encdec_model *em;
     encdec_session *es;
@@ -173,7 +112,7 @@ static void transcripts(void) {
     CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &pcm, &n), ENCDEC_OK);
     CHECK_EQ_INT(encdec_transcribe(es, pcm, n, NULL, &res), ENCDEC_OK);
     CHECK_STR(encdec_result_text(res), JFK_HF);
-    check_tokens(res, gold("tokens"), "jfk.wav");
+    golden_check_tokens(res, gold("tokens"), "jfk.wav");
     encdec_result_free(res);
 
     /* unknown language code */
@@ -197,7 +136,7 @@ static void transcripts(void) {
             snprintf(label, sizeof label, "de %s kv mode %d", translate ? "translate" : "transcribe", mode);
             CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &tp, &res), ENCDEC_OK);
             CHECK_STR(encdec_result_text(res), translate ? DE_TRANSLATE_HF : DE_TRANSCRIBE_HF);
-            check_tokens(res, gold(translate ? "de_translate" : "de_transcribe"), label);
+            golden_check_tokens(res, gold(translate ? "de_translate" : "de_transcribe"), label);
             if (mode == ENCDEC_KV_FULL) printf("%s: \"%s\"\n", label, encdec_result_text(res));
             encdec_result_free(res);
         }
@@ -207,7 +146,7 @@ static void transcripts(void) {
 }
 
 int main(void) {
-    if (!find_model()) return check_skip("whisper base not installed (scripts/fetch-model.sh base)");
+    if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_BASE", "whisper-base")) return check_skip("whisper base not installed (scripts/fetch-model.sh base)");
     if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
     g_gold = wtab_new();
     CHECK_EQ_INT(st_load_file(g_gold, ED_TEST_DATA "/base-jfk-golden.safetensors"), ENCDEC_OK);

@@ -10,37 +10,19 @@
  * silence (loaded, resampled, 240 windows, empty text) and 65 s of seeded
  * noise (3 windows, max_tokens honoured per window).
  */
-#define _GNU_SOURCE             /* nftw, mkdtemp */
 #include "check.h"
+#include "tmpdir.h"
 
-#include <ftw.h>
 #include <sndfile.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MODEL_DIR ED_TEST_DATA "/tiny-random-whisper"
 #define JFK ED_SHARED_DIR "/audio/jfk.wav"
 
 #define SILENCE_S (2 * 3600)     /* the long silent recording */
-
-static char g_dir[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static void write_bytes(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
-    fclose(f);
-}
 
 /* Writes n mono float samples at rate Hz as `format` (SF_FORMAT_WAV | ...). */
 static void write_sf(const char *path, int format, int rate, const float *x, sf_count_t n) {
@@ -80,13 +62,13 @@ static encdec_status load(const char *path, double max_s, size_t *n) {
 static void test_bad_files(void) {
     const char *p = tmp_path("missing.wav");
     CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_IO, "missing.wav: No such file or directory");
-    CHECK_STATUS(load(g_dir, 0, NULL), ENCDEC_ERR_IO, "is a directory");
+    CHECK_STATUS(load(tmp_dir, 0, NULL), ENCDEC_ERR_IO, "is a directory");
     CHECK_STATUS(load("", 0, NULL), ENCDEC_ERR_ARG, "empty path");
     CHECK_STATUS(encdec_audio_load(p, 0, NULL, NULL), ENCDEC_ERR_ARG, "NULL output");
 
     p = tmp_path("x.wav");
     const char *text = "this is not audio, only some text in a file named x.wav\n";
-    write_bytes(p, text, strlen(text));
+    tmp_write(p, text, strlen(text));
     CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "x.wav: ");
 
     /* a valid 1 s 16-bit WAV, then cuts of it */
@@ -105,14 +87,14 @@ static void test_bad_files(void) {
     CHECK_EQ_INT(len, 44 + 2 * RATE);
 
     p = tmp_path("cut-header.wav");
-    write_bytes(p, whole, 20);
+    tmp_write(p, whole, 20);
     CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "cut-header.wav: ");
     p = tmp_path("cut-at-data.wav");           /* the data chunk promises 32000 bytes, has none */
-    write_bytes(p, whole, 44);
+    tmp_write(p, whole, 44);
     CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "cut-at-data.wav: contains no audio samples");
     /* Cut inside the data: libsndfile reads the frames that are there. */
     p = tmp_path("cut-data.wav");
-    write_bytes(p, whole, 44 + 2 * 1000 + 1);
+    tmp_write(p, whole, 44 + 2 * 1000 + 1);
     CHECK_STATUS(load(p, 0, &n), ENCDEC_OK, "");
     CHECK_EQ_INT(n, 1000);
     free(whole);
@@ -129,7 +111,7 @@ static void test_bad_files(void) {
     noise(x, sizeof junk, 99, 1.0f);
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(x[i] * 127.0f + 128.0f);
     memcpy(junk, "fLaC", 4);
-    write_bytes(p, junk, sizeof junk);
+    tmp_write(p, junk, sizeof junk);
     CHECK_STATUS(load(p, 0, NULL), ENCDEC_ERR_AUDIO, "corrupt.flac: ");
 
     /* Float WAVs may hold anything: encdec.h promises loaded samples in
@@ -259,14 +241,8 @@ static void test_transcribe(encdec_session *s) {
     encdec_free(pcm);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/encdec-errors-audio-XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
+    if (!tmp_new("encdec-errors-audio")) return 2;
     test_bad_files();
     test_limits();
     encdec_model *m = NULL;
@@ -276,6 +252,6 @@ int main(void) {
     if (s) test_transcribe(s);
     encdec_session_free(s);
     encdec_model_free(m);
-    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmp_remove(tmp_dir);
     return check_done();
 }

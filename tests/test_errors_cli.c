@@ -9,10 +9,9 @@
  * scripts/fetch-model.sh when the default model is not installed.
  * The model is tests/data/tiny-random-whisper; audio is written here.
  */
-#define _GNU_SOURCE             /* nftw, mkdtemp */
 #include "check.h"
+#include "tmpdir.h"
 
-#include <ftw.h>
 #include <sndfile.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +22,6 @@
 
 #define MODEL ED_TEST_DATA "/tiny-random-whisper"
 
-static char g_dir[64];
 static char g_out[65536];       /* the output of the last run */
 
 /* Runs `env-prefix ED_CLI_PATH args 2>&1`, keeps its output in g_out and
@@ -50,14 +48,6 @@ static int said(const char *s) {
 
 #define CHECK_RUN(args, want_rc, want_text) do { \
     CHECK_EQ_INT(run(args), want_rc); CHECK(said(want_text)); } while (0)
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
 
 /* 2 s of seeded noise at 16 kHz. */
 static void write_wav(const char *path) {
@@ -115,7 +105,7 @@ static void test_files(void) {
 
     CHECK_RUN("transcribe -m /nonexistent/model-dir a.wav", 1,
               "cannot load model /nonexistent/model-dir: cannot read file");
-    snprintf(args, sizeof args, "transcribe -m %s %s", g_dir, good);   /* a directory, no model */
+    snprintf(args, sizeof args, "transcribe -m %s %s", tmp_dir, good);   /* a directory, no model */
     CHECK_EQ_INT(run(args), 1);
     CHECK(said("no model found"));
 
@@ -148,35 +138,29 @@ static void test_files(void) {
 
     /* no -m, no $ENCDEC_MODEL and an empty cache: say how to fetch the model */
     char env[512];
-    snprintf(env, sizeof env, "env -u ENCDEC_MODEL HOME=%s XDG_CACHE_HOME=%s", g_dir, g_dir);
+    snprintf(env, sizeof env, "env -u ENCDEC_MODEL HOME=%s XDG_CACHE_HOME=%s", tmp_dir, tmp_dir);
     snprintf(args, sizeof args, "transcribe %s", good);
     CHECK_EQ_INT(run_env(env, args), 1);
     CHECK(said("scripts/fetch-model.sh"));
-    snprintf(line, sizeof line, "%s/encdec/models/whisper-tiny.en", g_dir);
+    snprintf(line, sizeof line, "%s/encdec/models/whisper-tiny.en", tmp_dir);
     CHECK(said(line));
-    snprintf(env, sizeof env, "env -u ENCDEC_MODEL -u XDG_CACHE_HOME HOME=%s", g_dir);
+    snprintf(env, sizeof env, "env -u ENCDEC_MODEL -u XDG_CACHE_HOME HOME=%s", tmp_dir);
     CHECK_EQ_INT(run_env(env, args), 1);
-    snprintf(line, sizeof line, "%s/.cache/encdec/models/whisper-tiny.en", g_dir);
+    snprintf(line, sizeof line, "%s/.cache/encdec/models/whisper-tiny.en", tmp_dir);
     CHECK(said(line) && said("scripts/fetch-model.sh"));
     /* $ENCDEC_MODEL is used when set */
-    snprintf(env, sizeof env, "env ENCDEC_MODEL=/nonexistent/env-model HOME=%s", g_dir);
+    snprintf(env, sizeof env, "env ENCDEC_MODEL=/nonexistent/env-model HOME=%s", tmp_dir);
     CHECK_EQ_INT(run_env(env, args), 1);
     CHECK(said("cannot load model /nonexistent/env-model"));
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
 }
 
 int main(void) {
     struct stat sb;
     if (stat(ED_CLI_PATH, &sb) != 0) return check_skip("the encdec program is not built");
-    snprintf(g_dir, sizeof g_dir, "/tmp/encdec-errors-cli-XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
+    if (!tmp_new("encdec-errors-cli")) return 2;
     test_usage();
     test_help();
     test_files();
-    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmp_remove(tmp_dir);
     return check_done();
 }

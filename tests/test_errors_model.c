@@ -9,11 +9,10 @@
  * max_tokens, language and task on an English-only model) and the *_free(NULL)
  * no-ops. Runs under ASan/LSan in the sanitizer build: nothing may leak.
  */
-#define _GNU_SOURCE             /* nftw, mkdtemp */
 #include "check.h"
+#include "tmpdir.h"
 
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +21,6 @@
 #include <unistd.h>
 
 #define SRC_DIR ED_TEST_DATA "/tiny-random-whisper"
-
-static char g_base[64];
-
-static const char *path_in(const char *dir, const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
 
 static uint8_t *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -47,24 +36,18 @@ static uint8_t *read_all(const char *path, size_t *len) {
     return buf;
 }
 
-static void write_all(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
-    fclose(f);
-}
-
-/* A fresh directory g_base/name holding copies of the model files whose
+/* A fresh directory tmp_dir/name holding copies of the model files whose
  * names are listed (NULL-terminated); returns its path (static storage). */
 static const char *model_dir_with(const char *name, const char *const *files) {
     static char dir[8][256];
     static int k;
     k = (k + 1) % 8;
-    snprintf(dir[k], sizeof dir[k], "%s/%s", g_base, name);
+    snprintf(dir[k], sizeof dir[k], "%s/%s", tmp_dir, name);
     if (mkdir(dir[k], 0700) != 0) { perror(dir[k]); exit(2); }
     for (; *files; files++) {
         size_t n;
-        uint8_t *b = read_all(path_in(SRC_DIR, *files), &n);
-        write_all(path_in(dir[k], *files), b, n);
+        uint8_t *b = read_all(tmp_join(SRC_DIR, *files), &n);
+        tmp_write(tmp_join(dir[k], *files), b, n);
         free(b);
     }
     return dir[k];
@@ -79,14 +62,14 @@ static const char *model_dir(const char *name) { return model_dir_with(name, ALL
  * json NULL removes the key. */
 static void set_config(const char *dir, const char *key, const char *json) {
     size_t n;
-    char *text = (char *)read_all(path_in(dir, "config.json"), &n);
+    char *text = (char *)read_all(tmp_join(dir, "config.json"), &n);
     cJSON *c = cJSON_Parse(text);
     cJSON *v = json ? cJSON_Parse(json) : NULL;
     if (!c || (json && !v)) { fprintf(stderr, "set_config: bad JSON\n"); exit(2); }
     if (v) cJSON_ReplaceItemInObjectCaseSensitive(c, key, v);
     else cJSON_DeleteItemFromObjectCaseSensitive(c, key);
     char *out = cJSON_Print(c);
-    write_all(path_in(dir, "config.json"), out, strlen(out));
+    tmp_write(tmp_join(dir, "config.json"), out, strlen(out));
     free(out);
     free(text);
     cJSON_Delete(c);
@@ -98,7 +81,7 @@ static void set_config(const char *dir, const char *key, const char *json) {
 static void edit_header(const char *dir, const char *file, const char *tensor,
                         const char *field, const char *json) {
     size_t n;
-    uint8_t *f = read_all(path_in(SRC_DIR, "model.safetensors"), &n);
+    uint8_t *f = read_all(tmp_join(SRC_DIR, "model.safetensors"), &n);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | f[i];
     cJSON *root = cJSON_ParseWithLength((const char *)f + 8, (size_t)hlen);
@@ -112,7 +95,7 @@ static void edit_header(const char *dir, const char *file, const char *tensor,
     for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)nh >> (8 * i));
     memcpy(out + 8, h, nh);
     memcpy(out + 8 + nh, f + 8 + hlen, nd);
-    write_all(path_in(dir, file), out, 8 + nh + nd);
+    tmp_write(tmp_join(dir, file), out, 8 + nh + nd);
     free(out);
     free(h);
     free(f);
@@ -144,7 +127,7 @@ static void test_paths(void) {
     /* a file that is not .safetensors */
     static const char *const CFG[] = {"config.json", NULL};
     d = model_dir_with("cfg-only", CFG);
-    CHECK_STATUS(load(path_in(d, "config.json")), ENCDEC_ERR_NO_MODEL, "config.json: not a model");
+    CHECK_STATUS(load(tmp_join(d, "config.json")), ENCDEC_ERR_NO_MODEL, "config.json: not a model");
 
     static const char *const ST_ONLY[] = {"model.safetensors", NULL};
     d = model_dir_with("no-config", ST_ONLY);
@@ -158,99 +141,81 @@ static void test_paths(void) {
     /* the intact copy loads, also as a single .safetensors file */
     d = model_dir("good");
     CHECK_STATUS(load(d), ENCDEC_OK, "");
-    CHECK_STATUS(load(path_in(d, "model.safetensors")), ENCDEC_OK, "");
+    CHECK_STATUS(load(tmp_join(d, "model.safetensors")), ENCDEC_OK, "");
 }
 
 static void test_config(void) {
-    const char *d = model_dir("malformed");
-    write_all(path_in(d, "config.json"), "{\"d_model\": 64,", 15);
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: malformed JSON");
-
-    d = model_dir("array");
-    write_all(path_in(d, "config.json"), "[1, 2]", 6);
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: expected a JSON object");
-
-    d = model_dir("gen-malformed");
-    write_all(path_in(d, "generation_config.json"), "{\"eos_token_id\": }", 17);
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "generation_config.json: malformed JSON");
-
-    d = model_dir("tok-malformed");
-    write_all(path_in(d, "tokenizer.json"), "{\"model\": [", 11);
-    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "tokenizer.json: malformed JSON");
-
-    d = model_dir("t5");
-    set_config(d, "model_type", "\"t5\"");
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "model_type \"t5\" is not a Whisper model");
-
-    d = model_dir("d96");
-    set_config(d, "d_model", "96");
-    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE,
-                 "model.safetensors: tensor model.encoder.conv1.weight has shape [64,80,3], "
-                 "expected [96,80,3]");
-
-    d = model_dir("mel81");
-    set_config(d, "num_mel_bins", "81");
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: 81 mel bins; Whisper uses 80 or 128");
-
-    d = model_dir("mel128");        /* valid config, but conv1 is [64,80,3] */
-    set_config(d, "num_mel_bins", "128");
-    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "model.encoder.conv1.weight has shape [64,80,3], "
-                                            "expected [64,128,3]");
-
-    /* The config and the tokenizer disagree: the tokenizer check runs first. */
-    d = model_dir("vocab461");
-    set_config(d, "vocab_size", "461");
-    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER,
-                 "the tokenizer has 460 tokens but the model's vocabulary has 461");
-
-    static const struct { const char *key, *val, *msg; } bad[] = {
-        {"d_model", "-1", "\"d_model\" must be an integer in [1, 16384]"},
-        {"d_model", "1e12", "\"d_model\" must be an integer in [1, 16384]"},
-        {"d_model", "64.5", "\"d_model\" must be an integer"},
-        {"d_model", "\"64\"", "\"d_model\" must be an integer"},
-        {"d_model", "null", "\"d_model\" must be an integer"},
-        {"encoder_layers", "0", "\"encoder_layers\" must be an integer in [1, 256]"},
-        {"decoder_layers", "100000", "\"decoder_layers\" must be an integer in [1, 256]"},
-        {"vocab_size", "2000000000", "\"vocab_size\" must be an integer"},
-        {"encoder_attention_heads", "3", "encoder and decoder differ in heads or ffn width (3/4"},
-        {"max_source_positions", "1000", "1000 encoder positions"},
-        {"max_target_positions", "2", "2 decoder positions is too few"},
-        {"suppress_tokens", "[1, 460]", "\"suppress_tokens\"[1] must be an integer in [0, 459]"},
+    /* one JSON file replaced by broken text */
+    static const struct { const char *dir, *file, *text; encdec_status want; const char *msg; } broken[] = {
+        {"malformed", "config.json", "{\"d_model\": 64,", ENCDEC_ERR_CONFIG, "config.json: malformed JSON"},
+        {"array", "config.json", "[1, 2]", ENCDEC_ERR_CONFIG, "config.json: expected a JSON object"},
+        {"gen-malformed", "generation_config.json", "{\"eos_token_id\": ", ENCDEC_ERR_CONFIG,
+         "generation_config.json: malformed JSON"},
+        {"tok-malformed", "tokenizer.json", "{\"model\": [", ENCDEC_ERR_TOKENIZER,
+         "tokenizer.json: malformed JSON"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "bad%zu", i);
-        d = model_dir(name);
-        set_config(d, bad[i].key, bad[i].val);
-        CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, bad[i].msg);
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        const char *d = model_dir(broken[i].dir);
+        tmp_write(tmp_join(d, broken[i].file), broken[i].text, strlen(broken[i].text));
+        CHECK_STATUS(load(d), broken[i].want, broken[i].msg);
     }
 
-    d = model_dir("heads3");
+    /* one config.json key set to a JSON value (NULL: removed) */
+    static const struct { const char *dir, *key, *val; encdec_status want; const char *msg; } bad[] = {
+        {"t5", "model_type", "\"t5\"", ENCDEC_ERR_CONFIG, "model_type \"t5\" is not a Whisper model"},
+        {"d96", "d_model", "96", ENCDEC_ERR_SHAPE,
+         "model.safetensors: tensor model.encoder.conv1.weight has shape [64,80,3], expected [96,80,3]"},
+        {"mel81", "num_mel_bins", "81", ENCDEC_ERR_CONFIG, "config.json: 81 mel bins; Whisper uses 80 or 128"},
+        /* a valid config, but conv1 is [64,80,3] */
+        {"mel128", "num_mel_bins", "128", ENCDEC_ERR_SHAPE,
+         "model.encoder.conv1.weight has shape [64,80,3], expected [64,128,3]"},
+        /* the config and the tokenizer disagree: the tokenizer check runs first */
+        {"vocab461", "vocab_size", "461", ENCDEC_ERR_TOKENIZER,
+         "the tokenizer has 460 tokens but the model's vocabulary has 461"},
+        {"bad0", "d_model", "-1", ENCDEC_ERR_CONFIG, "\"d_model\" must be an integer in [1, 16384]"},
+        {"bad1", "d_model", "1e12", ENCDEC_ERR_CONFIG, "\"d_model\" must be an integer in [1, 16384]"},
+        {"bad2", "d_model", "64.5", ENCDEC_ERR_CONFIG, "\"d_model\" must be an integer"},
+        {"bad3", "d_model", "\"64\"", ENCDEC_ERR_CONFIG, "\"d_model\" must be an integer"},
+        {"bad4", "d_model", "null", ENCDEC_ERR_CONFIG, "\"d_model\" must be an integer"},
+        {"bad5", "encoder_layers", "0", ENCDEC_ERR_CONFIG, "\"encoder_layers\" must be an integer in [1, 256]"},
+        {"bad6", "decoder_layers", "100000", ENCDEC_ERR_CONFIG, "\"decoder_layers\" must be an integer in [1, 256]"},
+        {"bad7", "vocab_size", "2000000000", ENCDEC_ERR_CONFIG, "\"vocab_size\" must be an integer"},
+        {"bad8", "encoder_attention_heads", "3", ENCDEC_ERR_CONFIG,
+         "encoder and decoder differ in heads or ffn width (3/4"},
+        {"bad9", "max_source_positions", "1000", ENCDEC_ERR_CONFIG, "1000 encoder positions"},
+        {"bad10", "max_target_positions", "2", ENCDEC_ERR_CONFIG, "2 decoder positions is too few"},
+        {"bad11", "suppress_tokens", "[1, 460]", ENCDEC_ERR_CONFIG,
+         "\"suppress_tokens\"[1] must be an integer in [0, 459]"},
+        {"no-d-model", "d_model", NULL, ENCDEC_ERR_CONFIG, "config.json: missing \"d_model\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *d = model_dir(bad[i].dir);
+        set_config(d, bad[i].key, bad[i].val);
+        CHECK_STATUS(load(d), bad[i].want, bad[i].msg);
+    }
+
+    const char *d = model_dir("heads3");
     set_config(d, "encoder_attention_heads", "3");
     set_config(d, "decoder_attention_heads", "3");
     CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: d_model 64 is not a multiple of 3 heads");
-
-    d = model_dir("no-d-model");
-    set_config(d, "d_model", NULL);
-    CHECK_STATUS(load(d), ENCDEC_ERR_CONFIG, "config.json: missing \"d_model\"");
 }
 
 static void test_safetensors(void) {
     size_t n;
-    uint8_t *whole = read_all(path_in(SRC_DIR, "model.safetensors"), &n);
+    uint8_t *whole = read_all(tmp_join(SRC_DIR, "model.safetensors"), &n);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | whole[i];
 
     const char *d = model_dir("st-empty");
-    write_all(path_in(d, "model.safetensors"), "", 0);
+    tmp_write(tmp_join(d, "model.safetensors"), "", 0);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.safetensors: file is 0 bytes, too short");
 
     d = model_dir("st-cut4");
-    write_all(path_in(d, "model.safetensors"), whole, 4);
+    tmp_write(tmp_join(d, "model.safetensors"), whole, 4);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.safetensors: file is 4 bytes, too short");
 
     d = model_dir("st-cut-header");
-    write_all(path_in(d, "model.safetensors"), whole, 8 + (size_t)hlen / 2);
+    tmp_write(tmp_join(d, "model.safetensors"), whole, 8 + (size_t)hlen / 2);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "bytes after the length field");
 
     /* cut inside the data: the last tensors' offsets run past the end */
@@ -259,7 +224,7 @@ static void test_safetensors(void) {
         char name[32];
         snprintf(name, sizeof name, "st-cut-data%zu", i);
         d = model_dir(name);
-        write_all(path_in(d, "model.safetensors"), whole, cuts[i]);
+        tmp_write(tmp_join(d, "model.safetensors"), whole, cuts[i]);
         CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "out of range of the");
     }
 
@@ -267,14 +232,14 @@ static void test_safetensors(void) {
     uint8_t *big = malloc(n);
     memcpy(big, whole, n);
     for (int i = 0; i < 8; i++) big[i] = (uint8_t)((uint64_t)n >> (8 * i));  /* n > n - 8 */
-    write_all(path_in(d, "model.safetensors"), big, n);
+    tmp_write(tmp_join(d, "model.safetensors"), big, n);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "bytes after the length field");
     for (int i = 0; i < 8; i++) big[i] = 0xff;                               /* 2^64 - 1 */
-    write_all(path_in(d, "model.safetensors"), big, n);
+    tmp_write(tmp_join(d, "model.safetensors"), big, n);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "header length 18446744073709551615 exceeds");
     memcpy(big, whole, n);
     big[8] = '[';                                                          /* not JSON */
-    write_all(path_in(d, "model.safetensors"), big, n);
+    tmp_write(tmp_join(d, "model.safetensors"), big, n);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "header is not valid JSON");
     free(big);
 
@@ -300,7 +265,7 @@ static void test_safetensors(void) {
     CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "model.safetensors: tensor " CONV1_B " is missing");
     /* loaded as a single file of another name, the message must name that file */
     edit_header(d, "weights.safetensors", CONV1_B, NULL, CONV1_B ".renamed");
-    CHECK_STATUS(load(path_in(d, "weights.safetensors")), ENCDEC_ERR_SHAPE,
+    CHECK_STATUS(load(tmp_join(d, "weights.safetensors")), ENCDEC_ERR_SHAPE,
                  "weights.safetensors: tensor " CONV1_B " is missing");
     free(whole);
 }
@@ -314,15 +279,15 @@ static void test_ct2(void) {
         x = x * 1103515245u + 12345u;
         junk[i] = (uint8_t)(x >> 24);
     }
-    write_all(path_in(d, "model.bin"), junk, sizeof junk);
+    tmp_write(tmp_join(d, "model.bin"), junk, sizeof junk);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: CTranslate2 binary version");
 
     /* a supported version, then a spec name longer than the file */
     static const uint8_t trunc[] = {6, 0, 0, 0, 0xff, 0x7f, 'W', 'h'};
-    write_all(path_in(d, "model.bin"), trunc, sizeof trunc);
+    tmp_write(tmp_join(d, "model.bin"), trunc, sizeof trunc);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: truncated at byte 6: spec name");
 
-    write_all(path_in(d, "model.bin"), "", 0);
+    tmp_write(tmp_join(d, "model.bin"), "", 0);
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: truncated at byte 0: binary version");
 }
 
@@ -403,19 +368,13 @@ static void test_session_and_transcribe(void) {
     encdec_model_free(m);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 int main(void) {
-    snprintf(g_base, sizeof g_base, "/tmp/encdec-errors-model-XXXXXX");
-    if (!mkdtemp(g_base)) { perror("mkdtemp"); return 2; }
+    if (!tmp_new("encdec-errors-model")) return 2;
     test_paths();
     test_config();
     test_safetensors();
     test_ct2();
     test_session_and_transcribe();
-    nftw(g_base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmp_remove(tmp_dir);
     return check_done();
 }

@@ -2,30 +2,13 @@
  * safetensors loader, on files written here into a temporary directory. */
 #include "check.h"
 #include "io/tensor.h"
+#include "tmpdir.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static char g_dir[64];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static void write_bytes(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n) { perror(path); exit(2); }
-    fclose(f);
-}
 
 /* A safetensors file: u64 header length, header, data. */
 static void write_st(const char *path, const char *header, const void *data, size_t dlen) {
@@ -34,7 +17,7 @@ static void write_st(const char *path, const char *header, const void *data, siz
     for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     memcpy(buf + 8, header, hlen);
     if (dlen) memcpy(buf + 8 + hlen, data, dlen);
-    write_bytes(path, buf, 8 + hlen + dlen);
+    tmp_write(path, buf, 8 + hlen + dlen);
     free(buf);
 }
 
@@ -224,7 +207,7 @@ static void test_good_file(void) {
     if (fp) fclose(fp);
     int all_fail = 1;
     for (size_t cut = 0; cut < full; cut++) {
-        write_bytes(tmp_path("cut.safetensors"), whole, cut);
+        tmp_write(tmp_path("cut.safetensors"), whole, cut);
         encdec_status st = load_st(tmp_path("cut.safetensors"));
         all_fail &= st == ENCDEC_ERR_FORMAT;
     }
@@ -233,12 +216,12 @@ static void test_good_file(void) {
 
     /* st_load_dir picks model.safetensors */
     char sub[128];
-    snprintf(sub, sizeof sub, "%s/single", g_dir);
+    snprintf(sub, sizeof sub, "%s/single", tmp_dir);
     CHECK(mkdir(sub, 0700) == 0);
-    snprintf(sub, sizeof sub, "%s/single/model.safetensors", g_dir);
+    snprintf(sub, sizeof sub, "%s/single/model.safetensors", tmp_dir);
     write_st(sub, GOOD_HDR, data, n);
     t = wtab_new();
-    snprintf(sub, sizeof sub, "%s/single", g_dir);
+    snprintf(sub, sizeof sub, "%s/single", tmp_dir);
     CHECK_EQ_INT(st_load_dir(t, sub), ENCDEC_OK);
     CHECK_EQ_INT(wtab_count(t), 5);
     wtab_free(t);
@@ -250,15 +233,15 @@ static void test_good_file(void) {
 
 static void test_bad_files(void) {
     CHECK_STATUS(load_st(tmp_path("missing.safetensors")), ENCDEC_ERR_IO, "No such file");
-    write_bytes(tmp_path("empty"), "", 0);
+    tmp_write(tmp_path("empty"), "", 0);
     CHECK_STATUS(load_st(tmp_path("empty")), ENCDEC_ERR_FORMAT, "empty: file is 0 bytes, too short");
-    write_bytes(tmp_path("five"), "\x02\0\0\0\0", 5);
+    tmp_write(tmp_path("five"), "\x02\0\0\0\0", 5);
     CHECK_STATUS(load_st(tmp_path("five")), ENCDEC_ERR_FORMAT, "too short");
     uint8_t big[1000] = {0x40, 0xe2, 0x01};               /* 123456 */
-    write_bytes(tmp_path("biglen"), big, sizeof big);
+    tmp_write(tmp_path("biglen"), big, sizeof big);
     CHECK_STATUS(load_st(tmp_path("biglen")), ENCDEC_ERR_FORMAT, "header length 123456 exceeds the 992 bytes after the length field (file size 1000)");
     uint8_t huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, '{', '}'};
-    write_bytes(tmp_path("hugelen"), huge, sizeof huge);
+    tmp_write(tmp_path("hugelen"), huge, sizeof huge);
     CHECK_STATUS(load_st(tmp_path("hugelen")), ENCDEC_ERR_FORMAT, "(file size 16)");
 
     BAD("json", "{\"a\":{\"dtype\":", 0, ENCDEC_ERR_FORMAT, "json: header is not valid JSON");
@@ -292,9 +275,9 @@ static void test_bad_files(void) {
         "duplicate tensor name u");
 
     ed_wtab *t = wtab_new();
-    CHECK_STATUS(st_load_dir(t, g_dir), ENCDEC_ERR_NO_MODEL, "no model.safetensors");
+    CHECK_STATUS(st_load_dir(t, tmp_dir), ENCDEC_ERR_NO_MODEL, "no model.safetensors");
     CHECK_STATUS(st_load_dir(t, tmp_path("nodir")), ENCDEC_ERR_IO, "not a directory");
-    CHECK_STATUS(st_load_file(t, g_dir), ENCDEC_ERR_IO, "not a regular file");
+    CHECK_STATUS(st_load_file(t, tmp_dir), ENCDEC_ERR_IO, "not a regular file");
     CHECK_EQ_INT(wtab_count(t), 0);
     wtab_free(t);
 }
@@ -303,12 +286,12 @@ static void write_index(const char *dir, const char *map) {
     char path[256], text[512];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     snprintf(text, sizeof text, "{\"metadata\":{\"total_size\":24},\"weight_map\":{%s}}", map);
-    write_bytes(path, text, strlen(text));
+    tmp_write(path, text, strlen(text));
 }
 
 static void test_sharded(void) {
     char dir[128], p1[192], p2[192];
-    snprintf(dir, sizeof dir, "%s/sharded", g_dir);
+    snprintf(dir, sizeof dir, "%s/sharded", tmp_dir);
     CHECK(mkdir(dir, 0700) == 0);
     snprintf(p1, sizeof p1, "%s/model-00001-of-00002.safetensors", dir);
     snprintf(p2, sizeof p2, "%s/model-00002-of-00002.safetensors", dir);
@@ -345,35 +328,20 @@ static void test_sharded(void) {
     BAD_INDEX("", ENCDEC_ERR_FORMAT, "no weight_map entries");
     const char *ip = "{\"weight_map\":";
     snprintf(p1, sizeof p1, "%s/model.safetensors.index.json", dir);
-    write_bytes(p1, ip, strlen(ip));
+    tmp_write(p1, ip, strlen(ip));
     t = wtab_new();
     CHECK_STATUS(st_load_dir(t, dir), ENCDEC_ERR_FORMAT, "not valid JSON");
     wtab_free(t);
 }
 
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0) remove_tree(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/ed_st_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
+    if (!tmp_new("ed_st")) return 2;
     test_f16_bf16();
     test_helpers();
     test_wtab();
     test_good_file();
     test_bad_files();
     test_sharded();
-    remove_tree(g_dir);
+    tmp_remove(tmp_dir);
     return check_done();
 }

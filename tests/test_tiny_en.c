@@ -17,15 +17,9 @@
  * what you can do for your country." - one comma fewer than OpenAI's original
  * tiny.en checkpoint gives; see README ("Accuracy").
  */
-#include "check.h"
+#include "golden.h"
 
-#include "audio/audio.h"
-#include "audio/mel.h"
 #include "base/pool.h"
-#include "decode/greedy.h"
-#include "io/tensor.h"
-#include "models/whisper.h"
-#include "models/whisper_step.h"
 
 #include <ctype.h>
 #include <sndfile.h>
@@ -37,58 +31,30 @@
 
 static char g_model[1024];
 
-static int find_model(void) {
-    const char *e = getenv("ENCDEC_TINY_EN"), *home = getenv("HOME");
-    if (e && *e) snprintf(g_model, sizeof g_model, "%s", e);
-    else snprintf(g_model, sizeof g_model, "%s/.cache/encdec/models/whisper-tiny.en", home ? home : ".");
-    char p[1100];
-    snprintf(p, sizeof p, "%s/model.bin", g_model);
-    return access(p, R_OK) == 0;
-}
-
 static void golden_logits(void) {
     ed_wtab *g = wtab_new();
     CHECK_EQ_INT(st_load_file(g, ED_TEST_DATA "/tiny-en-jfk-golden.safetensors"), ENCDEC_OK);
     whisper_model *m;
     CHECK_EQ_INT(whisper_load(&m, g_model), ENCDEC_OK);
-    float *pcm;
+    float *pcm, *mel;
     size_t n;
-    CHECK_EQ_INT(audio_load(ED_SHARED_DIR "/audio/jfk.wav", 16000, 0, &pcm, &n), ENCDEC_OK);
-    mel_ctx *mc = mel_new(m->hp.n_mels);
-    float *mel = malloc(sizeof(float) * (size_t)m->hp.n_mels * MEL_CHUNK_FRAMES);
-    mel_compute(mc, pcm, n, mel, MEL_CHUNK_FRAMES);
+    golden_mel(ED_SHARED_DIR "/audio/jfk.wav", m->hp.n_mels, &mel, &pcm, &n);
     ed_pool *pool;
     ed_pool_new(&pool, 2);
     whisper_state *s;
     CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
     whisper_encode(s, mel);
     whisper_runner r;
-    whisper_runner_init(&r, s, ENCDEC_KV_FULL);
-    whisper_runner_begin(&r, ENCDEC_KV_FULL);
-    dec_model dm = whisper_runner_seam(&r);
+    dec_model dm;
+    golden_runner(&r, s, ENCDEC_KV_FULL, &dm);
 
     const ed_tensor *ids = wtab_get(g, "top50_ids"), *vals = wtab_get(g, "top50_logits"),
                     *lse = wtab_get(g, "logsumexp"), *steps = wtab_get(g, "step_tokens"),
                     *prompt = wtab_get(g, "prompt"), *tokens = wtab_get(g, "tokens");
     CHECK(ids && vals && lse && steps && prompt && tokens);
-    int V = m->hp.n_vocab, ns = (int)steps->shape[0], k = (int)ids->shape[1];
-    float *lg = malloc(sizeof(float) * (size_t)V);
-    CHECK_EQ_INT(dm.feed(dm.ctx, 0, prompt->data, (int)prompt->shape[0], lg), ENCDEC_OK);
-    double worst = 0, worst_lse = 0;
-    for (int i = 0; i < ns; i++) {
-        for (int j = 0; j < k; j++) {
-            int id = ((const int *)ids->data)[i * k + j];
-            double d = fabs(lg[id] - ((const float *)vals->data)[i * k + j]);
-            if (d > worst) worst = d;
-        }
-        double mx = -INFINITY, sum = 0;
-        for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
-        for (int v = 0; v < V; v++) sum += exp(lg[v] - mx);
-        double d = fabs(mx + log(sum) - ((const float *)lse->data)[i]);
-        if (d > worst_lse) worst_lse = d;
-        int seq = 0, t = ((const int *)steps->data)[i];
-        CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &t, lg), ENCDEC_OK);
-    }
+    int ns = (int)steps->shape[0], k = (int)ids->shape[1];
+    double worst, worst_lse;
+    golden_topk(&dm, m->hp.n_vocab, prompt, steps->data, ns, ids, vals, lse, &worst, &worst_lse);
     printf("tiny.en vs HF: top-%d logits max |diff| %.3g, logsumexp %.3g over %d steps\n", k, worst,
            worst_lse, ns);
     CHECK(worst < 5e-4);
@@ -125,11 +91,9 @@ static void golden_logits(void) {
     free(full);
     encdec_session_free(es);
     encdec_model_free(em);
-    free(lg);
     whisper_runner_free(&r);
     whisper_state_free(s);
     ed_pool_free(pool);
-    mel_free(mc);
     free(mel);
     free(pcm);
     whisper_free(m);
@@ -279,7 +243,7 @@ static void cli_and_wer(void) {
 }
 
 int main(void) {
-    if (!find_model()) return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
+    if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en")) return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
     if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
     golden_logits();
     cli_and_wer();

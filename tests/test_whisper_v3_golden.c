@@ -17,16 +17,9 @@
  * transcribe, and the defaults) it must yield HF's tokens, in all three
  * cache modes.
  */
-#include "check.h"
+#include "golden.h"
 
-#include "audio/audio.h"
-#include "audio/mel.h"
 #include "base/pool.h"
-#include "decode/greedy.h"
-#include "io/tensor.h"
-#include "kern/kern.h"
-#include "models/whisper.h"
-#include "models/whisper_step.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,52 +27,20 @@
 
 #define MODEL_DIR ED_TEST_DATA "/tiny-random-whisper-v3"
 
-static const ed_tensor *need(const ed_wtab *g, const char *name) {
-    const ed_tensor *t = wtab_get(g, name);
-    if (!t) {
-        fprintf(stderr, "golden tensor %s missing\n", name);
-        exit(1);
-    }
-    return t;
-}
-
+/* The golden tensor "<pfx>.<name>" of decode pfx ("en" or "de"). */
 static const ed_tensor *needp(const ed_wtab *g, const char *pfx, const char *name) {
     char nm[64];
     snprintf(nm, sizeof nm, "%s.%s", pfx, name);
-    return need(g, nm);
+    return golden_need(g, nm);
 }
 
 /* Teacher-forced decode of golden decode `pfx`: returns the max logit
  * difference against the golden rows and writes our argmax tokens. */
 static double decode_against(whisper_state *st, encdec_kv_mode mode, const ed_wtab *g,
                              const char *pfx, int *ours, float *all_logits) {
-    const whisper_model *m = st->m;
-    const ed_tensor *gl = needp(g, pfx, "logits"), *gt = needp(g, pfx, "tokens"),
-                    *gp = needp(g, pfx, "prompt");
-    int V = m->hp.n_vocab, n = (int)gt->shape[0];
-    CHECK_EQ_INT(gl->shape[1], V);
-    const int *tokens = gt->data, *prompt = gp->data;
-    whisper_runner r;
-    CHECK_EQ_INT(whisper_runner_init(&r, st, mode), ENCDEC_OK);
-    whisper_runner_begin(&r, mode);
-    dec_model dm = whisper_runner_seam(&r);
-    dec_rules rules = {m->suppress, m->n_suppress, m->begin_suppress, m->n_begin_suppress,
-                       m->sp.eot, n};
-    float *lg = malloc(sizeof(float) * (size_t)V);
-    double worst = 0;
-    int seq = 0;
-    CHECK_EQ_INT(dm.feed(dm.ctx, seq, prompt, (int)gp->shape[0], lg), ENCDEC_OK);
-    for (int i = 0; i < n; i++) {
-        double diff = check_max_abs_diff(lg, (const float *)gl->data + (size_t)i * V, (size_t)V, NULL);
-        if (diff > worst) worst = diff;
-        if (all_logits) memcpy(all_logits + (size_t)i * V, lg, sizeof(float) * (size_t)V);
-        dec_apply_rules(lg, V, &rules, i);
-        ours[i] = k_argmax(lg, V);
-        if (i + 1 < n) CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &tokens[i], lg), ENCDEC_OK);
-    }
-    free(lg);
-    whisper_runner_free(&r);
-    return worst;
+    const ed_tensor *gl = needp(g, pfx, "logits");
+    CHECK_EQ_INT(gl->shape[1], st->m->hp.n_vocab);
+    return golden_decode(st, mode, needp(g, pfx, "prompt"), needp(g, pfx, "tokens"), gl, ours, all_logits);
 }
 
 static int same_tokens(const int *a, const ed_tensor *want, int n) {
@@ -111,16 +72,11 @@ static void check_decode(whisper_state *s, const ed_wtab *g, const char *pfx) {
     }
 
     whisper_runner r;
-    CHECK_EQ_INT(whisper_runner_init(&r, s, ENCDEC_KV_FULL), ENCDEC_OK);
-    whisper_runner_begin(&r, ENCDEC_KV_FULL);
-    dec_model dm = whisper_runner_seam(&r);
-    dec_rules rules = {m->suppress, m->n_suppress, m->begin_suppress, m->n_begin_suppress, m->sp.eot, nt};
-    float *lg = malloc(sizeof(float) * (size_t)V), *lp = malloc(sizeof(float) * (size_t)nt);
-    int got = 0;
-    CHECK_EQ_INT(dec_greedy(&dm, 0, gp->data, (int)gp->shape[0], &rules, lg, tok_other, lp, &got), ENCDEC_OK);
+    dec_model dm;
+    CHECK_EQ_INT(golden_runner(&r, s, ENCDEC_KV_FULL, &dm), ENCDEC_OK);
+    int got;
+    CHECK_EQ_INT(golden_greedy(&dm, m, 0, gp, nt, tok_other, &got), ENCDEC_OK);
     CHECK(same_tokens(tok_other, gt, got));
-    free(lg);
-    free(lp);
     whisper_runner_free(&r);
     free(tok_full);
     free(tok_other);
@@ -134,17 +90,9 @@ static void check_public(const char *wav, const ed_wtab *g) {
     encdec_model *em;
     CHECK_EQ_INT(encdec_model_load(MODEL_DIR, &em), ENCDEC_OK);
     if (!em) return;
-    encdec_model_info info;
-    encdec_model_get_info(em, &info);
-    CHECK_STR(info.family, "whisper");
-    CHECK_STR(info.format, "safetensors");
-    CHECK_EQ_INT(info.n_mels, 128);
-    CHECK_EQ_INT(info.multilingual, 1);
-    CHECK_EQ_INT(info.d_model, 64);
-    CHECK_EQ_INT(info.n_enc_layer, 2);
-    CHECK_EQ_INT(info.n_dec_layer, 2);
-    CHECK_EQ_INT(info.n_head, 4);
-    CHECK_EQ_INT(info.n_vocab, 342);
+    golden_check_info(em, &(encdec_model_info){.family = "whisper", .format = "safetensors", .n_mels = 128,
+                                               .multilingual = 1, .d_model = 64, .n_enc_layer = 2,
+                                               .n_dec_layer = 2, .n_head = 4, .n_vocab = 342});
 
     encdec_session *es;
     encdec_session_params sp = {2};
@@ -167,17 +115,11 @@ static void check_public(const char *wav, const ed_wtab *g) {
             encdec_result *res = NULL;
             CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &tp, &res), ENCDEC_OK);
             if (!res) continue;
-            int nt = encdec_result_n_tokens(res), nw = (int)want->shape[0], bad = -1;
-            CHECK_EQ_INT(nt, nw);
-            for (int i = 0; i < nt && i < nw && bad < 0; i++)
-                if (encdec_result_token(res, i)->id != ((const int *)want->data)[i]) bad = i;
-            if (bad >= 0)
-                fprintf(stderr, "public API %s/%s mode %d: token %d is %d, HF has %d\n",
-                        cases[c].lang ? cases[c].lang : "(default)",
-                        cases[c].translate ? "translate" : "transcribe", mode, bad,
-                        encdec_result_token(res, bad)->id, ((const int *)want->data)[bad]);
-            CHECK_EQ_INT(bad, -1);
-            CHECK_EQ_INT(encdec_result_timings(res)->n_tokens, nw);
+            char label[64];
+            snprintf(label, sizeof label, "public API %s/%s mode %d", cases[c].lang ? cases[c].lang : "(default)",
+                     cases[c].translate ? "translate" : "transcribe", mode);
+            golden_check_tokens(res, want, label);
+            CHECK_EQ_INT(encdec_result_timings(res)->n_tokens, want->shape[0]);
             encdec_result_free(res);
         }
     /* a language the model has no token for */
@@ -222,25 +164,13 @@ int main(void) {
     CHECK_EQ_INT(m->sp.transcribe, 311);
     CHECK_EQ_INT(m->sp.no_timestamps, 315);
     CHECK_EQ_INT(m->sp.timestamp_begin, 316);
-    int d = h->d;
 
     /* mel: 128 bands */
-    float *pcm;
-    size_t n;
-    CHECK_EQ_INT(audio_load(path, 16000, 0, &pcm, &n), ENCDEC_OK);
-    mel_ctx *mc = mel_new(h->n_mels);
-    float *mel = malloc(sizeof(float) * (size_t)h->n_mels * MEL_CHUNK_FRAMES);
-    CHECK_EQ_INT(mel_compute(mc, pcm, n, mel, MEL_CHUNK_FRAMES), ENCDEC_OK);
-    const ed_tensor *gmf = need(g, "mel_frames"), *gmi = need(g, "mel_frame_idx");
-    CHECK_EQ_INT(gmf->shape[0], 128);
-    int nf = (int)gmi->shape[0];
-    double worst = 0;
-    for (int b = 0; b < h->n_mels; b++)
-        for (int k = 0; k < nf; k++) {
-            int f = ((const int *)gmi->data)[k];
-            double dd = fabs(mel[(size_t)b * MEL_CHUNK_FRAMES + f] - ((const float *)gmf->data)[b * nf + k]);
-            if (dd > worst) worst = dd;
-        }
+    float *mel;
+    CHECK_EQ_INT(golden_mel(path, h->n_mels, &mel, NULL, NULL), ENCDEC_OK);
+    CHECK_EQ_INT(golden_need(g, "mel_frames")->shape[0], 128);
+    int nf;
+    double worst = golden_mel_diff(mel, h->n_mels, g, &nf);
     printf("mel max |diff| %.3g over %d frames x %d bands\n", worst, nf, h->n_mels);
     CHECK(worst < 1e-4);
 
@@ -249,49 +179,17 @@ int main(void) {
     CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
     whisper_state *s;
     CHECK_EQ_INT(whisper_state_new(&s, m, pool, 2), ENCDEC_OK);
-    whisper_encode(s, mel);
-    const ed_tensor *ge = need(g, "encoder_out"), *gri = need(g, "enc_row_idx");
-    int nr = (int)gri->shape[0];
-    const int *rows = gri->data;
-    worst = 0;
-    for (int k = 0; k < nr; k++) {
-        double dd = check_max_abs_diff(s->enc_out + (size_t)rows[k] * d, (const float *)ge->data + (size_t)k * d, (size_t)d, NULL);
-        if (dd > worst) worst = dd;
-    }
-    printf("encoder output max |diff| %.3g over %d rows\n", worst, nr);
-    CHECK(worst < 1e-4);
-
-    whisper_cross_compute(s);
-    int dh = d / h->n_head;
-    worst = 0;
-    for (int l = 0; l < h->n_dec_layer; l++)
-        for (int kv = 0; kv < 2; kv++) {
-            char nm[32];
-            snprintf(nm, sizeof nm, "cross_%c.%d", kv ? 'v' : 'k', l);
-            const float *want = need(g, nm)->data;
-            const float *have = kv ? kv_cross_v(&s->cross, l) : kv_cross_k(&s->cross, l);
-            for (int k = 0; k < nr; k++)
-                for (int hd = 0; hd < h->n_head; hd++)
-                    for (int j = 0; j < dh; j++) {
-                        double dd = fabs(have[hd * kv_cross_head_stride(&s->cross) + (size_t)rows[k] * dh + j] -
-                                         want[(size_t)k * d + hd * dh + j]);
-                        if (dd > worst) worst = dd;
-                    }
-        }
-    printf("cross K/V max |diff| %.3g\n", worst);
-    CHECK(worst < 1e-4);
+    golden_check_encoder(s, mel, g);
 
     /* both multilingual prompts: logits at every step, tokens, cache modes */
     check_decode(s, g, "en");
     check_decode(s, g, "de");
     /* the two decodes differ, so the prompt's language and task tokens matter */
-    CHECK(memcmp(need(g, "en.tokens")->data, need(g, "de.tokens")->data, sizeof(int)) != 0);
+    CHECK(memcmp(golden_need(g, "en.tokens")->data, golden_need(g, "de.tokens")->data, sizeof(int)) != 0);
 
     whisper_state_free(s);
     ed_pool_free(pool);
-    mel_free(mc);
     free(mel);
-    free(pcm);
     whisper_free(m);
 
     check_public(path, g);

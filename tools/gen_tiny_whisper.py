@@ -53,14 +53,13 @@ Hugging Face transformers (not this project's C code) on exactly the f16 values 
 here, upcast to float32.
 """
 
-import json
 import os
 import sys
 
-import numpy as np
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+import whisper_oracle as oracle
 
 SEED = 55  # chosen by a scan (see report/docstring): varied tokens, suppression hits, margin > 0.1
 OUT_DIR = os.path.join("tests", "data", "tiny-random-whisper")
@@ -119,225 +118,25 @@ In the morning the children walked to school along the river, singing as they we
 """
 
 
-def build_tokenizer():
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=N_REGULAR,
-        min_frequency=1,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=[],
-    )
-    lines = [l for l in CORPUS.splitlines() if l.strip()]
-    tok.train_from_iterator(lines * 4, trainer=trainer)
-    assert tok.get_vocab_size() == N_REGULAR, tok.get_vocab_size()
-
-    # Write it out ourselves (fixed field order, legacy string merges) so the file is
-    # stable and looks like the real Whisper tokenizer.json.
-    raw = json.loads(tok.to_str())
-    vocab = raw["model"]["vocab"]
-    merges = raw["model"]["merges"]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
-    assert len(merges) == N_REGULAR - 256, len(merges)
-    ids = sorted(vocab.values())
-    assert ids == list(range(N_REGULAR))
-    added = []
-    for i, content in enumerate(SPECIALS + TIMESTAMPS):
-        added.append(
-            {
-                "id": N_REGULAR + i,
-                "content": content,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-        )
-    out = {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": {
-            "type": "ByteLevel",
-            "add_prefix_space": False,
-            "trim_offsets": True,
-            "use_regex": True,
-        },
-        "post_processor": None,
-        "decoder": {
-            "type": "ByteLevel",
-            "add_prefix_space": True,
-            "trim_offsets": True,
-            "use_regex": True,
-        },
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": "",
-            "end_of_word_suffix": "",
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": dict(sorted(vocab.items(), key=lambda kv: kv[1])),
-            "merges": merges,
-        },
-    }
-    text = json.dumps(out, ensure_ascii=False, indent=1) + "\n"
-    # Round-trip through the library: it must load and agree with the trained one.
-    tok2 = Tokenizer.from_str(text)
-    assert tok2.get_vocab_size() == VOCAB_SIZE, tok2.get_vocab_size()
-    for s in ["And so my fellow Americans", " ask not what your country can do", "x"]:
-        assert tok2.encode(s).ids == tok.encode(s).ids, s
-    assert tok2.token_to_id("<|notimestamps|>") == NOTIMESTAMPS
-    assert tok2.token_to_id("<|1.00|>") == VOCAB_SIZE - 1
-    return text, tok2
-
-
-def suppress_lists(tok):
+def main():
+    os.makedirs(OUT_DIR, exist_ok=True)
+    tok_text, tok = oracle.build_bpe_tokenizer(CORPUS, N_REGULAR, SPECIALS + TIMESTAMPS, compact=False)
     # Whisper suppresses a set of symbol tokens (quotes, brackets, '#', ...) everywhere,
     # plus the task/prompt special tokens; at the first generated position it also
     # suppresses " " and <|endoftext|>. Mirror that with this vocabulary's ids.
-    symbols = ['"', "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]", "^", "_", "`", "{", "|", "}", "~"]
-    vocab = tok.get_vocab()
-    # byte-level: these ASCII characters map to themselves
-    sym_ids = sorted(vocab[s] for s in symbols if s in vocab)
-    # also a few multi-character tokens that start with a space + symbol, if present
-    suppress = sym_ids + [SOT, TRANSLATE, TRANSCRIBE, STARTOFLM, STARTOFPREV, NOCAPTIONS]
-    space_id = vocab["\u0120"]  # 'Ġ' = byte 0x20
-    begin_suppress = [space_id, EOT]
-    return sorted(set(suppress)), begin_suppress
+    suppress, begin_suppress = oracle.suppress_lists(
+        tok, [SOT, TRANSLATE, TRANSCRIBE, STARTOFLM, STARTOFPREV, NOCAPTIONS], EOT)
+    forced = [[1, NOTIMESTAMPS]]
+    cfg = oracle.tiny_config("encdec/tiny-random-whisper", 80, VOCAB_SIZE, "float16", SOT, EOT, SOT,
+                             suppress, begin_suppress, forced_decoder_ids=forced)
+    gen = oracle.tiny_generation_config(SOT, EOT, SOT, NOTIMESTAMPS, suppress, begin_suppress,
+                                        forced_decoder_ids=forced, is_multilingual=False)
+    model = oracle.new_model(cfg, SEED)
+    weights = oracle.random_weights(model, SEED, torch.float16)
 
-
-def make_config(suppress, begin_suppress):
-    cfg = {
-        "_name_or_path": "encdec/tiny-random-whisper",
-        "activation_dropout": 0.0,
-        "activation_function": "gelu",
-        "apply_spec_augment": False,
-        "architectures": ["WhisperForConditionalGeneration"],
-        "attention_dropout": 0.0,
-        "begin_suppress_tokens": begin_suppress,
-        "bos_token_id": SOT,
-        "classifier_proj_size": 256,
-        "d_model": 64,
-        "decoder_attention_heads": 4,
-        "decoder_ffn_dim": 128,
-        "decoder_layerdrop": 0.0,
-        "decoder_layers": 2,
-        "decoder_start_token_id": SOT,
-        "dropout": 0.0,
-        "encoder_attention_heads": 4,
-        "encoder_ffn_dim": 128,
-        "encoder_layerdrop": 0.0,
-        "encoder_layers": 2,
-        "eos_token_id": EOT,
-        "forced_decoder_ids": [[1, NOTIMESTAMPS]],
-        "init_std": 0.02,
-        "is_encoder_decoder": True,
-        "max_length": 448,
-        "max_source_positions": 1500,
-        "max_target_positions": 448,
-        "model_type": "whisper",
-        "num_hidden_layers": 2,
-        "num_mel_bins": 80,
-        "pad_token_id": EOT,
-        "scale_embedding": False,
-        "suppress_tokens": suppress,
-        "tie_word_embeddings": True,
-        "torch_dtype": "float16",
-        "use_cache": True,
-        "use_weighted_layer_sum": False,
-        "vocab_size": VOCAB_SIZE,
-    }
-    gen = {
-        "alignment_heads": [[1, 0], [1, 1]],
-        "begin_suppress_tokens": begin_suppress,
-        "bos_token_id": SOT,
-        "decoder_start_token_id": SOT,
-        "eos_token_id": EOT,
-        "forced_decoder_ids": [[1, NOTIMESTAMPS]],
-        "is_multilingual": False,
-        "max_initial_timestamp_index": 1,
-        "max_length": 448,
-        "no_timestamps_token_id": NOTIMESTAMPS,
-        "pad_token_id": EOT,
-        "return_timestamps": False,
-        "suppress_tokens": suppress,
-    }
-    return cfg, gen
-
-
-def randomize(model):
-    g = torch.Generator().manual_seed(SEED)
-    sd = model.state_dict()
-    out = {}
-    for name in sorted(sd.keys()):
-        if name == "proj_out.weight":
-            continue  # tied to model.decoder.embed_tokens.weight
-        p = sd[name]
-        shape = tuple(p.shape)
-        if name == "model.encoder.embed_positions.weight":
-            v = p.clone()  # Whisper sinusoids, as HF initialises them
-        elif name == "model.decoder.embed_tokens.weight":
-            v = 0.35 * torch.randn(shape, generator=g)
-        elif name == "model.decoder.embed_positions.weight":
-            v = 0.6 * torch.randn(shape, generator=g)
-        elif "layer_norm" in name and name.endswith(".weight"):
-            v = 1.0 + 0.1 * torch.randn(shape, generator=g)
-        elif name.endswith(".bias"):
-            v = 0.1 * torch.randn(shape, generator=g)
-        elif name.endswith(".weight") and len(shape) == 3:  # conv1 / conv2
-            v = 0.15 * torch.randn(shape, generator=g)
-        elif name.endswith(".weight") and len(shape) == 2:
-            v = 0.3 * torch.randn(shape, generator=g)
-        else:
-            raise RuntimeError("unhandled parameter " + name)
-        out[name] = v.to(torch.float16).contiguous()
-    return out
-
-
-def main():
-    from transformers import WhisperConfig, WhisperForConditionalGeneration
-
-    torch.manual_seed(SEED)
-    os.makedirs(OUT_DIR, exist_ok=True)
-    tok_text, tok = build_tokenizer()
-    suppress, begin_suppress = suppress_lists(tok)
-    cfg, gen = make_config(suppress, begin_suppress)
-
-    config = WhisperConfig(**{k: v for k, v in cfg.items() if not k.startswith("_")})
-    model = WhisperForConditionalGeneration(config)
-    weights = randomize(model)
-    # every parameter but the tied output projection is stored
-    expect = set(model.state_dict().keys()) - {"proj_out.weight"}
-    assert set(weights.keys()) == expect
-    assert not any("k_proj.bias" in k for k in weights)
-
-    with open(os.path.join(OUT_DIR, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-        f.write("\n")
-    with open(os.path.join(OUT_DIR, "generation_config.json"), "w") as f:
-        json.dump(gen, f, indent=2)
-        f.write("\n")
-    with open(os.path.join(OUT_DIR, "tokenizer.json"), "w", encoding="utf-8") as f:
-        f.write(tok_text)
+    oracle.write_model_json(OUT_DIR, cfg, gen, tok_text, indent=2)
     save_file(weights, os.path.join(OUT_DIR, "model.safetensors"), metadata={"format": "pt"})
-
-    total = 0
-    for fn in sorted(os.listdir(OUT_DIR)):
-        sz = os.path.getsize(os.path.join(OUT_DIR, fn))
-        total += sz
-        print("%-24s %8d bytes" % (fn, sz))
-    print("total %d bytes, %d tensors, %d parameters" % (
-        total, len(weights), sum(int(np.prod(v.shape)) for v in weights.values())))
-    print("suppress_tokens", suppress)
-    print("begin_suppress_tokens", begin_suppress)
+    total = oracle.print_model_dir(OUT_DIR, weights, suppress, begin_suppress, 24)
     assert total < 1024 * 1024, "model dir must stay under 1 MB"
 
 

@@ -69,16 +69,14 @@ files. Golden values: tools/golden_whisper_v3.py (Hugging Face transformers on e
 the bf16 values written here, upcast).
 """
 
-import json
 import os
 import sys
 
-import numpy as np
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import whisper_oracle as oracle  # noqa: E402
 from gen_tiny_whisper import CORPUS  # noqa: E402  (the same built-in training corpus)
 
 SEED = 129  # picked by `--scan 0 400` (see docstring)
@@ -111,176 +109,37 @@ NOSPEECH = sid("<|nospeech|>")
 NOTIMESTAMPS = sid("<|notimestamps|>")
 TIMESTAMP_BEGIN = N_REGULAR + len(SPECIALS)
 
-SCALES = {"embed": 0.35, "dec_pos": 0.6, "ln": 0.1, "bias": 0.1, "conv": 0.15, "linear": 0.3}
-
 
 def build_tokenizer():
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=N_REGULAR,
-        min_frequency=1,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=[],
-    )
-    lines = [l for l in CORPUS.splitlines() if l.strip()]
-    tok.train_from_iterator(lines * 4, trainer=trainer)
-    assert tok.get_vocab_size() == N_REGULAR, tok.get_vocab_size()
-
-    raw = json.loads(tok.to_str())
-    vocab = raw["model"]["vocab"]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in raw["model"]["merges"]]
-    assert len(merges) == N_REGULAR - 256, len(merges)
-    assert sorted(vocab.values()) == list(range(N_REGULAR))
-    added = [{"id": N_REGULAR + i, "content": c, "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": True}
-             for i, c in enumerate(SPECIALS + TIMESTAMPS)]
-    out = {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                          "use_regex": True},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                    "use_regex": True},
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": "",
-            "end_of_word_suffix": "",
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": dict(sorted(vocab.items(), key=lambda kv: kv[1])),
-            "merges": merges,
-        },
-    }
     # compact JSON: the model directory is tight on size
-    text = json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n"
-    tok2 = Tokenizer.from_str(text)
-    assert tok2.get_vocab_size() == VOCAB_SIZE, tok2.get_vocab_size()
-    for s in ["And so my fellow Americans", " ask not what your country can do", "x"]:
-        assert tok2.encode(s).ids == tok.encode(s).ids, s
-    for i, c in enumerate(SPECIALS + TIMESTAMPS):
-        assert tok2.token_to_id(c) == N_REGULAR + i, c
-    assert tok2.token_to_id("<|0.50|>") == VOCAB_SIZE - 1
-    return text, tok2
+    return oracle.build_bpe_tokenizer(CORPUS, N_REGULAR, SPECIALS + TIMESTAMPS, compact=True)
 
 
 def suppress_lists(tok):
     # As tools/gen_tiny_whisper.py: Whisper's symbol tokens plus the task / prompt
     # specials everywhere (language tokens are not suppressed, as in Whisper);
     # " " and <|endoftext|> at the first generated position.
-    symbols = ['"', "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]",
-               "^", "_", "`", "{", "|", "}", "~"]
-    vocab = tok.get_vocab()
-    sym_ids = sorted(vocab[s] for s in symbols if s in vocab)
-    suppress = sym_ids + [SOT, TRANSLATE, TRANSCRIBE, STARTOFLM, STARTOFPREV, NOSPEECH]
-    begin_suppress = [vocab["\u0120"], EOT]
-    return sorted(set(suppress)), begin_suppress
+    return oracle.suppress_lists(
+        tok, [SOT, TRANSLATE, TRANSCRIBE, STARTOFLM, STARTOFPREV, NOSPEECH], EOT)
 
 
 def make_config(suppress, begin_suppress):
-    cfg = {
-        "_name_or_path": "encdec/tiny-random-whisper-v3",
-        "activation_dropout": 0.0,
-        "activation_function": "gelu",
-        "apply_spec_augment": False,
-        "architectures": ["WhisperForConditionalGeneration"],
-        "attention_dropout": 0.0,
-        "begin_suppress_tokens": begin_suppress,
-        "bos_token_id": EOT,
-        "classifier_proj_size": 256,
-        "d_model": 64,
-        "decoder_attention_heads": 4,
-        "decoder_ffn_dim": 128,
-        "decoder_layerdrop": 0.0,
-        "decoder_layers": 2,
-        "decoder_start_token_id": SOT,
-        "dropout": 0.0,
-        "encoder_attention_heads": 4,
-        "encoder_ffn_dim": 128,
-        "encoder_layerdrop": 0.0,
-        "encoder_layers": 2,
-        "eos_token_id": EOT,
-        "init_std": 0.02,
-        "is_encoder_decoder": True,
-        "max_length": 448,
-        "max_source_positions": 1500,
-        "max_target_positions": 448,
-        "model_type": "whisper",
-        "num_hidden_layers": 2,
-        "num_mel_bins": 128,
-        "pad_token_id": EOT,
-        "scale_embedding": False,
-        "suppress_tokens": suppress,
-        "tie_word_embeddings": True,
-        "torch_dtype": "bfloat16",
-        "use_cache": True,
-        "use_weighted_layer_sum": False,
-        "vocab_size": VOCAB_SIZE,
-    }
-    gen = {
-        "alignment_heads": [[1, 0], [1, 1]],
-        "begin_suppress_tokens": begin_suppress,
-        "bos_token_id": EOT,
-        "decoder_start_token_id": SOT,
-        "eos_token_id": EOT,
-        "is_multilingual": True,
-        "lang_to_id": {"<|%s|>" % l: LANG_ID[l] for l in LANGS},
-        "max_initial_timestamp_index": 1,
-        "max_length": 448,
-        "no_timestamps_token_id": NOTIMESTAMPS,
-        "pad_token_id": EOT,
-        "prev_sot_token_id": STARTOFPREV,
-        "return_timestamps": False,
-        "suppress_tokens": suppress,
-        "task_to_id": {"transcribe": TRANSCRIBE, "translate": TRANSLATE},
-    }
+    cfg = oracle.tiny_config("encdec/tiny-random-whisper-v3", 128, VOCAB_SIZE, "bfloat16", SOT, EOT, EOT,
+                             suppress, begin_suppress)
+    gen = oracle.tiny_generation_config(
+        SOT, EOT, EOT, NOTIMESTAMPS, suppress, begin_suppress,
+        is_multilingual=True, lang_to_id={"<|%s|>" % l: LANG_ID[l] for l in LANGS},
+        prev_sot_token_id=STARTOFPREV, task_to_id={"transcribe": TRANSCRIBE, "translate": TRANSLATE})
     return cfg, gen
 
 
-def randomize(model, seed, scales=SCALES):
+def randomize(model, seed):
     """All stored tensors (bf16), from one generator in sorted-name order."""
-    g = torch.Generator().manual_seed(seed)
-    sd = model.state_dict()
-    out = {}
-    for name in sorted(sd.keys()):
-        if name == "proj_out.weight":
-            continue  # tied to model.decoder.embed_tokens.weight
-        shape = tuple(sd[name].shape)
-        if name == "model.encoder.embed_positions.weight":
-            v = sd[name].clone()  # Whisper sinusoids, as HF initialises them
-        elif name == "model.decoder.embed_tokens.weight":
-            v = scales["embed"] * torch.randn(shape, generator=g)
-        elif name == "model.decoder.embed_positions.weight":
-            v = scales["dec_pos"] * torch.randn(shape, generator=g)
-        elif "layer_norm" in name and name.endswith(".weight"):
-            v = 1.0 + scales["ln"] * torch.randn(shape, generator=g)
-        elif name.endswith(".bias"):
-            v = scales["bias"] * torch.randn(shape, generator=g)
-        elif name.endswith(".weight") and len(shape) == 3:  # conv1 / conv2
-            v = scales["conv"] * torch.randn(shape, generator=g)
-        elif name.endswith(".weight") and len(shape) == 2:
-            v = scales["linear"] * torch.randn(shape, generator=g)
-        else:
-            raise RuntimeError("unhandled parameter " + name)
-        out[name] = v.to(torch.bfloat16).contiguous()
-    return out
+    return oracle.random_weights(model, seed, torch.bfloat16)
 
 
 def new_model(cfg):
-    from transformers import WhisperConfig, WhisperForConditionalGeneration
-
-    torch.manual_seed(0)
-    config = WhisperConfig(**{k: v for k, v in cfg.items() if not k.startswith("_")})
-    return WhisperForConditionalGeneration(config)
+    return oracle.new_model(cfg, 0)
 
 
 def shard_of(name):
@@ -294,21 +153,11 @@ def write(seed):
     cfg, gen = make_config(suppress, begin_suppress)
     model = new_model(cfg)
     weights = randomize(model, seed)
-    expect = set(model.state_dict().keys()) - {"proj_out.weight"}
-    assert set(weights.keys()) == expect
-    assert not any("k_proj.bias" in k for k in weights)
     assert all(v.dtype == torch.bfloat16 for v in weights.values())
 
     for fn in os.listdir(OUT_DIR):  # a stale model.safetensors would shadow the index
         os.remove(os.path.join(OUT_DIR, fn))
-    with open(os.path.join(OUT_DIR, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(OUT_DIR, "generation_config.json"), "w") as f:
-        json.dump(gen, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(OUT_DIR, "tokenizer.json"), "w", encoding="utf-8") as f:
-        f.write(tok_text)
+    oracle.write_model_json(OUT_DIR, cfg, gen, tok_text, indent=1)
     total = 0
     for shard in SHARDS:
         part = {k: v for k, v in weights.items() if shard_of(k) == shard}
@@ -316,19 +165,10 @@ def write(seed):
         total += sum(v.numel() * 2 for v in part.values())
     index = {"metadata": {"total_size": total},
              "weight_map": {k: shard_of(k) for k in sorted(weights)}}
-    with open(os.path.join(OUT_DIR, "model.safetensors.index.json"), "w") as f:
-        json.dump(index, f, indent=0, separators=(",", ":"))
-        f.write("\n")
+    oracle.write_json(os.path.join(OUT_DIR, "model.safetensors.index.json"), index,
+                      indent=0, separators=(",", ":"))
 
-    size = 0
-    for fn in sorted(os.listdir(OUT_DIR)):
-        sz = os.path.getsize(os.path.join(OUT_DIR, fn))
-        size += sz
-        print("%-34s %8d bytes" % (fn, sz))
-    print("total %d bytes, %d tensors, %d parameters" % (
-        size, len(weights), sum(int(np.prod(v.shape)) for v in weights.values())))
-    print("suppress_tokens", suppress)
-    print("begin_suppress_tokens", begin_suppress)
+    size = oracle.print_model_dir(OUT_DIR, weights, suppress, begin_suppress, 34)
     assert size < 750 * 1000, "model dir too large"
 
 

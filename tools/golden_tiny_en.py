@@ -64,16 +64,16 @@ import json
 import os
 import struct
 import sys
-import wave
 
 import numpy as np
 import torch
 
-# ../shared beside the repository (override with $ENCDEC_SHARED)
-SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import whisper_oracle as oracle  # noqa: E402
+from whisper_oracle import read_wav  # noqa: E402
 
-HF_ASSETS = SHARED + "/assets/whisper-tiny.en-tokenizer"
-AUDIO_DIR = SHARED + "/audio"
+HF_ASSETS = oracle.TINY_EN_ASSETS
+AUDIO_DIR = oracle.SHARED + "/audio"
 OUT_GOLDEN = os.path.join("tests", "data", "tiny-en-jfk-golden.safetensors")
 OUT_REFS = os.path.join("tests", "data", "tiny-en-references.json")
 N_STEPS = 8
@@ -238,125 +238,27 @@ def ct2_to_hf(variables, aliases, config):
 
 
 def load_hf_model(ct2_dir, dtype):
-    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    from transformers import WhisperConfig
 
     config = WhisperConfig.from_pretrained(HF_ASSETS)
     variables, aliases, header = read_ct2_model(os.path.join(ct2_dir, "model.bin"))
     assert header["name"] == "WhisperSpec", header
-    sd = ct2_to_hf(variables, aliases, config)
-    model = WhisperForConditionalGeneration(config)
-    ref = model.state_dict()
-    assert set(sd) == set(ref), (sorted(set(ref) - set(sd)), sorted(set(sd) - set(ref)))
-    for k, v in sd.items():
-        assert tuple(v.shape) == tuple(ref[k].shape), (k, v.shape, ref[k].shape)
-    model = model.to(dtype)
-    model.load_state_dict({k: torch.from_numpy(np.asarray(v, dtype=np.float32)).to(dtype)
-                           for k, v in sd.items()}, strict=True)
+    model = oracle.model_from_numpy(config, ct2_to_hf(variables, aliases, config), dtype)
     assert torch.equal(model.proj_out.weight, model.model.decoder.embed_tokens.weight)
-    model.eval()
     return model, header, len(variables), aliases
 
 
-# ------------------------------------------------------------------------------ audio
-def read_wav(path):
-    with wave.open(path, "rb") as w:
-        if w.getframerate() != 16000 or w.getnchannels() != 1 or w.getsampwidth() != 2:
-            return None
-        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
-    return pcm.astype(np.float32) / 32768.0
-
-
+# ---------------------------------------------------------------------- mel, greedy
 def feature_extractor():
     from transformers import WhisperFeatureExtractor
 
     return WhisperFeatureExtractor.from_pretrained(HF_ASSETS)
 
 
-def mel_of(fe, audio):
-    feats = fe(audio, sampling_rate=16000, return_tensors="np").input_features
-    assert feats.shape == (1, 80, 3000)
-    return feats.astype(np.float32)
-
-
-@torch.no_grad()
-def hf_generate(model, gc, mel, max_new_tokens=None):
-    feats = torch.from_numpy(mel).to(next(model.parameters()).dtype)
-    kw = {} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
-    out = model.generate(feats, generation_config=gc, do_sample=False, num_beams=1, **kw)
-    return [int(x) for x in out[0]]
-
-
-def strip(seq, prompt, eos):
-    if seq[:len(prompt)] == prompt:
-        seq = seq[len(prompt):]
-    if eos in seq:
-        seq = seq[:seq.index(eos) + 1]
-    return seq
-
-
-@torch.no_grad()
-def first_steps(model, mel, gc, prompt, n):
-    dtype = next(model.parameters()).dtype
-    enc = model.model.encoder(torch.from_numpy(mel).to(dtype)).last_hidden_state
-    suppress = torch.tensor(gc.suppress_tokens, dtype=torch.long)
-    begin = torch.tensor(gc.begin_suppress_tokens, dtype=torch.long)
-    seq = list(prompt)
-    res = {"tok": [], "ids": [], "vals": [], "lse": [], "margin": [], "rows": []}
-    for step in range(n):
-        row = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([seq]),
-                    use_cache=False).logits[0, -1]
-        res["rows"].append(row.clone())
-        top = torch.topk(row, TOPK)
-        res["ids"].append(top.indices.numpy().astype(np.int32))
-        res["vals"].append(top.values.double().numpy())
-        res["lse"].append(float(torch.logsumexp(row.double(), 0)))
-        r = row.clone()
-        r[suppress] = -float("inf")
-        if step == 0:
-            r[begin] = -float("inf")
-        t2 = torch.topk(r, 2).values
-        res["margin"].append(float(t2[0] - t2[1]))
-        t = int(r.argmax())
-        res["tok"].append(t)
-        seq.append(t)
-        if t == gc.eos_token_id:
-            break
-    return res
-
-
-def openai_whisper_tokens(hf_model, audio):
-    """Third implementation: openai-whisper's model + log-mel + decoder on the same weights."""
-    import whisper
-    from whisper.model import ModelDimensions, Whisper
-
-    sd = {}
-    for k, v in hf_model.state_dict().items():
-        if k == "proj_out.weight":
-            continue
-        n = k.replace("model.", "", 1)
-        for a, b in (("encoder.embed_positions.weight", "encoder.positional_embedding"),
-                     ("decoder.embed_positions.weight", "decoder.positional_embedding"),
-                     ("embed_tokens", "token_embedding"), (".layers.", ".blocks."),
-                     ("self_attn_layer_norm", "attn_ln"), ("encoder_attn_layer_norm", "cross_attn_ln"),
-                     ("final_layer_norm", "mlp_ln"), ("self_attn.", "attn."),
-                     ("encoder_attn.", "cross_attn."), ("q_proj", "query"), ("k_proj", "key"),
-                     ("v_proj", "value"), ("out_proj", "out"), ("fc1", "mlp.0"), ("fc2", "mlp.2"),
-                     ("encoder.layer_norm", "encoder.ln_post"), ("decoder.layer_norm", "decoder.ln")):
-            n = n.replace(a, b)
-        sd[n] = v.float()
-    c = hf_model.config
-    dims = ModelDimensions(
-        n_mels=c.num_mel_bins, n_audio_ctx=c.max_source_positions, n_audio_state=c.d_model,
-        n_audio_head=c.encoder_attention_heads, n_audio_layer=c.encoder_layers,
-        n_vocab=c.vocab_size, n_text_ctx=c.max_target_positions, n_text_state=c.d_model,
-        n_text_head=c.decoder_attention_heads, n_text_layer=c.decoder_layers)
-    m = Whisper(dims)
-    m.load_state_dict(sd, strict=True)
-    m.eval()
-    mel = whisper.log_mel_spectrogram(torch.from_numpy(audio), c.num_mel_bins, padding=480000)[:, :3000]
-    with torch.no_grad():
-        r = whisper.decode(m, mel, whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False))
-    return list(r.tokens)
+def greedy(model, mel, gc, prompt):
+    """Manual greedy (no KV cache, full recompute) until <|endoftext|>, with gc's rules."""
+    return oracle.greedy(model, oracle.encode(model, mel), prompt, gc.suppress_tokens,
+                         gc.begin_suppress_tokens, gc.eos_token_id, 448 - len(prompt))
 
 
 def main():
@@ -380,42 +282,40 @@ def main():
 
     # ---- jfk golden
     jfk_audio = read_wav(os.path.join(AUDIO_DIR, "jfk.wav"))
-    mel = mel_of(fe, jfk_audio)
-    # manual greedy (no KV cache, full recompute) until <|endoftext|>
-    s64 = first_steps(m64, mel, gc, prompt, 448 - len(prompt))
-    s32 = first_steps(m32, mel, gc, prompt, 448 - len(prompt))
-    assert s64["tok"] == s32["tok"]
-    dl = max(float((a.double() - b).abs().max()) for a, b in zip(s32["rows"], s64["rows"]))
+    mel = oracle.log_mel(fe, jfk_audio)
+    s64 = greedy(m64, mel, gc, prompt)
+    s32 = greedy(m32, mel, gc, prompt)
+    assert s64["tokens"] == s32["tokens"]
+    dl = float((s32["logits"].double() - s64["logits"]).abs().max())
     print("jfk: f32 vs f64 logits max |diff| = %.2e" % dl)
-    full = s64["tok"]
+    full = s64["tokens"]
+    top_ids, top_vals, lse = oracle.top_logits(s64["logits"][:N_STEPS], TOPK)
     assert full[-1] == eos, full
     # transformers' generate (KV cache + its logits processors) must agree; in 4.46 its
     # returned sequence omits the final <|endoftext|>, so compare without it
     for m in (m64, m32):
-        g = strip(hf_generate(m, gc, mel), prompt, eos)
+        g = oracle.strip(oracle.hf_generate(m, mel, gc, num_beams=1), prompt, eos)
         assert [t for t in g if t != eos] == full[:-1], (g, full)
-    ow = openai_whisper_tokens(m32, jfk_audio)
+    ow = oracle.openai_whisper_tokens(m32, jfk_audio, language="en")
     print("openai-whisper tokens", ow)
     assert ow == full[:-1], ("openai-whisper disagrees", ow, full)
     text = tok.decode(full, skip_special_tokens=True)
     print("jfk tokens", full)
     print("jfk text %r" % text)
-    print("jfk margins (all steps)", " ".join("%.3f" % x for x in s64["margin"]))
-    print("jfk logsumexp", " ".join("%.4f" % x for x in s64["lse"][:N_STEPS]))
+    print("jfk margins (all steps)", " ".join("%.3f" % x for x in s64["margins"]))
+    print("jfk logsumexp", " ".join("%.4f" % x for x in lse))
     if text != QUOTED_JFK:
         print("NOTE: differs from the commonly quoted transcript %r" % QUOTED_JFK)
-
-    from safetensors.numpy import save_file
 
     tensors = {
         "prompt": np.array(prompt, dtype=np.int32),
         "tokens": np.array(full, dtype=np.int32),
         "text_bytes": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy(),
-        "step_tokens": np.array(s64["tok"][:N_STEPS], dtype=np.int32),
-        "top50_ids": np.stack(s64["ids"][:N_STEPS]).astype(np.int32),
-        "top50_logits": np.stack(s64["vals"][:N_STEPS]).astype(np.float32),
-        "logsumexp": np.array(s64["lse"][:N_STEPS], dtype=np.float32),
-        "margins": np.array(s64["margin"], dtype=np.float32),
+        "step_tokens": np.array(full[:N_STEPS], dtype=np.int32),
+        "top50_ids": np.stack(top_ids).astype(np.int32),
+        "top50_logits": np.stack(top_vals).astype(np.float32),
+        "logsumexp": np.array(lse, dtype=np.float32),
+        "margins": np.array(s64["margins"], dtype=np.float32),
     }
     meta = {
         "source": "tools/golden_tiny_en.py: HF transformers float64 compute from the CT2 f16 weights",
@@ -425,8 +325,7 @@ def main():
         "quoted_transcript": QUOTED_JFK,
         "cross_checks": "HF generate (f32, f64) and openai-whisper decode give the same tokens",
     }
-    save_file(tensors, OUT_GOLDEN, metadata={"info": json.dumps(meta, sort_keys=True)})
-    print("wrote %s (%d bytes)" % (OUT_GOLDEN, os.path.getsize(OUT_GOLDEN)))
+    oracle.save_golden(tensors, OUT_GOLDEN, meta, listing=False)
 
     # ---- transcripts of every wav: HF greedy vs faster-whisper greedy
     from faster_whisper import WhisperModel
@@ -455,7 +354,7 @@ def main():
         if audio is None:
             print("skip (not 16 kHz mono s16):", rel)
             continue
-        hf_toks = strip(hf_generate(m32, gc, mel_of(fe, audio)), prompt, eos)
+        hf_toks = oracle.strip(oracle.hf_generate(m32, oracle.log_mel(fe, audio), gc, num_beams=1), prompt, eos)
         hf_text = tok.decode(hf_toks, skip_special_tokens=True)
         segs, _info = fw.transcribe(
             audio, language="en", task="transcribe", beam_size=1, best_of=1,
@@ -472,12 +371,12 @@ def main():
         # zeros to 30 s first (so padded frames hold the clamped floor, not 0.0).
         fwf = fw_fe(audio)
         fw_mel = fw_pad(fwf[:, : fwf.shape[-1] - 1])[None].astype(np.float32)
-        hf_fw_toks = strip(hf_generate(m32, gc, fw_mel), prompt, eos)
+        hf_fw_toks = oracle.strip(oracle.hf_generate(m32, fw_mel, gc, num_beams=1), prompt, eos)
         hf_fw_text = tok.decode(hf_fw_toks, skip_special_tokens=True)
         n_fwmel += hf_fw_text == fw_text
         # HF greedy margins (manual loop, must reproduce generate's tokens)
-        st = first_steps(m32, mel_of(fe, audio), gc, prompt, 448 - len(prompt))
-        assert [t for t in st["tok"] if t != eos] == [t for t in hf_toks if t != eos], rel
+        st = greedy(m32, oracle.log_mel(fe, audio), gc, prompt)
+        assert [t for t in st["tokens"] if t != eos] == [t for t in hf_toks if t != eos], rel
         hf_plain = [t for t in hf_toks if t != eos]
         first_diff = next((i for i, (a, b) in enumerate(zip(hf_plain, fw_toks)) if a != b),
                           None if len(hf_plain) == len(fw_toks) else min(len(hf_plain), len(fw_toks)))
@@ -490,13 +389,13 @@ def main():
             "agree": agree,
             "hf_on_faster_whisper_mel": hf_fw_text,
             "hf_on_faster_whisper_mel_agrees": hf_fw_text == fw_text,
-            "hf_min_margin": round(min(st["margin"]), 4),
+            "hf_min_margin": round(min(st["margins"]), 4),
             "first_token_difference": first_diff,
-            "hf_margin_at_first_difference": (None if first_diff is None or first_diff >= len(st["margin"])
-                                              else round(st["margin"][first_diff], 4)),
+            "hf_margin_at_first_difference": (None if first_diff is None or first_diff >= len(st["margins"])
+                                              else round(st["margins"][first_diff], 4)),
         }
         print("%-55s %s  hf min margin %.3f, first diff at %s (hf margin there %s)\n    hf: %r\n    fw: %r"
-              % (rel, "==" if agree else "!=", min(st["margin"]), first_diff,
+              % (rel, "==" if agree else "!=", min(st["margins"]), first_diff,
                  refs["files"][rel]["hf_margin_at_first_difference"], hf_text, fw_text))
     with open(OUT_REFS, "w") as f:
         json.dump(refs, f, indent=1, ensure_ascii=False, sort_keys=True)

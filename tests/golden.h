@@ -1,0 +1,264 @@
+/* golden.h - the Whisper golden tests' shared steps: finding an installed
+ * real model, the mel front end, and comparisons of our activations and
+ * logits with golden tensors dumped by a reference (tools/golden_*.py).
+ *
+ *   if (!golden_find_model(dir, sizeof dir, "ENCDEC_BASE", "whisper-base")) return check_skip(...);
+ *   CHECK_EQ_INT(golden_mel(wav, m->hp.n_mels, &mel, NULL, NULL), ENCDEC_OK);
+ *   golden_check_encoder(s, mel, g);   prints and CHECKs encoder rows and cross K/V
+ *
+ * Golden tensor names (tools/golden_whisper*.py): mel_frames [n_mels, nf] at
+ * mel_frame_idx [nf]; encoder_out [nr, d] at enc_row_idx [nr]; cross_k.<l>
+ * and cross_v.<l> [nr, d]; prompt [n_prompt]; tokens [n]; logits [n, V].
+ * Everything here adds to the counts of check.h.
+ */
+#ifndef ED_GOLDEN_H
+#define ED_GOLDEN_H
+
+#include "check.h"
+
+#include "audio/audio.h"
+#include "audio/mel.h"
+#include "decode/greedy.h"
+#include "io/tensor.h"
+#include "kern/kern.h"
+#include "models/whisper.h"
+#include "models/whisper_step.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The golden tensor `name`; a golden file without it is broken, so the test
+ * stops (exit 1) naming it. */
+static inline const ed_tensor *golden_need(const ed_wtab *g, const char *name) {
+    const ed_tensor *t = wtab_get(g, name);
+    if (!t) {
+        fprintf(stderr, "golden tensor %s missing\n", name);
+        exit(1);
+    }
+    return t;
+}
+
+/* A real model installed outside the repository: dir gets $env when set,
+ * else $HOME/.cache/encdec/models/<name>. Returns 1 when dir/model.bin is
+ * readable. */
+static inline int golden_find_model(char *dir, size_t cap, const char *env, const char *name) {
+    const char *e = getenv(env), *home = getenv("HOME");
+    if (e && *e) snprintf(dir, cap, "%s", e);
+    else snprintf(dir, cap, "%s/.cache/encdec/models/%s", home ? home : ".", name);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/model.bin", dir);
+    return access(p, R_OK) == 0;
+}
+
+/* Loads wav at 16 kHz (CHECKed) into *mel, the log-mel spectrogram of its
+ * first 30 s [n_mels, MEL_CHUNK_FRAMES] (malloc'd, caller frees). The samples
+ * go to *pcm, *n (caller frees) when pcm is not NULL. Returns the status of
+ * mel_compute, or of the load if that failed (then *mel is all zeros). */
+static inline encdec_status golden_mel(const char *wav, int n_mels, float **mel, float **pcm,
+                                       size_t *n) {
+    float *x;
+    size_t nx;
+    encdec_status st = audio_load(wav, 16000, 0, &x, &nx);
+    CHECK_EQ_INT(st, ENCDEC_OK);
+    if (st) {
+        x = NULL;
+        nx = 0;
+        *mel = calloc((size_t)n_mels * MEL_CHUNK_FRAMES, sizeof(float));
+    } else {
+        mel_ctx *mc = mel_new(n_mels);
+        *mel = malloc(sizeof(float) * (size_t)n_mels * MEL_CHUNK_FRAMES);
+        st = mel_compute(mc, x, nx, *mel, MEL_CHUNK_FRAMES);
+        mel_free(mc);
+    }
+    if (pcm) {
+        *pcm = x;
+        *n = nx;
+    } else {
+        free(x);
+    }
+    return st;
+}
+
+/* Max |diff| of mel [n_mels, MEL_CHUNK_FRAMES] against the golden frames;
+ * *n_frames gets how many frames were compared. */
+static inline double golden_mel_diff(const float *mel, int n_mels, const ed_wtab *g, int *n_frames) {
+    const ed_tensor *gmf = golden_need(g, "mel_frames"), *gmi = golden_need(g, "mel_frame_idx");
+    const int *idx = gmi->data;
+    const float *want = gmf->data;
+    int nf = (int)gmi->shape[0];
+    double worst = 0;
+    for (int b = 0; b < n_mels; b++)
+        for (int k = 0; k < nf; k++) {
+            double d = fabs(mel[(size_t)b * MEL_CHUNK_FRAMES + idx[k]] - want[b * nf + k]);
+            if (d > worst) worst = d;
+        }
+    *n_frames = nf;
+    return worst;
+}
+
+/* Encodes mel on s, then fills its cross cache; prints the max |diff| of the
+ * golden encoder rows and of the cross K/V of every decoder layer at those
+ * rows, and CHECKs each within 1e-4. */
+static inline void golden_check_encoder(whisper_state *s, const float *mel, const ed_wtab *g) {
+    const whisper_hparams *h = &s->m->hp;
+    int d = h->d, dh = d / h->n_head;
+    whisper_encode(s, mel);
+    const ed_tensor *ge = golden_need(g, "encoder_out"), *gri = golden_need(g, "enc_row_idx");
+    int nr = (int)gri->shape[0];
+    const int *rows = gri->data;
+    double worst = 0;
+    for (int k = 0; k < nr; k++) {
+        double dd = check_max_abs_diff(s->enc_out + (size_t)rows[k] * d, (const float *)ge->data + (size_t)k * d,
+                                       (size_t)d, NULL);
+        if (dd > worst) worst = dd;
+    }
+    printf("encoder output max |diff| %.3g over %d rows\n", worst, nr);
+    CHECK(worst < 1e-4);
+
+    whisper_cross_compute(s);
+    worst = 0;
+    for (int l = 0; l < h->n_dec_layer; l++)
+        for (int kv = 0; kv < 2; kv++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "cross_%c.%d", kv ? 'v' : 'k', l);
+            const float *want = golden_need(g, nm)->data;                  /* [nr, d] */
+            const float *have = kv ? kv_cross_v(&s->cross, l) : kv_cross_k(&s->cross, l);
+            for (int k = 0; k < nr; k++)
+                for (int hd = 0; hd < h->n_head; hd++)
+                    for (int j = 0; j < dh; j++) {
+                        double dd = fabs(have[hd * kv_cross_head_stride(&s->cross) + (size_t)rows[k] * dh + j] -
+                                         want[(size_t)k * d + hd * dh + j]);
+                        if (dd > worst) worst = dd;
+                    }
+        }
+    printf("cross K/V max |diff| %.3g\n", worst);
+    CHECK(worst < 1e-4);
+}
+
+/* Starts r on s in cache mode `mode` (init, then begin for the encoded
+ * input) and puts its decoder seam in *dm; returns the status of init. */
+static inline encdec_status golden_runner(whisper_runner *r, whisper_state *s, encdec_kv_mode mode,
+                                          dec_model *dm) {
+    encdec_status st = whisper_runner_init(r, s, mode);
+    whisper_runner_begin(r, mode);
+    *dm = whisper_runner_seam(r);
+    return st;
+}
+
+/* The model's suppression rules for a decode of at most max_new tokens. */
+static inline dec_rules golden_rules(const whisper_model *m, int max_new) {
+    dec_rules r = {m->suppress, m->n_suppress, m->begin_suppress, m->n_begin_suppress, m->sp.eot, max_new};
+    return r;
+}
+
+/* The real greedy loop (no teacher forcing) through dm, a started runner of
+ * a model m: feeds prompt to sequence seq, then decodes at most max_new
+ * tokens into out [max_new]; *got gets how many. Returns dec_greedy's status. */
+static inline encdec_status golden_greedy(const dec_model *dm, const whisper_model *m, int seq,
+                                          const ed_tensor *prompt, int max_new, int *out, int *got) {
+    dec_rules rules = golden_rules(m, max_new);
+    float *lg = malloc(sizeof(float) * (size_t)m->hp.n_vocab), *lp = malloc(sizeof(float) * (size_t)max_new);
+    *got = 0;
+    encdec_status st = dec_greedy(dm, seq, prompt->data, (int)prompt->shape[0], &rules, lg, out, lp, got);
+    free(lg);
+    free(lp);
+    return st;
+}
+
+/* Teacher-forced greedy decode on s in cache mode `mode`: feeds prompt, then
+ * the golden tokens one step at a time (every feed/step CHECKed). Writes our
+ * argmax tokens [n] to ours and, when all_logits is not NULL, our raw logits
+ * [n, V] to it; returns the max logit |diff| against the golden rows. */
+static inline double golden_decode(whisper_state *s, encdec_kv_mode mode, const ed_tensor *prompt,
+                                   const ed_tensor *tokens, const ed_tensor *logits, int *ours,
+                                   float *all_logits) {
+    const whisper_model *m = s->m;
+    int V = m->hp.n_vocab, n = (int)tokens->shape[0];
+    const int *tok = tokens->data;
+    whisper_runner r;
+    dec_model dm;
+    CHECK_EQ_INT(golden_runner(&r, s, mode, &dm), ENCDEC_OK);
+    dec_rules rules = golden_rules(m, n);
+    float *lg = malloc(sizeof(float) * (size_t)V);
+    double worst = 0;
+    int seq = 0;
+    CHECK_EQ_INT(dm.feed(dm.ctx, seq, prompt->data, (int)prompt->shape[0], lg), ENCDEC_OK);
+    for (int i = 0; i < n; i++) {
+        double diff = check_max_abs_diff(lg, (const float *)logits->data + (size_t)i * V, (size_t)V, NULL);
+        if (diff > worst) worst = diff;
+        if (all_logits) memcpy(all_logits + (size_t)i * V, lg, sizeof(float) * (size_t)V);
+        dec_apply_rules(lg, V, &rules, i);
+        ours[i] = k_argmax(lg, V);
+        if (i + 1 < n) CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &tok[i], lg), ENCDEC_OK);
+    }
+    free(lg);
+    whisper_runner_free(&r);
+    return worst;
+}
+
+/* Teacher-forced decode through dm against a reference's top-k logits: feeds
+ * prompt (CHECKed), then for each of the n steps compares the logits at the
+ * ids [n, k] with vals [n, k] and, when lse is not NULL, the logsumexp of the
+ * V logits with lse [n], and steps with steps[i] (CHECKed). *worst and
+ * *worst_lse get the max |diff| (INFINITY for a NaN). */
+static inline void golden_topk(const dec_model *dm, int V, const ed_tensor *prompt, const int *steps,
+                               int n, const ed_tensor *ids, const ed_tensor *vals, const ed_tensor *lse,
+                               double *worst, double *worst_lse) {
+    int k = (int)ids->shape[1];
+    float *lg = malloc(sizeof(float) * (size_t)V);
+    CHECK_EQ_INT(dm->feed(dm->ctx, 0, prompt->data, (int)prompt->shape[0], lg), ENCDEC_OK);
+    *worst = *worst_lse = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < k; j++) {
+            int id = ((const int *)ids->data)[i * k + j];
+            double d = fabs(lg[id] - ((const float *)vals->data)[i * k + j]);
+            if (d > *worst || d != d) *worst = d != d ? INFINITY : d;
+        }
+        if (lse) {
+            double mx = -INFINITY, sum = 0;
+            for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
+            for (int v = 0; v < V; v++) sum += exp(lg[v] - mx);
+            double d = fabs(mx + log(sum) - ((const float *)lse->data)[i]);
+            if (d > *worst_lse || d != d) *worst_lse = d != d ? INFINITY : d;
+        }
+        int seq = 0, t = steps[i];
+        CHECK_EQ_INT(dm->step(dm->ctx, 1, &seq, &t, lg), ENCDEC_OK);
+    }
+    free(lg);
+}
+
+/* CHECKs em's description against want: family (unless NULL), format, mel
+ * bands, multilingual, and the sizes d_model, layers, heads and vocabulary. */
+static inline void golden_check_info(const encdec_model *em, const encdec_model_info *want) {
+    encdec_model_info info;
+    encdec_model_get_info(em, &info);
+    if (want->family) CHECK_STR(info.family, want->family);
+    CHECK_STR(info.format, want->format);
+    CHECK_EQ_INT(info.n_mels, want->n_mels);
+    CHECK_EQ_INT(info.multilingual, want->multilingual);
+    CHECK_EQ_INT(info.d_model, want->d_model);
+    CHECK_EQ_INT(info.n_enc_layer, want->n_enc_layer);
+    CHECK_EQ_INT(info.n_dec_layer, want->n_dec_layer);
+    CHECK_EQ_INT(info.n_head, want->n_head);
+    CHECK_EQ_INT(info.n_vocab, want->n_vocab);
+}
+
+/* CHECKs that the result's tokens equal want [n] (the reference's greedy
+ * sequence incl. <|endoftext|>); the first mismatch is reported under label. */
+static inline void golden_check_tokens(const encdec_result *res, const ed_tensor *want, const char *label) {
+    if (!res || !want) return;
+    int nt = encdec_result_n_tokens(res), nw = (int)want->shape[0], bad = -1;
+    CHECK_EQ_INT(nt, nw);
+    for (int i = 0; i < nt && i < nw; i++)
+        if (encdec_result_token(res, i)->id != ((const int *)want->data)[i]) {
+            bad = i;
+            break;
+        }
+    if (bad >= 0)
+        fprintf(stderr, "%s: token %d is %d, HF has %d\n", label, bad, encdec_result_token(res, bad)->id,
+                ((const int *)want->data)[bad]);
+    CHECK_EQ_INT(bad, -1);
+}
+
+#endif
