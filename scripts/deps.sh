@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-      libcjson-dev python3 python3-pip pocketsphinx-testdata)
+      libcjson-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
 
 missing=()
 for p in "${PKGS[@]}"; do
