@@ -18,6 +18,7 @@
 
 #include "audio/audio.h"
 #include "audio/mel.h"
+#include "base/pool.h"
 #include "decode/greedy.h"
 #include "io/tensor.h"
 #include "kern/kern.h"
@@ -166,6 +167,36 @@ static inline encdec_status golden_greedy(const dec_model *dm, const whisper_mod
     return st;
 }
 
+/* Loads a golden file and the model it was made from (CHECKing both);
+ * returns 1, or 0 after printing the error and freeing what was loaded. */
+static inline int golden_open(const char *golden, const char *model_dir, ed_wtab **g,
+                              whisper_model **m) {
+    *g = wtab_new();
+    *m = NULL;
+    CHECK_EQ_INT(st_load_file(*g, golden), ENCDEC_OK);
+    encdec_status st = whisper_load(m, model_dir);
+    CHECK_EQ_INT(st, ENCDEC_OK);
+    if (!st) return 1;
+    fprintf(stderr, "%s\n", encdec_last_error());
+    wtab_free(*g);
+    *g = NULL;
+    return 0;
+}
+
+/* The front of a golden test: our mel against the golden frames (1e-4),
+ * then a 2-thread pool and a 2-slot state whose encoder output and cross K/V
+ * are checked (golden_check_encoder). The caller frees *s, then *pool. */
+static inline void golden_front(const whisper_model *m, const float *mel, const ed_wtab *g,
+                                ed_pool **pool, whisper_state **s) {
+    int nf;
+    double worst = golden_mel_diff(mel, m->hp.n_mels, g, &nf);
+    printf("mel max |diff| %.3g over %d frames x %d bands\n", worst, nf, m->hp.n_mels);
+    CHECK(worst < 1e-4);
+    CHECK_EQ_INT(ed_pool_new(pool, 2), ENCDEC_OK);
+    CHECK_EQ_INT(whisper_state_new(s, m, *pool, 2), ENCDEC_OK);
+    golden_check_encoder(*s, mel, g);
+}
+
 /* Teacher-forced greedy decode on s in cache mode `mode`: feeds prompt, then
  * the golden tokens one step at a time (every feed/step CHECKed). Writes our
  * argmax tokens [n] to ours and, when all_logits is not NULL, our raw logits
@@ -195,6 +226,35 @@ static inline double golden_decode(whisper_state *s, encdec_kv_mode mode, const 
     free(lg);
     whisper_runner_free(&r);
     return worst;
+}
+
+/* One golden decode in all three cache modes, teacher-forced on the golden
+ * tokens: full-cache logits within 2e-4 of the reference and its tokens
+ * exact; self and none within 2e-4 of the reference, within 5e-4 of full,
+ * and the same tokens as full. label prefixes the printed lines.
+ * tok_full [n] and lg_full [n, V] receive the full-cache results. */
+static inline void golden_modes(whisper_state *s, const char *label, const ed_tensor *prompt,
+                                const ed_tensor *tokens, const ed_tensor *logits,
+                                int *tok_full, float *lg_full) {
+    int V = s->m->hp.n_vocab, nt = (int)tokens->shape[0];
+    CHECK_EQ_INT(logits->shape[1], V);
+    double worst = golden_decode(s, ENCDEC_KV_FULL, prompt, tokens, logits, tok_full, lg_full);
+    printf("%slogits (full cache) max |diff| %.3g over %d steps\n", label, worst, nt);
+    CHECK(worst < 2e-4);
+    for (int i = 0; i < nt; i++) CHECK_EQ_INT(tok_full[i], ((const int *)tokens->data)[i]);
+    int *tok = calloc((size_t)nt, sizeof(int));
+    float *lg = malloc(sizeof(float) * (size_t)nt * V);
+    static const encdec_kv_mode others[2] = {ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+    for (int k = 0; k < 2; k++) {
+        double w = golden_decode(s, others[k], prompt, tokens, logits, tok, lg);
+        double dd = check_max_abs_diff(lg_full, lg, (size_t)nt * V, NULL);
+        printf("%smode %s: vs reference %.3g, vs full %.3g\n", label, k ? "none" : "self", w, dd);
+        CHECK(w < 2e-4);
+        CHECK(dd < 5e-4);
+        CHECK(memcmp(tok_full, tok, sizeof(int) * (size_t)nt) == 0);
+    }
+    free(tok);
+    free(lg);
 }
 
 /* Teacher-forced decode through dm against a reference's top-k logits: feeds

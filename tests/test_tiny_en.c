@@ -18,6 +18,7 @@
  * tiny.en checkpoint gives; see README ("Accuracy").
  */
 #include "golden.h"
+#include "tmpdir.h"
 
 #include "base/pool.h"
 
@@ -165,9 +166,8 @@ static int word_errors(const char *ref, const char *hyp, int *n_ref) {
 /* jfk.wav re-encoded as OGG/Vorbis (stereo, 22.05 kHz: also exercises the
  * down-mix and an odd rate) into a temporary file; returns its path. */
 static const char *write_ogg(char *path, size_t cap) {
-    char dir[] = "/tmp/encdec-ogg-XXXXXX";
-    if (!mkdtemp(dir)) return NULL;
-    snprintf(path, cap, "%s/jfk.ogg", dir);
+    if (!tmp_new("encdec-ogg")) return NULL;
+    snprintf(path, cap, "%s", tmp_path("jfk.ogg"));
     float *pcm;
     size_t n;
     if (audio_load(ED_SHARED_DIR "/audio/jfk.wav", 22050, 0, &pcm, &n)) return NULL;
@@ -183,7 +183,7 @@ static const char *write_ogg(char *path, size_t cap) {
 }
 
 static void cli_and_wer(void) {
-    char ogg[256];
+    char ogg[256] = "";
     CHECK(write_ogg(ogg, sizeof ogg) != NULL);
     const char *jfk[] = {"jfk.wav", "jfk.flac", "jfk.mp3", ogg};
     for (int i = 0; i < 4; i++) {
@@ -198,9 +198,7 @@ static void cli_and_wer(void) {
                        "ask what you can do for your country.\n");
         free(out);
     }
-    unlink(ogg);
-    *strrchr(ogg, '/') = 0;
-    rmdir(ogg);
+    tmp_remove(tmp_dir);
     static const struct { const char *file, *ref; } set[] = {
         {"jfk.wav", "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."},
         {"librispeech/1272-128104-0000.wav", "MR QUILTER IS THE APOSTLE OF THE MIDDLE CLASSES AND WE ARE GLAD TO WELCOME HIS GOSPEL"},

@@ -23,15 +23,9 @@ int main(void) {
     snprintf(path, sizeof path, "%s/audio/jfk.wav", ED_SHARED_DIR);
     if (access(path, R_OK) != 0) return check_skip("needs ../shared/audio/jfk.wav");
 
-    ed_wtab *g = wtab_new();
-    CHECK_EQ_INT(st_load_file(g, ED_TEST_DATA "/tiny-random-whisper-golden.safetensors"), ENCDEC_OK);
-    whisper_model *m = NULL;
-    encdec_status st = whisper_load(&m, ED_TEST_DATA "/tiny-random-whisper");
-    CHECK_EQ_INT(st, ENCDEC_OK);
-    if (st) {
-        fprintf(stderr, "%s\n", encdec_last_error());
-        return check_done();
-    }
+    ed_wtab *g;
+    whisper_model *m;
+    if (!golden_open(ED_TEST_DATA "/tiny-random-whisper-golden.safetensors", ED_TEST_DATA "/tiny-random-whisper", &g, &m)) return check_done();
     CHECK_EQ_INT(m->hp.d, 64);
     CHECK_STR(m->format, "safetensors");
     const whisper_hparams *h = &m->hp;
@@ -40,36 +34,18 @@ int main(void) {
     /* mel */
     float *mel;
     CHECK_EQ_INT(golden_mel(path, h->n_mels, &mel, NULL, NULL), ENCDEC_OK);
-    int nf;
-    double worst = golden_mel_diff(mel, h->n_mels, g, &nf);
-    printf("mel max |diff| %.3g over %d frames\n", worst, nf);
-    CHECK(worst < 1e-4);
-
-    /* encoder and cross cache, on 2 threads */
+    /* mel, encoder and cross cache (2 threads) */
     ed_pool *pool;
-    CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
     whisper_state *s;
-    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 2), ENCDEC_OK);
-    golden_check_encoder(s, mel, g);
+    golden_front(m, mel, g, &pool, &s);
 
     /* logits at every step, tokens, and the three cache modes */
     const ed_tensor *gt = golden_need(g, "tokens"), *gp = golden_need(g, "prompt"),
                     *gl = golden_need(g, "logits");
     int nt = (int)gt->shape[0];
     int *tok_full = calloc((size_t)nt, sizeof(int)), *tok_other = calloc((size_t)nt, sizeof(int));
-    float *lg_full = malloc(sizeof(float) * (size_t)nt * V), *lg_other = malloc(sizeof(float) * (size_t)nt * V);
-    worst = golden_decode(s, ENCDEC_KV_FULL, gp, gt, gl, tok_full, lg_full);
-    printf("logits (full cache) max |diff| %.3g over %d steps\n", worst, nt);
-    CHECK(worst < 2e-4);
-    for (int i = 0; i < nt; i++) CHECK_EQ_INT(tok_full[i], ((const int *)gt->data)[i]);
-    encdec_kv_mode others[2] = {ENCDEC_KV_SELF, ENCDEC_KV_NONE};
-    for (int k = 0; k < 2; k++) {
-        golden_decode(s, others[k], gp, gt, gl, tok_other, lg_other);
-        double dd = check_max_abs_diff(lg_full, lg_other, (size_t)nt * V, NULL);
-        printf("mode %s vs full: max logit |diff| %.3g\n", k ? "none" : "self", dd);
-        CHECK(dd < 5e-4);
-        CHECK(memcmp(tok_full, tok_other, sizeof(int) * (size_t)nt) == 0);
-    }
+    float *lg_full = malloc(sizeof(float) * (size_t)nt * V);
+    golden_modes(s, "", gp, gt, gl, tok_full, lg_full);
 
     /* the real greedy loop (no teacher forcing) yields the golden tokens */
     {
@@ -105,7 +81,6 @@ int main(void) {
     free(tok_full);
     free(tok_other);
     free(lg_full);
-    free(lg_other);
     whisper_state_free(s);
     ed_pool_free(pool);
     free(mel);

@@ -36,13 +36,6 @@ static const ed_tensor *needp(const ed_wtab *g, const char *pfx, const char *nam
 
 /* Teacher-forced decode of golden decode `pfx`: returns the max logit
  * difference against the golden rows and writes our argmax tokens. */
-static double decode_against(whisper_state *st, encdec_kv_mode mode, const ed_wtab *g,
-                             const char *pfx, int *ours, float *all_logits) {
-    const ed_tensor *gl = needp(g, pfx, "logits");
-    CHECK_EQ_INT(gl->shape[1], st->m->hp.n_vocab);
-    return golden_decode(st, mode, needp(g, pfx, "prompt"), needp(g, pfx, "tokens"), gl, ours, all_logits);
-}
-
 static int same_tokens(const int *a, const ed_tensor *want, int n) {
     return n == (int)want->shape[0] && memcmp(a, want->data, sizeof(int) * (size_t)n) == 0;
 }
@@ -55,21 +48,10 @@ static void check_decode(whisper_state *s, const ed_wtab *g, const char *pfx) {
     const ed_tensor *gt = needp(g, pfx, "tokens"), *gp = needp(g, pfx, "prompt");
     int nt = (int)gt->shape[0];
     int *tok_full = calloc((size_t)nt, sizeof(int)), *tok_other = calloc((size_t)nt, sizeof(int));
-    float *lg_full = malloc(sizeof(float) * (size_t)nt * V), *lg_other = malloc(sizeof(float) * (size_t)nt * V);
-
-    double worst = decode_against(s, ENCDEC_KV_FULL, g, pfx, tok_full, lg_full);
-    printf("%s: logits (full cache) max |diff| %.3g over %d steps\n", pfx, worst, nt);
-    CHECK(worst < 2e-4);
-    for (int i = 0; i < nt; i++) CHECK_EQ_INT(tok_full[i], ((const int *)gt->data)[i]);
-    encdec_kv_mode others[2] = {ENCDEC_KV_SELF, ENCDEC_KV_NONE};
-    for (int k = 0; k < 2; k++) {
-        double w = decode_against(s, others[k], g, pfx, tok_other, lg_other);
-        double dd = check_max_abs_diff(lg_full, lg_other, (size_t)nt * V, NULL);
-        printf("%s: mode %s: vs HF %.3g, vs full %.3g\n", pfx, k ? "none" : "self", w, dd);
-        CHECK(w < 2e-4);
-        CHECK(dd < 5e-4);
-        CHECK(memcmp(tok_full, tok_other, sizeof(int) * (size_t)nt) == 0);
-    }
+    float *lg_full = malloc(sizeof(float) * (size_t)nt * V);
+    char label[64];
+    snprintf(label, sizeof label, "%s: ", pfx);
+    golden_modes(s, label, gp, gt, needp(g, pfx, "logits"), tok_full, lg_full);
 
     whisper_runner r;
     dec_model dm;
@@ -81,7 +63,6 @@ static void check_decode(whisper_state *s, const ed_wtab *g, const char *pfx) {
     free(tok_full);
     free(tok_other);
     free(lg_full);
-    free(lg_other);
 }
 
 /* The public API: the model's description, and encdec_transcribe building
@@ -139,16 +120,9 @@ int main(void) {
     snprintf(path, sizeof path, "%s/audio/jfk.wav", ED_SHARED_DIR);
     if (access(path, R_OK) != 0) return check_skip("needs ../shared/audio/jfk.wav");
 
-    ed_wtab *g = wtab_new();
-    CHECK_EQ_INT(st_load_file(g, ED_TEST_DATA "/tiny-random-whisper-v3-golden.safetensors"), ENCDEC_OK);
-    whisper_model *m = NULL;
-    encdec_status st = whisper_load(&m, MODEL_DIR);
-    CHECK_EQ_INT(st, ENCDEC_OK);
-    if (st) {
-        fprintf(stderr, "%s\n", encdec_last_error());
-        wtab_free(g);
-        return check_done();
-    }
+    ed_wtab *g;
+    whisper_model *m;
+    if (!golden_open(ED_TEST_DATA "/tiny-random-whisper-v3-golden.safetensors", MODEL_DIR, &g, &m)) return check_done();
     const whisper_hparams *h = &m->hp;
     CHECK_EQ_INT(h->n_mels, 128);
     CHECK_EQ_INT(h->d, 64);
@@ -169,17 +143,10 @@ int main(void) {
     float *mel;
     CHECK_EQ_INT(golden_mel(path, h->n_mels, &mel, NULL, NULL), ENCDEC_OK);
     CHECK_EQ_INT(golden_need(g, "mel_frames")->shape[0], 128);
-    int nf;
-    double worst = golden_mel_diff(mel, h->n_mels, g, &nf);
-    printf("mel max |diff| %.3g over %d frames x %d bands\n", worst, nf, h->n_mels);
-    CHECK(worst < 1e-4);
-
-    /* encoder and cross cache, on 2 threads */
+    /* mel, encoder and cross cache (2 threads) */
     ed_pool *pool;
-    CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
     whisper_state *s;
-    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 2), ENCDEC_OK);
-    golden_check_encoder(s, mel, g);
+    golden_front(m, mel, g, &pool, &s);
 
     /* both multilingual prompts: logits at every step, tokens, cache modes */
     check_decode(s, g, "en");
