@@ -10,6 +10,7 @@
  * The model is tests/data/tiny-random-whisper; audio is written here.
  */
 #include "check.h"
+#include "clirun.h"
 #include "tmpdir.h"
 
 #include <sndfile.h>
@@ -22,29 +23,19 @@
 
 #define MODEL ED_TEST_DATA "/tiny-random-whisper"
 
-static char g_out[65536];       /* the output of the last run */
+#define g_out cli_out
 
-/* Runs `env-prefix ED_CLI_PATH args 2>&1`, keeps its output in g_out and
- * returns its exit status (-1 if it did not exit normally). */
+/* Runs `env-prefix ED_CLI_PATH args 2>&1` (stdin empty), keeps its output in
+ * cli_out and returns its exit status (-1 if it did not exit normally). */
 static int run_env(const char *env, const char *args) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1 </dev/null", env, ED_CLI_PATH, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) { perror("popen"); exit(2); }
-    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
-    g_out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return cli_sh(cmd);
 }
 
 static int run(const char *args) { return run_env("", args); }
 
-/* The last output contains s. */
-static int said(const char *s) {
-    if (strstr(g_out, s)) return 1;
-    fprintf(stderr, "  expected \"%s\" in the output:\n%s\n", s, g_out);
-    return 0;
-}
+#define said cli_said
 
 #define CHECK_RUN(args, want_rc, want_text) do { \
     CHECK_EQ_INT(run(args), want_rc); CHECK(said(want_text)); } while (0)

@@ -34,7 +34,7 @@ static encdec_status step(void *ctx, int n, const int *seq, const int *tok, floa
 
 int main(void) {
     fake f = {0};
-    dec_model dm = {&f, V, feed, step};
+    dec_model dm = {&f, V, feed, step, NULL};
     int sup[1] = {1}, begin[2] = {2, 5}, prompt[3] = {5, 4, 3}, out[8];
     float lp[8], lg[V];
     dec_rules r = {sup, 1, begin, 2, 5, 8};

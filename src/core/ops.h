@@ -37,6 +37,41 @@ void op_attention_hm(ed_pool *p, float *o, int ldo, const float *q, int ldq,
                      const float *k, const float *v, size_t head_stride, int Mq, int Tk,
                      int n_head, int dh, float scale, float *scratch, size_t scratch_stride);
 
+/* ---- the T5 family (ops_seq.c) ---- */
+
+void op_rmsnorm(ed_pool *p, float *y, const float *x, const float *g, int M, int D, float eps);
+
+typedef enum { OP_ACT_RELU, OP_ACT_GELU, OP_ACT_GELU_TANH, OP_ACT_SILU } op_act;
+/* Feed-forward activation on h[M, ld]: act(h[:, 0:F]) in place; gated:
+ * h[:, 0:F] = act(h[:, 0:F]) * h[:, F:2F] (the two input projections come
+ * out of one fused product side by side). */
+void op_ffn_act(ed_pool *p, float *h, int ld, int M, int F, op_act act, int gated);
+
+/* Attention within packed segments (a batch of inputs of different lengths
+ * without padding): segment s is rows [seg_start[s], seg_start[s] + seg_len[s])
+ * of q, k, v and o, and its rows attend only to its own keys. bias: per head
+ * a Toeplitz vector at bias + h * bias_hstride; query i and key j of a
+ * segment add bias[bias_center + j - i] (NULL: none). Work items are
+ * (segment, head, block of OP_ATTN_ROWS rows). scratch as op_attention. */
+void op_attention_seg(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
+                      int ldk, const float *v, int ldv, int n_seg, const int *seg_start,
+                      const int *seg_len, int n_head, int dh, float scale, const float *bias,
+                      size_t bias_hstride, int bias_center, float *scratch,
+                      size_t scratch_stride);
+
+/* Decoder self-attention through a cache index table: row r is the query at
+ * position pos[r] of a sequence whose position t is stored in cache slot
+ * tab[tab_row[r] * tab_ld + t]; it attends to positions [0, pos[r]]. Head h
+ * of slot s, position t is at kc (vc) + s * slot_stride + t * ld + h * dh.
+ * bias: + bias[h * bias_hstride + bias_center - pos[r] + t] (NULL: none).
+ * scratch: per thread pos[r] + 1 floats or more, scratch_stride apart. */
+void op_attention_tab(ed_pool *p, float *o, int ldo, const float *q, int ldq,
+                      const float *kc, const float *vc, size_t slot_stride, int ld, int R,
+                      const int *pos, const int *tab, const int *tab_row, int tab_ld,
+                      int n_head, int dh, float scale, const float *bias,
+                      size_t bias_hstride, int bias_center, float *scratch,
+                      size_t scratch_stride);
+
 /* col[T_out, C_in*kw] over the pool (see k_im2col_1d). */
 void op_im2col_1d(ed_pool *p, float *col, const float *x, int x_chan_major, int C_in,
                   int T_in, int kw, int stride, int pad, int T_out);

@@ -1,13 +1,16 @@
 /* seam.h - the one narrow seam between decoding strategies and a model.
  *
- *   dec_model dm = { ctx, n_vocab, feed, step };
+ *   dec_model dm = { ctx, n_vocab, feed, step, reorder };
  *   dm.feed(dm.ctx, seq, prompt, n_prompt, logits);     prefill: logits of the last token
  *   dm.step(dm.ctx, n_seq, seqs, tokens, logits);       one token for each of n_seq sequences
+ *   dm.reorder(dm.ctx, n, seqs, srcs);                  beams: seqs[i] continues srcs[i]
  *
  * A sequence is a small integer (a cache slot) that the model side owns.
- * Strategies (greedy today; beam search and sampling share this seam) only
- * see logits [n, n_vocab] and never model internals. All sequences a model
- * context serves decode the same input, and read one shared cross cache.
+ * Strategies (greedy, beam search, sampling) only see logits [n, n_vocab]
+ * and never model internals. Which input a sequence decodes (and so which
+ * cross cache it reads) is the model side's business, fixed before decoding:
+ * by convention a strategy decoding G groups of W sequences each uses
+ * sequences g * W + j, and the model maps all W of group g to input g.
  */
 #ifndef ED_SEAM_H
 #define ED_SEAM_H
@@ -23,6 +26,11 @@ typedef struct {
     /* Appends token[i] to sequence seq[i] for i < n_seq, all in one pass;
      * writes logits[n_seq, n_vocab]. */
     encdec_status (*step)(void *ctx, int n_seq, const int *seq, const int *token, float *logits);
+    /* Between steps: for i < n, sequence seq[i] takes over the history (its
+     * tokens and self-attention cache) that sequence src[i] had before the
+     * call, all at once (a permutation, or several children of one parent).
+     * Sequences not named keep theirs. NULL when the model cannot fork. */
+    encdec_status (*reorder)(void *ctx, int n, const int *seq, const int *src);
 } dec_model;
 
 #endif

@@ -14,6 +14,7 @@
 #define ED_KERN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* y[M,N] (row stride ldy) = x[M,K] (ldx) . w[N,K]^T (ldw) + b[N] (b may be NULL).
  * w is a PyTorch Linear weight [out, in], row-major. */
@@ -51,6 +52,43 @@ void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int
 void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                      const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                      int causal, float *scratch);
+
+/* Scaled dot-product attention with an additive bias (T5's relative
+ * positions), no causal mask: row i adds bias[i * bias_step + j] to the
+ * score of key j (bias_step -1 reads a Toeplitz vector; bias NULL adds none).
+ * Otherwise as k_attention. scratch: [Mq, Tk]. */
+void k_attention_bias(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                      const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                      const float *bias, ptrdiff_t bias_step, float *scratch);
+void k_attention_bias_ref(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                          const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                          const float *bias, ptrdiff_t bias_step, float *scratch);
+
+/* One query row over keys gathered from cache slots through an index table:
+ * key j (and value j) is at k + slot[j] * slot_stride + j * ld (likewise v).
+ * o[dh] = softmax(scale * q . K^T + bias[j]) . V over j < Tk; bias may be
+ * NULL. This is how beams read a shared history without copying it.
+ * scratch: [Tk]. */
+void k_attention_gather(float *o, const float *q, const float *k, const float *v,
+                        size_t slot_stride, int ld, const int *slot, int Tk, int dh,
+                        float scale, const float *bias, float *scratch);
+void k_attention_gather_ref(float *o, const float *q, const float *k, const float *v,
+                            size_t slot_stride, int ld, const int *slot, int Tk, int dh,
+                            float scale, const float *bias, float *scratch);
+
+/* T5's RMSNorm: y[M,D] = x / sqrt(mean(x^2) + eps) * g per row (no mean
+ * subtraction, no bias); y may alias x. */
+void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps);
+
+/* Element-wise activations, in place. gelu_tanh is the tanh approximation
+ * (PyTorch's approximate="tanh", HF's gelu_new); silu = x * sigmoid(x). */
+void k_relu(float *x, size_t n);
+void k_gelu_tanh(float *x, size_t n);
+void k_gelu_tanh_ref(float *x, size_t n);
+void k_silu(float *x, size_t n);
+void k_silu_ref(float *x, size_t n);
+/* y[n] *= x[n]. */
+void k_mul(float *y, const float *x, size_t n);
 
 /* 1-d convolution as a matrix: col[T_out, C_in * kw] from x, where output
  * step t reads input positions t*stride + j - pad (zeros outside [0, T_in)).

@@ -13,6 +13,7 @@
  */
 #include "models/whisper.h"
 #include "models/whisper_cfg.h"
+#include "models/wload.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/mem.h"
@@ -22,77 +23,16 @@
 #include <string.h>
 
 typedef struct {
+    wload w;                /* tensors, sticky status */
     whisper_model *m;
     int hf;                 /* 1: HF names, 0: CTranslate2 names */
-    const char *file;       /* the weights file named in "missing" errors */
-    encdec_status st;       /* sticky: the first failure */
 } loader;
 
-static const ed_tensor *find(loader *L, const char *name) {
-    if (L->st) return NULL;
-    const ed_tensor *t = wtab_get(L->m->wt, name);
-    if (!t) L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s is missing", L->file, name);
-    return t;
-}
-
-/* The tensor `name` as f32, checked against the expected shape (ndim dims
- * from e[]). Borrowed when stored as aligned f32, else converted into memory
- * owned by the weight table. */
-static const float *get(loader *L, const char *name, int ndim, const int64_t *e) {
-    const ed_tensor *t = find(L, name);
-    if (!t) return NULL;
-    int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == e[i];
-    if (!ok) {
-        char got[96], want[96];
-        L->st = ed_fail(ENCDEC_ERR_SHAPE, "%s: tensor %s has shape %s, expected %s",
-                        ed_basename(t->file), name, ed_shape_str(got, sizeof got, t->ndim, t->shape),
-                        ed_shape_str(want, sizeof want, ndim, e));
-        return NULL;
-    }
-    if (t->dtype != ED_F32 && t->dtype != ED_F16 && t->dtype != ED_BF16) {
-        L->st = ed_fail(ENCDEC_ERR_DTYPE, "%s: tensor %s has dtype %s, expected F32, F16 or BF16%s",
-                        ed_basename(t->file), name, ed_dtype_name(t->dtype),
-                        t->dtype == ED_I8 ? " (int8-quantized models are not supported yet)" : "");
-        return NULL;
-    }
-    size_t n = t->nbytes / ed_dtype_size(t->dtype);
-    L->m->weight_bytes += n * sizeof(float);
-    if (t->dtype == ED_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) return t->data;
-    float *dst = wtab_alloc(L->m->wt, n * sizeof(float), name);
-    if (!dst) {
-        L->st = ENCDEC_ERR_NOMEM;
-        return NULL;
-    }
-    ed_to_f32(dst, t->data, t->dtype, n);
-    return dst;
-}
-
-static const float *get1(loader *L, const char *name, int64_t a) {
-    int64_t e[1] = {a};
-    return get(L, name, 1, e);
-}
-static const float *get2(loader *L, const char *name, int64_t a, int64_t b) {
-    int64_t e[2] = {a, b};
-    return get(L, name, 2, e);
-}
-static const float *get3(loader *L, const char *name, int64_t a, int64_t b, int64_t c) {
-    int64_t e[3] = {a, b, c};
-    return get(L, name, 3, e);
-}
-
-/* Copies n floats of src (may be NULL: zeros) to dst; for fusing. */
-static void put(float *dst, const float *src, size_t n) {
-    if (src) memcpy(dst, src, n * sizeof *dst);
-    else memset(dst, 0, n * sizeof *dst);
-}
-
-static float *alloc_w(loader *L, size_t n, const char *what) {
-    if (L->st) return NULL;
-    float *p = wtab_alloc(L->m->wt, n * sizeof(float), what);
-    if (!p) L->st = ENCDEC_ERR_NOMEM;
-    return p;
-}
+#define get1(L, n, a) wl_get1(&(L)->w, n, a)
+#define get2(L, n, a, b) wl_get2(&(L)->w, n, a, b)
+#define get3(L, n, a, b, c) wl_get3(&(L)->w, n, a, b, c)
+#define alloc_w(L, n, what) wl_alloc(&(L)->w, n, what)
+#define put wl_put
 
 /* HF stores Q, K, V separately (K without bias): fuse them into [3d, d]. */
 static void hf_fused_qkv(loader *L, const char *pfx, const float **w, const float **b) {
@@ -106,7 +46,7 @@ static void hf_fused_qkv(loader *L, const char *pfx, const float **w, const floa
     snprintf(nm, sizeof nm, "%s.v_proj.bias", pfx); bv = get1(L, nm, d);
     float *fw = alloc_w(L, (size_t)3 * d * d, "fused QKV");
     float *fb = alloc_w(L, (size_t)3 * d, "fused QKV bias");
-    if (L->st) return;
+    if (L->w.st) return;
     put(fw, wq, (size_t)d * d);
     put(fw + d * d, wk, (size_t)d * d);
     put(fw + 2 * d * d, wv, (size_t)d * d);
@@ -206,7 +146,7 @@ static void load_dec_layer(loader *L, int i, whisper_dec_layer *y, float *w_xkv,
         y->b_fc2 = get1(L, N("/ffn/linear_1/bias"), d);
     }
 #undef N
-    if (L->st) return;
+    if (L->w.st) return;
     size_t row = (size_t)i * 2 * d;
     put(w_xkv + row * d, wk, (size_t)d * d);
     put(w_xkv + (row + d) * d, wv, (size_t)d * d);
@@ -221,7 +161,7 @@ static void load_weights(loader *L) {
     m->enc = calloc((size_t)h->n_enc_layer, sizeof *m->enc);
     m->dec = calloc((size_t)h->n_dec_layer, sizeof *m->dec);
     if (!m->enc || !m->dec) {
-        L->st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: layer tables");
+        L->w.st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: layer tables");
         return;
     }
     const char *hf[] = {"model.encoder.conv1.weight", "model.encoder.conv1.bias",
@@ -247,52 +187,16 @@ static void load_weights(loader *L) {
     m->dec_pos = get2(L, nm[8], h->n_text_ctx, d);
     m->dec_ln_g = get1(L, nm[9], d);
     m->dec_ln_b = get1(L, nm[10], d);
-    for (int i = 0; i < h->n_enc_layer && !L->st; i++) load_enc_layer(L, i, &m->enc[i]);
+    for (int i = 0; i < h->n_enc_layer && !L->w.st; i++) load_enc_layer(L, i, &m->enc[i]);
     size_t rows = (size_t)h->n_dec_layer * 2 * d;
     float *w_xkv = alloc_w(L, rows * d, "stacked cross K|V weights");
     float *b_xkv = alloc_w(L, rows, "stacked cross K|V bias");
-    for (int i = 0; i < h->n_dec_layer && !L->st; i++)
+    for (int i = 0; i < h->n_dec_layer && !L->w.st; i++)
         load_dec_layer(L, i, &m->dec[i], w_xkv, b_xkv);
     m->w_xkv = w_xkv;
     m->b_xkv = b_xkv;
     /* The output projection is the token embedding (Whisper ties them; HF's
      * proj_out.weight, when stored, is the same tensor and is not read). */
-}
-
-/* Opens the weights; *file is the name used in messages (borrowed from path
- * or static). */
-static encdec_status open_weights(whisper_model *m, const char *path, char *dir, size_t cap,
-                                  int *hf, const char **file) {
-    char p[4096];
-    if (ed_is_file(path)) {
-        size_t n = strlen(path);
-        if (n < 12 || strcmp(path + n - 12, ".safetensors") != 0)
-            return ed_fail(ENCDEC_ERR_NO_MODEL, "%s: not a model directory or .safetensors file", path);
-        snprintf(dir, cap, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(dir, cap, ".");
-        *hf = 1;
-        *file = ed_basename(path);
-        return st_load_file(m->wt, path);
-    }
-    if (!ed_is_dir(path)) return ed_fail(ENCDEC_ERR_IO, "%s: no such file or directory", path);
-    snprintf(dir, cap, "%s", path);
-    if (ed_is_file(ed_path_join(p, sizeof p, path, "model.bin"))) {
-        *hf = 0;
-        *file = "model.bin";
-        return ct2_load_file(m->wt, p);
-    }
-    if (ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors")) ||
-        ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors.index.json"))) {
-        *hf = 1;
-        *file = ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors"))
-                    ? "model.safetensors" : "model.safetensors.index.json";
-        return st_load_dir(m->wt, path);
-    }
-    return ed_fail(ENCDEC_ERR_NO_MODEL,
-                   "%s: no model found (expected model.safetensors, "
-                   "model.safetensors.index.json or a CTranslate2 model.bin)", path);
 }
 
 encdec_status whisper_load(whisper_model **out, const char *path) {
@@ -307,7 +211,7 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     char dir[4096];
     int hf = 0;
     const char *file = "";
-    encdec_status st = open_weights(m, path, dir, sizeof dir, &hf, &file);
+    encdec_status st = wl_open(m->wt, path, 1, dir, sizeof dir, &hf, &file);
     if (!st) {
         m->format = hf ? "safetensors" : "ctranslate2";
         st = hf ? whisper_cfg_hf(m, dir) : whisper_cfg_ct2(m, dir);
@@ -315,9 +219,10 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     if (!st) st = bpe_load_dir(&m->tok, dir);
     if (!st) st = whisper_cfg_tokens(m, dir, hf);
     if (!st) {
-        loader L = {m, hf, file, ENCDEC_OK};
+        loader L = {{m->wt, file, ENCDEC_OK, 0}, m, hf};
         load_weights(&L);
-        st = L.st;
+        m->weight_bytes = L.w.weight_bytes;
+        st = L.w.st;
     }
     if (st) {
         whisper_free(m);

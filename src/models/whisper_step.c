@@ -107,6 +107,6 @@ static encdec_status step(void *ctx, int n_seq, const int *seq, const int *token
 }
 
 dec_model whisper_runner_seam(whisper_runner *r) {
-    dec_model dm = {r, r->st->m->hp.n_vocab, feed, step};
+    dec_model dm = {r, r->st->m->hp.n_vocab, feed, step, NULL};
     return dm;
 }

@@ -1,0 +1,50 @@
+/* norm_act.c - RMSNorm and the feed-forward activations of the T5 family. */
+#include "kern/kern.h"
+#include "kern/poly.h"
+
+#include <math.h>
+
+void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps) {
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * D;
+        float *yi = y + (size_t)i * D;
+        double ss = 0;
+        for (int j = 0; j < D; j++) ss += (double)xi[j] * xi[j];
+        float r = (float)(1.0 / sqrt(ss / D + eps));
+        for (int j = 0; j < D; j++) yi[j] = g[j] * (xi[j] * r);
+    }
+}
+
+K_CLONES void k_relu(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* tanh(u) = 1 - 2 / (exp(2u) + 1): exp_poly clamps, so both tails saturate
+ * to +-1 without overflow. */
+K_CLONES void k_gelu_tanh(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+        float t = 1.0f - 2.0f / (exp_poly(2.0f * u) + 1.0f);
+        x[i] = 0.5f * v * (1.0f + t);
+    }
+}
+
+void k_gelu_tanh_ref(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        x[i] = (float)(0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+    }
+}
+
+K_CLONES void k_silu(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
+}
+
+void k_silu_ref(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(x[i] / (1.0 + exp(-(double)x[i])));
+}
+
+K_CLONES void k_mul(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] *= x[i];
+}

@@ -1,0 +1,56 @@
+/* poly.h - branch-free polynomial approximations shared by the kernel files
+ * (private to src/kern), and the per-ISA cloning attribute. */
+#ifndef ED_KERN_POLY_H
+#define ED_KERN_POLY_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* Hot element-wise loops are cloned per instruction set and picked at load
+ * time by the CPU (GCC function multi-versioning): portable binaries that
+ * still use AVX2 / AVX-512 where present. Sanitizer builds keep one copy. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define K_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define K_CLONES
+#endif
+
+/* exp(x) for x <= 0 region of softmax inputs (any finite x in [-87, 88]):
+ * 2^n * p(r) with r = x - n ln2 (Cody-Waite split), p the degree-6 Taylor
+ * polynomial; relative error < 4e-7. Branch-free so loops vectorise. */
+static inline float exp_poly(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    float t = x * 1.44269504f + 12582912.0f;  /* 1.5 * 2^23: rounds to nearest */
+    float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t e = ((int32_t)n + 127) * (1 << 23);
+    float sc;
+    memcpy(&sc, &e, sizeof sc);
+    return p * sc;
+}
+
+/* erf for GELU without libm calls, so the loop vectorises: Abramowitz and
+ * Stegun 7.1.26 (|error| <= 1.5e-7) with exp_poly for exp(-z^2); the
+ * result is as close to erf as float rounding of erff itself allows. */
+static inline float erf_poly(float z) {
+    float a = z < 0 ? -z : z;
+    float t = 1.0f / (1.0f + 0.3275911f * a);
+    float p = 1.061405429f;
+    p = p * t - 1.453152027f;
+    p = p * t + 1.421413741f;
+    p = p * t - 0.284496736f;
+    p = p * t + 0.254829592f;
+    float r = 1.0f - p * t * exp_poly(-a * a);
+    return z < 0 ? -r : r;
+}
+
+#endif
