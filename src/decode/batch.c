@@ -1,0 +1,96 @@
+/* batch.c - sequences decoded independently but stepped together: the
+ * driver behind batched greedy and sampling. */
+#include "decode/search.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "kern/kern.h"
+
+#include <stdlib.h>
+
+encdec_status dec_check_args(const char *who, const dec_model *m, int n_seq, const int *prompt,
+                             int n_prompt, const dec_rules *r, const int *out_tok,
+                             const float *out_lp, const int *out_len, const float *out_score) {
+    if (!m || !m->feed || !m->step || m->n_vocab < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "%s: the model needs feed, step and n_vocab >= 1", who);
+    if (n_seq < 1) return ed_fail(ENCDEC_ERR_ARG, "%s: need at least one sequence (got %d)", who, n_seq);
+    if (!prompt || n_prompt < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "%s: need a prompt of at least one token (got %d)", who,
+                       n_prompt);
+    if (!r || r->max_new < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "%s: need rules with max_new >= 1 (got %d)", who,
+                       r ? r->max_new : 0);
+    if (!out_tok || !out_lp || !out_len || !out_score)
+        return ed_fail(ENCDEC_ERR_ARG, "%s: an output buffer is NULL", who);
+    return ENCDEC_OK;
+}
+
+void *dec_alloc_n(size_t n, size_t size, const char *what) {
+    size_t bytes;
+    if (!ed_mul_ok(n, size, &bytes)) {
+        ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s (%zu x %zu bytes)", what, n, size);
+        return NULL;
+    }
+    return ed_alloc(bytes, what);
+}
+
+encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
+                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx,
+                              int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    encdec_status st = dec_check_args("decode", m, n_seq, prompt, n_prompt, r, out_tok, out_lp,
+                                      out_len, out_score);
+    if (st) return st;
+    if (!pick) return ed_fail(ENCDEC_ERR_ARG, "decode: no pick function");
+    int V = m->n_vocab, N = r->max_new;
+    float *logits = dec_alloc_n((size_t)n_seq * V, sizeof *logits, "decode logits");
+    int *live = dec_alloc_n((size_t)n_seq * 2, sizeof *live, "decode sequence lists");
+    if (!logits || !live) {
+        free(logits);
+        free(live);
+        return ENCDEC_ERR_NOMEM;
+    }
+    int *next = live + n_seq;   /* [n_live] the token each live sequence is stepped with */
+    for (int s = 0; s < n_seq; s++) {
+        out_len[s] = 0;
+        out_score[s] = 0;
+        live[s] = s;
+    }
+    for (int s = 0; !st && s < n_seq; s++)
+        st = m->feed(m->ctx, s, prompt, n_prompt, logits + (size_t)s * V);
+    /* live[i]'s logits are row i: the order of the last feed / step */
+    int n_live = n_seq;
+    for (int t = 0; !st && t < N && n_live > 0; t++) {
+        int k = 0;
+        for (int i = 0; i < n_live; i++) {
+            int s = live[i];
+            float *row = logits + (size_t)i * V, lp;
+            dec_apply_rules(row, V, r, t);
+            int tok = pick(pick_ctx, s, t, row, V, &lp);
+            out_tok[(size_t)s * N + t] = tok;
+            out_lp[(size_t)s * N + t] = lp;
+            out_len[s] = t + 1;
+            out_score[s] += lp;
+            if (tok != r->eot && t + 1 < N) {
+                live[k] = s;
+                next[k++] = tok;
+            }
+        }
+        n_live = k;
+        if (n_live > 0) st = m->step(m->ctx, n_live, live, next, logits);
+    }
+    free(logits);
+    free(live);
+    return st;
+}
+
+static int pick_greedy(void *ctx, int seq, int index, float *logits, int n_vocab, float *lp) {
+    int id = k_argmax(logits, n_vocab);
+    *lp = dec_logprob(logits, n_vocab, id);
+    return id;
+}
+
+encdec_status dec_greedy_batch(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
+                               const dec_rules *r, int *out_tok, float *out_lp, int *out_len,
+                               float *out_score) {
+    return dec_independent(m, n_seq, prompt, n_prompt, r, pick_greedy, NULL, out_tok, out_lp,
+                           out_len, out_score);
+}

@@ -1,0 +1,342 @@
+/* beam.c - beam search with the semantics of Hugging Face transformers 4.46
+ * (GenerationMixin._beam_search, BeamSearchScorer, BeamHypotheses).
+ *
+ * A beam's history is never copied: step t records, for each slot, the
+ * token chosen, its log-prob and the slot it extended (its parent at step
+ * t - 1); a hypothesis is a slot and a length, read back through the
+ * parents at the end. Running scores are float32 sums as in HF (so that
+ * near-ties fall the same way); hypothesis scores are doubles, as HF's
+ * Python floats.
+ */
+#include "decode/search.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BEAM_MAX 1024
+
+typedef struct {
+    float score;        /* beam's running score + the token's log-prob */
+    int beam, tok;
+} cand;
+
+typedef struct {
+    double score;       /* sum_logprobs / generated_len ^ length_penalty */
+    int n_beam_tok;     /* tokens read back from a beam's history */
+    int slot;           /* that beam: the slot after step n_beam_tok - 1 */
+    int eos;            /* 1: then eos, with log-prob eos_lp */
+    float eos_lp;
+    long order;         /* insertion order: HF's tie-break when sorting */
+} hyp;
+
+typedef struct {
+    hyp *h;             /* [n_beams + 1], in insertion order */
+    int n;
+    double worst;       /* HF's worst_score */
+    int done;
+} hyp_list;
+
+typedef struct {
+    const dec_model *m;
+    const dec_rules *r;
+    const dec_beam_params *bp;
+    int G, W, V, N;     /* groups, beams per group, vocabulary, max_new */
+    float *logits;      /* [n_live_beams, V]: live groups' beams, in order */
+    float *score;       /* [G * W] running score of each slot */
+    int *tok;           /* [N, G * W] token taken by each slot at step t */
+    float *lp;          /* [N, G * W] its (rule-filtered) log-prob */
+    int *parent;        /* [N, G * W] the slot in the group it extended */
+    cand *cands;        /* [2 * W] */
+    float *mx, *lse;    /* [W] log_softmax terms of a group's rows */
+    hyp_list *lists;    /* [G] */
+    hyp *hyps;          /* [G, W + 1]: the lists' storage */
+    int *seq, *next, *to, *from;   /* [G * W] step and reorder arguments */
+    long n_added;
+} beam_run;
+
+encdec_status dec_beam_params_check(const dec_beam_params *bp) {
+    if (!bp) return ed_fail(ENCDEC_ERR_ARG, "beam: no parameters");
+    if (bp->n_beams < 1 || bp->n_beams > BEAM_MAX)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_beams must be in [1, %d] (got %d)", BEAM_MAX,
+                       bp->n_beams);
+    if (bp->n_return < 1 || bp->n_return > bp->n_beams)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_return must be in [1, n_beams = %d] (got %d)",
+                       bp->n_beams, bp->n_return);
+    if (!isfinite(bp->length_penalty))
+        return ed_fail(ENCDEC_ERR_ARG, "beam: length_penalty must be a finite number (got %g)",
+                       bp->length_penalty);
+    if (bp->early_stopping < 0 || bp->early_stopping > 2)
+        return ed_fail(ENCDEC_ERR_ARG,
+                       "beam: early_stopping must be 0 (heuristic), 1 (true) or 2 (never) (got %d)",
+                       bp->early_stopping);
+    return ENCDEC_OK;
+}
+
+/* The terms of torch's float32 log_softmax of x[n]: log-prob of x[v] is
+ * (x[v] - *mx) - *lse. A row of -inf gives -inf everywhere. */
+static void log_softmax_terms(const float *x, int n, float *mx, float *lse) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY) {
+        *mx = *lse = 0;
+        return;
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += expf(x[i] - m);
+    *mx = m;
+    *lse = (float)log(sum);
+}
+
+/* a ranks below b: lower score, or the same score later in beam-major order. */
+static int cand_below(const cand *a, const cand *b) {
+    if (a->score != b->score) return a->score < b->score;
+    return a->beam != b->beam ? a->beam > b->beam : a->tok > b->tok;
+}
+
+static int cand_cmp(const void *pa, const void *pb) {
+    const cand *a = pa, *b = pb;
+    return cand_below(a, b) ? 1 : cand_below(b, a) ? -1 : 0;
+}
+
+static void sift_cand(cand *h, int n, int i) {
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && cand_below(&h[c + 1], &h[c])) c++;
+        if (!cand_below(&h[c], &h[i])) return;
+        cand t = h[c];
+        h[c] = h[i];
+        h[i] = t;
+        i = c;
+    }
+}
+
+/* The best k of score[j] + log-prob(rows[j, v]) over j < W, v < V into
+ * c[k], best first (mx, lse: [W] the rows' log_softmax terms). A min-heap
+ * of the best so far: most candidates cost one compare (in scan order a
+ * tie never displaces the root, which came first). */
+static void top_candidates(cand *c, int k, const float *score, const float *mx,
+                           const float *lse, const float *rows, int W, int V) {
+    int n = 0;
+    for (int j = 0; j < W; j++) {
+        const float *row = rows + (size_t)j * V;
+        for (int v = 0; v < V; v++) {
+            float s = score[j] + ((row[v] - mx[j]) - lse[j]);
+            if (n < k) {
+                c[n++] = (cand){s, j, v};
+                if (n == k)
+                    for (int i = k / 2 - 1; i >= 0; i--) sift_cand(c, k, i);
+            } else if (s > c[0].score) {
+                c[0] = (cand){s, j, v};
+                sift_cand(c, k, 0);
+            }
+        }
+    }
+    qsort(c, n, sizeof *c, cand_cmp);
+}
+
+/* BeamHypotheses.add: keeps the W best; when a (W+1)-th comes in, the
+ * worst (the first of equals) leaves. */
+static void hyp_add(beam_run *b, hyp_list *l, hyp h, float sum_logprobs, int generated_len) {
+    h.score = sum_logprobs / pow(generated_len, b->bp->length_penalty);
+    if (l->n >= b->W && !(h.score > l->worst)) return;
+    h.order = b->n_added++;
+    l->h[l->n++] = h;
+    if (l->n > b->W) {
+        int lo = 0;
+        for (int i = 1; i < l->n; i++)
+            if (l->h[i].score < l->h[lo].score) lo = i;
+        memmove(&l->h[lo], &l->h[lo + 1], (size_t)(l->n - lo - 1) * sizeof *l->h);
+        l->n--;
+        l->worst = l->h[0].score;
+        for (int i = 1; i < l->n; i++)
+            if (l->h[i].score < l->worst) l->worst = l->h[i].score;
+    } else if (h.score < l->worst) {
+        l->worst = h.score;
+    }
+}
+
+/* BeamHypotheses.is_done after step t; best_sum: the best candidate's score. */
+static int hyp_done(const beam_run *b, const hyp_list *l, float best_sum, int t) {
+    if (l->n < b->W) return 0;
+    if (b->bp->early_stopping == 1) return 1;
+    double lp = b->bp->length_penalty;
+    int len = b->bp->early_stopping == 2 && lp > 0 ? b->N : t + 1;
+    return l->worst >= best_sum / pow(len, lp);
+}
+
+/* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
+ * logits. As in HF the rules apply to the log-probs: suppressed tokens get
+ * -inf after the log_softmax, without renormalising. */
+static void process_group(beam_run *b, int g, float *rows, int t) {
+    int W = b->W, V = b->V, K = 2 * W, nb = 0;
+    for (int j = 0; j < W; j++) {
+        log_softmax_terms(rows + (size_t)j * V, V, &b->mx[j], &b->lse[j]);
+        dec_apply_rules(rows + (size_t)j * V, V, b->r, t);
+    }
+    top_candidates(b->cands, K, b->score + (size_t)g * W, b->mx, b->lse, rows, W, V);
+    hyp_list *l = &b->lists[g];
+    for (int k = 0; k < K && nb < W; k++) {
+        const cand *c = &b->cands[k];
+        float lp = (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam];
+        if (c->tok == b->r->eot) {
+            if (k >= W) continue;   /* an eos ranked below the n_beams best is dropped */
+            hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_lp = lp};
+            hyp_add(b, l, h, c->score, t + 1);
+        } else {
+            size_t i = (size_t)t * b->G * W + (size_t)g * W + nb++;
+            b->score[(size_t)g * W + nb - 1] = c->score;
+            b->tok[i] = c->tok;
+            b->lp[i] = lp;
+            b->parent[i] = c->beam;
+        }
+    }
+    l->done = l->done || hyp_done(b, l, b->cands[0].score, t);
+}
+
+/* Feeds the next tokens of every live beam in one step, forking beams
+ * whose parent is another slot through one reorder first. */
+static encdec_status step_live(beam_run *b, int t) {
+    int n = 0, nr = 0, W = b->W;
+    for (int g = 0; g < b->G; g++) {
+        if (b->lists[g].done) continue;
+        for (int j = 0; j < W; j++) {
+            size_t i = (size_t)t * b->G * W + (size_t)g * W + j;
+            b->seq[n] = g * W + j;
+            b->next[n++] = b->tok[i];
+            if (b->parent[i] != j) {
+                b->to[nr] = g * W + j;
+                b->from[nr++] = g * W + b->parent[i];
+            }
+        }
+    }
+    encdec_status st = ENCDEC_OK;
+    if (nr > 0) st = b->m->reorder(b->m->ctx, nr, b->to, b->from);
+    if (!st && n > 0) st = b->m->step(b->m->ctx, n, b->seq, b->next, b->logits);
+    return st;
+}
+
+static int hyp_cmp(const void *pa, const void *pb) {
+    const hyp *a = pa, *b = pb;
+    if (a->score != b->score) return a->score < b->score ? 1 : -1;
+    return a->order < b->order ? 1 : a->order > b->order ? -1 : 0;
+}
+
+/* Writes hypothesis h of group g: its beam's tokens read back through the
+ * parents, then eos if it ended with one. */
+static void write_hyp(const beam_run *b, int g, const hyp *h, int *tok, float *lp, int *len,
+                      float *score) {
+    int slot = h->slot;
+    for (int t = h->n_beam_tok - 1; t >= 0; t--) {
+        size_t i = (size_t)t * b->G * b->W + (size_t)g * b->W + slot;
+        tok[t] = b->tok[i];
+        lp[t] = b->lp[i];
+        slot = b->parent[i];
+    }
+    *len = h->n_beam_tok;
+    if (h->eos) {
+        tok[*len] = b->r->eot;
+        lp[(*len)++] = h->eos_lp;
+    }
+    *score = (float)h->score;
+}
+
+/* BeamSearchScorer.finalize: unfinished groups' live beams (n_steps tokens)
+ * join their hypotheses; each group's best n_return are written. */
+static void finalize(beam_run *b, int n_steps, int *out_tok, float *out_lp, int *out_len,
+                     float *out_score) {
+    int W = b->W, R = b->bp->n_return, N = b->N;
+    for (int g = 0; g < b->G; g++) {
+        hyp_list *l = &b->lists[g];
+        for (int j = 0; !l->done && j < W; j++) {
+            hyp h = {.n_beam_tok = n_steps, .slot = j};
+            hyp_add(b, l, h, b->score[(size_t)g * W + j], n_steps);
+        }
+        qsort(l->h, l->n, sizeof *l->h, hyp_cmp);
+        for (int k = 0; k < R && k < l->n; k++) {
+            size_t o = (size_t)g * R + k;
+            write_hyp(b, g, &l->h[k], out_tok + o * N, out_lp + o * N, &out_len[o], &out_score[o]);
+        }
+    }
+}
+
+static encdec_status beam_alloc(beam_run *b) {
+    size_t GW = (size_t)b->G * b->W, NGW;
+    if (!ed_mul_ok(GW, b->N, &NGW))
+        return ed_fail(ENCDEC_ERR_NOMEM, "beam: %d groups x %d beams x %d tokens is too large",
+                       b->G, b->W, b->N);
+    b->logits = dec_alloc_n(GW * b->V, sizeof *b->logits, "beam logits");
+    b->score = dec_alloc_n(GW, sizeof *b->score, "beam scores");
+    b->tok = dec_alloc_n(NGW, sizeof *b->tok, "beam tokens");
+    b->lp = dec_alloc_n(NGW, sizeof *b->lp, "beam log-probs");
+    b->parent = dec_alloc_n(NGW, sizeof *b->parent, "beam parents");
+    b->cands = dec_alloc_n(2 * (size_t)b->W, sizeof *b->cands, "beam candidates");
+    b->mx = dec_alloc_n(2 * (size_t)b->W, sizeof *b->mx, "beam log_softmax terms");
+    b->lists = dec_alloc_n(b->G, sizeof *b->lists, "beam hypothesis lists");
+    b->hyps = dec_alloc_n(GW + b->G, sizeof *b->hyps, "beam hypotheses");
+    b->seq = dec_alloc_n(4 * GW, sizeof *b->seq, "beam sequence lists");
+    if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->mx ||
+        !b->lists || !b->hyps || !b->seq)
+        return ENCDEC_ERR_NOMEM;
+    b->lse = b->mx + b->W;
+    b->next = b->seq + GW;
+    b->to = b->next + GW;
+    b->from = b->to + GW;
+    for (int g = 0; g < b->G; g++)
+        b->lists[g] = (hyp_list){b->hyps + (size_t)g * (b->W + 1), 0, 1e9, 0};
+    for (size_t i = 0; i < GW; i++) b->score[i] = i % b->W ? -1e9f : 0;
+    return ENCDEC_OK;
+}
+
+static void beam_free(beam_run *b) {
+    free(b->logits);
+    free(b->score);
+    free(b->tok);
+    free(b->lp);
+    free(b->parent);
+    free(b->cands);
+    free(b->mx);
+    free(b->lists);
+    free(b->hyps);
+    free(b->seq);
+}
+
+encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int n_prompt,
+                       const dec_rules *r, const dec_beam_params *bp,
+                       int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    encdec_status st = dec_beam_params_check(bp);
+    if (st) return st;
+    if (n_groups < 1 || n_groups > (1 << 30) / bp->n_beams)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d groups of %d beams is out of range", n_groups,
+                       bp->n_beams);
+    st = dec_check_args("beam", m, n_groups * bp->n_beams, prompt, n_prompt, r, out_tok, out_lp,
+                        out_len, out_score);
+    if (st) return st;
+    if (m->n_vocab < 2)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
+    if (bp->n_beams > 1 && !m->reorder)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
+    beam_run b = {.m = m, .r = r, .bp = bp, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
+                  .N = r->max_new};
+    st = beam_alloc(&b);
+    size_t GW = (size_t)b.G * b.W;
+    for (size_t i = 0; !st && i < GW; i++)
+        st = m->feed(m->ctx, (int)i, prompt, n_prompt, b.logits + i * b.V);
+    for (int t = 0; !st; t++) {
+        int live = 0;           /* the logits rows hold the live groups, in order */
+        for (int g = 0; g < b.G; g++)
+            if (!b.lists[g].done) process_group(&b, g, b.logits + (size_t)live++ * b.W * b.V, t);
+        live = 0;
+        for (int g = 0; g < b.G; g++) live += !b.lists[g].done;
+        if (t + 1 == b.N || live == 0) {
+            finalize(&b, t + 1, out_tok, out_lp, out_len, out_score);
+            break;
+        }
+        st = step_live(&b, t);
+    }
+    beam_free(&b);
+    return st;
+}

@@ -1,0 +1,176 @@
+/* sample.c - sampling with temperature, top-k and top-p, in HF's order. */
+#include "decode/search.h"
+#include "decode/rng.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "kern/kern.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct {
+    const dec_sample_params *sp;
+    dec_rng *rng;       /* [n_seq]: sequence g*n_per_group + j draws from stream j */
+    float *heap;        /* [n_vocab] scratch: top-k's min-heap of values */
+    float *w;           /* [n_vocab] scratch: exp(x - max), the draw's weights */
+    int *idx;           /* [n_vocab] scratch: top-p's token ids */
+} sampler;
+
+encdec_status dec_sample_params_check(const dec_sample_params *sp) {
+    if (!sp) return ed_fail(ENCDEC_ERR_ARG, "sampling: no parameters");
+    if (!(sp->temperature > 0) || isinf(sp->temperature))
+        return ed_fail(ENCDEC_ERR_ARG, "sampling: temperature must be a finite number > 0 (got %g)",
+                       sp->temperature);
+    if (sp->top_k < 0)
+        return ed_fail(ENCDEC_ERR_ARG, "sampling: top_k must be >= 0, 0 = off (got %d)", sp->top_k);
+    if (!(sp->top_p > 0 && sp->top_p <= 1))
+        return ed_fail(ENCDEC_ERR_ARG, "sampling: top_p must be in (0, 1], 1 = off (got %g)",
+                       sp->top_p);
+    return ENCDEC_OK;
+}
+
+static void sift_min(float *h, int n, int i) {
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && h[c + 1] < h[c]) c++;
+        if (!(h[c] < h[i])) return;
+        float t = h[c];
+        h[c] = h[i];
+        h[i] = t;
+        i = c;
+    }
+}
+
+/* The k-th largest of x[0, n), 1 <= k <= n. heap[k]: a min-heap of the k
+ * largest seen so far; O(n) when few values displace its root. */
+static float kth_largest(const float *x, int n, int k, float *heap) {
+    for (int i = 0; i < k; i++) heap[i] = x[i];
+    for (int i = k / 2 - 1; i >= 0; i--) sift_min(heap, k, i);
+    for (int i = k; i < n; i++)
+        if (x[i] > heap[0]) {
+            heap[0] = x[i];
+            sift_min(heap, k, 0);
+        }
+    return heap[0];
+}
+
+/* Top-p on the weights w[n] = exp(x - max) (0 for removed tokens), whose
+ * sum is `sum`: HF drops the least likely tokens whose probabilities add
+ * up to at most 1 - top_p; walking down from the most likely, that keeps a
+ * token while the mass above it is still below top_p (so at least one;
+ * ties with the last one kept stay too). The walk is a quickselect,
+ * expected O(n). Zeroes the weights of dropped tokens and returns the sum
+ * of those kept. idx[n]: scratch. */
+static double keep_top_p(float *w, int n, float top_p, double sum, int *idx) {
+    /* Tokens of weight <= floor are dropped for sure: all of them together
+     * weigh at most n * floor = (1 - top_p) * sum. Most of a long tail goes. */
+    double floor = (1 - (double)top_p) * sum / n;
+    int lo = 0, hi = 0;
+    for (int i = 0; i < n; i++)
+        if (w[i] > floor) idx[hi++] = i;
+    /* idx[0, lo): kept, heavier than idx[lo, hi); above: their mass */
+    double above = 0, need = top_p * sum;
+    float cut = 0;
+    while (lo < hi && above < need) {
+        float pv = w[idx[lo + (hi - lo) / 2]];
+        int gt = lo, lt = hi;   /* [lo, gt): > pv, [gt, i): == pv, [lt, hi): < pv */
+        double mass_gt = 0, mass_eq = 0;
+        for (int i = lo; i < lt;) {
+            int id = idx[i];
+            if (w[id] > pv) {
+                mass_gt += w[id];
+                idx[i++] = idx[gt];
+                idx[gt++] = id;
+            } else if (w[id] < pv) {
+                idx[i] = idx[--lt];
+                idx[lt] = id;
+            } else {
+                mass_eq += w[id];
+                i++;
+            }
+        }
+        if (above + mass_gt >= need) {
+            hi = gt;            /* the cut is among the heavier ones */
+        } else {
+            above += mass_gt + mass_eq;
+            cut = pv;
+            lo = lt;
+        }
+    }
+    double kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (w[i] < cut) w[i] = 0;
+        kept += w[i];
+    }
+    return kept;
+}
+
+/* Draws from the weights w[n] (sum: their total) with u in [0, 1): the
+ * first token whose cumulative weight passes u * sum; zero weights never do. */
+static int draw(const float *w, int n, double sum, double u) {
+    double target = u * sum, acc = 0;
+    int tok = -1;
+    for (int i = 0; i < n; i++) {
+        if (w[i] > 0) tok = i;  /* the fallback if rounding leaves acc <= target */
+        acc += w[i];
+        if (acc > target && w[i] > 0) break;
+    }
+    return tok;
+}
+
+static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp) {
+    sampler *s = ctx;
+    const dec_sample_params *sp = s->sp;
+    if (sp->temperature != 1.0f)
+        for (int i = 0; i < n; i++) x[i] /= sp->temperature;
+    if (sp->top_k > 0 && sp->top_k < n) {
+        float kth = kth_largest(x, n, sp->top_k, s->heap);
+        for (int i = 0; i < n; i++)
+            if (x[i] < kth) x[i] = -INFINITY;
+    }
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    if (mx == -INFINITY) {      /* every token is suppressed */
+        *lp = -INFINITY;
+        return k_argmax(x, n);
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += s->w[i] = expf(x[i] - mx);
+    if (sp->top_p < 1.0f) sum = keep_top_p(s->w, n, sp->top_p, sum, s->idx);
+    int tok = draw(s->w, n, sum, dec_rng_uniform(&s->rng[seq]));
+    *lp = (float)((double)(x[tok] - mx) - log(sum));
+    return tok;
+}
+
+encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
+                         int n_prompt, const dec_rules *r, const dec_sample_params *sp,
+                         int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    encdec_status st = dec_sample_params_check(sp);
+    if (st) return st;
+    if (n_groups < 1 || n_per_group < 1 || n_groups > INT_MAX / n_per_group)
+        return ed_fail(ENCDEC_ERR_ARG, "sampling: %d groups of %d sequences is out of range",
+                       n_groups, n_per_group);
+    int n_seq = n_groups * n_per_group;
+    st = dec_check_args("sampling", m, n_seq, prompt, n_prompt, r, out_tok, out_lp, out_len,
+                        out_score);
+    if (st) return st;
+    sampler s = {.sp = sp};
+    s.rng = dec_alloc_n(n_seq, sizeof *s.rng, "sampling random streams");
+    s.heap = dec_alloc_n(m->n_vocab, sizeof *s.heap, "sampling top-k heap");
+    s.w = dec_alloc_n(m->n_vocab, sizeof *s.w, "sampling weights");
+    s.idx = dec_alloc_n(m->n_vocab, sizeof *s.idx, "sampling top-p ids");
+    if (s.rng && s.heap && s.idx && s.w) {
+        for (int i = 0; i < n_seq; i++) dec_rng_seed(&s.rng[i], sp->seed, (uint64_t)(i % n_per_group));
+        st = dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, out_tok, out_lp,
+                             out_len, out_score);
+    } else {
+        st = ENCDEC_ERR_NOMEM;
+    }
+    free(s.rng);
+    free(s.heap);
+    free(s.idx);
+    free(s.w);
+    return st;
+}

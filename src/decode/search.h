@@ -1,0 +1,122 @@
+/* search.h - decoding strategies over the seam of seam.h: batched greedy,
+ * beam search (Hugging Face transformers 4.46 semantics) and sampling.
+ *
+ *   dec_beam_params bp = { .n_beams = 5, .length_penalty = 1, .early_stopping = 1, .n_return = 1 };
+ *   st = dec_beam(&dm, n_inputs, prompt, n_prompt, &rules, &bp, toks, lps, lens, scores);
+ *   ... sequence i: toks + i * rules.max_new, lens[i] tokens, scores[i]
+ *
+ * Strategies see only logits. One call decodes several inputs ("groups")
+ * of W sequences each; group g uses sequence ids g * W + j (the model side
+ * maps them to inputs). All sequences of a call advance together: one
+ * dm->step per generated position, for every sequence still running.
+ *
+ * Outputs, for all strategies: n_out sequences; sequence i's tokens at
+ * out_tok + i * max_new (eos included when it ended with eos), their
+ * log-probabilities at out_lp + i * max_new, count out_len[i], and
+ * out_score[i] (greedy / sampling: the sum of the token log-probs; beam:
+ * the final length-normalised beam score, as HF's sequences_scores).
+ * Buffers sized by the caller: n_out * r->max_new (tokens, lps), n_out
+ * (len, score).
+ *
+ * The functions allocate their working memory once per call and free it
+ * before returning. They keep no state: calls on different models may run
+ * on different threads at once. An error from a seam call is returned as is
+ * (the outputs are then undefined).
+ */
+#ifndef ED_SEARCH_H
+#define ED_SEARCH_H
+
+#include "decode/greedy.h"
+
+#include <stdint.h>
+
+/* Greedy for n_seq sequences (ids 0..n_seq-1) at once: every sequence is
+ * fed `prompt` (dm->feed), then all unfinished ones take one dm->step
+ * together per token; finished ones (eos, or max_new tokens) drop out of
+ * the steps. Token for token what dec_greedy gives each sequence alone.
+ * n_out = n_seq. */
+encdec_status dec_greedy_batch(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
+                               const dec_rules *r, int *out_tok, float *out_lp, int *out_len,
+                               float *out_score);
+
+typedef struct {
+    int n_beams;            /* >= 1 */
+    float length_penalty;   /* score = sum_logprobs / (generated_len ^ length_penalty), HF */
+    int early_stopping;     /* 1: a group is done once it has n_beams finished hypotheses (HF True);
+                               0: HF's False heuristic (done when no live beam can beat the worst kept);
+                               2: HF's "never" (done when no live beam can, even at max_new tokens) */
+    int n_return;           /* 1..n_beams: best hypotheses returned per group */
+} dec_beam_params;
+
+/* Beam search for n_groups inputs at once, HF transformers 4.46 semantics
+ * (_beam_search + BeamSearchScorer + BeamHypotheses): group g uses
+ * sequences g*n_beams + j, all fed the prompt; a candidate's score is its
+ * beam's running score plus log_softmax(logits) with the rules applied
+ * afterwards (suppressed tokens -inf, not renormalised); the first step
+ * expands beam 0 only (the others start at -1e9); each step takes the top
+ * 2*n_beams candidates of a group over n_beams x V, and an eos candidate
+ * ranked below n_beams is dropped, one ranked within them becomes a
+ * finished hypothesis (n_beams best kept per group, scored with the
+ * generated length, eos counted); at max_new tokens the live beams of
+ * unfinished groups join the hypotheses. One dm->step per position for all
+ * live beams; beams fork through dm->reorder (only the sequences that
+ * change are named); groups that are done drop out of the steps.
+ * Outputs: n_out = n_groups * n_return, group g's rank k at index
+ * g*n_return + k, best first; out_lp: the rule-filtered log-probs.
+ * Candidates with equal scores rank by beam, then token (torch.topk leaves
+ * that order unspecified). Cost per position: O(n_beams * V) per group
+ * (a partial selection, no sort of the vocabulary); memory: the logits of
+ * all beams, [n_groups * n_beams, V] floats.
+ * Requires n_vocab >= 2 and dm->reorder when n_beams > 1. */
+encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int n_prompt,
+                       const dec_rules *r, const dec_beam_params *bp,
+                       int *out_tok, float *out_lp, int *out_len, float *out_score);
+
+typedef struct {
+    float temperature;      /* > 0 */
+    int top_k;              /* 0 = off */
+    float top_p;            /* (0, 1]; 1 = off */
+    uint64_t seed;
+} dec_sample_params;
+
+/* Sampling for n_groups x n_per_group sequences (ids g*n_per_group + j),
+ * stepped together like dec_greedy_batch. After the rules, logits are
+ * processed in HF's order: temperature, top-k (tokens tied with the k-th
+ * are kept), top-p (keep the smallest set of most likely tokens whose
+ * probability reaches top_p, at least 1 token), then a draw from the
+ * softmax. Sequence g*n_per_group+j draws from its own random stream seeded
+ * from (seed, j) only, so an input's samples do not depend on which other
+ * inputs share the batch or where it sits in it, and a seed reproduces the
+ * output exactly. out_lp: log-prob under the processed distribution. */
+encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
+                         int n_prompt, const dec_rules *r, const dec_sample_params *sp,
+                         int *out_tok, float *out_lp, int *out_len, float *out_score);
+
+/* Validation shared by the API and CLI: ENCDEC_ERR_ARG with a message that
+ * names the field and the value for absurd values. */
+encdec_status dec_beam_params_check(const dec_beam_params *bp);
+encdec_status dec_sample_params_check(const dec_sample_params *sp);
+
+/* The engine of dec_greedy_batch and dec_sample, for strategies that pick
+ * each sequence's next token on its own: pick(ctx, seq, index, logits,
+ * n_vocab, &lp) gets sequence seq's logits[n_vocab] for generated position
+ * index (0 = first) with the rules applied, may modify them, and returns
+ * the token, with its log-probability in *lp. */
+typedef int (*dec_pick_fn)(void *ctx, int seq, int index, float *logits, int n_vocab, float *lp);
+
+encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
+                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx,
+                              int *out_tok, float *out_lp, int *out_len, float *out_score);
+
+/* Shared by the strategies: ENCDEC_ERR_ARG, the message prefixed with
+ * `who`, unless m has feed and step, n_seq >= 1, a prompt is given,
+ * r->max_new >= 1 and the four outputs are not NULL. */
+encdec_status dec_check_args(const char *who, const dec_model *m, int n_seq, const int *prompt,
+                             int n_prompt, const dec_rules *r, const int *out_tok,
+                             const float *out_lp, const int *out_len, const float *out_score);
+
+/* ed_alloc of n * size bytes; NULL with ENCDEC_ERR_NOMEM recorded when the
+ * product overflows or the allocation fails. */
+void *dec_alloc_n(size_t n, size_t size, const char *what);
+
+#endif
