@@ -3,6 +3,8 @@
  * loaded from every file layout we read, plus the errors for bad input.
  */
 #include "check.h"
+
+#include "base/json.h"
 #include "tok/bpe.h"
 #include "base/fmap.h"
 
@@ -22,14 +24,7 @@ static double now_ms(void) {
 static cJSON *g_golden;
 
 static void load_golden(void) {
-    char *text;
-    size_t len;
-    encdec_status st = ed_read_file(ED_TEST_DATA "/bpe_golden.json", &text, &len);
-    CHECK_EQ_INT(st, ENCDEC_OK);
-    if (st) return;
-    g_golden = cJSON_ParseWithLength(text, len);
-    free(text);
-    CHECK(g_golden != NULL);
+    CHECK_EQ_INT(ed_json_load(ED_TEST_DATA "/bpe_golden.json", &g_golden), ENCDEC_OK);
 }
 
 static int ids_from_json(const cJSON *arr, int *ids, int cap) {

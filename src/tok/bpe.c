@@ -12,6 +12,7 @@
 #include "tok/bpe_internal.h"
 #include "tok/unicode_tables.h"
 #include "base/err.h"
+#include "base/utf8.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -68,33 +69,6 @@ static int cp_to_byte(uint32_t cp) {
 
 /* ---- UTF-8 ----------------------------------------------------------------- */
 
-/* Decodes one well-formed UTF-8 sequence at s[0 .. n) (n >= 1): returns its
- * length and sets *cp; on an ill-formed sequence returns -k, where k >= 1 is
- * the length of its maximal prefix (each such prefix becomes one U+FFFD, as in
- * Unicode's "best practice" and Rust's from_utf8_lossy). */
-static int utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {
-    uint8_t c = s[0], lo = 0x80, hi = 0xbf;
-    int need;
-    uint32_t v;
-    if (c < 0x80) { *cp = c; return 1; }
-    if (c >= 0xc2 && c <= 0xdf) { need = 1; v = c & 0x1fu; }
-    else if (c >= 0xe0 && c <= 0xef) {
-        need = 2; v = c & 0x0fu;
-        if (c == 0xe0) lo = 0xa0;       /* overlong */
-        if (c == 0xed) hi = 0x9f;       /* surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3; v = c & 0x07u;
-        if (c == 0xf0) lo = 0x90;       /* overlong */
-        if (c == 0xf4) hi = 0x8f;       /* > U+10FFFF */
-    } else return -1;
-    for (int k = 1; k <= need; k++) {
-        if ((size_t)k >= n || s[k] < lo || s[k] > hi) return -k;
-        v = (v << 6) | (s[k] & 0x3fu);
-        lo = 0x80; hi = 0xbf;
-    }
-    *cp = v;
-    return need + 1;
-}
 
 static size_t utf8_put(char *out, uint32_t cp) {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }
@@ -258,7 +232,7 @@ encdec_status bpe_finish(bpe_tok *t, const char *file) {
          * outside the alphabet (an added token) stands for its own UTF-8. */
         while (k < n) {
             uint32_t cp;
-            int len = utf8_next(s + k, n - k, &cp);
+            int len = ed_utf8_next(s + k, n - k, &cp);
             int b = len > 0 ? cp_to_byte(cp) : -1;
             if (b < 0) break;
             t->bytes[at++] = (char)b;
@@ -466,7 +440,7 @@ static int class_at(const uint8_t *s, size_t n, size_t i, size_t *len) {
         return UC_OTHER;
     }
     uint32_t cp = 0;
-    int k = utf8_next(s + i, n - i, &cp);
+    int k = ed_utf8_next(s + i, n - i, &cp);
     *len = k > 0 ? (size_t)k : 1;
     return uc_class(cp);
 }
@@ -499,7 +473,7 @@ encdec_status bpe_encode(const bpe_tok *t, const char *text, int *ids, int cap, 
     size_t n = strlen(text);
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        int k = utf8_next(s + i, n - i, &cp);
+        int k = ed_utf8_next(s + i, n - i, &cp);
         if (k < 0) return ed_fail(ENCDEC_ERR_ARG, "bpe_encode: invalid UTF-8 at byte %zu (0x%02x)", i, s[i]);
         i += (size_t)k;
     }
@@ -548,7 +522,7 @@ char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
     size_t o = 0;
     for (size_t i = 0; i < at;) {
         uint32_t cp;
-        int k = utf8_next(raw + i, at - i, &cp);
+        int k = ed_utf8_next(raw + i, at - i, &cp);
         if (k > 0) {
             memcpy(out + o, raw + i, (size_t)k);
             o += (size_t)k;

@@ -1,0 +1,26 @@
+/* utf8.c - decoding one UTF-8 sequence, strictly. */
+#include "base/utf8.h"
+
+int ed_utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {
+    uint8_t c = s[0], lo = 0x80, hi = 0xbf;
+    int need;
+    uint32_t v;
+    if (c < 0x80) { *cp = c; return 1; }
+    if (c >= 0xc2 && c <= 0xdf) { need = 1; v = c & 0x1fu; }
+    else if (c >= 0xe0 && c <= 0xef) {
+        need = 2; v = c & 0x0fu;
+        if (c == 0xe0) lo = 0xa0;       /* overlong */
+        if (c == 0xed) hi = 0x9f;       /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3; v = c & 0x07u;
+        if (c == 0xf0) lo = 0x90;       /* overlong */
+        if (c == 0xf4) hi = 0x8f;       /* > U+10FFFF */
+    } else return -1;
+    for (int k = 1; k <= need; k++) {
+        if ((size_t)k >= n || s[k] < lo || s[k] > hi) return -k;
+        v = (v << 6) | (s[k] & 0x3fu);
+        lo = 0x80; hi = 0xbf;
+    }
+    *cp = v;
+    return need + 1;
+}

@@ -1,0 +1,17 @@
+/* utf8.h - strict UTF-8 decoding shared by the tokenizers.
+ *
+ *   uint32_t cp;  int k = ed_utf8_next(s, n, &cp);   k > 0: a code point of k bytes
+ */
+#ifndef ED_UTF8_H
+#define ED_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decodes one well-formed UTF-8 sequence at s[0 .. n) (n >= 1): returns its
+ * length and sets *cp; on an ill-formed sequence returns -k, where k >= 1 is
+ * the length of its maximal prefix (each such prefix becomes one U+FFFD, as in
+ * Unicode's "best practice" and Rust's from_utf8_lossy). */
+int ed_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);
+
+#endif

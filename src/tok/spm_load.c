@@ -1,0 +1,391 @@
+/* spm_load.c - building a spm_tok: the piece table, the spelling hash, the byte
+ * trie the Viterbi search walks, special spellings; and the three loaders'
+ * entry points (the file formats are read by spm_proto.c and spm_json.c).
+ */
+#include "tok/spm_internal.h"
+#include "base/err.h"
+#include "base/json.h"
+#include "base/fmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_OFF UINT32_MAX
+
+/* ---- buffers --------------------------------------------------------------- */
+
+encdec_status spm_buf_put(spm_buf *b, const void *p, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer text (%zu bytes)", cap);
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return ENCDEC_OK;
+}
+
+encdec_status spm_ids_put(spm_ids *v, int id) {
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        int *q = realloc(v->p, cap * sizeof *q);
+        if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: token ids (%zu)", cap);
+        v->p = q;
+        v->cap = cap;
+    }
+    v->p[v->n++] = id;
+    return ENCDEC_OK;
+}
+
+/* ---- the piece table --------------------------------------------------------- */
+
+spm_tok *spm_alloc(int style) {
+    spm_tok *t = calloc(1, sizeof *t);
+    if (!t) {
+        ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+        return NULL;
+    }
+    t->style = style;
+    t->unk = t->eos = t->pad = -1;
+    t->add_dummy_prefix = t->remove_extra_ws = t->escape_ws = 1;
+    return t;
+}
+
+void spm_free(spm_tok *t) {
+    if (!t) return;
+    free(t->spell_off);
+    free(t->spell_len);
+    free(t->spell);
+    free(t->score);
+    free(t->type);
+    free(t->special);
+    free(t->hash);
+    free(t->node_id);
+    free(t->edges);
+    free(t->specials);
+    spm_charsmap_free(&t->cmap);
+    for (int i = 0; i < t->n_norm; i++) {
+        free(t->norm[i].pattern);
+        free(t->norm[i].content);
+    }
+    free(t->norm);
+    for (int i = 0; i < t->n_dec; i++) {
+        free(t->dec[i].pattern);
+        free(t->dec[i].content);
+    }
+    free(t->dec);
+    free(t->text);
+    free(t->text_off);
+    free(t);
+}
+
+static uint64_t hash_str(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+int spm_lookup(const spm_tok *t, const char *s, size_t n) {
+    if (!t->hash_cap) return -1;
+    size_t mask = t->hash_cap - 1;
+    for (size_t i = hash_str(s, n) & mask;; i = (i + 1) & mask) {
+        int32_t id = t->hash[i];
+        if (id < 0) return -1;
+        if (t->spell_len[id] == n && memcmp(t->spell + t->spell_off[id], s, n) == 0) return id;
+    }
+}
+
+static int grow_ids(spm_tok *t, int need) {
+    int cap = t->id_cap ? t->id_cap : 1024;
+    while (cap < need) cap *= 2;
+    size_t c = (size_t)cap;
+    uint32_t *off = realloc(t->spell_off, c * sizeof *off);
+    if (off) t->spell_off = off;
+    uint32_t *len = realloc(t->spell_len, c * sizeof *len);
+    if (len) t->spell_len = len;
+    double *score = realloc(t->score, c * sizeof *score);
+    if (score) t->score = score;
+    uint8_t *type = realloc(t->type, c);
+    if (type) t->type = type;
+    uint8_t *sp = realloc(t->special, c);
+    if (sp) t->special = sp;
+    if (!off || !len || !score || !type || !sp) return 0;
+    for (int i = t->id_cap; i < cap; i++) {
+        off[i] = NO_OFF;
+        len[i] = 0;
+        score[i] = 0;
+        type[i] = 0;
+        sp[i] = 0;
+    }
+    t->id_cap = cap;
+    return 1;
+}
+
+encdec_status spm_put(spm_tok *t, int id, const char *s, size_t n, double score, int type,
+                      const char *file) {
+    if (id < 0 || id >= SPM_MAX_ID) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: token id %d is out of range", file, id);
+    if (id < t->n_vocab && t->spell_off[id] != NO_OFF) {
+        const char *old = t->spell + t->spell_off[id];
+        if (t->spell_len[id] != n || memcmp(old, s, n) != 0)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: id %d is given to both \"%s\" and \"%.*s\"",
+                           file, id, old, (int)(n < 64 ? n : 64), s);
+        return ENCDEC_OK;
+    }
+    if (id >= t->id_cap && !grow_ids(t, id + 1)) goto nomem;
+    if (t->spell_used + n + 1 > t->spell_cap) {
+        size_t cap = t->spell_cap ? t->spell_cap : 1 << 16;
+        while (cap < t->spell_used + n + 1) cap *= 2;
+        if (cap > NO_OFF) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
+        char *p = realloc(t->spell, cap);
+        if (!p) goto nomem;
+        t->spell = p;
+        t->spell_cap = cap;
+    }
+    t->spell_off[id] = (uint32_t)t->spell_used;
+    t->spell_len[id] = (uint32_t)n;
+    memcpy(t->spell + t->spell_used, s, n);
+    t->spell[t->spell_used + n] = 0;
+    t->spell_used += n + 1;
+    t->score[id] = score;
+    t->type[id] = (uint8_t)type;
+    if (id >= t->n_vocab) t->n_vocab = id + 1;
+    return ENCDEC_OK;
+nomem:
+    return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
+}
+
+encdec_status spm_add_special(spm_tok *t, int id, int lstrip, int rstrip, int normalized,
+                              const char *file) {
+    if (id < 0 || id >= t->n_vocab || t->spell_off[id] == NO_OFF || t->spell_len[id] == 0)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: special token id %d has no spelling", file, id);
+    if (t->n_specials % 64 == 0) {
+        spm_special *p = realloc(t->specials, ((size_t)t->n_specials + 64) * sizeof *p);
+        if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for special tokens", file);
+        t->specials = p;
+    }
+    t->specials[t->n_specials++] = (spm_special){id, (uint8_t)!!lstrip, (uint8_t)!!rstrip, (uint8_t)!!normalized};
+    t->special_first[(uint8_t)t->spell[t->spell_off[id]]] = 1;
+    return ENCDEC_OK;
+}
+
+/* ---- the lattice trie -------------------------------------------------------- */
+
+static size_t edge_slot(const spm_tok *t, uint64_t key) {
+    size_t mask = t->edge_cap - 1, i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+    while (t->edges[i].key && t->edges[i].key != key) i = (i + 1) & mask;
+    return i;
+}
+
+uint32_t spm_trie_next(const spm_tok *t, uint32_t node, uint8_t b) {
+    const spm_edge *e = &t->edges[edge_slot(t, ((uint64_t)node << 8 | b) + 1)];
+    return e->key ? e->child : 0;
+}
+
+/* Inserts spelling s as piece id. A spelling given twice keeps its first id in
+ * sentencepiece, its last in `tokenizers` (a hash map filled in id order). */
+static int trie_insert(spm_tok *t, const uint8_t *s, size_t n, int id) {
+    uint32_t node = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = ((uint64_t)node << 8 | s[i]) + 1;
+        spm_edge *e = &t->edges[edge_slot(t, key)];
+        if (!e->key) {
+            if (t->n_nodes == t->node_cap) return 0;      /* sized in spm_finish */
+            e->key = key;
+            e->child = t->n_nodes;
+            t->node_id[t->n_nodes++] = -1;
+        }
+        node = e->child;
+    }
+    if (t->node_id[node] < 0 || t->style == SPM_FAST) t->node_id[node] = id;
+    return 1;
+}
+
+/* Which pieces segmentation may use: sentencepiece searches its normal,
+ * user-defined and unused pieces (skipping unused ones); `tokenizers` every
+ * entry of the model vocabulary, control tokens and byte pieces included. */
+static int in_lattice(const spm_tok *t, int type) {
+    if (t->style == SPM_FAST) return type == SPM_NORMAL || type == SPM_UNKNOWN;
+    return type == SPM_NORMAL || type == SPM_USER_DEFINED || type == SPM_UNUSED;
+}
+
+static encdec_status build_trie(spm_tok *t, const char *file) {
+    size_t bytes = 0;
+    for (int id = 0; id < t->n_vocab; id++)
+        if (in_lattice(t, t->type[id])) bytes += t->spell_len[id];
+    if (bytes + 1 > UINT32_MAX / 2) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
+    t->node_cap = (uint32_t)bytes + 1;
+    t->edge_cap = 16;
+    while (t->edge_cap < 2 * (bytes + 1)) t->edge_cap *= 2;
+    t->node_id = malloc((size_t)t->node_cap * sizeof *t->node_id);
+    t->edges = calloc(t->edge_cap, sizeof *t->edges);
+    if (!t->node_id || !t->edges) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the piece trie", file);
+    t->node_id[0] = -1;
+    t->n_nodes = 1;
+    for (int id = 0; id < t->n_vocab; id++)
+        if (in_lattice(t, t->type[id]) &&
+            !trie_insert(t, (const uint8_t *)t->spell + t->spell_off[id], t->spell_len[id], id))
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: piece trie overflow", file);
+    return ENCDEC_OK;
+}
+
+/* ---- finishing ----------------------------------------------------------------- */
+
+int spm_byte_of_piece(const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
+    const char *a = memchr(hex, s[3], 16), *b = memchr(hex, s[4], 16);
+    if (!a || !b) return -1;
+    return (int)((a - hex) * 16 + (b - hex));
+}
+
+/* spm_token_text: ▁ -> space, a byte piece -> its byte. */
+static encdec_status build_texts(spm_tok *t, const char *file) {
+    t->text_off = malloc(((size_t)t->n_vocab + 1) * sizeof *t->text_off);
+    t->text = malloc(t->spell_used + 1);
+    if (!t->text_off || !t->text) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for token texts", file);
+    size_t at = 0;
+    for (int id = 0; id < t->n_vocab; id++) {
+        const char *s = t->spell + t->spell_off[id];
+        size_t n = t->spell_len[id];
+        t->text_off[id] = (uint32_t)at;
+        int b = spm_byte_of_piece(s, n);
+        if (t->decode_bytes && b >= 0 && t->byte_id[b] == id) {
+            t->text[at++] = (char)b;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                if (i + 3 <= n && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
+                    t->text[at++] = ' ';
+                    i += 2;
+                } else {
+                    t->text[at++] = s[i];
+                }
+            }
+        }
+        t->text[at++] = 0;
+    }
+    t->text_off[t->n_vocab] = (uint32_t)at;
+    return ENCDEC_OK;
+}
+
+encdec_status spm_finish(spm_tok *t, const char *file) {
+    if (t->n_vocab == 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the vocabulary is empty", file);
+    for (int id = 0; id < t->n_vocab; id++)
+        if (t->spell_off[id] == NO_OFF)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token has id %d (ids must be 0..%d without holes)",
+                           file, id, t->n_vocab - 1);
+    t->hash_cap = 16;
+    while (t->hash_cap < 2 * (size_t)t->n_vocab) t->hash_cap *= 2;
+    t->hash = malloc(t->hash_cap * sizeof *t->hash);
+    if (!t->hash) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary hash", file);
+    for (size_t i = 0; i < t->hash_cap; i++) t->hash[i] = -1;
+    for (int id = 0; id < t->n_vocab; id++) {
+        const char *s = t->spell + t->spell_off[id];
+        size_t n = t->spell_len[id], mask = t->hash_cap - 1, i = hash_str(s, n) & mask;
+        if (spm_lookup(t, s, n) >= 0) continue;        /* the first id keeps a spelling */
+        while (t->hash[i] >= 0) i = (i + 1) & mask;
+        t->hash[i] = id;
+    }
+    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
+    for (int id = 0; id < t->n_vocab; id++) {
+        int b = spm_byte_of_piece(t->spell + t->spell_off[id], t->spell_len[id]);
+        if (b < 0) continue;
+        if (t->style == SPM_SLOW && t->type[id] != SPM_BYTE) continue;
+        if (t->byte_id[b] < 0) t->byte_id[b] = id;
+    }
+    t->min_score = 0;
+    t->max_score = 0;
+    if (t->style == SPM_SLOW) {
+        /* sentencepiece: over NORMAL pieces, in float, from FLT_MAX / FLT_MIN */
+        float lo = 3.402823466e+38f, hi = 1.175494351e-38f;
+        for (int id = 0; id < t->n_vocab; id++)
+            if (t->type[id] == SPM_NORMAL) {
+                float s = (float)t->score[id];
+                if (s < lo) lo = s;
+                if (s > hi) hi = s;
+            }
+        t->min_score = lo;
+        t->max_score = hi;
+    } else {
+        /* tokenizers: over the whole model vocabulary, in double */
+        double lo = 1.0 / 0.0;
+        for (int id = 0; id < t->n_vocab; id++)
+            if (in_lattice(t, t->type[id]) && t->score[id] < lo) lo = t->score[id];
+        t->min_score = lo;
+    }
+    encdec_status st = build_trie(t, file);
+    return st ? st : build_texts(t, file);
+}
+
+/* ---- entry points ------------------------------------------------------------- */
+
+encdec_status spm_load_model(spm_tok **out, const char *path) {
+    return spm_load_model_ex(out, path, 100);
+}
+
+encdec_status spm_load_model_ex(spm_tok **out, const char *path, int n_extra) {
+    if (!out || !path) return ed_fail(ENCDEC_ERR_ARG, "spm_load_model: NULL argument");
+    *out = NULL;
+    if (n_extra < 0 || n_extra > 10000)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: %d sentinel tokens (extra_ids) is out of range 0..10000",
+                       path, n_extra);
+    ed_fmap f;
+    encdec_status st = ed_fmap_open(&f, path);
+    if (st) return st;
+    spm_tok *t = spm_alloc(SPM_SLOW);
+    st = t ? spm_load_proto(t, f.data, f.size, path, n_extra) : ENCDEC_ERR_NOMEM;
+    ed_fmap_close(&f);
+    if (st) {
+        spm_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
+
+encdec_status spm_load_json(spm_tok **out, const char *path) {
+    if (!out || !path) return ed_fail(ENCDEC_ERR_ARG, "spm_load_json: NULL argument");
+    *out = NULL;
+    char *text;
+    size_t len;
+    encdec_status st = ed_read_file(path, &text, &len);
+    if (st) return st;
+    spm_tok *t = spm_alloc(SPM_FAST);
+    st = t ? spm_load_json_doc(t, text, len, path) : ENCDEC_ERR_NOMEM;
+    free(text);
+    if (st) {
+        spm_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
+
+encdec_status spm_load_dir(spm_tok **out, const char *dir) {
+    if (!out || !dir) return ed_fail(ENCDEC_ERR_ARG, "spm_load_dir: NULL argument");
+    *out = NULL;
+    char json[4096], model[4096];
+    ed_path_join(json, sizeof json, dir, "tokenizer.json");
+    ed_path_join(model, sizeof model, dir, "spiece.model");
+    if (ed_is_file(json)) return spm_load_json(out, json);
+    if (ed_is_file(model)) {
+        /* HF's T5Tokenizer takes its sentinel count from tokenizer_config.json */
+        char cfg[4096];
+        int n_extra = 100;
+        if (ed_is_file(ed_path_join(cfg, sizeof cfg, dir, "tokenizer_config.json"))) {
+            cJSON *c;
+            encdec_status st = ed_json_load(cfg, &c);
+            if (st) return st;
+            if (cJSON_GetObjectItemCaseSensitive(c, "extra_ids"))
+                st = ed_json_int(c, "extra_ids", "tokenizer_config.json", 0, 10000, &n_extra);
+            cJSON_Delete(c);
+            if (st) return st;
+        }
+        return spm_load_model_ex(out, model, n_extra);
+    }
+    return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer: neither tokenizer.json nor spiece.model", dir);
+}
