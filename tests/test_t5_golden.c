@@ -1,0 +1,319 @@
+/* test_t5_golden.c - the T5 family against Hugging Face transformers, on
+ * the four seeded random-weight models of tools/gen_tiny_t5.py (T5 v1.0
+ * ReLU + tied embeddings; v1.1 gated-GELU, inner dim != d_model, bf16;
+ * mT5 with a byte-fallback vocabulary, f16; umT5 with a bias per layer).
+ * Goldens: tools/golden_t5.py (tests/data/t5-golden/<variant>.*).
+ *
+ * Per variant: tokenizer ids of the inputs; the relative position buckets
+ * (4 configurations, 1200 distances) and bias tables; the encoder output of
+ * a batch of 3 inputs of different lengths (packed here, padded in HF);
+ * teacher-forced logits at every decode step; greedy and beam-search tokens
+ * and beam scores, in each cache mode (identical across modes); the public
+ * API's texts.
+ */
+#include "check.h"
+#include "golden.h"
+
+#include "base/json.h"
+#include "decode/search.h"
+#include "models/t5.h"
+#include "models/t5_step.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ENC_TOL 1e-4
+/* Logits reach ~110 on these peaky models; HF itself (batch vs single,
+ * cache vs none, f32 vs f64) moves them by up to 1.2e-5 of the row's largest
+ * |logit|. We check |diff| <= LOGIT_TOL x max(1, max |row|). */
+#define LOGIT_TOL 3e-5
+#define SCORE_TOL 1e-4
+
+typedef struct {
+    int B, T_max, N, V;
+    int *ids, *start, *len;    /* packed */
+    int n_tokens;
+    cJSON *js;
+    ed_wtab *g;
+} golden;
+
+static const char *cli_kv(encdec_kv_mode m) {
+    return m == ENCDEC_KV_FULL ? "full" : m == ENCDEC_KV_SELF ? "self" : "none";
+}
+
+/* max |a - b| / max(1, max |b|) over one row of logits. */
+static double row_diff(const float *a, const float *b, size_t n) {
+    double mx = 1;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(b[i]) > mx) mx = fabs(b[i]);
+    return check_max_abs_diff(a, b, n, NULL) / mx;
+}
+
+static const int *gi(const ed_wtab *g, const char *name) {
+    return golden_need(g, name)->data;
+}
+static const float *gf(const ed_wtab *g, const char *name) {
+    return golden_need(g, name)->data;
+}
+
+/* The inputs: tokenizer ids against HF's, then packed. */
+static void check_inputs(const t5_model *m, golden *G) {
+    const ed_tensor *ids = golden_need(G->g, "input_ids");
+    G->B = (int)ids->shape[0];
+    G->T_max = (int)ids->shape[1];
+    const int *lens = gi(G->g, "input_len");
+    const cJSON *texts = cJSON_GetObjectItem(G->js, "inputs");
+    G->ids = calloc((size_t)G->B * G->T_max, sizeof(int));
+    G->start = calloc((size_t)G->B, sizeof(int));
+    G->len = calloc((size_t)G->B, sizeof(int));
+    for (int b = 0; b < G->B; b++) {
+        const char *text = cJSON_GetArrayItem(texts, b)->valuestring;
+        int *got = NULL, n = 0;
+        CHECK_EQ_INT(spm_encode(m->tok, text, strlen(text), 1, &got, &n), ENCDEC_OK);
+        CHECK_EQ_INT(n, lens[b]);
+        int same = n == lens[b];
+        for (int t = 0; same && t < n; t++) same = got[t] == ((const int *)ids->data)[b * G->T_max + t];
+        CHECK(same);
+        free(got);
+        G->start[b] = G->n_tokens;
+        G->len[b] = lens[b];
+        memcpy(G->ids + G->n_tokens, (const int *)ids->data + b * G->T_max, (size_t)lens[b] * sizeof(int));
+        G->n_tokens += lens[b];
+    }
+}
+
+static void check_buckets(const ed_wtab *g) {
+    const ed_tensor *bi = golden_need(g, "buckets_bi"), *ca = golden_need(g, "buckets_causal");
+    const int *cfg = gi(g, "buckets_cfg");
+    int K = (int)ca->shape[1], bad = 0;
+    for (int c = 0; c < (int)bi->shape[0]; c++) {
+        for (int x = 0; x < 2 * K - 1; x++)
+            bad += t5_bucket(x - (K - 1), 1, cfg[2 * c], cfg[2 * c + 1]) !=
+                   ((const int *)bi->data)[c * (2 * K - 1) + x];
+        for (int n = 0; n < K; n++)
+            bad += t5_bucket(-n, 0, cfg[2 * c], cfg[2 * c + 1]) != ((const int *)ca->data)[c * K + n];
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
+static void check_encoder(t5_state *s, golden *G) {
+    const t5_hparams *h = &s->m->hp;
+    t5_encode(s, G->ids, G->start, G->len, G->B);
+    const float *want = gf(G->g, "encoder_out");
+    double worst = 0;
+    for (int b = 0; b < G->B; b++)
+        for (int t = 0; t < G->len[b]; t++) {
+            double d = check_max_abs_diff(s->enc_out + (size_t)(G->start[b] + t) * h->d,
+                                          want + ((size_t)b * G->T_max + t) * h->d, (size_t)h->d, NULL);
+            if (d > worst) worst = d;
+        }
+    printf("  encoder output: max |diff| %.3g\n", worst);
+    CHECK_NEAR(worst, 0, ENC_TOL);
+    /* the encoder bias table, for the longest input (= the padded length) */
+    const ed_tensor *eb = golden_need(G->g, "enc_bias");
+    CHECK_EQ_INT(eb->shape[2], 2 * G->T_max - 1);
+    CHECK_NEAR(check_max_abs_diff(s->enc_bias, eb->data, eb->nbytes / sizeof(float), NULL), 0, 0);
+}
+
+/* Teacher-forced logits at every step, all inputs stepped together. */
+static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
+    const t5_hparams *h = &s->m->hp;
+    const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
+    const float *want = gf(G->g, "greedy_logits");
+    t5_runner r;
+    CHECK_EQ_INT(t5_runner_init(&r, s, mode, 1), ENCDEC_OK);
+    dec_model dm = t5_runner_seam(&r);
+    float *logits = malloc(sizeof(float) * (size_t)G->B * h->n_vocab);
+    double worst = 0;
+    int seq[16], tok[16], start = h->dec_start;
+    for (int b = 0; b < G->B; b++) {
+        CHECK_EQ_INT(dm.feed(dm.ctx, b, &start, 1, logits + (size_t)b * h->n_vocab), ENCDEC_OK);
+        double d = row_diff(logits + (size_t)b * h->n_vocab, want + (size_t)b * G->N * h->n_vocab,
+                            (size_t)h->n_vocab);
+        if (d > worst) worst = d;
+    }
+    for (int n = 1; n < G->N; n++) {
+        int k = 0;
+        for (int b = 0; b < G->B; b++)
+            if (n < gl[b]) {
+                seq[k] = b;
+                tok[k++] = gt[b * G->N + n - 1];
+            }
+        if (!k) break;
+        CHECK_EQ_INT(dm.step(dm.ctx, k, seq, tok, logits), ENCDEC_OK);
+        for (int i = 0; i < k; i++) {
+            double d = row_diff(logits + (size_t)i * h->n_vocab,
+                                want + ((size_t)seq[i] * G->N + n) * h->n_vocab, (size_t)h->n_vocab);
+            if (d > worst) worst = d;
+        }
+    }
+    free(logits);
+    t5_runner_free(&r);
+    return worst;
+}
+
+static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode) {
+    const t5_hparams *h = &s->m->hp;
+    const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
+    t5_runner r;
+    CHECK_EQ_INT(t5_runner_init(&r, s, mode, 1), ENCDEC_OK);
+    dec_model dm = t5_runner_seam(&r);
+    dec_rules rules = {NULL, 0, NULL, 0, h->eos, G->N};
+    int *toks = calloc((size_t)G->B * G->N, sizeof(int)), *lens = calloc((size_t)G->B, sizeof(int));
+    float *lps = calloc((size_t)G->B * G->N, sizeof(float)), *sc = calloc((size_t)G->B, sizeof(float));
+    int start = h->dec_start;
+    CHECK_EQ_INT(dec_greedy_batch(&dm, G->B, &start, 1, &rules, toks, lps, lens, sc), ENCDEC_OK);
+    int bad = 0;
+    for (int b = 0; b < G->B; b++) {
+        bad += lens[b] != gl[b];
+        for (int t = 0; t < gl[b] && t < lens[b]; t++) bad += toks[b * G->N + t] != gt[b * G->N + t];
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(toks), free(lens), free(lps), free(sc);
+    t5_runner_free(&r);
+}
+
+static void check_beam(t5_state *s, golden *G, encdec_kv_mode mode) {
+    const t5_hparams *h = &s->m->hp;
+    const cJSON *bj = cJSON_GetObjectItem(G->js, "beam");
+    dec_beam_params bp = {cJSON_GetObjectItem(bj, "num_beams")->valueint,
+                          (float)cJSON_GetObjectItem(bj, "length_penalty")->valuedouble,
+                          cJSON_IsTrue(cJSON_GetObjectItem(bj, "early_stopping")),
+                          cJSON_GetObjectItem(bj, "num_return_sequences")->valueint};
+    const int *bt = gi(G->g, "beam_tokens"), *bl = gi(G->g, "beam_len");
+    const float *bs = gf(G->g, "beam_scores");
+    t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B * bp.n_beams, G->N + 1};
+    CHECK_EQ_INT(t5_state_reserve(s, &shape), ENCDEC_OK);
+    t5_encode(s, G->ids, G->start, G->len, G->B);
+    t5_runner r;
+    CHECK_EQ_INT(t5_runner_init(&r, s, mode, bp.n_beams), ENCDEC_OK);
+    dec_model dm = t5_runner_seam(&r);
+    dec_rules rules = {NULL, 0, NULL, 0, h->eos, G->N};
+    int n_out = G->B * bp.n_return;
+    int *toks = calloc((size_t)n_out * G->N, sizeof(int)), *lens = calloc((size_t)n_out, sizeof(int));
+    float *lps = calloc((size_t)n_out * G->N, sizeof(float)), *sc = calloc((size_t)n_out, sizeof(float));
+    int start = h->dec_start;
+    CHECK_EQ_INT(dec_beam(&dm, G->B, &start, 1, &rules, &bp, toks, lps, lens, sc), ENCDEC_OK);
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < n_out; i++) {
+        bad += lens[i] != bl[i];
+        for (int t = 0; t < bl[i] && t < lens[i]; t++) bad += toks[i * G->N + t] != bt[i * G->N + t];
+        double d = fabs(sc[i] - bs[i]);
+        if (d > worst) worst = d;
+    }
+    printf("  beam %d x %d (lp %.2g, early %d), %s: %d token mismatches, score |diff| %.3g\n",
+           bp.n_beams, bp.n_return, bp.length_penalty, bp.early_stopping, cli_kv(mode), bad, worst);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_NEAR(worst, 0, SCORE_TOL);
+    free(toks), free(lens), free(lps), free(sc);
+    t5_runner_free(&r);
+}
+
+/* Through the public API: texts as HF decodes them. */
+static void check_api(const char *model_dir, golden *G) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_model_load(model_dir, &m), ENCDEC_OK);
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    const cJSON *texts = cJSON_GetObjectItem(G->js, "inputs");
+    const char *in[16];
+    for (int b = 0; b < G->B; b++) in[b] = cJSON_GetArrayItem(texts, b)->valuestring;
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = G->N;
+    CHECK_EQ_INT(encdec_generate(s, in, G->B, &p, &r), ENCDEC_OK);
+    const cJSON *gt = cJSON_GetObjectItem(cJSON_GetObjectItem(G->js, "greedy"), "text");
+    CHECK_EQ_INT(encdec_result_n_sequences(r), G->B);
+    for (int b = 0; b < G->B && r; b++)
+        CHECK_STR(encdec_result_sequence(r, b)->text, cJSON_GetArrayItem(gt, b)->valuestring);
+    encdec_result_free(r);
+    const cJSON *bj = cJSON_GetObjectItem(G->js, "beam");
+    p.num_beams = cJSON_GetObjectItem(bj, "num_beams")->valueint;
+    p.num_return_sequences = cJSON_GetObjectItem(bj, "num_return_sequences")->valueint;
+    p.length_penalty = (float)cJSON_GetObjectItem(bj, "length_penalty")->valuedouble;
+    p.early_stopping = cJSON_IsTrue(cJSON_GetObjectItem(bj, "early_stopping"));
+    r = NULL;
+    CHECK_EQ_INT(encdec_generate(s, in, G->B, &p, &r), ENCDEC_OK);
+    const cJSON *bt = cJSON_GetObjectItem(bj, "text");
+    int n = G->B * p.num_return_sequences;
+    CHECK_EQ_INT(encdec_result_n_sequences(r), n);
+    for (int i = 0; i < n && r && i < encdec_result_n_sequences(r); i++) {
+        const encdec_sequence *q = encdec_result_sequence(r, i);
+        CHECK_STR(q->text, cJSON_GetArrayItem(bt, i)->valuestring);
+        CHECK_EQ_INT(q->input, i / p.num_return_sequences);
+        CHECK_EQ_INT(q->rank, i % p.num_return_sequences);
+    }
+    encdec_result_free(r);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+static void run_variant(const char *variant, const char *model_name) {
+    char model_dir[1024], gpath[1024], jpath[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/%s", ED_TEST_DATA, model_name);
+    snprintf(gpath, sizeof gpath, "%s/t5-golden/%s.safetensors", ED_TEST_DATA, variant);
+    snprintf(jpath, sizeof jpath, "%s/t5-golden/%s.json", ED_TEST_DATA, variant);
+    printf("%s (%s)\n", variant, model_name);
+    golden G;
+    memset(&G, 0, sizeof G);
+    t5_model *m = NULL;
+    encdec_status st = t5_load(&m, model_dir);
+    CHECK_STATUS(st, ENCDEC_OK, "");
+    G.g = wtab_new();
+    CHECK_EQ_INT(st_load_file(G.g, gpath), ENCDEC_OK);
+    CHECK_EQ_INT(ed_json_load(jpath, &G.js), ENCDEC_OK);
+    if (st || !G.js || !wtab_get(G.g, "input_ids")) {
+        t5_free(m);
+        wtab_free(G.g);
+        cJSON_Delete(G.js);
+        return;
+    }
+    G.N = (int)golden_need(G.g, "greedy_tokens")->shape[1];
+    G.V = m->hp.n_vocab;
+    check_inputs(m, &G);
+    check_buckets(G.g);
+    ed_pool *pool;
+    CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
+    t5_state *s;
+    CHECK_EQ_INT(t5_state_new(&s, m, pool), ENCDEC_OK);
+    t5_shape shape = {G.n_tokens, G.T_max, G.B, G.B, G.N + 1};
+    CHECK_EQ_INT(t5_state_reserve(s, &shape), ENCDEC_OK);
+    check_encoder(s, &G);
+    /* decoder bias by distance: ours is stored reversed (centre = distance 0) */
+    const ed_tensor *db = golden_need(G.g, "dec_bias");
+    int nb = (int)db->shape[0], H = (int)db->shape[1], nd = (int)db->shape[2], n_ctx = G.N + 1;
+    encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+    for (int i = 0; i < 3; i++) {
+        double d = check_logits(s, &G, modes[i]);
+        printf("  logits at every step, %s: max |diff| / max |row| %.3g\n", cli_kv(modes[i]), d);
+        CHECK_NEAR(d, 0, LOGIT_TOL);
+        check_greedy(s, &G, modes[i]);
+    }
+    double worst = 0;
+    for (int l = 0; l < nb; l++)
+        for (int h = 0; h < H; h++)
+            for (int n = 0; n < nd && n < n_ctx; n++) {
+                double d = fabs(s->dec_bias[((size_t)l * H + h) * n_ctx + (n_ctx - 1 - n)] -
+                                ((const float *)db->data)[((size_t)l * H + h) * nd + n]);
+                if (d > worst) worst = d;
+            }
+    CHECK_NEAR(worst, 0, 0);
+    for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
+    t5_state_free(s);
+    ed_pool_free(pool);
+    check_api(model_dir, &G);
+    free(G.ids), free(G.start), free(G.len);
+    cJSON_Delete(G.js);
+    wtab_free(G.g);
+    t5_free(m);
+}
+
+int main(void) {
+    run_variant("t5-v1_0", "tiny-random-t5-v1_0");
+    run_variant("t5-v1_1", "tiny-random-t5-v1_1");
+    run_variant("mt5", "tiny-random-mt5");
+    run_variant("umt5", "tiny-random-umt5");
+    return check_done();
+}
