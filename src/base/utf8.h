@@ -14,4 +14,8 @@
  * Unicode's "best practice" and Rust's from_utf8_lossy). */
 int ed_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);
 
+/* Writes code point cp (<= U+10FFFF) as UTF-8 to out (room for 4); returns
+ * its length. */
+size_t ed_utf8_put(char *out, uint32_t cp);
+
 #endif

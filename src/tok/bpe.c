@@ -1,5 +1,7 @@
-/* bpe.c - byte-level BPE (GPT-2 / Whisper): the token tables, pre-tokenizer,
- * merge loop, encoder and decoder. The file readers live in bpe_load.c.
+/* bpe.c - byte-level BPE (GPT-2 / Whisper): the token tables (spellings in a
+ * tok_vocab of vocab.c; special flags, token bytes and merges here),
+ * pre-tokenizer, merge loop, encoder and decoder. The file readers live in
+ * bpe_load.c.
  *
  * Encoding follows the Hugging Face `tokenizers` pipeline for Whisper:
  *   1. split the text with the GPT-2 regex (implemented by hand in next_piece)
@@ -11,6 +13,7 @@
  */
 #include "tok/bpe_internal.h"
 #include "tok/unicode_tables.h"
+#include "tok/vocab.h"
 #include "base/err.h"
 #include "base/utf8.h"
 
@@ -19,9 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NO_OFF UINT32_MAX
-#define MAX_ID (1 << 24)
-
 typedef struct {
     uint64_t key;   /* merge_key(left id, right id); 0 = empty slot */
     int32_t rank;
@@ -29,19 +29,12 @@ typedef struct {
 } bpe_merge;
 
 struct bpe_tok {
-    int n_vocab;            /* ids 0 .. n_vocab-1 */
-    int id_cap;
-    uint32_t *spell_off;    /* [id_cap] offset into spell, NO_OFF for a hole */
-    uint32_t *spell_len;    /* [id_cap] */
-    uint8_t *special;       /* [id_cap] */
-    char *spell;            /* vocabulary spellings, each NUL-terminated */
-    size_t spell_used, spell_cap;
-
-    int32_t *hash;          /* [hash_cap] ids by spelling, -1 = empty */
-    size_t hash_cap, n_hashed;
+    tok_vocab voc;          /* ids 0 .. voc.n-1 and their vocabulary spellings */
+    uint8_t *special;       /* [special_cap] special-token flag of each id */
+    int special_cap;        /* follows voc.cap */
 
     char *bytes;            /* decoded token bytes, each NUL-terminated */
-    uint32_t *bytes_off;    /* [n_vocab + 1] */
+    uint32_t *bytes_off;    /* [voc.n + 1] */
     int byte_id[256];       /* token of each single byte */
 
     bpe_merge *merges;      /* [merge_cap] open addressing by pair */
@@ -67,32 +60,7 @@ static int cp_to_byte(uint32_t cp) {
     return cp == 256 + 67 ? 0xad : -1;
 }
 
-/* ---- UTF-8 ----------------------------------------------------------------- */
-
-
-static size_t utf8_put(char *out, uint32_t cp) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 /* ---- building -------------------------------------------------------------- */
-
-static uint64_t hash_str(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
-}
 
 bpe_tok *bpe_alloc(void) {
     bpe_tok *t = calloc(1, sizeof *t);
@@ -102,108 +70,39 @@ bpe_tok *bpe_alloc(void) {
 
 void bpe_free(bpe_tok *t) {
     if (!t) return;
-    free(t->spell_off);
-    free(t->spell_len);
+    tv_free(&t->voc);
     free(t->special);
-    free(t->spell);
-    free(t->hash);
     free(t->bytes);
     free(t->bytes_off);
     free(t->merges);
     free(t);
 }
 
-int bpe_lookup(const bpe_tok *t, const char *s, size_t n) {
-    if (!t->hash_cap) return -1;
-    size_t mask = t->hash_cap - 1;
-    for (size_t i = hash_str(s, n) & mask;; i = (i + 1) & mask) {
-        int32_t id = t->hash[i];
-        if (id < 0) return -1;
-        if (t->spell_len[id] == n && memcmp(t->spell + t->spell_off[id], s, n) == 0) return id;
-    }
-}
-
-static void hash_insert(bpe_tok *t, int id) {
-    size_t mask = t->hash_cap - 1;
-    size_t i = hash_str(t->spell + t->spell_off[id], t->spell_len[id]) & mask;
-    while (t->hash[i] >= 0) i = (i + 1) & mask;
-    t->hash[i] = id;
-}
-
-static int grow_hash(bpe_tok *t) {
-    size_t cap = t->hash_cap ? t->hash_cap * 2 : 1024;
-    int32_t *h = malloc(cap * sizeof *h);
-    if (!h) return 0;
-    for (size_t i = 0; i < cap; i++) h[i] = -1;
-    free(t->hash);
-    t->hash = h;
-    t->hash_cap = cap;
-    for (int id = 0; id < t->n_vocab; id++)
-        if (t->spell_off[id] != NO_OFF && bpe_lookup(t, t->spell + t->spell_off[id], t->spell_len[id]) < 0)
-            hash_insert(t, id);
-    return 1;
-}
-
-static int grow_ids(bpe_tok *t, int need) {
-    int cap = t->id_cap ? t->id_cap : 1024;
-    while (cap < need) cap *= 2;
-    uint32_t *off = realloc(t->spell_off, (size_t)cap * sizeof *off);
-    if (!off) return 0;
-    t->spell_off = off;
-    uint32_t *len = realloc(t->spell_len, (size_t)cap * sizeof *len);
-    if (!len) return 0;
-    t->spell_len = len;
-    uint8_t *sp = realloc(t->special, (size_t)cap);
-    if (!sp) return 0;
-    t->special = sp;
-    for (int i = t->id_cap; i < cap; i++) { off[i] = NO_OFF; len[i] = 0; sp[i] = 0; }
-    t->id_cap = cap;
-    return 1;
-}
+int bpe_lookup(const bpe_tok *t, const char *s, size_t n) { return tv_lookup(&t->voc, s, n); }
 
 encdec_status bpe_put(bpe_tok *t, int id, const char *s, size_t n, int special, const char *file) {
-    if (id < 0) id = t->n_vocab;
-    if (id >= MAX_ID) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: token id %d is out of range", file, id);
-    if (id < t->n_vocab && t->spell_off[id] != NO_OFF) {
-        const char *old = t->spell + t->spell_off[id];
-        if (t->spell_len[id] != n || memcmp(old, s, n) != 0)
-            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: id %d is given to both \"%s\" and \"%.*s\"",
-                           file, id, old, (int)n, s);
-        if (special) t->special[id] = 1;
-        return ENCDEC_OK;
+    int added;
+    if (id < 0) id = t->voc.n;
+    encdec_status st = tv_put(&t->voc, id, s, n, file, &added);
+    if (st) return st;
+    if (t->special_cap < t->voc.cap) {          /* keep special[] as long as the id arrays */
+        uint8_t *sp = realloc(t->special, (size_t)t->voc.cap);
+        if (!sp) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
+        memset(sp + t->special_cap, 0, (size_t)(t->voc.cap - t->special_cap));
+        t->special = sp;
+        t->special_cap = t->voc.cap;
     }
-    if (id >= t->id_cap && !grow_ids(t, id + 1)) goto nomem;
-    if (t->spell_used + n + 1 > t->spell_cap) {
-        size_t cap = t->spell_cap ? t->spell_cap : 1 << 16;
-        while (cap < t->spell_used + n + 1) cap *= 2;
-        if (cap > NO_OFF) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
-        char *p = realloc(t->spell, cap);
-        if (!p) goto nomem;
-        t->spell = p;
-        t->spell_cap = cap;
-    }
-    t->spell_off[id] = (uint32_t)t->spell_used;
-    t->spell_len[id] = (uint32_t)n;
-    memcpy(t->spell + t->spell_used, s, n);
-    t->spell[t->spell_used + n] = 0;
-    t->spell_used += n + 1;
-    t->special[id] = special != 0;
-    if (id >= t->n_vocab) t->n_vocab = id + 1;
-    if (2 * (t->n_hashed + 1) > t->hash_cap && !grow_hash(t)) goto nomem;
-    if (bpe_lookup(t, s, n) < 0) hash_insert(t, id);   /* the first id keeps a spelling */
-    t->n_hashed++;
+    if (added || special) t->special[id] = special != 0;   /* a second put only adds the flag */
     return ENCDEC_OK;
-nomem:
-    return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
 }
 
 void bpe_set_special(bpe_tok *t, int id) {
-    if (id >= 0 && id < t->n_vocab) t->special[id] = 1;
+    if (id >= 0 && id < t->voc.n) t->special[id] = 1;
 }
 
 encdec_status bpe_finish(bpe_tok *t, const char *file) {
     int nt = bpe_lookup(t, "<|notimestamps|>", 16);
-    if (nt >= 0 && nt == t->n_vocab - 1 && bpe_lookup(t, "<|0.00|>", 8) < 0) {
+    if (nt >= 0 && nt == t->voc.n - 1 && bpe_lookup(t, "<|0.00|>", 8) < 0) {
         for (int i = 0; i <= 1500; i++) {
             char s[32];
             int n = snprintf(s, sizeof s, "<|%d.%02d|>", i / 50, (i % 50) * 2);
@@ -211,22 +110,18 @@ encdec_status bpe_finish(bpe_tok *t, const char *file) {
             if (st) return st;
         }
     }
-    if (t->n_vocab == 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the vocabulary is empty", file);
+    encdec_status st = tv_check(&t->voc, file);
+    if (st) return st;
     size_t total = 0;
-    for (int id = 0; id < t->n_vocab; id++) {
-        if (t->spell_off[id] == NO_OFF)
-            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token has id %d (ids must be 0..%d without holes)",
-                           file, id, t->n_vocab - 1);
-        total += t->spell_len[id] + 1;
-    }
+    for (int id = 0; id < t->voc.n; id++) total += tv_len(&t->voc, id) + 1;
     /* A token's bytes are never longer than its spelling. */
     t->bytes = malloc(total);
-    t->bytes_off = malloc(((size_t)t->n_vocab + 1) * sizeof *t->bytes_off);
+    t->bytes_off = malloc(((size_t)t->voc.n + 1) * sizeof *t->bytes_off);
     if (!t->bytes || !t->bytes_off) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for token bytes", file);
     size_t at = 0;
-    for (int id = 0; id < t->n_vocab; id++) {
-        const uint8_t *s = (const uint8_t *)t->spell + t->spell_off[id];
-        size_t n = t->spell_len[id], k = 0, start = at;
+    for (int id = 0; id < t->voc.n; id++) {
+        const uint8_t *s = (const uint8_t *)tv_spelling(&t->voc, id);
+        size_t n = tv_len(&t->voc, id), k = 0, start = at;
         t->bytes_off[id] = (uint32_t)at;
         /* As in Hugging Face's ByteLevel decoder: a spelling with a character
          * outside the alphabet (an added token) stands for its own UTF-8. */
@@ -244,10 +139,10 @@ encdec_status bpe_finish(bpe_tok *t, const char *file) {
         }
         t->bytes[at++] = 0;
     }
-    t->bytes_off[t->n_vocab] = (uint32_t)at;
+    t->bytes_off[t->voc.n] = (uint32_t)at;
     for (int b = 0; b < 256; b++) {
         char s[4];
-        size_t n = utf8_put(s, byte_to_cp(b));
+        size_t n = ed_utf8_put(s, byte_to_cp(b));
         t->byte_id[b] = bpe_lookup(t, s, n);
         if (t->byte_id[b] < 0)
             return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token for byte 0x%02x (\"%.*s\")", file, b, (int)n, s);
@@ -406,7 +301,7 @@ encdec_status bpe_derive_merges(bpe_tok *t, const char *file) {
     bpe_work w = {0};
     encdec_status st = ENCDEC_OK;
     int rank = 0;
-    for (int id = 0; id < t->n_vocab && !st; id++) {
+    for (int id = 0; id < t->voc.n && !st; id++) {
         const uint8_t *s = (const uint8_t *)t->bytes + t->bytes_off[id];
         size_t n = t->bytes_off[id + 1] - t->bytes_off[id] - 1;
         if (t->special[id] || n < 2) continue;
@@ -419,7 +314,7 @@ encdec_status bpe_derive_merges(bpe_tok *t, const char *file) {
             st = add_merge(t, w.sym[a].id, w.sym[b].id, id, rank++, file);
         } else if (b >= 0 || w.sym[0].id != id) {
             st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: cannot derive a merge for token %d \"%s\" "
-                         "(is the vocabulary in merge order?)", file, id, t->spell + t->spell_off[id]);
+                         "(is the vocabulary in merge order?)", file, id, tv_spelling(&t->voc, id));
         }
     }
     free(w.sym);
@@ -503,7 +398,7 @@ encdec_status bpe_encode(const bpe_tok *t, const char *text, int *ids, int cap, 
 char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < t->n_vocab && !(skip_special && t->special[ids[i]]))
+        if (ids[i] >= 0 && ids[i] < t->voc.n && !(skip_special && t->special[ids[i]]))
             total += t->bytes_off[ids[i] + 1] - t->bytes_off[ids[i]] - 1;
     uint8_t *raw = malloc(total + 1);
     char *out = malloc(3 * total + 1);     /* one byte becomes at most U+FFFD */
@@ -514,7 +409,7 @@ char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
     }
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= t->n_vocab || (skip_special && t->special[ids[i]])) continue;
+        if (ids[i] < 0 || ids[i] >= t->voc.n || (skip_special && t->special[ids[i]])) continue;
         size_t len = t->bytes_off[ids[i] + 1] - t->bytes_off[ids[i]] - 1;
         memcpy(raw + at, t->bytes + t->bytes_off[ids[i]], len);
         at += len;
@@ -528,7 +423,7 @@ char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
             o += (size_t)k;
             i += (size_t)k;
         } else {
-            o += utf8_put(out + o, 0xfffd);
+            o += ed_utf8_put(out + o, 0xfffd);
             i += (size_t)-k;
         }
     }
@@ -537,18 +432,18 @@ char *bpe_decode(const bpe_tok *t, const int *ids, int n, int skip_special) {
     return out;
 }
 
-int bpe_n_vocab(const bpe_tok *t) { return t->n_vocab; }
+int bpe_n_vocab(const bpe_tok *t) { return t->voc.n; }
 
 int bpe_token_id(const bpe_tok *t, const char *token) {
     return token ? bpe_lookup(t, token, strlen(token)) : -1;
 }
 
 const char *bpe_token_bytes(const bpe_tok *t, int id, size_t *len) {
-    if (id < 0 || id >= t->n_vocab) return NULL;
+    if (id < 0 || id >= t->voc.n) return NULL;
     *len = t->bytes_off[id + 1] - t->bytes_off[id] - 1;
     return t->bytes + t->bytes_off[id];
 }
 
 int bpe_is_special(const bpe_tok *t, int id) {
-    return id >= 0 && id < t->n_vocab && t->special[id];
+    return id >= 0 && id < t->voc.n && t->special[id];
 }

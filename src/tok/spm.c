@@ -27,13 +27,13 @@
 
 /* ---- accessors ---------------------------------------------------------------------- */
 
-int spm_n_vocab(const spm_tok *t) { return t->n_vocab; }
+int spm_n_vocab(const spm_tok *t) { return t->voc.n; }
 int spm_eos(const spm_tok *t) { return t->eos; }
 int spm_pad(const spm_tok *t) { return t->pad; }
 int spm_unk(const spm_tok *t) { return t->unk; }
 
 const char *spm_piece(const spm_tok *t, int id) {
-    return id >= 0 && id < t->n_vocab ? t->spell + t->spell_off[id] : NULL;
+    return tv_spelling(&t->voc, id);
 }
 
 int spm_piece_id(const spm_tok *t, const char *piece) {
@@ -41,7 +41,7 @@ int spm_piece_id(const spm_tok *t, const char *piece) {
 }
 
 int spm_is_special(const spm_tok *t, int id) {
-    return id >= 0 && id < t->n_vocab && t->special[id];
+    return id >= 0 && id < t->voc.n && t->special[id];
 }
 
 /* ---- scratch ------------------------------------------------------------------------ */
@@ -127,9 +127,9 @@ static encdec_status split_specials(const spm_tok *t, const char *s, size_t n, i
         if (t->special_first[(uint8_t)s[at]])
             for (int i = 0; i < t->n_specials; i++) {
                 int id = t->specials[i].id;
-                size_t len = t->spell_len[id];
+                size_t len = tv_len(&t->voc, id);
                 if (t->specials[i].normalized == normalized && len > best_len && len <= n - at &&
-                    memcmp(s + at, t->spell + t->spell_off[id], len) == 0) {
+                    memcmp(s + at, tv_spelling(&t->voc, id), len) == 0) {
                     best = i;
                     best_len = len;
                 }

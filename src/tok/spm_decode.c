@@ -27,7 +27,7 @@
 #define REPLACEMENT "\xef\xbf\xbd"
 
 const char *spm_token_text(const spm_tok *t, int id, size_t *len) {
-    if (!t || id < 0 || id >= t->n_vocab) return NULL;
+    if (!t || id < 0 || id >= t->voc.n) return NULL;
     if (len) *len = t->text_off[id + 1] - t->text_off[id] - 1;
     return t->text + t->text_off[id];
 }
@@ -69,8 +69,8 @@ static encdec_status sp_decode(const spm_tok *t, const int *ids, size_t n, const
     spm_buf bytes = {0};
     encdec_status st = ENCDEC_OK;
     for (size_t i = 0; i < n && !st; i++) {
-        const char *s = t->spell + t->spell_off[ids[i]];
-        size_t len = t->spell_len[ids[i]];
+        const char *s = tv_spelling(&t->voc, ids[i]);
+        size_t len = tv_len(&t->voc, ids[i]);
         int id = ids[i];
         if (i == 0 && first_rest) {
             s = first_rest;
@@ -79,7 +79,7 @@ static encdec_status sp_decode(const spm_tok *t, const int *ids, size_t n, const
             if (id < 0) id = t->unk;
         }
         if (t->type[id] == SPM_BYTE) {
-            uint8_t b = (uint8_t)spm_byte_of_piece(t->spell + t->spell_off[id], t->spell_len[id]);
+            uint8_t b = (uint8_t)spm_byte_of_piece(tv_spelling(&t->voc, id), tv_len(&t->voc, id));
             st = spm_buf_put(&bytes, &b, 1);
             continue;
         }
@@ -87,7 +87,7 @@ static encdec_status sp_decode(const spm_tok *t, const int *ids, size_t n, const
         bytes.n = 0;
         if (t->type[id] == SPM_CONTROL) continue;
         if (t->type[id] == SPM_UNKNOWN) {       /* <unk> itself: sentencepiece's default unk_surface */
-            int is_unk = len == t->spell_len[t->unk] && memcmp(s, t->spell + t->spell_off[t->unk], len) == 0;
+            int is_unk = len == tv_len(&t->voc, t->unk) && memcmp(s, tv_spelling(&t->voc, t->unk), len) == 0;
             st = is_unk ? spm_buf_put(out, " \xe2\x81\x87 ", 5) : spm_buf_put(out, s, len);
             continue;
         }
@@ -126,7 +126,7 @@ static void strip_python(spm_buf *out, size_t from) {
 /* T5Tokenizer.convert_tokens_to_string of ids[0, n) (no sentinels) appended to out. */
 static encdec_status tokens_to_string(const spm_tok *t, const int *ids, size_t n, spm_buf *out) {
     size_t from = out->n, run = 0;
-    const char *first = t->spell + t->spell_off[ids[0]];
+    const char *first = tv_spelling(&t->voc, ids[0]);
     const char *rest = strncmp(first, SPACE_SYMBOL, 3) == 0 ? first + 3 : NULL;
     int prev_special = 0;
     encdec_status st = ENCDEC_OK;
@@ -137,8 +137,8 @@ static encdec_status tokens_to_string(const spm_tok *t, const int *ids, size_t n
         }
         if (!prev_special && (st = spm_buf_put(out, " ", 1))) break;
         if (!(st = sp_decode(t, ids + run, i - run, run == 0 ? rest : NULL, out))) {
-            const char *sp = t->spell + t->spell_off[ids[i]];
-            st = spm_buf_put(out, sp, t->spell_len[ids[i]]);
+            const char *sp = tv_spelling(&t->voc, ids[i]);
+            st = spm_buf_put(out, sp, tv_len(&t->voc, ids[i]));
         }
         prev_special = 1;
         run = i + 1;
@@ -170,7 +170,7 @@ static encdec_status decode_slow(const spm_tok *t, const int *ids, int n, int sk
         }
         if (sentinel) {
             if (parts && (st = spm_buf_put(out, " ", 1))) break;
-            st = spm_buf_put(out, t->spell + t->spell_off[kept[i]], t->spell_len[kept[i]]);
+            st = spm_buf_put(out, tv_spelling(&t->voc, kept[i]), tv_len(&t->voc, kept[i]));
             parts++;
         }
         run = i + 1;
@@ -300,7 +300,7 @@ static encdec_status decode_fast(const spm_tok *t, const int *ids, int n, int sk
     toklist a = {0}, b = {0};
     encdec_status st = ENCDEC_OK;
     for (int i = 0; i < n && !st; i++)
-        if (!(skip && t->special[ids[i]])) st = tl_push(&a, t->spell + t->spell_off[ids[i]], t->spell_len[ids[i]]);
+        if (!(skip && t->special[ids[i]])) st = tl_push(&a, tv_spelling(&t->voc, ids[i]), tv_len(&t->voc, ids[i]));
     for (int k = 0; k < t->n_dec && !st; k++) {
         const spm_dec_step *d = &t->dec[k];
         b.n = b.text.n = 0;
@@ -336,9 +336,9 @@ encdec_status spm_decode(const spm_tok *t, const int *ids, int n, int skip_speci
     *text = NULL;
     if (!t || n < 0 || (!ids && n)) return ed_fail(ENCDEC_ERR_ARG, "spm_decode: NULL tokenizer or ids");
     for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= t->n_vocab)
+        if (ids[i] < 0 || ids[i] >= t->voc.n)
             return ed_fail(ENCDEC_ERR_ARG, "spm_decode: id %d at position %d is out of range [0, %d)",
-                           ids[i], i, t->n_vocab);
+                           ids[i], i, t->voc.n);
     spm_buf out = {0};
     encdec_status st = spm_buf_put(&out, "", 0);
     if (!st) st = t->style == SPM_SLOW ? decode_slow(t, ids, n, skip_special, &out)

@@ -1,6 +1,7 @@
 /* spm_internal.h - the spm_tok structure shared by the SentencePiece files:
  *
- *   spm_load.c    building a spm_tok (pieces, lookup hash, lattice trie), spm_load_dir
+ *   spm_load.c    building a spm_tok (pieces, lattice trie), spm_load_dir; the
+ *                 id <-> spelling table is a tok_vocab (vocab.c, shared with bpe_*)
  *   spm_proto.c   the spiece.model protobuf reader
  *   spm_json.c    the tokenizer.json reader (Unigram model, normalizer chain, decoder)
  *   spm_norm.c    normalisers: sentencepiece's, and the `tokenizers` chain
@@ -17,6 +18,7 @@
 #define ED_SPM_INTERNAL_H
 
 #include "tok/spm.h"
+#include "tok/vocab.h"
 #include "base/utf8.h"
 
 #include <stddef.h>
@@ -28,7 +30,7 @@ enum { SPM_NORMAL = 1, SPM_UNKNOWN, SPM_CONTROL, SPM_USER_DEFINED, SPM_UNUSED, S
 
 enum { SPM_SLOW = 0, SPM_FAST = 1 };
 
-#define SPM_MAX_ID (1 << 24)
+#define SPM_MAX_ID TV_MAX_ID
 
 /* A growable byte string; p is kept NUL-terminated when non-NULL. */
 typedef struct {
@@ -82,18 +84,11 @@ typedef struct { uint64_t key; uint32_t child; } spm_edge;   /* key = node << 8 
 
 struct spm_tok {
     int style;                  /* SPM_SLOW or SPM_FAST */
-    int n_vocab;                /* ids 0 .. n_vocab-1 */
-    int id_cap;
-    uint32_t *spell_off;        /* [id_cap] offset into spell; UINT32_MAX for a hole */
-    uint32_t *spell_len;        /* [id_cap] */
-    char *spell;                /* spellings, each NUL-terminated */
-    size_t spell_used, spell_cap;
+    tok_vocab voc;              /* ids 0 .. voc.n-1 and their spellings */
+    int id_cap;                 /* follows voc.cap */
     double *score;              /* [id_cap] (SPM_SLOW: float values) */
     uint8_t *type;              /* [id_cap] SPM_NORMAL ... SPM_ADDED */
     uint8_t *special;           /* [id_cap] skipped by decode when skip_special */
-
-    int32_t *hash;              /* [hash_cap] ids by spelling, -1 = empty */
-    size_t hash_cap;
 
     /* The lattice: a byte trie of the pieces segmentation may use. */
     int32_t *node_id;           /* [n_nodes] piece ending at the node, -1 = none */
@@ -167,7 +162,7 @@ encdec_status spm_ids_put(spm_ids *v, int id);
 
 /* UTF-8 decoding: ed_utf8_next of base/utf8.h. */
 #define spm_utf8_next ed_utf8_next
-size_t spm_utf8_put(char *out, uint32_t cp);
+#define spm_utf8_put ed_utf8_put
 /* Rust's char::is_whitespace (White_Space) and Python's str.isspace. */
 int spm_is_ws_rust(uint32_t cp);
 int spm_is_ws_python(uint32_t cp);

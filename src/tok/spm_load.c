@@ -1,6 +1,7 @@
-/* spm_load.c - building a spm_tok: the piece table, the spelling hash, the byte
- * trie the Viterbi search walks, special spellings; and the three loaders'
- * entry points (the file formats are read by spm_proto.c and spm_json.c).
+/* spm_load.c - building a spm_tok: the piece table (spellings in a tok_vocab
+ * of vocab.c, scores and types here), the byte trie the Viterbi search walks,
+ * special spellings; and the three loaders' entry points (the file formats are
+ * read by spm_proto.c and spm_json.c).
  */
 #include "tok/spm_internal.h"
 #include "base/err.h"
@@ -10,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NO_OFF UINT32_MAX
 
 /* ---- buffers --------------------------------------------------------------- */
 
@@ -58,13 +57,10 @@ spm_tok *spm_alloc(int style) {
 
 void spm_free(spm_tok *t) {
     if (!t) return;
-    free(t->spell_off);
-    free(t->spell_len);
-    free(t->spell);
+    tv_free(&t->voc);
     free(t->score);
     free(t->type);
     free(t->special);
-    free(t->hash);
     free(t->node_id);
     free(t->edges);
     free(t->specials);
@@ -84,84 +80,43 @@ void spm_free(spm_tok *t) {
     free(t);
 }
 
-static uint64_t hash_str(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
-}
+int spm_lookup(const spm_tok *t, const char *s, size_t n) { return tv_lookup(&t->voc, s, n); }
 
-int spm_lookup(const spm_tok *t, const char *s, size_t n) {
-    if (!t->hash_cap) return -1;
-    size_t mask = t->hash_cap - 1;
-    for (size_t i = hash_str(s, n) & mask;; i = (i + 1) & mask) {
-        int32_t id = t->hash[i];
-        if (id < 0) return -1;
-        if (t->spell_len[id] == n && memcmp(t->spell + t->spell_off[id], s, n) == 0) return id;
-    }
-}
-
-static int grow_ids(spm_tok *t, int need) {
-    int cap = t->id_cap ? t->id_cap : 1024;
-    while (cap < need) cap *= 2;
-    size_t c = (size_t)cap;
-    uint32_t *off = realloc(t->spell_off, c * sizeof *off);
-    if (off) t->spell_off = off;
-    uint32_t *len = realloc(t->spell_len, c * sizeof *len);
-    if (len) t->spell_len = len;
+/* Keeps score, type and special as long as the vocabulary's id arrays. */
+static int fit_ids(spm_tok *t) {
+    size_t c = (size_t)t->voc.cap;
     double *score = realloc(t->score, c * sizeof *score);
     if (score) t->score = score;
     uint8_t *type = realloc(t->type, c);
     if (type) t->type = type;
     uint8_t *sp = realloc(t->special, c);
     if (sp) t->special = sp;
-    if (!off || !len || !score || !type || !sp) return 0;
-    for (int i = t->id_cap; i < cap; i++) {
-        off[i] = NO_OFF;
-        len[i] = 0;
+    if (!score || !type || !sp) return 0;
+    for (int i = t->id_cap; i < t->voc.cap; i++) {
         score[i] = 0;
         type[i] = 0;
         sp[i] = 0;
     }
-    t->id_cap = cap;
+    t->id_cap = t->voc.cap;
     return 1;
 }
 
 encdec_status spm_put(spm_tok *t, int id, const char *s, size_t n, double score, int type,
                       const char *file) {
-    if (id < 0 || id >= SPM_MAX_ID) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: token id %d is out of range", file, id);
-    if (id < t->n_vocab && t->spell_off[id] != NO_OFF) {
-        const char *old = t->spell + t->spell_off[id];
-        if (t->spell_len[id] != n || memcmp(old, s, n) != 0)
-            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: id %d is given to both \"%s\" and \"%.*s\"",
-                           file, id, old, (int)(n < 64 ? n : 64), s);
-        return ENCDEC_OK;
-    }
-    if (id >= t->id_cap && !grow_ids(t, id + 1)) goto nomem;
-    if (t->spell_used + n + 1 > t->spell_cap) {
-        size_t cap = t->spell_cap ? t->spell_cap : 1 << 16;
-        while (cap < t->spell_used + n + 1) cap *= 2;
-        if (cap > NO_OFF) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
-        char *p = realloc(t->spell, cap);
-        if (!p) goto nomem;
-        t->spell = p;
-        t->spell_cap = cap;
-    }
-    t->spell_off[id] = (uint32_t)t->spell_used;
-    t->spell_len[id] = (uint32_t)n;
-    memcpy(t->spell + t->spell_used, s, n);
-    t->spell[t->spell_used + n] = 0;
-    t->spell_used += n + 1;
+    int added;
+    encdec_status st = tv_put(&t->voc, id, s, n, file, &added);
+    if (st || !added) return st;
+    if (t->id_cap < t->voc.cap && !fit_ids(t))
+        return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
     t->score[id] = score;
     t->type[id] = (uint8_t)type;
-    if (id >= t->n_vocab) t->n_vocab = id + 1;
     return ENCDEC_OK;
-nomem:
-    return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary", file);
 }
 
 encdec_status spm_add_special(spm_tok *t, int id, int lstrip, int rstrip, int normalized,
                               const char *file) {
-    if (id < 0 || id >= t->n_vocab || t->spell_off[id] == NO_OFF || t->spell_len[id] == 0)
+    const char *s = tv_spelling(&t->voc, id);
+    if (!s || tv_len(&t->voc, id) == 0)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: special token id %d has no spelling", file, id);
     if (t->n_specials % 64 == 0) {
         spm_special *p = realloc(t->specials, ((size_t)t->n_specials + 64) * sizeof *p);
@@ -169,7 +124,7 @@ encdec_status spm_add_special(spm_tok *t, int id, int lstrip, int rstrip, int no
         t->specials = p;
     }
     t->specials[t->n_specials++] = (spm_special){id, (uint8_t)!!lstrip, (uint8_t)!!rstrip, (uint8_t)!!normalized};
-    t->special_first[(uint8_t)t->spell[t->spell_off[id]]] = 1;
+    t->special_first[(uint8_t)s[0]] = 1;
     return ENCDEC_OK;
 }
 
@@ -215,8 +170,8 @@ static int in_lattice(const spm_tok *t, int type) {
 
 static encdec_status build_trie(spm_tok *t, const char *file) {
     size_t bytes = 0;
-    for (int id = 0; id < t->n_vocab; id++)
-        if (in_lattice(t, t->type[id])) bytes += t->spell_len[id];
+    for (int id = 0; id < t->voc.n; id++)
+        if (in_lattice(t, t->type[id])) bytes += tv_len(&t->voc, id);
     if (bytes + 1 > UINT32_MAX / 2) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: vocabulary too large", file);
     t->node_cap = (uint32_t)bytes + 1;
     t->edge_cap = 16;
@@ -226,9 +181,9 @@ static encdec_status build_trie(spm_tok *t, const char *file) {
     if (!t->node_id || !t->edges) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the piece trie", file);
     t->node_id[0] = -1;
     t->n_nodes = 1;
-    for (int id = 0; id < t->n_vocab; id++)
+    for (int id = 0; id < t->voc.n; id++)
         if (in_lattice(t, t->type[id]) &&
-            !trie_insert(t, (const uint8_t *)t->spell + t->spell_off[id], t->spell_len[id], id))
+            !trie_insert(t, (const uint8_t *)tv_spelling(&t->voc, id), tv_len(&t->voc, id), id))
             return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: piece trie overflow", file);
     return ENCDEC_OK;
 }
@@ -245,13 +200,13 @@ int spm_byte_of_piece(const char *s, size_t n) {
 
 /* spm_token_text: ▁ -> space, a byte piece -> its byte. */
 static encdec_status build_texts(spm_tok *t, const char *file) {
-    t->text_off = malloc(((size_t)t->n_vocab + 1) * sizeof *t->text_off);
-    t->text = malloc(t->spell_used + 1);
+    t->text_off = malloc(((size_t)t->voc.n + 1) * sizeof *t->text_off);
+    t->text = malloc(t->voc.spell_used + 1);
     if (!t->text_off || !t->text) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for token texts", file);
     size_t at = 0;
-    for (int id = 0; id < t->n_vocab; id++) {
-        const char *s = t->spell + t->spell_off[id];
-        size_t n = t->spell_len[id];
+    for (int id = 0; id < t->voc.n; id++) {
+        const char *s = tv_spelling(&t->voc, id);
+        size_t n = tv_len(&t->voc, id);
         t->text_off[id] = (uint32_t)at;
         int b = spm_byte_of_piece(s, n);
         if (t->decode_bytes && b >= 0 && t->byte_id[b] == id) {
@@ -268,31 +223,18 @@ static encdec_status build_texts(spm_tok *t, const char *file) {
         }
         t->text[at++] = 0;
     }
-    t->text_off[t->n_vocab] = (uint32_t)at;
+    t->text_off[t->voc.n] = (uint32_t)at;
     return ENCDEC_OK;
 }
 
 encdec_status spm_finish(spm_tok *t, const char *file) {
-    if (t->n_vocab == 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the vocabulary is empty", file);
-    for (int id = 0; id < t->n_vocab; id++)
-        if (t->spell_off[id] == NO_OFF)
-            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no token has id %d (ids must be 0..%d without holes)",
-                           file, id, t->n_vocab - 1);
-    t->hash_cap = 16;
-    while (t->hash_cap < 2 * (size_t)t->n_vocab) t->hash_cap *= 2;
-    t->hash = malloc(t->hash_cap * sizeof *t->hash);
-    if (!t->hash) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary hash", file);
-    for (size_t i = 0; i < t->hash_cap; i++) t->hash[i] = -1;
-    for (int id = 0; id < t->n_vocab; id++) {
-        const char *s = t->spell + t->spell_off[id];
-        size_t n = t->spell_len[id], mask = t->hash_cap - 1, i = hash_str(s, n) & mask;
-        if (spm_lookup(t, s, n) >= 0) continue;        /* the first id keeps a spelling */
-        while (t->hash[i] >= 0) i = (i + 1) & mask;
-        t->hash[i] = id;
-    }
+    encdec_status st = tv_check(&t->voc, file);
+    if (st) return st;
+    /* as sentencepiece's map: the lowest id keeps a spelling */
+    if (!tv_reindex(&t->voc)) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for the vocabulary hash", file);
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-    for (int id = 0; id < t->n_vocab; id++) {
-        int b = spm_byte_of_piece(t->spell + t->spell_off[id], t->spell_len[id]);
+    for (int id = 0; id < t->voc.n; id++) {
+        int b = spm_byte_of_piece(tv_spelling(&t->voc, id), tv_len(&t->voc, id));
         if (b < 0) continue;
         if (t->style == SPM_SLOW && t->type[id] != SPM_BYTE) continue;
         if (t->byte_id[b] < 0) t->byte_id[b] = id;
@@ -302,7 +244,7 @@ encdec_status spm_finish(spm_tok *t, const char *file) {
     if (t->style == SPM_SLOW) {
         /* sentencepiece: over NORMAL pieces, in float, from FLT_MAX / FLT_MIN */
         float lo = 3.402823466e+38f, hi = 1.175494351e-38f;
-        for (int id = 0; id < t->n_vocab; id++)
+        for (int id = 0; id < t->voc.n; id++)
             if (t->type[id] == SPM_NORMAL) {
                 float s = (float)t->score[id];
                 if (s < lo) lo = s;
@@ -313,11 +255,11 @@ encdec_status spm_finish(spm_tok *t, const char *file) {
     } else {
         /* tokenizers: over the whole model vocabulary, in double */
         double lo = 1.0 / 0.0;
-        for (int id = 0; id < t->n_vocab; id++)
+        for (int id = 0; id < t->voc.n; id++)
             if (in_lattice(t, t->type[id]) && t->score[id] < lo) lo = t->score[id];
         t->min_score = lo;
     }
-    encdec_status st = build_trie(t, file);
+    st = build_trie(t, file);
     return st ? st : build_texts(t, file);
 }
 

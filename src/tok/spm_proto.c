@@ -234,7 +234,8 @@ static const char *model_type_name(int64_t v) {
  * byte_fallback, no spelling twice among normal pieces or among the others. */
 static encdec_status check_pieces(spm_tok *t, const model_spec *m, int n_pieces, const char *file) {
     for (int id = 0; id < n_pieces; id++) {
-        const char *s = t->spell + t->spell_off[id];
+        const char *s = tv_spelling(&t->voc, id);
+        size_t n = tv_len(&t->voc, id);
         int ty = t->type[id];
         if (ty == SPM_UNKNOWN) {
             if (t->unk >= 0)
@@ -244,9 +245,9 @@ static encdec_status check_pieces(spm_tok *t, const model_spec *m, int n_pieces,
         if (ty == SPM_BYTE && !m->byte_fallback)
             return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: byte piece \"%s\" (id %d) but byte_fallback is off",
                            file, s, id);
-        if (ty == SPM_BYTE && spm_byte_of_piece(s, t->spell_len[id]) < 0)
+        if (ty == SPM_BYTE && spm_byte_of_piece(s, n) < 0)
             return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: byte piece %d is spelled \"%s\", expected <0xNN>", file, id, s);
-        int first = spm_lookup(t, s, t->spell_len[id]);
+        int first = spm_lookup(t, s, n);
         int normal = ty == SPM_NORMAL || ty == SPM_USER_DEFINED || ty == SPM_UNUSED;
         int ft = t->type[first];
         if (first != id && normal == (ft == SPM_NORMAL || ft == SPM_USER_DEFINED || ft == SPM_UNUSED))
@@ -254,7 +255,7 @@ static encdec_status check_pieces(spm_tok *t, const model_spec *m, int n_pieces,
                            file, s, first, id);
         if (ty == SPM_USER_DEFINED) {
             t->n_user++;
-            if (t->spell_len[id] > t->user_max_len) t->user_max_len = t->spell_len[id];
+            if (n > t->user_max_len) t->user_max_len = n;
         }
     }
     if (t->unk < 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no unknown piece (<unk>)", file);
@@ -273,7 +274,7 @@ encdec_status spm_load_proto(spm_tok *t, const uint8_t *data, size_t size, const
                        file, model_type_name(m.model_type), (long long)m.model_type);
     if (m.ws_suffix) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: treat_whitespace_as_suffix is not supported", file);
     if (m.denormalizer_rules) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: denormalizer rules are not supported", file);
-    int n_pieces = t->n_vocab;
+    int n_pieces = t->voc.n;
     if (n_pieces == 0) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no pieces", file);
 
     /* T5's sentinels (100 unless tokenizer_config.json says otherwise) after
