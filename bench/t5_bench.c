@@ -12,6 +12,7 @@
  * Face transformers in one go and prints the ratios.
  */
 #include "encdec.h"
+#include "stats.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -28,16 +29,6 @@ static const char *DEFAULT_INPUTS[8] = {
     "summarize: Encoder-decoder models run the encoder once and the decoder per token.",
     "stsb sentence1: A man is playing a guitar. sentence2: A person plays music.",
 };
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct {
     double enc_ms, dec_ms;   /* medians */
@@ -69,8 +60,8 @@ static int run(encdec_session *s, const char *const *in, int n_in, encdec_genera
         }
         encdec_result_free(r);
     }
-    out->enc_ms = median(enc, reps);
-    out->dec_ms = median(dec, reps);
+    out->enc_ms = bench_median(enc, reps);
+    out->dec_ms = bench_median(dec, reps);
     return 1;
 }
 

@@ -23,7 +23,6 @@
 #include "io/tensor.h"
 #include "kern/kern.h"
 #include "models/whisper.h"
-#include "models/whisper_step.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -139,11 +138,12 @@ static inline void golden_check_encoder(whisper_state *s, const float *mel, cons
 
 /* Starts r on s in cache mode `mode` (init, then begin for the encoded
  * input) and puts its decoder seam in *dm; returns the status of init. */
-static inline encdec_status golden_runner(whisper_runner *r, whisper_state *s, encdec_kv_mode mode,
+static inline encdec_status golden_runner(dec_runner *r, whisper_state *s, encdec_kv_mode mode,
                                           dec_model *dm) {
-    encdec_status st = whisper_runner_init(r, s, mode);
-    whisper_runner_begin(r, mode);
-    *dm = whisper_runner_seam(r);
+    rn_model rm = whisper_rn_model(s);
+    encdec_status st = rn_init(r, &rm, mode);
+    if (!st) rn_begin(r, mode);
+    *dm = rn_seam(r);
     return st;
 }
 
@@ -207,7 +207,7 @@ static inline double golden_decode(whisper_state *s, encdec_kv_mode mode, const 
     const whisper_model *m = s->m;
     int V = m->hp.n_vocab, n = (int)tokens->shape[0];
     const int *tok = tokens->data;
-    whisper_runner r;
+    dec_runner r;
     dec_model dm;
     CHECK_EQ_INT(golden_runner(&r, s, mode, &dm), ENCDEC_OK);
     dec_rules rules = golden_rules(m, n);
@@ -224,7 +224,7 @@ static inline double golden_decode(whisper_state *s, encdec_kv_mode mode, const 
         if (i + 1 < n) CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &tok[i], lg), ENCDEC_OK);
     }
     free(lg);
-    whisper_runner_free(&r);
+    rn_free(&r);
     return worst;
 }
 

@@ -62,7 +62,7 @@ static void check_logits(whisper_model *m, ed_pool *pool, const char *wav, const
     whisper_state *s;
     CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
     whisper_encode(s, mel);
-    whisper_runner r;
+    dec_runner r;
     dec_model dm;
     CHECK_EQ_INT(golden_runner(&r, s, ENCDEC_KV_FULL, &dm), ENCDEC_OK);
 
@@ -78,7 +78,7 @@ static void check_logits(whisper_model *m, ed_pool *pool, const char *wav, const
     printf(" over %d steps\n", ns);
     CHECK(worst < 5e-4);
     CHECK(worst_lse < 5e-4);
-    whisper_runner_free(&r);
+    rn_free(&r);
     whisper_state_free(s);
     free(mel);
 }

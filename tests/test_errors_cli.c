@@ -57,6 +57,11 @@ static void write_wav(const char *path) {
 
 static void test_usage(void) {
     CHECK_RUN("", 2, "usage: encdec <command>");
+    /* Debian's BLIS aborts on any BLIS_ARCH_TYPE: a clear error instead */
+    CHECK_EQ_INT(run_env("BLIS_ARCH_TYPE=skx", "transcribe -m " MODEL " x.wav"), 1);
+    CHECK(said("BLIS_ARCH_TYPE is set in the environment"));
+    CHECK_EQ_INT(run_env("BLIS_ARCH_TYPE=3", "--version"), 0);
+    CHECK(said("unusable: BLIS_ARCH_TYPE is set"));
     CHECK_RUN("frobnicate", 2, "encdec: unknown command \"frobnicate\"");
     CHECK(said("usage: encdec <command>"));
     CHECK_RUN("transcribe", 2, "no audio file given");

@@ -17,7 +17,7 @@
 #include "base/json.h"
 #include "decode/search.h"
 #include "models/t5.h"
-#include "models/t5_step.h"
+#include "decode/runner.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,9 +120,11 @@ static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
     const t5_hparams *h = &s->m->hp;
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
     const float *want = gf(G->g, "greedy_logits");
-    t5_runner r;
-    CHECK_EQ_INT(t5_runner_init(&r, s, mode, 1), ENCDEC_OK);
-    dec_model dm = t5_runner_seam(&r);
+    dec_runner r;
+    rn_model rm = t5_rn_model(s, 1);
+    CHECK_EQ_INT(rn_init(&r, &rm, mode), ENCDEC_OK);
+    rn_begin(&r, mode);
+    dec_model dm = rn_seam(&r);
     float *logits = malloc(sizeof(float) * (size_t)G->B * h->n_vocab);
     double worst = 0;
     int seq[16], tok[16], start = h->dec_start;
@@ -148,16 +150,18 @@ static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
         }
     }
     free(logits);
-    t5_runner_free(&r);
+    rn_free(&r);
     return worst;
 }
 
 static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode) {
     const t5_hparams *h = &s->m->hp;
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
-    t5_runner r;
-    CHECK_EQ_INT(t5_runner_init(&r, s, mode, 1), ENCDEC_OK);
-    dec_model dm = t5_runner_seam(&r);
+    dec_runner r;
+    rn_model rm = t5_rn_model(s, 1);
+    CHECK_EQ_INT(rn_init(&r, &rm, mode), ENCDEC_OK);
+    rn_begin(&r, mode);
+    dec_model dm = rn_seam(&r);
     dec_rules rules = {NULL, 0, NULL, 0, h->eos, G->N};
     int *toks = calloc((size_t)G->B * G->N, sizeof(int)), *lens = calloc((size_t)G->B, sizeof(int));
     float *lps = calloc((size_t)G->B * G->N, sizeof(float)), *sc = calloc((size_t)G->B, sizeof(float));
@@ -170,7 +174,7 @@ static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode) {
     }
     CHECK_EQ_INT(bad, 0);
     free(toks), free(lens), free(lps), free(sc);
-    t5_runner_free(&r);
+    rn_free(&r);
 }
 
 static void check_beam(t5_state *s, golden *G, encdec_kv_mode mode) {
@@ -185,9 +189,11 @@ static void check_beam(t5_state *s, golden *G, encdec_kv_mode mode) {
     t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B * bp.n_beams, G->N + 1};
     CHECK_EQ_INT(t5_state_reserve(s, &shape), ENCDEC_OK);
     t5_encode(s, G->ids, G->start, G->len, G->B);
-    t5_runner r;
-    CHECK_EQ_INT(t5_runner_init(&r, s, mode, bp.n_beams), ENCDEC_OK);
-    dec_model dm = t5_runner_seam(&r);
+    dec_runner r;
+    rn_model rm = t5_rn_model(s, bp.n_beams);
+    CHECK_EQ_INT(rn_init(&r, &rm, mode), ENCDEC_OK);
+    rn_begin(&r, mode);
+    dec_model dm = rn_seam(&r);
     dec_rules rules = {NULL, 0, NULL, 0, h->eos, G->N};
     int n_out = G->B * bp.n_return;
     int *toks = calloc((size_t)n_out * G->N, sizeof(int)), *lens = calloc((size_t)n_out, sizeof(int));
@@ -207,7 +213,7 @@ static void check_beam(t5_state *s, golden *G, encdec_kv_mode mode) {
     CHECK_EQ_INT(bad, 0);
     CHECK_NEAR(worst, 0, SCORE_TOL);
     free(toks), free(lens), free(lps), free(sc);
-    t5_runner_free(&r);
+    rn_free(&r);
 }
 
 /* Through the public API: texts as HF decodes them. */

@@ -45,7 +45,7 @@ static void golden_logits(void) {
     whisper_state *s;
     CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
     whisper_encode(s, mel);
-    whisper_runner r;
+    dec_runner r;
     dec_model dm;
     golden_runner(&r, s, ENCDEC_KV_FULL, &dm);
 
@@ -92,7 +92,7 @@ static void golden_logits(void) {
     free(full);
     encdec_session_free(es);
     encdec_model_free(em);
-    whisper_runner_free(&r);
+    rn_free(&r);
     whisper_state_free(s);
     ed_pool_free(pool);
     free(mel);

@@ -50,7 +50,7 @@ int main(void) {
 
     /* the real greedy loop (no teacher forcing) yields the golden tokens */
     {
-        whisper_runner r;
+        dec_runner r;
         dec_model dm;
         CHECK_EQ_INT(golden_runner(&r, s, ENCDEC_KV_FULL, &dm), ENCDEC_OK);
         int got;
@@ -60,7 +60,7 @@ int main(void) {
 
         /* Two sequences in one pass over one shared cross cache: slot 0 and
          * slot 1 fed the same tokens give the single-sequence logits. */
-        whisper_runner_begin(&r, ENCDEC_KV_FULL);
+        rn_begin(&r, ENCDEC_KV_FULL);
         float *two = malloc(sizeof(float) * 2 * (size_t)V);
         const int *p = gp->data;
         CHECK_EQ_INT(dm.feed(dm.ctx, 0, p, (int)gp->shape[0], two), ENCDEC_OK);
@@ -76,7 +76,7 @@ int main(void) {
         int big[8] = {0};
         CHECK_STATUS(dm.feed(dm.ctx, 0, big, h->n_text_ctx, two), ENCDEC_ERR_ARG, "exceed");
         free(two);
-        whisper_runner_free(&r);
+        rn_free(&r);
     }
 
     free(tok_full);

@@ -53,13 +53,13 @@ static void check_decode(whisper_state *s, const ed_wtab *g, const char *pfx) {
     snprintf(label, sizeof label, "%s: ", pfx);
     golden_modes(s, label, gp, gt, needp(g, pfx, "logits"), tok_full, lg_full);
 
-    whisper_runner r;
+    dec_runner r;
     dec_model dm;
     CHECK_EQ_INT(golden_runner(&r, s, ENCDEC_KV_FULL, &dm), ENCDEC_OK);
     int got;
     CHECK_EQ_INT(golden_greedy(&dm, m, 0, gp, nt, tok_other, &got), ENCDEC_OK);
     CHECK(same_tokens(tok_other, gt, got));
-    whisper_runner_free(&r);
+    rn_free(&r);
     free(tok_full);
     free(tok_other);
     free(lg_full);

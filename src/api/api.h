@@ -6,7 +6,6 @@
 #include "audio/mel.h"
 #include "base/pool.h"
 #include "models/whisper.h"
-#include "models/whisper_step.h"
 #include "models/t5.h"
 
 typedef enum { API_WHISPER, API_T5 } api_family;
@@ -23,7 +22,7 @@ struct encdec_session {
     t5_state *t5;        /* API_T5: buffers grow to the largest request */
     /* API_WHISPER: */
     whisper_state *st;
-    whisper_runner runner;
+    dec_runner runner;   /* the seam over st */
     mel_ctx *mel;
     float *mel_buf;      /* [n_mels, 3000] */
     float *logits;       /* [n_vocab] */

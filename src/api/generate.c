@@ -11,7 +11,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "decode/search.h"
-#include "models/t5_step.h"
+#include "decode/runner.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -141,17 +141,19 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
     float *lps = ed_alloc(n_out * (size_t)max_new * sizeof(float), "output log-probabilities");
     int *lens = ed_alloc(n_out * sizeof(int), "output lengths");
     float *scores = ed_alloc(n_out * sizeof(float), "output scores");
-    t5_runner run;
+    dec_runner run;
     memset(&run, 0, sizeof run);
     if (!toks || !lps || !lens || !scores) st = ENCDEC_ERR_NOMEM;
     double t0 = api_now_ms(), t1 = t0;
     if (!st) {
         t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
-        st = t5_runner_init(&run, s->t5, p->kv_mode, width);
+        rn_model rm = t5_rn_model(s->t5, width);
+        st = rn_init(&run, &rm, p->kv_mode);
+        if (!st) rn_begin(&run, p->kv_mode);
         t1 = api_now_ms();
     }
     if (!st) {
-        dec_model dm = t5_runner_seam(&run);
+        dec_model dm = rn_seam(&run);
         dec_rules rules = {NULL, 0, NULL, 0, m->hp.eos, max_new};
         int prompt[1] = {m->hp.dec_start};
         if (p->num_beams > 1) {
@@ -178,7 +180,7 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
                                               lens[i], text);
         r->timings.n_tokens += lens[i];
     }
-    t5_runner_free(&run);
+    rn_free(&run);
     free(toks);
     free(lps);
     free(lens);

@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "decode/greedy.h"
+#include "kern/kern.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -30,6 +31,9 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: out is NULL");
     *out = NULL;
     if (!m) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: model is NULL");
+    if (!k_blas_env_ok())
+        return ed_fail(ENCDEC_ERR_CONFIG, "BLIS_ARCH_TYPE is set in the environment; the BLIS "
+                       "library encdec uses aborts the process on it: unset it");
     int nt = params ? params->n_threads : 0;
     if (nt == 0) nt = 1;
     if (nt < 1 || nt > ED_POOL_MAX_THREADS)
@@ -50,7 +54,10 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     }
     const whisper_hparams *h = &m->w->hp;
     if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 1);
-    if (!st) st = whisper_runner_init(&s->runner, s->st, ENCDEC_KV_FULL);
+    if (!st) {
+        rn_model rm = whisper_rn_model(s->st);
+        st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);
+    }
     if (!st) {
         s->mel = mel_new(h->n_mels);
         s->mel_buf = ed_alloc((size_t)h->n_mels * MEL_CHUNK_FRAMES * sizeof(float), "mel window");
@@ -69,7 +76,7 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
 
 void encdec_session_free(encdec_session *s) {
     if (!s) return;
-    whisper_runner_free(&s->runner);
+    rn_free(&s->runner);
     whisper_state_free(s->st);
     t5_state_free(s->t5);
     ed_pool_free(s->pool);
@@ -191,9 +198,9 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
         if (st) break;
         double t1 = api_now_ms();
         whisper_encode(s->st, s->mel_buf);
-        whisper_runner_begin(&s->runner, p.kv_mode);
+        rn_begin(&s->runner, p.kv_mode);
         double t2 = api_now_ms();
-        dec_model dm = whisper_runner_seam(&s->runner);
+        dec_model dm = rn_seam(&s->runner);
         int n = 0;
         st = dec_greedy(&dm, 0, prompt, n_prompt, &rules, s->logits, s->toks, s->lps, &n);
         double t3 = api_now_ms();

@@ -45,14 +45,6 @@ float *kv_self_v(const kv_self *c, int l, int slot) {
     return c->v + (size_t)l * self_layer_floats(c) + (size_t)slot * c->n_ctx * c->d;
 }
 
-void kv_self_copy_prefix(kv_self *c, int dst, int src, int n) {
-    if (dst == src || n <= 0) return;
-    for (int l = 0; l < c->n_layer; l++) {
-        memcpy(kv_self_k(c, l, dst), kv_self_k(c, l, src), (size_t)n * c->d * sizeof(float));
-        memcpy(kv_self_v(c, l, dst), kv_self_v(c, l, src), (size_t)n * c->d * sizeof(float));
-    }
-}
-
 encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh) {
     memset(c, 0, sizeof *c);
     size_t n;

@@ -7,8 +7,9 @@
  *
  * Self cache: K and V of the tokens of each sequence, appended one position
  * per step into memory allocated once for n_ctx positions. A sequence is a
- * slot; beams are several slots. kv_self_copy_prefix copies a parent's prefix
- * into a child's slot (a fork), the one copy beam search needs.
+ * slot; beams are several slots, and share their common history through
+ * decode/runner.h's index table (position t of a sequence may live in
+ * another slot), so forking a beam copies no K/V.
  *
  * Cross cache: K and V of the encoder output for every decoder layer, computed
  * once per input and then read-only; head-major so each head's keys are one
@@ -32,8 +33,6 @@ void kv_self_free(kv_self *c);
 /* Start of slot `slot` of layer l: [n_ctx, d]. */
 float *kv_self_k(const kv_self *c, int l, int slot);
 float *kv_self_v(const kv_self *c, int l, int slot);
-/* Copies positions [0, n) of every layer from slot src to slot dst. */
-void kv_self_copy_prefix(kv_self *c, int dst, int src, int n);
 
 typedef struct {
     int n_layer, n_head, n_ctx, dh;

@@ -8,6 +8,7 @@
 #include <float.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -165,9 +166,19 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
 static char g_blas_info[160];
 
 static void blas_info_init(void) {
+    if (!k_blas_env_ok()) {   /* querying the kernels would abort the process */
+        snprintf(g_blas_info, sizeof g_blas_info, "BLIS %s (unusable: BLIS_ARCH_TYPE is set)",
+                 bli_info_get_version_str());
+        return;
+    }
     snprintf(g_blas_info, sizeof g_blas_info, "BLIS %s (%s; kernels: %s)", bli_info_get_version_str(),
              bli_info_get_enable_threading() ? "threaded" : "sequential, reentrant",
              bli_arch_string(bli_arch_query_id()));
+}
+
+int k_blas_env_ok(void) {
+    const char *a = getenv("BLIS_ARCH_TYPE");
+    return !a || !*a;
 }
 
 const char *k_blas_info(void) {

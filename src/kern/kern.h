@@ -101,6 +101,10 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
 /* "BLIS 0.9.0 (sequential, reentrant; kernels: haswell)": the BLAS behind
  * k_matmul, for --version and benchmarks. Static storage. */
 const char *k_blas_info(void);
+/* 0 when the environment would make BLIS abort the process on its first
+ * call: Debian's BLIS 0.9 aborts whenever BLIS_ARCH_TYPE is set (any value:
+ * the override path finds an uninitialised kernel context). */
+int k_blas_env_ok(void);
 
 /* Index of the maximum of x[0, n) (first on ties). */
 int k_argmax(const float *x, int n);

@@ -8,6 +8,7 @@
  *   t5_encode(s, ids, start, len, B);         packed encoder over B inputs
  *   t5_cross_compute(s);                      cross K/V of all inputs and layers, once
  *   t5_decode(s, R, tok, pos, slot, ...);     one decoder pass over R rows
+ *   rn_model rm = t5_rn_model(s, width);      behind the decoding seam (decode/runner.h)
  *
  * Shapes: d = d_model, I = inner = n_head * d_kv (not always d: flan-t5-small
  * has 6 x 64 = 384 against d 512), F = d_ff, V = vocabulary, L = decoder
@@ -30,6 +31,7 @@
 #include "base/pool.h"
 #include "core/kvcache.h"
 #include "core/ops.h"
+#include "decode/runner.h"
 #include "io/tensor.h"
 #include "tok/spm.h"
 
@@ -152,5 +154,10 @@ void t5_cross_compute(t5_state *s);
  * consecutive. For the n_out rows in out_rows, logits[n_out, V]. */
 void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *slot,
                const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+
+/* The current request behind decode/runner.h: width sequences per input,
+ * sequence g * width + j decoding input g (and reading its cross cache).
+ * After t5_state_reserve with n_slots = inputs x width. */
+rn_model t5_rn_model(t5_state *s, int width);
 
 #endif

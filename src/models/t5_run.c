@@ -261,3 +261,19 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     }
     op_matmul(s->pool, logits, s->d_n, m->lm_head, NULL, n_out, h->n_vocab, d);
 }
+
+/* ---- behind the seam (decode/runner.h) ---- */
+
+static void rn_cross(void *ctx) { t5_cross_compute(ctx); }
+
+static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const int *slot,
+                      const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
+    t5_decode(ctx, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
+}
+
+rn_model t5_rn_model(t5_state *s, int width) {
+    for (int q = 0; q < s->cur.n_slots; q++) s->slot_input[q] = q / width;
+    rn_model m = {s, s->m->hp.n_vocab, s->cur.n_slots, s->cur.n_ctx, s->max_rows, s->slot_input,
+                  rn_cross, rn_decode};
+    return m;
+}

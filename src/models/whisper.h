@@ -5,7 +5,8 @@
  *   whisper_state *s;  whisper_state_new(&s, m, pool, n_slots);
  *   whisper_encode(s, mel);                 encoder output of one 30 s window
  *   whisper_cross_compute(s);               cross K/V of all layers, once
- *   whisper_decode(s, R, tok, pos, slot, n_out, out_rows, logits);   per step
+ *   whisper_decode(s, R, tok, pos, slot, tab, tab_ld, ...);   per step
+ *   rn_model rm = whisper_rn_model(s);      behind the decoding seam (decode/runner.h)
  *
  * Shapes use d = d_model, T = n_audio_ctx (1500), n_ctx = n_text_ctx (448),
  * V = n_vocab, L = decoder layers, H = heads, dh = d / H, F = ffn width.
@@ -21,6 +22,7 @@
 #include "encdec.h"
 #include "base/pool.h"
 #include "core/kvcache.h"
+#include "decode/runner.h"
 #include "io/tensor.h"
 #include "tok/bpe.h"
 
@@ -125,12 +127,16 @@ void whisper_encode(whisper_state *s, const float *mel);
 void whisper_cross_compute(whisper_state *s);
 
 /* One decoder pass over R rows: row r is token tok[r] at position pos[r] of
- * the sequence in slot[r]. Rows of one slot are consecutive with increasing,
- * contiguous positions, and the slot's self cache already holds its earlier
- * positions. K/V of every row are appended to the self cache; every row
- * attends to the cross cache (which must be computed). For the n_out rows
- * listed in out_rows, logits[n_out, V] are written. R <= s->max_rows. */
-void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
-                    const int *slot, int n_out, const int *out_rows, float *logits);
+ * the sequence in slot[r], whose earlier positions t live in the self cache
+ * at slot tab[slot[r] * tab_ld + t] (the index table; a row's own position
+ * is written to its own slot, and tab must say so). Rows of one slot are
+ * consecutive with increasing, contiguous positions. Every row attends to
+ * the cross cache (which must be computed). For the n_out rows listed in
+ * out_rows, logits[n_out, V] are written. R <= s->max_rows. */
+void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
+                    const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+
+/* The state behind decode/runner.h: every sequence reads the one cross cache. */
+rn_model whisper_rn_model(whisper_state *s);
 
 #endif

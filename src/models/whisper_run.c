@@ -149,9 +149,11 @@ void whisper_cross_compute(whisper_state *s) {
     s->cross.n_valid = T;
 }
 
-/* Self-attention of rows [0, R): append K/V to the slots' caches, then each
- * run of rows of one slot attends causally over that slot's prefix. */
-static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, const int *slot) {
+/* Self-attention of rows [0, R): append each row's K/V to its slot at its
+ * position, then every row attends over positions [0, pos] of its sequence,
+ * read through the index table (tab[slot * tab_ld + t] holds position t). */
+static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, const int *slot,
+                               const int *tab, int tab_ld) {
     const whisper_hparams *h = &s->m->hp;
     int d = h->d, dh = d / h->n_head;
     for (int r = 0; r < R; r++) {
@@ -160,19 +162,14 @@ static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, c
         memcpy(kv_self_v(&s->self, l, slot[r]) + (size_t)pos[r] * d, s->d_qkv + (size_t)r * 3 * d + 2 * d,
                (size_t)d * sizeof(float));
     }
-    for (int r0 = 0; r0 < R;) {
-        int r1 = r0 + 1;
-        while (r1 < R && slot[r1] == slot[r0]) r1++;
-        int m = r1 - r0, tk = pos[r1 - 1] + 1;
-        op_attention(s->pool, s->d_att + (size_t)r0 * d, d, s->d_qkv + (size_t)r0 * 3 * d, 3 * d,
-                     kv_self_k(&s->self, l, slot[r0]), d, kv_self_v(&s->self, l, slot[r0]), d,
-                     m, tk, h->n_head, dh, 1.0f / sqrtf((float)dh), 1, s->scores, s->scores_stride);
-        r0 = r1;
-    }
+    op_attention_tab(s->pool, s->d_att, d, s->d_qkv, 3 * d, kv_self_k(&s->self, l, 0),
+                     kv_self_v(&s->self, l, 0), (size_t)s->self.n_ctx * d, d, R, pos, tab, slot,
+                     tab_ld, h->n_head, dh, 1.0f / sqrtf((float)dh), NULL, 0, 0, s->scores,
+                     s->scores_stride);
 }
 
-void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
-                    const int *slot, int n_out, const int *out_rows, float *logits) {
+void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
+                    const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
     int d = h->d, F = h->ffn, dh = d / h->n_head, T = s->cross.n_valid;
@@ -186,7 +183,7 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
         const whisper_dec_layer *y = &m->dec[l];
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln1_g, y->ln1_b, R, d, LN_EPS);
         op_matmul(s->pool, s->d_qkv, s->d_ln, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
-        dec_self_attention(s, l, R, pos, slot);
+        dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
         op_matmul(s->pool, s->d_h, s->d_att, y->w_o, y->b_o, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 
@@ -208,4 +205,19 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos,
         k_layernorm(s->d_ln + (size_t)i * d, s->d_x + (size_t)out_rows[i] * d, m->dec_ln_g,
                     m->dec_ln_b, 1, d, LN_EPS);
     op_matmul(s->pool, logits, s->d_ln, m->tok_emb, NULL, n_out, h->n_vocab, d);
+}
+
+/* ---- behind the seam (decode/runner.h) ---- */
+
+static void rn_cross(void *ctx) { whisper_cross_compute(ctx); }
+
+static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const int *slot,
+                      const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
+    whisper_decode(ctx, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
+}
+
+rn_model whisper_rn_model(whisper_state *s) {
+    rn_model m = {s, s->m->hp.n_vocab, s->n_slots, s->m->hp.n_text_ctx, s->max_rows, NULL,
+                  rn_cross, rn_decode};
+    return m;
 }

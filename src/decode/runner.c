@@ -1,0 +1,171 @@
+/* runner.c - the seam's feed/step/reorder over a family's decode pass. */
+#include "decode/runner.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+encdec_status rn_init(dec_runner *r, const rn_model *m, encdec_kv_mode mode) {
+    memset(r, 0, sizeof *r);
+    r->m = *m;
+    r->mode = mode;
+    if (m->n_slots < 1 || m->n_ctx < 1 || m->max_rows < m->n_slots || m->max_rows < m->n_ctx)
+        return ed_fail(ENCDEC_ERR_ARG, "runner: %d sequences x %d positions, %d rows", m->n_slots,
+                       m->n_ctx, m->max_rows);
+    size_t cells = (size_t)m->n_slots * m->n_ctx, R = (size_t)m->max_rows;
+    r->hist = ed_alloc(cells * sizeof(int), "token history");
+    r->tab = ed_alloc(cells * sizeof(int), "cache index table");
+    r->len = ed_calloc((size_t)m->n_slots * sizeof(int), "sequence lengths");
+    r->high = ed_calloc((size_t)m->n_slots * sizeof(int), "sequence lengths");
+    r->tmp = ed_alloc((cells * 2 + (size_t)m->n_slots) * sizeof(int), "reorder snapshot");
+    r->r_tok = ed_alloc(R * sizeof(int), "rows");
+    r->r_pos = ed_alloc(R * sizeof(int), "rows");
+    r->r_slot = ed_alloc(R * sizeof(int), "rows");
+    r->r_out = ed_alloc(R * sizeof(int), "rows");
+    if (!r->hist || !r->tab || !r->len || !r->high || !r->tmp || !r->r_tok || !r->r_pos ||
+        !r->r_slot || !r->r_out) {
+        rn_free(r);
+        return ENCDEC_ERR_NOMEM;
+    }
+    return ENCDEC_OK;
+}
+
+void rn_free(dec_runner *r) {
+    int **p[] = {&r->hist, &r->tab, &r->len, &r->high, &r->tmp, &r->r_tok, &r->r_pos, &r->r_slot,
+                 &r->r_out};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        free(*p[i]);
+        *p[i] = NULL;
+    }
+}
+
+void rn_begin(dec_runner *r, encdec_kv_mode mode) {
+    r->mode = mode;
+    r->n_steps = 0;
+    memset(r->len, 0, (size_t)r->m.n_slots * sizeof *r->len);
+    memset(r->high, 0, (size_t)r->m.n_slots * sizeof *r->high);
+    if (mode == ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
+}
+
+int rn_len(const dec_runner *r, int seq) { return r->len[seq]; }
+
+static int input_of(const dec_runner *r, int seq) {
+    return r->m.slot_input ? r->m.slot_input[seq] : 0;
+}
+
+static encdec_status check_room(const dec_runner *r, int seq, int n) {
+    if (seq < 0 || seq >= r->m.n_slots)
+        return ed_fail(ENCDEC_ERR_ARG, "sequence %d out of range 0..%d", seq, r->m.n_slots - 1);
+    if (n < 1 || r->len[seq] + n > r->m.n_ctx)
+        return ed_fail(ENCDEC_ERR_ARG, "sequence %d: %d + %d tokens exceed the %d decoder positions",
+                       seq, r->len[seq], n, r->m.n_ctx);
+    /* Cells other sequences may read are never overwritten: after a reorder
+     * to a shorter history, a slot would rewrite positions it already holds. */
+    if (r->mode != ENCDEC_KV_NONE && r->len[seq] < r->high[seq])
+        return ed_fail(ENCDEC_ERR_ARG, "sequence %d: position %d of its cache slot is already "
+                       "written; sequences that share history must advance together",
+                       seq, r->len[seq]);
+    return ENCDEC_OK;
+}
+
+/* Rows for tokens[0, n) of seq, written to its own slot; in NONE mode
+ * preceded by its whole history, recomputed into its own slot too. */
+static int build_rows(dec_runner *r, int at, int seq, const int *tokens, int n) {
+    size_t C = (size_t)r->m.n_ctx;
+    int *h = r->hist + (size_t)seq * C, *tab = r->tab + (size_t)seq * C;
+    if (r->mode == ENCDEC_KV_NONE)
+        for (int p = 0; p < r->len[seq]; p++, at++) {
+            r->r_tok[at] = h[p];
+            r->r_pos[at] = p;
+            r->r_slot[at] = seq;
+            tab[p] = seq;
+        }
+    for (int i = 0; i < n; i++, at++) {
+        int p = r->len[seq] + i;
+        r->r_tok[at] = tokens[i];
+        r->r_pos[at] = p;
+        r->r_slot[at] = seq;
+        h[p] = tokens[i];
+        tab[p] = seq;
+    }
+    r->len[seq] += n;
+    if (r->len[seq] > r->high[seq]) r->high[seq] = r->len[seq];
+    return at;
+}
+
+static void decode_rows(dec_runner *r, int R, int n_out, float *logits) {
+    r->m.decode(r->m.ctx, R, r->r_tok, r->r_pos, r->r_slot, r->tab, r->m.n_ctx, n_out, r->r_out, logits);
+}
+
+static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *logits) {
+    dec_runner *r = ctx;
+    encdec_status st = check_room(r, seq, n);
+    if (st) return st;
+    if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
+    int R = build_rows(r, 0, seq, tokens, n);
+    r->r_out[0] = R - 1;
+    decode_rows(r, R, 1, logits);
+    return ENCDEC_OK;
+}
+
+static encdec_status step(void *ctx, int n_seq, const int *seq, const int *token, float *logits) {
+    dec_runner *r = ctx;
+    if (n_seq < 1 || n_seq > r->m.n_slots)
+        return ed_fail(ENCDEC_ERR_ARG, "step of %d sequences (1..%d)", n_seq, r->m.n_slots);
+    for (int i = 0; i < n_seq; i++) {
+        encdec_status st = check_room(r, seq[i], 1);
+        if (st) return st;
+        /* rows of one input must be consecutive: sequences listed by input */
+        if (i > 0 && input_of(r, seq[i]) < input_of(r, seq[i - 1]))
+            return ed_fail(ENCDEC_ERR_ARG, "step: sequences must be listed in input order");
+    }
+    r->n_steps++;
+    if (r->mode == ENCDEC_KV_NONE) {   /* every sequence reruns its own prefix */
+        for (int i = 0; i < n_seq; i++) {
+            encdec_status st = feed(ctx, seq[i], &token[i], 1, logits + (size_t)i * r->m.n_vocab);
+            if (st) return st;
+        }
+        return ENCDEC_OK;
+    }
+    if (r->mode == ENCDEC_KV_SELF) r->m.cross(r->m.ctx);
+    int R = 0;
+    for (int i = 0; i < n_seq; i++) {
+        r->r_out[i] = R;
+        R = build_rows(r, R, seq[i], &token[i], 1);
+    }
+    decode_rows(r, R, n_seq, logits);
+    return ENCDEC_OK;
+}
+
+static encdec_status reorder(void *ctx, int n, const int *seq, const int *src) {
+    dec_runner *r = ctx;
+    size_t C = (size_t)r->m.n_ctx;
+    if (n < 0 || n > r->m.n_slots) return ed_fail(ENCDEC_ERR_ARG, "reorder of %d sequences", n);
+    for (int i = 0; i < n; i++) {
+        if (seq[i] < 0 || seq[i] >= r->m.n_slots || src[i] < 0 || src[i] >= r->m.n_slots)
+            return ed_fail(ENCDEC_ERR_ARG, "reorder: sequence %d <- %d out of range", seq[i], src[i]);
+        if (input_of(r, seq[i]) != input_of(r, src[i]))
+            return ed_fail(ENCDEC_ERR_ARG, "reorder: sequences %d and %d decode different inputs",
+                           seq[i], src[i]);
+    }
+    /* snapshot the sources first: "all at once" */
+    int *th = r->tmp, *tt = r->tmp + (size_t)n * C, *tl = r->tmp + 2 * (size_t)n * C;
+    for (int i = 0; i < n; i++) {
+        int L = r->len[src[i]];
+        tl[i] = L;
+        memcpy(th + i * C, r->hist + src[i] * C, (size_t)L * sizeof(int));
+        memcpy(tt + i * C, r->tab + src[i] * C, (size_t)L * sizeof(int));
+    }
+    for (int i = 0; i < n; i++) {
+        r->len[seq[i]] = tl[i];
+        memcpy(r->hist + seq[i] * C, th + i * C, (size_t)tl[i] * sizeof(int));
+        memcpy(r->tab + seq[i] * C, tt + i * C, (size_t)tl[i] * sizeof(int));
+    }
+    return ENCDEC_OK;
+}
+
+dec_model rn_seam(dec_runner *r) {
+    dec_model dm = {r, r->m.n_vocab, feed, step, reorder};
+    return dm;
+}

@@ -1,0 +1,69 @@
+/* runner.h - the seam's implementation shared by every model family: token
+ * histories, the cache index table, rows, the three cache modes, beams.
+ *
+ *   rn_model rm = whisper_rn_model(state);        the family: cross + decode
+ *   dec_runner r;  rn_init(&r, &rm, ENCDEC_KV_FULL);
+ *   rn_begin(&r, mode);                           per input: empties, fills the cross cache
+ *   dec_model dm = rn_seam(&r);  ... dec_greedy / dec_beam / dec_sample
+ *   rn_free(&r);
+ *
+ * A family provides two functions over its per-session state: `cross`
+ * (fill the cross cache of every input from the encoder output) and
+ * `decode` (one decoder pass over rows (token, position, slot) that appends
+ * each row's K/V to its slot and reads earlier positions through the index
+ * table). The runner owns everything else.
+ *
+ * Index table: tab[seq][t] is the cache slot that holds position t of
+ * sequence seq. A sequence writes its new positions into its own slot and a
+ * cell (slot, position) is written once; reorder (beam search) copies the
+ * parents' table rows and token histories (a few ints per position), never
+ * the K/V cache itself. A write that would overwrite a cell other sequences
+ * may read is refused.
+ *
+ * FULL: cross cache once per input (rn_begin), self cache appended one
+ *       position per step.
+ * SELF: the cross K/V of all inputs and layers are recomputed before every
+ *       feed and step (what the cross cache saves).
+ * NONE: additionally, every sequence reruns its whole prefix from position
+ *       0 at every step (nothing reused).
+ * All three give the same tokens (the golden tests check it per family).
+ */
+#ifndef ED_RUNNER_H
+#define ED_RUNNER_H
+
+#include "decode/seam.h"
+
+typedef struct {
+    void *ctx;
+    int n_vocab;
+    int n_slots;               /* sequences the state holds caches for */
+    int n_ctx;                 /* positions per sequence */
+    int max_rows;              /* rows one decode call accepts (>= n_slots, >= n_ctx) */
+    const int *slot_input;     /* [n_slots] input each sequence decodes; NULL: one input */
+    void (*cross)(void *ctx);
+    void (*decode)(void *ctx, int R, const int *tok, const int *pos, const int *slot,
+                   const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+} rn_model;
+
+typedef struct {
+    rn_model m;
+    encdec_kv_mode mode;
+    int *hist;              /* [n_slots, n_ctx] tokens fed per sequence */
+    int *tab;               /* [n_slots, n_ctx] slot holding each position */
+    int *len;               /* [n_slots] positions filled */
+    int *high;              /* [n_slots] positions ever written to the slot */
+    int *tmp;               /* [n_slots * (2 n_ctx + 1)] reorder snapshot */
+    int *r_tok, *r_pos, *r_slot, *r_out;   /* [max_rows] row scratch */
+    int n_steps;            /* step calls since rn_begin (one per generated position) */
+} dec_runner;
+
+encdec_status rn_init(dec_runner *r, const rn_model *m, encdec_kv_mode mode);
+void rn_free(dec_runner *r);
+/* A new input (or batch) was encoded: empties every sequence, sets the mode
+ * and, in FULL mode, fills the cross cache. */
+void rn_begin(dec_runner *r, encdec_kv_mode mode);
+dec_model rn_seam(dec_runner *r);
+/* Positions filled in sequence seq. */
+int rn_len(const dec_runner *r, int seq);
+
+#endif
