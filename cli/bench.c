@@ -21,8 +21,11 @@ static const char *HELP =
     "  -t, --threads N    worker threads, 1..256 (default: CPUs online, at most 8)\n"
     "  -r, --repeats N    runs per measurement, 1..1000 (default 5)\n"
     "      --modes LIST   comma-separated cache modes (default full,self,none)\n"
+    "      --beam N       beam search with N beams, 1..16 (default 1: greedy);\n"
+    "                     decode ms are then per generated position, all beams\n"
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
-    "                     decode_ms_per_token {full,self,none}, n_tokens, rtf,\n"
+    "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
+    "                     n_tokens, n_steps, decode_ms, transcribe_ms, rtf,\n"
     "                     peak_rss_mb, threads, audio_s, model\n"
     "  -h, --help         this help\n";
 
@@ -37,14 +40,15 @@ static double median(double *v, int n) {
 }
 
 typedef struct {
-    int on, n_tokens, *tokens;
+    int on, n_tokens, n_steps, *tokens;
     double mel, enc, per_tok;
 } mode_res;
 
-static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mode mode, int reps,
-                    mode_res *out) {
+static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mode mode, int beam,
+                    int reps, mode_res *out) {
     encdec_transcribe_params tp = encdec_transcribe_default_params();
     tp.kv_mode = mode;
+    tp.beam_size = beam;
     double *mel = calloc((size_t)reps, sizeof *mel), *enc = calloc((size_t)reps, sizeof *enc),
            *tok = calloc((size_t)reps, sizeof *tok);
     int ok = mel && enc && tok;
@@ -59,9 +63,10 @@ static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mod
         const encdec_timings *t = encdec_result_timings(r);
         mel[i] = t->mel_ms;
         enc[i] = t->encoder_ms;
-        tok[i] = t->n_tokens ? t->decode_ms / t->n_tokens : 0;
+        tok[i] = t->n_steps ? t->decode_ms / t->n_steps : 0;
         if (i == 0) {
             out->n_tokens = encdec_result_n_tokens(r);
+            out->n_steps = t->n_steps;
             out->tokens = malloc(sizeof(int) * (size_t)(out->n_tokens + 1));
             if (!out->tokens) ok = 0;
             for (int k = 0; ok && k < out->n_tokens; k++) out->tokens[k] = encdec_result_token(r, k)->id;
@@ -81,7 +86,7 @@ static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mod
 
 int cli_bench(int argc, char **argv) {
     const char *model = NULL, *audio = NULL, *modes = "full,self,none";
-    int threads = cli_default_threads(), reps = 5, json = 0;
+    int threads = cli_default_threads(), reps = 5, json = 0, beam = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
@@ -94,6 +99,9 @@ int cli_bench(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repeats")) {
             if (!cli_parse_int(a, v, 1, 1000, &reps)) return CLI_USAGE_ERR;
+            i++;
+        } else if (!strcmp(a, "--beam")) {
+            if (!cli_parse_int(a, v, 1, 16, &beam)) return CLI_USAGE_ERR;
             i++;
         } else if (!strcmp(a, "--modes")) {
             if (!v) { fprintf(stderr, "encdec: --modes needs a list\n"); return CLI_USAGE_ERR; }
@@ -137,7 +145,7 @@ int cli_bench(int argc, char **argv) {
         rc = 1;
     }
     for (int k = 0; !rc && k < 3; k++)
-        if (res[k].on && !run_mode(s, pcm, n, kinds[k], reps, &res[k])) rc = 1;
+        if (res[k].on && !run_mode(s, pcm, n, kinds[k], beam, reps, &res[k])) rc = 1;
     /* Correctness before speed: every mode must give the same tokens. */
     int ref = res[0].on ? 0 : res[1].on ? 1 : 2;
     for (int k = 0; !rc && k < 3; k++)
@@ -150,7 +158,7 @@ int cli_bench(int argc, char **argv) {
     if (!rc) {
         double audio_s = (double)n / 16000.0;
         const mode_res *f = &res[ref];
-        double rtf = (f->mel + f->enc + f->per_tok * f->n_tokens) / 1000.0 / audio_s;
+        double rtf = (f->mel + f->enc + f->per_tok * f->n_steps) / 1000.0 / audio_s;
         encdec_model_info info;
         encdec_model_get_info(m, &info);
         if (json) {
@@ -166,9 +174,13 @@ int cli_bench(int argc, char **argv) {
                 if (res[k].on) cJSON_AddNumberToObject(d, cli_kv_name(kinds[k]), res[k].per_tok);
                 else cJSON_AddNullToObject(d, cli_kv_name(kinds[k]));
             cJSON_AddNumberToObject(j, "n_tokens", f->n_tokens);
+            cJSON_AddNumberToObject(j, "n_steps", f->n_steps);
+            cJSON_AddNumberToObject(j, "decode_ms", f->per_tok * f->n_steps);
+            cJSON_AddNumberToObject(j, "transcribe_ms", f->mel + f->enc + f->per_tok * f->n_steps);
             cJSON_AddNumberToObject(j, "rtf", rtf);
             cJSON_AddNumberToObject(j, "peak_rss_mb", cli_peak_rss_mb());
             cJSON_AddNumberToObject(j, "threads", threads);
+            cJSON_AddNumberToObject(j, "beam", beam);
             cJSON_AddNumberToObject(j, "repeats", reps);
             char *out = cJSON_PrintUnformatted(j);
             if (out) puts(out);
@@ -177,15 +189,16 @@ int cli_bench(int argc, char **argv) {
         } else {
             printf("model      %s (%s, d=%d, %d+%d layers, %.0f MB weights f32)\n", path, info.format,
                    info.d_model, info.n_enc_layer, info.n_dec_layer, info.weight_bytes / 1e6);
-            printf("audio      %s (%.2f s), %d threads, median of %d runs\n", audio, audio_s, threads, reps);
+            printf("audio      %s (%.2f s), %d threads, beam %d, median of %d runs\n", audio, audio_s,
+                   threads, beam, reps);
             printf("load       %8.1f ms\n", load_ms);
             printf("mel        %8.1f ms\n", f->mel);
             printf("encoder    %8.1f ms  (incl. cross K/V in full mode: %s)\n", f->enc,
                    res[0].on ? "yes" : "n/a");
             for (int k = 0; k < 3; k++)
                 if (res[k].on)
-                    printf("decode %-4s %7.2f ms/token  (%d tokens)%s\n", cli_kv_name(kinds[k]), res[k].per_tok,
-                           res[k].n_tokens, k && res[0].on && res[0].per_tok > 0 ? "" : "");
+                    printf("decode %-4s %7.2f ms/%s  (%d tokens, %d steps)\n", cli_kv_name(kinds[k]),
+                           res[k].per_tok, beam > 1 ? "step" : "token", res[k].n_tokens, res[k].n_steps);
             if (res[0].on)
                 for (int k = 1; k < 3; k++)
                     if (res[k].on && res[0].per_tok > 0)

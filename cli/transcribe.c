@@ -10,7 +10,7 @@ static const char *HELP =
     "usage: encdec transcribe [options] AUDIO...\n"
     "\n"
     "Transcribes each audio file (WAV, FLAC, OGG, MP3; any rate and channel count)\n"
-    "with greedy decoding. Audio longer than 30 s is cut into consecutive 30 s windows;\n"
+    "with greedy decoding or beam search. Audio longer than 30 s is cut into consecutive 30 s windows;\n"
     "a window of digital silence (every sample 0) is skipped, not decoded.\n"
     "\n"
     "options:\n"
@@ -24,6 +24,8 @@ static const char *HELP =
     "                       self: cross K/V recomputed every step; none: no cache at all.\n"
     "                       All three give the same tokens; self/none exist to prove it\n"
     "                       and to measure what the caches save.\n"
+    "      --beam N         beam search with N beams, 1..16 (default 1: greedy); the\n"
+    "                       best hypothesis of each window (Hugging Face's rules)\n"
     "      --max-tokens N   tokens generated per 30 s window, 1..448 (default: no limit\n"
     "                       but the model's context)\n"
     "      --max-duration S reject audio longer than S seconds (default: no limit)\n"
@@ -36,14 +38,14 @@ static const char *HELP =
 
 typedef struct {
     const char *model;
-    int threads, json, max_tokens, translate;
+    int threads, json, max_tokens, translate, beam;
     const char *language;
     double max_duration;
     encdec_kv_mode kv;
 } opts;
 
 static int parse(int argc, char **argv, opts *o, int *first_file) {
-    *o = (opts){NULL, cli_default_threads(), 0, 0, 0, NULL, 0, ENCDEC_KV_FULL};
+    *o = (opts){NULL, cli_default_threads(), 0, 0, 0, 1, NULL, 0, ENCDEC_KV_FULL};
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -67,6 +69,9 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
         } else if (!strcmp(a, "-l") || !strcmp(a, "--language")) {
             if (!v) { fprintf(stderr, "encdec: %s needs a language code\n", a); return -1; }
             o->language = v; i++;
+        } else if (!strcmp(a, "--beam")) {
+            if (!cli_parse_int(a, v, 1, 16, &o->beam)) return -1;
+            i++;
         } else if (!strcmp(a, "--max-tokens")) {
             if (!cli_parse_int(a, v, 1, 448, &o->max_tokens)) return -1;
             i++;
@@ -109,6 +114,7 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "n_windows", tm->n_windows);
     cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
     cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->kv));
+    cJSON_AddNumberToObject(j, "beam", o->beam);
     cJSON_AddNumberToObject(j, "threads", o->threads);
     char *s = cJSON_PrintUnformatted(j);
     if (s) puts(s);
@@ -140,6 +146,7 @@ int cli_transcribe(int argc, char **argv) {
     tp.language = o.language;
     tp.translate = o.translate;
     tp.max_tokens = o.max_tokens;
+    tp.beam_size = o.beam;
     int failed = 0, many = argc - first > 1;
     for (int i = first; i < argc; i++) {
         float *pcm = NULL;

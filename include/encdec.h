@@ -125,9 +125,11 @@ typedef struct {
     const char *language;  /* "en", "de", ...; NULL = "en" (multilingual models) */
     int translate;         /* 1 = task translate (multilingual models only) */
     int max_tokens;        /* generated tokens per 30 s window; 0 = up to the context limit */
+    int beam_size;         /* 0 or 1 = greedy; 2..16 = beam search (Hugging Face's semantics:
+                              length_penalty 1, early_stopping false), best hypothesis kept */
 } encdec_transcribe_params;
 
-/* Defaults: full caches, English, transcribe, no token limit. */
+/* Defaults: full caches, English, transcribe, no token limit, greedy. */
 encdec_transcribe_params encdec_transcribe_default_params(void);
 
 typedef struct encdec_result encdec_result;

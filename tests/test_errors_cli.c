@@ -70,6 +70,9 @@ static void test_usage(void) {
     CHECK_RUN("transcribe -t 10000 a.wav", 2, "1..256");
     CHECK_RUN("transcribe --threads -3 a.wav", 2, "1..256");
     CHECK_RUN("transcribe -t 4x a.wav", 2, "got \"4x\"");
+    CHECK_RUN("transcribe --beam 0 a.wav", 2, "--beam expects an integer in 1..16, got \"0\"");
+    CHECK_RUN("transcribe --beam 17 a.wav", 2, "1..16");
+    CHECK_RUN("bench --beam x a.wav", 2, "--beam expects an integer");
     CHECK_RUN("transcribe -t", 2, "-t expects an integer in 1..256, got \"\"");
     CHECK_RUN("transcribe --kv-cache=bogus a.wav", 2, "--kv-cache expects full, self or none, got \"bogus\"");
     CHECK_RUN("transcribe --kv-cache bogus a.wav", 2, "got \"bogus\"");

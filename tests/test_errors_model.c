@@ -299,6 +299,11 @@ static void test_session_and_transcribe(void) {
     p.max_tokens = 100000;
     CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "max_tokens 100000 is out of range");
     p = encdec_transcribe_default_params();
+    p.beam_size = 17;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "beam_size 17 is out of range 0..16");
+    p.beam_size = -1;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "beam_size -1");
+    p = encdec_transcribe_default_params();
     p.language = "de";
     CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "English-only; language \"de\"");
     p = encdec_transcribe_default_params();
@@ -317,7 +322,19 @@ static void test_session_and_transcribe(void) {
         CHECK(encdec_result_token(r, -1) == NULL);
         CHECK(encdec_result_token(r, encdec_result_n_tokens(r)) == NULL);
         CHECK_EQ_INT(encdec_result_timings(r)->n_windows, 1);
+        CHECK_EQ_INT(encdec_result_n_sequences(r), 1);
+        CHECK_STR(encdec_result_sequence(r, 0)->text, encdec_result_text(r));
     }
+    encdec_result_free(r);
+    /* beams: the state grows to 4 sequences, then serves greedy again */
+    p.beam_size = 4;
+    r = NULL;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_OK, "");
+    CHECK(r && encdec_result_n_tokens(r) >= 1 && encdec_result_n_tokens(r) <= 3);
+    encdec_result_free(r);
+    p.beam_size = 1;
+    r = NULL;
+    CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_OK, "");
     encdec_result_free(r);
     free(pcm);
     encdec_session_free(s);

@@ -10,6 +10,8 @@
 
 typedef enum { API_WHISPER, API_T5 } api_family;
 
+#define API_MAX_BEAMS 16   /* Whisper beam search: beam_size 2..16 */
+
 struct encdec_model {
     api_family family;
     whisper_model *w;      /* API_WHISPER */

@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "decode/greedy.h"
+#include "decode/search.h"
 #include "kern/kern.h"
 
 #include <math.h>
@@ -89,7 +90,7 @@ void encdec_session_free(encdec_session *s) {
 }
 
 encdec_transcribe_params encdec_transcribe_default_params(void) {
-    encdec_transcribe_params p = {ENCDEC_KV_FULL, NULL, 0, 0};
+    encdec_transcribe_params p = {ENCDEC_KV_FULL, NULL, 0, 0, 1};
     return p;
 }
 
@@ -124,7 +125,24 @@ static encdec_status check_params(const encdec_session *s, const encdec_transcri
     int ctx = s->model->w->hp.n_text_ctx;
     if (p->max_tokens < 0 || p->max_tokens > ctx)
         return ed_fail(ENCDEC_ERR_ARG, "max_tokens %d is out of range 0..%d", p->max_tokens, ctx);
+    if (p->beam_size < 0 || p->beam_size > API_MAX_BEAMS)
+        return ed_fail(ENCDEC_ERR_ARG, "beam_size %d is out of range 0..%d", p->beam_size, API_MAX_BEAMS);
     return ENCDEC_OK;
+}
+
+/* The decoder state holds caches for at least n sequences: grown (state and
+ * runner made again) the first time a request needs more, kept after. */
+static encdec_status ensure_slots(encdec_session *s, int n) {
+    if (s->st->n_slots >= n) return ENCDEC_OK;
+    rn_free(&s->runner);
+    whisper_state_free(s->st);
+    s->st = NULL;
+    encdec_status st = whisper_state_new(&s->st, s->model->w, s->pool, n);
+    if (!st) {
+        rn_model rm = whisper_rn_model(s->st);
+        st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);
+    }
+    return st;
 }
 
 static int all_zero(const float *x, size_t n) {
@@ -177,8 +195,9 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
     encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
     encdec_status st = check_params(s, &p);
     const whisper_model *w = s->model->w;
-    int prompt[8], n_prompt = 0;
+    int prompt[8], n_prompt = 0, beams = p.beam_size > 1 ? p.beam_size : 1;
     if (!st) st = build_prompt(w, &p, prompt, &n_prompt);
+    if (!st) st = ensure_slots(s, beams);
     if (st) return st;
 
     encdec_result *r = calloc(1, sizeof *r);
@@ -202,13 +221,20 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
         double t2 = api_now_ms();
         dec_model dm = rn_seam(&s->runner);
         int n = 0;
-        st = dec_greedy(&dm, 0, prompt, n_prompt, &rules, s->logits, s->toks, s->lps, &n);
+        if (beams > 1) {
+            dec_beam_params bp = {beams, 1.0f, 0, 1};
+            float score;
+            st = dec_beam(&dm, 1, prompt, n_prompt, &rules, &bp, s->toks, s->lps, &n, &score);
+            r->timings.n_steps += s->runner.n_steps;
+        } else {
+            st = dec_greedy(&dm, 0, prompt, n_prompt, &rules, s->logits, s->toks, s->lps, &n);
+            r->timings.n_steps += n;
+        }
         double t3 = api_now_ms();
         r->timings.mel_ms += t1 - t0;
         r->timings.encoder_ms += t2 - t1;
         r->timings.decode_ms += t3 - t2;
         r->timings.n_tokens += n;
-        r->timings.n_steps += n;
         if (!st) st = add_tokens(r, w, s->toks, s->lps, n, (int)wi);
     }
     if (!st) st = finish_text(r, w);
