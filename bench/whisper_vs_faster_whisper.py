@@ -22,8 +22,8 @@ Each engine runs in its own process per (audio, beam) so that its peak RSS is it
                    vad_filter=False), the segments consumed; one warm-up run, then the median
                    of R timed runs (model load outside the timing).
 The decoding rules are not identical (faster-whisper pads the log-mel and uses its own
-beam search and long-form seeking; encdec cuts 30 s windows), so the texts are printed
-side by side with their word-level agreement, not asserted.
+beam search and long-form seeking; encdec cuts 30 s windows), so the transcripts'
+word-level agreement (aligned, case and punctuation ignored) is printed, not asserted.
 """
 import argparse
 import json
@@ -101,9 +101,12 @@ def run_fw(a, audio, beam):
 
 
 def agreement(x, y):
+    """Word-level agreement of two transcripts: matched words (difflib's alignment,
+    case and punctuation ignored) over the longer word count."""
+    import difflib
     norm = lambda s: [w.strip(".,!?;:\"'").lower() for w in s.split()]
     p, q = norm(x), norm(y)
-    same = sum(1 for u, v in zip(p, q) if u == v)
+    same = sum(b.size for b in difflib.SequenceMatcher(None, p, q, autojunk=False).get_matching_blocks())
     return same / max(len(p), len(q), 1)
 
 
