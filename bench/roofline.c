@@ -10,7 +10,7 @@
  * loaded hyper-parameters: the encoder's floating-point operations (convs,
  * projections, attention, MLP, the cross-cache fill) and the bytes a decode
  * step must read (decoder weights, the V x d output projection, the cross
- * K/V of every layer). Then transcription timings (medians) give:
+ * K/V of every layer; weights in their stored precision). Then transcription timings (medians) give:
  *   encoder GFLOP/s and its fraction of the GEMM ceiling,
  *   decode ms/token against its memory-traffic bound (bytes / bandwidth).
  * The correctness check (identical tokens across cache modes) is `encdec
@@ -101,11 +101,13 @@ static double encoder_flops(const whisper_hparams *h) {
     return conv + L * layer + cross;
 }
 
-/* Bytes one full-cache decode step reads (f32 weights and caches). */
-static double decode_bytes(const whisper_hparams *h) {
+/* Bytes one full-cache decode step reads: the decoder's weight matrices and
+ * the output projection in their stored precision (es bytes per element),
+ * the f32 cross K/V of every layer. */
+static double decode_bytes(const whisper_hparams *h, double es) {
     double d = h->d, F = h->ffn, L = h->n_dec_layer, T = h->n_audio_ctx;
-    double per_layer = (3 * d * d + d * d + d * d + d * d + 2 * d * F) * 4;
-    return L * per_layer + h->n_vocab * d * 4 + L * 2 * T * d * 4;
+    double per_layer = (3 * d * d + d * d + d * d + d * d + 2 * d * F) * es;
+    return L * per_layer + h->n_vocab * d * es + L * 2 * T * d * 4;
 }
 
 int main(int argc, char **argv) {
@@ -172,7 +174,7 @@ int main(int argc, char **argv) {
         encdec_result_free(res);
     }
     double enc_ms = bench_median(enc, reps), tok_ms = bench_median(tok, reps);
-    double flops = encoder_flops(h), bytes = decode_bytes(h);
+    double flops = encoder_flops(h), bytes = decode_bytes(h, (double)k_w_size(wm->tok_emb.t));
     double enc_gf = flops / (enc_ms * 1e6), dec_gbps = bytes / (tok_ms * 1e6);
     double bound_ms = bytes / (bw * 1e6);
     if (json) {

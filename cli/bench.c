@@ -187,7 +187,7 @@ int cli_bench(int argc, char **argv) {
             free(out);
             cJSON_Delete(j);
         } else {
-            printf("model      %s (%s, d=%d, %d+%d layers, %.0f MB weights f32)\n", path, info.format,
+            printf("model      %s (%s, d=%d, %d+%d layers, %.0f MB of weights as used)\n", path, info.format,
                    info.d_model, info.n_enc_layer, info.n_dec_layer, info.weight_bytes / 1e6);
             printf("audio      %s (%.2f s), %d threads, beam %d, median of %d runs\n", audio, audio_s,
                    threads, beam, reps);

@@ -7,6 +7,7 @@
 #include "base/pool.h"
 #include "core/ops.h"
 #include "kern/kern.h"
+#include "io/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,55 @@ static void test_matmul(ed_pool *pool) {
         CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
         free(x); free(w); free(b); free(y); free(r);
     }
+}
+
+/* Half-precision weights: every f16 bit pattern expands as io's converter
+ * does; k_matmul_h (AVX-512 / AVX2 / C, whichever runs here) against its
+ * reference with K tails and 1..10 rows; op_matmul_w's column (small M) and
+ * panel (large M) paths against the reference on the expanded weights. */
+static void test_matmul_h(ed_pool *pool) {
+    static uint16_t all[65536];
+    static float got[65536], want[65536];
+    for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+    for (int bf = 0; bf < 2; bf++) {
+        k_h_to_f32(got, all, 65536, bf);
+        ed_to_f32(want, all, bf ? ED_BF16 : ED_F16, 65536);
+        int bad = 0;
+        for (int i = 0; i < 65536; i++) bad += memcmp(&got[i], &want[i], 4) != 0 && !(got[i] != got[i] && want[i] != want[i]);
+        CHECK_EQ_INT(bad, 0);
+    }
+    int shapes[][3] = {{1, 37, 19}, {3, 50, 64}, {8, 33, 70}, {10, 17, 129}, {40, 300, 96}, {130, 48, 33}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int bf = 0; bf < 2; bf++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            float *x = rnd((size_t)M * K), *wf = rnd((size_t)N * K), *b = rnd((size_t)N);
+            uint16_t *w = malloc(sizeof(uint16_t) * (size_t)N * K);
+            for (size_t i = 0; i < (size_t)N * K; i++) {   /* round to the half format */
+                uint32_t u;
+                memcpy(&u, &wf[i], 4);
+                w[i] = bf ? (uint16_t)(u >> 16) : (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+                if (!bf && fabsf(wf[i]) < 6.2e-5f) w[i] = 0;
+            }
+            k_h_to_f32(wf, w, (size_t)N * K, bf);
+            float *y = malloc(sizeof(float) * (size_t)M * N), *r = malloc(sizeof(float) * (size_t)M * N);
+            k_matmul_ref(r, N, x, K, wf, K, b, M, N, K);
+            k_matmul_h_ref(y, N, x, K, w, K, bf, b, M, N, K);
+            CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-5 * K);
+            for (int isa = 0; isa <= 2; isa++) {   /* every version this CPU can run */
+                memset(y, 0, sizeof(float) * (size_t)M * N);
+                int used = k_matmul_h_isa(isa, y, N, x, K, w, K, bf, b, M, N, K);
+                CHECK(used <= isa);
+                CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+            }
+            k_w kw = {w, bf ? K_BF16 : K_F16};
+            memset(y, 0, sizeof(float) * (size_t)M * N);
+            op_matmul_w(pool, y, N, x, K, kw, b, M, N, K);
+            CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+            k_w kf = {wf, K_F32};
+            op_matmul_w(pool, y, N, x, K, kf, b, M, N, K);
+            CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+            free(x); free(wf); free(b); free(w); free(y); free(r);
+        }
 }
 
 static void test_attention(ed_pool *pool) {
@@ -174,6 +224,7 @@ int main(void) {
     ed_pool *pool;
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
     test_matmul(pool);
+    test_matmul_h(pool);
     test_attention(pool);
     test_elementwise(pool);
     test_pool();

@@ -17,6 +17,8 @@ struct ed_pool {
     int quit;
     ed_pool_fn fn;
     void *ctx;
+    void **scratch;        /* [n] per-thread scratch (ed_pool_scratch) */
+    size_t *scratch_cap;   /* [n] its size in bytes */
 };
 
 typedef struct { ed_pool *p; int ith; } worker_arg;
@@ -54,12 +56,20 @@ encdec_status ed_pool_new(ed_pool **out, int n_threads) {
     ed_pool *p = calloc(1, sizeof *p);
     if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: thread pool");
     p->n = n_threads;
+    p->scratch = calloc((size_t)n_threads, sizeof *p->scratch);
+    p->scratch_cap = calloc((size_t)n_threads, sizeof *p->scratch_cap);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
+    if (!p->scratch || !p->scratch_cap) {
+        p->n = 1;   /* no worker to join */
+        ed_pool_free(p);
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: thread pool");
+    }
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
         if (!p->threads) {
+            p->n = 1;   /* no worker to join */
             ed_pool_free(p);
             return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: thread pool");
         }
@@ -94,8 +104,22 @@ void ed_pool_free(ed_pool *p) {
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
     pthread_mutex_destroy(&p->mu);
+    for (int i = 0; p->scratch && p->scratch_cap && i < p->n; i++) free(p->scratch[i]);
+    free(p->scratch);
+    free(p->scratch_cap);
     free(p->threads);
     free(p);
+}
+
+void *ed_pool_scratch(ed_pool *p, int ith, size_t bytes) {
+    if (!p || ith < 0 || ith >= p->n) return NULL;
+    if (p->scratch_cap[ith] < bytes) {
+        void *q = realloc(p->scratch[ith], bytes);
+        if (!q) return NULL;
+        p->scratch[ith] = q;
+        p->scratch_cap[ith] = bytes;
+    }
+    return p->scratch[ith];
 }
 
 int ed_pool_size(const ed_pool *p) { return p ? p->n : 1; }

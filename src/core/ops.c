@@ -37,6 +37,57 @@ void op_matmul(ed_pool *p, float *y, const float *x, const float *w, const float
     op_matmul_ex(p, y, N, x, K, w, K, b, M, N, K);
 }
 
+/* Half-precision weights. */
+#define OP_H_SMALL_M 16   /* up to this many rows: k_matmul_h on column slices */
+#define OP_H_PANEL_FLOATS (2 << 20)   /* 8 MB: weight rows expanded at a time for big M */
+
+typedef struct {
+    ed_pool *p;
+    float *y;
+    const float *x, *b;
+    const uint16_t *w;
+    int ldy, ldx, M, N, K, bf16;
+} mmh_ctx;
+
+static void mmh_task(void *arg, int ith, int nth) {
+    mmh_ctx *c = arg;
+    int lo, hi;
+    if (c->M <= OP_H_SMALL_M) {
+        ed_split(c->N, ith, nth, 16, &lo, &hi);
+        if (hi > lo)
+            k_matmul_h(c->y + lo, c->ldy, c->x, c->ldx, c->w + (size_t)lo * c->K, c->K, c->bf16,
+                       c->b ? c->b + lo : NULL, c->M, hi - lo, c->K);
+        return;
+    }
+    ed_split(c->M, ith, nth, 4, &lo, &hi);
+    if (hi <= lo) return;
+    int rows = OP_H_PANEL_FLOATS / c->K;
+    if (rows > c->N) rows = c->N;
+    if (rows < 16) rows = 16;
+    float *panel = ed_pool_scratch(c->p, ith, sizeof(float) * (size_t)rows * (size_t)c->K);
+    float *y = c->y + (size_t)lo * c->ldy;
+    const float *x = c->x + (size_t)lo * c->ldx;
+    if (!panel) {   /* no scratch: slower, still right */
+        k_matmul_h(y, c->ldy, x, c->ldx, c->w, c->K, c->bf16, c->b, hi - lo, c->N, c->K);
+        return;
+    }
+    for (int n0 = 0; n0 < c->N; n0 += rows) {
+        int nn = c->N - n0 < rows ? c->N - n0 : rows;
+        k_h_to_f32(panel, c->w + (size_t)n0 * c->K, (size_t)nn * c->K, c->bf16);
+        k_matmul_ex(y + n0, c->ldy, x, c->ldx, panel, c->K, c->b ? c->b + n0 : NULL, hi - lo, nn, c->K);
+    }
+}
+
+void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+                 int M, int N, int K) {
+    if (w.t == K_F32) {
+        op_matmul_ex(p, y, ldy, x, ldx, w.p, K, b, M, N, K);
+        return;
+    }
+    mmh_ctx c = {p, y, x, b, w.p, ldy, ldx, M, N, K, w.t == K_BF16};
+    ed_pool_run(p, mmh_task, &c);
+}
+
 typedef struct {
     float *y;
     const float *x, *g, *b;

@@ -13,12 +13,19 @@
 #define ED_OPS_H
 
 #include "base/pool.h"
+#include "kern/kern.h"
 #include <stddef.h>
 
 void op_matmul(ed_pool *p, float *y, const float *x, const float *w, const float *b,
                int M, int N, int K);
 void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const float *w,
                   int ldw, const float *b, int M, int N, int K);
+/* The same with a weight as stored (kern.h k_w; ldw = K): f32 goes to
+ * op_matmul_ex; f16/bf16 to k_matmul_h over column slices when M is small
+ * (decode), else each thread expands panels of w into its pool scratch and
+ * runs BLAS on its rows (encoder, prompts; the expansion is 1/M of the work). */
+void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+                 int M, int N, int K);
 void op_layernorm(ed_pool *p, float *y, const float *x, const float *g, const float *b,
                   int M, int D, float eps);
 void op_gelu(ed_pool *p, float *x, int M, int N);

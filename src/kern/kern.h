@@ -24,6 +24,29 @@ void k_matmul(float *y, const float *x, const float *w, const float *b, int M, i
 void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                   const float *b, int M, int N, int K);
 
+/* A weight matrix as stored: f32, or 16-bit halves (f16 or bf16) expanded
+ * to f32 in registers by the kernels. Rows are output features [N, K]. */
+typedef enum { K_F32 = 0, K_F16, K_BF16 } k_wtype;
+typedef struct {
+    const void *p;
+    k_wtype t;
+} k_w;
+
+static inline size_t k_w_size(k_wtype t) { return t == K_F32 ? 4 : 2; }
+
+/* y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T (ldw, f16 when !bf16, else bf16)
+ * + b[N] (may be NULL), for few rows (decode steps; any M works). */
+void k_matmul_h(float *y, int ldy, const float *x, int ldx, const uint16_t *w, int ldw, int bf16,
+                const float *b, int M, int N, int K);
+void k_matmul_h_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *w, int ldw,
+                    int bf16, const float *b, int M, int N, int K);
+/* k_matmul_h on the best instruction set up to isa (0 C, 1 AVX2, 2
+ * AVX-512) that this CPU has; returns the one used (for tests). */
+int k_matmul_h_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *w, int ldw,
+                   int bf16, const float *b, int M, int N, int K);
+/* dst[n] = the f32 values of n f16 (or bf16) halves. */
+void k_h_to_f32(float *dst, const uint16_t *src, size_t n, int bf16);
+
 /* y[M,D] = (x - mean) / sqrt(var + eps) * g + b, per row; y may alias x. */
 void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps);
 

@@ -24,27 +24,38 @@
 #include "core/kvcache.h"
 #include "decode/runner.h"
 #include "io/tensor.h"
+#include "kern/kern.h"
 #include "tok/bpe.h"
 
 typedef struct {
     const float *ln1_g, *ln1_b;   /* [d] */
-    const float *w_qkv, *b_qkv;   /* [3d, d], [3d] (the K bias is zero) */
-    const float *w_o, *b_o;       /* [d, d], [d] */
+    k_w w_qkv;                    /* [3d, d] */
+    const float *b_qkv;           /* [3d] (the K bias is zero) */
+    k_w w_o;                      /* [d, d] */
+    const float *b_o;             /* [d] */
     const float *ln2_g, *ln2_b;   /* [d] */
-    const float *w_fc1, *b_fc1;   /* [F, d], [F] */
-    const float *w_fc2, *b_fc2;   /* [d, F], [d] */
+    k_w w_fc1;                    /* [F, d] */
+    const float *b_fc1;           /* [F] */
+    k_w w_fc2;                    /* [d, F] */
+    const float *b_fc2;           /* [d] */
 } whisper_enc_layer;
 
 typedef struct {
     const float *ln1_g, *ln1_b;   /* self-attention block */
-    const float *w_qkv, *b_qkv;   /* [3d, d], [3d] */
-    const float *w_o, *b_o;       /* [d, d], [d] */
+    k_w w_qkv;                    /* [3d, d] */
+    const float *b_qkv;           /* [3d] */
+    k_w w_o;                      /* [d, d] */
+    const float *b_o;             /* [d] */
     const float *lnx_g, *lnx_b;   /* cross-attention block */
-    const float *w_xq, *b_xq;     /* [d, d], [d]; K|V live in whisper_model.w_xkv */
-    const float *w_xo, *b_xo;     /* [d, d], [d] */
+    k_w w_xq;                     /* [d, d]; K|V live in whisper_model.w_xkv */
+    const float *b_xq;            /* [d] */
+    k_w w_xo;                     /* [d, d] */
+    const float *b_xo;            /* [d] */
     const float *ln2_g, *ln2_b;   /* MLP block */
-    const float *w_fc1, *b_fc1;   /* [F, d], [F] */
-    const float *w_fc2, *b_fc2;   /* [d, F], [d] */
+    k_w w_fc1;                    /* [F, d] */
+    const float *b_fc1;           /* [F] */
+    k_w w_fc2;                    /* [d, F] */
+    const float *b_fc2;           /* [d] */
 } whisper_dec_layer;
 
 typedef struct {
@@ -69,19 +80,20 @@ typedef struct whisper_model {
     const float *enc_pos;                /* [T, d] */
     whisper_enc_layer *enc;              /* [n_enc_layer] */
     const float *enc_ln_g, *enc_ln_b;    /* [d] */
-    const float *tok_emb;                /* [V, d], also the output projection */
+    k_w tok_emb;                         /* [V, d], also the output projection */
     const float *dec_pos;                /* [n_ctx, d] */
     whisper_dec_layer *dec;              /* [n_dec_layer] */
     const float *dec_ln_g, *dec_ln_b;    /* [d] */
-    const float *w_xkv, *b_xkv;          /* [L * 2d, d], [L * 2d]: layer l's K rows
-                                            at l*2d, its V rows at l*2d + d */
+    k_w w_xkv;                           /* [L * 2d, d]: layer l's K rows at l*2d,
+                                            its V rows at l*2d + d */
+    const float *b_xkv;                  /* [L * 2d] */
     int *suppress;                       /* [n_suppress] ids never generated */
     int n_suppress;
     int *begin_suppress;                 /* [n_begin_suppress] not generated first */
     int n_begin_suppress;
     bpe_tok *tok;
     ed_wtab *wt;                         /* owns mappings and converted weights */
-    size_t weight_bytes;
+    size_t weight_bytes;                 /* as used for compute (halves stay halves) */
 } whisper_model;
 
 /* Loads a model directory (or a .safetensors file in one). Validates every

@@ -31,29 +31,29 @@ typedef struct {
 #define get1(L, n, a) wl_get1(&(L)->w, n, a)
 #define get2(L, n, a, b) wl_get2(&(L)->w, n, a, b)
 #define get3(L, n, a, b, c) wl_get3(&(L)->w, n, a, b, c)
+#define getw(L, n, a, b) wl_getw2(&(L)->w, n, a, b)
 #define alloc_w(L, n, what) wl_alloc(&(L)->w, n, what)
 #define put wl_put
 
-/* HF stores Q, K, V separately (K without bias): fuse them into [3d, d]. */
-static void hf_fused_qkv(loader *L, const char *pfx, const float **w, const float **b) {
+/* HF stores Q, K, V separately (K without bias): fuse them into [3d, d],
+ * in their stored precision. */
+static void hf_fused_qkv(loader *L, const char *pfx, k_w *w, const float **b) {
     int64_t d = L->m->hp.d;
     char nm[160];
-    const float *wq, *wk, *wv, *bq, *bv;
-    snprintf(nm, sizeof nm, "%s.q_proj.weight", pfx); wq = get2(L, nm, d, d);
-    snprintf(nm, sizeof nm, "%s.k_proj.weight", pfx); wk = get2(L, nm, d, d);
-    snprintf(nm, sizeof nm, "%s.v_proj.weight", pfx); wv = get2(L, nm, d, d);
+    k_w parts[3];
+    size_t n[3] = {(size_t)(d * d), (size_t)(d * d), (size_t)(d * d)};
+    const float *bq, *bv;
+    snprintf(nm, sizeof nm, "%s.q_proj.weight", pfx); parts[0] = getw(L, nm, d, d);
+    snprintf(nm, sizeof nm, "%s.k_proj.weight", pfx); parts[1] = getw(L, nm, d, d);
+    snprintf(nm, sizeof nm, "%s.v_proj.weight", pfx); parts[2] = getw(L, nm, d, d);
     snprintf(nm, sizeof nm, "%s.q_proj.bias", pfx); bq = get1(L, nm, d);
     snprintf(nm, sizeof nm, "%s.v_proj.bias", pfx); bv = get1(L, nm, d);
-    float *fw = alloc_w(L, (size_t)3 * d * d, "fused QKV");
+    *w = wl_fuse(&L->w, parts, n, 3, "fused QKV");
     float *fb = alloc_w(L, (size_t)3 * d, "fused QKV bias");
     if (L->w.st) return;
-    put(fw, wq, (size_t)d * d);
-    put(fw + d * d, wk, (size_t)d * d);
-    put(fw + 2 * d * d, wv, (size_t)d * d);
     put(fb, bq, d);
     put(fb + d, NULL, d);
     put(fb + 2 * d, bv, d);
-    *w = fw;
     *b = fb;
 }
 
@@ -66,90 +66,90 @@ static void load_enc_layer(loader *L, int i, whisper_enc_layer *y) {
         y->ln1_g = get1(L, N(".self_attn_layer_norm.weight"), d);
         y->ln1_b = get1(L, N(".self_attn_layer_norm.bias"), d);
         hf_fused_qkv(L, N(".self_attn"), &y->w_qkv, &y->b_qkv);
-        y->w_o = get2(L, N(".self_attn.out_proj.weight"), d, d);
+        y->w_o = getw(L, N(".self_attn.out_proj.weight"), d, d);
         y->b_o = get1(L, N(".self_attn.out_proj.bias"), d);
         y->ln2_g = get1(L, N(".final_layer_norm.weight"), d);
         y->ln2_b = get1(L, N(".final_layer_norm.bias"), d);
-        y->w_fc1 = get2(L, N(".fc1.weight"), F, d);
+        y->w_fc1 = getw(L, N(".fc1.weight"), F, d);
         y->b_fc1 = get1(L, N(".fc1.bias"), F);
-        y->w_fc2 = get2(L, N(".fc2.weight"), d, F);
+        y->w_fc2 = getw(L, N(".fc2.weight"), d, F);
         y->b_fc2 = get1(L, N(".fc2.bias"), d);
     } else {
         snprintf(p, sizeof p, "encoder/layer_%d", i);
         y->ln1_g = get1(L, N("/self_attention/layer_norm/gamma"), d);
         y->ln1_b = get1(L, N("/self_attention/layer_norm/beta"), d);
-        y->w_qkv = get2(L, N("/self_attention/linear_0/weight"), 3 * d, d);
+        y->w_qkv = getw(L, N("/self_attention/linear_0/weight"), 3 * d, d);
         y->b_qkv = get1(L, N("/self_attention/linear_0/bias"), 3 * d);
-        y->w_o = get2(L, N("/self_attention/linear_1/weight"), d, d);
+        y->w_o = getw(L, N("/self_attention/linear_1/weight"), d, d);
         y->b_o = get1(L, N("/self_attention/linear_1/bias"), d);
         y->ln2_g = get1(L, N("/ffn/layer_norm/gamma"), d);
         y->ln2_b = get1(L, N("/ffn/layer_norm/beta"), d);
-        y->w_fc1 = get2(L, N("/ffn/linear_0/weight"), F, d);
+        y->w_fc1 = getw(L, N("/ffn/linear_0/weight"), F, d);
         y->b_fc1 = get1(L, N("/ffn/linear_0/bias"), F);
-        y->w_fc2 = get2(L, N("/ffn/linear_1/weight"), d, F);
+        y->w_fc2 = getw(L, N("/ffn/linear_1/weight"), d, F);
         y->b_fc2 = get1(L, N("/ffn/linear_1/bias"), d);
     }
 }
 
-/* Decoder layer i; its cross K|V rows go to w_xkv/b_xkv at row i * 2d. */
-static void load_dec_layer(loader *L, int i, whisper_dec_layer *y, float *w_xkv, float *b_xkv) {
+/* Decoder layer i; its cross K|V weights go to xkv[2i, 2i+1] (n elements
+ * each) for stacking, its biases to b_xkv at row i * 2d. */
+static void load_dec_layer(loader *L, int i, whisper_dec_layer *y, k_w *xkv, size_t *n, float *b_xkv) {
     int64_t d = L->m->hp.d, F = L->m->hp.ffn;
     char p[96], nm[160];
-    const float *wk, *wv, *bk = NULL, *bv;
+    const float *bk = NULL, *bv;
     if (L->hf) {
         snprintf(p, sizeof p, "model.decoder.layers.%d", i);
         y->ln1_g = get1(L, N(".self_attn_layer_norm.weight"), d);
         y->ln1_b = get1(L, N(".self_attn_layer_norm.bias"), d);
         hf_fused_qkv(L, N(".self_attn"), &y->w_qkv, &y->b_qkv);
-        y->w_o = get2(L, N(".self_attn.out_proj.weight"), d, d);
+        y->w_o = getw(L, N(".self_attn.out_proj.weight"), d, d);
         y->b_o = get1(L, N(".self_attn.out_proj.bias"), d);
         y->lnx_g = get1(L, N(".encoder_attn_layer_norm.weight"), d);
         y->lnx_b = get1(L, N(".encoder_attn_layer_norm.bias"), d);
-        y->w_xq = get2(L, N(".encoder_attn.q_proj.weight"), d, d);
+        y->w_xq = getw(L, N(".encoder_attn.q_proj.weight"), d, d);
         y->b_xq = get1(L, N(".encoder_attn.q_proj.bias"), d);
-        wk = get2(L, N(".encoder_attn.k_proj.weight"), d, d);
-        wv = get2(L, N(".encoder_attn.v_proj.weight"), d, d);
+        xkv[2 * i] = getw(L, N(".encoder_attn.k_proj.weight"), d, d);
+        xkv[2 * i + 1] = getw(L, N(".encoder_attn.v_proj.weight"), d, d);
+        n[2 * i] = n[2 * i + 1] = (size_t)(d * d);
         bv = get1(L, N(".encoder_attn.v_proj.bias"), d);
-        y->w_xo = get2(L, N(".encoder_attn.out_proj.weight"), d, d);
+        y->w_xo = getw(L, N(".encoder_attn.out_proj.weight"), d, d);
         y->b_xo = get1(L, N(".encoder_attn.out_proj.bias"), d);
         y->ln2_g = get1(L, N(".final_layer_norm.weight"), d);
         y->ln2_b = get1(L, N(".final_layer_norm.bias"), d);
-        y->w_fc1 = get2(L, N(".fc1.weight"), F, d);
+        y->w_fc1 = getw(L, N(".fc1.weight"), F, d);
         y->b_fc1 = get1(L, N(".fc1.bias"), F);
-        y->w_fc2 = get2(L, N(".fc2.weight"), d, F);
+        y->w_fc2 = getw(L, N(".fc2.weight"), d, F);
         y->b_fc2 = get1(L, N(".fc2.bias"), d);
     } else {
         snprintf(p, sizeof p, "decoder/layer_%d", i);
         y->ln1_g = get1(L, N("/self_attention/layer_norm/gamma"), d);
         y->ln1_b = get1(L, N("/self_attention/layer_norm/beta"), d);
-        y->w_qkv = get2(L, N("/self_attention/linear_0/weight"), 3 * d, d);
+        y->w_qkv = getw(L, N("/self_attention/linear_0/weight"), 3 * d, d);
         y->b_qkv = get1(L, N("/self_attention/linear_0/bias"), 3 * d);
-        y->w_o = get2(L, N("/self_attention/linear_1/weight"), d, d);
+        y->w_o = getw(L, N("/self_attention/linear_1/weight"), d, d);
         y->b_o = get1(L, N("/self_attention/linear_1/bias"), d);
         y->lnx_g = get1(L, N("/attention/layer_norm/gamma"), d);
         y->lnx_b = get1(L, N("/attention/layer_norm/beta"), d);
-        y->w_xq = get2(L, N("/attention/linear_0/weight"), d, d);
+        y->w_xq = getw(L, N("/attention/linear_0/weight"), d, d);
         y->b_xq = get1(L, N("/attention/linear_0/bias"), d);
-        const float *wkv = get2(L, N("/attention/linear_1/weight"), 2 * d, d);
+        xkv[2 * i] = getw(L, N("/attention/linear_1/weight"), 2 * d, d);   /* K|V fused */
+        n[2 * i] = (size_t)(2 * d * d);
+        n[2 * i + 1] = 0;
         const float *bkv = get1(L, N("/attention/linear_1/bias"), 2 * d);
-        wk = wkv;
-        wv = wkv ? wkv + d * d : NULL;
         bk = bkv;
         bv = bkv ? bkv + d : NULL;
-        y->w_xo = get2(L, N("/attention/linear_2/weight"), d, d);
+        y->w_xo = getw(L, N("/attention/linear_2/weight"), d, d);
         y->b_xo = get1(L, N("/attention/linear_2/bias"), d);
         y->ln2_g = get1(L, N("/ffn/layer_norm/gamma"), d);
         y->ln2_b = get1(L, N("/ffn/layer_norm/beta"), d);
-        y->w_fc1 = get2(L, N("/ffn/linear_0/weight"), F, d);
+        y->w_fc1 = getw(L, N("/ffn/linear_0/weight"), F, d);
         y->b_fc1 = get1(L, N("/ffn/linear_0/bias"), F);
-        y->w_fc2 = get2(L, N("/ffn/linear_1/weight"), d, F);
+        y->w_fc2 = getw(L, N("/ffn/linear_1/weight"), d, F);
         y->b_fc2 = get1(L, N("/ffn/linear_1/bias"), d);
     }
 #undef N
     if (L->w.st) return;
     size_t row = (size_t)i * 2 * d;
-    put(w_xkv + row * d, wk, (size_t)d * d);
-    put(w_xkv + (row + d) * d, wv, (size_t)d * d);
     put(b_xkv + row, bk, d);
     put(b_xkv + row + d, bv, d);
 }
@@ -183,18 +183,22 @@ static void load_weights(loader *L) {
     m->enc_pos = get2(L, nm[4], h->n_audio_ctx, d);
     m->enc_ln_g = get1(L, nm[5], d);
     m->enc_ln_b = get1(L, nm[6], d);
-    m->tok_emb = get2(L, nm[7], h->n_vocab, d);
+    m->tok_emb = getw(L, nm[7], h->n_vocab, d);
     m->dec_pos = get2(L, nm[8], h->n_text_ctx, d);
     m->dec_ln_g = get1(L, nm[9], d);
     m->dec_ln_b = get1(L, nm[10], d);
     for (int i = 0; i < h->n_enc_layer && !L->w.st; i++) load_enc_layer(L, i, &m->enc[i]);
     size_t rows = (size_t)h->n_dec_layer * 2 * d;
-    float *w_xkv = alloc_w(L, rows * d, "stacked cross K|V weights");
     float *b_xkv = alloc_w(L, rows, "stacked cross K|V bias");
+    k_w *xkv = calloc((size_t)h->n_dec_layer * 2, sizeof *xkv);
+    size_t *n = calloc((size_t)h->n_dec_layer * 2, sizeof *n);
+    if (!xkv || !n) L->w.st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: layer tables");
     for (int i = 0; i < h->n_dec_layer && !L->w.st; i++)
-        load_dec_layer(L, i, &m->dec[i], w_xkv, b_xkv);
-    m->w_xkv = w_xkv;
+        load_dec_layer(L, i, &m->dec[i], xkv, n, b_xkv);
+    m->w_xkv = wl_fuse(&L->w, xkv, n, 2 * h->n_dec_layer, "stacked cross K|V weights");
     m->b_xkv = b_xkv;
+    free(xkv);
+    free(n);
     /* The output projection is the token embedding (Whisper ties them; HF's
      * proj_out.weight, when stored, is the same tensor and is not read). */
 }

@@ -83,10 +83,10 @@ static void enc_attention(whisper_state *s, const whisper_enc_layer *y) {
     const whisper_hparams *h = &s->m->hp;
     int T = h->n_audio_ctx, d = h->d, dh = d / h->n_head;
     op_layernorm(s->pool, s->e_a, s->e_x, y->ln1_g, y->ln1_b, T, d, LN_EPS);
-    op_matmul(s->pool, s->e_h, s->e_a, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
+    op_matmul_w(s->pool, s->e_h, 3 * d, s->e_a, d, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
     op_attention(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
                  T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0, s->scores, s->scores_stride);
-    op_matmul(s->pool, s->e_h, s->e_a, y->w_o, y->b_o, T, d, d);
+    op_matmul_w(s->pool, s->e_h, d, s->e_a, d, y->w_o, y->b_o, T, d, d);
     k_add(s->e_x, s->e_h, (size_t)T * d);
 }
 
@@ -94,9 +94,9 @@ static void enc_mlp(whisper_state *s, const whisper_enc_layer *y) {
     const whisper_hparams *h = &s->m->hp;
     int T = h->n_audio_ctx, d = h->d, F = h->ffn;
     op_layernorm(s->pool, s->e_a, s->e_x, y->ln2_g, y->ln2_b, T, d, LN_EPS);
-    op_matmul(s->pool, s->e_h, s->e_a, y->w_fc1, y->b_fc1, T, F, d);         /* [T, F] */
+    op_matmul_w(s->pool, s->e_h, F, s->e_a, d, y->w_fc1, y->b_fc1, T, F, d);         /* [T, F] */
     op_gelu(s->pool, s->e_h, T, F);
-    op_matmul(s->pool, s->e_a, s->e_h, y->w_fc2, y->b_fc2, T, d, F);
+    op_matmul_w(s->pool, s->e_a, d, s->e_h, F, y->w_fc2, y->b_fc2, T, d, F);
     k_add(s->e_x, s->e_a, (size_t)T * d);
 }
 
@@ -143,7 +143,7 @@ void whisper_cross_compute(whisper_state *s) {
     const whisper_hparams *h = &m->hp;
     int T = h->n_audio_ctx, n = h->n_dec_layer * 2 * h->d;
     /* One product for every layer's K and V: [T, d] x [d, L*2d]. */
-    op_matmul(s->pool, s->xkv, s->enc_out, m->w_xkv, m->b_xkv, T, n, h->d);
+    op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, m->w_xkv, m->b_xkv, T, n, h->d);
     relayout_ctx c = {s};
     ed_pool_run(s->pool, relayout_task, &c);
     s->cross.n_valid = T;
@@ -175,36 +175,38 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
     int d = h->d, F = h->ffn, dh = d / h->n_head, T = s->cross.n_valid;
     float scale = 1.0f / sqrtf((float)dh);
     for (int r = 0; r < R; r++) {
-        const float *e = m->tok_emb + (size_t)tok[r] * d, *p = m->dec_pos + (size_t)pos[r] * d;
+        const float *p = m->dec_pos + (size_t)pos[r] * d;
         float *x = s->d_x + (size_t)r * d;
-        for (int j = 0; j < d; j++) x[j] = e[j] + p[j];
+        if (m->tok_emb.t == K_F32) memcpy(x, (const float *)m->tok_emb.p + (size_t)tok[r] * d, (size_t)d * sizeof *x);
+        else k_h_to_f32(x, (const uint16_t *)m->tok_emb.p + (size_t)tok[r] * d, (size_t)d, m->tok_emb.t == K_BF16);
+        for (int j = 0; j < d; j++) x[j] += p[j];
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
         const whisper_dec_layer *y = &m->dec[l];
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln1_g, y->ln1_b, R, d, LN_EPS);
-        op_matmul(s->pool, s->d_qkv, s->d_ln, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
+        op_matmul_w(s->pool, s->d_qkv, 3 * d, s->d_ln, d, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
-        op_matmul(s->pool, s->d_h, s->d_att, y->w_o, y->b_o, R, d, d);
+        op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_o, y->b_o, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
-        op_matmul(s->pool, s->d_q, s->d_ln, y->w_xq, y->b_xq, R, d, d);           /* only Q */
+        op_matmul_w(s->pool, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
         op_attention_hm(s->pool, s->d_att, d, s->d_q, d, kv_cross_k(&s->cross, l),
                         kv_cross_v(&s->cross, l), kv_cross_head_stride(&s->cross), R, T,
                         h->n_head, dh, scale, s->scores, s->scores_stride);
-        op_matmul(s->pool, s->d_h, s->d_att, y->w_xo, y->b_xo, R, d, d);
+        op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln2_g, y->ln2_b, R, d, LN_EPS);
-        op_matmul(s->pool, s->d_h, s->d_ln, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
+        op_matmul_w(s->pool, s->d_h, F, s->d_ln, d, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
         op_gelu(s->pool, s->d_h, R, F);
-        op_matmul(s->pool, s->d_att, s->d_h, y->w_fc2, y->b_fc2, R, d, F);
+        op_matmul_w(s->pool, s->d_att, d, s->d_h, F, y->w_fc2, y->b_fc2, R, d, F);
         k_add(s->d_x, s->d_att, (size_t)R * d);
     }
     for (int i = 0; i < n_out; i++)
         k_layernorm(s->d_ln + (size_t)i * d, s->d_x + (size_t)out_rows[i] * d, m->dec_ln_g,
                     m->dec_ln_b, 1, d, LN_EPS);
-    op_matmul(s->pool, logits, s->d_ln, m->tok_emb, NULL, n_out, h->n_vocab, d);
+    op_matmul_w(s->pool, logits, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
 }
 
 /* ---- behind the seam (decode/runner.h) ---- */

@@ -43,6 +43,55 @@ const float *wl_get(wload *L, const char *name, int ndim, const int64_t *e) {
     return dst;
 }
 
+k_w wl_getw2(wload *L, const char *name, int64_t a, int64_t b) {
+    k_w none = {NULL, K_F32};
+    const ed_tensor *t = wl_find(L, name);
+    if (t && (t->dtype == ED_F16 || t->dtype == ED_BF16) && ((uintptr_t)t->data % 2) == 0 &&
+        t->ndim == 2 && t->shape[0] == a && t->shape[1] == b) {
+        L->weight_bytes += t->nbytes;
+        k_w w = {t->data, t->dtype == ED_F16 ? K_F16 : K_BF16};
+        return w;
+    }
+    const float *f = wl_get2(L, name, a, b);   /* f32, or the error */
+    if (!f) return none;
+    k_w w = {f, K_F32};
+    return w;
+}
+
+k_w wl_fuse(wload *L, const k_w *parts, const size_t *n, int count, const char *what) {
+    k_w out = {NULL, K_F32};
+    if (L->st) return out;
+    int t = -1;
+    size_t total = 0;
+    for (int i = 0; i < count; i++) {
+        total += n[i];
+        if (!n[i] || !parts[i].p) continue;
+        if (t < 0) t = parts[i].t;
+        else if (t != (int)parts[i].t) t = K_F32;
+    }
+    out.t = t < 0 ? K_F32 : (k_wtype)t;
+    size_t es = k_w_size(out.t);
+    char *dst = wtab_alloc(L->wt, total * es, what);
+    if (!dst) {
+        L->st = ENCDEC_ERR_NOMEM;
+        return out;
+    }
+    /* the parts' bytes were counted when fetched; count the fused copy instead */
+    for (int i = 0; i < count; i++)
+        if (parts[i].p) L->weight_bytes -= n[i] * k_w_size(parts[i].t);
+    L->weight_bytes += total * es;
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+        char *d = dst + at * es;
+        if (!parts[i].p) memset(d, 0, n[i] * es);
+        else if (parts[i].t == out.t) memcpy(d, parts[i].p, n[i] * es);
+        else k_h_to_f32((float *)d, parts[i].p, n[i], parts[i].t == K_BF16);   /* out is f32 */
+        at += n[i];
+    }
+    out.p = dst;
+    return out;
+}
+
 const float *wl_get1(wload *L, const char *name, int64_t a) {
     int64_t e[1] = {a};
     return wl_get(L, name, 1, e);

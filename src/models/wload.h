@@ -13,6 +13,7 @@
 
 #include "encdec.h"
 #include "io/tensor.h"
+#include "kern/kern.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,16 @@ const float *wl_get(wload *L, const char *name, int ndim, const int64_t *e);
 const float *wl_get1(wload *L, const char *name, int64_t a);
 const float *wl_get2(wload *L, const char *name, int64_t a, int64_t b);
 const float *wl_get3(wload *L, const char *name, int64_t a, int64_t b, int64_t c);
+/* A weight matrix [a, b] as stored when that is f16 or bf16 (2-byte
+ * aligned), or f32 (borrowed when aligned, else converted): the kernels
+ * expand halves in registers, so a checkpoint stored in f16 is used exactly
+ * and read at half the bytes. {NULL} once failed. */
+k_w wl_getw2(wload *L, const char *name, int64_t a, int64_t b);
+/* parts[0, count) (n[i] elements each; p NULL = zeros, n 0 = nothing)
+ * concatenated into one matrix owned by the table: in their half type when
+ * all non-empty parts share it, else in f32. {NULL} once failed. */
+k_w wl_fuse(wload *L, const k_w *parts, const size_t *n, int count, const char *what);
+
 /* n floats owned by the table (for fused weights), NULL once failed. */
 float *wl_alloc(wload *L, size_t n, const char *what);
 /* Copies n floats of src (NULL: zeros) to dst. */
