@@ -13,7 +13,8 @@
  * Shapes: d = d_model, I = inner = n_head * d_kv (not always d: flan-t5-small
  * has 6 x 64 = 384 against d 512), F = d_ff, V = vocabulary, L = decoder
  * layers, H = heads, dh = d_kv; Ttot = tokens of all inputs of a request,
- * T_b = tokens of input b. Weights are f32 after loading. As for Whisper,
+ * T_b = tokens of input b. Weight matrices are kept as stored (k_w: f32,
+ * f16 or bf16); norms and bias tables are f32. As for Whisper,
  * projections are fused the way the kernels want them: Q|K|V [3I, d], the
  * gated feed-forward's two input projections [2F, d], and the cross K|V of
  * ALL decoder layers [L * 2I, d], so that the cross cache of a request is
@@ -37,20 +38,23 @@
 
 typedef struct {
     const float *ln1;             /* [d] RMSNorm weight, self-attention block */
-    const float *w_qkv;           /* [3I, d] */
-    const float *w_o;             /* [d, I] */
+    k_w w_qkv;                    /* [3I, d] */
+    k_w w_o;                      /* [d, I] */
     const float *rel_bias;        /* [buckets, H] or NULL (then layer 0's is used) */
     const float *ln2;             /* [d] feed-forward block */
-    const float *w_wi;            /* [F, d], or [2F, d] when gated: wi_0 rows then wi_1 */
-    const float *w_wo;            /* [d, F] */
+    k_w w_wi;                     /* [F, d], or [2F, d] when gated: wi_0 rows then wi_1 */
+    k_w w_wo;                     /* [d, F] */
 } t5_enc_layer;
 
 typedef struct {
-    const float *ln1, *w_qkv, *w_o, *rel_bias;   /* self-attention, as the encoder's */
+    const float *ln1;             /* self-attention, as the encoder's */
+    k_w w_qkv, w_o;
+    const float *rel_bias;
     const float *lnx;             /* [d] cross-attention block */
-    const float *w_xq;            /* [I, d]; K|V live in t5_model.w_xkv */
-    const float *w_xo;            /* [d, I] */
-    const float *ln2, *w_wi, *w_wo;
+    k_w w_xq;                     /* [I, d]; K|V live in t5_model.w_xkv */
+    k_w w_xo;                     /* [d, I] */
+    const float *ln2;
+    k_w w_wi, w_wo;
 } t5_dec_layer;
 
 typedef struct {
@@ -70,13 +74,13 @@ typedef struct t5_model {
     t5_hparams hp;
     char model_type[16];          /* "t5", "mt5" or "umt5" */
     char ffn_name[24];            /* feed_forward_proj as configured */
-    const float *emb;             /* [V, d] shared input embedding */
+    k_w emb;                      /* [V, d] shared input embedding */
     t5_enc_layer *enc;
     const float *enc_ln;          /* [d] */
     t5_dec_layer *dec;
     const float *dec_ln;          /* [d] */
-    const float *lm_head;         /* [V, d] (= emb when tied) */
-    const float *w_xkv;           /* [L * 2I, d]: layer l's K rows at l*2I, V rows at l*2I + I */
+    k_w lm_head;                  /* [V, d] (= emb when tied) */
+    k_w w_xkv;                    /* [L * 2I, d]: layer l's K rows at l*2I, V rows at l*2I + I */
     spm_tok *tok;
     ed_wtab *wt;
     size_t weight_bytes;

@@ -126,41 +126,37 @@ done:
     return st;
 }
 
-/* Q|K|V of one attention block fused into [3I, d]. */
-static const float *fused_qkv(wload *L, const char *pfx, int64_t I, int64_t d) {
+/* Q|K|V of one attention block fused into [3I, d], in their stored precision. */
+static k_w fused_qkv(wload *L, const char *pfx, int64_t I, int64_t d) {
     char nm[200];
-    const float *w[3];
+    k_w w[3];
+    size_t n[3] = {(size_t)(I * d), (size_t)(I * d), (size_t)(I * d)};
     const char *x = "qkv";
     for (int i = 0; i < 3; i++) {
         snprintf(nm, sizeof nm, "%s.%c.weight", pfx, x[i]);
-        w[i] = wl_get2(L, nm, I, d);
+        w[i] = wl_getw2(L, nm, I, d);
     }
-    float *f = wl_alloc(L, (size_t)(3 * I * d), "fused QKV");
-    if (L->st) return NULL;
-    for (int i = 0; i < 3; i++) wl_put(f + (size_t)i * I * d, w[i], (size_t)(I * d));
-    return f;
+    return wl_fuse(L, w, n, 3, "fused QKV");
 }
 
 /* The feed-forward block at pfx ("....layer.1.DenseReluDense"). */
-static void load_ffn(wload *L, const t5_model *m, const char *pfx, const float **wi, const float **wo) {
+static void load_ffn(wload *L, const t5_model *m, const char *pfx, k_w *wi, k_w *wo) {
     int64_t d = m->hp.d, F = m->hp.d_ff;
     char nm[200];
     if (m->hp.gated) {
+        k_w w[2];
+        size_t n[2] = {(size_t)(F * d), (size_t)(F * d)};
         snprintf(nm, sizeof nm, "%s.wi_0.weight", pfx);
-        const float *w0 = wl_get2(L, nm, F, d);
+        w[0] = wl_getw2(L, nm, F, d);
         snprintf(nm, sizeof nm, "%s.wi_1.weight", pfx);
-        const float *w1 = wl_get2(L, nm, F, d);
-        float *f = wl_alloc(L, (size_t)(2 * F * d), "fused gated input projection");
-        if (L->st) return;
-        wl_put(f, w0, (size_t)(F * d));
-        wl_put(f + F * d, w1, (size_t)(F * d));
-        *wi = f;
+        w[1] = wl_getw2(L, nm, F, d);
+        *wi = wl_fuse(L, w, n, 2, "fused gated input projection");
     } else {
         snprintf(nm, sizeof nm, "%s.wi.weight", pfx);
-        *wi = wl_get2(L, nm, F, d);
+        *wi = wl_getw2(L, nm, F, d);
     }
     snprintf(nm, sizeof nm, "%s.wo.weight", pfx);
-    *wo = wl_get2(L, nm, d, F);
+    *wo = wl_getw2(L, nm, d, F);
 }
 
 static const float *rel_bias(wload *L, const t5_model *m, const char *side, int i) {
@@ -184,43 +180,43 @@ static void load_weights(wload *L, t5_model *m) {
     /* shared.weight, or (some conversions) only the encoder's alias of it */
     const char *emb = wtab_get(m->wt, "shared.weight") || !wtab_get(m->wt, "encoder.embed_tokens.weight")
                           ? "shared.weight" : "encoder.embed_tokens.weight";
-    m->emb = wl_get2(L, emb, V, d);
+    m->emb = wl_getw2(L, emb, V, d);
     for (int i = 0; i < h->n_enc_layer && !L->st; i++) {
         t5_enc_layer *y = &m->enc[i];
         snprintf(p, sizeof p, "encoder.block.%d.layer", i);
         y->ln1 = wl_get1(L, N(".0.layer_norm.weight"), d);
         y->w_qkv = fused_qkv(L, N(".0.SelfAttention"), I, d);
-        y->w_o = wl_get2(L, N(".0.SelfAttention.o.weight"), d, I);
+        y->w_o = wl_getw2(L, N(".0.SelfAttention.o.weight"), d, I);
         y->rel_bias = rel_bias(L, m, "encoder", i);
         y->ln2 = wl_get1(L, N(".1.layer_norm.weight"), d);
         load_ffn(L, m, N(".1.DenseReluDense"), &y->w_wi, &y->w_wo);
     }
     m->enc_ln = wl_get1(L, "encoder.final_layer_norm.weight", d);
-    size_t rows = (size_t)h->n_dec_layer * 2 * (size_t)I;
-    float *w_xkv = wl_alloc(L, rows * (size_t)d, "stacked cross K|V weights");
+    k_w *xkv = calloc((size_t)h->n_dec_layer * 2, sizeof *xkv);
+    size_t *nx = calloc((size_t)h->n_dec_layer * 2, sizeof *nx);
+    if (!xkv || !nx) L->st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: layer tables");
     for (int i = 0; i < h->n_dec_layer && !L->st; i++) {
         t5_dec_layer *y = &m->dec[i];
         snprintf(p, sizeof p, "decoder.block.%d.layer", i);
         y->ln1 = wl_get1(L, N(".0.layer_norm.weight"), d);
         y->w_qkv = fused_qkv(L, N(".0.SelfAttention"), I, d);
-        y->w_o = wl_get2(L, N(".0.SelfAttention.o.weight"), d, I);
+        y->w_o = wl_getw2(L, N(".0.SelfAttention.o.weight"), d, I);
         y->rel_bias = rel_bias(L, m, "decoder", i);
         y->lnx = wl_get1(L, N(".1.layer_norm.weight"), d);
-        y->w_xq = wl_get2(L, N(".1.EncDecAttention.q.weight"), I, d);
-        const float *wk = wl_get2(L, N(".1.EncDecAttention.k.weight"), I, d);
-        const float *wv = wl_get2(L, N(".1.EncDecAttention.v.weight"), I, d);
-        y->w_xo = wl_get2(L, N(".1.EncDecAttention.o.weight"), d, I);
+        y->w_xq = wl_getw2(L, N(".1.EncDecAttention.q.weight"), I, d);
+        xkv[2 * i] = wl_getw2(L, N(".1.EncDecAttention.k.weight"), I, d);
+        xkv[2 * i + 1] = wl_getw2(L, N(".1.EncDecAttention.v.weight"), I, d);
+        nx[2 * i] = nx[2 * i + 1] = (size_t)(I * d);
+        y->w_xo = wl_getw2(L, N(".1.EncDecAttention.o.weight"), d, I);
         y->ln2 = wl_get1(L, N(".2.layer_norm.weight"), d);
         load_ffn(L, m, N(".2.DenseReluDense"), &y->w_wi, &y->w_wo);
-        if (L->st) break;
-        size_t row = (size_t)i * 2 * (size_t)I;
-        wl_put(w_xkv + row * d, wk, (size_t)(I * d));
-        wl_put(w_xkv + (row + I) * d, wv, (size_t)(I * d));
     }
 #undef N
-    m->w_xkv = w_xkv;
+    if (xkv) m->w_xkv = wl_fuse(L, xkv, nx, 2 * h->n_dec_layer, "stacked cross K|V weights");
+    free(xkv);
+    free(nx);
     m->dec_ln = wl_get1(L, "decoder.final_layer_norm.weight", d);
-    m->lm_head = h->tied ? m->emb : wl_get2(L, "lm_head.weight", V, d);
+    m->lm_head = h->tied ? m->emb : wl_getw2(L, "lm_head.weight", V, d);
 }
 
 /* The tokenizer must fit the embedding: every id it can produce is a row. */

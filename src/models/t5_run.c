@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Row id of an embedding kept as stored, as f32 into dst[d]. */
+static void emb_row(float *dst, k_w e, int id, int d) {
+    if (e.t == K_F32) memcpy(dst, (const float *)e.p + (size_t)id * d, (size_t)d * sizeof *dst);
+    else k_h_to_f32(dst, (const uint16_t *)e.p + (size_t)id * d, (size_t)d, e.t == K_BF16);
+}
+
 encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool) {
     *out = NULL;
     t5_state *s = calloc(1, sizeof *s);
@@ -141,21 +147,21 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
         s->enc_bias_len = tm;
     }
     for (int r = 0; r < T; r++)
-        memcpy(s->e_x + (size_t)r * d, m->emb + (size_t)ids[r] * d, (size_t)d * sizeof(float));
+        emb_row(s->e_x + (size_t)r * d, m->emb, ids[r], d);
     for (int l = 0; l < h->n_enc_layer; l++) {
         const t5_enc_layer *y = &m->enc[l];
         const float *bias = s->enc_bias + (h->bias_every_layer ? (size_t)l * h->n_head * blen : 0);
         op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln1, T, d, h->eps);
-        op_matmul(s->pool, s->e_qkv, s->e_n, y->w_qkv, NULL, T, 3 * I, d);
+        op_matmul_w(s->pool, s->e_qkv, 3 * I, s->e_n, d, y->w_qkv, NULL, T, 3 * I, d);
         op_attention_seg(s->pool, s->e_att, I, s->e_qkv, 3 * I, s->e_qkv + I, 3 * I,
                          s->e_qkv + 2 * I, 3 * I, B, start, len, h->n_head, h->d_kv, 1.0f, bias,
                          (size_t)blen, tm - 1, s->scores, s->scores_stride);
-        op_matmul(s->pool, s->e_n, s->e_att, y->w_o, NULL, T, d, I);
+        op_matmul_w(s->pool, s->e_n, d, s->e_att, I, y->w_o, NULL, T, d, I);
         k_add(s->e_x, s->e_n, (size_t)T * d);
         op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln2, T, d, h->eps);
-        op_matmul(s->pool, s->e_h, s->e_n, y->w_wi, NULL, T, G, d);
+        op_matmul_w(s->pool, s->e_h, G, s->e_n, d, y->w_wi, NULL, T, G, d);
         op_ffn_act(s->pool, s->e_h, G, T, F, h->act, h->gated);
-        op_matmul_ex(s->pool, s->e_n, d, s->e_h, G, y->w_wo, F, NULL, T, d, F);
+        op_matmul_w(s->pool, s->e_n, d, s->e_h, G, y->w_wo, NULL, T, d, F);
         k_add(s->e_x, s->e_n, (size_t)T * d);
     }
     op_rmsnorm(s->pool, s->enc_out, s->e_x, m->enc_ln, T, d, h->eps);
@@ -183,7 +189,7 @@ static void relayout_task(void *arg, int ith, int nth) {
 void t5_cross_compute(t5_state *s) {
     const t5_hparams *h = &s->m->hp;
     int T = s->cur.n_tokens, n = h->n_dec_layer * 2 * h->inner;
-    op_matmul(s->pool, s->xkv, s->enc_out, s->m->w_xkv, NULL, T, n, h->d);
+    op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, s->m->w_xkv, NULL, T, n, h->d);
     for (int b = 0; b < s->cur.n_inputs; b++)
         kv_cross_view(&s->cross[b], s->cross_buf + (size_t)n * s->in_start[b], h->n_dec_layer,
                       h->n_head, s->in_len[b], h->d_kv);
@@ -231,25 +237,25 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         s->dec_bias_len = n_ctx;
     }
     for (int r = 0; r < R; r++)
-        memcpy(s->d_x + (size_t)r * d, m->emb + (size_t)tok[r] * d, (size_t)d * sizeof(float));
+        emb_row(s->d_x + (size_t)r * d, m->emb, tok[r], d);
     for (int l = 0; l < h->n_dec_layer; l++) {
         const t5_dec_layer *y = &m->dec[l];
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);
-        op_matmul(s->pool, s->d_qkv, s->d_n, y->w_qkv, NULL, R, 3 * I, d);
+        op_matmul_w(s->pool, s->d_qkv, 3 * I, s->d_n, d, y->w_qkv, NULL, R, 3 * I, d);
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
-        op_matmul(s->pool, s->d_n, s->d_att, y->w_o, NULL, R, d, I);
+        op_matmul_w(s->pool, s->d_n, d, s->d_att, I, y->w_o, NULL, R, d, I);
         k_add(s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
-        op_matmul(s->pool, s->d_q, s->d_n, y->w_xq, NULL, R, I, d);          /* only Q */
+        op_matmul_w(s->pool, s->d_q, I, s->d_n, d, y->w_xq, NULL, R, I, d);          /* only Q */
         dec_cross_attention(s, l, R, slot);
-        op_matmul(s->pool, s->d_n, s->d_att, y->w_xo, NULL, R, d, I);
+        op_matmul_w(s->pool, s->d_n, d, s->d_att, I, y->w_xo, NULL, R, d, I);
         k_add(s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln2, R, d, h->eps);
-        op_matmul(s->pool, s->d_h, s->d_n, y->w_wi, NULL, R, G, d);
+        op_matmul_w(s->pool, s->d_h, G, s->d_n, d, y->w_wi, NULL, R, G, d);
         op_ffn_act(s->pool, s->d_h, G, R, F, h->act, h->gated);
-        op_matmul_ex(s->pool, s->d_n, d, s->d_h, G, y->w_wo, F, NULL, R, d, F);
+        op_matmul_w(s->pool, s->d_n, d, s->d_h, G, y->w_wo, NULL, R, d, F);
         k_add(s->d_x, s->d_n, (size_t)R * d);
     }
     float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
@@ -259,7 +265,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         if (h->tied)
             for (int j = 0; j < d; j++) y[j] *= sc;
     }
-    op_matmul(s->pool, logits, s->d_n, m->lm_head, NULL, n_out, h->n_vocab, d);
+    op_matmul_w(s->pool, logits, h->n_vocab, s->d_n, d, m->lm_head, NULL, n_out, h->n_vocab, d);
 }
 
 /* ---- behind the seam (decode/runner.h) ---- */
