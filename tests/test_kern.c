@@ -90,6 +90,109 @@ static void test_matmul_h(ed_pool *pool) {
         }
 }
 
+/* The T5 kernels: attention with a Toeplitz bias and through an index
+ * table, RMSNorm and the activations, against their scalar twins; and the
+ * pool wrappers (packed segments, index tables, gated activation) against
+ * those kernels. */
+static void test_t5_kernels(ed_pool *pool) {
+    int dh = 16, Tk = 37, H = 2;
+    float *q = rnd((size_t)8 * dh), *k = rnd((size_t)Tk * dh), *v = rnd((size_t)Tk * dh);
+    float *bias = rnd((size_t)2 * Tk + 16), s[64 * 64], o[8 * 16], r[8 * 16];
+    for (int Mq = 1; Mq <= 5; Mq += 4)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const float *b = with_bias ? bias + Tk + 4 : NULL;
+            k_attention_bias(o, dh, q, dh, k, dh, v, dh, Mq, Tk, dh, 0.7f, b, -1, s);
+            k_attention_bias_ref(r, dh, q, dh, k, dh, v, dh, Mq, Tk, dh, 0.7f, b, -1, s);
+            CHECK(check_max_abs_diff(o, r, (size_t)Mq * dh, NULL) < 1e-5);
+        }
+    /* keys of 3 cache slots, read through a table */
+    int slots = 3, slot[37];
+    float *kc = rnd((size_t)slots * Tk * dh), *vc = rnd((size_t)slots * Tk * dh);
+    for (int j = 0; j < Tk; j++) slot[j] = (j * 7) % slots;
+    k_attention_gather(o, q, kc, vc, (size_t)Tk * dh, dh, slot, Tk, dh, 1.0f, bias, s);
+    k_attention_gather_ref(r, q, kc, vc, (size_t)Tk * dh, dh, slot, Tk, dh, 1.0f, bias, s);
+    CHECK(check_max_abs_diff(o, r, (size_t)dh, NULL) < 1e-5);
+
+    /* activations and RMSNorm */
+    float *x = rnd(300), *y = malloc(300 * sizeof(float)), *z = malloc(300 * sizeof(float));
+    for (int i = 0; i < 300; i++) x[i] *= 8;   /* both tails */
+    memcpy(y, x, 300 * sizeof *y), memcpy(z, x, 300 * sizeof *z);
+    k_gelu_tanh(y, 300), k_gelu_tanh_ref(z, 300);
+    CHECK(check_max_abs_diff(y, z, 300, NULL) < 1e-5);
+    memcpy(y, x, 300 * sizeof *y), memcpy(z, x, 300 * sizeof *z);
+    k_silu(y, 300), k_silu_ref(z, 300);
+    CHECK(check_max_abs_diff(y, z, 300, NULL) < 1e-5);
+    memcpy(y, x, 300 * sizeof *y);
+    k_relu(y, 300);
+    int bad = 0;
+    for (int i = 0; i < 300; i++) bad += y[i] != (x[i] > 0 ? x[i] : 0.0f);
+    CHECK_EQ_INT(bad, 0);
+    float *g = rnd(100);
+    k_rmsnorm(y, x, g, 3, 100, 1e-6f);
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        double ss = 0;
+        for (int j = 0; j < 100; j++) ss += (double)x[i * 100 + j] * x[i * 100 + j];
+        for (int j = 0; j < 100; j++) {
+            double want = g[j] * x[i * 100 + j] / sqrt(ss / 100 + 1e-6);
+            if (fabs(y[i * 100 + j] - want) > worst) worst = fabs(y[i * 100 + j] - want);
+        }
+    }
+    CHECK(worst < 1e-5);
+
+    /* op_ffn_act, gated: h[:, :F] = act(h[:, :F]) * h[:, F:] */
+    int M = 40, F = 70;
+    float *h = rnd((size_t)M * 2 * F), *h0 = malloc(sizeof(float) * (size_t)M * 2 * F);
+    memcpy(h0, h, sizeof(float) * (size_t)M * 2 * F);
+    op_ffn_act(pool, h, 2 * F, M, F, OP_ACT_GELU_TANH, 1);
+    worst = 0;
+    for (int i = 0; i < M; i++) {
+        float a[70];
+        memcpy(a, h0 + (size_t)i * 2 * F, sizeof a);
+        k_gelu_tanh_ref(a, (size_t)F);
+        for (int j = 0; j < F; j++) {
+            double d = fabs(h[(size_t)i * 2 * F + j] - a[j] * h0[(size_t)i * 2 * F + F + j]);
+            if (d > worst) worst = d;
+        }
+    }
+    CHECK(worst < 1e-5);
+
+    /* op_attention_seg: 3 packed segments, each against the reference alone */
+    int len[3] = {5, 70, 1}, start[3] = {0, 5, 75}, T = 76, I = H * dh, centre = 69;
+    float *qkv = rnd((size_t)T * 3 * I), *out = malloc(sizeof(float) * (size_t)T * I);
+    float *tb = rnd((size_t)H * (2 * 70 - 1)), *ref = malloc(sizeof(float) * (size_t)T * I);
+    float *scr = malloc(sizeof(float) * 4 * OP_ATTN_ROWS * 80), *s2 = malloc(sizeof(float) * 70 * 70);
+    op_attention_seg(pool, out, I, qkv, 3 * I, qkv + I, 3 * I, qkv + 2 * I, 3 * I, 3, start, len, H,
+                     dh, 1.0f, tb, 2 * 70 - 1, centre, scr, (size_t)OP_ATTN_ROWS * 80);
+    for (int sg = 0; sg < 3; sg++)
+        for (int hd = 0; hd < H; hd++) {
+            const float *base = qkv + (size_t)start[sg] * 3 * I + hd * dh;
+            k_attention_bias_ref(ref + (size_t)start[sg] * I + hd * dh, I, base, 3 * I, base + I, 3 * I,
+                                 base + 2 * I, 3 * I, len[sg], len[sg], dh, 1.0f,
+                                 tb + (size_t)hd * (2 * 70 - 1) + centre, -1, s2);
+        }
+    CHECK(check_max_abs_diff(out, ref, (size_t)T * I, NULL) < 1e-5);
+
+    /* op_attention_tab: rows at positions 0..4 of 2 sequences sharing slots */
+    int R = 4, pos[4] = {3, 4, 2, 4}, trow[4] = {0, 0, 1, 1}, tab[2 * 8] = {0, 0, 1, 0, 0, 0, 0, 0,
+                                                                        0, 1, 1, 1, 1, 0, 0, 0};
+    int n_ctx = 8;
+    float *kc2 = rnd((size_t)2 * n_ctx * I), *vc2 = rnd((size_t)2 * n_ctx * I);
+    float *qr = rnd((size_t)R * I), *o2 = malloc(sizeof(float) * (size_t)R * I), *r2 = malloc(sizeof(float) * (size_t)R * I);
+    float *db = rnd((size_t)H * n_ctx);
+    op_attention_tab(pool, o2, I, qr, I, kc2, vc2, (size_t)n_ctx * I, I, R, pos, tab, trow, n_ctx, H,
+                     dh, 0.5f, db, n_ctx, n_ctx - 1, scr, (size_t)OP_ATTN_ROWS * 80);
+    for (int rr = 0; rr < R; rr++)
+        for (int hd = 0; hd < H; hd++)
+            k_attention_gather_ref(r2 + (size_t)rr * I + hd * dh, qr + (size_t)rr * I + hd * dh,
+                                   kc2 + hd * dh, vc2 + hd * dh, (size_t)n_ctx * I, I, tab + trow[rr] * n_ctx,
+                                   pos[rr] + 1, dh, 0.5f, db + (size_t)hd * n_ctx + n_ctx - 1 - pos[rr], s2);
+    CHECK(check_max_abs_diff(o2, r2, (size_t)R * I, NULL) < 1e-5);
+    free(q), free(k), free(v), free(bias), free(kc), free(vc), free(x), free(y), free(z), free(g);
+    free(h), free(h0), free(qkv), free(out), free(tb), free(ref), free(scr), free(s2);
+    free(kc2), free(vc2), free(qr), free(o2), free(r2), free(db);
+}
+
 static void test_attention(ed_pool *pool) {
     int H = 3, dh = 16, d = H * dh;
     int cases[][3] = {{1, 7, 0}, {9, 9, 1}, {4, 11, 1}, {70, 70, 0}, {70, 90, 1}};
@@ -225,6 +328,7 @@ int main(void) {
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
     test_matmul(pool);
     test_matmul_h(pool);
+    test_t5_kernels(pool);
     test_attention(pool);
     test_elementwise(pool);
     test_pool();

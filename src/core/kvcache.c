@@ -75,10 +75,6 @@ void kv_cross_view(kv_cross *c, float *buf, int n_layer, int n_head, int n_ctx, 
     c->kv = buf;
 }
 
-size_t kv_cross_floats(int n_layer, int n_head, int n_ctx, int dh) {
-    return (size_t)n_layer * 2 * n_head * n_ctx * dh;
-}
-
 size_t kv_cross_head_stride(const kv_cross *c) { return (size_t)c->n_ctx * c->dh; }
 
 float *kv_cross_k(const kv_cross *c, int l) {

@@ -46,8 +46,6 @@ void kv_cross_free(kv_cross *c);
  * n_ctx * dh floats): one input's part of a batch's shared buffer. Not
  * to be passed to kv_cross_free. */
 void kv_cross_view(kv_cross *c, float *buf, int n_layer, int n_head, int n_ctx, int dh);
-/* Floats a cross cache of these dimensions holds. */
-size_t kv_cross_floats(int n_layer, int n_head, int n_ctx, int dh);
 /* K of layer l, head 0: heads follow at n_ctx * dh floats apart. */
 float *kv_cross_k(const kv_cross *c, int l);
 float *kv_cross_v(const kv_cross *c, int l);

@@ -48,8 +48,6 @@ void rn_begin(dec_runner *r, encdec_kv_mode mode) {
     if (mode == ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
 }
 
-int rn_len(const dec_runner *r, int seq) { return r->len[seq]; }
-
 static int input_of(const dec_runner *r, int seq) {
     return r->m.slot_input ? r->m.slot_input[seq] : 0;
 }

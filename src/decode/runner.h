@@ -63,7 +63,5 @@ void rn_free(dec_runner *r);
  * and, in FULL mode, fills the cross cache. */
 void rn_begin(dec_runner *r, encdec_kv_mode mode);
 dec_model rn_seam(dec_runner *r);
-/* Positions filled in sequence seq. */
-int rn_len(const dec_runner *r, int seq);
 
 #endif

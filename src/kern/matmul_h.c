@@ -15,6 +15,14 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define K_X86 1
+/* AVX2 + FMA + F16C, the three the AVX2 version needs. clang (14) cannot
+ * ask for f16c; every AVX2 CPU with FMA has it (Haswell, Zen and later). */
+#ifdef __clang__
+#define K_HAS_AVX2_SET (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#else
+#define K_HAS_AVX2_SET (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && \
+                        __builtin_cpu_supports("f16c"))
+#endif
 #endif
 
 static inline float h2f(uint16_t h, int bf16) {
@@ -229,8 +237,7 @@ int k_matmul_h_isa(int isa, float *y, int ldy, const float *x, int ldx, const ui
         else matmul_h_avx512(y, ldy, x, ldx, w, ldw, bf16, b, M, N, K);
         return 2;
     }
-    if (isa >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+    if (isa >= 1 && K_HAS_AVX2_SET) {
         matmul_h_avx2(y, ldy, x, ldx, w, ldw, bf16, b, M, N, K);
         return 1;
     }
@@ -251,7 +258,7 @@ void k_h_to_f32(float *dst, const uint16_t *src, size_t n, int bf16) {
         h_to_f32_avx512(dst, src, n, bf16);
         return;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    if (K_HAS_AVX2_SET) {
         h_to_f32_avx2(dst, src, n, bf16);
         return;
     }

@@ -177,9 +177,13 @@ static void load_weights(wload *L, t5_model *m) {
         return;
     }
 #define N(fmt) (snprintf(nm, sizeof nm, "%s" fmt, p), nm)
-    /* shared.weight, or (some conversions) only the encoder's alias of it */
-    const char *emb = wtab_get(m->wt, "shared.weight") || !wtab_get(m->wt, "encoder.embed_tokens.weight")
-                          ? "shared.weight" : "encoder.embed_tokens.weight";
+    /* shared.weight, or (some conversions keep only one of the tied names)
+     * one of its aliases */
+    const char *emb = "shared.weight";
+    if (!wtab_get(m->wt, emb) && wtab_get(m->wt, "encoder.embed_tokens.weight"))
+        emb = "encoder.embed_tokens.weight";
+    else if (!wtab_get(m->wt, emb) && wtab_get(m->wt, "decoder.embed_tokens.weight"))
+        emb = "decoder.embed_tokens.weight";
     m->emb = wl_getw2(L, emb, V, d);
     for (int i = 0; i < h->n_enc_layer && !L->st; i++) {
         t5_enc_layer *y = &m->enc[i];

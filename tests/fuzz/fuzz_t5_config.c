@@ -4,35 +4,12 @@
  * beam 2) without crashing whatever buckets, distances, ids or activation
  * the config names. Run from the repository root. */
 #include "encdec.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static char g_dir[256];
-
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/encdec-fuzz-t5-config-%d", (int)getpid());
-    mkdir(g_dir, 0700);
-    const char *files[] = {"model.safetensors", "tokenizer.json", "spiece.model"};
-    for (int i = 0; i < 3; i++) {
-        char src[512], dst[512];
-        snprintf(src, sizeof src, "%s/tests/data/tiny-random-t5-v1_1/%s", getenv("PWD"), files[i]);
-        snprintf(dst, sizeof dst, "%s/%s", g_dir, files[i]);
-        unlink(dst);
-        if (symlink(src, dst) != 0) abort();
-    }
-}
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!g_dir[0]) setup();
-    char p[512];
-    snprintf(p, sizeof p, "%s/config.json", g_dir);
-    FILE *f = fopen(p, "wb");
-    if (!f) return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
+    static const char *const files[] = {"model.safetensors", "tokenizer.json", "spiece.model"};
+    const char *g_dir = fuzz_config_dir("tiny-random-t5-v1_1", files, 3, data, size);
+    if (!g_dir) return 0;
     encdec_model *m = NULL;
     encdec_session *s = NULL;
     if (encdec_model_load(g_dir, &m) == ENCDEC_OK && encdec_session_new(m, NULL, &s) == ENCDEC_OK) {
