@@ -1,21 +1,40 @@
-/* pool.c - fork-join pool on pthreads: a generation counter wakes workers,
- * a pending counter tells the caller when every slice is done. */
+/* pool.c - fork-join pool on pthreads. A run is published by bumping a
+ * generation counter; a pending counter tells the caller when every slice
+ * is done. Both sides spin briefly (ED_POOL_SPIN_US) before sleeping on a
+ * condition variable: a decode step issues dozens of small runs a few
+ * microseconds apart, and a futex wake-up per run would cost more than the
+ * work (see docs/ARCHITECTURE.md, "Threads"). An idle session sleeps. */
 #include "base/pool.h"
 #include "base/err.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ED_RELAX() _mm_pause()
+#else
+#define ED_RELAX() ((void)0)
+#endif
+
+/* How long a thread spins for the next run (worker) or for the end of the
+ * current one (caller) before it sleeps. */
+#ifndef ED_POOL_SPIN_US
+#define ED_POOL_SPIN_US 300
+#endif
 
 struct ed_pool {
     int n;                 /* threads including the caller */
     pthread_t *threads;    /* [n - 1] */
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    unsigned long gen;     /* bumped once per run */
-    int pending;           /* workers still running the current fn */
-    int quit;
-    ed_pool_fn fn;
+    _Atomic unsigned long gen;   /* bumped once per run (under mu) */
+    atomic_int pending;          /* workers still running the current fn */
+    atomic_int caller_sleeps;    /* the caller waits on `done` */
+    atomic_int quit;
+    ed_pool_fn fn;               /* published by the release store of gen */
     void *ctx;
     void **scratch;        /* [n] per-thread scratch (ed_pool_scratch) */
     size_t *scratch_cap;   /* [n] its size in bytes */
@@ -23,28 +42,49 @@ struct ed_pool {
 
 typedef struct { ed_pool *p; int ith; } worker_arg;
 
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* Spins until *gen != seen (returns 1) or the spin budget is spent (0). */
+static int spin_gen(ed_pool *p, unsigned long seen) {
+    double t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen ||
+            atomic_load_explicit(&p->quit, memory_order_relaxed))
+            return 1;
+        ED_RELAX();
+        if ((i & 255) == 0) {
+            double t = now_us();
+            if (t0 == 0) t0 = t;
+            else if (t - t0 > ED_POOL_SPIN_US) return 0;
+        }
+    }
+}
+
 static void *worker_main(void *arg) {
     worker_arg wa = *(worker_arg *)arg;
     free(arg);
     ed_pool *p = wa.p;
     unsigned long seen = 0;
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->quit && p->gen == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) {
+        if (!spin_gen(p, seen)) {
+            pthread_mutex_lock(&p->mu);
+            while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen)
+                pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
-            return NULL;
         }
-        seen = p->gen;
-        ed_pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-
-        fn(ctx, wa.ith, p->n);
-
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        if (atomic_load(&p->quit)) return NULL;
+        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        p->fn(p->ctx, wa.ith, p->n);
+        if (atomic_fetch_sub(&p->pending, 1) == 1 &&
+            atomic_load(&p->caller_sleeps)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -97,7 +137,7 @@ encdec_status ed_pool_new(ed_pool **out, int n_threads) {
 void ed_pool_free(ed_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
@@ -129,19 +169,32 @@ void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n - 1;
-    p->gen++;
+    atomic_store(&p->pending, p->n - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
     fn(ctx, 0, p->n);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    double t0 = 0;
+    for (unsigned i = 1; atomic_load(&p->pending) > 0; i++) {
+        ED_RELAX();
+        if ((i & 255) == 0) {
+            double t = now_us();
+            if (t0 == 0) t0 = t;
+            else if (t - t0 > ED_POOL_SPIN_US) break;
+        }
+    }
+    if (atomic_load(&p->pending) > 0) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_sleeps, 1);
+        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_sleeps, 0);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 void ed_split(int n, int ith, int nth, int align, int *lo, int *hi) {

@@ -8,7 +8,8 @@
  * ed_pool_run calls fn(ctx, ith, nth) for ith in [0, nth) with the calling
  * thread as ith 0, and returns when all have returned: a task picks its own
  * slice from (ith, nth). Workers wait on a condition variable between runs
- * (no spinning while a session is idle). Not reentrant: one run at a time.
+ * after a short spin (no spinning while a session is idle). Not reentrant:
+ * one run at a time.
  */
 #ifndef ED_POOL_H
 #define ED_POOL_H
