@@ -23,6 +23,8 @@ static const char *HELP =
     "      --modes LIST   comma-separated cache modes (default full,self,none)\n"
     "      --beam N       beam search with N beams, 1..16 (default 1: greedy);\n"
     "                     decode ms are then per generated position, all beams\n"
+    "      --compute MODE weight matrices: f32 (as stored; default), bf16, int8\n"
+    "      --cross-kv TYPE cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
     "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
     "                     n_tokens, n_steps, decode_ms, transcribe_ms, rtf,\n"
@@ -87,8 +89,13 @@ static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mod
 int cli_bench(int argc, char **argv) {
     const char *model = NULL, *audio = NULL, *modes = "full,self,none";
     int threads = cli_default_threads(), reps = 5, json = 0, beam = 1;
+    encdec_compute compute = ENCDEC_COMPUTE_F32;
+    encdec_kv_type cross_kv = ENCDEC_KV_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int pr = cli_parse_precision(argc, argv, &i, &compute, &cross_kv);
+        if (pr < 0) return CLI_USAGE_ERR;
+        if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -128,7 +135,7 @@ int cli_bench(int argc, char **argv) {
     encdec_model *m = NULL;
     for (int i = 0; loads && i < reps; i++) {
         encdec_model_free(m);
-        m = cli_load_model(path, &loads[i]);
+        m = cli_load_model(path, compute, &loads[i]);
         if (!m) { free(loads); return 1; }
     }
     double load_ms = loads ? median(loads, reps) : 0;
@@ -136,7 +143,7 @@ int cli_bench(int argc, char **argv) {
     float *pcm = NULL;
     size_t n = 0;
     encdec_session *s = NULL;
-    encdec_session_params sp = {threads};
+    encdec_session_params sp = {threads, cross_kv};
     encdec_status st = encdec_audio_load(audio, 0, &pcm, &n);
     if (!st) st = encdec_session_new(m, &sp, &s);
     int rc = 0;
@@ -181,6 +188,8 @@ int cli_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(j, "peak_rss_mb", cli_peak_rss_mb());
             cJSON_AddNumberToObject(j, "threads", threads);
             cJSON_AddNumberToObject(j, "beam", beam);
+            cJSON_AddStringToObject(j, "compute", info.compute);
+            cJSON_AddStringToObject(j, "cross_kv", cli_kvtype_name(cross_kv));
             cJSON_AddNumberToObject(j, "repeats", reps);
             char *out = cJSON_PrintUnformatted(j);
             if (out) puts(out);
@@ -191,6 +200,7 @@ int cli_bench(int argc, char **argv) {
                    info.d_model, info.n_enc_layer, info.n_dec_layer, info.weight_bytes / 1e6);
             printf("audio      %s (%.2f s), %d threads, beam %d, median of %d runs\n", audio, audio_s,
                    threads, beam, reps);
+            printf("precision  compute %s, cross K/V %s\n", info.compute, cli_kvtype_name(cross_kv));
             printf("load       %8.1f ms\n", load_ms);
             printf("mel        %8.1f ms\n", f->mel);
             printf("encoder    %8.1f ms  (incl. cross K/V in full mode: %s)\n", f->enc,

@@ -67,6 +67,32 @@ int cli_parse_kv(const char *s, encdec_kv_mode *out) {
     return 1;
 }
 
+int cli_parse_compute(const char *s, encdec_compute *out) {
+    if (s && !strcmp(s, "f32")) *out = ENCDEC_COMPUTE_F32;
+    else if (s && !strcmp(s, "bf16")) *out = ENCDEC_COMPUTE_BF16;
+    else if (s && !strcmp(s, "int8")) *out = ENCDEC_COMPUTE_INT8;
+    else {
+        fprintf(stderr, "encdec: --compute expects f32, bf16 or int8, got \"%s\"\n", s ? s : "");
+        return 0;
+    }
+    return 1;
+}
+
+int cli_parse_kvtype(const char *s, encdec_kv_type *out) {
+    if (s && !strcmp(s, "f32")) *out = ENCDEC_KV_F32;
+    else if (s && !strcmp(s, "f16")) *out = ENCDEC_KV_F16;
+    else if (s && !strcmp(s, "bf16")) *out = ENCDEC_KV_BF16;
+    else {
+        fprintf(stderr, "encdec: --cross-kv expects f32, f16 or bf16, got \"%s\"\n", s ? s : "");
+        return 0;
+    }
+    return 1;
+}
+
+const char *cli_kvtype_name(encdec_kv_type t) {
+    return t == ENCDEC_KV_F16 ? "f16" : t == ENCDEC_KV_BF16 ? "bf16" : "f32";
+}
+
 const char *cli_kv_name(encdec_kv_mode m) {
     return m == ENCDEC_KV_FULL ? "full" : m == ENCDEC_KV_SELF ? "self" : "none";
 }
@@ -89,10 +115,11 @@ double cli_peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-encdec_model *cli_load_model(const char *path, double *load_ms) {
+encdec_model *cli_load_model(const char *path, encdec_compute compute, double *load_ms) {
     encdec_model *m = NULL;
     double t0 = cli_now_ms();
-    encdec_status st = encdec_model_load(path, &m);
+    encdec_model_params mp = {compute};
+    encdec_status st = encdec_model_load_ex(path, &mp, &m);
     if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st) {
         fprintf(stderr, "encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
@@ -100,4 +127,19 @@ encdec_model *cli_load_model(const char *path, double *load_ms) {
         return NULL;
     }
     return m;
+}
+
+int cli_parse_precision(int argc, char **argv, int *i, encdec_compute *c, encdec_kv_type *kv) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strncmp(a, "--compute=", 10)) return cli_parse_compute(a + 10, c) ? 1 : -1;
+    if (!strncmp(a, "--cross-kv=", 11)) return cli_parse_kvtype(a + 11, kv) ? 1 : -1;
+    if (!strcmp(a, "--compute")) {
+        (*i)++;
+        return cli_parse_compute(v, c) ? 1 : -1;
+    }
+    if (!strcmp(a, "--cross-kv")) {
+        (*i)++;
+        return cli_parse_kvtype(v, kv) ? 1 : -1;
+    }
+    return 0;
 }

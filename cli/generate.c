@@ -35,6 +35,10 @@ static const char *HELP =
     "      --kv-cache MODE    full: self cache + cross K/V computed once per input\n"
     "                         (default); self: cross K/V recomputed every step; none: no\n"
     "                         cache at all. All three give the same tokens.\n"
+    "      --compute MODE     weight matrices: f32 (as stored: f32/f16/bf16, f32 math;\n"
+    "                         default), bf16 (bf16 weights, bf16 products for the\n"
+    "                         encoder), int8 (int8 weights, per-channel scales)\n"
+    "      --cross-kv TYPE    cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
     "                         512 for T5) to their first tokens (default: an error)\n"
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
@@ -51,6 +55,8 @@ typedef struct {
     const char *model;
     int threads, json, batch;
     encdec_generate_params gp;
+    encdec_compute compute;
+    encdec_kv_type cross_kv;
 } opts;
 
 static int parse_seed(const char *s, uint64_t *out) {
@@ -71,6 +77,8 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->json = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
+    o->compute = ENCDEC_COMPUTE_F32;
+    o->cross_kv = ENCDEC_KV_F32;
     double x;
     int i = 1;
     for (; i < argc; i++) {
@@ -78,6 +86,9 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) { i++; break; }
         if (a[0] != '-' || !a[1]) break;
+        int pr = cli_parse_precision(argc, argv, &i, &o->compute, &o->cross_kv);
+        if (pr < 0) return -1;
+        if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
@@ -271,7 +282,7 @@ int cli_generate(int argc, char **argv) {
     int rc = parse(argc, argv, &o, &first);
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
     double load_ms;
-    encdec_model *m = cli_load_model(o.model, &load_ms);
+    encdec_model *m = cli_load_model(o.model, o.compute, &load_ms);
     if (!m) return 1;
     encdec_model_info info;
     encdec_model_get_info(m, &info);
@@ -282,7 +293,7 @@ int cli_generate(int argc, char **argv) {
         return 1;
     }
     encdec_session *s = NULL;
-    encdec_session_params sp = {o.threads};
+    encdec_session_params sp = {o.threads, o.cross_kv};
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
         fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());

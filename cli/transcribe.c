@@ -24,6 +24,7 @@ static const char *HELP =
     "                       self: cross K/V recomputed every step; none: no cache at all.\n"
     "                       All three give the same tokens; self/none exist to prove it\n"
     "                       and to measure what the caches save.\n"
+CLI_PRECISION_HELP
     "      --beam N         beam search with N beams, 1..16 (default 1: greedy); the\n"
     "                       best hypothesis of each window (Hugging Face's rules)\n"
     "      --max-tokens N   tokens generated per 30 s window, 1..448 (default: no limit\n"
@@ -42,16 +43,22 @@ typedef struct {
     const char *language;
     double max_duration;
     encdec_kv_mode kv;
+    encdec_compute compute;
+    encdec_kv_type cross_kv;
 } opts;
 
 static int parse(int argc, char **argv, opts *o, int *first_file) {
-    *o = (opts){NULL, cli_default_threads(), 0, 0, 0, 1, NULL, 0, ENCDEC_KV_FULL};
+    *o = (opts){NULL, cli_default_threads(), 0, 0, 0, 1, NULL, 0, ENCDEC_KV_FULL,
+                ENCDEC_COMPUTE_F32, ENCDEC_KV_F32};
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) { i++; break; }
         if (a[0] != '-' || !a[1]) break;
+        int pr = cli_parse_precision(argc, argv, &i, &o->compute, &o->cross_kv);
+        if (pr < 0) return -1;
+        if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--translate")) o->translate = 1;
@@ -115,6 +122,9 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
     cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->kv));
     cJSON_AddNumberToObject(j, "beam", o->beam);
+    cJSON_AddStringToObject(j, "compute", o->compute == ENCDEC_COMPUTE_BF16 ? "bf16" :
+                            o->compute == ENCDEC_COMPUTE_INT8 ? "int8" : "f32");
+    cJSON_AddStringToObject(j, "cross_kv", cli_kvtype_name(o->cross_kv));
     cJSON_AddNumberToObject(j, "threads", o->threads);
     char *s = cJSON_PrintUnformatted(j);
     if (s) puts(s);
@@ -131,10 +141,10 @@ int cli_transcribe(int argc, char **argv) {
     const char *path = cli_model_path(o.model, buf, sizeof buf);
     if (!path) return 1;
     double load_ms;
-    encdec_model *m = cli_load_model(path, &load_ms);
+    encdec_model *m = cli_load_model(path, o.compute, &load_ms);
     if (!m) return 1;
     encdec_session *s = NULL;
-    encdec_session_params sp = {o.threads};
+    encdec_session_params sp = {o.threads, o.cross_kv};
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
         fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());

@@ -70,6 +70,26 @@ typedef struct encdec_model encdec_model;
 encdec_status encdec_model_load(const char *path, encdec_model **out);
 void encdec_model_free(encdec_model *m);
 
+/* How the weight matrices are held and multiplied (norms, biases,
+ * embeddings' positions and the convolution stay f32 in every mode). */
+typedef enum {
+    ENCDEC_COMPUTE_F32 = 0,  /* as stored (f32, f16 or bf16), f32 arithmetic: the reference */
+    ENCDEC_COMPUTE_BF16,     /* matrices converted to bf16 at load; products over many rows
+                                (encoder, prompts) round their inputs to bf16 and accumulate
+                                in f32 (AVX512_BF16 where the CPU has it) */
+    ENCDEC_COMPUTE_INT8,     /* matrices quantised at load to int8 with one scale per output
+                                channel; each product quantises its input rows (one scale
+                                per row) and sums in int32 (AVX512_VNNI where available) */
+} encdec_compute;
+
+typedef struct {
+    encdec_compute compute;
+} encdec_model_params;
+
+/* encdec_model_load with options; params NULL = defaults (f32). */
+encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
+                                   encdec_model **out);
+
 typedef struct {
     const char *family;       /* "whisper" or "t5" */
     const char *model_type;   /* config.json's: "whisper", "t5", "mt5", "umt5" */
@@ -81,6 +101,7 @@ typedef struct {
     int n_vocab;
     int multilingual;         /* 1 for multilingual checkpoints */
     size_t weight_bytes;      /* bytes of weights as used for compute */
+    const char *compute;      /* "f32", "bf16" or "int8" (encdec_compute) */
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */
@@ -94,8 +115,17 @@ typedef enum {
     ENCDEC_KV_NONE,      /* no cache: every step recomputes the whole prefix */
 } encdec_kv_mode;
 
+/* Element type of the cross-attention cache: the bytes a decode step
+ * streams besides the weights. */
+typedef enum {
+    ENCDEC_KV_F32 = 0,   /* exact */
+    ENCDEC_KV_F16,       /* IEEE half: half the bytes */
+    ENCDEC_KV_BF16,      /* bfloat16: half the bytes, f32's range */
+} encdec_kv_type;
+
 typedef struct {
-    int n_threads;       /* worker threads incl. the caller: 1..256; 0 = 1 */
+    int n_threads;            /* worker threads incl. the caller: 1..256; 0 = 1 */
+    encdec_kv_type cross_kv;  /* cross-attention cache storage (default f32) */
 } encdec_session_params;
 
 typedef struct encdec_session encdec_session;

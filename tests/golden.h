@@ -123,11 +123,11 @@ static inline void golden_check_encoder(whisper_state *s, const float *mel, cons
             char nm[32];
             snprintf(nm, sizeof nm, "cross_%c.%d", kv ? 'v' : 'k', l);
             const float *want = golden_need(g, nm)->data;                  /* [nr, d] */
-            const float *have = kv ? kv_cross_v(&s->cross, l) : kv_cross_k(&s->cross, l);
             for (int k = 0; k < nr; k++)
                 for (int hd = 0; hd < h->n_head; hd++)
                     for (int j = 0; j < dh; j++) {
-                        double dd = fabs(have[hd * kv_cross_head_stride(&s->cross) + (size_t)rows[k] * dh + j] -
+                        const float *have = kv ? kv_cross_v(&s->cross, l, hd) : kv_cross_k(&s->cross, l, hd);
+                        double dd = fabs(have[(size_t)rows[k] * dh + j] -
                                          want[(size_t)k * d + hd * dh + j]);
                         if (dd > worst) worst = dd;
                     }
@@ -193,7 +193,7 @@ static inline void golden_front(const whisper_model *m, const float *mel, const 
     printf("mel max |diff| %.3g over %d frames x %d bands\n", worst, nf, m->hp.n_mels);
     CHECK(worst < 1e-4);
     CHECK_EQ_INT(ed_pool_new(pool, 2), ENCDEC_OK);
-    CHECK_EQ_INT(whisper_state_new(s, m, *pool, 2), ENCDEC_OK);
+    CHECK_EQ_INT(whisper_state_new(s, m, *pool, 2, KV_F32), ENCDEC_OK);
     golden_check_encoder(*s, mel, g);
 }
 

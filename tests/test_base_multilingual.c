@@ -60,7 +60,7 @@ static void check_logits(whisper_model *m, ed_pool *pool, const char *wav, const
     float *mel;
     golden_mel(wav, m->hp.n_mels, &mel, NULL, NULL);
     whisper_state *s;
-    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
+    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1, KV_F32), ENCDEC_OK);
     whisper_encode(s, mel);
     dec_runner r;
     dec_model dm;

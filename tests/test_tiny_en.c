@@ -43,7 +43,7 @@ static void golden_logits(void) {
     ed_pool *pool;
     ed_pool_new(&pool, 2);
     whisper_state *s;
-    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1), ENCDEC_OK);
+    CHECK_EQ_INT(whisper_state_new(&s, m, pool, 1, KV_F32), ENCDEC_OK);
     whisper_encode(s, mel);
     dec_runner r;
     dec_model dm;

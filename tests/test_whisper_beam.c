@@ -44,7 +44,7 @@ static void run_case(const cJSON *c, const char *model_dir, encdec_kv_mode mode)
     ed_pool *pool;
     whisper_state *s;
     CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
-    CHECK_EQ_INT(whisper_state_new(&s, m, pool, B), ENCDEC_OK);
+    CHECK_EQ_INT(whisper_state_new(&s, m, pool, B, KV_F32), ENCDEC_OK);
     whisper_encode(s, mel);
     dec_runner r;
     dec_model dm;

@@ -16,11 +16,13 @@ struct encdec_model {
     api_family family;
     whisper_model *w;      /* API_WHISPER */
     t5_model *t5;          /* API_T5 */
+    encdec_compute compute;
 };
 
 struct encdec_session {
     const encdec_model *model;
     ed_pool *pool;
+    kv_dtype cross_kv;   /* cross cache storage (session params) */
     t5_state *t5;        /* API_T5: buffers grow to the largest request */
     /* API_WHISPER: */
     whisper_state *st;
@@ -43,6 +45,7 @@ struct encdec_result {
 };
 
 double api_now_ms(void);
+const char *api_compute_name(encdec_compute c);
 
 /* result.c: building a result (see there). */
 encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,

@@ -3,6 +3,7 @@
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
+#include "base/mem.h"
 #include "kern/kern.h"
 
 #include <pthread.h>
@@ -38,21 +39,53 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     return st;
 }
 
-encdec_status encdec_model_load(const char *path, encdec_model **out) {
+/* Every weight matrix into the compute mode's storage, once. */
+static encdec_status convert(encdec_model *m, encdec_compute c) {
+    if (c == ENCDEC_COMPUTE_F32) return ENCDEC_OK;
+    int n = m->family == API_T5 ? t5_matrices(m->t5, NULL, 0) : whisper_matrices(m->w, NULL, 0);
+    wl_mat *mats = ed_alloc((size_t)n * sizeof *mats, "weight list");
+    if (!mats) return ENCDEC_ERR_NOMEM;
+    encdec_status st;
+    if (m->family == API_T5) {
+        t5_matrices(m->t5, mats, n);
+        st = wl_convert(m->t5->wt, mats, n, c, &m->t5->weight_bytes);
+    } else {
+        whisper_matrices(m->w, mats, n);
+        st = wl_convert(m->w->wt, mats, n, c, &m->w->weight_bytes);
+    }
+    free(mats);
+    return st;
+}
+
+encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
+                                   encdec_model **out) {
     ed_err_clear();
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_model_load: out is NULL");
     *out = NULL;
     if (!path || !*path) return ed_fail(ENCDEC_ERR_ARG, "encdec_model_load: empty model path");
+    encdec_compute c = params ? params->compute : ENCDEC_COMPUTE_F32;
+    if (c < ENCDEC_COMPUTE_F32 || c > ENCDEC_COMPUTE_INT8)
+        return ed_fail(ENCDEC_ERR_ARG, "compute mode %d is not one of 0 f32, 1 bf16, 2 int8", (int)c);
     encdec_model *m = calloc(1, sizeof *m);
     if (!m) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model");
+    m->compute = c;
     encdec_status st = detect_family(path, &m->family);
     if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
+    if (!st) st = convert(m, c);
     if (st) {
-        free(m);
+        encdec_model_free(m);
         return st;
     }
     *out = m;
     return ENCDEC_OK;
+}
+
+encdec_status encdec_model_load(const char *path, encdec_model **out) {
+    return encdec_model_load_ex(path, NULL, out);
+}
+
+const char *api_compute_name(encdec_compute c) {
+    return c == ENCDEC_COMPUTE_BF16 ? "bf16" : c == ENCDEC_COMPUTE_INT8 ? "int8" : "f32";
 }
 
 void encdec_model_free(encdec_model *m) {
@@ -77,6 +110,7 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
         info->n_vocab = h->n_vocab;
         info->multilingual = strcmp(m->t5->model_type, "t5") != 0;
         info->weight_bytes = m->t5->weight_bytes;
+        info->compute = api_compute_name(m->compute);
         return;
     }
     const whisper_model *w = m->w;
@@ -94,6 +128,7 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     info->n_vocab = h->n_vocab;
     info->multilingual = w->multilingual;
     info->weight_bytes = w->weight_bytes;
+    info->compute = api_compute_name(m->compute);
 }
 
 static char g_build_info[256];

@@ -36,6 +36,10 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
         return ed_fail(ENCDEC_ERR_CONFIG, "BLIS_ARCH_TYPE is set in the environment; the BLIS "
                        "library encdec uses aborts the process on it: unset it");
     int nt = params ? params->n_threads : 0;
+    encdec_kv_type kt = params ? params->cross_kv : ENCDEC_KV_F32;
+    if (kt < ENCDEC_KV_F32 || kt > ENCDEC_KV_BF16)
+        return ed_fail(ENCDEC_ERR_ARG, "cross_kv %d is not a cache type (0 f32, 1 f16, 2 bf16)",
+                       (int)kt);
     if (nt == 0) nt = 1;
     if (nt < 1 || nt > ED_POOL_MAX_THREADS)
         return ed_fail(ENCDEC_ERR_ARG, "thread count %d is out of range 1..%d", nt,
@@ -43,9 +47,10 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     encdec_session *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: session");
     s->model = m;
+    s->cross_kv = (kv_dtype)kt;
     encdec_status st = ed_pool_new(&s->pool, nt);
     if (m->family == API_T5) {
-        if (!st) st = t5_state_new(&s->t5, m->t5, s->pool);
+        if (!st) st = t5_state_new(&s->t5, m->t5, s->pool, s->cross_kv);
         if (st) {
             encdec_session_free(s);
             return st;
@@ -54,7 +59,7 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
         return ENCDEC_OK;
     }
     const whisper_hparams *h = &m->w->hp;
-    if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 1);
+    if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 1, s->cross_kv);
     if (!st) {
         rn_model rm = whisper_rn_model(s->st);
         st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);
@@ -137,7 +142,7 @@ static encdec_status ensure_slots(encdec_session *s, int n) {
     rn_free(&s->runner);
     whisper_state_free(s->st);
     s->st = NULL;
-    encdec_status st = whisper_state_new(&s->st, s->model->w, s->pool, n);
+    encdec_status st = whisper_state_new(&s->st, s->model->w, s->pool, n, s->cross_kv);
     if (!st) {
         rn_model rm = whisper_rn_model(s->st);
         st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);

@@ -153,11 +153,13 @@ void ed_pool_free(ed_pool *p) {
 
 void *ed_pool_scratch(ed_pool *p, int ith, size_t bytes) {
     if (!p || ith < 0 || ith >= p->n) return NULL;
-    if (p->scratch_cap[ith] < bytes) {
-        void *q = realloc(p->scratch[ith], bytes);
-        if (!q) return NULL;
+    if (p->scratch_cap[ith] < bytes) {   /* grown 64-byte aligned; contents not kept */
+        void *q = NULL;
+        size_t n = (bytes + 63) & ~(size_t)63;
+        if (n < bytes || posix_memalign(&q, 64, n) != 0) return NULL;
+        free(p->scratch[ith]);
         p->scratch[ith] = q;
-        p->scratch_cap[ith] = bytes;
+        p->scratch_cap[ith] = n;
     }
     return p->scratch[ith];
 }

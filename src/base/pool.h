@@ -26,8 +26,9 @@ void ed_pool_free(ed_pool *p);
 int ed_pool_size(const ed_pool *p);
 void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx);
 
-/* Thread ith's scratch memory of at least `bytes`, owned by the pool (grown
- * on demand, freed with it); for use inside a task by thread ith only.
+/* Thread ith's scratch memory of at least `bytes`, 64-byte aligned, owned by
+ * the pool (grown on demand, contents then lost; freed with it); for use
+ * inside a task by thread ith only.
  * NULL when it cannot grow (the task must then manage without). */
 void *ed_pool_scratch(ed_pool *p, int ith, size_t bytes);
 

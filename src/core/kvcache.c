@@ -2,6 +2,7 @@
 #include "core/kvcache.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "kern/attn_h.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +46,21 @@ float *kv_self_v(const kv_self *c, int l, int slot) {
     return c->v + (size_t)l * self_layer_floats(c) + (size_t)slot * c->n_ctx * c->d;
 }
 
-encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh) {
+size_t kv_cross_elems(int n_layer, int n_head, int n_ctx, int dh) {
+    return (size_t)n_layer * 2 * n_head * (size_t)n_ctx * dh;
+}
+
+encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh,
+                            kv_dtype type) {
     memset(c, 0, sizeof *c);
     size_t n;
-    if (n_layer <= 0 || n_head <= 0 || n_ctx <= 0 || dh <= 0 ||
+    if (n_layer <= 0 || n_head <= 0 || n_ctx <= 0 || dh <= 0 || type < KV_F32 || type > KV_BF16 ||
         !ed_mul_ok((size_t)n_layer * 2 * n_head, (size_t)n_ctx * dh, &n) ||
-        !ed_mul_ok(n, sizeof(float), &n))
+        !ed_mul_ok(n, kv_dtype_size(type), &n))
         return ed_fail(ENCDEC_ERR_ARG, "cross cache: bad size %d x %d x %d x %d",
                        n_layer, n_head, n_ctx, dh);
-    c->n_layer = n_layer;
-    c->n_head = n_head;
-    c->n_ctx = n_ctx;
-    c->dh = dh;
+    kv_cross_view(c, NULL, n_layer, n_head, n_ctx, dh, type);
+    c->n_valid = 0;
     c->kv = ed_calloc(n, "cross-attention K/V cache");
     return c->kv ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
 }
@@ -66,25 +70,38 @@ void kv_cross_free(kv_cross *c) {
     c->kv = NULL;
 }
 
-void kv_cross_view(kv_cross *c, float *buf, int n_layer, int n_head, int n_ctx, int dh) {
+void kv_cross_view(kv_cross *c, void *buf, int n_layer, int n_head, int n_ctx, int dh,
+                   kv_dtype type) {
     c->n_layer = n_layer;
     c->n_head = n_head;
     c->n_ctx = n_ctx;
     c->n_valid = n_ctx;
     c->dh = dh;
+    c->type = type;
     c->kv = buf;
 }
 
-size_t kv_cross_head_stride(const kv_cross *c) { return (size_t)c->n_ctx * c->dh; }
-
-float *kv_cross_k(const kv_cross *c, int l) {
-    return c->kv + (size_t)l * 2 * c->n_head * kv_cross_head_stride(c);
+static size_t head_bytes(const kv_cross *c) {
+    return (size_t)c->n_ctx * c->dh * kv_dtype_size(c->type);
 }
 
-float *kv_cross_v(const kv_cross *c, int l) {
-    return kv_cross_k(c, l) + (size_t)c->n_head * kv_cross_head_stride(c);
+void *kv_cross_k(const kv_cross *c, int l, int h) {
+    return (char *)c->kv + ((size_t)l * 2 * c->n_head + (size_t)h) * head_bytes(c);
+}
+
+void *kv_cross_v(const kv_cross *c, int l, int h) {
+    return (char *)c->kv + ((size_t)l * 2 * c->n_head + (size_t)c->n_head + (size_t)h) * head_bytes(c);
+}
+
+void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int T) {
+    void *dst = kv ? kv_cross_v(c, l, h) : kv_cross_k(c, l, h);
+    int dh = c->dh;
+    for (int t = 0; t < T; t++) {
+        if (c->type == KV_F32) memcpy((float *)dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof(float));
+        else k_f32_to_h((uint16_t *)dst + (size_t)t * dh, src + t * ld, (size_t)dh, c->type == KV_BF16);
+    }
 }
 
 size_t kv_cross_bytes(const kv_cross *c) {
-    return (size_t)c->n_layer * 2 * c->n_head * kv_cross_head_stride(c) * sizeof(float);
+    return kv_cross_elems(c->n_layer, c->n_head, c->n_ctx, c->dh) * kv_dtype_size(c->type);
 }

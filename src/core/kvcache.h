@@ -15,6 +15,9 @@
  * once per input and then read-only; head-major so each head's keys are one
  * contiguous [T, dh] block that a step streams through. It belongs to the
  * input, not to a sequence: S sequences decoding one input share one copy.
+ * It is stored in f32, or in f16 / bf16 halves (a session option) to halve
+ * the bytes a decode step streams; the attention kernels expand halves in
+ * registers (kern/attn_h.h).
  */
 #ifndef ED_KVCACHE_H
 #define ED_KVCACHE_H
@@ -34,22 +37,32 @@ void kv_self_free(kv_self *c);
 float *kv_self_k(const kv_self *c, int l, int slot);
 float *kv_self_v(const kv_self *c, int l, int slot);
 
+/* Element type of the cross cache (values match encdec_kv_type). */
+typedef enum { KV_F32 = 0, KV_F16 = 1, KV_BF16 = 2 } kv_dtype;
+static inline size_t kv_dtype_size(kv_dtype t) { return t == KV_F32 ? 4 : 2; }
+
 typedef struct {
     int n_layer, n_head, n_ctx, dh;
-    int n_valid;  /* positions filled by the last compute (<= n_ctx) */
-    float *kv;    /* [n_layer, 2, n_head, n_ctx, dh]: K then V per layer */
+    int n_valid;   /* positions filled by the last compute (<= n_ctx) */
+    kv_dtype type;
+    void *kv;      /* [n_layer, 2, n_head, n_ctx, dh] of type: K then V per layer */
 } kv_cross;
 
-encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh);
+encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh,
+                            kv_dtype type);
 void kv_cross_free(kv_cross *c);
-/* A cross cache over memory the caller owns (buf: n_layer * 2 * n_head *
- * n_ctx * dh floats): one input's part of a batch's shared buffer. Not
- * to be passed to kv_cross_free. */
-void kv_cross_view(kv_cross *c, float *buf, int n_layer, int n_head, int n_ctx, int dh);
-/* K of layer l, head 0: heads follow at n_ctx * dh floats apart. */
-float *kv_cross_k(const kv_cross *c, int l);
-float *kv_cross_v(const kv_cross *c, int l);
-size_t kv_cross_head_stride(const kv_cross *c);
+/* A cross cache over memory the caller owns (buf: kv_cross_elems elements
+ * of type): one input's part of a batch's shared buffer. Not to be passed
+ * to kv_cross_free. */
+void kv_cross_view(kv_cross *c, void *buf, int n_layer, int n_head, int n_ctx, int dh,
+                   kv_dtype type);
+size_t kv_cross_elems(int n_layer, int n_head, int n_ctx, int dh);
+/* K (V) of layer l, head h: a [n_ctx, dh] block of c->type. */
+void *kv_cross_k(const kv_cross *c, int l, int h);
+void *kv_cross_v(const kv_cross *c, int l, int h);
+/* Stores rows t in [0, T) of head h's K (kv 0) or V (kv 1) of layer l from
+ * src (row t at src + t * ld, dh floats), converting to the cache's type. */
+void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int T);
 size_t kv_cross_bytes(const kv_cross *c);
 
 #endif

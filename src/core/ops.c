@@ -2,6 +2,9 @@
  * thread gets a contiguous block: rows when M is large (encoder), output
  * columns when M is small (decode steps, where the weight read dominates). */
 #include "core/ops.h"
+#include "kern/attn_h.h"
+#include "kern/gemm.h"
+#include "kern/q8.h"
 #include "kern/kern.h"
 
 typedef struct {
@@ -78,8 +81,71 @@ static void mmh_task(void *arg, int ith, int nth) {
     }
 }
 
+/* int8 weights: column slices; each thread quantises the rows of x into
+ * its scratch (M * K bytes, small next to the product). */
+typedef struct {
+    ed_pool *p;
+    float *y;
+    const float *x, *b;
+    k_q8 w;
+    int ldy, ldx, M;
+} mmq_ctx;
+
+static void mmq_task(void *arg, int ith, int nth) {
+    mmq_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->w.N, ith, nth, 16, &lo, &hi);
+    if (hi <= lo) return;
+    void *scratch = ed_pool_scratch(c->p, ith, k_q8_scratch_bytes(c->M, c->w.K));
+    if (scratch) k_matmul_q8(c->y, c->ldy, c->x, c->ldx, c->w, c->b, c->M, lo, hi - lo, scratch);
+    else        /* no scratch: one row at a time through the stack */
+        for (int m = 0; m < c->M; m++) {
+            char small[4096] __attribute__((aligned(64)));
+            if (k_q8_scratch_bytes(1, c->w.K) <= sizeof small)
+                k_matmul_q8(c->y + (size_t)m * c->ldy, c->ldy, c->x + (size_t)m * c->ldx, c->ldx,
+                            c->w, c->b, 1, lo, hi - lo, small);
+            else
+                k_matmul_q8_ref(c->y + (size_t)m * c->ldy, c->ldy, c->x + (size_t)m * c->ldx,
+                                c->ldx, c->w, c->b, 1, lo, hi - lo);
+        }
+}
+
+/* Many rows, weights f32 / f16 / bf16: our packed GEMM (kern/gemm.h) on row
+ * slices, each thread packing into its pool scratch. */
+typedef struct {
+    ed_pool *p;
+    float *y;
+    const float *x, *b;
+    k_w w;
+    int ldy, ldx, M, N, K;
+    k_gemm_mode mode;
+} gemm_ctx;
+
+static void gemm_task(void *arg, int ith, int nth) {
+    gemm_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->M, ith, nth, 16, &lo, &hi);
+    if (hi <= lo) return;
+    float *y = c->y + (size_t)lo * c->ldy;
+    const float *x = c->x + (size_t)lo * c->ldx;
+    void *scratch = ed_pool_scratch(c->p, ith, k_gemm_scratch_bytes(hi - lo, c->N, c->K, c->mode));
+    if (scratch) k_gemm(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, 0, scratch);
+    else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, 0);
+}
+
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K) {
+    if (w.t == K_Q8) {
+        mmq_ctx c = {p, y, x, b, {w.p, N, K}, ldy, ldx, M};
+        ed_pool_run(p, mmq_task, &c);
+        return;
+    }
+    k_gemm_mode mode = w.t == K_BF16 && w.lowp ? K_GEMM_BF16 : K_GEMM_F32;
+    if (M > OP_H_SMALL_M && k_gemm_has(mode)) {
+        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, mode};
+        ed_pool_run(p, gemm_task, &c);
+        return;
+    }
     if (w.t == K_F32) {
         op_matmul_ex(p, y, ldy, x, ldx, w.p, K, b, M, N, K);
         return;
@@ -131,7 +197,6 @@ typedef struct {
     float *o;
     const float *q, *k, *v;
     int ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal;
-    size_t head_stride;   /* > 0: head-major k/v blocks */
     float scale;
     float *scratch;
     size_t scratch_stride;
@@ -145,22 +210,11 @@ static void attn_task(void *arg, int ith, int nth) {
     for (int it = ith; it < n_items; it += nth) {
         int h = it / n_blk, r0 = (it % n_blk) * OP_ATTN_ROWS;
         int m = c->Mq - r0 < OP_ATTN_ROWS ? c->Mq - r0 : OP_ATTN_ROWS;
-        const float *k, *v;
-        int ldk, ldv;
-        if (c->head_stride) {
-            k = c->k + (size_t)h * c->head_stride;
-            v = c->v + (size_t)h * c->head_stride;
-            ldk = ldv = c->dh;
-        } else {
-            k = c->k + (size_t)h * c->dh;
-            v = c->v + (size_t)h * c->dh;
-            ldk = c->ldk;
-            ldv = c->ldv;
-        }
+        const float *k = c->k + (size_t)h * c->dh, *v = c->v + (size_t)h * c->dh;
         /* A causal block of rows [r0, r0+m) sees keys up to Tk - Mq + r0 + m. */
         int tk = c->causal ? c->Tk - c->Mq + r0 + m : c->Tk;
         k_attention(c->o + (size_t)r0 * c->ldo + (size_t)h * c->dh, c->ldo,
-                    c->q + (size_t)r0 * c->ldq + (size_t)h * c->dh, c->ldq, k, ldk, v, ldv,
+                    c->q + (size_t)r0 * c->ldq + (size_t)h * c->dh, c->ldq, k, c->ldk, v, c->ldv,
                     m, tk, c->dh, c->scale, c->causal, s);
     }
 }
@@ -168,17 +222,46 @@ static void attn_task(void *arg, int ith, int nth) {
 void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride) {
-    attn_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, 0, scale,
+    attn_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                   scratch, scratch_stride};
     ed_pool_run(p, attn_task, &c);
 }
 
-void op_attention_hm(ed_pool *p, float *o, int ldo, const float *q, int ldq,
-                     const float *k, const float *v, size_t head_stride, int Mq, int Tk,
-                     int n_head, int dh, float scale, float *scratch, size_t scratch_stride) {
-    attn_ctx c = {o, q, k, v, ldo, ldq, dh, dh, Mq, Tk, n_head, dh, 0, head_stride, scale,
-                  scratch, scratch_stride};
-    ed_pool_run(p, attn_task, &c);
+typedef struct {
+    float *o;
+    const float *q;
+    const kv_cross *c;
+    int ldo, ldq, l, Mq;
+    float scale;
+    float *scratch;
+    size_t scratch_stride;
+} xattn_ctx;
+
+static void xattn_task(void *arg, int ith, int nth) {
+    xattn_ctx *c = arg;
+    const kv_cross *kc = c->c;
+    int n_blk = (c->Mq + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS, dh = kc->dh;
+    int n_items = n_blk * kc->n_head;
+    float *s = c->scratch + (size_t)ith * c->scratch_stride;
+    for (int it = ith; it < n_items; it += nth) {
+        int h = it / n_blk, r0 = (it % n_blk) * OP_ATTN_ROWS;
+        int m = c->Mq - r0 < OP_ATTN_ROWS ? c->Mq - r0 : OP_ATTN_ROWS;
+        float *o = c->o + (size_t)r0 * c->ldo + (size_t)h * dh;
+        const float *q = c->q + (size_t)r0 * c->ldq + (size_t)h * dh;
+        const void *k = kv_cross_k(kc, c->l, h), *v = kv_cross_v(kc, c->l, h);
+        if (kc->type == KV_F32)
+            k_attention_kvf(o, c->ldo, q, c->ldq, k, v, m, kc->n_valid, dh, c->scale, s);
+        else
+            k_attention_kvh(o, c->ldo, q, c->ldq, k, v, kc->type == KV_BF16, m, kc->n_valid, dh,
+                            c->scale, s);
+    }
+}
+
+void op_attention_cross(ed_pool *p, float *o, int ldo, const float *q, int ldq,
+                        const kv_cross *c, int l, int Mq, float scale, float *scratch,
+                        size_t scratch_stride) {
+    xattn_ctx x = {o, q, c, ldo, ldq, l, Mq, scale, scratch, scratch_stride};
+    ed_pool_run(p, xattn_task, &x);
 }
 
 typedef struct {

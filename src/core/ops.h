@@ -13,6 +13,7 @@
 #define ED_OPS_H
 
 #include "base/pool.h"
+#include "core/kvcache.h"
 #include "kern/kern.h"
 #include <stddef.h>
 
@@ -38,11 +39,14 @@ void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const 
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride);
 
-/* Like op_attention but the keys and values of head h are contiguous
- * [Tk, dh] blocks at k + h * head_stride (the cross cache layout). */
-void op_attention_hm(ed_pool *p, float *o, int ldo, const float *q, int ldq,
-                     const float *k, const float *v, size_t head_stride, int Mq, int Tk,
-                     int n_head, int dh, float scale, float *scratch, size_t scratch_stride);
+/* Cross attention of Mq query rows q [Mq, n_head * dh] (ldq) over layer l
+ * of a cross cache (any element type: f32 or halves expanded in registers),
+ * keys [0, c->n_valid): o [Mq, n_head * dh] (ldo). Work items are (head,
+ * block of OP_ATTN_ROWS rows); every K/V line is read once per block.
+ * scratch: per thread OP_ATTN_ROWS * n_valid floats, scratch_stride apart. */
+void op_attention_cross(ed_pool *p, float *o, int ldo, const float *q, int ldq,
+                        const kv_cross *c, int l, int Mq, float scale, float *scratch,
+                        size_t scratch_stride);
 
 /* ---- the T5 family (ops_seq.c) ---- */
 

@@ -24,15 +24,24 @@ void k_matmul(float *y, const float *x, const float *w, const float *b, int M, i
 void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                   const float *b, int M, int N, int K);
 
-/* A weight matrix as stored: f32, or 16-bit halves (f16 or bf16) expanded
- * to f32 in registers by the kernels. Rows are output features [N, K]. */
-typedef enum { K_F32 = 0, K_F16, K_BF16 } k_wtype;
+/* A weight matrix [N, K] (rows are output features): f32, or 16-bit halves
+ * (f16 or bf16) expanded to f32 in registers by the kernels, or int8 with a
+ * scale per row in kern/q8.h's packed layout (p is a k_q8's data).
+ * lowp (bf16 only): products over many rows may round x to bf16 too
+ * (kern/gemm.h K_GEMM_BF16): the bf16 compute mode. */
+typedef enum { K_F32 = 0, K_F16, K_BF16, K_Q8 } k_wtype;
 typedef struct {
     const void *p;
     k_wtype t;
+    int lowp;
 } k_w;
 
-static inline size_t k_w_size(k_wtype t) { return t == K_F32 ? 4 : 2; }
+/* Bytes per element as stored (int8: the scales add 4 bytes per row). */
+static inline size_t k_w_size(k_wtype t) { return t == K_F32 ? 4 : t == K_Q8 ? 1 : 2; }
+
+/* Row n of w [N, K] as f32 into dst[K] (embedding lookups read the same
+ * matrix as the output projection, in any type). */
+void k_w_row(float *dst, k_w w, int n, int N, int K);
 
 /* y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T (ldw, f16 when !bf16, else bf16)
  * + b[N] (may be NULL), for few rows (decode steps; any M works). */

@@ -1,8 +1,11 @@
-/* norm_act.c - RMSNorm and the feed-forward activations of the T5 family. */
+/* norm_act.c - RMSNorm and the feed-forward activations of the T5 family;
+ * a weight row in any stored type as f32. */
 #include "kern/kern.h"
 #include "kern/poly.h"
+#include "kern/q8.h"
 
 #include <math.h>
+#include <string.h>
 
 void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps) {
     for (int i = 0; i < M; i++) {
@@ -47,4 +50,15 @@ void k_silu_ref(float *x, size_t n) {
 
 K_CLONES void k_mul(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] *= x[i];
+}
+
+void k_w_row(float *dst, k_w w, int n, int N, int K) {
+    if (w.t == K_Q8) {
+        k_q8 q = {w.p, N, K};
+        k_q8_row(dst, q, n);
+    } else if (w.t == K_F32) {
+        memcpy(dst, (const float *)w.p + (size_t)n * K, (size_t)K * sizeof *dst);
+    } else {
+        k_h_to_f32(dst, (const uint16_t *)w.p + (size_t)n * K, (size_t)K, w.t == K_BF16);
+    }
 }

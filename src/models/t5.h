@@ -3,7 +3,7 @@
  * a batch of inputs and the cached decoder.
  *
  *   t5_model *m;   t5_load(&m, "models/flan-t5-small");
- *   t5_state *s;   t5_state_new(&s, m, pool);
+ *   t5_state *s;   t5_state_new(&s, m, pool, KV_F32);
  *   t5_state_reserve(s, &shape);              grow-only: once per request shape
  *   t5_encode(s, ids, start, len, B);         packed encoder over B inputs
  *   t5_cross_compute(s);                      cross K/V of all inputs and layers, once
@@ -34,6 +34,7 @@
 #include "core/ops.h"
 #include "decode/runner.h"
 #include "io/tensor.h"
+#include "models/wload.h"
 #include "tok/spm.h"
 
 typedef struct {
@@ -92,6 +93,9 @@ typedef struct t5_model {
  * dtype, and the tokenizer against the vocabulary before returning. */
 encdec_status t5_load(t5_model **out, const char *path);
 void t5_free(t5_model *m);
+/* The weight matrices (for wl_convert): fills out[0, cap), returns how many
+ * there are. The tied embedding is listed twice (as emb and lm_head). */
+int t5_matrices(t5_model *m, wl_mat *out, int cap);
 
 /* Relative position bucket of key - query = rel, as T5 defines it
  * (bidirectional: the encoder; else causal: the decoder). */
@@ -126,7 +130,8 @@ typedef struct t5_state {
     /* caches */
     kv_self self;            /* [L, n_slots, n_ctx, I] x 2 */
     float *xkv;              /* [Ttot, L * 2I] the fused product before re-layout */
-    float *cross_buf;        /* [L * 2I * Ttot]: input b's [L, 2, H, T_b, dh] at L*2I*start[b] */
+    kv_dtype cross_type;     /* element type of the cross cache */
+    float *cross_buf;        /* room for [L * 2I * Ttot] f32: input b's [L, 2, H, T_b, dh] at L*2I*start[b] */
     kv_cross *cross;         /* [n_inputs] views into cross_buf */
     float *scores;           /* [n_threads, OP_ATTN_ROWS * max(t_max, n_ctx)] */
     size_t scores_stride;
@@ -134,7 +139,7 @@ typedef struct t5_state {
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;
 } t5_state;
 
-encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool);
+encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_dtype cross_type);
 void t5_state_free(t5_state *s);
 /* Makes the buffers fit `need` (allocating only when it grows) and sets it
  * as the current request shape. */

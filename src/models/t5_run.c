@@ -9,18 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Row id of an embedding kept as stored, as f32 into dst[d]. */
-static void emb_row(float *dst, k_w e, int id, int d) {
-    if (e.t == K_F32) memcpy(dst, (const float *)e.p + (size_t)id * d, (size_t)d * sizeof *dst);
-    else k_h_to_f32(dst, (const uint16_t *)e.p + (size_t)id * d, (size_t)d, e.t == K_BF16);
-}
-
-encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool) {
+encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_dtype cross_type) {
     *out = NULL;
     t5_state *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: T5 state");
     s->m = m;
     s->pool = pool;
+    s->cross_type = cross_type;
     *out = s;
     return ENCDEC_OK;
 }
@@ -147,7 +142,7 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
         s->enc_bias_len = tm;
     }
     for (int r = 0; r < T; r++)
-        emb_row(s->e_x + (size_t)r * d, m->emb, ids[r], d);
+        k_w_row(s->e_x + (size_t)r * d, m->emb, ids[r], m->hp.n_vocab, d);
     for (int l = 0; l < h->n_enc_layer; l++) {
         const t5_enc_layer *y = &m->enc[l];
         const float *bias = s->enc_bias + (h->bias_every_layer ? (size_t)l * h->n_head * blen : 0);
@@ -177,12 +172,9 @@ static void relayout_task(void *arg, int ith, int nth) {
     int items = s->cur.n_inputs * L * 2 * H;
     for (int it = ith; it < items; it += nth) {
         int b = it / (L * 2 * H), l = (it / (2 * H)) % L, kv = (it / H) % 2, hd = it % H;
-        const kv_cross *c = &s->cross[b];
-        float *dst = (kv ? kv_cross_v(c, l) : kv_cross_k(c, l)) + hd * kv_cross_head_stride(c);
         const float *src = s->xkv + (size_t)s->in_start[b] * ld + (size_t)l * 2 * I +
                            (size_t)kv * I + (size_t)hd * dh;
-        for (int t = 0; t < s->in_len[b]; t++)
-            memcpy(dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof *dst);
+        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, s->in_len[b]);
     }
 }
 
@@ -191,8 +183,9 @@ void t5_cross_compute(t5_state *s) {
     int T = s->cur.n_tokens, n = h->n_dec_layer * 2 * h->inner;
     op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, s->m->w_xkv, NULL, T, n, h->d);
     for (int b = 0; b < s->cur.n_inputs; b++)
-        kv_cross_view(&s->cross[b], s->cross_buf + (size_t)n * s->in_start[b], h->n_dec_layer,
-                      h->n_head, s->in_len[b], h->d_kv);
+        kv_cross_view(&s->cross[b],
+                      (char *)s->cross_buf + (size_t)n * s->in_start[b] * kv_dtype_size(s->cross_type),
+                      h->n_dec_layer, h->n_head, s->in_len[b], h->d_kv, s->cross_type);
     ed_pool_run(s->pool, relayout_task, s);
 }
 
@@ -220,9 +213,8 @@ static void dec_cross_attention(t5_state *s, int l, int R, const int *slot) {
         int b = s->slot_input[slot[r0]], r1 = r0 + 1;
         while (r1 < R && s->slot_input[slot[r1]] == b) r1++;
         const kv_cross *c = &s->cross[b];
-        op_attention_hm(s->pool, s->d_att + (size_t)r0 * I, I, s->d_q + (size_t)r0 * I, I,
-                        kv_cross_k(c, l), kv_cross_v(c, l), kv_cross_head_stride(c), r1 - r0,
-                        c->n_ctx, h->n_head, h->d_kv, 1.0f, s->scores, s->scores_stride);
+        op_attention_cross(s->pool, s->d_att + (size_t)r0 * I, I, s->d_q + (size_t)r0 * I, I, c,
+                           l, r1 - r0, 1.0f, s->scores, s->scores_stride);
         r0 = r1;
     }
 }
@@ -237,7 +229,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         s->dec_bias_len = n_ctx;
     }
     for (int r = 0; r < R; r++)
-        emb_row(s->d_x + (size_t)r * d, m->emb, tok[r], d);
+        k_w_row(s->d_x + (size_t)r * d, m->emb, tok[r], m->hp.n_vocab, d);
     for (int l = 0; l < h->n_dec_layer; l++) {
         const t5_dec_layer *y = &m->dec[l];
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);

@@ -2,7 +2,7 @@
  * per-session state that runs the encoder and the cached decoder.
  *
  *   whisper_model *m;  whisper_load(&m, "models/whisper-tiny.en");
- *   whisper_state *s;  whisper_state_new(&s, m, pool, n_slots);
+ *   whisper_state *s;  whisper_state_new(&s, m, pool, n_slots, KV_F32);
  *   whisper_encode(s, mel);                 encoder output of one 30 s window
  *   whisper_cross_compute(s);               cross K/V of all layers, once
  *   whisper_decode(s, R, tok, pos, slot, tab, tab_ld, ...);   per step
@@ -25,6 +25,7 @@
 #include "decode/runner.h"
 #include "io/tensor.h"
 #include "kern/kern.h"
+#include "models/wload.h"
 #include "tok/bpe.h"
 
 typedef struct {
@@ -100,6 +101,9 @@ typedef struct whisper_model {
  * tensor's presence, dtype and shape against the configuration first. */
 encdec_status whisper_load(whisper_model **out, const char *path);
 void whisper_free(whisper_model *m);
+/* The weight matrices (for wl_convert): fills out[0, cap), returns how many
+ * there are. */
+int whisper_matrices(whisper_model *m, wl_mat *out, int cap);
 
 /* ---- per-session state ---- */
 
@@ -128,7 +132,7 @@ typedef struct whisper_state {
  * the whole context at once (max_rows = max(n_slots, n_ctx)): prompts and the
  * uncached mode need it. */
 encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_pool *pool,
-                                int n_slots);
+                                int n_slots, kv_dtype cross_type);
 void whisper_state_free(whisper_state *s);
 
 /* Encoder: mel [n_mels, 2T] -> s->enc_out [T, d]. */

@@ -20,7 +20,7 @@
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_pool *pool,
-                                int n_slots) {
+                                int n_slots, kv_dtype cross_type) {
     *out = NULL;
     const whisper_hparams *h = &m->hp;
     if (n_slots < 1 || n_slots > 1024)
@@ -35,7 +35,7 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
     size_t T = (size_t)h->n_audio_ctx, d = (size_t)h->d, F = (size_t)h->ffn;
     size_t R = (size_t)s->max_rows, L = (size_t)h->n_dec_layer;
     encdec_status st = kv_self_init(&s->self, h->n_dec_layer, n_slots, h->n_text_ctx, h->d);
-    if (!st) st = kv_cross_init(&s->cross, h->n_dec_layer, h->n_head, h->n_audio_ctx, dh);
+    if (!st) st = kv_cross_init(&s->cross, h->n_dec_layer, h->n_head, h->n_audio_ctx, dh, cross_type);
     if (st) {
         whisper_state_free(s);
         return st;
@@ -128,13 +128,12 @@ static void relayout_task(void *arg, int ith, int nth) {
     whisper_state *s = ((relayout_ctx *)arg)->s;
     const whisper_hparams *h = &s->m->hp;
     int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H;
-    size_t ld = (size_t)h->n_dec_layer * 2 * d, hs = kv_cross_head_stride(&s->cross);
+    size_t ld = (size_t)h->n_dec_layer * 2 * d;
     int items = h->n_dec_layer * 2 * H;
     for (int it = ith; it < items; it += nth) {
         int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
-        float *dst = (kv ? kv_cross_v(&s->cross, l) : kv_cross_k(&s->cross, l)) + hd * hs;
-        const float *src = s->xkv + (size_t)l * 2 * d + (size_t)kv * d + (size_t)hd * dh;
-        for (int t = 0; t < T; t++) memcpy(dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof *dst);
+        kv_cross_put(&s->cross, l, kv, hd, s->xkv + (size_t)l * 2 * d + (size_t)kv * d + (size_t)hd * dh,
+                     ld, T);
     }
 }
 
@@ -172,13 +171,12 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
                     const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
-    int d = h->d, F = h->ffn, dh = d / h->n_head, T = s->cross.n_valid;
+    int d = h->d, F = h->ffn, dh = d / h->n_head;
     float scale = 1.0f / sqrtf((float)dh);
     for (int r = 0; r < R; r++) {
         const float *p = m->dec_pos + (size_t)pos[r] * d;
         float *x = s->d_x + (size_t)r * d;
-        if (m->tok_emb.t == K_F32) memcpy(x, (const float *)m->tok_emb.p + (size_t)tok[r] * d, (size_t)d * sizeof *x);
-        else k_h_to_f32(x, (const uint16_t *)m->tok_emb.p + (size_t)tok[r] * d, (size_t)d, m->tok_emb.t == K_BF16);
+        k_w_row(x, m->tok_emb, tok[r], h->n_vocab, d);
         for (int j = 0; j < d; j++) x[j] += p[j];
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
@@ -191,9 +189,8 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
         op_matmul_w(s->pool, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
-        op_attention_hm(s->pool, s->d_att, d, s->d_q, d, kv_cross_k(&s->cross, l),
-                        kv_cross_v(&s->cross, l), kv_cross_head_stride(&s->cross), R, T,
-                        h->n_head, dh, scale, s->scores, s->scores_stride);
+        op_attention_cross(s->pool, s->d_att, d, s->d_q, d, &s->cross, l, R, scale, s->scores,
+                           s->scores_stride);
         op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 

@@ -1,9 +1,13 @@
 /* wload.c - opening model weights and fetching checked f32 tensors. */
 #include "models/wload.h"
+#include "base/mem.h"
+#include "kern/attn_h.h"
+#include "kern/q8.h"
 #include "base/err.h"
 #include "base/fmap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const ed_tensor *wl_find(wload *L, const char *name) {
@@ -155,4 +159,64 @@ encdec_status wl_open(ed_wtab *wt, const char *path, int allow_ct2, char *dir, s
     return ed_fail(ENCDEC_ERR_NO_MODEL,
                    "%s: no model found (expected model.safetensors, "
                    "model.safetensors.index.json or a CTranslate2 model.bin)", path);
+}
+
+/* One matrix into bf16 (rows through an f32 buffer) or int8. */
+static encdec_status convert_one(ed_wtab *wt, k_w *w, int N, int K, encdec_compute c) {
+    if (c == ENCDEC_COMPUTE_BF16) {
+        if (w->t == K_BF16) {
+            w->lowp = 1;
+            return ENCDEC_OK;
+        }
+        uint16_t *dst = wtab_alloc(wt, (size_t)N * K * 2, "bf16 weights");
+        float *row = ed_alloc((size_t)K * sizeof(float), "weight row");
+        if (!dst || !row) {
+            free(row);
+            return ENCDEC_ERR_NOMEM;
+        }
+        for (int n = 0; n < N; n++) {
+            k_w_row(row, *w, n, N, K);
+            k_f32_to_h(dst + (size_t)n * K, row, (size_t)K, 1);
+        }
+        free(row);
+        k_w out = {dst, K_BF16, 1};
+        *w = out;
+        return ENCDEC_OK;
+    }
+    if (K > K_Q8_MAX_K)
+        return ed_fail(ENCDEC_ERR_SHAPE, "int8 weights: rows of %d are longer than %d", K,
+                       K_Q8_MAX_K);
+    void *dst = wtab_alloc(wt, k_q8_bytes(N, K), "int8 weights");
+    if (!dst) return ENCDEC_ERR_NOMEM;
+    k_q8 q = k_q8_pack(dst, *w, N, K);
+    k_w out = {q.data, K_Q8, 0};
+    *w = out;
+    return ENCDEC_OK;
+}
+
+static size_t mat_bytes(k_w w, int N, int K) {
+    return w.t == K_Q8 ? k_q8_bytes(N, K) : (size_t)N * K * k_w_size(w.t);
+}
+
+encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
+                         size_t *weight_bytes) {
+    if (c == ENCDEC_COMPUTE_F32) return ENCDEC_OK;
+    if (c != ENCDEC_COMPUTE_BF16 && c != ENCDEC_COMPUTE_INT8)
+        return ed_fail(ENCDEC_ERR_ARG, "compute mode %d is not one of f32, bf16, int8", (int)c);
+    for (int i = 0; i < n; i++) {
+        k_w *w = mats[i].w, old = *w;
+        int shared = -1;
+        for (int j = 0; j < i && shared < 0; j++)
+            if (mats[j].orig == old.p) shared = j;
+        mats[i].orig = old.p;
+        if (shared >= 0) {   /* a second view of a converted matrix */
+            *w = *mats[shared].w;
+            continue;
+        }
+        *weight_bytes -= mat_bytes(old, mats[i].N, mats[i].K);
+        encdec_status st = convert_one(wt, w, mats[i].N, mats[i].K, c);
+        if (st) return st;
+        *weight_bytes += mat_bytes(*w, mats[i].N, mats[i].K);
+    }
+    return ENCDEC_OK;
 }

@@ -42,6 +42,21 @@ k_w wl_getw2(wload *L, const char *name, int64_t a, int64_t b);
  * all non-empty parts share it, else in f32. {NULL} once failed. */
 k_w wl_fuse(wload *L, const k_w *parts, const size_t *n, int count, const char *what);
 
+/* One weight matrix [N, K] of a model, for passes over all of them. */
+typedef struct {
+    k_w *w;
+    int N, K;
+    const void *orig;   /* set by wl_convert */
+} wl_mat;
+
+/* Converts mats[0, n) in place to the storage of compute mode c (bf16:
+ * K_BF16 with lowp set; int8: kern/q8.h's K_Q8; f32: left as they are), in
+ * memory owned by wt. Matrices sharing storage (a tied embedding and output
+ * projection) are converted once and stay shared. *weight_bytes is updated
+ * (the originals stop counting). */
+encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
+                         size_t *weight_bytes);
+
 /* n floats owned by the table (for fused weights), NULL once failed. */
 float *wl_alloc(wload *L, size_t n, const char *what);
 /* Copies n floats of src (NULL: zeros) to dst. */

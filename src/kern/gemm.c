@@ -1,0 +1,242 @@
+/* gemm.c - k_gemm's driver (blocking, dispatch), the portable C pieces and
+ * the scalar twin. The AVX-512 pieces are in gemm_f32.c (packing, fp32
+ * micro-kernel, GELU) and gemm_bf16.c (the vdpbf16ps micro-kernel).
+ *
+ * Loops, GotoBLAS style with the roles of BLIS's A and B swapped (the
+ * vector dimension is N, so that tiles of y store whole rows):
+ *   for k0 (KC):       K blocks; y accumulates across them
+ *     for n0 (NC):     pack w[n0.., k0..]: a block that stays in L2
+ *       for m (MR):    the x micro-panel (14 x KC, 21 KB) stays in L1; packed
+ *                      on first use (n0 = 0), kept for the later n0 blocks
+ *         for n (NR):  the 14 x 32 micro-kernel streams a w micro-panel
+ * x is packed as rows at a fixed pitch (not transposed): the micro-kernel
+ * broadcasts x[i][k] from 14 rows at constant offsets from one pointer.
+ * Bias, accumulation and GELU happen in the micro-kernel's epilogue.
+ */
+#include "kern/gemm.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GEMM_X86 1
+#define HAS_AVX512 (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && \
+                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+#define HAS_AVX512BF16 (HAS_AVX512 && __builtin_cpu_supports("avx512bf16"))
+#endif
+
+#ifndef W_BLOCK_BYTES   /* a packed w block: well inside the L2 (1 MB on Zen, 2 on Xeons) */
+#define W_BLOCK_BYTES (768 << 10)
+#endif
+
+static inline int rup(int v, int m) { return (v + m - 1) / m * m; }
+
+static int kc_max(int K, int bf16) {
+    int kc = bf16 ? GEMM_KC_B : GEMM_KC_F;
+    int k = bf16 ? rup(K, 2) : K;
+    return k < kc ? k : kc;
+}
+
+/* Columns of w per block: N in near-equal parts of at most W_BLOCK_BYTES. */
+static int nc_block(int N, int K, int bf16) {
+    size_t col = (size_t)kc_max(K, bf16) * (bf16 ? 2 : 4);
+    size_t nb = ((size_t)rup(N, GEMM_NR) * col + W_BLOCK_BYTES - 1) / W_BLOCK_BYTES;
+    if (nb < 1) nb = 1;
+    return rup((int)((N + nb - 1) / nb), GEMM_NR);
+}
+
+size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
+    int bf = mode == K_GEMM_BF16;
+    size_t esz = bf ? 2 : 4, pitch = bf ? GEMM_KC_B : GEMM_KC_F;
+    if (M < 1) M = 1;
+    if (N < 1) N = 1;
+    if (K < 1) K = 1;
+    size_t xb = (size_t)rup(M, GEMM_MR) * pitch * esz;
+    size_t wb = (size_t)nc_block(N, K, bf) * (size_t)kc_max(K, bf) * esz;
+    return ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
+}
+
+/* ---- portable C pieces ---- */
+
+static inline float h2f(uint16_t h, int bf16) {
+    uint32_t u;
+    if (bf16) {
+        u = (uint32_t)h << 16;
+    } else {
+        uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+        if (e == 0) {
+            if (m == 0) u = s;
+            else {   /* subnormal: normalise */
+                e = 113;
+                while (!(m & 0x400)) m <<= 1, e--;
+                u = s | (e << 23) | ((m & 0x3ff) << 13);
+            }
+        } else if (e == 31) {
+            u = s | 0x7f800000u | (m << 13);
+        } else {
+            u = s | ((e + 112) << 23) | (m << 13);
+        }
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline float w_at(k_w w, size_t i) {
+    if (w.t == K_F32) return ((const float *)w.p)[i];
+    return h2f(((const uint16_t *)w.p)[i], w.t == K_BF16);
+}
+
+static inline float bf2f(uint16_t h) { return h2f(h, 1); }
+
+static void pack_x_c(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16) {
+    for (int r = 0; r < Mp; r++) {
+        const float *xr = r < M ? x + (size_t)r * ldx : x;
+        if (bf16) {
+            uint16_t *d = (uint16_t *)xp + (size_t)r * GEMM_KC_B;
+            for (int k = 0; k < rup(kc, 2); k++) d[k] = r < M && k < kc ? k_f32_to_bf16(xr[k]) : 0;
+        } else {
+            float *d = (float *)xp + (size_t)r * GEMM_KC_F;
+            for (int k = 0; k < kc; k++) d[k] = r < M ? xr[k] : 0.0f;
+        }
+    }
+}
+
+static void pack_w_c(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16) {
+    int kcp = bf16 ? rup(kc, 2) : kc;
+    for (int j0 = 0; j0 < nn; j0 += GEMM_NR)
+        for (int k = 0; k < kcp; k++)
+            for (int j = 0; j < GEMM_NR; j++) {
+                int n = j0 + j;
+                float v = n < nn && k < kc ? w_at(w, (size_t)(n0 + n) * K + k0 + k) : 0.0f;
+                size_t pan = (size_t)j0 * kcp;   /* panel start, in elements */
+                if (bf16)
+                    ((uint16_t *)wp)[pan + (size_t)(k / 2) * 2 * GEMM_NR + 2 * j + (k & 1)] =
+                        k_f32_to_bf16(v);
+                else
+                    ((float *)wp)[pan + (size_t)k * GEMM_NR + j] = v;
+            }
+}
+
+static void kernel_c(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr, int nr,
+                     const float *b, int first, int gelu, int bf16) {
+    float acc[GEMM_MR][GEMM_NR];
+    memset(acc, 0, sizeof acc);
+    for (int k = 0; k < kk; k++)
+        for (int i = 0; i < mr; i++) {
+            if (bf16) {
+                const uint16_t *xi = (const uint16_t *)xp + (size_t)i * GEMM_KC_B + 2 * k;
+                const uint16_t *wk = (const uint16_t *)wp + (size_t)k * 2 * GEMM_NR;
+                float x0 = bf2f(xi[0]), x1 = bf2f(xi[1]);
+                for (int j = 0; j < GEMM_NR; j++)
+                    acc[i][j] = acc[i][j] + x0 * bf2f(wk[2 * j]) + x1 * bf2f(wk[2 * j + 1]);
+            } else {
+                float xv = ((const float *)xp)[(size_t)i * GEMM_KC_F + k];
+                const float *wk = (const float *)wp + (size_t)k * GEMM_NR;
+                for (int j = 0; j < GEMM_NR; j++) acc[i][j] += xv * wk[j];
+            }
+        }
+    for (int i = 0; i < mr; i++) {
+        float *yr = y + (size_t)i * ldy;
+        for (int j = 0; j < nr; j++) yr[j] = acc[i][j] + (first ? (b ? b[j] : 0.0f) : yr[j]);
+        if (gelu) k_gelu(yr, (size_t)nr);
+    }
+}
+
+static void kernel_f32_c(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
+                         int nr, const float *b, int first, int gelu) {
+    kernel_c(xp, wp, kk, y, ldy, mr, nr, b, first, gelu, 0);
+}
+
+static void kernel_bf16_c(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
+                          int nr, const float *b, int first, int gelu) {
+    kernel_c(xp, wp, kk, y, ldy, mr, nr, b, first, gelu, 1);
+}
+
+/* ---- the driver ---- */
+
+static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int ldx, k_w w,
+                     const float *b, int M, int N, int K, int bf, int gelu, void *scratch) {
+    if (K <= 0) {   /* y = b (or 0), then the activation */
+        for (int i = 0; i < M; i++) {
+            float *yr = y + (size_t)i * ldy;
+            for (int j = 0; j < N; j++) yr[j] = b ? b[j] : 0.0f;
+            if (gelu) k_gelu(yr, (size_t)N);
+        }
+        return;
+    }
+    size_t esz = bf ? 2 : 4, pitch = (size_t)(bf ? GEMM_KC_B : GEMM_KC_F) * esz;   /* bytes */
+    size_t xpan = GEMM_MR * pitch;
+    int KC = bf ? GEMM_KC_B : GEMM_KC_F, Mp = rup(M, GEMM_MR), nc = nc_block(N, K, bf);
+    /* scratch should be 64-byte aligned; a caller's malloc that is not still
+     * works (the aligned loads of the panels would fault) */
+    char *xp = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    char *wp = xp + (((size_t)Mp * pitch + 63) & ~(size_t)63);
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        int kc = K - k0 < KC ? K - k0 : KC, kk = bf ? (kc + 1) / 2 : kc;
+        int first = k0 == 0, last = k0 + kc == K;
+        size_t wpan = (size_t)GEMM_NR * kk * 4;   /* bytes of a w micro-panel */
+        for (int n0 = 0; n0 < N; n0 += nc) {
+            int nn = N - n0 < nc ? N - n0 : nc;
+            im->pack_w(wp, w, K, n0, nn, k0, kc, bf);
+            for (int m = 0; m < M; m += GEMM_MR) {
+                char *xm = xp + (size_t)(m / GEMM_MR) * xpan;
+                int mr = M - m < GEMM_MR ? M - m : GEMM_MR;
+                /* x panels are packed on first use, then kept for the later
+                 * n0 blocks. (Software prefetch of the next panel's rows was
+                 * tried: its stalls cost more than it saved.) */
+                if (n0 == 0) im->pack_x(xm, x + (size_t)m * ldx + k0, ldx, mr, GEMM_MR, kc, bf);
+                for (int j = 0; j < nn; j += GEMM_NR)
+                    im->kernel(xm, wp + (size_t)(j / GEMM_NR) * wpan, kk,
+                               y + (size_t)m * ldy + n0 + j, (size_t)ldy, mr,
+                               nn - j < GEMM_NR ? nn - j : GEMM_NR, b ? b + n0 + j : NULL, first,
+                               gelu && last);
+            }
+        }
+    }
+}
+
+int k_gemm_has(k_gemm_mode mode) {
+#ifdef GEMM_X86
+    return mode == K_GEMM_BF16 ? HAS_AVX512BF16 : HAS_AVX512;
+#else
+    (void)mode;
+    return 0;
+#endif
+}
+
+int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+               int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch) {
+    int bf = mode == K_GEMM_BF16, used = 0;
+    gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c};
+#ifdef GEMM_X86
+    if (isa >= 2 && k_gemm_has(mode)) {
+        im = (gemm_impl){gemm_pack_x_avx512, gemm_pack_w_avx512,
+                         bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512};
+        used = 2;
+    }
+#endif
+    if (M > 0 && N > 0) gemm_run(&im, y, ldy, x, ldx, w, b, M, N, K, bf, gelu, scratch);
+    return used;
+}
+
+int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
+           int K, k_gemm_mode mode, int gelu, void *scratch) {
+    return k_gemm_isa(2, y, ldy, x, ldx, w, b, M, N, K, mode, gelu, scratch);
+}
+
+void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
+                int K, k_gemm_mode mode, int gelu) {
+    int bf = mode == K_GEMM_BF16;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = b ? b[j] : 0.0;
+            for (int k = 0; k < K; k++) {
+                float xv = x[(size_t)i * ldx + k], wv = w_at(w, (size_t)j * K + k);
+                if (bf) xv = bf2f(k_f32_to_bf16(xv)), wv = bf2f(k_f32_to_bf16(wv));
+                acc += (double)xv * wv;
+            }
+            if (gelu) acc = 0.5 * acc * (1.0 + erf(acc / sqrt(2.0)));
+            y[(size_t)i * ldy + j] = (float)acc;
+        }
+}

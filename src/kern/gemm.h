@@ -1,0 +1,86 @@
+/* gemm.h - our own blocked, packed matrix product for many rows (the Whisper
+ * encoder: 1500 rows), in fp32 or in bf16 with f32 accumulation.
+ *
+ *   void *s = aligned_alloc(64, k_gemm_scratch_bytes(M, N, K, K_GEMM_F32));
+ *   k_gemm(y, N, x, K, (k_w){w, K_F32}, b, M, N, K, K_GEMM_F32, 0, s);
+ *
+ * y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T + b[N], w a PyTorch Linear weight
+ * [out, in] as stored (f32, f16 or bf16; row stride K). GotoBLAS-style: rows
+ * of x and columns of w are packed into scratch (converted on the way), and
+ * a 14 x 32 register micro-kernel (28 zmm accumulators) sweeps the panels.
+ * Sequential: callers slice rows (or columns) across threads, one scratch
+ * each. Layout and blocking: gemm.c.
+ */
+#ifndef ED_KERN_GEMM_H
+#define ED_KERN_GEMM_H
+
+#include "kern/kern.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { K_GEMM_F32 = 0, K_GEMM_BF16 = 1 } k_gemm_mode;
+
+/* Scratch bytes k_gemm needs for these sizes (packed panels of w and x). */
+size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode);
+
+/* y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T + b[N] (b may be NULL). K_GEMM_BF16:
+ * x and w are rounded to bf16 (to nearest even) while packing, products
+ * accumulate in f32. gelu != 0: y = gelu_erf(y) in the epilogue (k_gelu's
+ * formula). scratch: k_gemm_scratch_bytes bytes, 64-byte aligned (other
+ * alignments work too: the panels are aligned inside it). Returns
+ * the instruction set used: 2 = AVX-512 (bf16 mode: AVX512_BF16), 0 = C. */
+int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
+           int K, k_gemm_mode mode, int gelu, void *scratch);
+/* The same on the best instruction set up to isa (0 = C, 2 = AVX-512). */
+int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+               int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch);
+/* Plain triple loop (double accumulation); in bf16 mode x and w are rounded
+ * to bf16 first, as k_gemm does. The scalar twin. */
+void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
+                int K, k_gemm_mode mode, int gelu);
+/* 1 when the AVX-512 (bf16 mode: AVX512_BF16) path runs on this CPU. */
+int k_gemm_has(k_gemm_mode mode);
+
+/* f32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN). */
+static inline uint16_t k_f32_to_bf16(float f) {
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40);
+    return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1)) >> 16);
+}
+
+/* ---- internal: the pieces gemm.c's driver runs, per instruction set ----
+ * Packed x: rows of the K block at a fixed pitch (GEMM_KC_F floats, or
+ * GEMM_KC_B bf16 halves), MR-row micro-panels back to back, rows past M zero.
+ * Packed w: NR-column micro-panels of kc rows, k-major: [k][NR] floats, or
+ * [k/2][NR] pairs (k even in the low half) in bf16 mode; zero padded. */
+#define GEMM_MR 14
+#define GEMM_NR 32
+#ifndef GEMM_KC_F
+#define GEMM_KC_F 384   /* k per block, fp32 (x micro-panel: 21 KB, in L1) */
+#endif
+#ifndef GEMM_KC_B
+#define GEMM_KC_B 768   /* k per block, bf16 (even) */
+#endif
+
+typedef struct {
+    /* rows [0, M) of x[:, k0 .. k0 + kc), rows to Mp (a multiple of MR) zero */
+    void (*pack_x)(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);
+    /* columns [n0, n0 + nn) of w[:, k0 .. k0 + kc), panels padded to NR */
+    void (*pack_w)(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16);
+    /* one MR x NR tile over kk steps (k, or k pairs in bf16 mode) into y
+     * (mr x nr valid): first ? acc + b : y + acc; gelu on the finished tile */
+    void (*kernel)(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr, int nr,
+                   const float *b, int first, int gelu);
+} gemm_impl;
+
+void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);
+void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16);
+void gemm_kernel_f32_avx512(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
+                            int nr, const float *b, int first, int gelu);
+void gemm_kernel_bf16_avx512(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
+                             int nr, const float *b, int first, int gelu);
+/* y[mr, nr] (ldy) = gelu_erf(y), AVX-512 (k_gelu's formula). */
+void gemm_gelu_tile_avx512(float *y, size_t ldy, int mr, int nr);
+
+#endif

@@ -1,0 +1,413 @@
+/* q8.c - int8 weight matrices (one scale per output row) times activations
+ * quantised per row on the fly; see q8.h for the arithmetic and the layout.
+ *
+ * The AVX-512 VNNI kernel computes tiles of R activation rows (1..6) x B
+ * panels (1..4, 16 outputs each): per group of 4 k it loads B 64-byte weight
+ * vectors, broadcasts 4 activation bytes per row and issues R x B vpdpbusd
+ * into R x B int32 accumulators (at most 24 + 4 + 1 of the 32 registers).
+ * Outputs lie across the lanes, so no horizontal sums: the epilogue
+ * subtracts the offset constants, converts, scales and stores 16 columns at
+ * once (masked at the edges of [n0, n0 + nn)).
+ *
+ * Few rows (decode, M <= 6): one tile height, so every weight byte is loaded
+ * once and used for all rows while in a register. A tile reads 4 panels as
+ * 4 sequential streams (measured faster than one interleaved stream of 64
+ * outputs: more streams for the hardware prefetchers) and prefetches the
+ * next tile's 4 panels at the same offsets (M = 5 at 94% of the read
+ * bandwidth instead of 82%). Many rows: the columns go in blocks of about
+ * 128 KB of weights (kept in L2), and every chunk of up to 6 rows sweeps the
+ * block: weights come from memory once (the first chunk, prefetching as
+ * above) and from L2 once per further chunk (prefetching 512 bytes ahead).
+ *
+ * The portable C version and the scalar twin are plain C; both share the
+ * activation quantiser's definition with the AVX-512 one (same amax, same
+ * 127/amax, the same round-to-nearest-even and clamp) and the same fmaf
+ * epilogue, so all three agree exactly.
+ */
+#include "kern/q8.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define K_X86 1
+#define Q8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define Q8_HAS_VNNI (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && \
+                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+#endif
+
+#define Q8_ROWS 6                     /* rows per tile, at most */
+#define Q8_BLOCK_BYTES (128 << 10)    /* weights per column block (many rows) */
+
+static inline size_t rup(size_t a, size_t m) { return (a + m - 1) / m * m; }
+
+/* Where the parts of a packed matrix are. */
+typedef struct {
+    const int8_t *q;      /* panels */
+    const float *s;       /* s[Np] */
+    const int32_t *c;     /* c[Np] = 128 * sum_k q */
+    int Np, Kp;
+} q8_parts;
+
+static q8_parts parts(k_q8 w) {
+    q8_parts p;
+    p.Np = (int)rup((size_t)w.N, 16), p.Kp = (int)rup((size_t)w.K, 4);
+    p.q = w.data;
+    p.s = (const float *)((const char *)w.data + (size_t)p.Np * p.Kp);
+    p.c = (const int32_t *)(p.s + p.Np);
+    return p;
+}
+
+size_t k_q8_bytes(int N, int K) {
+    if (N < 1 || K < 1 || K > K_Q8_MAX_K) return 0;
+    size_t Np = rup((size_t)N, 16), Kp = rup((size_t)K, 4);
+    return Np * Kp + Np * (sizeof(float) + sizeof(int32_t));
+}
+
+/* The one rounding rule: nearest, ties to even, clamped to [-127, 127]; NaN
+ * goes to -127 (what the AVX-512 conversion and clamp give). */
+static inline int q8_round(float v) {
+    float r = rintf(v);
+    if (r >= -127.0f && r <= 127.0f) return (int)r;
+    return r > 0 ? 127 : -127;
+}
+
+k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
+    k_q8 out = {NULL, 0, 0};
+    if (!dst || !w.p || !k_q8_bytes(N, K) || (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16)) return out;
+    out.data = dst, out.N = N, out.K = K;
+    q8_parts p = parts(out);
+    int8_t *q = dst;
+    float *s = (float *)p.s;
+    int32_t *c = (int32_t *)p.c;
+    memset(dst, 0, k_q8_bytes(N, K));
+    float buf[256];
+    for (int n = 0; n < N; n++) {
+        /* two passes over the row, in chunks expanded to f32 */
+        float amax = 0.0f;
+        for (int k0 = 0; k0 < K; k0 += 256) {
+            int kk = K - k0 < 256 ? K - k0 : 256;
+            const float *f = buf;
+            if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
+            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
+            for (int k = 0; k < kk; k++) {
+                float a = fabsf(f[k]);
+                if (a > amax) amax = a;
+            }
+        }
+        float sn = amax / 127.0f;
+        if (!(sn >= FLT_MIN) || !(sn <= FLT_MAX)) sn = 0.0f;   /* zero (or tiny / non-finite) row */
+        s[n] = sn;
+        int32_t sum = 0;
+        int8_t *panel = q + (size_t)(n / 16) * 16 * p.Kp + (n % 16) * 4;
+        if (sn == 0.0f) continue;
+        for (int k0 = 0; k0 < K; k0 += 256) {
+            int kk = K - k0 < 256 ? K - k0 : 256;
+            const float *f = buf;
+            if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
+            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
+            for (int k = 0; k < kk; k++) {
+                int v = q8_round(f[k] / sn), kg = k0 + k;
+                panel[(size_t)(kg / 4) * 64 + kg % 4] = (int8_t)v;
+                sum += v;
+            }
+        }
+        c[n] = 128 * sum;
+    }
+    return out;
+}
+
+void k_q8_row(float *dst, k_q8 w, int n) {
+    q8_parts p = parts(w);
+    const int8_t *panel = p.q + (size_t)(n / 16) * 16 * p.Kp + (n % 16) * 4;
+    float sn = p.s[n];
+    for (int k = 0; k < w.K; k++) dst[k] = sn * (float)panel[(size_t)(k / 4) * 64 + k % 4];
+}
+
+/* ---- activations ---- */
+
+/* Scratch: float sx[M] (padded to 64 bytes), then M rows of xs bytes: the
+ * quantised row + 128 (so unsigned), padded with 128 (= 0) to a multiple of 64. */
+static size_t xstride(int K) { return rup((size_t)K, 64); }
+
+size_t k_q8_scratch_bytes(int M, int K) {
+    if (M < 1 || K < 1) return 0;
+    return rup(sizeof(float) * (size_t)M, 64) + (size_t)M * xstride(K);
+}
+
+/* 127 / amax, or 0 for rows treated as zero (max |x| below FLT_MIN: 127 /
+ * amax would overflow). amax ignores NaN. Sets *sx. */
+static inline float q8_inv(float amax, float *sx) {
+    if (!(amax >= FLT_MIN) || !(amax <= FLT_MAX)) {
+        *sx = amax > FLT_MAX ? amax : 0.0f;   /* inf rows give inf / NaN, like floats would */
+        return 0.0f;
+    }
+    *sx = amax / 127.0f;
+    return 127.0f / amax;
+}
+
+static float q8_amax_c(const float *x, int K) {
+    float amax = 0.0f;
+    for (int k = 0; k < K; k++) {
+        float a = fabsf(x[k]);
+        if (a > amax) amax = a;
+    }
+    return amax;
+}
+
+static void q8_quant_rows_c(uint8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M, int K) {
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * ldx;
+        uint8_t *d = xq + (size_t)i * xs;
+        float inv = q8_inv(q8_amax_c(xi, K), &sx[i]);
+        for (int k = 0; k < K; k++) d[k] = (uint8_t)(q8_round(xi[k] * inv) + 128);
+        memset(d + K, 128, xs - (size_t)K);
+    }
+}
+
+/* y = fmaf((float)D, sx * s, b): every path's epilogue. */
+static inline float q8_out(long long D, float sxi, float sn, const float *b, int n) {
+    return fmaf((float)D, sxi * sn, b ? b[n] : 0.0f);
+}
+
+/* ---- portable C ---- */
+
+/* R rows (1 or 4, a constant after inlining) against one panel of 16 outputs. */
+static inline __attribute__((always_inline)) void panel_c(const int R, int32_t out[4][16],
+                                                          const int8_t *wp, const uint8_t *xq,
+                                                          size_t xs, int G) {
+    int32_t acc[4][16] = {{0}};   /* local: the int8 loads cannot alias it */
+    for (int g = 0; g < G; g++) {
+        const int8_t *wg = wp + (size_t)g * 64;
+        for (int i = 0; i < R; i++) {
+            const uint8_t *xg = xq + (size_t)i * xs + 4 * (size_t)g;
+            int x0 = xg[0] - 128, x1 = xg[1] - 128, x2 = xg[2] - 128, x3 = xg[3] - 128;
+            for (int j = 0; j < 16; j++)
+                acc[i][j] += x0 * wg[4 * j] + x1 * wg[4 * j + 1] + x2 * wg[4 * j + 2] + x3 * wg[4 * j + 3];
+        }
+    }
+    memcpy(out, acc, sizeof(int32_t) * 16 * (size_t)R);
+}
+
+/* Per panel, rows in fours (each weight group read once per 4 rows), then one by one. */
+static void matmul_q8_c(float *y, int ldy, const uint8_t *xq, size_t xs, const float *sx, k_q8 w,
+                        const float *b, int M, int n0, int nn) {
+    q8_parts p = parts(w);
+    int G = p.Kp / 4;
+    for (int pn = n0 / 16; pn * 16 < n0 + nn; pn++) {
+        const int8_t *wp = p.q + (size_t)pn * 16 * p.Kp;
+        int lo = n0 - pn * 16 > 0 ? n0 - pn * 16 : 0;
+        int hi = n0 + nn - pn * 16 < 16 ? n0 + nn - pn * 16 : 16;
+        for (int i0 = 0; i0 < M;) {
+            int R = M - i0 >= 4 ? 4 : 1;
+            int32_t acc[4][16];
+            if (R == 4) panel_c(4, acc, wp, xq + (size_t)i0 * xs, xs, G);
+            else panel_c(1, acc, wp, xq + (size_t)i0 * xs, xs, G);
+            for (int i = 0; i < R; i++)
+                for (int j = lo; j < hi; j++) {
+                    int n = pn * 16 + j;
+                    y[(size_t)(i0 + i) * ldy + n] = q8_out(acc[i][j], sx[i0 + i], p.s[n], b, n);
+                }
+            i0 += R;
+        }
+    }
+}
+
+/* ---- AVX-512 VNNI ---- */
+
+#ifdef K_X86
+Q8_TARGET static void q8_quant_rows_avx512(uint8_t *xq, size_t xs, float *sx, const float *x,
+                                           int ldx, int M, int K) {
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    const __m512i bias = _mm512_set1_epi32(128);
+    int kt = K % 16;
+    __mmask16 tail = (__mmask16)((1u << kt) - 1);
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * ldx;
+        uint8_t *d = xq + (size_t)i * xs;
+        __m512 m = _mm512_setzero_ps();
+        int k = 0;
+        /* max(|x|, m): a NaN in x yields m (the second operand), as the C loop ignores it */
+        for (; k + 16 <= K; k += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xi + k)), m);
+        if (kt) m = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(tail, xi + k)), m);
+        float inv = q8_inv(_mm512_reduce_max_ps(m), &sx[i]);
+        __m512 iv = _mm512_set1_ps(inv);
+        for (k = 0; k + 16 <= K; k += 16) {
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xi + k), iv));
+            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), bias);
+            _mm_storeu_si128((__m128i *)(d + k), _mm512_cvtepi32_epi8(q));
+        }
+        if (kt) {
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, xi + k), iv));
+            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), bias);
+            _mm512_mask_cvtepi32_storeu_epi8(d + k, tail, q);
+        }
+        memset(d + K, 128, xs - (size_t)K);
+    }
+}
+
+/* One tile's arguments. */
+typedef struct {
+    float *y;              /* row 0, absolute column 0 */
+    int ldy;
+    const uint8_t *xq;     /* row 0 of the tile */
+    size_t xs;
+    const float *sx;       /* sx of row 0 */
+    const int8_t *wp;      /* first panel */
+    size_t ps;             /* bytes per panel */
+    size_t pf;             /* prefetch distance in bytes */
+    int G;                 /* groups of 4 k */
+    const float *s, *b;
+    const int32_t *c;
+    int col;               /* absolute column of the first panel */
+    int n0, n1;            /* store columns [n0, n1) only */
+} q8_tile_args;
+
+/* R x B named accumulators (GCC keeps an array of vectors in memory):
+ * with R, B constant, the unused ones fold away. */
+#define Q8_DP(r, j) a##r##j = _mm512_dpbusd_epi32(a##r##j, xb, w##j)
+#define Q8_ROW(r)                                                              \
+    if (R > r) {                                                               \
+        int32_t xv;                                                            \
+        memcpy(&xv, xq + r * xs + (size_t)g * 4, 4);                           \
+        __m512i xb = _mm512_set1_epi32(xv);                                    \
+        Q8_DP(r, 0);                                                           \
+        if (B > 1) Q8_DP(r, 1);                                                \
+        if (B > 2) Q8_DP(r, 2);                                                \
+        if (B > 3) Q8_DP(r, 3);                                                \
+    }
+#define Q8_STORE(r, j)                                                         \
+    if (R > r)                                                                 \
+        _mm512_mask_storeu_ps(a->y + (size_t)r * a->ldy + col, mask,           \
+                              _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a##r##j, cv)), \
+                                              _mm512_mul_ps(_mm512_set1_ps(a->sx[r]), sw), bv));
+#define Q8_EPI(j)                                                              \
+    if (B > j) {                                                               \
+        int col = a->col + 16 * j;                                             \
+        int lo = a->n0 - col > 0 ? a->n0 - col : 0;                            \
+        int hi = a->n1 - col < 16 ? a->n1 - col : 16;                          \
+        if (hi > lo) {                                                         \
+            __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1)); \
+            __m512 sw = _mm512_loadu_ps(a->s + col);                           \
+            __m512i cv = _mm512_loadu_si512((const void *)(a->c + col));       \
+            __m512 bv = a->b ? _mm512_maskz_loadu_ps(mask, a->b + col) : _mm512_setzero_ps(); \
+            Q8_STORE(0, j) Q8_STORE(1, j) Q8_STORE(2, j)                       \
+            Q8_STORE(3, j) Q8_STORE(4, j) Q8_STORE(5, j)                       \
+        }                                                                      \
+    }
+
+Q8_TARGET static inline __attribute__((always_inline)) void q8_tile(const int R, const int B,
+                                                                    const q8_tile_args *a) {
+    const __m512i z = _mm512_setzero_si512();
+    __m512i a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+    __m512i a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
+    __m512i a40 = z, a41 = z, a42 = z, a43 = z, a50 = z, a51 = z, a52 = z, a53 = z;
+    const int8_t *wp = a->wp;
+    const uint8_t *xq = a->xq;
+    size_t ps = a->ps, xs = a->xs, pf = a->pf;
+    int G = a->G;
+    for (int g = 0; g < G; g++) {
+        const int8_t *wg = wp + (size_t)g * 64;
+        __m512i w0 = _mm512_loadu_si512((const void *)wg), w1 = z, w2 = z, w3 = z;
+        if (B > 1) w1 = _mm512_loadu_si512((const void *)(wg + ps));
+        if (B > 2) w2 = _mm512_loadu_si512((const void *)(wg + 2 * ps));
+        if (B > 3) w3 = _mm512_loadu_si512((const void *)(wg + 3 * ps));
+        _mm_prefetch((const char *)wg + pf, _MM_HINT_T0);
+        if (B > 1) _mm_prefetch((const char *)wg + pf + ps, _MM_HINT_T0);
+        if (B > 2) _mm_prefetch((const char *)wg + pf + 2 * ps, _MM_HINT_T0);
+        if (B > 3) _mm_prefetch((const char *)wg + pf + 3 * ps, _MM_HINT_T0);
+        Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4) Q8_ROW(5)
+    }
+    Q8_EPI(0) Q8_EPI(1) Q8_EPI(2) Q8_EPI(3)
+}
+
+#define Q8_DEF(R, B) \
+    Q8_TARGET static void q8_tile_##R##_##B(const q8_tile_args *a) { q8_tile(R, B, a); }
+#define Q8_DEF_R(R) Q8_DEF(R, 1) Q8_DEF(R, 2) Q8_DEF(R, 3) Q8_DEF(R, 4)
+Q8_DEF_R(1) Q8_DEF_R(2) Q8_DEF_R(3) Q8_DEF_R(4) Q8_DEF_R(5) Q8_DEF_R(6)
+#define Q8_ROW_FNS(R) {q8_tile_##R##_1, q8_tile_##R##_2, q8_tile_##R##_3, q8_tile_##R##_4}
+static void (*const q8_tiles[Q8_ROWS][4])(const q8_tile_args *) = {
+    Q8_ROW_FNS(1), Q8_ROW_FNS(2), Q8_ROW_FNS(3), Q8_ROW_FNS(4), Q8_ROW_FNS(5), Q8_ROW_FNS(6)};
+
+static void matmul_q8_avx512(float *y, int ldy, const uint8_t *xq, size_t xs, const float *sx,
+                             k_q8 w, const float *b, int M, int n0, int nn) {
+    q8_parts p = parts(w);
+    size_t ps = (size_t)16 * p.Kp;
+    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
+    int blk = (int)(Q8_BLOCK_BYTES / ps) & ~3;
+    if (blk < 4) blk = 4;
+    if (M <= Q8_ROWS) blk = p1 - p0;   /* one sweep: the weights are read once anyway */
+    int chunks = (M + Q8_ROWS - 1) / Q8_ROWS;
+    q8_tile_args a = {0};
+    a.ldy = ldy, a.xs = xs, a.ps = ps, a.G = p.Kp / 4, a.s = p.s, a.c = p.c, a.b = b;
+    a.n0 = n0, a.n1 = n0 + nn;
+    for (int pb = p0; pb < p1; pb += blk) {
+        int pe = p1 - pb < blk ? p1 : pb + blk;
+        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
+            int R = M / chunks + (ch < M % chunks);
+            a.y = y + (size_t)m0 * ldy, a.xq = xq + (size_t)m0 * xs, a.sx = sx + m0;
+            a.pf = ch == 0 ? 4 * ps : 512;   /* from memory: the next tile; from L2: closer */
+            for (int pn = pb; pn < pe; pn += 4) {
+                int B = pe - pn < 4 ? pe - pn : 4;
+                a.wp = p.q + (size_t)pn * ps, a.col = pn * 16;
+                q8_tiles[R - 1][B - 1](&a);
+            }
+            m0 += R;
+        }
+    }
+}
+#endif
+
+/* ---- dispatch ---- */
+
+int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b,
+                    int M, int n0, int nn, void *scratch) {
+    if (!w.data || w.K < 1 || w.K > K_Q8_MAX_K || n0 < 0 || nn < 0 || n0 > w.N || nn > w.N - n0 ||
+        M < 0)
+        return -1;
+    int used = 0;
+#ifdef K_X86
+    if (isa >= 2 && Q8_HAS_VNNI) used = 2;
+#endif
+    if (M == 0 || nn == 0) return used;
+    float *sx = scratch;
+    uint8_t *xq = (uint8_t *)scratch + rup(sizeof(float) * (size_t)M, 64);
+    size_t xs = xstride(w.K);
+#ifdef K_X86
+    if (used == 2) {
+        q8_quant_rows_avx512(xq, xs, sx, x, ldx, M, w.K);
+        matmul_q8_avx512(y, ldy, xq, xs, sx, w, b, M, n0, nn);
+        return 2;
+    }
+#endif
+    q8_quant_rows_c(xq, xs, sx, x, ldx, M, w.K);
+    matmul_q8_c(y, ldy, xq, xs, sx, w, b, M, n0, nn);
+    return 0;
+}
+
+int k_matmul_q8(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
+                int n0, int nn, void *scratch) {
+    return k_matmul_q8_isa(2, y, ldy, x, ldx, w, b, M, n0, nn, scratch);
+}
+
+/* ---- the scalar twin ---- */
+
+void k_matmul_q8_ref(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
+                     int n0, int nn) {
+    if (!w.data || w.K < 1 || w.K > K_Q8_MAX_K || n0 < 0 || nn < 0 || n0 > w.N || nn > w.N - n0)
+        return;
+    q8_parts p = parts(w);
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * ldx;
+        float sxi, inv = q8_inv(q8_amax_c(xi, w.K), &sxi);
+        for (int n = n0; n < n0 + nn; n++) {
+            const int8_t *row = p.q + (size_t)(n / 16) * 16 * p.Kp + (n % 16) * 4;
+            long long D = 0;
+            for (int k = 0; k < w.K; k++)
+                D += (long long)q8_round(xi[k] * inv) * row[(size_t)(k / 4) * 64 + k % 4];
+            y[(size_t)i * ldy + n] = q8_out(D, sxi, p.s[n], b, n);
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/* q8.h - int8 weights with one scale per output row, multiplied with
+ * activations quantised per row on the fly, through VNNI dot products
+ * (vpdpbusd: u8 x s8 -> s32) where the CPU has them.
+ *
+ *   void *buf = aligned_alloc(64, k_q8_bytes(N, K));
+ *   k_q8 q = k_q8_pack(buf, w, N, K);                       once, at load
+ *   k_matmul_q8(y, N, x, K, q, b, M, 0, N, scratch);       every step
+ *
+ * Weights: s[n] = max_k |w[n,k]| / 127 and q[n,k] = round(w[n,k] / s[n])
+ * (zero rows: s = 0, q = 0; so are rows whose s would be below FLT_MIN or
+ * not finite). Activations: per row i, s_x = max_k |x[i,k]| / 127 and
+ * qx[i,k] = round(x[i,k] * (127 / max_k |x[i,k]|)) (rows with max below
+ * FLT_MIN: s_x = 0, qx = 0). round: to nearest, ties to even, clamped to
+ * [-127, 127]. Then y[i,n] = fmaf((float)D, s_x * s[n], b[n]) with
+ * D = sum_k qx[i,k] q[n,k] exact (b NULL: + 0). Every path rounds in exactly
+ * that order, so the fast path, the C path and the scalar twin agree bit for
+ * bit. Non-finite inputs give non-finite or meaningless outputs (NaN in x
+ * quantises to -127), the same on every path.
+ *
+ * Packed layout (k_q8_bytes(N, K) bytes, 64-byte aligned): N rounded up to
+ * Np (multiple of 16), K to Kp (multiple of 4). Output rows in panels of 16;
+ * panel p holds Kp/4 groups of 64 bytes, group g = for n in 0..15 the four
+ * bytes q[16p + n, 4g .. 4g+3] (padding: 0). One 64-byte load is one VNNI
+ * operand: 16 outputs x 4 k, against one broadcast of 4 activation bytes.
+ * After the Np * Kp bytes of panels: float s[Np], then int32 c[Np] =
+ * 128 * sum_k q[n,k] (activations enter vpdpbusd as unsigned qx + 128; c
+ * takes the offset back out).
+ *
+ * Range: 1 <= K <= K_Q8_MAX_K. With |qx| <= 127 (biased: <= 255) and
+ * |q| <= 127, every partial sum the kernels form is at most
+ * 255 * 127 * K <= 2,122,383,360 < 2^31 - 1 for K <= 65536, so the int32
+ * accumulators never wrap. Outside the range k_q8_bytes returns 0,
+ * k_q8_pack returns a view with data NULL, and k_matmul_q8 returns -1. */
+#ifndef ED_Q8_H
+#define ED_Q8_H
+
+#include "kern/kern.h"
+
+#include <stddef.h>
+
+#define K_Q8_MAX_K 65536
+
+typedef struct {
+    const void *data;
+    int N, K;
+} k_q8;
+
+/* Bytes of the packed matrix (0 when N < 1 or K is out of range). */
+size_t k_q8_bytes(int N, int K);
+
+/* Quantises w ([N, K] row-major, row stride K; K_F32, K_F16 or K_BF16) into
+ * dst (k_q8_bytes(N, K) bytes, 64-byte aligned) and returns the view.
+ * Pure and deterministic. */
+k_q8 k_q8_pack(void *dst, k_w w, int N, int K);
+
+/* The dequantised row n, s[n] * q[n, :], into dst[K] (embedding lookups read
+ * the matrix that also serves as the output projection). */
+void k_q8_row(float *dst, k_q8 w, int n);
+
+/* Scratch bytes for k_matmul_q8 with M rows (any alignment will do; one
+ * scratch per concurrent caller). */
+size_t k_q8_scratch_bytes(int M, int K);
+
+/* y[M, N] (row stride ldy) = x[M, K] (ldx) . W^T + b[N] (b may be NULL), as
+ * described above, for the output columns [n0, n0 + nn) only: y and b are
+ * indexed by absolute column, and nothing outside those columns is written
+ * (threads may own neighbouring columns). Any M >= 0; n0, nn need no
+ * alignment (16 is best). Sequential. Returns the ISA used: 2 = AVX-512
+ * VNNI, 0 = C; -1 when K is out of range or the columns are not in [0, N). */
+int k_matmul_q8(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
+                int n0, int nn, void *scratch);
+/* The same on the best instruction set up to isa (0 C, 2 AVX-512 VNNI:
+ * F, BW, VL and VNNI) this CPU has (for tests and benchmarks). There is no
+ * AVX2 version: isa 1 and CPUs without AVX-512 VNNI run the C one. */
+int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b,
+                    int M, int n0, int nn, void *scratch);
+
+/* The scalar twin: the same quantisation of x, int64 dot products read from
+ * the packed layout one element at a time, the same scaling. Allocates its
+ * own scratch. */
+void k_matmul_q8_ref(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
+                     int n0, int nn);
+
+#endif

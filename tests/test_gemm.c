@@ -1,0 +1,303 @@
+/* test_gemm.c - k_gemm (every instruction set this CPU has: C, AVX-512,
+ * AVX512_BF16) against k_gemm_ref, its scalar twin, and the paths against
+ * each other.
+ *
+ * Tolerance: element (i, j) may differ from the reference by TOL * S(i, j),
+ * S = |b_j| + sum_k |x_ik| |w_jk| (the magnitude the f32 sums work at),
+ * TOL = 1e-5, in fp32 mode and in bf16 mode (whose reference rounds x and w
+ * to bf16 the same way, so only the summation differs); the same with GELU
+ * (its slope is below 1.13 and its erf approximation within 1.5e-7).
+ * Shapes: ragged edges of every block (M, N, K around 14, 32, 384, 768;
+ * K odd; M = 1, N = 1, K = 0), strides ldx > K and ldy > N, several column
+ * blocks, all weight types, with and without bias and GELU; then the
+ * encoder's shapes on sampled rows. NaN in x's row padding catches reads
+ * past K, a sentinel in y's padding catches writes past N. Controls: a
+ * perturbed result and a wrong reference must fail the same comparison.
+ */
+#include "check.h"
+
+#include "kern/gemm.h"
+#include "kern/kern.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-5
+#define SENTINEL 12345.0f
+
+static unsigned long g_seed = 4242;
+static float frand(void) {
+    g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((g_seed >> 33) % 2000000) / 1000000.0f - 1.0f;
+}
+
+static void *xalloc(size_t bytes) {   /* 64-byte aligned, as k_gemm wants */
+    void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!p) abort();
+    return p;
+}
+
+/* A weight matrix [N, K] of type t: the stored bits and the f32 values. */
+typedef struct {
+    k_w w;
+    float *f;
+} tw;
+
+static uint16_t f2h(float v) {   /* f32 -> f16, truncating (tests only need valid halves) */
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    if (fabsf(v) < 6.2e-5f) return (uint16_t)((u >> 16) & 0x8000);
+    return (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+}
+
+static tw make_w(int N, int K, k_wtype t) {
+    size_t n = (size_t)N * K;
+    tw r = {{NULL, t}, malloc(sizeof(float) * (n ? n : 1))};
+    for (size_t i = 0; i < n; i++) r.f[i] = frand();
+    if (t == K_F32) {
+        float *p = malloc(sizeof(float) * (n ? n : 1));
+        memcpy(p, r.f, sizeof(float) * n);
+        r.w.p = p;
+    } else {
+        uint16_t *h = malloc(sizeof(uint16_t) * (n ? n : 1));
+        for (size_t i = 0; i < n; i++) h[i] = t == K_BF16 ? k_f32_to_bf16(r.f[i]) : f2h(r.f[i]);
+        k_h_to_f32(r.f, h, n, t == K_BF16);
+        r.w.p = h;
+    }
+    return r;
+}
+
+static void free_w(tw *w) {
+    free((void *)w->w.p);
+    free(w->f);
+}
+
+/* Worst |y - ref| / (TOL * S) over rows [r0, r1) (y, ref: row strides ldy,
+ * ldr; ref row i - r0). Above 1 fails. */
+static double worst_ratio(const float *y, int ldy, const float *ref, int ldr, const float *x,
+                          int ldx, const float *wf, const float *b, int r0, int r1, int N, int K) {
+    double worst = 0;
+    for (int i = r0; i < r1; i++)
+        for (int j = 0; j < N; j++) {
+            double s = b ? fabs(b[j]) : 0;
+            for (int k = 0; k < K; k++) s += fabs((double)x[(size_t)i * ldx + k] * wf[(size_t)j * K + k]);
+            double d = fabs((double)y[(size_t)i * ldy + j] - ref[(size_t)(i - r0) * ldr + j]);
+            double r = d / (TOL * s + 1e-30);
+            if (!(r <= worst)) worst = r;   /* NaN -> NaN, fails */
+        }
+    return worst;
+}
+
+static const char *wname(k_wtype t) { return t == K_F32 ? "f32" : t == K_F16 ? "f16" : "bf16"; }
+
+/* One product on one instruction set, all checks. Returns the worst ratio. */
+static double run_one(int isa, int M, int N, int K, int ldx, int ldy, tw *w, k_gemm_mode mode,
+                      int bias, int gelu, const float *x, const float *b) {
+    float *y = malloc(sizeof(float) * ((size_t)M * ldy + 1));
+    float *r = malloc(sizeof(float) * ((size_t)M * N + 1));
+    for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = SENTINEL;
+    void *s = xalloc(k_gemm_scratch_bytes(M, N, K, mode));
+    int used = k_gemm_isa(isa, y, ldy, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu, s);
+    int want = isa >= 2 && k_gemm_has(mode) ? 2 : 0;
+    CHECK_EQ_INT(used, want);
+    k_gemm_ref(r, N, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu);
+    /* the bound's magnitudes: bf16 mode works on rounded values (close enough) */
+    double worst = worst_ratio(y, ldy, r, N, x, ldx, w->f, bias ? b : NULL, 0, M, N, K);
+    int pad_ok = 1;
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldy; j++) pad_ok &= y[(size_t)i * ldy + j] == SENTINEL;
+    CHECK(pad_ok);
+    if (!(worst <= 1) || !pad_ok)
+        fprintf(stderr, "  isa %d %dx%dx%d ldx %d ldy %d w %s mode %d bias %d gelu %d: worst %.3g\n",
+                isa, M, N, K, ldx, ldy, wname(w->w.t), mode, bias, gelu, worst);
+    free(y), free(r), free(s);
+    return worst;
+}
+
+static float *make_x(int M, int K, int ldx) {
+    float *x = malloc(sizeof(float) * ((size_t)M * ldx + 1));
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < ldx; k++) x[(size_t)i * ldx + k] = k < K ? frand() : NAN;   /* never read */
+    return x;
+}
+
+/* Ragged shapes, every weight type, mode, bias / GELU, on C and AVX-512. */
+static void test_shapes(void) {
+    static const int sh[][5] = {   /* M, N, K, ldx - K, ldy - N */
+        {1, 1, 1, 0, 0},      {1, 37, 19, 3, 0},    {2, 33, 1, 0, 5},     {3, 5, 0, 0, 0},
+        {13, 31, 17, 1, 1},   {14, 32, 16, 0, 0},   {15, 33, 385, 7, 3},  {16, 64, 383, 0, 0},
+        {29, 65, 767, 1, 0},  {28, 96, 768, 0, 0},  {31, 17, 769, 0, 2},  {3, 1, 1000, 2, 0},
+        {45, 600, 400, 0, 16}, {1, 100, 1537, 0, 0}, {60, 48, 2, 0, 0},   {43, 3, 64, 0, 0}};
+    static const k_wtype types[] = {K_F32, K_F16, K_BF16};
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int M = sh[q][0], N = sh[q][1], K = sh[q][2], ldx = K + sh[q][3], ldy = N + sh[q][4];
+        float *x = make_x(M, K, ldx), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        for (int t = 0; t < 3; t++) {
+            tw w = make_w(N, K, types[t]);
+            for (int mode = 0; mode < 2; mode++)
+                for (int v = 0; v < 4; v++)
+                    for (int isa = 0; isa <= 2; isa += 2) {
+                        CHECK(run_one(isa, M, N, K, ldx, ldy, &w, (k_gemm_mode)mode, v & 1, v >> 1,
+                                      x, b) <= 1);
+                    }
+            free_w(&w);
+        }
+        free(x), free(b);
+    }
+}
+
+/* The encoder's products (1500 rows) on the best instruction set, checked
+ * on sampled rows (every edge of the 14-row panels near the ends). */
+static void test_encoder(void) {
+    static const int sh[][4] = {{384, 384, 0, K_F32}, {1536, 384, 1, K_F16}, {384, 1536, 0, K_BF16},
+                                {1152, 384, 0, K_F32}, {384, 1152, 1, K_F32}};
+    static const int rows[] = {0, 1, 13, 14, 15, 27, 28, 700, 1483, 1484, 1497, 1498, 1499};
+    int M = 1500;
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int N = sh[q][0], K = sh[q][1], gelu = sh[q][2];
+        tw w = make_w(N, K, (k_wtype)sh[q][3]);
+        float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        float *y = malloc(sizeof(float) * (size_t)M * N), *r = malloc(sizeof(float) * (size_t)N);
+        for (int mode = 0; mode < 2; mode++) {
+            void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
+            int used = k_gemm(y, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, gelu, s);
+            double worst = 0;
+            for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+                k_gemm_ref(r, N, x + (size_t)rows[i] * K, K, w.w, b, 1, N, K, (k_gemm_mode)mode, gelu);
+                double e = worst_ratio(y, N, r, N, x, K, w.f, b, rows[i], rows[i] + 1, N, K);
+                if (!(e <= worst)) worst = e;
+            }
+            printf("encoder %dx%dx%d w %s %s%s: isa %d, worst %.4f of the tolerance\n", M, N, K,
+                   wname(w.w.t), mode ? "bf16" : "fp32", gelu ? " +gelu" : "", used, worst);
+            CHECK(worst <= 1);
+            free(s);
+        }
+        free(y), free(r), free(x), free(b);
+        free_w(&w);
+    }
+}
+
+/* The C path and the AVX-512 path agree (both modes, all weight types). */
+static void test_c_vs_avx512(void) {
+    for (int mode = 0; mode < 2; mode++) {
+        if (!k_gemm_has((k_gemm_mode)mode)) {
+            printf("C vs AVX-512 (%s): no AVX-512%s here, not compared\n", mode ? "bf16" : "fp32",
+                   mode ? "_BF16" : "");
+            continue;
+        }
+        int M = 97, N = 161, K = 803;
+        float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        float *y0 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
+        void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
+        for (int t = 0; t < 3; t++) {
+            tw w = make_w(N, K, (k_wtype)t);
+            CHECK_EQ_INT(k_gemm_isa(0, y0, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), 0);
+            CHECK_EQ_INT(k_gemm_isa(2, y2, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), 2);
+            double worst = worst_ratio(y2, N, y0, N, x, K, w.f, b, 0, M, N, K);
+            size_t same = 0;
+            for (size_t i = 0; i < (size_t)M * N; i++) same += y0[i] == y2[i];
+            printf("C vs AVX-512 (%s, w %s, gelu): worst %.4f of the tolerance, %.1f%% identical\n",
+                   mode ? "bf16" : "fp32", wname(w.w.t), worst, 100.0 * same / ((double)M * N));
+            CHECK(worst <= 1);
+            free_w(&w);
+        }
+        free(x), free(b), free(y0), free(y2), free(s);
+    }
+}
+
+/* bf16 rounding: ties to even, NaN, infinity, overflow; the packers round
+ * as k_f32_to_bf16 does (exact products against w = 1). */
+static void test_bf16_rounding(void) {
+    union { uint32_t u; float f; } v;
+    v.f = 1.0f;
+    CHECK_EQ_INT(k_f32_to_bf16(v.f), 0x3f80);
+    v.u = 0x3f808000u;   /* 1 + 2^-8: a tie, stays even */
+    CHECK_EQ_INT(k_f32_to_bf16(v.f), 0x3f80);
+    v.u = 0x3f818000u;   /* tie above an odd one: up */
+    CHECK_EQ_INT(k_f32_to_bf16(v.f), 0x3f82);
+    v.u = 0x3f808001u;   /* just above the tie: up */
+    CHECK_EQ_INT(k_f32_to_bf16(v.f), 0x3f81);
+    v.u = 0x7f7fffffu;   /* FLT_MAX rounds to infinity */
+    CHECK_EQ_INT(k_f32_to_bf16(v.f), 0x7f80);
+    CHECK_EQ_INT(k_f32_to_bf16(INFINITY), 0x7f80);
+    CHECK_EQ_INT(k_f32_to_bf16(-INFINITY), 0xff80);
+    v.u = 0x7f800001u;   /* signalling NaN: stays a (quiet) NaN */
+    CHECK((k_f32_to_bf16(v.f) & 0x7fc0) == 0x7fc0);
+
+    int M = 40, K = 3;   /* each row: one interesting value, then zeros */
+    float *x = calloc((size_t)M * K, sizeof(float)), y[40], one[3] = {1.0f, 1.0f, 1.0f};
+    for (int i = 0; i < M; i++) {
+        v.u = 0x3f800000u + (uint32_t)i * 0x4000u + (i % 3 == 0 ? 0x8000u : 0) + (i % 5 == 0);
+        x[(size_t)i * K + (i % K)] = i % 2 ? v.f : -v.f;
+    }
+    k_w w = {one, K_F32};
+    void *s = xalloc(k_gemm_scratch_bytes(M, 1, K, K_GEMM_BF16));
+    for (int isa = 0; isa <= 2; isa += 2) {
+        k_gemm_isa(isa, y, 1, x, K, w, NULL, M, 1, K, K_GEMM_BF16, 0, s);
+        int bad = 0;
+        for (int i = 0; i < M; i++) {
+            uint32_t u = (uint32_t)k_f32_to_bf16(x[(size_t)i * K + (i % K)]) << 16;
+            float want;
+            memcpy(&want, &u, 4);
+            bad += y[i] != want;
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    free(x), free(s);
+}
+
+/* The comparison can fail: a result off by 2 tolerances, or a reference
+ * that forgot one bias term, must be caught. */
+static void test_controls(void) {
+    int M = 20, N = 40, K = 50;
+    float *x = make_x(M, K, K), *b = malloc(sizeof(float) * N);
+    for (int j = 0; j < N; j++) b[j] = frand();
+    tw w = make_w(N, K, K_F32);
+    float *y = malloc(sizeof(float) * M * N), *r = malloc(sizeof(float) * M * N);
+    void *s = xalloc(k_gemm_scratch_bytes(M, N, K, K_GEMM_F32));
+    k_gemm(y, N, x, K, w.w, b, M, N, K, K_GEMM_F32, 0, s);
+    k_gemm_ref(r, N, x, K, w.w, b, M, N, K, K_GEMM_F32, 0);
+    CHECK(worst_ratio(y, N, r, N, x, K, w.f, b, 0, M, N, K) <= 1);
+    double sum = fabs(b[7]);
+    for (int k = 0; k < K; k++) sum += fabs((double)x[3 * K + k] * w.f[7 * K + k]);
+    float keep = r[3 * N + 7];
+    r[3 * N + 7] = (float)(keep + 2 * TOL * sum);   /* off by two tolerances */
+    CHECK(worst_ratio(y, N, r, N, x, K, w.f, b, 0, M, N, K) > 1);
+    r[3 * N + 7] = keep;
+    for (int i = 0; i < M; i++) r[i * N + 11] -= b[11];   /* a reference without b[11] */
+    CHECK(worst_ratio(y, N, r, N, x, K, w.f, b, 0, M, N, K) > 1);
+    free(x), free(b), free(y), free(r), free(s);
+    free_w(&w);
+}
+
+/* A scratch that is not 64-byte aligned (a caller's malloc) still works. */
+static void test_misaligned_scratch(void) {
+    int M = 30, N = 70, K = 45;
+    float *x = make_x(M, K, K), *y = malloc(sizeof(float) * M * N), *r = malloc(sizeof(float) * M * N);
+    for (int mode = 0; mode < 2; mode++) {
+        tw w = make_w(N, K, K_BF16);
+        char *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode) + 64);
+        k_gemm(y, N, x, K, w.w, NULL, M, N, K, (k_gemm_mode)mode, 0, s + 16);
+        k_gemm_ref(r, N, x, K, w.w, NULL, M, N, K, (k_gemm_mode)mode, 0);
+        CHECK(worst_ratio(y, N, r, N, x, K, w.f, NULL, 0, M, N, K) <= 1);
+        free(s);
+        free_w(&w);
+    }
+    free(x), free(y), free(r);
+}
+
+int main(void) {
+    printf("k_gemm: AVX-512 %s, AVX512_BF16 %s\n", k_gemm_has(K_GEMM_F32) ? "yes" : "no",
+           k_gemm_has(K_GEMM_BF16) ? "yes" : "no");
+    test_bf16_rounding();
+    test_controls();
+    test_misaligned_scratch();
+    test_shapes();
+    test_c_vs_avx512();
+    test_encoder();
+    return check_done();
+}
