@@ -195,7 +195,8 @@ static void test_t5_kernels(ed_pool *pool) {
 
 static void test_attention(ed_pool *pool) {
     int H = 3, dh = 16, d = H * dh;
-    int cases[][3] = {{1, 7, 0}, {9, 9, 1}, {4, 11, 1}, {70, 70, 0}, {70, 90, 1}};
+    /* the last two take op_attention's GEMM path (non-causal, >= 256 rows and keys) */
+    int cases[][3] = {{1, 7, 0}, {9, 9, 1}, {4, 11, 1}, {70, 70, 0}, {70, 90, 1}, {300, 257, 0}, {257, 330, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int Mq = cases[c][0], Tk = cases[c][1], causal = cases[c][2];
         float *q = rnd((size_t)Mq * d), *k = rnd((size_t)Tk * d), *v = rnd((size_t)Tk * d);

@@ -3,11 +3,15 @@
  * is done. Both sides spin briefly (ED_POOL_SPIN_US) before sleeping on a
  * condition variable: a decode step issues dozens of small runs a few
  * microseconds apart, and a futex wake-up per run would cost more than the
- * work (see docs/ARCHITECTURE.md, "Threads"). An idle session sleeps. */
+ * work. After a few microseconds the spin yields the core at each check, so
+ * a thread sharing its core (another process, or more threads than cores)
+ * runs instead of being starved (see docs/ARCHITECTURE.md, "Kernels and
+ * threads"). An idle session sleeps. */
 #include "base/pool.h"
 #include "base/err.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,23 @@ static double now_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+/* One round of waiting: pause for the first ED_POOL_PAUSE_US, then yield
+ * the core (a thread of ours, or another process, may need it: spinning on
+ * a shared core would steal its time). Returns 0 once ED_POOL_SPIN_US have
+ * passed since *t0 (set on the first call). */
+#define ED_POOL_PAUSE_US 20
+static int spin_round(unsigned i, double *t0) {
+    if ((i & 63) != 0) {
+        ED_RELAX();
+        return 1;
+    }
+    double t = now_us();
+    if (*t0 == 0) *t0 = t;
+    if (t - *t0 > ED_POOL_SPIN_US) return 0;
+    if (t - *t0 > ED_POOL_PAUSE_US) sched_yield();
+    return 1;
+}
+
 /* Spins until *gen != seen (returns 1) or the spin budget is spent (0). */
 static int spin_gen(ed_pool *p, unsigned long seen) {
     double t0 = 0;
@@ -55,12 +76,7 @@ static int spin_gen(ed_pool *p, unsigned long seen) {
         if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen ||
             atomic_load_explicit(&p->quit, memory_order_relaxed))
             return 1;
-        ED_RELAX();
-        if ((i & 255) == 0) {
-            double t = now_us();
-            if (t0 == 0) t0 = t;
-            else if (t - t0 > ED_POOL_SPIN_US) return 0;
-        }
+        if (!spin_round(i, &t0)) return 0;
     }
 }
 
@@ -182,14 +198,8 @@ void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx) {
     fn(ctx, 0, p->n);
 
     double t0 = 0;
-    for (unsigned i = 1; atomic_load(&p->pending) > 0; i++) {
-        ED_RELAX();
-        if ((i & 255) == 0) {
-            double t = now_us();
-            if (t0 == 0) t0 = t;
-            else if (t - t0 > ED_POOL_SPIN_US) break;
-        }
-    }
+    for (unsigned i = 1; atomic_load(&p->pending) > 0; i++)
+        if (!spin_round(i, &t0)) break;
     if (atomic_load(&p->pending) > 0) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_sleeps, 1);

@@ -219,9 +219,69 @@ static void attn_task(void *arg, int ith, int nth) {
     }
 }
 
+/* Long non-causal attention (the Whisper encoder: 1500 x 1500 per head)
+ * through our packed GEMM, one head per work item: the head's keys are
+ * copied once, pre-scaled, as a [Tk, dh] matrix and its values transposed
+ * to [dh, Tk], so both products have the y = x . w^T form k_gemm takes;
+ * then per block of OP_ATTN_ROWS query rows: scores = q . K^T, softmax,
+ * o = P . V. Scratch from the pool; NULL (no memory) falls back. */
+static int attn_gemm_head(const attn_ctx *c, ed_pool *p, int ith, int h) {
+    int Tk = c->Tk, dh = c->dh, R = OP_ATTN_ROWS;
+    size_t g1 = k_gemm_scratch_bytes(R, Tk, dh, K_GEMM_F32), g2 = k_gemm_scratch_bytes(R, dh, Tk, K_GEMM_F32);
+    size_t kv = ((size_t)Tk * dh * sizeof(float) + 63) & ~(size_t)63;
+    size_t sc = ((size_t)R * Tk * sizeof(float) + 63) & ~(size_t)63;
+    char *buf = ed_pool_scratch(p, ith, 2 * kv + sc + (g1 > g2 ? g1 : g2));
+    if (!buf) return 0;
+    float *kc = (float *)buf, *vt = (float *)(buf + kv), *s = (float *)(buf + 2 * kv);
+    void *gs = buf + 2 * kv + sc;
+    const float *k = c->k + (size_t)h * dh, *v = c->v + (size_t)h * dh;
+    for (int t = 0; t < Tk; t++)
+        for (int j = 0; j < dh; j++) {
+            kc[(size_t)t * dh + j] = c->scale * k[(size_t)t * c->ldk + j];
+            vt[(size_t)j * Tk + t] = v[(size_t)t * c->ldv + j];
+        }
+    k_w wk = {kc, K_F32, 0}, wv = {vt, K_F32, 0};
+    for (int r0 = 0; r0 < c->Mq; r0 += R) {
+        int m = c->Mq - r0 < R ? c->Mq - r0 : R;
+        k_gemm(s, Tk, c->q + (size_t)r0 * c->ldq + (size_t)h * dh, c->ldq, wk, NULL, m, Tk, dh,
+               K_GEMM_F32, 0, gs);
+        for (int i = 0; i < m; i++) k_softmax(s + (size_t)i * Tk, Tk);
+        k_gemm(c->o + (size_t)r0 * c->ldo + (size_t)h * dh, c->ldo, s, Tk, wv, NULL, m, dh, Tk,
+               K_GEMM_F32, 0, gs);
+    }
+    return 1;
+}
+
+typedef struct {
+    attn_ctx a;
+    ed_pool *p;
+} attn_gemm_ctx;
+
+static void attn_gemm_task(void *arg, int ith, int nth) {
+    attn_gemm_ctx *c = arg;
+    for (int h = ith; h < c->a.n_head; h += nth)
+        if (!attn_gemm_head(&c->a, c->p, ith, h)) {   /* no scratch: the BLAS kernel */
+            int n_blk = (c->a.Mq + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS;
+            for (int b = 0; b < n_blk; b++) {
+                int r0 = b * OP_ATTN_ROWS, m = c->a.Mq - r0 < OP_ATTN_ROWS ? c->a.Mq - r0 : OP_ATTN_ROWS;
+                k_attention(c->a.o + (size_t)r0 * c->a.ldo + (size_t)h * c->a.dh, c->a.ldo,
+                            c->a.q + (size_t)r0 * c->a.ldq + (size_t)h * c->a.dh, c->a.ldq,
+                            c->a.k + (size_t)h * c->a.dh, c->a.ldk, c->a.v + (size_t)h * c->a.dh,
+                            c->a.ldv, m, c->a.Tk, c->a.dh, c->a.scale, 0,
+                            c->a.scratch + (size_t)ith * c->a.scratch_stride);
+            }
+        }
+}
+
 void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride) {
+    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(K_GEMM_F32)) {
+        attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
+                            scratch, scratch_stride}, p};
+        ed_pool_run(p, attn_gemm_task, &g);
+        return;
+    }
     attn_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                   scratch, scratch_stride};
     ed_pool_run(p, attn_task, &c);
