@@ -265,6 +265,27 @@ static void test_session_and_transcribe(void) {
     sp.n_threads = 10000;
     CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_ERR_ARG, "thread count 10000 is out of range");
     CHECK(s == NULL);
+    sp.n_threads = 1;
+    sp.cross_kv = (encdec_kv_type)9;
+    CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_ERR_ARG, "cross_kv 9 is not a cache type");
+    CHECK(s == NULL);
+    sp.cross_kv = ENCDEC_KV_F32;
+    {   /* compute modes: an absurd one is refused before anything is read */
+        encdec_model *m2 = NULL;
+        encdec_model_params mp = {(encdec_compute)-3};
+        CHECK_STATUS(encdec_model_load_ex(SRC_DIR, &mp, &m2), ENCDEC_ERR_ARG, "compute mode -3");
+        CHECK(m2 == NULL);
+        mp.compute = ENCDEC_COMPUTE_INT8;
+        CHECK_STATUS(encdec_model_load_ex(SRC_DIR, &mp, &m2), ENCDEC_OK, "");
+        encdec_model_info info;
+        if (m2) {
+            encdec_model_get_info(m2, &info);
+            CHECK_STR(info.compute, "int8");
+        }
+        encdec_model_free(m2);
+        encdec_model_get_info(m, &info);
+        CHECK_STR(info.compute, "f32");
+    }
     sp.n_threads = 0;
     CHECK_STATUS(encdec_session_new(m, &sp, &s), ENCDEC_OK, "");
     if (!s) { encdec_model_free(m); return; }
