@@ -1,6 +1,7 @@
 /* t5_bench.c - encdec's T5 generation speed, correctness first.
  *
- *   build/bench/t5_bench -m DIR [-t THREADS] [-r REPEATS] [-n MAX_NEW] [--json] [TEXT...]
+ *   build/bench/t5_bench -m DIR [-t THREADS] [-r REPEATS] [-n MAX_NEW]
+ *                        [--compute f32|bf16|int8] [--cross-kv f32|f16|bf16] [--json] [TEXT...]
  *
  * Checks that the three cache modes give identical tokens (greedy and beam
  * 4), then reports medians over the repeats of: encoder ms (one input,
@@ -72,6 +73,9 @@ static int same(const run_res *a, const run_res *b) {
 int main(int argc, char **argv) {
     const char *model = NULL;
     int threads = 1, reps = 5, max_new = 64, json = 0, first = argc;
+    encdec_model_params mp = {ENCDEC_COMPUTE_F32};
+    encdec_session_params sp = {1, ENCDEC_KV_F32};
+    const char *compute = "f32", *kv = "f32";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-m") && v) model = argv[++i];
@@ -79,9 +83,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-r") && v) reps = atoi(argv[++i]);
         else if (!strcmp(a, "-n") && v) max_new = atoi(argv[++i]);
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--compute") && v) compute = argv[++i];
+        else if (!strcmp(a, "--cross-kv") && v) kv = argv[++i];
         else if (a[0] != '-') { first = i; break; }
         else {
-            fprintf(stderr, "usage: t5_bench -m DIR [-t THREADS] [-r REPEATS] [-n MAX_NEW] [--json] [TEXT...]\n");
+            fprintf(stderr, "usage: t5_bench -m DIR [-t THREADS] [-r REPEATS] [-n MAX_NEW] [--compute "
+                            "f32|bf16|int8] [--cross-kv f32|f16|bf16] [--json] [TEXT...]\n");
             return 2;
         }
     }
@@ -89,12 +96,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "t5_bench: need -m DIR; 1 <= -t <= 256, 1 <= -r <= 1000, 1 <= -n <= 4096\n");
         return 2;
     }
+    mp.compute = !strcmp(compute, "bf16") ? ENCDEC_COMPUTE_BF16 : !strcmp(compute, "int8") ? ENCDEC_COMPUTE_INT8
+                 : !strcmp(compute, "f32") ? ENCDEC_COMPUTE_F32 : (encdec_compute)-1;
+    sp.cross_kv = !strcmp(kv, "f16") ? ENCDEC_KV_F16 : !strcmp(kv, "bf16") ? ENCDEC_KV_BF16
+                  : !strcmp(kv, "f32") ? ENCDEC_KV_F32 : (encdec_kv_type)-1;
+    sp.n_threads = threads;
     const char *const *in = first < argc ? (const char *const *)argv + first : DEFAULT_INPUTS;
     int n_in = first < argc ? argc - first : 8;
     encdec_model *m = NULL;
     encdec_session *s = NULL;
-    encdec_session_params sp = {threads};
-    if (encdec_model_load(model, &m) || encdec_session_new(m, &sp, &s)) {
+    if (encdec_model_load_ex(model, &mp, &m) || encdec_session_new(m, &sp, &s)) {
         fprintf(stderr, "t5_bench: %s\n", encdec_last_error());
         return 1;
     }

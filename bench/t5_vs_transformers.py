@@ -5,7 +5,8 @@ thread count, in one run.
 Usage (from the repository root, after scripts/venv.sh and a build):
 
     .venv/bin/python bench/t5_vs_transformers.py [--model DIR] [--threads 2]
-        [--max-new 64] [--repeats 5] [--json OUT]
+        [--max-new 64] [--repeats 5] [--compute f32|bf16|int8] [--cross-kv f32|f16|bf16]
+        [--json OUT]
 
 The model defaults to a flan-t5-small-shaped random-weight model
 (${XDG_CACHE_HOME:-~/.cache}/encdec/models/flan-t5-small-random), written by
@@ -46,7 +47,8 @@ def run_encdec(a):
     if not os.path.exists(exe):
         sys.exit(f"{exe} not found: build first (cmake -B build && cmake --build build)")
     out = subprocess.run([exe, "-m", a.model, "-t", str(a.threads), "-r", str(a.repeats), "-n",
-                          str(a.max_new), "--json"], check=True, capture_output=True, text=True)
+                          str(a.max_new), "--compute", a.compute, "--cross-kv", a.cross_kv, "--json"],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -98,6 +100,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-new", type=int, default=64)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--compute", default="f32", help="encdec --compute: f32, bf16 or int8")
+    p.add_argument("--cross-kv", default="f32", help="encdec --cross-kv: f32, f16 or bf16")
     p.add_argument("--json", help="also write both results to this file")
     a = p.parse_args()
     if not os.path.isdir(a.model):

@@ -1,6 +1,7 @@
 /* test_gemm.c - k_gemm (every instruction set this CPU has: C, AVX-512,
- * AVX512_BF16) against k_gemm_ref, its scalar twin, and the paths against
- * each other.
+ * AVX512_BF16, AMX-BF16) against k_gemm_ref, its scalar twin, and the paths
+ * against each other. The AMX checks run where the CPU has AMX and Linux
+ * grants the tile state, and are reported as skipped elsewhere.
  *
  * Tolerance: element (i, j) may differ from the reference by TOL * S(i, j),
  * S = |b_j| + sum_k |x_ik| |w_jk| (the magnitude the f32 sums work at),
@@ -9,8 +10,10 @@
  * (its slope is below 1.13 and its erf approximation within 1.5e-7).
  * Shapes: ragged edges of every block (M, N, K around 14, 32, 384, 768;
  * K odd; M = 1, N = 1, K = 0), strides ldx > K and ldy > N, several column
- * blocks, all weight types, with and without bias and GELU; then the
- * encoder's shapes on sampled rows. NaN in x's row padding catches reads
+ * blocks, all weight types, with and without bias and GELU (AMX: the same
+ * shapes, plus edges of its 16-row groups, 32-k chunks and 1536-k blocks,
+ * and several threads running it at once); then the encoder's shapes on
+ * sampled rows. NaN in x's row padding catches reads
  * past K, a sentinel in y's padding catches writes past N. Controls: a
  * perturbed result and a wrong reference must fail the same comparison.
  */
@@ -19,6 +22,7 @@
 #include "kern/gemm.h"
 #include "kern/kern.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +103,9 @@ static double run_one(int isa, int M, int N, int K, int ldx, int ldy, tw *w, k_g
     for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = SENTINEL;
     void *s = xalloc(k_gemm_scratch_bytes(M, N, K, mode));
     int used = k_gemm_isa(isa, y, ldy, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu, s);
-    int want = isa >= 2 && k_gemm_has(mode) ? 2 : 0;
+    int want = isa >= 3 && mode == K_GEMM_BF16 && k_gemm_has_amx() ? 3
+               : isa >= 2 && k_gemm_has(mode)                   ? 2
+                                                                : 0;
     CHECK_EQ_INT(used, want);
     k_gemm_ref(r, N, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu);
     /* the bound's magnitudes: bf16 mode works on rounded values (close enough) */
@@ -122,7 +128,8 @@ static float *make_x(int M, int K, int ldx) {
     return x;
 }
 
-/* Ragged shapes, every weight type, mode, bias / GELU, on C and AVX-512. */
+/* Ragged shapes, every weight type, mode, bias / GELU, on C, AVX-512 and
+ * (bf16 mode, where present) AMX. */
 static void test_shapes(void) {
     static const int sh[][5] = {   /* M, N, K, ldx - K, ldy - N */
         {1, 1, 1, 0, 0},      {1, 37, 19, 3, 0},    {2, 33, 1, 0, 5},     {3, 5, 0, 0, 0},
@@ -138,7 +145,8 @@ static void test_shapes(void) {
             tw w = make_w(N, K, types[t]);
             for (int mode = 0; mode < 2; mode++)
                 for (int v = 0; v < 4; v++)
-                    for (int isa = 0; isa <= 2; isa += 2) {
+                    for (int isa = 0; isa <= 3; isa += isa ? 1 : 2) {
+                        if (isa == 3 && (mode == 0 || !k_gemm_has_amx())) continue;
                         CHECK(run_one(isa, M, N, K, ldx, ldy, &w, (k_gemm_mode)mode, v & 1, v >> 1,
                                       x, b) <= 1);
                     }
@@ -161,9 +169,12 @@ static void test_encoder(void) {
         float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
         for (int j = 0; j < N; j++) b[j] = frand();
         float *y = malloc(sizeof(float) * (size_t)M * N), *r = malloc(sizeof(float) * (size_t)N);
-        for (int mode = 0; mode < 2; mode++) {
+        for (int run = 0; run < 3; run++) {   /* fp32, bf16 (best: AMX where present), bf16 on isa 2 */
+            int mode = run > 0;
+            if (run == 2 && !k_gemm_has_amx()) break;
             void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
-            int used = k_gemm(y, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, gelu, s);
+            int used = k_gemm_isa(run == 2 ? 2 : 3, y, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode,
+                                  gelu, s);
             double worst = 0;
             for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
                 k_gemm_ref(r, N, x + (size_t)rows[i] * K, K, w.w, b, 1, N, K, (k_gemm_mode)mode, gelu);
@@ -209,6 +220,104 @@ static void test_c_vs_avx512(void) {
     }
 }
 
+/* AMX against the reference on the edges of its own blocking (16-row
+ * groups, 2 x 2 tiles, 32-k chunks, 1536-k blocks), and against the
+ * AVX512_BF16 path (the same rounded inputs, different summation order). */
+static void test_amx_shapes(void) {
+    static const int sh[][5] = {   /* M, N, K, ldx - K, ldy - N */
+        {16, 16, 32, 0, 0},  {17, 16, 33, 0, 0},  {32, 32, 64, 0, 0},  {33, 48, 31, 2, 1},
+        {47, 15, 95, 0, 0},  {64, 96, 1536, 0, 0}, {65, 97, 1537, 3, 2}, {31, 33, 3100, 0, 0},
+        {100, 200, 300, 1, 7}, {7, 260, 1, 0, 0}};
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int M = sh[q][0], N = sh[q][1], K = sh[q][2], ldx = K + sh[q][3], ldy = N + sh[q][4];
+        float *x = make_x(M, K, ldx), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        for (int t = 0; t < 3; t++) {
+            tw w = make_w(N, K, (k_wtype)t);
+            for (int v = 0; v < 4; v++)
+                CHECK(run_one(3, M, N, K, ldx, ldy, &w, K_GEMM_BF16, v & 1, v >> 1, x, b) <= 1);
+            free_w(&w);
+        }
+        free(x), free(b);
+    }
+    int M = 97, N = 161, K = 803;
+    float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+    for (int j = 0; j < N; j++) b[j] = frand();
+    float *y2 = malloc(sizeof(float) * (size_t)M * N), *y3 = malloc(sizeof(float) * (size_t)M * N);
+    void *s = xalloc(k_gemm_scratch_bytes(M, N, K, K_GEMM_BF16));
+    for (int t = 0; t < 3; t++) {
+        tw w = make_w(N, K, (k_wtype)t);
+        CHECK_EQ_INT(k_gemm_isa(2, y2, N, x, K, w.w, b, M, N, K, K_GEMM_BF16, 1, s), 2);
+        CHECK_EQ_INT(k_gemm_isa(3, y3, N, x, K, w.w, b, M, N, K, K_GEMM_BF16, 1, s), 3);
+        double worst = worst_ratio(y3, N, y2, N, x, K, w.f, b, 0, M, N, K);
+        size_t same = 0;
+        for (size_t i = 0; i < (size_t)M * N; i++) same += y2[i] == y3[i];
+        printf("AVX512_BF16 vs AMX (w %s, gelu): worst %.4f of the tolerance, %.1f%% identical\n",
+               wname(w.w.t), worst, 100.0 * same / ((double)M * N));
+        CHECK(worst <= 1);
+        free_w(&w);
+    }
+    free(x), free(b), free(y2), free(y3), free(s);
+}
+
+/* Several threads in k_gemm's AMX path at once (each loads its own tile
+ * configuration; more threads than cores, so the tile state is also saved
+ * and restored across switches): every result equals a lone run's bits. */
+typedef struct {
+    const float *x, *b;
+    k_w w;
+    float *y;
+    int M, N, K, reps, used;
+} amx_job;
+
+static void *amx_thread(void *arg) {
+    amx_job *j = arg;
+    void *s = xalloc(k_gemm_scratch_bytes(j->M, j->N, j->K, K_GEMM_BF16));
+    for (int r = 0; r < j->reps; r++)
+        j->used = k_gemm(j->y, j->N, j->x, j->K, j->w, j->b, j->M, j->N, j->K, K_GEMM_BF16,
+                         (j->reps - 1 - r) & 1, s);   /* GELU on and off; the last run off */
+    free(s);
+    return NULL;
+}
+
+static void test_amx_threads(void) {
+    enum { NT = 4 };
+    int M = 150, N = 200, K = 420;
+    float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+    for (int j = 0; j < N; j++) b[j] = frand();
+    tw w = make_w(N, K, K_BF16);
+    float *want = malloc(sizeof(float) * (size_t)M * N);
+    void *s = xalloc(k_gemm_scratch_bytes(M, N, K, K_GEMM_BF16));
+    k_gemm(want, N, x, K, w.w, b, M, N, K, K_GEMM_BF16, 0, s);
+    pthread_t th[NT];
+    amx_job jobs[NT];
+    for (int t = 0; t < NT; t++) {
+        jobs[t] = (amx_job){x, b, w.w, malloc(sizeof(float) * (size_t)M * N), M, N, K, 20, -1};
+        CHECK(pthread_create(&th[t], NULL, amx_thread, &jobs[t]) == 0);
+    }
+    int same = 1;
+    for (int t = 0; t < NT; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_EQ_INT(jobs[t].used, 3);
+        same &= memcmp(jobs[t].y, want, sizeof(float) * (size_t)M * N) == 0;
+        free(jobs[t].y);
+    }
+    CHECK(same);
+    printf("AMX on %d threads at once: %s\n", NT, same ? "all equal to a lone run" : "DIFFERENT");
+    free(x), free(b), free(want), free(s);
+    free_w(&w);
+}
+
+static void test_amx(void) {
+    if (!k_gemm_has_amx()) {
+        printf("AMX: SKIPPED (no AMX-TILE/AMX-BF16 here, or Linux refused the tile state): "
+               "bf16 mode runs on %s\n", k_gemm_has(K_GEMM_BF16) ? "AVX512_BF16" : "C");
+        return;
+    }
+    test_amx_shapes();
+    test_amx_threads();
+}
+
 /* bf16 rounding: ties to even, NaN, infinity, overflow; the packers round
  * as k_f32_to_bf16 does (exact products against w = 1). */
 static void test_bf16_rounding(void) {
@@ -236,7 +345,8 @@ static void test_bf16_rounding(void) {
     }
     k_w w = {one, K_F32};
     void *s = xalloc(k_gemm_scratch_bytes(M, 1, K, K_GEMM_BF16));
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 3; isa += isa ? 1 : 2) {
+        if (isa == 3 && !k_gemm_has_amx()) continue;
         k_gemm_isa(isa, y, 1, x, K, w, NULL, M, 1, K, K_GEMM_BF16, 0, s);
         int bad = 0;
         for (int i = 0; i < M; i++) {
@@ -291,13 +401,14 @@ static void test_misaligned_scratch(void) {
 }
 
 int main(void) {
-    printf("k_gemm: AVX-512 %s, AVX512_BF16 %s\n", k_gemm_has(K_GEMM_F32) ? "yes" : "no",
-           k_gemm_has(K_GEMM_BF16) ? "yes" : "no");
+    printf("k_gemm: AVX-512 %s, AVX512_BF16 %s, AMX %s\n", k_gemm_has(K_GEMM_F32) ? "yes" : "no",
+           k_gemm_has(K_GEMM_BF16) ? "yes" : "no", k_gemm_has_amx() ? "yes" : "no");
     test_bf16_rounding();
     test_controls();
     test_misaligned_scratch();
     test_shapes();
     test_c_vs_avx512();
+    test_amx();
     test_encoder();
     return check_done();
 }

@@ -1,6 +1,7 @@
 /* gemm.c - k_gemm's driver (blocking, dispatch), the portable C pieces and
  * the scalar twin. The AVX-512 pieces are in gemm_f32.c (packing, fp32
- * micro-kernel, GELU) and gemm_bf16.c (the vdpbf16ps micro-kernel).
+ * micro-kernel, GELU) and gemm_bf16.c (the vdpbf16ps micro-kernel); the
+ * AMX path of bf16 mode (its own driver and layouts) in gemm_amx.c.
  *
  * Loops, GotoBLAS style with the roles of BLIS's A and B swapped (the
  * vector dimension is N, so that tiles of y store whole rows):
@@ -53,7 +54,12 @@ size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
     if (K < 1) K = 1;
     size_t xb = (size_t)rup(M, GEMM_MR) * pitch * esz;
     size_t wb = (size_t)nc_block(N, K, bf) * (size_t)kc_max(K, bf) * esz;
-    return ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
+    size_t n = ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
+    if (bf) {   /* room for the AMX layout too, whether or not this CPU has it */
+        size_t a = gemm_amx_scratch_bytes(M, N, K);
+        if (a > n) n = a;
+    }
+    return n;
 }
 
 /* ---- portable C pieces ---- */
@@ -155,14 +161,18 @@ static void kernel_bf16_c(const void *xp, const void *wp, int kk, float *y, size
 
 /* ---- the driver ---- */
 
+static void gemm_bias_only(float *y, int ldy, const float *b, int M, int N, int gelu) {
+    for (int i = 0; i < M; i++) {   /* K = 0: y = b (or 0), then the activation */
+        float *yr = y + (size_t)i * ldy;
+        for (int j = 0; j < N; j++) yr[j] = b ? b[j] : 0.0f;
+        if (gelu) k_gelu(yr, (size_t)N);
+    }
+}
+
 static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K, int bf, int gelu, void *scratch) {
-    if (K <= 0) {   /* y = b (or 0), then the activation */
-        for (int i = 0; i < M; i++) {
-            float *yr = y + (size_t)i * ldy;
-            for (int j = 0; j < N; j++) yr[j] = b ? b[j] : 0.0f;
-            if (gelu) k_gelu(yr, (size_t)N);
-        }
+    if (K <= 0) {
+        gemm_bias_only(y, ldy, b, M, N, gelu);
         return;
     }
     size_t esz = bf ? 2 : 4, pitch = (size_t)(bf ? GEMM_KC_B : GEMM_KC_F) * esz;   /* bytes */
@@ -205,11 +215,26 @@ int k_gemm_has(k_gemm_mode mode) {
 #endif
 }
 
+int k_gemm_has_amx(void) {
+#ifdef GEMM_X86
+    return HAS_AVX512BF16 && gemm_amx_ok();
+#else
+    return 0;
+#endif
+}
+
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch) {
     int bf = mode == K_GEMM_BF16, used = 0;
     gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c};
 #ifdef GEMM_X86
+    if (isa >= 3 && bf && k_gemm_has_amx()) {
+        if (M > 0 && N > 0) {
+            if (K > 0) gemm_run_amx(y, ldy, x, ldx, w, b, M, N, K, gelu, scratch);
+            else gemm_bias_only(y, ldy, b, M, N, gelu);
+        }
+        return 3;
+    }
     if (isa >= 2 && k_gemm_has(mode)) {
         im = (gemm_impl){gemm_pack_x_avx512, gemm_pack_w_avx512,
                          bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512};
@@ -222,7 +247,7 @@ int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const
 
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
            int K, k_gemm_mode mode, int gelu, void *scratch) {
-    return k_gemm_isa(2, y, ldy, x, ldx, w, b, M, N, K, mode, gelu, scratch);
+    return k_gemm_isa(3, y, ldy, x, ldx, w, b, M, N, K, mode, gelu, scratch);
 }
 
 void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,

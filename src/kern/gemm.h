@@ -29,10 +29,13 @@ size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode);
  * accumulate in f32. gelu != 0: y = gelu_erf(y) in the epilogue (k_gelu's
  * formula). scratch: k_gemm_scratch_bytes bytes, 64-byte aligned (other
  * alignments work too: the panels are aligned inside it). Returns
- * the instruction set used: 2 = AVX-512 (bf16 mode: AVX512_BF16), 0 = C. */
+ * the instruction set used: 3 = AMX (bf16 mode only: AMX-BF16 tiles, when the
+ * CPU has them and the kernel grants the tile state), 2 = AVX-512 (bf16
+ * mode: AVX512_BF16), 0 = C. */
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
            int K, k_gemm_mode mode, int gelu, void *scratch);
-/* The same on the best instruction set up to isa (0 = C, 2 = AVX-512). */
+/* The same on the best instruction set up to isa (0 = C, 2 = AVX-512,
+ * 3 = AMX in bf16 mode; fp32 mode stops at 2). */
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch);
 /* Plain triple loop (double accumulation); in bf16 mode x and w are rounded
@@ -41,6 +44,9 @@ void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *
                 int K, k_gemm_mode mode, int gelu);
 /* 1 when the AVX-512 (bf16 mode: AVX512_BF16) path runs on this CPU. */
 int k_gemm_has(k_gemm_mode mode);
+/* 1 when the AMX path (bf16 mode) runs here: AMX-TILE and AMX-BF16, and
+ * Linux granted the tile data state (asked once per process, thread-safe). */
+int k_gemm_has_amx(void);
 
 /* f32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN). */
 static inline uint16_t k_f32_to_bf16(float f) {
@@ -80,6 +86,13 @@ void gemm_kernel_f32_avx512(const void *xp, const void *wp, int kk, float *y, si
                             int nr, const float *b, int first, int gelu);
 void gemm_kernel_bf16_avx512(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
                              int nr, const float *b, int first, int gelu);
+/* AMX (gemm_amx.c): the whole product for K > 0, M > 0, N > 0 (its own
+ * blocking and layouts, see there); gemm_amx_ok: the path may run (asks
+ * Linux for the tile state on the first call); 0 where not built. */
+int gemm_amx_ok(void);
+size_t gemm_amx_scratch_bytes(int M, int N, int K);
+void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M,
+                  int N, int K, int gelu, void *scratch);
 /* y[mr, nr] (ldy) = gelu_erf(y), AVX-512 (k_gelu's formula). */
 void gemm_gelu_tile_avx512(float *y, size_t ldy, int mr, int nr);
 
