@@ -223,11 +223,12 @@ static void attn_task(void *arg, int ith, int nth) {
  * through our packed GEMM, one head per work item: the head's keys are
  * copied once, pre-scaled, as a [Tk, dh] matrix and its values transposed
  * to [dh, Tk], so both products have the y = x . w^T form k_gemm takes;
- * then per block of OP_ATTN_ROWS query rows: scores = q . K^T, softmax,
+ * then per block of ATTN_GEMM_ROWS query rows: scores = q . K^T, softmax,
  * o = P . V. Scratch from the pool; NULL (no memory) falls back. */
-static int attn_gemm_head(const attn_ctx *c, ed_pool *p, int ith, int h) {
-    int Tk = c->Tk, dh = c->dh, R = OP_ATTN_ROWS;
-    size_t g1 = k_gemm_scratch_bytes(R, Tk, dh, K_GEMM_F32), g2 = k_gemm_scratch_bytes(R, dh, Tk, K_GEMM_F32);
+#define ATTN_GEMM_ROWS 256   /* query rows per product: K and V^T are packed once per block */
+static int attn_gemm_head(const attn_ctx *c, ed_pool *p, int ith, int h, k_gemm_mode mode) {
+    int Tk = c->Tk, dh = c->dh, R = ATTN_GEMM_ROWS;
+    size_t g1 = k_gemm_scratch_bytes(R, Tk, dh, mode), g2 = k_gemm_scratch_bytes(R, dh, Tk, mode);
     size_t kv = ((size_t)Tk * dh * sizeof(float) + 63) & ~(size_t)63;
     size_t sc = ((size_t)R * Tk * sizeof(float) + 63) & ~(size_t)63;
     char *buf = ed_pool_scratch(p, ith, 2 * kv + sc + (g1 > g2 ? g1 : g2));
@@ -244,10 +245,10 @@ static int attn_gemm_head(const attn_ctx *c, ed_pool *p, int ith, int h) {
     for (int r0 = 0; r0 < c->Mq; r0 += R) {
         int m = c->Mq - r0 < R ? c->Mq - r0 : R;
         k_gemm(s, Tk, c->q + (size_t)r0 * c->ldq + (size_t)h * dh, c->ldq, wk, NULL, m, Tk, dh,
-               K_GEMM_F32, 0, gs);
+               mode, 0, gs);
         for (int i = 0; i < m; i++) k_softmax(s + (size_t)i * Tk, Tk);
         k_gemm(c->o + (size_t)r0 * c->ldo + (size_t)h * dh, c->ldo, s, Tk, wv, NULL, m, dh, Tk,
-               K_GEMM_F32, 0, gs);
+               mode, 0, gs);
     }
     return 1;
 }
@@ -255,12 +256,13 @@ static int attn_gemm_head(const attn_ctx *c, ed_pool *p, int ith, int h) {
 typedef struct {
     attn_ctx a;
     ed_pool *p;
+    k_gemm_mode mode;
 } attn_gemm_ctx;
 
 static void attn_gemm_task(void *arg, int ith, int nth) {
     attn_gemm_ctx *c = arg;
     for (int h = ith; h < c->a.n_head; h += nth)
-        if (!attn_gemm_head(&c->a, c->p, ith, h)) {   /* no scratch: the BLAS kernel */
+        if (!attn_gemm_head(&c->a, c->p, ith, h, c->mode)) {   /* no scratch: the BLAS kernel */
             int n_blk = (c->a.Mq + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS;
             for (int b = 0; b < n_blk; b++) {
                 int r0 = b * OP_ATTN_ROWS, m = c->a.Mq - r0 < OP_ATTN_ROWS ? c->a.Mq - r0 : OP_ATTN_ROWS;
@@ -273,12 +275,26 @@ static void attn_gemm_task(void *arg, int ith, int nth) {
         }
 }
 
+void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
+                     int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
+                     float scale, int causal, int bf16, float *scratch, size_t scratch_stride) {
+    k_gemm_mode mode = bf16 ? K_GEMM_BF16 : K_GEMM_F32;
+    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(mode)) {
+        attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
+                            scratch, scratch_stride}, p, mode};
+        ed_pool_run(p, attn_gemm_task, &g);
+        return;
+    }
+    op_attention(p, o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, n_head, dh, scale, causal, scratch,
+                 scratch_stride);
+}
+
 void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride) {
     if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(K_GEMM_F32)) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
-                            scratch, scratch_stride}, p};
+                            scratch, scratch_stride}, p, K_GEMM_F32};
         ed_pool_run(p, attn_gemm_task, &g);
         return;
     }

@@ -39,6 +39,12 @@ void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const 
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride);
 
+/* op_attention whose long non-causal products (the encoder's) take bf16
+ * inputs when bf16 != 0 (the bf16 compute mode: AMX or AVX512_BF16). */
+void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
+                     int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
+                     float scale, int causal, int bf16, float *scratch, size_t scratch_stride);
+
 /* Cross attention of Mq query rows q [Mq, n_head * dh] (ldq) over layer l
  * of a cross cache (any element type: f32 or halves expanded in registers),
  * keys [0, c->n_valid): o [Mq, n_head * dh] (ldo). Work items are (head,

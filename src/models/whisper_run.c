@@ -84,8 +84,9 @@ static void enc_attention(whisper_state *s, const whisper_enc_layer *y) {
     int T = h->n_audio_ctx, d = h->d, dh = d / h->n_head;
     op_layernorm(s->pool, s->e_a, s->e_x, y->ln1_g, y->ln1_b, T, d, LN_EPS);
     op_matmul_w(s->pool, s->e_h, 3 * d, s->e_a, d, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
-    op_attention(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
-                 T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0, s->scores, s->scores_stride);
+    op_attention_lp(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
+                    T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0,
+                    y->w_qkv.t == K_BF16 && y->w_qkv.lowp, s->scores, s->scores_stride);
     op_matmul_w(s->pool, s->e_h, d, s->e_a, d, y->w_o, y->b_o, T, d, d);
     k_add(s->e_x, s->e_h, (size_t)T * d);
 }
