@@ -39,9 +39,9 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     return st;
 }
 
-/* Every weight matrix into the compute mode's storage, once. */
+/* Every weight matrix into the compute mode's storage, once; then the
+ * decode-only half-precision ones panel-major (kern/matmul_hp.h). */
 static encdec_status convert(encdec_model *m, encdec_compute c) {
-    if (c == ENCDEC_COMPUTE_F32) return ENCDEC_OK;
     int n = m->family == API_T5 ? t5_matrices(m->t5, NULL, 0) : whisper_matrices(m->w, NULL, 0);
     wl_mat *mats = ed_alloc((size_t)n * sizeof *mats, "weight list");
     if (!mats) return ENCDEC_ERR_NOMEM;
@@ -49,9 +49,11 @@ static encdec_status convert(encdec_model *m, encdec_compute c) {
     if (m->family == API_T5) {
         t5_matrices(m->t5, mats, n);
         st = wl_convert(m->t5->wt, mats, n, c, &m->t5->weight_bytes);
+        if (!st) st = wl_panelize(m->t5->wt, mats, n);
     } else {
         whisper_matrices(m->w, mats, n);
         st = wl_convert(m->w->wt, mats, n, c, &m->w->weight_bytes);
+        if (!st) st = wl_panelize(m->w->wt, mats, n);
     }
     free(mats);
     return st;

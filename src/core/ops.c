@@ -4,6 +4,7 @@
 #include "core/ops.h"
 #include "kern/attn_h.h"
 #include "kern/gemm.h"
+#include "kern/matmul_hp.h"
 #include "kern/q8.h"
 #include "kern/kern.h"
 
@@ -133,8 +134,30 @@ static void gemm_task(void *arg, int ith, int nth) {
     else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, 0);
 }
 
+/* Panel-major halves (decode-only matrices): column slices of 16. */
+typedef struct {
+    float *y;
+    const float *x, *b;
+    k_w w;
+    int ldy, ldx, M, N, K;
+} mmp_ctx;
+
+static void mmp_task(void *arg, int ith, int nth) {
+    mmp_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->N, ith, nth, 16, &lo, &hi);
+    if (hi > lo)
+        k_matmul_hp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
+                    c->N, c->K);
+}
+
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K) {
+    if (w.t == K_F16P || w.t == K_BF16P) {
+        mmp_ctx c = {y, x, b, w, ldy, ldx, M, N, K};
+        ed_pool_run(p, mmp_task, &c);
+        return;
+    }
     if (w.t == K_Q8) {
         mmq_ctx c = {p, y, x, b, {w.p, N, K}, ldy, ldx, M};
         ed_pool_run(p, mmq_task, &c);

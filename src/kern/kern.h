@@ -25,11 +25,13 @@ void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, in
                   const float *b, int M, int N, int K);
 
 /* A weight matrix [N, K] (rows are output features): f32, or 16-bit halves
- * (f16 or bf16) expanded to f32 in registers by the kernels, or int8 with a
- * scale per row in kern/q8.h's packed layout (p is a k_q8's data).
+ * (f16 or bf16) expanded to f32 in registers by the kernels, row-major or
+ * panel-major (K_F16P / K_BF16P: kern/matmul_hp.h's layout for decode-only
+ * matrices), or int8 with a scale per row in kern/q8.h's packed layout (p is
+ * a k_q8's data).
  * lowp (bf16 only): products over many rows may round x to bf16 too
  * (kern/gemm.h K_GEMM_BF16): the bf16 compute mode. */
-typedef enum { K_F32 = 0, K_F16, K_BF16, K_Q8 } k_wtype;
+typedef enum { K_F32 = 0, K_F16, K_BF16, K_Q8, K_F16P, K_BF16P } k_wtype;
 typedef struct {
     const void *p;
     k_wtype t;

@@ -2,6 +2,7 @@
  * a weight row in any stored type as f32. */
 #include "kern/kern.h"
 #include "kern/poly.h"
+#include "kern/matmul_hp.h"
 #include "kern/q8.h"
 
 #include <math.h>
@@ -56,6 +57,8 @@ void k_w_row(float *dst, k_w w, int n, int N, int K) {
     if (w.t == K_Q8) {
         k_q8 q = {w.p, N, K};
         k_q8_row(dst, q, n);
+    } else if (w.t == K_F16P || w.t == K_BF16P) {
+        k_hp_row(dst, w.p, w.t == K_BF16P, n, N, K);
     } else if (w.t == K_F32) {
         memcpy(dst, (const float *)w.p + (size_t)n * K, (size_t)K * sizeof *dst);
     } else {

@@ -2,6 +2,7 @@
 #include "models/wload.h"
 #include "base/mem.h"
 #include "kern/attn_h.h"
+#include "kern/matmul_hp.h"
 #include "kern/q8.h"
 #include "base/err.h"
 #include "base/fmap.h"
@@ -217,6 +218,30 @@ encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
         encdec_status st = convert_one(wt, w, mats[i].N, mats[i].K, c);
         if (st) return st;
         *weight_bytes += mat_bytes(*w, mats[i].N, mats[i].K);
+    }
+    return ENCDEC_OK;
+}
+
+encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n) {
+    if (!k_hp_fast()) return ENCDEC_OK;
+    for (int i = 0; i < n; i++) {
+        k_w *w = mats[i].w, old = *w;
+        mats[i].orig = old.p;
+        int shared = -1;
+        for (int j = 0; j < i && shared < 0; j++)
+            if (mats[j].orig == old.p) shared = j;
+        if (shared >= 0) {
+            *w = *mats[shared].w;
+            continue;
+        }
+        if (!mats[i].decode_only || (old.t != K_F16 && old.t != K_BF16)) continue;
+        uint16_t *dst = wtab_alloc(wt, k_hp_bytes(mats[i].N, mats[i].K), "panel-major weights");
+        if (!dst) return ENCDEC_ERR_NOMEM;
+        if (k_hp_pack(dst, old, mats[i].N, mats[i].K) != 0)
+            return ed_fail(ENCDEC_ERR_SHAPE, "cannot repack a %d x %d weight matrix", mats[i].N,
+                           mats[i].K);
+        k_w out = {dst, old.t == K_F16 ? K_F16P : K_BF16P, old.lowp};
+        *w = out;
     }
     return ENCDEC_OK;
 }

@@ -46,6 +46,7 @@ k_w wl_fuse(wload *L, const k_w *parts, const size_t *n, int count, const char *
 typedef struct {
     k_w *w;
     int N, K;
+    int decode_only;    /* read only by decode steps (few rows): may go panel-major */
     const void *orig;   /* set by wl_convert */
 } wl_mat;
 
@@ -56,6 +57,12 @@ typedef struct {
  * (the originals stop counting). */
 encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
                          size_t *weight_bytes);
+
+/* The decode-only matrices of mats[0, n) stored as f16/bf16 halves are
+ * repacked panel-major (kern/matmul_hp.h) into memory owned by wt, where
+ * the CPU runs that kernel fast (else nothing changes). Shared matrices
+ * stay shared. */
+encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n);
 
 /* n floats owned by the table (for fused weights), NULL once failed. */
 float *wl_alloc(wload *L, size_t n, const char *what);

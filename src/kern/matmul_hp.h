@@ -1,0 +1,57 @@
+/* matmul_hp.h - half-precision weights (f16 or bf16) in a panel-major
+ * layout, for decode steps with a few rows (greedy: 1, beam search: 2..16):
+ * every weight byte is loaded once per call and used for all rows while it
+ * is in a register, with no horizontal sums, so the product streams the
+ * weights at memory bandwidth for M = 1 and for M = 16 alike.
+ *
+ *   uint16_t *wp = aligned_alloc(64, k_hp_bytes(N, K));
+ *   k_hp_pack(wp, w, N, K);                                        once, at load
+ *   k_matmul_hp(y, N, x, K, wp, bf16, b, M, 0, N, N, K);           every step
+ *
+ * Layout: the matrix [N, K] as ceil(N/16) panels of 16 outputs; panel p
+ * holds, for k = 0..K-1, the 16 halves of outputs 16p..16p+15 at column k
+ * (outputs past N are zero). One 32-byte load is 16 outputs' weights at one
+ * k; expanded to 16 f32 lanes, it meets a broadcast of x[m][k] for each row
+ * m in one FMA. Halves are copied exactly: the products equal the row-major
+ * k_matmul_h's up to the order of the f32 sums. */
+#ifndef ED_MATMUL_HP_H
+#define ED_MATMUL_HP_H
+
+#include "kern/kern.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of the packed matrix: ceil(N/16) * 16 * K halves (0 if N or K < 1). */
+size_t k_hp_bytes(int N, int K);
+/* 1 when k_matmul_hp runs its AVX-512 version here (the layout pays only
+ * then; the portable version is correct but slower than row-major). */
+int k_hp_fast(void);
+
+/* Repacks w (K_F16 or K_BF16, row-major [N, K], row stride K) into dst
+ * (k_hp_bytes, 64-byte aligned); halves are copied exactly. Returns 0, or
+ * -1 for another type (or N, K < 1, or NULL pointers). */
+int k_hp_pack(uint16_t *dst, k_w w, int N, int K);
+
+/* Row n as f32 into dst[K] (embedding lookups). */
+void k_hp_row(float *dst, const uint16_t *wp, int bf16, int n, int N, int K);
+
+/* y[M, n0:n0+nn] (ldy) = x[M, K] (ldx) . W[n0:n0+nn, :]^T + b[n0:n0+nn]
+ * (b may be NULL; y and b are indexed by absolute column; other columns of
+ * y are not touched). n0 need not be a multiple of 16 (callers usually split
+ * at multiples of 16, so that no panel is read by two threads). Any M >= 1:
+ * rows go in chunks of up to 16 per weight pass; with more rows the columns
+ * go in blocks of about 256 KB of weights, read from memory by the first
+ * chunk and from L2 by the others. Returns the ISA used (2 AVX-512, 0 C), or
+ * -1 for bad arguments (n0, nn outside [0, N], K < 1, M < 0). Sequential. */
+int k_matmul_hp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                const float *b, int M, int n0, int nn, int N, int K);
+/* The same on the best instruction set up to isa (0 C, 2 AVX-512 F/BW/VL)
+ * that this CPU has. */
+int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                    int bf16, const float *b, int M, int n0, int nn, int N, int K);
+/* The scalar twin, double accumulation, on the packed layout. */
+void k_matmul_hp_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                     const float *b, int M, int n0, int nn, int N, int K);
+
+#endif

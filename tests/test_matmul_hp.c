@@ -1,0 +1,212 @@
+/* test_matmul_hp.c - panel-major half-precision weights (kern/matmul_hp.h):
+ * packing and row lookup (exact), and k_matmul_hp on every instruction set
+ * this CPU has against its scalar twin k_matmul_hp_ref (on the packed
+ * layout) and against k_matmul_h_ref (kern.h, on the row-major original).
+ *
+ * Tolerance per output: 1e-5 * (sum_k |x_k| |w_k| + |b|) (f32 sums of K
+ * products, K <= 1536, against double sums: worst case about K * 2^-24 of
+ * that, typically sqrt(K) * 2^-24).
+ *
+ * Shapes: M in {1, 2, 3, 5, 8, 9, 16, 17, 40}, N in {1, 15, 16, 17, 100,
+ * 51866 (M <= 5)}, K in {1, 3, 64, 384, 1536}, both half types; column
+ * slices (all, unaligned n0, one column, aligned 16s), ldy > N, ldx > K, b
+ * NULL or not; columns outside the slice keep a sentinel. Negative control:
+ * a corrupted packed half must make the comparison fail. */
+#include "check.h"
+
+#include "kern/kern.h"
+#include "kern/matmul_hp.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long g_seed = 777;
+static float frand(void) {
+    g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((g_seed >> 33) % 2000000) / 1000000.0f - 1.0f;
+}
+static uint16_t hrand(int bf16) {   /* any finite half (incl. subnormals), mostly in [-2, 2] */
+    g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint16_t h = (uint16_t)(g_seed >> 40);
+    if (bf16) {   /* exponent in [2^-20, 2^1] */
+        int e = 107 + (int)((g_seed >> 24) % 21);
+        return (uint16_t)((h & 0x807f) | (e << 7));
+    }
+    int e = (int)((g_seed >> 24) % 17);   /* 0 (subnormal) .. 16 (2^1) */
+    return (uint16_t)((h & 0x83ff) | (e << 10));
+}
+
+static void *amalloc(size_t n) {
+    void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    if (!p) abort();
+    return p;
+}
+
+#define SENT (-12345.0f)
+
+static const char *isa_name(int isa) { return isa == 2 ? "avx512" : "c"; }
+
+/* One product: every isa vs k_matmul_hp_ref and k_matmul_h_ref. Returns the
+ * number of bad outputs (also counted as failures unless expect_bad). */
+static long run_case(const uint16_t *w, const uint16_t *wp, int bf16, int M, int N, int K, int n0,
+                     int nn, int ldx, int ldy, int with_b, int expect_bad) {
+    float *x = malloc(sizeof(float) * (size_t)M * ldx);
+    float *b = with_b ? malloc(sizeof(float) * (size_t)N) : NULL;
+    float *y = malloc(sizeof(float) * (size_t)M * ldy), *yr = malloc(sizeof(float) * (size_t)M * ldy);
+    float *yh = malloc(sizeof(float) * (size_t)M * N);
+    double *scale = malloc(sizeof(double) * (size_t)M * N);
+    float *wf = malloc(sizeof(float) * (size_t)K);
+    for (size_t i = 0; i < (size_t)M * ldx; i++) x[i] = frand();
+    if (b) for (int n = 0; n < N; n++) b[n] = frand();
+    /* sum |x||w| + |b| per output, from the row-major original */
+    for (int n = n0; n < n0 + nn; n++) {
+        k_h_to_f32(wf, w + (size_t)n * K, (size_t)K, bf16);
+        for (int i = 0; i < M; i++) {
+            double s = b ? fabs(b[n]) : 0.0;
+            for (int k = 0; k < K; k++) s += fabs((double)x[(size_t)i * ldx + k] * wf[k]);
+            scale[(size_t)i * N + n] = s;
+        }
+    }
+    k_matmul_h_ref(yh, N, x, ldx, w, K, bf16, b, M, N, K);
+    for (size_t i = 0; i < (size_t)M * ldy; i++) yr[i] = SENT;
+    k_matmul_hp_ref(yr, ldy, x, ldx, wp, bf16, b, M, n0, nn, N, K);
+    long bad_total = 0;
+    int last = -1;
+    for (int isa = 2; isa >= 0; isa--) {
+        for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = SENT;
+        int used = k_matmul_hp_isa(isa, y, ldy, x, ldx, wp, bf16, b, M, n0, nn, N, K);
+        CHECK(used >= 0 && used <= isa);
+        if (used == last || used < 0) continue;   /* this isa is not on this CPU */
+        last = used;
+        long bad = 0, bad_ref = 0, outside = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < ldy; j++) {
+                size_t o = (size_t)i * ldy + j;
+                if (j < n0 || j >= n0 + nn) {
+                    outside += y[o] != SENT || yr[o] != SENT;
+                    continue;
+                }
+                double tol = 1e-5 * scale[(size_t)i * N + j] + 1e-30;
+                int b1 = !(fabs((double)y[o] - yr[o]) <= tol);
+                int b2 = !(fabs((double)y[o] - yh[(size_t)i * N + j]) <= tol);
+                bad += b1 || b2, bad_ref += !(fabs((double)yr[o] - yh[(size_t)i * N + j]) <= tol);
+                if ((b1 || b2) && !expect_bad && bad == 1)
+                    fprintf(stderr, "  %s %s M=%d N=%d K=%d n0=%d nn=%d: y[%d][%d] = %.9g, hp_ref %.9g, h_ref %.9g (tol %g)\n",
+                            isa_name(used), bf16 ? "bf16" : "f16", M, N, K, n0, nn, i, j, y[o], yr[o],
+                            yh[(size_t)i * N + j], tol);
+            }
+        if (!expect_bad) {
+            CHECK_EQ_INT(bad, 0);
+            CHECK_EQ_INT(bad_ref, 0);
+            CHECK_EQ_INT(outside, 0);
+        }
+        bad_total += bad;
+    }
+    free(x), free(b), free(y), free(yr), free(yh), free(scale), free(wf);
+    return bad_total;
+}
+
+static uint16_t *make_w(int N, int K, int bf16) {
+    uint16_t *w = malloc(sizeof(uint16_t) * (size_t)N * K);
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = hrand(bf16);
+    return w;
+}
+
+/* pack then k_hp_row: every row exactly; padding zero; other types rejected. */
+static void test_pack(void) {
+    int shapes[][2] = {{1, 1}, {15, 3}, {16, 1}, {17, 64}, {37, 70}, {100, 384}, {33, 1536}};
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int N = shapes[s][0], K = shapes[s][1];
+            uint16_t *w = make_w(N, K, bf16);
+            size_t bytes = k_hp_bytes(N, K);
+            CHECK_EQ_INT(bytes, (size_t)(N + 15) / 16 * 16 * K * 2);
+            uint16_t *wp = amalloc(bytes);
+            memset(wp, 0xab, bytes);
+            CHECK_EQ_INT(k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K), 0);
+            float *row = malloc(sizeof(float) * (size_t)K), *want = malloc(sizeof(float) * (size_t)K);
+            long diff = 0, pad = 0;
+            for (int n = 0; n < N; n++) {
+                k_hp_row(row, wp, bf16, n, N, K);
+                k_h_to_f32(want, w + (size_t)n * K, (size_t)K, bf16);
+                diff += memcmp(row, want, sizeof(float) * (size_t)K) != 0;
+                for (int k = 0; k < K; k++) diff += wp[(size_t)(n / 16) * 16 * K + (size_t)k * 16 + n % 16] != w[(size_t)n * K + k];
+            }
+            for (int n = N; n < (N + 15) / 16 * 16; n++)
+                for (int k = 0; k < K; k++) pad += wp[(size_t)(n / 16) * 16 * K + (size_t)k * 16 + n % 16] != 0;
+            CHECK_EQ_INT(diff, 0);
+            CHECK_EQ_INT(pad, 0);
+            free(w), free(wp), free(row), free(want);
+        }
+    uint16_t dummy[16 * 4];
+    float f[64] = {0};
+    CHECK_EQ_INT(k_hp_pack(dummy, (k_w){.p = f, .t = K_F32}, 4, 4), -1);
+    CHECK_EQ_INT(k_hp_pack(dummy, (k_w){.p = f, .t = K_Q8}, 4, 4), -1);
+    CHECK_EQ_INT(k_hp_pack(NULL, (k_w){.p = f, .t = K_F16}, 4, 4), -1);
+    CHECK_EQ_INT(k_hp_bytes(0, 4), 0);
+    CHECK_EQ_INT(k_hp_bytes(4, 0), 0);
+}
+
+static void test_products(void) {
+    const int Ms[] = {1, 2, 3, 5, 8, 9, 16, 17, 40};
+    const int Ns[] = {1, 15, 16, 17, 100, 51866};
+    const int Ks[] = {1, 3, 64, 384, 1536};
+    int cases = 0;
+    for (size_t in = 0; in < sizeof Ns / sizeof *Ns; in++)
+        for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++) {
+            int N = Ns[in], K = Ks[ik];
+            if (N == 51866 && K > 384) continue;   /* the vocabulary matrix: Whisper's K = 384 */
+            for (int bf16 = 0; bf16 < 2; bf16++) {
+                uint16_t *w = make_w(N, K, bf16), *wp = amalloc(k_hp_bytes(N, K));
+                CHECK_EQ_INT(k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K), 0);
+                for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++) {
+                    int M = Ms[im];
+                    if (N == 51866 && M > 5) continue;
+                    if (N == 51866 && M != 1 && M != 5 && (bf16 || K != 384)) continue;   /* time */
+                    if (K == 1536 && N == 100 && M > 9 && bf16) continue;
+                    /* slices: all; unaligned start and end; one column; aligned 16s */
+                    int sl[4][2] = {{0, N}, {N > 3 ? 3 : 0, N > 8 ? N - 8 : N}, {N - 1, 1},
+                                    {N >= 32 ? 16 : 0, N >= 32 ? (N - 16) / 16 * 16 : N}};
+                    for (int s = 0; s < 4; s++) {
+                        if (N == 51866 && s != 0 && s != 1) continue;
+                        int v = (int)(cases % 4);
+                        int ldx = K + (v & 1 ? 5 : 0), ldy = N + (v & 2 ? 7 : 0), with_b = (cases % 3) != 0;
+                        run_case(w, wp, bf16, M, N, K, sl[s][0], sl[s][1], ldx, ldy, with_b, 0);
+                        cases++;
+                    }
+                }
+                free(w), free(wp);
+            }
+        }
+    printf("%d product cases\n", cases);
+}
+
+/* A corrupted packed half must be caught (the test can fail), and bad
+ * arguments rejected. */
+static void test_negative(void) {
+    int N = 40, K = 64;
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        uint16_t *w = make_w(N, K, bf16), *wp = amalloc(k_hp_bytes(N, K));
+        k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K);
+        CHECK_EQ_INT(run_case(w, wp, bf16, 3, N, K, 0, N, K, N, 1, 0), 0);
+        wp[(size_t)(17 / 16) * 16 * K + 5 * 16 + 17 % 16] ^= bf16 ? 0x4000 : 0x3c00;   /* w[17][5]: exponent flip */
+        /* compare against the row-major original (the packed ref shares the corruption) */
+        CHECK(run_case(w, wp, bf16, 3, N, K, 0, N, K, N, 1, 1) >= 3);
+        free(w), free(wp);
+    }
+    uint16_t wp[16];
+    float y[4], x[4];
+    CHECK_EQ_INT(k_matmul_hp(y, 4, x, 1, wp, 0, NULL, 1, -1, 1, 1, 1), -1);
+    CHECK_EQ_INT(k_matmul_hp(y, 4, x, 1, wp, 0, NULL, 1, 0, 2, 1, 1), -1);
+    CHECK_EQ_INT(k_matmul_hp(y, 4, x, 1, wp, 0, NULL, 1, 0, 1, 1, 0), -1);
+    CHECK_EQ_INT(k_matmul_hp(y, 4, x, 1, NULL, 0, NULL, 1, 0, 1, 1, 1), -1);
+    CHECK(k_matmul_hp(y, 4, x, 1, wp, 0, NULL, 0, 0, 1, 1, 1) >= 0);   /* M = 0: nothing to do */
+}
+
+int main(void) {
+    test_pack();
+    test_negative();
+    test_products();
+    return check_done();
+}
