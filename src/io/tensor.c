@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     char *key;      /* owned; NULL = empty slot */
@@ -294,5 +296,17 @@ encdec_status ed_to_f32(float *dst, const void *src, ed_dtype dt, size_t n) {
         return ENCDEC_OK;
     default:
         return ed_fail(ENCDEC_ERR_DTYPE, "cannot convert %s to F32", ed_dtype_name(dt));
+    }
+}
+
+void wtab_drop(ed_wtab *t, const void *p, size_t bytes) {
+    const uint8_t *a = p, *b = a + bytes;
+    for (int i = 0; i < t->n_maps; i++) {
+        const uint8_t *m0 = t->maps[i].data, *m1 = m0 + t->maps[i].size;
+        if (!m0 || a < m0 || b > m1) continue;
+        uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)a + pg - 1) & ~(pg - 1), hi = (uintptr_t)b & ~(pg - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        return;
     }
 }

@@ -51,6 +51,11 @@ encdec_status wtab_alias(ed_wtab *t, const char *name, const char *target);
 encdec_status wtab_keep_map(ed_wtab *t, ed_fmap map);
 /* Memory owned by the table (freed in wtab_free), for converted data. */
 void *wtab_alloc(ed_wtab *t, size_t bytes, const char *what);
+/* The bytes [p, p + bytes) will not be read again (a tensor converted into
+ * another layout): when they lie in one of t's read-only file mappings, the
+ * whole pages among them are dropped from the process's memory (they would
+ * come back from the file if read). Anything else: nothing happens. */
+void wtab_drop(ed_wtab *t, const void *p, size_t bytes);
 
 const ed_tensor *wtab_get(const ed_wtab *t, const char *name);  /* NULL if absent */
 int wtab_count(const ed_wtab *t);

@@ -217,6 +217,7 @@ encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
         *weight_bytes -= mat_bytes(old, mats[i].N, mats[i].K);
         encdec_status st = convert_one(wt, w, mats[i].N, mats[i].K, c);
         if (st) return st;
+        if (w->p != old.p) wtab_drop(wt, old.p, mat_bytes(old, mats[i].N, mats[i].K));
         *weight_bytes += mat_bytes(*w, mats[i].N, mats[i].K);
     }
     return ENCDEC_OK;
@@ -242,6 +243,7 @@ encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n) {
                            mats[i].K);
         k_w out = {dst, old.t == K_F16 ? K_F16P : K_BF16P, old.lowp};
         *w = out;
+        wtab_drop(wt, old.p, (size_t)mats[i].N * mats[i].K * 2);
     }
     return ENCDEC_OK;
 }
