@@ -22,6 +22,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")   /* the bandwidth loop (the kernels are in the library) */
 #endif
+#include "bandwidth.h"
 #include "stats.h"
 #include "base/pool.h"
 #include "kern/kern.h"
@@ -37,40 +38,11 @@
 
 static int g_reps = 7, g_hot = 0, g_bf16 = 0;
 
-/* ---- bandwidth (as q8_bench.c) ---- */
+/* ---- bandwidth (bandwidth.h) ---- */
 
-typedef struct {
-    const float *buf;
-    size_t n;
-    double sum[256];
-} bw_ctx;
+static bench_bw g_bw;
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static double sum_floats(const float *x, size_t n) {
-    float acc[64] = {0};
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 64; j++) acc[j] += x[i + j];
-    double s = 0;
-    for (int j = 0; j < 64; j++) s += acc[j];
-    return s;
-}
-
-static void bw_task(void *arg, int ith, int nth) {
-    bw_ctx *c = arg;
-    size_t lo = c->n * (size_t)ith / (size_t)nth, hi = c->n * (size_t)(ith + 1) / (size_t)nth;
-    c->sum[ith] = sum_floats(c->buf + lo, hi - lo);
-}
-
-static bw_ctx g_bw;
-
-static double read_gbps(ed_pool *p) {
-    double t0 = bench_now_ms();
-    ed_pool_run(p, bw_task, &g_bw);
-    return (double)g_bw.n * sizeof(float) / ((bench_now_ms() - t0) * 1e6);
-}
+static double read_gbps(ed_pool *p) { return bench_bw_pass(p, &g_bw); }
 
 /* ---- the products ---- */
 

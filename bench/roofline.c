@@ -26,6 +26,7 @@
  */
 #pragma GCC optimize("O3")
 #include "encdec.h"
+#include "bandwidth.h"
 #include "stats.h"
 #include "wer.h"
 #include "api/api.h"
@@ -137,47 +138,16 @@ static double peak_gflops(ed_pool *p, int bf16, int reps) {
     return best;
 }
 
-typedef struct {
-    const float *buf;
-    size_t n;
-    double sum[256];
-} bw_ctx;
-
-/* Sum of x[0, n) in 64 lanes: wide loads, enough independent adds to keep
- * the memory system busy; cloned per instruction set like the kernels. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static double sum_floats(const float *x, size_t n) {
-    float acc[64] = {0};
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 64; j++) acc[j] += x[i + j];
-    double s = 0;
-    for (int j = 0; j < 64; j++) s += acc[j];
-    return s;
-}
-
-static void bw_task(void *arg, int ith, int nth) {
-    bw_ctx *c = arg;
-    size_t lo = c->n * (size_t)ith / (size_t)nth, hi = c->n * (size_t)(ith + 1) / (size_t)nth;
-    c->sum[ith] = sum_floats(c->buf + lo, hi - lo);
-}
-
 static double read_gbps(ed_pool *p, int reps) {
     size_t n = (size_t)128 << 20;   /* 512 MiB of floats: far beyond the caches */
     float *buf = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 3);
-    bw_ctx c = {buf, n, {0}};
-    double t[64];
-    ed_pool_run(p, bw_task, &c);
-    for (int r = 0; r < reps; r++) {
-        double t0 = bench_now_ms();
-        ed_pool_run(p, bw_task, &c);
-        t[r] = bench_now_ms() - t0;
-    }
+    bench_bw c = {buf, n, {0}};
+    double g[64];
+    bench_bw_pass(p, &c);   /* warm-up */
+    for (int r = 0; r < reps; r++) g[r] = bench_bw_pass(p, &c);
     free(buf);
-    return (double)n * sizeof(float) / (bench_median(t, reps) * 1e6);
+    return bench_median(g, reps);
 }
 
 /* ---- model costs ---- */

@@ -50,10 +50,12 @@ static encdec_status convert(encdec_model *m, encdec_compute c) {
         t5_matrices(m->t5, mats, n);
         st = wl_convert(m->t5->wt, mats, n, c, &m->t5->weight_bytes);
         if (!st) st = wl_panelize(m->t5->wt, mats, n);
+        if (!st) wtab_drop_maps(m->t5->wt);
     } else {
         whisper_matrices(m->w, mats, n);
         st = wl_convert(m->w->wt, mats, n, c, &m->w->weight_bytes);
         if (!st) st = wl_panelize(m->w->wt, mats, n);
+        if (!st) wtab_drop_maps(m->w->wt);
     }
     free(mats);
     return st;

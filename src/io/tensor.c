@@ -299,7 +299,20 @@ encdec_status ed_to_f32(float *dst, const void *src, ed_dtype dt, size_t n) {
     }
 }
 
+void wtab_drop_maps(ed_wtab *t) {
+    for (int i = 0; i < t->n_maps; i++)
+        if (t->maps[i].data) madvise((void *)t->maps[i].data, t->maps[i].size, MADV_DONTNEED);
+}
+
 void wtab_drop(ed_wtab *t, const void *p, size_t bytes) {
+    for (int i = 0; i < t->n_blocks; i++)
+        if (t->blocks[i] == p) {
+            free(t->blocks[i]);
+            t->blocks[i] = t->blocks[--t->n_blocks];
+            for (int j = 0; j < t->n_tensors; j++)   /* no entry may point into it */
+                if (t->tensors[j]->data == p) t->tensors[j]->data = NULL;
+            return;
+        }
     const uint8_t *a = p, *b = a + bytes;
     for (int i = 0; i < t->n_maps; i++) {
         const uint8_t *m0 = t->maps[i].data, *m1 = m0 + t->maps[i].size;

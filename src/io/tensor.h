@@ -54,8 +54,14 @@ void *wtab_alloc(ed_wtab *t, size_t bytes, const char *what);
 /* The bytes [p, p + bytes) will not be read again (a tensor converted into
  * another layout): when they lie in one of t's read-only file mappings, the
  * whole pages among them are dropped from the process's memory (they would
- * come back from the file if read). Anything else: nothing happens. */
+ * come back from the file if read); when p is a block of the table's own
+ * (wtab_alloc: a fused or realigned copy), the block is freed, and no
+ * tensor of the table may be read through it any more. Else nothing. */
 void wtab_drop(ed_wtab *t, const void *p, size_t bytes);
+/* Every page of t's file mappings leaves the process's memory (loading is
+ * done: what is still borrowed from them comes back on first use, from the
+ * page cache). */
+void wtab_drop_maps(ed_wtab *t);
 
 const ed_tensor *wtab_get(const ed_wtab *t, const char *name);  /* NULL if absent */
 int wtab_count(const ed_wtab *t);

@@ -30,6 +30,7 @@
  * plain C (the portable one uses k_softmax itself).
  */
 #include "kern/attn_h.h"
+#include "kern/half.h"
 #include "kern/kern.h"
 #include "kern/poly.h"
 
@@ -52,30 +53,6 @@
 
 /* ---- conversions ---- */
 
-static inline float h2f(uint16_t h, int bf16) {
-    if (bf16) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
-    if (e == 0) {
-        if (m == 0) u = s;
-        else {   /* subnormal: normalise */
-            e = 113;
-            while (!(m & 0x400)) m <<= 1, e--;
-            u = s | (e << 23) | ((m & 0x3ff) << 13);
-        }
-    } else if (e == 31) {
-        u = s | 0x7f800000u | (m << 13);
-    } else {
-        u = s | ((e + 112) << 23) | (m << 13);
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* Round to nearest even on the bits; the carry out of the mantissa moves
  * into the exponent (so 65520 and up become inf, 0x3ff subnormals the
@@ -189,7 +166,7 @@ static inline const float *row_c(float *buf, const void *p, size_t i, int n, k_w
     if (t == K_F32) return (const float *)p + i;
     const uint16_t *h = (const uint16_t *)p + i;
     if (t == K_BF16)
-        for (int j = 0; j < n; j++) buf[j] = h2f(h[j], 1);
+        for (int j = 0; j < n; j++) buf[j] = k_h2f(h[j], 1);
     else
         for (int j = 0; j < n; j++) buf[j] = h2f_c(h[j]);
     return buf;
@@ -542,14 +519,14 @@ void k_attention_kvh_ref(float *o, int ldo, const float *q, int ldq, const uint1
         for (int t = 0; t < Tk; t++) {
             double acc = 0;
             for (int j = 0; j < dh; j++)
-                acc += (double)q[(size_t)i * ldq + j] * h2f(k[(size_t)t * dh + j], bf16);
+                acc += (double)q[(size_t)i * ldq + j] * k_h2f(k[(size_t)t * dh + j], bf16);
             s[t] = (float)(acc * scale);
             if (s[t] > mx) mx = s[t];
         }
         for (int t = 0; t < Tk; t++) sum += exp(s[t] - mx);
         for (int j = 0; j < dh; j++) {
             double acc = 0;
-            for (int t = 0; t < Tk; t++) acc += exp(s[t] - mx) / sum * h2f(v[(size_t)t * dh + j], bf16);
+            for (int t = 0; t < Tk; t++) acc += exp(s[t] - mx) / sum * k_h2f(v[(size_t)t * dh + j], bf16);
             o[(size_t)i * ldo + j] = (float)acc;
         }
     }

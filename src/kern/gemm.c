@@ -14,6 +14,7 @@
  * broadcasts x[i][k] from 14 rows at constant offsets from one pointer.
  * Bias, accumulation and GELU happen in the micro-kernel's epilogue.
  */
+#include "kern/half.h"
 #include "kern/gemm.h"
 
 #include <math.h>
@@ -64,36 +65,13 @@ size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
 
 /* ---- portable C pieces ---- */
 
-static inline float h2f(uint16_t h, int bf16) {
-    uint32_t u;
-    if (bf16) {
-        u = (uint32_t)h << 16;
-    } else {
-        uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-        if (e == 0) {
-            if (m == 0) u = s;
-            else {   /* subnormal: normalise */
-                e = 113;
-                while (!(m & 0x400)) m <<= 1, e--;
-                u = s | (e << 23) | ((m & 0x3ff) << 13);
-            }
-        } else if (e == 31) {
-            u = s | 0x7f800000u | (m << 13);
-        } else {
-            u = s | ((e + 112) << 23) | (m << 13);
-        }
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static inline float w_at(k_w w, size_t i) {
     if (w.t == K_F32) return ((const float *)w.p)[i];
-    return h2f(((const uint16_t *)w.p)[i], w.t == K_BF16);
+    return k_h2f(((const uint16_t *)w.p)[i], w.t == K_BF16);
 }
 
-static inline float bf2f(uint16_t h) { return h2f(h, 1); }
+static inline float bf2f(uint16_t h) { return k_h2f(h, 1); }
 
 static void pack_x_c(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16) {
     for (int r = 0; r < Mp; r++) {

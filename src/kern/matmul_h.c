@@ -7,6 +7,7 @@
  * is in registers. Hand-written AVX-512 and AVX2 (+F16C, FMA) versions are
  * picked at run time; the portable one and the _ref twin are plain C.
  */
+#include "kern/half.h"
 #include "kern/kern.h"
 
 #include <math.h>
@@ -25,33 +26,9 @@
 #endif
 #endif
 
-static inline float h2f(uint16_t h, int bf16) {
-    if (bf16) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
-    if (e == 0) {
-        if (m == 0) u = s;
-        else {   /* subnormal: normalise */
-            e = 113;
-            while (!(m & 0x400)) m <<= 1, e--;
-            u = s | (e << 23) | ((m & 0x3ff) << 13);
-        }
-    } else if (e == 31) {
-        u = s | 0x7f800000u | (m << 13);
-    } else {
-        u = s | ((e + 112) << 23) | (m << 13);
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static void h_to_f32_c(float *dst, const uint16_t *src, size_t n, int bf16) {
-    for (size_t i = 0; i < n; i++) dst[i] = h2f(src[i], bf16);
+    for (size_t i = 0; i < n; i++) dst[i] = k_h2f(src[i], bf16);
 }
 
 /* The portable version: rows of x in blocks of up to 8 per weight row. */
@@ -63,7 +40,7 @@ static void matmul_h_c(float *y, int ldy, const float *x, int ldx, const uint16_
             float acc[8] = {0};
             const uint16_t *wn = w + (size_t)n * ldw;
             for (int k = 0; k < K; k++) {
-                float wk = h2f(wn[k], bf16);
+                float wk = k_h2f(wn[k], bf16);
                 for (int i = 0; i < mm; i++) acc[i] += x[(size_t)(m0 + i) * ldx + k] * wk;
             }
             for (int i = 0; i < mm; i++) y[(size_t)(m0 + i) * ldy + n] = acc[i] + (b ? b[n] : 0.0f);
@@ -195,7 +172,7 @@ __attribute__((target("avx2,fma,f16c"))) static void h_to_f32_avx2(float *dst, c
                                                                   size_t n, int bf16) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, ld8(src + i, bf16));
-    for (; i < n; i++) dst[i] = h2f(src[i], bf16);
+    for (; i < n; i++) dst[i] = k_h2f(src[i], bf16);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static void matmul_h_avx2(
@@ -219,7 +196,7 @@ __attribute__((target("avx2,fma,f16c"))) static void matmul_h_avx2(
                 s = _mm_add_ps(s, _mm_movehl_ps(s, s));
                 s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
                 float r = _mm_cvtss_f32(s);
-                for (int k = K8; k < K; k++) r += x[(size_t)(m0 + i) * ldx + k] * h2f(wn[k], bf16);
+                for (int k = K8; k < K; k++) r += x[(size_t)(m0 + i) * ldx + k] * k_h2f(wn[k], bf16);
                 y[(size_t)(m0 + i) * ldy + n] = r + bn;
             }
         }
@@ -272,7 +249,7 @@ void k_matmul_h_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *
         for (int j = 0; j < N; j++) {
             double acc = b ? b[j] : 0.0;
             for (int k = 0; k < K; k++)
-                acc += (double)x[(size_t)i * ldx + k] * h2f(w[(size_t)j * ldw + k], bf16);
+                acc += (double)x[(size_t)i * ldx + k] * k_h2f(w[(size_t)j * ldw + k], bf16);
             y[(size_t)i * ldy + j] = (float)acc;
         }
 }

@@ -24,6 +24,7 @@
  * The portable C version (rows in fours per panel) and the scalar twin
  * (double sums) are plain C.
  */
+#include "kern/half.h"
 #include "kern/matmul_hp.h"
 
 #include <string.h>
@@ -71,34 +72,11 @@ int k_hp_pack(uint16_t *dst, k_w w, int N, int K) {
     return 0;
 }
 
-static inline float h2f(uint16_t h, int bf16) {
-    uint32_t u;
-    if (bf16) {
-        u = (uint32_t)h << 16;
-    } else {
-        uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-        if (e == 0) {
-            if (m == 0) u = s;
-            else {   /* subnormal: normalise */
-                e = 113;
-                while (!(m & 0x400)) m <<= 1, e--;
-                u = s | (e << 23) | ((m & 0x3ff) << 13);
-            }
-        } else if (e == 31) {
-            u = s | 0x7f800000u | (m << 13);
-        } else {
-            u = s | ((e + 112) << 23) | (m << 13);
-        }
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 void k_hp_row(float *dst, const uint16_t *wp, int bf16, int n, int N, int K) {
     if (n < 0 || n >= N) return;
     const uint16_t *s = wp + (size_t)(n / 16) * 16 * K + n % 16;
-    for (int k = 0; k < K; k++) dst[k] = h2f(s[(size_t)k * 16], bf16);
+    for (int k = 0; k < K; k++) dst[k] = k_h2f(s[(size_t)k * 16], bf16);
 }
 
 /* ---- portable C ---- */
@@ -110,7 +88,7 @@ static inline __attribute__((always_inline)) void panel_c(const int R, float out
     float acc[4][16] = {{0}};
     for (int k = 0; k < K; k++) {
         float w[16];
-        for (int j = 0; j < 16; j++) w[j] = h2f(wp[(size_t)k * 16 + j], bf16);
+        for (int j = 0; j < 16; j++) w[j] = k_h2f(wp[(size_t)k * 16 + j], bf16);
         for (int i = 0; i < R; i++) {
             float xv = x[(size_t)i * ldx + k];
             for (int j = 0; j < 16; j++) acc[i][j] += xv * w[j];
@@ -352,7 +330,7 @@ void k_matmul_hp_ref(float *y, int ldy, const float *x, int ldx, const uint16_t 
         for (int n = n0; n < n0 + nn; n++) {
             const uint16_t *s = wp + (size_t)(n / 16) * 16 * K + n % 16;
             double acc = b ? b[n] : 0.0;
-            for (int k = 0; k < K; k++) acc += (double)x[(size_t)i * ldx + k] * h2f(s[(size_t)k * 16], bf16);
+            for (int k = 0; k < K; k++) acc += (double)x[(size_t)i * ldx + k] * k_h2f(s[(size_t)k * 16], bf16);
             y[(size_t)i * ldy + n] = (float)acc;
         }
 }
