@@ -39,24 +39,24 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     return st;
 }
 
+/* The family's weight matrices into out[0, cap); returns how many there are. */
+static int model_matrices(encdec_model *m, wl_mat *out, int cap) {
+    return m->family == API_T5 ? t5_matrices(m->t5, out, cap) : whisper_matrices(m->w, out, cap);
+}
+
 /* Every weight matrix into the compute mode's storage, once; then the
- * decode-only half-precision ones panel-major (kern/matmul_hp.h). */
+ * decode-only half-precision ones panel-major (kern/matmul_hp.h); then the
+ * file mappings' pages go (what is still borrowed comes back on use). */
 static encdec_status convert(encdec_model *m, encdec_compute c) {
-    int n = m->family == API_T5 ? t5_matrices(m->t5, NULL, 0) : whisper_matrices(m->w, NULL, 0);
+    ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->w->wt;
+    size_t *bytes = m->family == API_T5 ? &m->t5->weight_bytes : &m->w->weight_bytes;
+    int n = model_matrices(m, NULL, 0);
     wl_mat *mats = ed_alloc((size_t)n * sizeof *mats, "weight list");
     if (!mats) return ENCDEC_ERR_NOMEM;
-    encdec_status st;
-    if (m->family == API_T5) {
-        t5_matrices(m->t5, mats, n);
-        st = wl_convert(m->t5->wt, mats, n, c, &m->t5->weight_bytes);
-        if (!st) st = wl_panelize(m->t5->wt, mats, n);
-        if (!st) wtab_drop_maps(m->t5->wt);
-    } else {
-        whisper_matrices(m->w, mats, n);
-        st = wl_convert(m->w->wt, mats, n, c, &m->w->weight_bytes);
-        if (!st) st = wl_panelize(m->w->wt, mats, n);
-        if (!st) wtab_drop_maps(m->w->wt);
-    }
+    model_matrices(m, mats, n);
+    encdec_status st = wl_convert(wt, mats, n, c, bytes);
+    if (!st) st = wl_panelize(wt, mats, n);
+    if (!st) wtab_drop_maps(wt);
     free(mats);
     return st;
 }

@@ -298,26 +298,24 @@ int t5_bucket(int rel, int bidirectional, int n_buckets, int max_distance) {
 int t5_matrices(t5_model *m, wl_mat *out, int cap) {
     const t5_hparams *h = &m->hp;
     int d = h->d, I = h->inner, F = h->d_ff, G = h->gated ? 2 * F : F, n = 0;
-#define ADD(W, NN, KK, DEC) do { if (n < cap) { out[n].w = &(W); out[n].N = (NN); out[n].K = (KK); out[n].decode_only = (DEC); out[n].orig = NULL; } n++; } while (0)
-    ADD(m->emb, h->n_vocab, d, 1);
+    wl_mat_add(out, cap, &n, &m->emb, h->n_vocab, d, 1);
     for (int l = 0; l < h->n_enc_layer; l++) {
         t5_enc_layer *y = &m->enc[l];
-        ADD(y->w_qkv, 3 * I, d, 0);
-        ADD(y->w_o, d, I, 0);
-        ADD(y->w_wi, G, d, 0);
-        ADD(y->w_wo, d, F, 0);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * I, d, 0);
+        wl_mat_add(out, cap, &n, &y->w_o, d, I, 0);
+        wl_mat_add(out, cap, &n, &y->w_wi, G, d, 0);
+        wl_mat_add(out, cap, &n, &y->w_wo, d, F, 0);
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
         t5_dec_layer *y = &m->dec[l];
-        ADD(y->w_qkv, 3 * I, d, 1);
-        ADD(y->w_o, d, I, 1);
-        ADD(y->w_xq, I, d, 1);
-        ADD(y->w_xo, d, I, 1);
-        ADD(y->w_wi, G, d, 1);
-        ADD(y->w_wo, d, F, 1);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * I, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_o, d, I, 1);
+        wl_mat_add(out, cap, &n, &y->w_xq, I, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_xo, d, I, 1);
+        wl_mat_add(out, cap, &n, &y->w_wi, G, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_wo, d, F, 1);
     }
-    if (h->n_dec_layer) ADD(m->w_xkv, h->n_dec_layer * 2 * I, d, 0);
-    ADD(m->lm_head, h->n_vocab, d, 1);
-#undef ADD
+    if (h->n_dec_layer) wl_mat_add(out, cap, &n, &m->w_xkv, h->n_dec_layer * 2 * I, d, 0);
+    wl_mat_add(out, cap, &n, &m->lm_head, h->n_vocab, d, 1);
     return n;
 }

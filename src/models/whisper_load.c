@@ -250,25 +250,23 @@ void whisper_free(whisper_model *m) {
 int whisper_matrices(whisper_model *m, wl_mat *out, int cap) {
     const whisper_hparams *h = &m->hp;
     int d = h->d, F = h->ffn, n = 0;
-#define ADD(W, NN, KK, DEC) do { if (n < cap) { out[n].w = &(W); out[n].N = (NN); out[n].K = (KK); out[n].decode_only = (DEC); out[n].orig = NULL; } n++; } while (0)
     for (int l = 0; l < h->n_enc_layer; l++) {
         whisper_enc_layer *y = &m->enc[l];
-        ADD(y->w_qkv, 3 * d, d, 0);
-        ADD(y->w_o, d, d, 0);
-        ADD(y->w_fc1, F, d, 0);
-        ADD(y->w_fc2, d, F, 0);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * d, d, 0);
+        wl_mat_add(out, cap, &n, &y->w_o, d, d, 0);
+        wl_mat_add(out, cap, &n, &y->w_fc1, F, d, 0);
+        wl_mat_add(out, cap, &n, &y->w_fc2, d, F, 0);
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
         whisper_dec_layer *y = &m->dec[l];
-        ADD(y->w_qkv, 3 * d, d, 1);
-        ADD(y->w_o, d, d, 1);
-        ADD(y->w_xq, d, d, 1);
-        ADD(y->w_xo, d, d, 1);
-        ADD(y->w_fc1, F, d, 1);
-        ADD(y->w_fc2, d, F, 1);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * d, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_o, d, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_xq, d, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_xo, d, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_fc1, F, d, 1);
+        wl_mat_add(out, cap, &n, &y->w_fc2, d, F, 1);
     }
-    ADD(m->w_xkv, h->n_dec_layer * 2 * d, d, 0);
-    ADD(m->tok_emb, h->n_vocab, d, 1);
-#undef ADD
+    wl_mat_add(out, cap, &n, &m->w_xkv, h->n_dec_layer * 2 * d, d, 0);
+    wl_mat_add(out, cap, &n, &m->tok_emb, h->n_vocab, d, 1);
     return n;
 }

@@ -50,6 +50,16 @@ typedef struct {
     const void *orig;   /* set by wl_convert */
 } wl_mat;
 
+/* Appends {w, N, K, decode_only} to out[0, cap) as entry *n (when it fits)
+ * and counts it: how the families list their matrices. */
+static inline void wl_mat_add(wl_mat *out, int cap, int *n, k_w *w, int N, int K, int decode_only) {
+    if (*n < cap) {
+        wl_mat e = {w, N, K, decode_only, NULL};
+        out[*n] = e;
+    }
+    (*n)++;
+}
+
 /* Converts mats[0, n) in place to the storage of compute mode c (bf16:
  * K_BF16 with lowp set; int8: kern/q8.h's K_Q8; f32: left as they are), in
  * memory owned by wt. Matrices sharing storage (a tied embedding and output
