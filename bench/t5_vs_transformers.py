@@ -6,7 +6,7 @@ Usage (from the repository root, after scripts/venv.sh and a build):
 
     .venv/bin/python bench/t5_vs_transformers.py [--model DIR] [--threads 2]
         [--max-new 64] [--repeats 5] [--compute f32|bf16|int8] [--cross-kv f32|f16|bf16]
-        [--json OUT]
+        [--hf-dtype auto|float32|bfloat16] [--json OUT]
 
 The model defaults to a flan-t5-small-shaped random-weight model
 (${XDG_CACHE_HOME:-~/.cache}/encdec/models/flan-t5-small-random), written by
@@ -24,7 +24,9 @@ assumed). Then, medians over the repeats:
   beam 4 ms/step     one decoder position for 4 beams, against greedy
   tokens/s           greedy, 1 input and 8 inputs batched (end to end: encoder + decoding)
 
-transformers runs in float32 with torch.set_num_threads(threads), torch.inference_mode.
+transformers runs with torch.set_num_threads(threads), torch.inference_mode, in
+--hf-dtype: auto (the default) is bfloat16 when encdec runs --compute bf16 (the same
+precision on both sides), else float32.
 """
 import argparse
 import json
@@ -57,7 +59,8 @@ def run_hf(a, inputs):
     from transformers import AutoTokenizer, T5ForConditionalGeneration
     torch.set_num_threads(a.threads)
     tok = AutoTokenizer.from_pretrained(a.model)
-    model = T5ForConditionalGeneration.from_pretrained(a.model, torch_dtype=torch.float32).eval()
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[a.hf_dtype]
+    model = T5ForConditionalGeneration.from_pretrained(a.model, torch_dtype=dtype).eval()
     one = tok(inputs[:1], return_tensors="pt")
     batch = tok(inputs, return_tensors="pt", padding=True)
     # synced_gpus=False: otherwise generate() imports torch.distributed, which fails on
@@ -83,6 +86,7 @@ def run_hf(a, inputs):
     n_batch = int((bt[:, 1:] != tok.pad_token_id).sum())
     return {
         "engine": "transformers", "torch": torch.__version__, "threads": a.threads,
+        "dtype": a.hf_dtype,
         "encoder_ms": enc_ms,
         "greedy_ms_per_token": (greedy_ms - enc_ms) / n_greedy,
         "greedy_tokens": n_greedy,
@@ -102,8 +106,12 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--compute", default="f32", help="encdec --compute: f32, bf16 or int8")
     p.add_argument("--cross-kv", default="f32", help="encdec --cross-kv: f32, f16 or bf16")
+    p.add_argument("--hf-dtype", default="auto", choices=["auto", "float32", "bfloat16"],
+                   help="transformers' dtype (auto: bfloat16 with --compute bf16, else float32)")
     p.add_argument("--json", help="also write both results to this file")
     a = p.parse_args()
+    if a.hf_dtype == "auto":
+        a.hf_dtype = "bfloat16" if a.compute == "bf16" else "float32"
     if not os.path.isdir(a.model):
         if a.model != default_model():
             sys.exit(f"{a.model}: no such model directory")
@@ -117,7 +125,8 @@ def main():
     theirs = h["greedy_ids"][:a.max_new]
     diff = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), None)
     print(f"model {a.model}, {a.threads} threads, {a.max_new} new tokens, medians of {a.repeats}")
-    print(f"encdec: {e['build']}; transformers on torch {h['torch']}")
+    print(f"encdec: {e['build']}, --compute {a.compute} --cross-kv {a.cross_kv}; "
+          f"transformers on torch {h['torch']} in {h['dtype']}")
     print("greedy tokens vs transformers: " +
           ("identical" if diff is None and len(ours) == len(theirs) else f"first difference at token {diff}"))
     rows = [

@@ -13,7 +13,11 @@
  * blocks, all weight types, with and without bias and GELU (AMX: the same
  * shapes, plus edges of its 16-row groups, 32-k chunks and 1536-k blocks,
  * and several threads running it at once); then the encoder's shapes on
- * sampled rows. NaN in x's row padding catches reads
+ * sampled rows; K_GEMM_ACC (y's old values added, with and without bias and
+ * GELU, over several K blocks) and overlapping rows of x (ldx < K, the
+ * convolution windows); weights packed at load for AMX (K_BF16A): every
+ * element reads back as its bf16 rounding, and products on AMX and C agree
+ * with the reference. NaN in x's row padding catches reads
  * past K, a sentinel in y's padding catches writes past N. Controls: a
  * perturbed result and a wrong reference must fail the same comparison.
  */
@@ -153,6 +157,108 @@ static void test_shapes(void) {
             free_w(&w);
         }
         free(x), free(b);
+    }
+}
+
+/* K_GEMM_ACC on every path: y starts as y0, the result is compared with
+ * k_gemm_ref on a copy of y0 (bound: TOL * (S + |y0|)); and rows of x that
+ * overlap (ldx < K), as the strided convolution windows read them. */
+static void test_acc_windows(void) {
+    static const int sh[][4] = {   /* M, N, K, ldx (0: K) */
+        {1, 1, 1, 0}, {15, 33, 385, 0}, {29, 65, 1537, 0}, {40, 48, 0, 0}, {33, 40, 72, 24},
+        {50, 37, 1152, 768}, {17, 64, 240, 80}};
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int M = sh[q][0], N = sh[q][1], K = sh[q][2], ldx = sh[q][3] ? sh[q][3] : K;
+        size_t nx = (size_t)(M - 1) * ldx + K + 1;
+        float *x = malloc(sizeof(float) * nx), *b = malloc(sizeof(float) * (size_t)N);
+        for (size_t i = 0; i < nx; i++) x[i] = frand();
+        for (int j = 0; j < N; j++) b[j] = frand();
+        tw w = make_w(N, K, K_F32);
+        float *y0 = malloc(sizeof(float) * (size_t)M * N), *y = malloc(sizeof(float) * (size_t)M * N);
+        float *r = malloc(sizeof(float) * (size_t)M * N);
+        for (size_t i = 0; i < (size_t)M * N; i++) y0[i] = 4 * frand();
+        for (int mode = 0; mode < 2; mode++)
+            for (int v = 0; v < 4; v++)
+                for (int isa = 0; isa <= 3; isa += isa ? 1 : 2) {
+                    if (isa == 3 && (mode == 0 || !k_gemm_has_amx())) continue;
+                    int epi = (ldx == K ? K_GEMM_ACC : 0) | ((v >> 1) ? K_GEMM_GELU : 0);
+                    const float *bb = (v & 1) ? b : NULL;
+                    void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
+                    memcpy(y, y0, sizeof(float) * (size_t)M * N);
+                    memcpy(r, y0, sizeof(float) * (size_t)M * N);
+                    k_gemm_isa(isa, y, N, x, ldx, w.w, bb, M, N, K, (k_gemm_mode)mode, epi, s);
+                    k_gemm_ref(r, N, x, ldx, w.w, bb, M, N, K, (k_gemm_mode)mode, epi);
+                    double worst = 0;
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            double sm = (bb ? fabs(bb[j]) : 0) + ((epi & K_GEMM_ACC) ? fabs(y0[(size_t)i * N + j]) : 0);
+                            for (int k = 0; k < K; k++)
+                                sm += fabs((double)x[(size_t)i * ldx + k] * w.f[(size_t)j * K + k]);
+                            double d = fabs((double)y[(size_t)i * N + j] - r[(size_t)i * N + j]);
+                            double rt = d / (TOL * sm + 1e-30);
+                            if (!(rt <= worst)) worst = rt;
+                        }
+                    CHECK(worst <= 1);
+                    if (!(worst <= 1))
+                        fprintf(stderr, "  acc/windows isa %d %dx%dx%d ldx %d mode %d epi %d: worst %.3g\n",
+                                isa, M, N, K, ldx, mode, epi, worst);
+                    free(s);
+                }
+        /* control: without ACC the old values are gone (a product of 0 + y0 would pass) */
+        if (K > 0 && ldx == K) {
+            void *s = xalloc(k_gemm_scratch_bytes(M, N, K, K_GEMM_F32));
+            memcpy(y, y0, sizeof(float) * (size_t)M * N);
+            memcpy(r, y0, sizeof(float) * (size_t)M * N);
+            k_gemm(y, N, x, ldx, w.w, b, M, N, K, K_GEMM_F32, 0, s);
+            k_gemm_ref(r, N, x, ldx, w.w, b, M, N, K, K_GEMM_F32, K_GEMM_ACC);
+            double diff = 0;
+            for (size_t i = 0; i < (size_t)M * N; i++) diff = fmax(diff, fabs((double)y[i] - r[i]));
+            CHECK(diff > 0.1);
+            free(s);
+        }
+        free_w(&w);
+        free(x), free(b), free(y0), free(y), free(r);
+    }
+}
+
+/* K_BF16A: packed once, read in place by the AMX path; other paths and
+ * k_w_row read it element by element. */
+static void test_amx_packed(void) {
+    if (!k_gemm_has_amx()) {
+        printf("AMX-packed weights: skipped (no AMX here)\n");
+        return;
+    }
+    static const int sh[][3] = {{1, 1, 1}, {5, 33, 31}, {17, 64, 384}, {40, 70, 1537}, {33, 96, 3100}};
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int M = sh[q][0], N = sh[q][1], K = sh[q][2];
+        tw w = make_w(N, K, K_F32);
+        void *pk = xalloc(k_gemm_amx_bytes(N, K));
+        k_gemm_amx_pack(pk, w.w, N, K);
+        int exact = 1;
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) {
+                uint16_t h = k_f32_to_bf16(w.f[(size_t)n * K + k]);
+                uint32_t u = (uint32_t)h << 16;
+                float f;
+                memcpy(&f, &u, 4);
+                exact &= k_gemm_amx_at(pk, K, n, k) == f;
+            }
+        CHECK(exact);
+        k_w a = {pk, K_BF16A, 1};
+        float *row = malloc(sizeof(float) * (size_t)K);
+        k_w_row(row, a, N - 1, N, K);
+        CHECK(row[K - 1] == k_gemm_amx_at(pk, K, N - 1, K - 1) && row[0] == k_gemm_amx_at(pk, K, N - 1, 0));
+        free(row);
+        float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        tw wa = {a, w.f};
+        for (int isa = 0; isa <= 3; isa += 3)
+            for (int v = 0; v < 2; v++) {
+                double r = run_one(isa, M, N, K, K, N, &wa, K_GEMM_BF16, 1, v, x, b);
+                CHECK(r <= 1);
+            }
+        free(pk), free(x), free(b);
+        free_w(&w);
     }
 }
 
@@ -409,6 +515,8 @@ int main(void) {
     test_shapes();
     test_c_vs_avx512();
     test_amx();
+    test_acc_windows();
+    test_amx_packed();
     test_encoder();
     return check_done();
 }

@@ -41,6 +41,32 @@ static void test_matmul(ed_pool *pool) {
     }
 }
 
+/* Epilogues and windows over the pool: op_matmul_w_ex with K_GEMM_ACC and
+ * K_GEMM_GELU, and op_matmul_win over overlapping windows (ldx < K), on
+ * few rows (the products' own paths, then a pass of their own / copied
+ * windows) and many (fused into the packed GEMM), against k_gemm_ref. */
+static void test_matmul_epi(ed_pool *pool) {
+    int rows[] = {5, 40};
+    for (int q = 0; q < 2; q++)
+        for (int epi = 1; epi <= 3; epi++) {
+            int M = rows[q], N = 48, K = 96, ldx = 32;   /* windows: 3 frames of 32 */
+            float *x = rnd((size_t)M * K), *w = rnd((size_t)N * K), *b = rnd((size_t)N);
+            float *y0 = rnd((size_t)M * N), *y = malloc(sizeof(float) * (size_t)M * N);
+            float *r = malloc(sizeof(float) * (size_t)M * N), *tmp = malloc(sizeof(float) * (size_t)M * N);
+            k_w kw = {w, K_F32, 0};
+            memcpy(y, y0, sizeof(float) * (size_t)M * N);
+            memcpy(r, y0, sizeof(float) * (size_t)M * N);
+            op_matmul_w_ex(pool, y, N, x, K, kw, b, M, N, K, epi, tmp);
+            k_gemm_ref(r, N, x, K, kw, b, M, N, K, K_GEMM_F32, epi);
+            CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+            float *col = malloc(sizeof(float) * (size_t)M * K);
+            op_matmul_win(pool, y, N, x, ldx, kw, b, M, N, K, epi & K_GEMM_GELU, col);
+            k_gemm_ref(r, N, x, ldx, kw, b, M, N, K, K_GEMM_F32, epi & K_GEMM_GELU);
+            CHECK(check_max_abs_diff(y, r, (size_t)M * N, NULL) < 1e-4 * K);
+            free(x), free(w), free(b), free(y0), free(y), free(r), free(tmp), free(col);
+        }
+}
+
 /* Half-precision weights: every f16 bit pattern expands as io's converter
  * does; k_matmul_h (AVX-512 / AVX2 / C, whichever runs here) against its
  * reference with K tails and 1..10 rows; op_matmul_w's column (small M) and
@@ -266,6 +292,39 @@ static void test_elementwise(ed_pool *pool) {
     CHECK_NEAR(k_exp(-1000.0f), exp(-87.0), 1e-40);
     free(e1);
     free(e2);
+    /* log-sum-exp over a vocabulary-sized row with -inf entries (suppressed
+     * tokens) and an odd tail, against double libm; LayerNorm on a wide row
+     * with a large mean (its lane sums) against a double two-pass */
+    for (int n = 1; n <= 51869; n = n * 7 + 3) {
+        float *lg = rnd((size_t)n), mx;
+        for (int i = 0; i < n; i++) lg[i] = (i % 97 == 5) ? -INFINITY : lg[i] * 20;
+        double m = -INFINITY, s = 0;
+        for (int i = 0; i < n; i++) m = lg[i] > m ? lg[i] : m;
+        for (int i = 0; i < n; i++) s += exp((double)lg[i] - m);
+        double lse = k_logsumexp(lg, n, &mx);
+        CHECK(mx == (float)m);
+        if (m > -INFINITY) CHECK_NEAR(lse, log(s), 1e-6);
+        free(lg);
+    }
+    float ninf[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, mxi;
+    CHECK(k_logsumexp(ninf, 5, &mxi) == 0 && mxi == -INFINITY);
+    {
+        int D = 1283;
+        float *w = rnd((size_t)D), *go = rnd((size_t)D), *bo = rnd((size_t)D), *yo = malloc(sizeof(float) * (size_t)D);
+        for (int i = 0; i < D; i++) w[i] = 1000 + 5 * w[i];
+        k_layernorm(yo, w, go, bo, 1, D, 1e-5f);
+        double mu = 0, var = 0, worst = 0;
+        for (int i = 0; i < D; i++) mu += w[i];
+        mu /= D;
+        for (int i = 0; i < D; i++) var += (w[i] - mu) * (w[i] - mu);
+        var /= D;
+        for (int i = 0; i < D; i++) {
+            double want = (w[i] - mu) / sqrt(var + 1e-5) * go[i] + bo[i];
+            worst = fmax(worst, fabs(want - yo[i]));
+        }
+        CHECK(worst < 2e-4);   /* x - mean in f32 at |x| ~ 1000: ulp 6e-5, over std ~2.9 */
+        free(w), free(go), free(bo), free(yo);
+    }
     float sm[3] = {1, 2, 3};
     k_softmax(sm, 3);
     CHECK_NEAR(sm[2], 0.66524096, 1e-6);
@@ -328,6 +387,7 @@ int main(void) {
     ed_pool *pool;
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
     test_matmul(pool);
+    test_matmul_epi(pool);
     test_matmul_h(pool);
     test_t5_kernels(pool);
     test_attention(pool);

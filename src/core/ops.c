@@ -8,6 +8,8 @@
 #include "kern/q8.h"
 #include "kern/kern.h"
 
+#include <string.h>
+
 typedef struct {
     float *y;
     const float *x, *w, *b;
@@ -120,18 +122,41 @@ typedef struct {
     k_w w;
     int ldy, ldx, M, N, K;
     k_gemm_mode mode;
+    int epi;
 } gemm_ctx;
+
+/* Rows [lo, ...) of w [N, K] as a matrix of their own (lo: a multiple of
+ * 32 for K_BF16A, whose panels are 32 rows). */
+static k_w w_rows_from(k_w w, int K, int lo) {
+    size_t off = w.t == K_BF16A ? (size_t)(lo / 32) * (size_t)((K + 31) / 32) * 2048
+                                : (size_t)lo * K * k_w_size(w.t);
+    w.p = (const char *)w.p + off;
+    return w;
+}
+
+static void gemm_cols(const gemm_ctx *c, int lo, int hi, void *scratch) {
+    k_w w = w_rows_from(c->w, c->K, lo);
+    const float *b = c->b ? c->b + lo : NULL;
+    if (scratch) k_gemm(c->y + lo, c->ldy, c->x, c->ldx, w, b, c->M, hi - lo, c->K, c->mode, c->epi, scratch);
+    else k_gemm_ref(c->y + lo, c->ldy, c->x, c->ldx, w, b, c->M, hi - lo, c->K, c->mode, c->epi);
+}
 
 static void gemm_task(void *arg, int ith, int nth) {
     gemm_ctx *c = arg;
     int lo, hi;
+    if (c->M <= OP_H_SMALL_M) {   /* few rows (packed weights): column slices of 32 */
+        ed_split(c->N, ith, nth, 32, &lo, &hi);
+        if (hi <= lo) return;
+        gemm_cols(c, lo, hi, ed_pool_scratch(c->p, ith, k_gemm_scratch_bytes(c->M, hi - lo, c->K, c->mode)));
+        return;
+    }
     ed_split(c->M, ith, nth, 16, &lo, &hi);
     if (hi <= lo) return;
     float *y = c->y + (size_t)lo * c->ldy;
     const float *x = c->x + (size_t)lo * c->ldx;
     void *scratch = ed_pool_scratch(c->p, ith, k_gemm_scratch_bytes(hi - lo, c->N, c->K, c->mode));
-    if (scratch) k_gemm(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, 0, scratch);
-    else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, 0);
+    if (scratch) k_gemm(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi, scratch);
+    else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi);
 }
 
 /* Panel-major halves (decode-only matrices): column slices of 16. */
@@ -151,6 +176,73 @@ static void mmp_task(void *arg, int ith, int nth) {
                     c->N, c->K);
 }
 
+/* y[M, N] (ldy) += t[M, N] (row stride N), then GELU, over row slices. */
+typedef struct {
+    float *y;
+    const float *t;
+    int ldy, M, N, epi;
+} epi_ctx;
+
+static void epi_task(void *arg, int ith, int nth) {
+    epi_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->M, ith, nth, 1, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
+        float *y = c->y + (size_t)i * c->ldy;
+        if (c->epi & K_GEMM_ACC) k_add(y, c->t + (size_t)i * c->N, (size_t)c->N);
+        if (c->epi & K_GEMM_GELU) k_gelu(y, (size_t)c->N);
+    }
+}
+
+static k_gemm_mode gemm_mode(k_w w) {
+    return (w.t == K_BF16 && w.lowp) || w.t == K_BF16A ? K_GEMM_BF16 : K_GEMM_F32;
+}
+
+/* The packed GEMM takes this product: many rows, or weights packed for it. */
+static int gemm_fits(k_w w, int M) {
+    if (w.t == K_BF16A) return 1;
+    return w.t != K_F16P && w.t != K_BF16P && w.t != K_Q8 && M > OP_H_SMALL_M && k_gemm_has(gemm_mode(w));
+}
+
+void op_matmul_w_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                    const float *b, int M, int N, int K, int epi, float *tmp) {
+    if (gemm_fits(w, M)) {
+        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), epi};
+        ed_pool_run(p, gemm_task, &c);
+        return;
+    }
+    int acc = (epi & K_GEMM_ACC) != 0;
+    op_matmul_w(p, acc ? tmp : y, acc ? N : ldy, x, ldx, w, b, M, N, K);
+    epi_ctx c = {y, tmp, ldy, M, N, epi};
+    if (M * N < 8192) epi_task(&c, 0, 1);
+    else ed_pool_run(p, epi_task, &c);
+}
+
+typedef struct {
+    float *col;
+    const float *x;
+    int ldx, M, K;
+} win_ctx;
+
+static void win_task(void *arg, int ith, int nth) {
+    win_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->M, ith, nth, 1, &lo, &hi);
+    for (int i = lo; i < hi; i++)
+        memcpy(c->col + (size_t)i * c->K, c->x + (size_t)i * c->ldx, (size_t)c->K * sizeof(float));
+}
+
+void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                   const float *b, int M, int N, int K, int epi, float *col) {
+    if (gemm_fits(w, M) || ldx >= K) {
+        op_matmul_w_ex(p, y, ldy, x, ldx, w, b, M, N, K, epi & K_GEMM_GELU, NULL);
+        return;
+    }
+    win_ctx c = {col, x, ldx, M, K};
+    ed_pool_run(p, win_task, &c);
+    op_matmul_w_ex(p, y, ldy, col, K, w, b, M, N, K, epi & K_GEMM_GELU, NULL);
+}
+
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K) {
     if (w.t == K_F16P || w.t == K_BF16P) {
@@ -163,9 +255,8 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
         ed_pool_run(p, mmq_task, &c);
         return;
     }
-    k_gemm_mode mode = w.t == K_BF16 && w.lowp ? K_GEMM_BF16 : K_GEMM_F32;
-    if (M > OP_H_SMALL_M && k_gemm_has(mode)) {
-        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, mode};
+    if (gemm_fits(w, M)) {
+        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0};
         ed_pool_run(p, gemm_task, &c);
         return;
     }
@@ -213,6 +304,24 @@ void op_gelu(ed_pool *p, float *x, int M, int N) {
     gelu_ctx c = {x, (size_t)M * (size_t)N};
     if (c.n < 8192) gelu_task(&c, 0, 1);
     else ed_pool_run(p, gelu_task, &c);
+}
+
+typedef struct {
+    float *y;
+    const float *x;
+    size_t n;
+} add_ctx;
+
+static void add_task(void *arg, int ith, int nth) {
+    add_ctx *c = arg;
+    size_t lo = c->n * (size_t)ith / (size_t)nth, hi = c->n * (size_t)(ith + 1) / (size_t)nth;
+    k_add(c->y + lo, c->x + lo, hi - lo);
+}
+
+void op_add(ed_pool *p, float *y, const float *x, size_t n) {
+    add_ctx c = {y, x, n};
+    if (n < 8192) add_task(&c, 0, 1);
+    else ed_pool_run(p, add_task, &c);
 }
 
 /* Attention work items are (head, block of OP_ATTN_ROWS query rows). */

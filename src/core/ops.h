@@ -14,6 +14,7 @@
 
 #include "base/pool.h"
 #include "core/kvcache.h"
+#include "kern/gemm.h"
 #include "kern/kern.h"
 #include <stddef.h>
 
@@ -27,9 +28,24 @@ void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const 
  * runs BLAS on its rows (encoder, prompts; the expansion is 1/M of the work). */
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K);
+/* op_matmul_w with an epilogue: epi = K_GEMM_GELU | K_GEMM_ACC (kern/gemm.h:
+ * GELU after the bias; ACC: y += x . w^T + b). Fused into the packed GEMM's
+ * tile epilogue where that runs (many rows, AVX-512); elsewhere a pass of
+ * its own after the product, which then goes through tmp (M x N floats,
+ * row stride N; used, and needed, only with K_GEMM_ACC). */
+void op_matmul_w_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                    const float *b, int M, int N, int K, int epi, float *tmp);
+/* The same over windows: row i of x is the K floats at x + i * ldx, and
+ * windows may overlap (ldx < K: a convolution over frames of ldx channels,
+ * tap-major weights). The packed GEMM reads them in place; elsewhere they
+ * are first copied to col [M, K]. epi: K_GEMM_GELU or 0. */
+void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                   const float *b, int M, int N, int K, int epi, float *col);
 void op_layernorm(ed_pool *p, float *y, const float *x, const float *g, const float *b,
                   int M, int D, float eps);
 void op_gelu(ed_pool *p, float *x, int M, int N);
+/* y[0, n) += x[0, n) over the pool. */
+void op_add(ed_pool *p, float *y, const float *x, size_t n);
 
 /* Multi-head attention: o[Mq, n_head*dh] (ldo) from q [Mq, *] (ldq), k, v
  * [Tk, *] (ldk, ldv), head h at column h*dh of each. causal as k_attention.

@@ -15,11 +15,9 @@ void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, int index) 
 }
 
 float dec_logprob(const float *logits, int n_vocab, int id) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
-    return (float)((double)logits[id] - mx - log(sum));
+    float mx;
+    double lse = k_logsumexp(logits, n_vocab, &mx);
+    return (float)((double)logits[id] - mx - lse);
 }
 
 encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_prompt,

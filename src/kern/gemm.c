@@ -12,7 +12,8 @@
  *         for n (NR):  the 14 x 32 micro-kernel streams a w micro-panel
  * x is packed as rows at a fixed pitch (not transposed): the micro-kernel
  * broadcasts x[i][k] from 14 rows at constant offsets from one pointer.
- * Bias, accumulation and GELU happen in the micro-kernel's epilogue.
+ * Bias, accumulation (across K blocks, and into y's old values with
+ * K_GEMM_ACC) and GELU happen in the micro-kernel's epilogue.
  */
 #include "kern/half.h"
 #include "kern/gemm.h"
@@ -66,8 +67,11 @@ size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
 /* ---- portable C pieces ---- */
 
 
-static inline float w_at(k_w w, size_t i) {
+/* Element (n, k) of w [N, K]. */
+static inline float w_at(k_w w, int K, int n, int k) {
+    size_t i = (size_t)n * K + k;
     if (w.t == K_F32) return ((const float *)w.p)[i];
+    if (w.t == K_BF16A) return k_gemm_amx_at(w.p, K, n, k);
     return k_h2f(((const uint16_t *)w.p)[i], w.t == K_BF16);
 }
 
@@ -92,7 +96,7 @@ static void pack_w_c(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int
         for (int k = 0; k < kcp; k++)
             for (int j = 0; j < GEMM_NR; j++) {
                 int n = j0 + j;
-                float v = n < nn && k < kc ? w_at(w, (size_t)(n0 + n) * K + k0 + k) : 0.0f;
+                float v = n < nn && k < kc ? w_at(w, K, n0 + n, k0 + k) : 0.0f;
                 size_t pan = (size_t)j0 * kcp;   /* panel start, in elements */
                 if (bf16)
                     ((uint16_t *)wp)[pan + (size_t)(k / 2) * 2 * GEMM_NR + 2 * j + (k & 1)] =
@@ -122,7 +126,7 @@ static void kernel_c(const void *xp, const void *wp, int kk, float *y, size_t ld
         }
     for (int i = 0; i < mr; i++) {
         float *yr = y + (size_t)i * ldy;
-        for (int j = 0; j < nr; j++) yr[j] = acc[i][j] + (first ? (b ? b[j] : 0.0f) : yr[j]);
+        for (int j = 0; j < nr; j++) yr[j] = acc[i][j] + ((b ? b[j] : 0.0f) + (first ? 0.0f : yr[j]));
         if (gelu) k_gelu(yr, (size_t)nr);
     }
 }
@@ -139,18 +143,18 @@ static void kernel_bf16_c(const void *xp, const void *wp, int kk, float *y, size
 
 /* ---- the driver ---- */
 
-static void gemm_bias_only(float *y, int ldy, const float *b, int M, int N, int gelu) {
-    for (int i = 0; i < M; i++) {   /* K = 0: y = b (or 0), then the activation */
+static void gemm_bias_only(float *y, int ldy, const float *b, int M, int N, int epi) {
+    for (int i = 0; i < M; i++) {   /* K = 0: y = b (or 0) (+ y), then the activation */
         float *yr = y + (size_t)i * ldy;
-        for (int j = 0; j < N; j++) yr[j] = b ? b[j] : 0.0f;
-        if (gelu) k_gelu(yr, (size_t)N);
+        for (int j = 0; j < N; j++) yr[j] = (b ? b[j] : 0.0f) + ((epi & K_GEMM_ACC) ? yr[j] : 0.0f);
+        if (epi & K_GEMM_GELU) k_gelu(yr, (size_t)N);
     }
 }
 
 static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int ldx, k_w w,
-                     const float *b, int M, int N, int K, int bf, int gelu, void *scratch) {
+                     const float *b, int M, int N, int K, int bf, int epi, void *scratch) {
     if (K <= 0) {
-        gemm_bias_only(y, ldy, b, M, N, gelu);
+        gemm_bias_only(y, ldy, b, M, N, epi);
         return;
     }
     size_t esz = bf ? 2 : 4, pitch = (size_t)(bf ? GEMM_KC_B : GEMM_KC_F) * esz;   /* bytes */
@@ -162,7 +166,8 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
     char *wp = xp + (((size_t)Mp * pitch + 63) & ~(size_t)63);
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = K - k0 < KC ? K - k0 : KC, kk = bf ? (kc + 1) / 2 : kc;
-        int first = k0 == 0, last = k0 + kc == K;
+        int first = k0 == 0 && !(epi & K_GEMM_ACC), last = k0 + kc == K;
+        const float *bk = k0 == 0 ? b : NULL;   /* the bias joins the first K block */
         size_t wpan = (size_t)GEMM_NR * kk * 4;   /* bytes of a w micro-panel */
         for (int n0 = 0; n0 < N; n0 += nc) {
             int nn = N - n0 < nc ? N - n0 : nc;
@@ -177,8 +182,8 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
                 for (int j = 0; j < nn; j += GEMM_NR)
                     im->kernel(xm, wp + (size_t)(j / GEMM_NR) * wpan, kk,
                                y + (size_t)m * ldy + n0 + j, (size_t)ldy, mr,
-                               nn - j < GEMM_NR ? nn - j : GEMM_NR, b ? b + n0 + j : NULL, first,
-                               gelu && last);
+                               nn - j < GEMM_NR ? nn - j : GEMM_NR, bk ? bk + n0 + j : NULL, first,
+                               (epi & K_GEMM_GELU) && last);
             }
         }
     }
@@ -202,44 +207,45 @@ int k_gemm_has_amx(void) {
 }
 
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
-               int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch) {
+               int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
     int bf = mode == K_GEMM_BF16, used = 0;
     gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c};
 #ifdef GEMM_X86
     if (isa >= 3 && bf && k_gemm_has_amx()) {
         if (M > 0 && N > 0) {
-            if (K > 0) gemm_run_amx(y, ldy, x, ldx, w, b, M, N, K, gelu, scratch);
-            else gemm_bias_only(y, ldy, b, M, N, gelu);
+            if (K > 0) gemm_run_amx(y, ldy, x, ldx, w, b, M, N, K, epi, scratch);
+            else gemm_bias_only(y, ldy, b, M, N, epi);
         }
         return 3;
     }
-    if (isa >= 2 && k_gemm_has(mode)) {
+    if (isa >= 2 && k_gemm_has(mode) && w.t != K_BF16A) {   /* (packed for AMX: read by C) */
         im = (gemm_impl){gemm_pack_x_avx512, gemm_pack_w_avx512,
                          bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512};
         used = 2;
     }
 #endif
-    if (M > 0 && N > 0) gemm_run(&im, y, ldy, x, ldx, w, b, M, N, K, bf, gelu, scratch);
+    if (M > 0 && N > 0) gemm_run(&im, y, ldy, x, ldx, w, b, M, N, K, bf, epi, scratch);
     return used;
 }
 
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
-           int K, k_gemm_mode mode, int gelu, void *scratch) {
-    return k_gemm_isa(3, y, ldy, x, ldx, w, b, M, N, K, mode, gelu, scratch);
+           int K, k_gemm_mode mode, int epi, void *scratch) {
+    return k_gemm_isa(3, y, ldy, x, ldx, w, b, M, N, K, mode, epi, scratch);
 }
 
 void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
-                int K, k_gemm_mode mode, int gelu) {
+                int K, k_gemm_mode mode, int epi) {
     int bf = mode == K_GEMM_BF16;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double acc = b ? b[j] : 0.0;
+            if (epi & K_GEMM_ACC) acc += y[(size_t)i * ldy + j];
             for (int k = 0; k < K; k++) {
-                float xv = x[(size_t)i * ldx + k], wv = w_at(w, (size_t)j * K + k);
+                float xv = x[(size_t)i * ldx + k], wv = w_at(w, K, j, k);
                 if (bf) xv = bf2f(k_f32_to_bf16(xv)), wv = bf2f(k_f32_to_bf16(wv));
                 acc += (double)xv * wv;
             }
-            if (gelu) acc = 0.5 * acc * (1.0 + erf(acc / sqrt(2.0)));
+            if (epi & K_GEMM_GELU) acc = 0.5 * acc * (1.0 + erf(acc / sqrt(2.0)));
             y[(size_t)i * ldy + j] = (float)acc;
         }
 }

@@ -21,27 +21,43 @@
 
 typedef enum { K_GEMM_F32 = 0, K_GEMM_BF16 = 1 } k_gemm_mode;
 
+/* Epilogue flags (the epi argument), applied to the finished tile in cache:
+ *   K_GEMM_GELU: y = gelu_erf(y) (k_gelu's formula), after the bias;
+ *   K_GEMM_ACC:  y += x . w^T + b (y's old values are added, e.g. a residual),
+ *                before the GELU when both are set. */
+enum { K_GEMM_GELU = 1, K_GEMM_ACC = 2 };
+
 /* Scratch bytes k_gemm needs for these sizes (packed panels of w and x). */
 size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode);
 
 /* y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T + b[N] (b may be NULL). K_GEMM_BF16:
  * x and w are rounded to bf16 (to nearest even) while packing, products
- * accumulate in f32. gelu != 0: y = gelu_erf(y) in the epilogue (k_gelu's
- * formula). scratch: k_gemm_scratch_bytes bytes, 64-byte aligned (other
+ * accumulate in f32. epi: K_GEMM_GELU | K_GEMM_ACC (above), or 0. Rows of x
+ * may overlap (ldx < K: a strided convolution's windows). scratch: k_gemm_scratch_bytes bytes, 64-byte aligned (other
  * alignments work too: the panels are aligned inside it). Returns
  * the instruction set used: 3 = AMX (bf16 mode only: AMX-BF16 tiles, when the
  * CPU has them and the kernel grants the tile state), 2 = AVX-512 (bf16
  * mode: AVX512_BF16), 0 = C. */
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
-           int K, k_gemm_mode mode, int gelu, void *scratch);
+           int K, k_gemm_mode mode, int epi, void *scratch);
 /* The same on the best instruction set up to isa (0 = C, 2 = AVX-512,
  * 3 = AMX in bf16 mode; fp32 mode stops at 2). */
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
-               int M, int N, int K, k_gemm_mode mode, int gelu, void *scratch);
+               int M, int N, int K, k_gemm_mode mode, int epi, void *scratch);
 /* Plain triple loop (double accumulation); in bf16 mode x and w are rounded
  * to bf16 first, as k_gemm does. The scalar twin. */
 void k_gemm_ref(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
-                int K, k_gemm_mode mode, int gelu);
+                int K, k_gemm_mode mode, int epi);
+/* Weights packed once for the AMX path (k_w type K_BF16A, lowp 1): w [N, K]
+ * of any type, rounded to bf16, as 32-column panels over the whole K, each
+ * ceil(K / 32) chunks of 2 KB ([16 k pairs][32 columns][2], zero padded).
+ * k_gemm then reads them in place instead of packing w on every call.
+ * Only where k_gemm_has_amx() (the packer uses AVX-512); k_gemm's other
+ * paths (and k_gemm_ref) read such a matrix through k_gemm_amx_at. */
+size_t k_gemm_amx_bytes(int N, int K);
+void k_gemm_amx_pack(void *dst, k_w w, int N, int K);
+/* Element (n, k) of a K_BF16A matrix with K columns. */
+float k_gemm_amx_at(const void *p, int K, int n, int k);
 /* 1 when the AVX-512 (bf16 mode: AVX512_BF16) path runs on this CPU. */
 int k_gemm_has(k_gemm_mode mode);
 /* 1 when the AMX path (bf16 mode) runs here: AMX-TILE and AMX-BF16, and
@@ -75,7 +91,8 @@ typedef struct {
     /* columns [n0, n0 + nn) of w[:, k0 .. k0 + kc), panels padded to NR */
     void (*pack_w)(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16);
     /* one MR x NR tile over kk steps (k, or k pairs in bf16 mode) into y
-     * (mr x nr valid): first ? acc + b : y + acc; gelu on the finished tile */
+     * (mr x nr valid): acc + (b or 0) + (first ? 0 : y); gelu on the
+     * finished tile (the driver passes b for one K block only) */
     void (*kernel)(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr, int nr,
                    const float *b, int first, int gelu);
 } gemm_impl;
@@ -92,7 +109,7 @@ void gemm_kernel_bf16_avx512(const void *xp, const void *wp, int kk, float *y, s
 int gemm_amx_ok(void);
 size_t gemm_amx_scratch_bytes(int M, int N, int K);
 void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M,
-                  int N, int K, int gelu, void *scratch);
+                  int N, int K, int epi, void *scratch);
 /* y[mr, nr] (ldy) = gelu_erf(y), AVX-512 (k_gelu's formula). */
 void gemm_gelu_tile_avx512(float *y, size_t ldy, int mr, int nr);
 

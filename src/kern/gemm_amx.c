@@ -22,6 +22,9 @@
  * panel the 2 x 2 tile step over the chunks, tile stores to a 32 x 32 f32
  * block on the stack, then the AVX-512 epilogue (+ bias or y, GELU) into y
  * with masks for the ragged edges (1 or 2 row groups, 1 or 2 column halves).
+ * Weights packed at load (K_BF16A, k_gemm_amx_pack) have the same panels,
+ * for the whole K at once: panel p, chunk c (of 32 k) at (p * ceil(K / 32)
+ * + c) * 2 KB; the loops then read them in place and pack only x.
  * Tiles: tmm0..3 C (C00 C01 C10 C11), tmm4..5 A, tmm6..7 B. Every call
  * loads the tile configuration on its own thread and releases it at the
  * end (callers run k_gemm on several threads at once).
@@ -51,6 +54,21 @@ static int nc_amx(int N, int K) {
 }
 
 static size_t x_bytes(int M, int K) { return (size_t)rup(M, 32) * (size_t)kca_max(K) * 2; }
+
+size_t k_gemm_amx_bytes(int N, int K) {
+    if (N < 1 || K < 1) return 64;
+    return (size_t)(rup(N, 32) / 32) * (size_t)((K + 31) / 32) * 2048;
+}
+
+float k_gemm_amx_at(const void *p, int K, int n, int k) {
+    size_t off = ((size_t)(n / 32) * (size_t)((K + 31) / 32) + (size_t)(k / 32)) * 1024 +
+                 (size_t)((k % 32) / 2) * 64 + (size_t)(n % 32) * 2 + (size_t)(k & 1);
+    uint16_t h = ((const uint16_t *)p)[off];
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 size_t gemm_amx_scratch_bytes(int M, int N, int K) {
     if (M < 1) M = 1;
@@ -149,19 +167,19 @@ AMX static void pack_x_group(char *xg, const float *x, int ldx, int mr, int kc, 
     }
 }
 
-/* y[mr, nr] (ldy) = acc (32 x 32, row stride 32) + (first ? b : y). */
+/* y[mr, nr] (ldy) = acc (32 x 32, row stride 32) + (b or 0) + (first ? 0 : y). */
 AMX static inline void epilogue(const float *acc, float *y, size_t ldy, int mr, int nr,
                                 const float *b, int first) {
     __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
     __m512 b0 = _mm512_setzero_ps(), b1 = b0;
-    if (first && b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    if (b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     for (int i = 0; i < mr; i++) {
         float *yr = y + (size_t)i * ldy;
         const float *ar = acc + (size_t)i * 32;
-        __m512 s0 = first ? b0 : _mm512_maskz_loadu_ps(m0, yr);
+        __m512 s0 = first ? b0 : _mm512_add_ps(b0, _mm512_maskz_loadu_ps(m0, yr));
         _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(_mm512_load_ps(ar), s0));
         if (nr > 16) {
-            __m512 s1 = first ? b1 : _mm512_maskz_loadu_ps(m1, yr + 16);
+            __m512 s1 = first ? b1 : _mm512_add_ps(b1, _mm512_maskz_loadu_ps(m1, yr + 16));
             _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(_mm512_load_ps(ar + 16), s1));
         }
     }
@@ -221,8 +239,25 @@ AMX static void amx_block_edge(const char *a0, const char *bp, int nch, float *a
     _tile_stored(3, acc + 528, 128);
 }
 
+/* Panels of columns [n0, n0 + nn) of w[:, k0 .. k0 + kc) into pp, nch chunks each. */
+AMX static void pack_panels(char *pp, size_t pstride, k_w w, int K, int n0, int nn, int k0, int kc) {
+    int nch = (kc + 31) / 32, kk = (kc + 1) / 2;
+    for (int j = 0; j < nn; j += GEMM_NR) {
+        char *p = pp + (size_t)(j / GEMM_NR) * pstride;
+        gemm_pack_w_avx512(p, w, K, n0 + j, nn - j < GEMM_NR ? nn - j : GEMM_NR, k0, kc, 1);
+        memset(p + (size_t)kk * 128, 0, (size_t)nch * 2048 - (size_t)kk * 128);
+    }
+}
+
+AMX void k_gemm_amx_pack(void *dst, k_w w, int N, int K) {
+    size_t pstride = (size_t)((K + 31) / 32) * 2048;   /* one panel, all of K */
+    for (int k0 = 0; k0 < K; k0 += GEMM_KC_A)
+        pack_panels((char *)dst + (size_t)(k0 / 32) * 2048, pstride, w, K, 0, N,
+                    k0, K - k0 < GEMM_KC_A ? K - k0 : GEMM_KC_A);
+}
+
 AMX void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M,
-                      int N, int K, int gelu, void *scratch) {
+                      int N, int K, int epi, void *scratch) {
     tilecfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -233,18 +268,22 @@ AMX void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const f
     int nc = nc_amx(N, K);
     char *xp = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     char *wp = xp + ((x_bytes(M, K) + 63) & ~(size_t)63);
+    int pre = w.t == K_BF16A;
+    size_t pchunks = (size_t)((K + 31) / 32);
     for (int k0 = 0; k0 < K; k0 += GEMM_KC_A) {
         int kc = K - k0 < GEMM_KC_A ? K - k0 : GEMM_KC_A;
-        int nch = (kc + 31) / 32, kk = (kc + 1) / 2;
-        int first = k0 == 0, last = k0 + kc == K;
+        int nch = (kc + 31) / 32;
+        int first = k0 == 0 && !(epi & K_GEMM_ACC), last = k0 + kc == K;
+        const float *bk = k0 == 0 ? b : NULL;   /* the bias joins the first K block */
         size_t wpan = (size_t)nch * 2048, xgrp = (size_t)nch * 1024;
         for (int n0 = 0; n0 < N; n0 += nc) {
             int nn = N - n0 < nc ? N - n0 : nc;
-            for (int j = 0; j < nn; j += GEMM_NR) {
-                char *pp = wp + (size_t)(j / GEMM_NR) * wpan;
-                gemm_pack_w_avx512(pp, w, K, n0 + j, nn - j < GEMM_NR ? nn - j : GEMM_NR, k0, kc, 1);
-                memset(pp + (size_t)kk * 128, 0, wpan - (size_t)kk * 128);
-            }
+            /* the block's panels: packed at load (pstride apart), or now */
+            const char *wb = pre ? (const char *)w.p + ((size_t)(n0 / GEMM_NR) * pchunks +
+                                                        (size_t)(k0 / 32)) * 2048
+                                 : wp;
+            size_t pstride = pre ? pchunks * 2048 : wpan;
+            if (!pre) pack_panels(wp, wpan, w, K, n0, nn, k0, kc);
             for (int m = 0; m < M; m += 32) {
                 char *xm = xp + (size_t)(m / 16) * xgrp;
                 int mr = M - m < 32 ? M - m : 32;
@@ -259,13 +298,13 @@ AMX void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const f
                  * 5-20% slower.) */
                 for (int j = 0; j < nn; j += GEMM_NR) {
                     int nr = nn - j < GEMM_NR ? nn - j : GEMM_NR;
-                    const char *pp = wp + (size_t)(j / GEMM_NR) * wpan;
+                    const char *pp = wb + (size_t)(j / GEMM_NR) * pstride;
                     float *yt = y + (size_t)m * ldy + n0 + j;
                     if (mr > 16 && nr > 16) amx_block(xm, pp, nch, acc);
                     else amx_block_edge(xm, pp, nch, acc, mr > 16, nr > 16);
                     MEMBAR(acc);
-                    epilogue(acc, yt, (size_t)ldy, mr, nr, b ? b + n0 + j : NULL, first);
-                    if (gelu && last) gemm_gelu_tile_avx512(yt, (size_t)ldy, mr, nr);
+                    epilogue(acc, yt, (size_t)ldy, mr, nr, bk ? bk + n0 + j : NULL, first);
+                    if ((epi & K_GEMM_GELU) && last) gemm_gelu_tile_avx512(yt, (size_t)ldy, mr, nr);
                 }
             }
         }
@@ -277,10 +316,12 @@ AMX void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const f
 
 int gemm_amx_ok(void) { return 0; }
 
+void k_gemm_amx_pack(void *dst, k_w w, int N, int K) { (void)dst, (void)w, (void)N, (void)K; }
+
 void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M,
-                  int N, int K, int gelu, void *scratch) {
+                  int N, int K, int epi, void *scratch) {
     (void)y, (void)ldy, (void)x, (void)ldx, (void)w, (void)b, (void)M, (void)N, (void)K;
-    (void)gelu, (void)scratch;
+    (void)epi, (void)scratch;
 }
 
 #endif

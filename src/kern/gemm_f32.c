@@ -215,12 +215,12 @@ AVX512 void gemm_kernel_f32_avx512(const void *xp, const void *wp, int kk, float
     }
     __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
     __m512 b0 = _mm512_setzero_ps(), b1 = b0;
-    if (first && b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    if (b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
 #define STORE(i)                                                                                \
     if ((i) < mr) {                                                                             \
         float *yr = y + (size_t)(i) * ldy;                                                      \
-        __m512 s0 = first ? b0 : _mm512_maskz_loadu_ps(m0, yr);                                 \
-        __m512 s1 = first ? b1 : _mm512_maskz_loadu_ps(m1, yr + 16);                            \
+        __m512 s0 = first ? b0 : _mm512_add_ps(b0, _mm512_maskz_loadu_ps(m0, yr));              \
+        __m512 s1 = first ? b1 : _mm512_add_ps(b1, _mm512_maskz_loadu_ps(m1, yr + 16));         \
         _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(c##i##a, s0));                              \
         _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(c##i##b, s1));                         \
     }

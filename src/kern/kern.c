@@ -44,20 +44,33 @@ void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, in
         }
 }
 
-void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps) {
+/* Sums in double over K_NORM_LANES independent lanes (one vector of
+ * doubles), so the loops vectorise and no add waits on the previous one. */
+K_CLONES void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D,
+                          float eps) {
     for (int i = 0; i < M; i++) {
         const float *xi = x + (size_t)i * D;
         float *yi = y + (size_t)i * D;
-        double mean = 0, var = 0;
-        for (int j = 0; j < D; j++) mean += xi[j];
+        double s[K_NORM_LANES] = {0}, q[K_NORM_LANES] = {0}, mean = 0, var = 0;
+        int j = 0;
+        for (; j + K_NORM_LANES <= D; j += K_NORM_LANES)
+            for (int l = 0; l < K_NORM_LANES; l++) s[l] += xi[j + l];
+        for (; j < D; j++) mean += xi[j];
+        for (int l = 0; l < K_NORM_LANES; l++) mean += s[l];
         mean /= D;
-        for (int j = 0; j < D; j++) {
+        for (j = 0; j + K_NORM_LANES <= D; j += K_NORM_LANES)
+            for (int l = 0; l < K_NORM_LANES; l++) {
+                double d = xi[j + l] - mean;
+                q[l] += d * d;
+            }
+        for (; j < D; j++) {
             double d = xi[j] - mean;
             var += d * d;
         }
+        for (int l = 0; l < K_NORM_LANES; l++) var += q[l];
         var /= D;
         float m = (float)mean, r = (float)(1.0 / sqrt(var + eps));
-        for (int j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * g[j] + b[j];
+        for (j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * g[j] + b[j];
     }
 }
 
@@ -74,6 +87,25 @@ void k_add(float *y, const float *x, size_t n) {
 }
 
 float k_exp(float x) { return exp_poly(x); }
+
+K_CLONES double k_logsumexp(const float *x, int n, float *mx) {
+    float lm[16];
+    double ls[K_NORM_LANES] = {0}, sum = 0;
+    int i = 0;
+    for (int j = 0; j < 16; j++) lm[j] = -INFINITY;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) lm[j] = x[i + j] > lm[j] ? x[i + j] : lm[j];
+    float m = -INFINITY;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int j = 0; j < 16; j++) m = lm[j] > m ? lm[j] : m;
+    *mx = m;
+    if (m == -INFINITY) return 0;
+    for (i = 0; i + K_NORM_LANES <= n; i += K_NORM_LANES)
+        for (int j = 0; j < K_NORM_LANES; j++) ls[j] += exp_poly(x[i + j] - m);
+    for (; i < n; i++) sum += exp_poly(x[i] - m);
+    for (int j = 0; j < K_NORM_LANES; j++) sum += ls[j];
+    return log(sum);
+}
 
 /* Max and sum are kept in 16 lanes (reductions over one accumulator do not
  * vectorise without reassociation); the lanes are combined in double. */

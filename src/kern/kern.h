@@ -28,10 +28,11 @@ void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, in
  * (f16 or bf16) expanded to f32 in registers by the kernels, row-major or
  * panel-major (K_F16P / K_BF16P: kern/matmul_hp.h's layout for decode-only
  * matrices), or int8 with a scale per row in kern/q8.h's packed layout (p is
- * a k_q8's data).
+ * a k_q8's data), or bf16 in the AMX tile layout of k_gemm (K_BF16A:
+ * kern/gemm.h k_gemm_amx_pack; only where the AMX path runs, lowp set).
  * lowp (bf16 only): products over many rows may round x to bf16 too
  * (kern/gemm.h K_GEMM_BF16): the bf16 compute mode. */
-typedef enum { K_F32 = 0, K_F16, K_BF16, K_Q8, K_F16P, K_BF16P } k_wtype;
+typedef enum { K_F32 = 0, K_F16, K_BF16, K_Q8, K_F16P, K_BF16P, K_BF16A } k_wtype;
 typedef struct {
     const void *p;
     k_wtype t;
@@ -72,6 +73,11 @@ void k_add(float *y, const float *x, size_t n);
  * relative error < 1e-6 against the double-precision reference). */
 void k_softmax(float *x, int n);
 void k_softmax_ref(float *x, int n);
+/* log(sum exp(x[i])) over x[0, n) with *mx = max x (the log-probability of
+ * x[v] is x[v] - *mx - ...; see k_logprob): exp_poly (relative error < 4e-7)
+ * summed in double over 8 lanes. An empty or all -inf row: *mx = -inf,
+ * returns 0. Returns log(sum exp(x - *mx)). */
+double k_logsumexp(const float *x, int n, float *mx);
 /* The exp used by k_softmax, for finite x (clamped to [-87, 88]). */
 float k_exp(float x);
 

@@ -1,6 +1,7 @@
 /* norm_act.c - RMSNorm and the feed-forward activations of the T5 family;
  * a weight row in any stored type as f32. */
 #include "kern/kern.h"
+#include "kern/gemm.h"
 #include "kern/poly.h"
 #include "kern/matmul_hp.h"
 #include "kern/q8.h"
@@ -8,14 +9,18 @@
 #include <math.h>
 #include <string.h>
 
-void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps) {
-    for (int i = 0; i < M; i++) {
+K_CLONES void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps) {
+    for (int i = 0; i < M; i++) {   /* lanes as k_layernorm's */
         const float *xi = x + (size_t)i * D;
         float *yi = y + (size_t)i * D;
-        double ss = 0;
-        for (int j = 0; j < D; j++) ss += (double)xi[j] * xi[j];
+        double q[K_NORM_LANES] = {0}, ss = 0;
+        int j = 0;
+        for (; j + K_NORM_LANES <= D; j += K_NORM_LANES)
+            for (int l = 0; l < K_NORM_LANES; l++) q[l] += (double)xi[j + l] * xi[j + l];
+        for (; j < D; j++) ss += (double)xi[j] * xi[j];
+        for (int l = 0; l < K_NORM_LANES; l++) ss += q[l];
         float r = (float)(1.0 / sqrt(ss / D + eps));
-        for (int j = 0; j < D; j++) yi[j] = g[j] * (xi[j] * r);
+        for (j = 0; j < D; j++) yi[j] = g[j] * (xi[j] * r);
     }
 }
 
@@ -59,6 +64,8 @@ void k_w_row(float *dst, k_w w, int n, int N, int K) {
         k_q8_row(dst, q, n);
     } else if (w.t == K_F16P || w.t == K_BF16P) {
         k_hp_row(dst, w.p, w.t == K_BF16P, n, N, K);
+    } else if (w.t == K_BF16A) {
+        for (int k = 0; k < K; k++) dst[k] = k_gemm_amx_at(w.p, K, n, k);
     } else if (w.t == K_F32) {
         memcpy(dst, (const float *)w.p + (size_t)n * K, (size_t)K * sizeof *dst);
     } else {

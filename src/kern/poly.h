@@ -15,6 +15,9 @@
 #define K_CLONES
 #endif
 
+/* Independent partial sums of the norms' reductions (8 doubles: a zmm). */
+#define K_NORM_LANES 8
+
 /* exp(x) for x <= 0 region of softmax inputs (any finite x in [-87, 88]):
  * 2^n * p(r) with r = x - n ln2 (Cody-Waite split), p the degree-6 Taylor
  * polynomial; relative error < 4e-7. Branch-free so loops vectorise. */

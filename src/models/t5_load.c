@@ -298,7 +298,7 @@ int t5_bucket(int rel, int bidirectional, int n_buckets, int max_distance) {
 int t5_matrices(t5_model *m, wl_mat *out, int cap) {
     const t5_hparams *h = &m->hp;
     int d = h->d, I = h->inner, F = h->d_ff, G = h->gated ? 2 * F : F, n = 0;
-    wl_mat_add(out, cap, &n, &m->emb, h->n_vocab, d, 1);
+    wl_mat_add(out, cap, &n, &m->emb, h->n_vocab, d, WL_DECODE_ONLY);
     for (int l = 0; l < h->n_enc_layer; l++) {
         t5_enc_layer *y = &m->enc[l];
         wl_mat_add(out, cap, &n, &y->w_qkv, 3 * I, d, 0);
@@ -308,14 +308,14 @@ int t5_matrices(t5_model *m, wl_mat *out, int cap) {
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
         t5_dec_layer *y = &m->dec[l];
-        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * I, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_o, d, I, 1);
-        wl_mat_add(out, cap, &n, &y->w_xq, I, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_xo, d, I, 1);
-        wl_mat_add(out, cap, &n, &y->w_wi, G, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_wo, d, F, 1);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * I, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_o, d, I, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_xq, I, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_xo, d, I, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_wi, G, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_wo, d, F, WL_DECODE_ONLY);
     }
     if (h->n_dec_layer) wl_mat_add(out, cap, &n, &m->w_xkv, h->n_dec_layer * 2 * I, d, 0);
-    wl_mat_add(out, cap, &n, &m->lm_head, h->n_vocab, d, 1);
+    wl_mat_add(out, cap, &n, &m->lm_head, h->n_vocab, d, WL_DECODE_ONLY);
     return n;
 }

@@ -76,8 +76,10 @@ typedef struct whisper_model {
     whisper_special sp;
     int multilingual;
     const char *format;                  /* "safetensors" or "ctranslate2" */
-    const float *conv1_w, *conv1_b;      /* [d, n_mels * 3], [d] */
-    const float *conv2_w, *conv2_b;      /* [d, d * 3], [d] */
+    k_w conv1_w;                         /* [d, 3, n_mels]: tap-major (see encode) */
+    const float *conv1_b;                /* [d] */
+    k_w conv2_w;                         /* [d, 3, d] */
+    const float *conv2_b;                /* [d] */
     const float *enc_pos;                /* [T, d] */
     whisper_enc_layer *enc;              /* [n_enc_layer] */
     const float *enc_ln_g, *enc_ln_b;    /* [d] */
@@ -119,8 +121,9 @@ typedef struct whisper_state {
     float *e_x;           /* [T, d] residual stream */
     float *e_h;           /* [T, max(3d, F)] */
     float *e_a;           /* [T, d] attention output / LayerNorm output */
-    float *e_col;         /* [2T, max(n_mels, d) * 3] im2col */
-    float *e_conv;        /* [2T, d] conv1 output */
+    float *e_mel;         /* [2T + 2, n_mels] the mel frames time-major, a zero frame each end */
+    float *e_col;         /* [2T, max(n_mels, d) * 3] conv windows where not read in place */
+    float *e_conv;        /* [2T + 2, d] conv1 output, a zero frame each end */
     float *xkv;           /* [T, L * 2d] all layers' cross K|V before re-layout */
     float *scores;        /* [n_threads, OP_ATTN_ROWS * max(T, n_ctx)] */
     size_t scores_stride;

@@ -57,6 +57,20 @@ static void hf_fused_qkv(loader *L, const char *pfx, k_w *w, const float **b) {
     *b = fb;
 }
 
+/* A convolution weight [d, C, 3] (PyTorch's [out, in, tap]) reordered
+ * tap-major, [d, 3, C], into memory of the table: output t's window is then
+ * 3 consecutive input frames of C channels (encode's windows, read in place). */
+static k_w conv_weight(loader *L, const char *name, int64_t d, int64_t C) {
+    const float *w = get3(L, name, d, C, 3);
+    float *r = alloc_w(L, (size_t)(d * 3 * C), "convolution weights");
+    if (L->w.st) return (k_w){NULL, K_F32, 0};
+    for (int64_t o = 0; o < d; o++)
+        for (int64_t c = 0; c < C; c++)
+            for (int j = 0; j < 3; j++) r[(o * 3 + j) * C + c] = w[(o * C + c) * 3 + j];
+    wtab_drop(L->w.wt, w, (size_t)(d * C * 3) * sizeof(float));
+    return (k_w){r, K_F32, 0};
+}
+
 static void load_enc_layer(loader *L, int i, whisper_enc_layer *y) {
     int64_t d = L->m->hp.d, F = L->m->hp.ffn;
     char p[96], nm[160];
@@ -176,9 +190,9 @@ static void load_weights(loader *L) {
                         "decoder/embeddings/weight", "decoder/position_encodings/encodings",
                         "decoder/layer_norm/gamma", "decoder/layer_norm/beta"};
     const char **nm = L->hf ? hf : ct;
-    m->conv1_w = get3(L, nm[0], d, h->n_mels, 3);
+    m->conv1_w = conv_weight(L, nm[0], d, h->n_mels);
     m->conv1_b = get1(L, nm[1], d);
-    m->conv2_w = get3(L, nm[2], d, d, 3);
+    m->conv2_w = conv_weight(L, nm[2], d, d);
     m->conv2_b = get1(L, nm[3], d);
     m->enc_pos = get2(L, nm[4], h->n_audio_ctx, d);
     m->enc_ln_g = get1(L, nm[5], d);
@@ -250,6 +264,8 @@ void whisper_free(whisper_model *m) {
 int whisper_matrices(whisper_model *m, wl_mat *out, int cap) {
     const whisper_hparams *h = &m->hp;
     int d = h->d, F = h->ffn, n = 0;
+    wl_mat_add(out, cap, &n, &m->conv1_w, d, 3 * h->n_mels, WL_NOT_INT8);
+    wl_mat_add(out, cap, &n, &m->conv2_w, d, 3 * d, WL_NOT_INT8);
     for (int l = 0; l < h->n_enc_layer; l++) {
         whisper_enc_layer *y = &m->enc[l];
         wl_mat_add(out, cap, &n, &y->w_qkv, 3 * d, d, 0);
@@ -259,14 +275,14 @@ int whisper_matrices(whisper_model *m, wl_mat *out, int cap) {
     }
     for (int l = 0; l < h->n_dec_layer; l++) {
         whisper_dec_layer *y = &m->dec[l];
-        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * d, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_o, d, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_xq, d, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_xo, d, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_fc1, F, d, 1);
-        wl_mat_add(out, cap, &n, &y->w_fc2, d, F, 1);
+        wl_mat_add(out, cap, &n, &y->w_qkv, 3 * d, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_o, d, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_xq, d, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_xo, d, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_fc1, F, d, WL_DECODE_ONLY);
+        wl_mat_add(out, cap, &n, &y->w_fc2, d, F, WL_DECODE_ONLY);
     }
     wl_mat_add(out, cap, &n, &m->w_xkv, h->n_dec_layer * 2 * d, d, 0);
-    wl_mat_add(out, cap, &n, &m->tok_emb, h->n_vocab, d, 1);
+    wl_mat_add(out, cap, &n, &m->tok_emb, h->n_vocab, d, WL_DECODE_ONLY);
     return n;
 }

@@ -46,8 +46,9 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
         {&s->e_x, T * d, "encoder residual"},
         {&s->e_h, T * max_sz(3 * d, F), "encoder hidden"},
         {&s->e_a, T * d, "encoder attention"},
+        {&s->e_mel, (2 * T + 2) * (size_t)h->n_mels, "time-major mel"},
         {&s->e_col, 2 * T * max_sz((size_t)h->n_mels, d) * 3, "convolution columns"},
-        {&s->e_conv, 2 * T * d, "conv1 output"},
+        {&s->e_conv, (2 * T + 2) * d, "conv1 output"},
         {&s->xkv, T * L * 2 * d, "cross K|V product"},
         {&s->scores, (size_t)nth * s->scores_stride, "attention scores"},
         {&s->d_x, R * d, "decoder residual"},
@@ -72,7 +73,7 @@ void whisper_state_free(whisper_state *s) {
     if (!s) return;
     kv_self_free(&s->self);
     kv_cross_free(&s->cross);
-    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_col, s->e_conv, s->xkv,
+    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv, s->xkv,
                      s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
@@ -86,34 +87,43 @@ static void enc_attention(whisper_state *s, const whisper_enc_layer *y) {
     op_matmul_w(s->pool, s->e_h, 3 * d, s->e_a, d, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
     op_attention_lp(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
                     T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0,
-                    y->w_qkv.t == K_BF16 && y->w_qkv.lowp, s->scores, s->scores_stride);
-    op_matmul_w(s->pool, s->e_h, d, s->e_a, d, y->w_o, y->b_o, T, d, d);
-    k_add(s->e_x, s->e_h, (size_t)T * d);
+                    (y->w_qkv.t == K_BF16 && y->w_qkv.lowp) || y->w_qkv.t == K_BF16A, s->scores,
+                    s->scores_stride);
+    op_matmul_w_ex(s->pool, s->e_x, d, s->e_a, d, y->w_o, y->b_o, T, d, d, K_GEMM_ACC,
+                   s->e_h);                                                               /* x += */
 }
 
 static void enc_mlp(whisper_state *s, const whisper_enc_layer *y) {
     const whisper_hparams *h = &s->m->hp;
     int T = h->n_audio_ctx, d = h->d, F = h->ffn;
     op_layernorm(s->pool, s->e_a, s->e_x, y->ln2_g, y->ln2_b, T, d, LN_EPS);
-    op_matmul_w(s->pool, s->e_h, F, s->e_a, d, y->w_fc1, y->b_fc1, T, F, d);         /* [T, F] */
-    op_gelu(s->pool, s->e_h, T, F);
-    op_matmul_w(s->pool, s->e_a, d, s->e_h, F, y->w_fc2, y->b_fc2, T, d, F);
-    k_add(s->e_x, s->e_a, (size_t)T * d);
+    op_matmul_w_ex(s->pool, s->e_h, F, s->e_a, d, y->w_fc1, y->b_fc1, T, F, d, K_GEMM_GELU,
+                   NULL);                                                                 /* [T, F] */
+    op_matmul_w_ex(s->pool, s->e_x, d, s->e_h, F, y->w_fc2, y->b_fc2, T, d, F, K_GEMM_ACC,
+                   s->e_a);                                                               /* x += */
 }
 
 void whisper_encode(whisper_state *s, const float *mel) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
     int T = h->n_audio_ctx, d = h->d;
-    /* conv1: [n_mels, 2T] -> [2T, d], kernel 3, padding 1 */
-    op_im2col_1d(s->pool, s->e_col, mel, 1, h->n_mels, 2 * T, 3, 1, 1, 2 * T);
-    op_matmul(s->pool, s->e_conv, s->e_col, m->conv1_w, m->conv1_b, 2 * T, d, h->n_mels * 3);
-    op_gelu(s->pool, s->e_conv, 2 * T, d);
-    /* conv2: [2T, d] -> [T, d], kernel 3, stride 2, padding 1 */
-    op_im2col_1d(s->pool, s->e_col, s->e_conv, 0, d, 2 * T, 3, 2, 1, T);
-    op_matmul(s->pool, s->e_x, s->e_col, m->conv2_w, m->conv2_b, T, d, d * 3);
-    op_gelu(s->pool, s->e_x, T, d);
-    k_add(s->e_x, m->enc_pos, (size_t)T * d);
+    int C = h->n_mels;
+    /* Both convolutions (kernel 3, padding 1) read their windows in place:
+     * with the input time-major and a zero frame at each end, output t's
+     * window is the 3 frames from padded frame t * stride on, 3 * C
+     * consecutive floats, and the weights are tap-major [d, 3, C] to match. */
+    /* conv1: mel [C, 2T] -> e_mel [2T + 2, C] -> e_conv [2T + 2, d], GELU */
+    memset(s->e_mel, 0, (size_t)C * sizeof(float));
+    memset(s->e_mel + (size_t)(2 * T + 1) * C, 0, (size_t)C * sizeof(float));
+    op_im2col_1d(s->pool, s->e_mel + C, mel, 1, C, 2 * T, 1, 1, 0, 2 * T);   /* transpose */
+    memset(s->e_conv, 0, (size_t)d * sizeof(float));
+    memset(s->e_conv + (size_t)(2 * T + 1) * d, 0, (size_t)d * sizeof(float));
+    op_matmul_win(s->pool, s->e_conv + d, d, s->e_mel, C, m->conv1_w, m->conv1_b, 2 * T, d,
+                  3 * C, K_GEMM_GELU, s->e_col);
+    /* conv2, stride 2: e_conv -> x [T, d], GELU; then + positions */
+    op_matmul_win(s->pool, s->e_x, d, s->e_conv, 2 * d, m->conv2_w, m->conv2_b, T, d, 3 * d,
+                  K_GEMM_GELU, s->e_col);
+    op_add(s->pool, s->e_x, m->enc_pos, (size_t)T * d);
     for (int l = 0; l < h->n_enc_layer; l++) {
         enc_attention(s, &m->enc[l]);
         enc_mlp(s, &m->enc[l]);

@@ -2,6 +2,7 @@
 #include "models/wload.h"
 #include "base/mem.h"
 #include "kern/attn_h.h"
+#include "kern/gemm.h"
 #include "kern/matmul_hp.h"
 #include "kern/q8.h"
 #include "base/err.h"
@@ -196,7 +197,8 @@ static encdec_status convert_one(ed_wtab *wt, k_w *w, int N, int K, encdec_compu
 }
 
 static size_t mat_bytes(k_w w, int N, int K) {
-    return w.t == K_Q8 ? k_q8_bytes(N, K) : (size_t)N * K * k_w_size(w.t);
+    return w.t == K_Q8 ? k_q8_bytes(N, K) : w.t == K_BF16A ? k_gemm_amx_bytes(N, K)
+                                                        : (size_t)N * K * k_w_size(w.t);
 }
 
 encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
@@ -214,6 +216,7 @@ encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
             *w = *mats[shared].w;
             continue;
         }
+        if (c == ENCDEC_COMPUTE_INT8 && (mats[i].flags & WL_NOT_INT8)) continue;
         *weight_bytes -= mat_bytes(old, mats[i].N, mats[i].K);
         encdec_status st = convert_one(wt, w, mats[i].N, mats[i].K, c);
         if (st) return st;
@@ -223,8 +226,20 @@ encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
     return ENCDEC_OK;
 }
 
+/* One matrix of the bf16 mode read by many rows into the AMX layout. */
+static encdec_status amx_pack(ed_wtab *wt, k_w *w, int N, int K) {
+    void *dst = wtab_alloc(wt, k_gemm_amx_bytes(N, K), "AMX-packed weights");
+    if (!dst) return ENCDEC_ERR_NOMEM;
+    k_gemm_amx_pack(dst, *w, N, K);
+    wtab_drop(wt, w->p, (size_t)N * K * 2);
+    k_w out = {dst, K_BF16A, 1};
+    *w = out;
+    return ENCDEC_OK;
+}
+
 encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n) {
-    if (!k_hp_fast()) return ENCDEC_OK;
+    int hp = k_hp_fast(), amx = k_gemm_has_amx();
+    if (!hp && !amx) return ENCDEC_OK;
     for (int i = 0; i < n; i++) {
         k_w *w = mats[i].w, old = *w;
         mats[i].orig = old.p;
@@ -235,7 +250,14 @@ encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n) {
             *w = *mats[shared].w;
             continue;
         }
-        if (!mats[i].decode_only || (old.t != K_F16 && old.t != K_BF16)) continue;
+        if (!(mats[i].flags & WL_DECODE_ONLY)) {
+            if (amx && old.t == K_BF16 && old.lowp) {
+                encdec_status st = amx_pack(wt, w, mats[i].N, mats[i].K);
+                if (st) return st;
+            }
+            continue;
+        }
+        if (!hp || (old.t != K_F16 && old.t != K_BF16)) continue;
         uint16_t *dst = wtab_alloc(wt, k_hp_bytes(mats[i].N, mats[i].K), "panel-major weights");
         if (!dst) return ENCDEC_ERR_NOMEM;
         if (k_hp_pack(dst, old, mats[i].N, mats[i].K) != 0)

@@ -42,19 +42,26 @@ k_w wl_getw2(wload *L, const char *name, int64_t a, int64_t b);
  * all non-empty parts share it, else in f32. {NULL} once failed. */
 k_w wl_fuse(wload *L, const k_w *parts, const size_t *n, int count, const char *what);
 
+/* wl_mat flags */
+enum {
+    WL_DECODE_ONLY = 1,   /* read only by decode steps (few rows): may go panel-major */
+    WL_NOT_INT8 = 2       /* int8 mode leaves it as it is (the convolutions: 3% of the
+                           * encoder's work, on the raw log-mel frames) */
+};
+
 /* One weight matrix [N, K] of a model, for passes over all of them. */
 typedef struct {
     k_w *w;
     int N, K;
-    int decode_only;    /* read only by decode steps (few rows): may go panel-major */
+    int flags;          /* WL_* */
     const void *orig;   /* set by wl_convert */
 } wl_mat;
 
-/* Appends {w, N, K, decode_only} to out[0, cap) as entry *n (when it fits)
- * and counts it: how the families list their matrices. */
-static inline void wl_mat_add(wl_mat *out, int cap, int *n, k_w *w, int N, int K, int decode_only) {
+/* Appends {w, N, K, flags} to out[0, cap) as entry *n (when it fits) and
+ * counts it: how the families list their matrices. */
+static inline void wl_mat_add(wl_mat *out, int cap, int *n, k_w *w, int N, int K, int flags) {
     if (*n < cap) {
-        wl_mat e = {w, N, K, decode_only, NULL};
+        wl_mat e = {w, N, K, flags, NULL};
         out[*n] = e;
     }
     (*n)++;
@@ -68,10 +75,12 @@ static inline void wl_mat_add(wl_mat *out, int cap, int *n, k_w *w, int N, int K
 encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
                          size_t *weight_bytes);
 
-/* The decode-only matrices of mats[0, n) stored as f16/bf16 halves are
- * repacked panel-major (kern/matmul_hp.h) into memory owned by wt, where
- * the CPU runs that kernel fast (else nothing changes). Shared matrices
- * stay shared. */
+/* Repacks into the layouts the kernels read, in memory owned by wt: the
+ * decode-only matrices of mats[0, n) stored as f16/bf16 halves go
+ * panel-major (kern/matmul_hp.h) where the CPU runs that kernel fast; the
+ * others, when in the bf16 mode (K_BF16, lowp) and where the AMX path runs,
+ * go into k_gemm's AMX layout (K_BF16A). Elsewhere nothing changes. Shared
+ * matrices stay shared. */
 encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n);
 
 /* n floats owned by the table (for fused weights), NULL once failed. */
