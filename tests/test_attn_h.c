@@ -345,7 +345,28 @@ static void test_expand_all(void) {
         }
 }
 
+/* k_f32_to_h_rows: each row as k_f32_to_h converts it; the gaps between
+ * destination rows untouched. */
+static void test_rows(void) {
+    enum { R = 5, NC = 37, LDD = 40, LDS = 50 };
+    float src[R * LDS];
+    for (int i = 0; i < R * LDS; i++) src[i] = (float)((i * 7919) % 2001 - 1000) * 0.37f;
+    for (int bf = 0; bf < 2; bf++) {
+        uint16_t got[R * LDD], want[NC];
+        for (int i = 0; i < R * LDD; i++) got[i] = 0xABCD;
+        k_f32_to_h_rows(got, LDD, src, LDS, R, NC, bf);
+        int ok = 1;
+        for (int r = 0; r < R; r++) {
+            k_f32_to_h(want, src + r * LDS, NC, bf);
+            ok &= memcmp(got + r * LDD, want, sizeof want) == 0;
+            for (int i = NC; i < LDD; i++) ok &= got[r * LDD + i] == 0xABCD;
+        }
+        CHECK(ok);
+    }
+}
+
 int main(void) {
+    test_rows();
     test_conversions();
     test_expand_all();
     test_edges();

@@ -96,10 +96,12 @@ void *kv_cross_v(const kv_cross *c, int l, int h) {
 void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int T) {
     void *dst = kv ? kv_cross_v(c, l, h) : kv_cross_k(c, l, h);
     int dh = c->dh;
-    for (int t = 0; t < T; t++) {
-        if (c->type == KV_F32) memcpy((float *)dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof(float));
-        else k_f32_to_h((uint16_t *)dst + (size_t)t * dh, src + t * ld, (size_t)dh, c->type == KV_BF16);
+    if (c->type != KV_F32) {
+        k_f32_to_h_rows(dst, (size_t)dh, src, ld, T, (size_t)dh, c->type == KV_BF16);
+        return;
     }
+    for (int t = 0; t < T; t++)
+        memcpy((float *)dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof(float));
 }
 
 size_t kv_cross_bytes(const kv_cross *c) {

@@ -2,6 +2,7 @@
  * thread gets a contiguous block: rows when M is large (encoder), output
  * columns when M is small (decode steps, where the weight read dominates). */
 #include "core/ops.h"
+#include "kern/attn_amx.h"
 #include "kern/attn_h.h"
 #include "kern/gemm.h"
 #include "kern/matmul_hp.h"
@@ -391,6 +392,31 @@ typedef struct {
     k_gemm_mode mode;
 } attn_gemm_ctx;
 
+/* bf16 mode on AMX: kern/attn_amx.h's fused head (scores and P stay in
+ * L1/L2). Items are (head, part of the query rows): one part per head when
+ * the heads divide evenly over the threads, else nth parts (each packs the
+ * head's K and V again: 2 Tk dh values against 4 Mq Tk dh / nth flops). */
+static void attn_amx_task(void *arg, int ith, int nth) {
+    attn_gemm_ctx *g = arg;
+    const attn_ctx *c = &g->a;
+    int parts = c->n_head % nth ? nth : 1, items = c->n_head * parts;
+    for (int it = ith; it < items; it += nth) {
+        int h = it / parts, lo, hi;
+        ed_split(c->Mq, it % parts, parts, 32, &lo, &hi);
+        if (hi <= lo) continue;
+        size_t hd = (size_t)h * c->dh;
+        float *o = c->o + (size_t)lo * c->ldo + hd;
+        const float *q = c->q + (size_t)lo * c->ldq + hd;
+        void *s = ed_pool_scratch(g->p, ith, k_attention_bf16_scratch_bytes(hi - lo, c->Tk, c->dh));
+        if (s)
+            k_attention_bf16(o, c->ldo, q, c->ldq, c->k + hd, c->ldk, c->v + hd, c->ldv, hi - lo,
+                             c->Tk, c->dh, c->scale, s);
+        else   /* no memory for scratch: slower, still right */
+            k_attention_bf16_ref(o, c->ldo, q, c->ldq, c->k + hd, c->ldk, c->v + hd, c->ldv,
+                                 hi - lo, c->Tk, c->dh, c->scale);
+    }
+}
+
 static void attn_gemm_task(void *arg, int ith, int nth) {
     attn_gemm_ctx *c = arg;
     for (int h = ith; h < c->a.n_head; h += nth)
@@ -411,6 +437,12 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
                      int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                      float scale, int causal, int bf16, float *scratch, size_t scratch_stride) {
     k_gemm_mode mode = bf16 ? K_GEMM_BF16 : K_GEMM_F32;
+    if (!causal && bf16 && Mq >= 64 && Tk >= 64 && dh <= K_ATTN_BF16_MAX_DH && k_attention_bf16_has()) {
+        attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
+                            scratch, scratch_stride}, p, mode};
+        ed_pool_run(p, attn_amx_task, &g);
+        return;
+    }
     if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(mode)) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, mode};

@@ -139,6 +139,17 @@ void k_f32_to_h(uint16_t *dst, const float *src, size_t n, int bf16) {
     k_f32_to_h_isa(2, dst, src, n, bf16);
 }
 
+void k_f32_to_h_rows(uint16_t *dst, size_t ldd, const float *src, size_t lds, int rows,
+                     size_t n, int bf16) {
+#ifdef K_X86
+    if (have_avx512()) {   /* one dispatch for all rows (rows are short: a head's 64) */
+        for (int r = 0; r < rows; r++) f32_to_h_avx512(dst + r * ldd, src + r * lds, n, bf16);
+        return;
+    }
+#endif
+    for (int r = 0; r < rows; r++) f32_to_h_c(dst + r * ldd, src + r * lds, n, bf16);
+}
+
 /* ---- attention: portable C ---- */
 
 #define C_W 64   /* columns of a K/V row expanded at a time */

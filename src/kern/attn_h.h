@@ -27,6 +27,10 @@ void k_f32_to_h(uint16_t *dst, const float *src, size_t n, int bf16);
 /* The same on the best instruction set up to isa (0 C, 2 AVX-512) that this
  * CPU has; returns the one used (for tests). */
 int k_f32_to_h_isa(int isa, uint16_t *dst, const float *src, size_t n, int bf16);
+/* k_f32_to_h over rows: dst[r * ldd + i] = src[r * lds + i], i < n, r < rows
+ * (a head's columns of a product into a cache block). */
+void k_f32_to_h_rows(uint16_t *dst, size_t ldd, const float *src, size_t lds, int rows,
+                     size_t n, int bf16);
 
 /* One head of attention, few queries, no mask:
  * o[Mq, dh] (row stride ldo) = softmax(scale * q[Mq, dh] (ldq) . K^T) . V
