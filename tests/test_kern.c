@@ -306,6 +306,21 @@ static void test_elementwise(ed_pool *pool) {
         if (m > -INFINITY) CHECK_NEAR(lse, log(s), 1e-6);
         free(lg);
     }
+    /* argmax: the first maximum, as the plain loop, on rows with many ties
+     * (values from a small set), a NaN at x[0] or inside, and odd lengths */
+    for (int n = 1; n <= 51869; n = n * 3 + 1)
+        for (int v = 0; v < 4; v++) {
+            float *ar = malloc(sizeof(float) * (size_t)n);
+            for (int i = 0; i < n; i++) ar[i] = (float)((int)(frand() * 8));
+            if (v == 1) ar[0] = NAN;
+            if (v == 2) ar[n / 2] = NAN;
+            if (v == 3) ar[n - 1] = 100;
+            int want = 0;
+            for (int i = 1; i < n; i++)
+                if (ar[i] > ar[want]) want = i;
+            CHECK_EQ_INT(k_argmax(ar, n), want);
+            free(ar);
+        }
     float ninf[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, mxi;
     CHECK(k_logsumexp(ninf, 5, &mxi) == 0 && mxi == -INFINITY);
     {

@@ -100,8 +100,13 @@ K_CLONES double k_logsumexp(const float *x, int n, float *mx) {
     for (int j = 0; j < 16; j++) m = lm[j] > m ? lm[j] : m;
     *mx = m;
     if (m == -INFINITY) return 0;
-    for (i = 0; i + K_NORM_LANES <= n; i += K_NORM_LANES)
-        for (int j = 0; j < K_NORM_LANES; j++) ls[j] += exp_poly(x[i + j] - m);
+    /* blocks of 256: 16 float lanes (16 terms each, <= 1), then into double */
+    for (i = 0; i + 256 <= n; i += 256) {
+        float bs[16] = {0};
+        for (int b = 0; b < 256; b += 16)
+            for (int j = 0; j < 16; j++) bs[j] += exp_poly(x[i + b + j] - m);
+        for (int j = 0; j < 16; j++) ls[j % K_NORM_LANES] += bs[j];
+    }
     for (; i < n; i++) sum += exp_poly(x[i] - m);
     for (int j = 0; j < K_NORM_LANES; j++) sum += ls[j];
     return log(sum);
@@ -219,9 +224,26 @@ const char *k_blas_info(void) {
     return g_blas_info;
 }
 
-int k_argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
+/* 16 lanes, each the first maximum of its elements; the lanes then meet
+ * by value, ties to the lower index: the first maximum, as the plain loop
+ * (a NaN is never taken, except at x[0], which then stays). */
+K_CLONES int k_argmax(const float *x, int n) {
+    int best = 0, i = 1;
+    if (n >= 32) {
+        float bm[16];
+        int bi[16];
+        for (int j = 0; j < 16; j++) bm[j] = x[j], bi[j] = j;
+        for (i = 16; i + 16 <= n; i += 16)
+            for (int j = 0; j < 16; j++) {
+                int gt = x[i + j] > bm[j];
+                bm[j] = gt ? x[i + j] : bm[j];
+                bi[j] = gt ? i + j : bi[j];
+            }
+        best = bi[0];
+        for (int j = 1; j < 16; j++)
+            if (bm[j] > x[best] || (bm[j] == x[best] && bi[j] < best)) best = bi[j];
+    }
+    for (; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
 }
