@@ -93,14 +93,16 @@ void *kv_cross_v(const kv_cross *c, int l, int h) {
     return (char *)c->kv + ((size_t)l * 2 * c->n_head + (size_t)c->n_head + (size_t)h) * head_bytes(c);
 }
 
-void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int T) {
-    void *dst = kv ? kv_cross_v(c, l, h) : kv_cross_k(c, l, h);
+void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int t0,
+                  int n) {
+    char *dst = kv ? kv_cross_v(c, l, h) : kv_cross_k(c, l, h);
     int dh = c->dh;
+    dst += (size_t)t0 * dh * kv_dtype_size(c->type);
     if (c->type != KV_F32) {
-        k_f32_to_h_rows(dst, (size_t)dh, src, ld, T, (size_t)dh, c->type == KV_BF16);
+        k_f32_to_h_rows((uint16_t *)dst, (size_t)dh, src, ld, n, (size_t)dh, c->type == KV_BF16);
         return;
     }
-    for (int t = 0; t < T; t++)
+    for (int t = 0; t < n; t++)
         memcpy((float *)dst + (size_t)t * dh, src + t * ld, (size_t)dh * sizeof(float));
 }
 

@@ -60,9 +60,11 @@ size_t kv_cross_elems(int n_layer, int n_head, int n_ctx, int dh);
 /* K (V) of layer l, head h: a [n_ctx, dh] block of c->type. */
 void *kv_cross_k(const kv_cross *c, int l, int h);
 void *kv_cross_v(const kv_cross *c, int l, int h);
-/* Stores rows t in [0, T) of head h's K (kv 0) or V (kv 1) of layer l from
- * src (row t at src + t * ld, dh floats), converting to the cache's type. */
-void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int T);
+/* Stores rows t in [t0, t0 + n) of head h's K (kv 0) or V (kv 1) of layer
+ * l from src (row t at src + (t - t0) * ld, dh floats), converting to the
+ * cache's type. */
+void kv_cross_put(const kv_cross *c, int l, int kv, int h, const float *src, size_t ld, int t0,
+                  int n);
 size_t kv_cross_bytes(const kv_cross *c);
 
 #endif

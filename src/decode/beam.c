@@ -11,6 +11,7 @@
 #include "decode/search.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "kern/kern.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -78,16 +79,14 @@ encdec_status dec_beam_params_check(const dec_beam_params *bp) {
 /* The terms of torch's float32 log_softmax of x[n]: log-prob of x[v] is
  * (x[v] - *mx) - *lse. A row of -inf gives -inf everywhere. */
 static void log_softmax_terms(const float *x, int n, float *mx, float *lse) {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    float m;
+    double l = k_logsumexp(x, n, &m);
     if (m == -INFINITY) {
         *mx = *lse = 0;
         return;
     }
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += expf(x[i] - m);
     *mx = m;
-    *lse = (float)log(sum);
+    *lse = (float)l;
 }
 
 /* a ranks below b: lower score, or the same score later in beam-major order. */

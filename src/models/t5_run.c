@@ -174,7 +174,7 @@ static void relayout_task(void *arg, int ith, int nth) {
         int b = it / (L * 2 * H), l = (it / (2 * H)) % L, kv = (it / H) % 2, hd = it % H;
         const float *src = s->xkv + (size_t)s->in_start[b] * ld + (size_t)l * 2 * I +
                            (size_t)kv * I + (size_t)hd * dh;
-        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, s->in_len[b]);
+        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, 0, s->in_len[b]);
     }
 }
 

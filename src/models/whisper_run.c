@@ -131,20 +131,26 @@ void whisper_encode(whisper_state *s, const float *mel) {
     op_layernorm(s->pool, s->enc_out, s->e_x, m->enc_ln_g, m->enc_ln_b, T, d, LN_EPS);
 }
 
-/* Re-layout of xkv [T, L*2d] into the cross cache [L, 2, H, T, dh]; one
- * work item per (layer, K or V, head). */
+/* Re-layout of xkv [T, L*2d] into the cross cache [L, 2, H, T, dh]: each
+ * thread takes a range of rows, and per 16 rows (in cache after the first
+ * block reads them) stores every (layer, K or V, head) block's part, so
+ * xkv is read in order rather than one 256-byte column run per row. */
+#define RELAYOUT_ROWS 16
 typedef struct { whisper_state *s; } relayout_ctx;
 
 static void relayout_task(void *arg, int ith, int nth) {
     whisper_state *s = ((relayout_ctx *)arg)->s;
     const whisper_hparams *h = &s->m->hp;
-    int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H;
+    int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H, lo, hi;
     size_t ld = (size_t)h->n_dec_layer * 2 * d;
-    int items = h->n_dec_layer * 2 * H;
-    for (int it = ith; it < items; it += nth) {
-        int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
-        kv_cross_put(&s->cross, l, kv, hd, s->xkv + (size_t)l * 2 * d + (size_t)kv * d + (size_t)hd * dh,
-                     ld, T);
+    ed_split(T, ith, nth, RELAYOUT_ROWS, &lo, &hi);
+    for (int t0 = lo; t0 < hi; t0 += RELAYOUT_ROWS) {
+        int n = hi - t0 < RELAYOUT_ROWS ? hi - t0 : RELAYOUT_ROWS;
+        const float *src = s->xkv + (size_t)t0 * ld;
+        for (int it = 0; it < h->n_dec_layer * 2 * H; it++) {   /* column block it * dh */
+            int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
+            kv_cross_put(&s->cross, l, kv, hd, src + (size_t)it * dh, ld, t0, n);
+        }
     }
 }
 
