@@ -167,23 +167,15 @@ static void attn_c(float *o, int ldo, const float *q, int ldq, const float *k, i
 #define ATTN_AMX_BUILT 1
 #include <immintrin.h>
 
-#define AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-#define AMX_INLINE AMX static inline __attribute__((always_inline))
+#include "kern/x86.h"
 
-/* GCC's tile intrinsics are asm statements without memory operands: order
- * them against plain loads and stores by hand. */
-#define MEMBAR(p) __asm__ volatile("" : : "r"(p) : "memory")
+#define AMX K_AMX
+#define AMX_INLINE AMX static inline __attribute__((always_inline))
 
 /* Key chunks (of 32) per softmax / P.V step: P^T of a range is 8 KB, read
  * by the tile loads from L1 (measured: 2, 8 and 16 slower; one range of
  * all keys, P^T through L2, 6% slower). */
 #define RANGE 4
-
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg;
 
 /* The pieces of the scratch for one call (see the file comment). */
 typedef struct {
@@ -212,17 +204,7 @@ static size_t amx_bytes(int Tk, int dh) {
     return 2 * Tp * dp * 2 + dp * 64 + Tp * 128 + RANGE * 2048 + dp * 128 + 64;
 }
 
-AMX_INLINE __mmask16 mask16(int n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
-/* f32 -> bf16 to nearest even in the high half of each lane (integer
- * arithmetic: k_f32_to_bf16's rounding for finite values). */
-AMX_INLINE __m512i rne_hi(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    return _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-}
 
 /* x[0, n) (n clamped to 0..32, zeros past it) times sg as 32 bf16 in order:
  * lane p holds the pair (x[2p], x[2p + 1]). */
@@ -230,9 +212,9 @@ AMX_INLINE __m512i row_bf16x32(const float *x, int n, __m512 sg) {
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
                                          35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
                                          5, 3, 1);
-    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(n), x), sg);
-    __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(n - 16), x + 16), sg);
-    return _mm512_permutex2var_epi16(rne_hi(a), odd, rne_hi(b));
+    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k_mask16(n), x), sg);
+    __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(k_mask16(n - 16), x + 16), sg);
+    return _mm512_permutex2var_epi16(k_rne_hi_finite(a), odd, k_rne_hi_finite(b));
 }
 
 /* In place: r[i] lane j <- r[j] lane i, 32-bit elements. */
@@ -298,14 +280,14 @@ AMX static void pack_v(const amx_buf *b, const float *v, int ldv) {
             prefetch_rows(v + (size_t)(j + 1) * 32 * ldv, ldv, next < 32 ? next : 32, b->dh, 1);
         for (int g = 0; g < b->ng; g++) {
             __m512i r[16];
-            __mmask16 m = mask16(b->dh - g * 16);
+            __mmask16 m = k_mask16(b->dh - g * 16);
             for (int p = 0; p < 16; p++) {
                 int t = j * 32 + 2 * p;
                 const float *v0 = v + (size_t)t * ldv + g * 16;
                 __m512 e = t < b->Tk ? _mm512_maskz_loadu_ps(m, v0) : _mm512_setzero_ps();
                 __m512 o = t + 1 < b->Tk ? _mm512_maskz_loadu_ps(m, v0 + ldv) : _mm512_setzero_ps();
-                r[p] = _mm512_mask_blend_epi16(0xaaaaaaaau, _mm512_srli_epi32(rne_hi(e), 16),
-                                               rne_hi(o));
+                r[p] = _mm512_mask_blend_epi16(0xaaaaaaaau, _mm512_srli_epi32(k_rne_hi_finite(e), 16),
+                                               k_rne_hi_finite(o));
             }
             transpose16(r);
             char *d = b->vt + ((size_t)j * b->ng + g) * 1024;
@@ -359,7 +341,7 @@ AMX static void scores(const amx_buf *b, __m512 amax[2]) {
         _tile_stored(1, s1, 64);
         _tile_stored(2, s0 + 256, 64);
         _tile_stored(3, s1 + 256, 64);
-        MEMBAR(s0);
+        K_MEMBAR(s0);
         int n = b->Tk - j * 32 < 32 ? b->Tk - j * 32 : 32, r = 0;
         for (; r + 1 < n; r += 2) {
             m0 = _mm512_max_ps(m0, _mm512_load_ps(s0 + r * 16));
@@ -464,7 +446,7 @@ AMX static void store_o(float *o, int ldo, const float *ob, int mr, int d0, int 
                 r[d] = _mm512_castps_si512(_mm512_mul_ps(x, inv[rg]));
             }
             transpose16(r);
-            __mmask16 m = mask16(dh - d0 - h * 16);
+            __mmask16 m = k_mask16(dh - d0 - h * 16);
             int n = mr - rg * 16 < 16 ? mr - rg * 16 : 16;
             for (int i = 0; i < n; i++)
                 _mm512_mask_storeu_ps(o + (size_t)(rg * 16 + i) * ldo + d0 + h * 16, m,
@@ -477,7 +459,7 @@ AMX static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, 
                            float scale) {
     __m512 amax[2], mc[2], l[2], inv[2], c = _mm512_set1_ps(exp2_scale(scale));
     pack_q(b, q, ldq, mr, scale < 0 ? -1.0f : 1.0f);
-    MEMBAR(b->qt);
+    K_MEMBAR(b->qt);
     scores(b, amax);
     /* a_max c rounded down: the maximum's y is in [0, 2^-23 |a_max c|) */
     for (int rg = 0; rg < 2; rg++) {
@@ -489,10 +471,10 @@ AMX static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, 
         for (int rg = 0; rg < 2; rg++)
             softmax_range(b, b->st + (size_t)rg * b->Tp * 16, b->pt + rg * 1024, j0 * 16, j1 * 16,
                           mc[rg], c, &l[rg]);
-        MEMBAR(b->pt);
+        K_MEMBAR(b->pt);
         pv_range(b, j0, j1);
     }
-    MEMBAR(b->ob);
+    K_MEMBAR(b->ob);
     for (int rg = 0; rg < 2; rg++) inv[rg] = _mm512_div_ps(_mm512_set1_ps(1.0f), l[rg]);
     for (int dd = 0; dd < b->nd; dd++)
         store_o(o, ldo, b->ob + (size_t)dd * 1024, mr, dd * 32, b->dh, inv);
@@ -501,12 +483,7 @@ AMX static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, 
 AMX static void attn_amx(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                          const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                          void *scratch) {
-    tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-    MEMBAR(&cfg);
-    _tile_loadconfig(&cfg);
+    k_amx_tiles_16x64();
     amx_buf b = amx_layout(scratch, Tk, dh);
     pack_k(&b, k, ldk);
     pack_v(&b, v, ldv);

@@ -86,7 +86,10 @@ size_t gemm_amx_scratch_bytes(int M, int N, int K) {
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#include "kern/x86.h"
+
+#define AMX K_AMX
+#define MEMBAR K_MEMBAR
 
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
@@ -113,36 +116,9 @@ int gemm_amx_ok(void) {
     return g_amx;
 }
 
-/* GCC's tile intrinsics are asm statements without memory operands: order
- * them against plain loads and stores of p's memory by hand. */
-#define MEMBAR(p) __asm__ volatile("" : : "r"(p) : "memory")
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg;
 
-static inline __mmask16 mask16(int n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
-/* f32 -> bf16 round to nearest even in the high half of each lane (as
- * gemm_f32.c's rne_hi and k_f32_to_bf16: integer arithmetic, NaN quiet). */
-AMX static inline __m512i rne_hi(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
-
-AMX static inline __m512i to_bf16x32(__m512 a, __m512 b) {
-    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
-                                         35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
-                                         5, 3, 1);
-    return _mm512_permutex2var_epi16(rne_hi(a), odd, rne_hi(b));
-}
 
 /* Rows [0, 16) of a 16-row group (mr valid) of x[:, 0 .. kc) into nch A tiles. */
 AMX static void pack_x_group(char *xg, const float *x, int ldx, int mr, int kc, int nch) {
@@ -156,13 +132,13 @@ AMX static void pack_x_group(char *xg, const float *x, int ldx, int mr, int kc, 
         int c = 0;
         for (; (c + 1) * 32 <= kc; c++) {
             __m512 a = _mm512_loadu_ps(xr + c * 32), b = _mm512_loadu_ps(xr + c * 32 + 16);
-            _mm512_store_si512(d + (size_t)c * 1024, to_bf16x32(a, b));
+            _mm512_store_si512(d + (size_t)c * 1024, k_to_bf16x32(a, b));
         }
         for (; c < nch; c++) {
             int k = c * 32;
-            __m512 a = _mm512_maskz_loadu_ps(mask16(kc - k), xr + k);
-            __m512 b = _mm512_maskz_loadu_ps(mask16(kc - k - 16), xr + k + 16);
-            _mm512_store_si512(d + (size_t)c * 1024, to_bf16x32(a, b));
+            __m512 a = _mm512_maskz_loadu_ps(k_mask16(kc - k), xr + k);
+            __m512 b = _mm512_maskz_loadu_ps(k_mask16(kc - k - 16), xr + k + 16);
+            _mm512_store_si512(d + (size_t)c * 1024, k_to_bf16x32(a, b));
         }
     }
 }
@@ -170,7 +146,7 @@ AMX static void pack_x_group(char *xg, const float *x, int ldx, int mr, int kc, 
 /* y[mr, nr] (ldy) = acc (32 x 32, row stride 32) + (b or 0) + (first ? 0 : y). */
 AMX static inline void epilogue(const float *acc, float *y, size_t ldy, int mr, int nr,
                                 const float *b, int first) {
-    __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
+    __mmask16 m0 = k_mask16(nr), m1 = k_mask16(nr - 16);
     __m512 b0 = _mm512_setzero_ps(), b1 = b0;
     if (b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     for (int i = 0; i < mr; i++) {
@@ -258,12 +234,7 @@ AMX void k_gemm_amx_pack(void *dst, k_w w, int N, int K) {
 
 AMX void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M,
                       int N, int K, int epi, void *scratch) {
-    tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-    MEMBAR(&cfg);
-    _tile_loadconfig(&cfg);
+    k_amx_tiles_16x64();
     _Alignas(64) float acc[32 * 32];
     int nc = nc_amx(N, K);
     char *xp = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);

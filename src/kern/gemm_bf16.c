@@ -9,13 +9,12 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kern/x86.h"
+
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 
-static inline __mmask16 mask16(int n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
 AVX512BF16 static inline __m512 dp(__m512 acc, __m512i x, __m512i w) {
     return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
@@ -48,19 +47,7 @@ AVX512BF16 void gemm_kernel_bf16_avx512(const void *xp, const void *wp, int kk, 
         xv += 2;
         wv += 2;
     }
-    __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
-    __m512 b0 = _mm512_setzero_ps(), b1 = b0;
-    if (b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-#define STORE(i)                                                                                \
-    if ((i) < mr) {                                                                             \
-        float *yr = y + (size_t)(i) * ldy;                                                      \
-        __m512 s0 = first ? b0 : _mm512_add_ps(b0, _mm512_maskz_loadu_ps(m0, yr));              \
-        __m512 s1 = first ? b1 : _mm512_add_ps(b1, _mm512_maskz_loadu_ps(m1, yr + 16));         \
-        _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(c##i##a, s0));                              \
-        _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(c##i##b, s1));                         \
-    }
-    ROWS(STORE)
-#undef STORE
+    K_GEMM_TILE_STORE(ROWS);
     if (gelu) gemm_gelu_tile_avx512(y, ldy, mr, nr);
 }
 

@@ -8,35 +8,18 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#include "kern/x86.h"
+
+#define AVX512 K_AVX512
 
 /* Rows 0..13 of the micro-kernel, as named registers. */
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 
-static inline __mmask16 mask16(int n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 static inline __mmask32 mask32(int n) {
     return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1);
 }
 
-/* f32 -> bf16 round to nearest even, in the high half of each lane (the
- * same bits as k_f32_to_bf16; integer arithmetic, so no DAZ/FTZ). */
-AVX512 static inline __m512i rne_hi(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
 
-/* 32 floats (a: k 0..15, b: k 16..31) -> 32 bf16 halves in order. */
-AVX512 static inline __m512i to_bf16x32(__m512 a, __m512 b) {
-    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
-                                         35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
-                                         5, 3, 1);
-    return _mm512_permutex2var_epi16(rne_hi(a), odd, rne_hi(b));
-}
 
 AVX512 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16) {
     int kcp = (kc + 1) & ~1;
@@ -49,9 +32,9 @@ AVX512 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp,
             }
             const float *xr = x + (size_t)r * ldx;
             for (int k = 0; k < kcp; k += 32) {
-                __m512 a = _mm512_maskz_loadu_ps(mask16(kc - k), xr + k);
-                __m512 b = _mm512_maskz_loadu_ps(mask16(kc - k - 16), xr + k + 16);
-                _mm512_mask_storeu_epi16(d + k, mask32(kcp - k), to_bf16x32(a, b));
+                __m512 a = _mm512_maskz_loadu_ps(k_mask16(kc - k), xr + k);
+                __m512 b = _mm512_maskz_loadu_ps(k_mask16(kc - k - 16), xr + k + 16);
+                _mm512_mask_storeu_epi16(d + k, mask32(kcp - k), k_to_bf16x32(a, b));
             }
         } else {
             float *d = (float *)xp + (size_t)r * GEMM_KC_F;
@@ -68,7 +51,7 @@ AVX512 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp,
                 _mm512_storeu_ps(d + k + 32, c), _mm512_storeu_ps(d + k + 48, e);
             }
             for (; k < kc; k += 16) {
-                __mmask16 m = mask16(kc - k);
+                __mmask16 m = k_mask16(kc - k);
                 _mm512_mask_storeu_ps(d + k, m, _mm512_maskz_loadu_ps(m, xr + k));
             }
         }
@@ -118,7 +101,7 @@ AVX512 void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, i
             float *pf = (float *)wp + (size_t)j0 * kk + h;   /* 32-bit lanes either way */
             for (int kb = 0; kb < kc; kb += 16) {
                 int kv = kc - kb < 16 ? kc - kb : 16;
-                __mmask16 m = mask16(kv);
+                __mmask16 m = k_mask16(kv);
                 __m512 r[16];
                 for (int i = 0; i < 16; i++)
                     r[i] = i < nv ? w16(w, (size_t)(n0 + c0 + i) * K + k0 + kb, m)
@@ -130,8 +113,8 @@ AVX512 void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, i
                 } else {
                     const __m512i hi16 = _mm512_set1_epi32((int)0xffff0000u);
                     for (int t = 0; t < kv; t += 2) {   /* k even in the low half */
-                        __m512i lo = _mm512_srli_epi32(rne_hi(r[t]), 16);
-                        __m512i hi = _mm512_and_si512(rne_hi(r[t + 1]), hi16);
+                        __m512i lo = _mm512_srli_epi32(k_rne_hi(r[t]), 16);
+                        __m512i hi = _mm512_and_si512(k_rne_hi(r[t + 1]), hi16);
                         _mm512_storeu_si512(pf + (size_t)(kb + t) / 2 * GEMM_NR,
                                             _mm512_or_si512(lo, hi));
                     }
@@ -183,7 +166,7 @@ AVX512 void gemm_gelu_tile_avx512(float *y, size_t ldy, int mr, int nr) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j += 16) {
             float *p = y + (size_t)i * ldy + j;
-            __mmask16 m = mask16(nr - j);
+            __mmask16 m = k_mask16(nr - j);
             _mm512_mask_storeu_ps(p, m, gelu16(_mm512_maskz_loadu_ps(m, p)));
         }
 }
@@ -213,19 +196,7 @@ AVX512 void gemm_kernel_f32_avx512(const void *xp, const void *wp, int kk, float
         xv++;
         wv += GEMM_NR;
     }
-    __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
-    __m512 b0 = _mm512_setzero_ps(), b1 = b0;
-    if (b) b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-#define STORE(i)                                                                                \
-    if ((i) < mr) {                                                                             \
-        float *yr = y + (size_t)(i) * ldy;                                                      \
-        __m512 s0 = first ? b0 : _mm512_add_ps(b0, _mm512_maskz_loadu_ps(m0, yr));              \
-        __m512 s1 = first ? b1 : _mm512_add_ps(b1, _mm512_maskz_loadu_ps(m1, yr + 16));         \
-        _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(c##i##a, s0));                              \
-        _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(c##i##b, s1));                         \
-    }
-    ROWS(STORE)
-#undef STORE
+    K_GEMM_TILE_STORE(ROWS);
     if (gelu) gemm_gelu_tile_avx512(y, ldy, mr, nr);
 }
 
