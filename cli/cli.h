@@ -29,7 +29,7 @@ int cli_parse_kvtype(const char *s, encdec_kv_type *out);
 const char *cli_kvtype_name(encdec_kv_type t);
 #define CLI_PRECISION_HELP \
     "      --compute MODE   weight matrices: f32 (as stored: f32/f16/bf16, f32 math; default),\n" \
-    "                       bf16 (bf16 weights, bf16 products for the encoder), int8\n" \
+    "                       bf16 (bf16 weights and products, f32 sums), int8\n" \
     "                       (int8 weights, per-channel scales, VNNI dot products)\n" \
     "      --cross-kv TYPE  cross-attention cache storage: f32 (default), f16 or bf16\n"
 /* Parses --compute / --cross-kv at argv[*i] (value in argv[*i + 1] or after

@@ -74,9 +74,10 @@ void encdec_model_free(encdec_model *m);
  * embeddings' positions and the convolution stay f32 in every mode). */
 typedef enum {
     ENCDEC_COMPUTE_F32 = 0,  /* as stored (f32, f16 or bf16), f32 arithmetic: the reference */
-    ENCDEC_COMPUTE_BF16,     /* matrices converted to bf16 at load; products over many rows
-                                (encoder, prompts) round their inputs to bf16 and accumulate
-                                in f32 (AVX512_BF16 where the CPU has it) */
+    ENCDEC_COMPUTE_BF16,     /* matrices converted to bf16 at load; products round their
+                                inputs to bf16 and accumulate in f32 (AMX or AVX512_BF16
+                                where the CPU has them; without AMX, decode steps keep f32
+                                inputs) */
     ENCDEC_COMPUTE_INT8,     /* matrices quantised at load to int8 with one scale per output
                                 channel; each product quantises its input rows (one scale
                                 per row) and sums in int32 (AVX512_VNNI where available) */

@@ -138,6 +138,27 @@ static void test_t5_kernels(ed_pool *pool) {
     k_attention_gather(o, q, kc, vc, (size_t)Tk * dh, dh, slot, Tk, dh, 1.0f, bias, s);
     k_attention_gather_ref(r, q, kc, vc, (size_t)Tk * dh, dh, slot, Tk, dh, 1.0f, bias, s);
     CHECK(check_max_abs_diff(o, r, (size_t)dh, NULL) < 1e-5);
+    /* 3 heads side by side (rows of 3 * dh + 5 floats), each head bitwise as
+     * alone, with its own bias row */
+    {
+        int nh = 3, ld = nh * dh + 5;
+        float *kh = rnd((size_t)slots * Tk * ld), *vh = rnd((size_t)slots * Tk * ld);
+        float *qh = rnd((size_t)nh * dh), oh[3 * 16], o1[16], sh[3 * 37];
+        const float *bh = bias + 2;
+        k_attention_gather_heads(oh, qh, kh, vh, (size_t)Tk * ld, ld, slot, Tk, nh, dh, 0.6f, bh,
+                                 11, sh);
+        int diff = 0;
+        for (int h = 0; h < nh; h++) {
+            k_attention_gather(o1, qh + h * dh, kh + h * dh, vh + h * dh, (size_t)Tk * ld, ld, slot,
+                               Tk, dh, 0.6f, bh + h * 11, s);
+            diff += memcmp(o1, oh + h * dh, sizeof o1) != 0;
+            k_attention_gather_ref(r, qh + h * dh, kh + h * dh, vh + h * dh, (size_t)Tk * ld, ld,
+                                   slot, Tk, dh, 0.6f, bh + h * 11, s);
+            CHECK(check_max_abs_diff(oh + h * dh, r, (size_t)dh, NULL) < 1e-5);
+        }
+        CHECK_EQ_INT(diff, 0);
+        free(kh), free(vh), free(qh);
+    }
 
     /* activations and RMSNorm */
     float *x = rnd(300), *y = malloc(300 * sizeof(float)), *z = malloc(300 * sizeof(float));

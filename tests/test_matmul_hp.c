@@ -121,7 +121,7 @@ static void test_pack(void) {
             int N = shapes[s][0], K = shapes[s][1];
             uint16_t *w = make_w(N, K, bf16);
             size_t bytes = k_hp_bytes(N, K);
-            CHECK_EQ_INT(bytes, (size_t)(N + 15) / 16 * 16 * K * 2);
+            CHECK_EQ_INT(bytes, (size_t)(N + 15) / 16 * 16 * (size_t)((K + 31) / 32 * 32) * 2);
             uint16_t *wp = amalloc(bytes);
             memset(wp, 0xab, bytes);
             CHECK_EQ_INT(k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K), 0);
@@ -131,10 +131,10 @@ static void test_pack(void) {
                 k_hp_row(row, wp, bf16, n, N, K);
                 k_h_to_f32(want, w + (size_t)n * K, (size_t)K, bf16);
                 diff += memcmp(row, want, sizeof(float) * (size_t)K) != 0;
-                for (int k = 0; k < K; k++) diff += wp[(size_t)(n / 16) * 16 * K + (size_t)k * 16 + n % 16] != w[(size_t)n * K + k];
+                for (int k = 0; k < K; k++) diff += wp[k_hp_index(bf16, n, k, K)] != w[(size_t)n * K + k];
             }
-            for (int n = N; n < (N + 15) / 16 * 16; n++)
-                for (int k = 0; k < K; k++) pad += wp[(size_t)(n / 16) * 16 * K + (size_t)k * 16 + n % 16] != 0;
+            for (int n = 0; n < (N + 15) / 16 * 16; n++)
+                for (int k = n < N ? K : 0; k < (K + 31) / 32 * 32; k++) pad += wp[k_hp_index(bf16, n, k, K)] != 0;
             CHECK_EQ_INT(diff, 0);
             CHECK_EQ_INT(pad, 0);
             free(w), free(wp), free(row), free(want);
@@ -190,7 +190,7 @@ static void test_negative(void) {
         uint16_t *w = make_w(N, K, bf16), *wp = amalloc(k_hp_bytes(N, K));
         k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K);
         CHECK_EQ_INT(run_case(w, wp, bf16, 3, N, K, 0, N, K, N, 1, 0), 0);
-        wp[(size_t)(17 / 16) * 16 * K + 5 * 16 + 17 % 16] ^= bf16 ? 0x4000 : 0x3c00;   /* w[17][5]: exponent flip */
+        wp[k_hp_index(bf16, 17, 5, K)] ^= bf16 ? 0x4000 : 0x3c00;   /* w[17][5]: exponent flip */
         /* compare against the row-major original (the packed ref shares the corruption) */
         CHECK(run_case(w, wp, bf16, 3, N, K, 0, N, K, N, 1, 1) >= 3);
         free(w), free(wp);
@@ -204,7 +204,105 @@ static void test_negative(void) {
     CHECK(k_matmul_hp(y, 4, x, 1, wp, 0, NULL, 0, 0, 1, 1, 1) >= 0);   /* M = 0: nothing to do */
 }
 
+/* Batch invariance: a row's outputs are bitwise the same whatever rows come
+ * with it (M = 1 .. 40, any position in the batch), on every ISA path: the
+ * property behind "a batch decodes each sequence as it would alone" and
+ * behind cached and uncached decoding agreeing. K past one k-block (512),
+ * odd K, a column slice. */
+static void test_batch_invariance(void) {
+    const int Ks[] = {64, 513, 1024, 1536};
+    const int Ms[] = {2, 5, 8, 9, 16, 17, 40};
+    int N = 100, bad = 0;
+    for (int isa = 0; isa <= 2; isa += 2)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++) {
+                int K = Ks[ik];
+                uint16_t *w = make_w(N, K, bf16), *wp = amalloc(k_hp_bytes(N, K));
+                k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K);
+                float *x = malloc(sizeof(float) * 40 * (size_t)K), *b = malloc(sizeof(float) * (size_t)N);
+                float *y1 = malloc(sizeof(float) * 40 * (size_t)N), *yM = malloc(sizeof(float) * 40 * (size_t)N);
+                for (size_t i = 0; i < 40 * (size_t)K; i++) x[i] = frand();
+                for (int n = 0; n < N; n++) b[n] = frand();
+                for (int r = 0; r < 40; r++)
+                    k_matmul_hp_isa(isa, y1 + (size_t)r * N, N, x + (size_t)r * K, K, wp, bf16, b, 1, 3, N - 3, N, K);
+                for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++) {
+                    int M = Ms[im];
+                    for (int r0 = 0; r0 + M <= 40; r0 += 40 - M > 0 ? 40 - M : 1) {   /* first and last rows */
+                        k_matmul_hp_isa(isa, yM, N, x + (size_t)r0 * K, K, wp, bf16, b, M, 3, N - 3, N, K);
+                        for (int r = 0; r < M; r++)
+                            bad += memcmp(yM + (size_t)r * N + 3, y1 + (size_t)(r0 + r) * N + 3,
+                                          sizeof(float) * (size_t)(N - 3)) != 0;
+                    }
+                }
+                free(w), free(wp), free(x), free(b), free(y1), free(yM);
+            }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* The AMX path of the bf16 mode: against its scalar twin (x rounded to
+ * bf16, double sums; 1e-5 of sum |x||w|), against the plain row-major
+ * product (to the bf16 rounding of x), bitwise batch invariance, K past the
+ * 2048 held at once and not a multiple of 32, column slices. */
+static void test_amx(void) {
+    if (!k_matmul_hp_amx_has()) {
+        printf("AMX: not on this machine, skipped\n");
+        return;
+    }
+    const int Ks[] = {40, 64, 513, 1024, 2100, 4500};
+    const int Ms[] = {1, 3, 8, 16, 17, 40};
+    int N = 100, bad = 0, inv = 0;
+    double worst = 0;
+    for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ik++) {
+        int K = Ks[ik];
+        uint16_t *w = make_w(N, K, 1), *wp = amalloc(k_hp_bytes(N, K));
+        CHECK_EQ_INT(k_hp_pack(wp, (k_w){.p = w, .t = K_BF16}, N, K), 0);
+        float *x = malloc(sizeof(float) * 40 * (size_t)K), *b = malloc(sizeof(float) * (size_t)N);
+        float *y1 = malloc(sizeof(float) * 40 * (size_t)N), *y = malloc(sizeof(float) * 40 * (size_t)N);
+        float *yr = malloc(sizeof(float) * 40 * (size_t)N), *wf = malloc(sizeof(float) * (size_t)K);
+        for (size_t i = 0; i < 40 * (size_t)K; i++) x[i] = frand();
+        for (int n = 0; n < N; n++) b[n] = frand();
+        for (int r = 0; r < 40; r++)
+            CHECK_EQ_INT(k_matmul_hp_amx(y1 + (size_t)r * N, N, x + (size_t)r * K, K, wp, b, 1, 0, N, N, K), 3);
+        k_matmul_hp_amx_ref(yr, N, x, K, wp, b, 40, 0, N, N, K);
+        for (int n = 0; n < N; n++) {
+            k_h_to_f32(wf, w + (size_t)n * K, (size_t)K, 1);
+            for (int r = 0; r < 40; r++) {
+                double sc = fabs(b[n]), plain = b[n];
+                for (int k = 0; k < K; k++) {
+                    sc += fabs((double)x[(size_t)r * K + k] * wf[k]);
+                    plain += (double)x[(size_t)r * K + k] * wf[k];
+                }
+                double got = y1[(size_t)r * N + n];
+                bad += !(fabs(got - yr[(size_t)r * N + n]) <= 1e-5 * sc);
+                /* x rounded to bf16: 2^-9 relative per term at most */
+                bad += !(fabs(got - plain) <= 2.0 / 512 * sc);
+                if (fabs(got - plain) / sc > worst) worst = fabs(got - plain) / sc;
+            }
+        }
+        for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++) {
+            int M = Ms[im], n0 = im % 2 ? 5 : 0, nn = im % 2 ? N - 5 - 11 : N;
+            for (size_t i = 0; i < (size_t)M * N; i++) y[i] = -7.0f;
+            CHECK_EQ_INT(k_matmul_hp_amx(y, N, x + (size_t)(40 - M) * K, K, wp, b, M, n0, nn, N, K), 3);
+            for (int r = 0; r < M; r++)
+                for (int n = 0; n < N; n++) {
+                    float want = n >= n0 && n < n0 + nn ? y1[(size_t)(40 - M + r) * N + n] : -7.0f;
+                    inv += memcmp(&y[(size_t)r * N + n], &want, sizeof want) != 0;
+                }
+        }
+        free(w), free(wp), free(x), free(b), free(y1), free(y), free(yr), free(wf);
+    }
+    printf("AMX: worst |y - x.w| / sum |x||w| %.3g (x rounded to bf16)\n", worst);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(inv, 0);
+    float y[4], x[4];
+    uint16_t wp[16];
+    CHECK_EQ_INT(k_matmul_hp_amx(y, 4, x, 1, wp, NULL, 1, 0, 2, 1, 1), -1);
+    CHECK_EQ_INT(k_matmul_hp_amx(y, 4, x, 1, NULL, NULL, 1, 0, 1, 1, 1), -1);
+}
+
 int main(void) {
+    test_amx();
+    test_batch_invariance();
     test_pack();
     test_negative();
     test_products();

@@ -155,6 +155,39 @@ static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
     return worst;
 }
 
+/* One prefill for all inputs (feed_n) gives every input's logits bitwise
+ * as a feed of its own does, and so does the step after it. */
+static void check_feed_n(t5_state *s, golden *G, encdec_kv_mode mode) {
+    const t5_hparams *h = &s->m->hp;
+    const int *gt = gi(G->g, "greedy_tokens");
+    size_t V = (size_t)h->n_vocab, B = (size_t)G->B;
+    float *one = malloc(sizeof(float) * 2 * B * V), *all = malloc(sizeof(float) * 2 * B * V);
+    int seq[16], tok[16], start = h->dec_start;
+    for (int b = 0; b < G->B; b++) seq[b] = b, tok[b] = gt[b * G->N];
+    for (int pass = 0; pass < 2; pass++) {
+        float *out = pass ? all : one;
+        dec_runner r;
+        rn_model rm = t5_rn_model(s, 1);
+        CHECK_EQ_INT(rn_init(&r, &rm, mode), ENCDEC_OK);
+        rn_begin(&r, mode);
+        dec_model dm = rn_seam(&r);
+        CHECK(dm.feed_n != NULL);
+        if (pass) CHECK_EQ_INT(dm.feed_n(dm.ctx, G->B, seq, &start, 1, out), ENCDEC_OK);
+        else
+            for (int b = 0; b < G->B; b++)
+                CHECK_EQ_INT(dm.feed(dm.ctx, b, &start, 1, out + b * V), ENCDEC_OK);
+        CHECK_EQ_INT(dm.step(dm.ctx, G->B, seq, tok, out + B * V), ENCDEC_OK);
+        /* a sequence fed twice, or out of input order, is refused */
+        int twice[2] = {0, 0}, back[2] = {1, 0};
+        CHECK_EQ_INT(dm.feed_n(dm.ctx, 2, twice, &start, 1, out), ENCDEC_ERR_ARG);
+        CHECK_EQ_INT(dm.feed_n(dm.ctx, 2, back, &start, 1, out), ENCDEC_ERR_ARG);
+        rn_free(&r);
+    }
+    CHECK_EQ_INT(memcmp(one, all, sizeof(float) * 2 * B * V), 0);
+    free(one);
+    free(all);
+}
+
 static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode) {
     const t5_hparams *h = &s->m->hp;
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
@@ -290,6 +323,7 @@ static void check_precision(const char *model_dir, golden *G) {
         CHECK_EQ_INT(t5_state_reserve(s, &shape), ENCDEC_OK);
         t5_encode(s, G->ids, G->start, G->len, G->B);
         double d = check_logits(s, G, ENCDEC_KV_FULL);
+        check_feed_n(s, G, ENCDEC_KV_FULL);
         printf("  precision %-9s logits max |diff| / max |row| %.3g (tol %.0e)\n", cfg[i].name, d,
                cfg[i].tol);
         CHECK_NEAR(d, 0, cfg[i].tol);
@@ -338,6 +372,7 @@ static void run_variant(const char *variant, const char *model_name) {
         double d = check_logits(s, &G, modes[i]);
         printf("  logits at every step, %s: max |diff| / max |row| %.3g\n", cli_kv(modes[i]), d);
         CHECK_NEAR(d, 0, LOGIT_TOL);
+        check_feed_n(s, &G, modes[i]);
         check_greedy(s, &G, modes[i]);
     }
     double worst = 0;

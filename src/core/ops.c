@@ -160,7 +160,9 @@ static void gemm_task(void *arg, int ith, int nth) {
     else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi);
 }
 
-/* Panel-major halves (decode-only matrices): column slices of 16. */
+/* Panel-major halves (decode-only matrices): column slices of 16. The bf16
+ * compute mode (bf16 panels marked lowp) runs them on AMX where it can:
+ * x rounded to bf16 there, for every M alike (batch-invariant). */
 typedef struct {
     float *y;
     const float *x, *b;
@@ -172,9 +174,12 @@ static void mmp_task(void *arg, int ith, int nth) {
     mmp_ctx *c = arg;
     int lo, hi;
     ed_split(c->N, ith, nth, 16, &lo, &hi);
-    if (hi > lo)
-        k_matmul_hp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
-                    c->N, c->K);
+    if (hi <= lo) return;
+    if (c->w.t == K_BF16P && c->w.lowp &&
+        k_matmul_hp_amx(c->y, c->ldy, c->x, c->ldx, c->w.p, c->b, c->M, lo, hi - lo, c->N, c->K) >= 0)
+        return;
+    k_matmul_hp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
+                c->N, c->K);
 }
 
 /* y[M, N] (ldy) += t[M, N] (row stride N), then GELU, over row slices. */
@@ -471,36 +476,49 @@ typedef struct {
     float *o;
     const float *q;
     const kv_cross *c;
+    const int *row_cache;
     int ldo, ldq, l, Mq;
     float scale;
     float *scratch;
     size_t scratch_stride;
 } xattn_ctx;
 
+/* Items are numbered run by run (rows of one cache), then head, then block
+ * of OP_ATTN_ROWS rows from the run's start. */
 static void xattn_task(void *arg, int ith, int nth) {
     xattn_ctx *c = arg;
-    const kv_cross *kc = c->c;
-    int n_blk = (c->Mq + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS, dh = kc->dh;
-    int n_items = n_blk * kc->n_head;
     float *s = c->scratch + (size_t)ith * c->scratch_stride;
-    for (int it = ith; it < n_items; it += nth) {
-        int h = it / n_blk, r0 = (it % n_blk) * OP_ATTN_ROWS;
-        int m = c->Mq - r0 < OP_ATTN_ROWS ? c->Mq - r0 : OP_ATTN_ROWS;
-        float *o = c->o + (size_t)r0 * c->ldo + (size_t)h * dh;
-        const float *q = c->q + (size_t)r0 * c->ldq + (size_t)h * dh;
-        const void *k = kv_cross_k(kc, c->l, h), *v = kv_cross_v(kc, c->l, h);
-        if (kc->type == KV_F32)
-            k_attention_kvf(o, c->ldo, q, c->ldq, k, v, m, kc->n_valid, dh, c->scale, s);
+    int item = 0;
+    for (int r0 = 0; r0 < c->Mq;) {
+        int ci = c->row_cache ? c->row_cache[r0] : 0, r1 = r0 + 1;
+        if (c->row_cache)
+            while (r1 < c->Mq && c->row_cache[r1] == ci) r1++;
         else
-            k_attention_kvh(o, c->ldo, q, c->ldq, k, v, kc->type == KV_BF16, m, kc->n_valid, dh,
-                            c->scale, s);
+            r1 = c->Mq;
+        const kv_cross *kc = &c->c[ci];
+        int dh = kc->dh, n_blk = (r1 - r0 + OP_ATTN_ROWS - 1) / OP_ATTN_ROWS;
+        int n_items = n_blk * kc->n_head;
+        for (int it = ((ith - item) % nth + nth) % nth; it < n_items; it += nth) {
+            int h = it / n_blk, b0 = r0 + (it % n_blk) * OP_ATTN_ROWS;
+            int m = r1 - b0 < OP_ATTN_ROWS ? r1 - b0 : OP_ATTN_ROWS;
+            float *o = c->o + (size_t)b0 * c->ldo + (size_t)h * dh;
+            const float *q = c->q + (size_t)b0 * c->ldq + (size_t)h * dh;
+            const void *k = kv_cross_k(kc, c->l, h), *v = kv_cross_v(kc, c->l, h);
+            if (kc->type == KV_F32)
+                k_attention_kvf(o, c->ldo, q, c->ldq, k, v, m, kc->n_valid, dh, c->scale, s);
+            else
+                k_attention_kvh(o, c->ldo, q, c->ldq, k, v, kc->type == KV_BF16, m, kc->n_valid,
+                                dh, c->scale, s);
+        }
+        item += n_items;
+        r0 = r1;
     }
 }
 
 void op_attention_cross(ed_pool *p, float *o, int ldo, const float *q, int ldq,
-                        const kv_cross *c, int l, int Mq, float scale, float *scratch,
-                        size_t scratch_stride) {
-    xattn_ctx x = {o, q, c, ldo, ldq, l, Mq, scale, scratch, scratch_stride};
+                        const kv_cross *c, const int *row_cache, int l, int Mq, float scale,
+                        float *scratch, size_t scratch_stride) {
+    xattn_ctx x = {o, q, c, row_cache, ldo, ldq, l, Mq, scale, scratch, scratch_stride};
     ed_pool_run(p, xattn_task, &x);
 }
 

@@ -62,13 +62,16 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
                      float scale, int causal, int bf16, float *scratch, size_t scratch_stride);
 
 /* Cross attention of Mq query rows q [Mq, n_head * dh] (ldq) over layer l
- * of a cross cache (any element type: f32 or halves expanded in registers),
- * keys [0, c->n_valid): o [Mq, n_head * dh] (ldo). Work items are (head,
- * block of OP_ATTN_ROWS rows); every K/V line is read once per block.
- * scratch: per thread OP_ATTN_ROWS * n_valid floats, scratch_stride apart. */
+ * of cross caches (any element type: f32 or halves expanded in registers),
+ * keys [0, n_valid): o [Mq, n_head * dh] (ldo). Row r reads the cache
+ * c[row_cache[r]] (row_cache NULL: all read c[0]); rows of one cache are
+ * consecutive runs. One pool pass; work items are (run, head, block of
+ * OP_ATTN_ROWS rows from the run's start); every K/V line is read once per
+ * block. scratch: per thread OP_ATTN_ROWS * (the longest n_valid) floats,
+ * scratch_stride apart. */
 void op_attention_cross(ed_pool *p, float *o, int ldo, const float *q, int ldq,
-                        const kv_cross *c, int l, int Mq, float scale, float *scratch,
-                        size_t scratch_stride);
+                        const kv_cross *c, const int *row_cache, int l, int Mq, float scale,
+                        float *scratch, size_t scratch_stride);
 
 /* ---- the T5 family (ops_seq.c) ---- */
 
@@ -97,7 +100,8 @@ void op_attention_seg(ed_pool *p, float *o, int ldo, const float *q, int ldq, co
  * tab[tab_row[r] * tab_ld + t]; it attends to positions [0, pos[r]]. Head h
  * of slot s, position t is at kc (vc) + s * slot_stride + t * ld + h * dh.
  * bias: + bias[h * bias_hstride + bias_center - pos[r] + t] (NULL: none).
- * scratch: per thread pos[r] + 1 floats or more, scratch_stride apart. */
+ * scratch: per thread min(n_head, OP_ATTN_ROWS) * (pos[r] + 1) floats or
+ * more, scratch_stride apart. */
 void op_attention_tab(ed_pool *p, float *o, int ldo, const float *q, int ldq,
                       const float *kc, const float *vc, size_t slot_stride, int ld, int R,
                       const int *pos, const int *tab, const int *tab_row, int tab_ld,

@@ -113,17 +113,23 @@ typedef struct {
     size_t scratch_stride;
 } tab_ctx;
 
+/* Items: (row, group of heads). With at least as many rows as threads a
+ * group is all the heads (up to OP_ATTN_ROWS: the scratch), so each
+ * position's K and V rows are read once, in order; else one head each. */
 static void tab_task(void *arg, int ith, int nth) {
     tab_ctx *c = arg;
     float *s = c->scratch + (size_t)ith * c->scratch_stride;
-    int n_items = c->R * c->n_head;
+    int per = c->R >= nth ? (c->n_head < OP_ATTN_ROWS ? c->n_head : OP_ATTN_ROWS) : 1;
+    int groups = (c->n_head + per - 1) / per, n_items = c->R * groups;
     for (int it = ith; it < n_items; it += nth) {
-        int r = it / c->n_head, h = it % c->n_head, p = c->pos[r];
+        int r = it / groups, h = it % groups * per, p = c->pos[r];
+        int nh = c->n_head - h < per ? c->n_head - h : per;
         size_t col = (size_t)h * c->dh;
         const float *b = c->bias ? c->bias + (size_t)h * c->bias_hstride + c->bias_center - p : NULL;
-        k_attention_gather(c->o + (size_t)r * c->ldo + col, c->q + (size_t)r * c->ldq + col,
-                           c->kc + col, c->vc + col, c->slot_stride, c->ld,
-                           c->tab + (size_t)c->tab_row[r] * c->tab_ld, p + 1, c->dh, c->scale, b, s);
+        k_attention_gather_heads(c->o + (size_t)r * c->ldo + col, c->q + (size_t)r * c->ldq + col,
+                                 c->kc + col, c->vc + col, c->slot_stride, c->ld,
+                                 c->tab + (size_t)c->tab_row[r] * c->tab_ld, p + 1, nh, c->dh,
+                                 c->scale, b, c->bias_hstride, s);
     }
 }
 

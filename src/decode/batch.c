@@ -33,6 +33,21 @@ void *dec_alloc_n(size_t n, size_t size, const char *what) {
     return ed_alloc(bytes, what);
 }
 
+encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int n, float *logits) {
+    size_t V = (size_t)m->n_vocab;
+    if (m->feed_n && n_seq > 1) {
+        int *seq = dec_alloc_n((size_t)n_seq, sizeof *seq, "sequence list");
+        if (!seq) return ENCDEC_ERR_NOMEM;
+        for (int s = 0; s < n_seq; s++) seq[s] = s;
+        encdec_status st = m->feed_n(m->ctx, n_seq, seq, tokens, n, logits);
+        free(seq);
+        return st;
+    }
+    encdec_status st = ENCDEC_OK;
+    for (int s = 0; !st && s < n_seq; s++) st = m->feed(m->ctx, s, tokens, n, logits + (size_t)s * V);
+    return st;
+}
+
 encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
                               const dec_rules *r, dec_pick_fn pick, void *pick_ctx,
                               int *out_tok, float *out_lp, int *out_len, float *out_score) {
@@ -54,8 +69,7 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
         out_score[s] = 0;
         live[s] = s;
     }
-    for (int s = 0; !st && s < n_seq; s++)
-        st = m->feed(m->ctx, s, prompt, n_prompt, logits + (size_t)s * V);
+    st = dec_feed_all(m, n_seq, prompt, n_prompt, logits);
     /* live[i]'s logits are row i: the order of the last feed / step */
     int n_live = n_seq;
     for (int t = 0; !st && t < N && n_live > 0; t++) {

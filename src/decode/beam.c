@@ -322,8 +322,7 @@ encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int 
                   .N = r->max_new};
     st = beam_alloc(&b);
     size_t GW = (size_t)b.G * b.W;
-    for (size_t i = 0; !st && i < GW; i++)
-        st = m->feed(m->ctx, (int)i, prompt, n_prompt, b.logits + i * b.V);
+    if (!st) st = dec_feed_all(m, (int)GW, prompt, n_prompt, b.logits);
     for (int t = 0; !st; t++) {
         int live = 0;           /* the logits rows hold the live groups, in order */
         for (int g = 0; g < b.G; g++)

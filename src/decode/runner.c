@@ -107,6 +107,44 @@ static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *l
     return ENCDEC_OK;
 }
 
+/* Sequences go in runs whose rows fit the model's max_rows; each run is one
+ * pass (one cross-cache fill where the mode recomputes it per pass). */
+static encdec_status feed_n(void *ctx, int n_seq, const int *seq, const int *tokens, int n,
+                            float *logits) {
+    dec_runner *r = ctx;
+    for (int i = 0; i < n_seq; i++) {
+        encdec_status st = check_room(r, seq[i], n);
+        if (st) return st;
+        for (int j = 0; j < i; j++)
+            if (seq[j] == seq[i]) return ed_fail(ENCDEC_ERR_ARG, "feed: sequence %d listed twice", seq[i]);
+        if (i > 0 && input_of(r, seq[i]) < input_of(r, seq[i - 1]))
+            return ed_fail(ENCDEC_ERR_ARG, "feed: sequences must be listed in input order");
+    }
+    for (int i0 = 0; i0 < n_seq;) {
+        int R = 0, i1 = i0;
+        while (i1 < n_seq) {
+            int rows = n + (r->mode == ENCDEC_KV_NONE ? r->len[seq[i1]] : 0);
+            if (i1 > i0 && R + rows > r->m.max_rows) break;
+            R += rows, i1++;
+        }
+        if (i1 == i0 + 1) {   /* alone (it may not even fit: feed says so) */
+            encdec_status st = feed(ctx, seq[i0], tokens, n, logits + (size_t)i0 * r->m.n_vocab);
+            if (st) return st;
+            i0 = i1;
+            continue;
+        }
+        if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
+        R = 0;
+        for (int i = i0; i < i1; i++) {
+            R = build_rows(r, R, seq[i], tokens, n);
+            r->r_out[i - i0] = R - 1;
+        }
+        decode_rows(r, R, i1 - i0, logits + (size_t)i0 * r->m.n_vocab);
+        i0 = i1;
+    }
+    return ENCDEC_OK;
+}
+
 static encdec_status step(void *ctx, int n_seq, const int *seq, const int *token, float *logits) {
     dec_runner *r = ctx;
     if (n_seq < 1 || n_seq > r->m.n_slots)
@@ -164,6 +202,6 @@ static encdec_status reorder(void *ctx, int n, const int *seq, const int *src) {
 }
 
 dec_model rn_seam(dec_runner *r) {
-    dec_model dm = {r, r->m.n_vocab, feed, step, reorder};
+    dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n};
     return dm;
 }

@@ -4,6 +4,7 @@
  *   dm.feed(dm.ctx, seq, prompt, n_prompt, logits);     prefill: logits of the last token
  *   dm.step(dm.ctx, n_seq, seqs, tokens, logits);       one token for each of n_seq sequences
  *   dm.reorder(dm.ctx, n, seqs, srcs);                  beams: seqs[i] continues srcs[i]
+ *   dm.feed_n(dm.ctx, n_seq, seqs, prompt, n_prompt, logits);   optional: one prefill for many
  *
  * A sequence is a small integer (a cache slot) that the model side owns.
  * Strategies (greedy, beam search, sampling) only see logits [n, n_vocab]
@@ -31,6 +32,17 @@ typedef struct {
      * call, all at once (a permutation, or several children of one parent).
      * Sequences not named keep theirs. NULL when the model cannot fork. */
     encdec_status (*reorder)(void *ctx, int n, const int *seq, const int *src);
+    /* Optional (NULL: feed one sequence at a time): feed for sequences
+     * seq[0, n_seq), all given the same tokens[0, n), in as few passes as
+     * the model's rows allow; logits[n_seq, n_vocab]. The same logits as
+     * n_seq feeds: bitwise where the products are batch-invariant (half
+     * weights in panels, the bf16 mode; f32 weights up to 16 rows a pass),
+     * else to rounding. */
+    encdec_status (*feed_n)(void *ctx, int n_seq, const int *seq, const int *tokens, int n,
+                            float *logits);
 } dec_model;
+
+/* Feeds `tokens` to sequences 0..n_seq-1: m->feed_n when there is one. */
+encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int n, float *logits);
 
 #endif

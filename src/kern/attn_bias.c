@@ -61,20 +61,48 @@ static inline float dot8(const float *a, const float *b, int n) {
     return r;
 }
 
-K_CLONES void k_attention_gather(float *o, const float *q, const float *k, const float *v,
-                                 size_t slot_stride, int ld, const int *slot, int Tk, int dh,
-                                 float scale, const float *bias, float *s) {
+#define GATHER_AHEAD 4   /* positions whose K rows are prefetched ahead */
+
+static inline void prefetch_floats(const float *p, int n) {
+    for (int i = 0; i < n; i += 16) __builtin_prefetch(p + i);
+}
+
+/* Heads side by side: position j's K (and V) row holds all nh heads in one
+ * run of nh * dh floats, so it is read once, in order, for all of them (the
+ * rows are ld apart and come from other slots: prefetched ahead). Each head
+ * does exactly what k_attention_gather does alone. */
+K_CLONES void k_attention_gather_heads(float *o, const float *q, const float *k, const float *v,
+                                       size_t slot_stride, int ld, const int *slot, int Tk,
+                                       int nh, int dh, float scale, const float *bias,
+                                       size_t bias_hstride, float *s) {
+    int span = nh * dh;
+    for (int j = 0; j < Tk && j < GATHER_AHEAD; j++)
+        prefetch_floats(k + (size_t)slot[j] * slot_stride + (size_t)j * ld, span);
     for (int j = 0; j < Tk; j++) {
         const float *kj = k + (size_t)slot[j] * slot_stride + (size_t)j * ld;
-        s[j] = scale * dot8(q, kj, dh) + (bias ? bias[j] : 0.0f);
+        int ja = j + GATHER_AHEAD;
+        if (ja < Tk) prefetch_floats(k + (size_t)slot[ja] * slot_stride + (size_t)ja * ld, span);
+        prefetch_floats(v + (size_t)slot[j] * slot_stride + (size_t)j * ld, span);
+        for (int h = 0; h < nh; h++)
+            s[(size_t)h * Tk + j] = scale * dot8(q + (size_t)h * dh, kj + (size_t)h * dh, dh) +
+                                    (bias ? bias[(size_t)h * bias_hstride + j] : 0.0f);
     }
-    k_softmax(s, Tk);
-    for (int c = 0; c < dh; c++) o[c] = 0.0f;
+    for (int h = 0; h < nh; h++) k_softmax(s + (size_t)h * Tk, Tk);
+    for (int c = 0; c < span; c++) o[c] = 0.0f;
     for (int j = 0; j < Tk; j++) {
         const float *vj = v + (size_t)slot[j] * slot_stride + (size_t)j * ld;
-        float w = s[j];
-        for (int c = 0; c < dh; c++) o[c] += w * vj[c];
+        for (int h = 0; h < nh; h++) {
+            float w = s[(size_t)h * Tk + j], *oh = o + (size_t)h * dh;
+            const float *vh = vj + (size_t)h * dh;
+            for (int c = 0; c < dh; c++) oh[c] += w * vh[c];
+        }
     }
+}
+
+void k_attention_gather(float *o, const float *q, const float *k, const float *v,
+                        size_t slot_stride, int ld, const int *slot, int Tk, int dh, float scale,
+                        const float *bias, float *s) {
+    k_attention_gather_heads(o, q, k, v, slot_stride, ld, slot, Tk, 1, dh, scale, bias, 0, s);
 }
 
 void k_attention_gather_ref(float *o, const float *q, const float *k, const float *v,

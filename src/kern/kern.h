@@ -115,6 +115,14 @@ void k_attention_gather(float *o, const float *q, const float *k, const float *v
 void k_attention_gather_ref(float *o, const float *q, const float *k, const float *v,
                             size_t slot_stride, int ld, const int *slot, int Tk, int dh,
                             float scale, const float *bias, float *scratch);
+/* The same for nh heads side by side (q, o, each key and value row: nh * dh
+ * floats, head h at h * dh; head h's bias at bias + h * bias_hstride), each
+ * head bitwise as k_attention_gather gives it alone; a position's rows are
+ * read once for all heads. scratch: [nh * Tk]. */
+void k_attention_gather_heads(float *o, const float *q, const float *k, const float *v,
+                              size_t slot_stride, int ld, const int *slot, int Tk, int nh, int dh,
+                              float scale, const float *bias, size_t bias_hstride,
+                              float *scratch);
 
 /* T5's RMSNorm: y[M,D] = x / sqrt(mean(x^2) + eps) * g per row (no mean
  * subtraction, no bias); y may alias x. */

@@ -3,16 +3,19 @@
  *
  * The AVX-512 kernel computes tiles of R activation rows (1..16) x B panels
  * (1..4, fewer as R grows: at most 24 accumulators, see hp_bmax): per k it
- * loads B 32-byte weight vectors, expands each to 16 f32 lanes (vcvtph2ps,
- * or for bf16 zero-extend + shift), and issues R x B FMAs against a
+ * loads B weight vectors, expands each to 16 f32 lanes (f16: vcvtph2ps of
+ * 32 bytes; bf16: one shift or one and of the 64-byte word pairs, a single
+ * ALU operation on a memory operand), and issues R x B FMAs against a
  * broadcast of x[r][k] (the broadcast folds into the FMA's memory operand
  * when B = 1). Outputs lie across the lanes: no horizontal sums; the
  * epilogue adds the bias and stores 16 columns at once (masked at the edges
  * of [n0, n0 + nn)).
  *
- * x: the chunk's rows are copied k-major into a 16 KB stack buffer, in
- * blocks of k (later blocks add to y), so every broadcast is one pointer
- * plus a constant (per-row pointers spilled at R = 16: ~10% slower).
+ * x: the chunk's rows are copied k-major into a 32 KB stack buffer, in
+ * blocks of 512 k (later blocks add to y), so every broadcast is one pointer
+ * plus a constant (per-row pointers spilled at R = 16: ~10% slower). The
+ * blocks are the same for every R (one row too, read in place): each row's
+ * sums, and so its bits, do not depend on how many rows come with it.
  *
  * Memory: a tile reads B panels as B sequential streams and prefetches the
  * next tile's panels at the same offsets (as kern/q8.c found best). M <= 16
@@ -41,31 +44,39 @@
 #define HP_ROWS 16                    /* rows per weight pass, at most (<= 16) */
 #endif
 #define HP_BLOCK_BYTES (256 << 10)    /* weights per column block (more rows than HP_ROWS) */
-#ifndef HP_XT_FLOATS
-#define HP_XT_FLOATS 4096             /* x of a chunk, transposed, per k-block (16 KB of stack) */
-#endif
+#define HP_KB 512                     /* k per block, for every R: a row's sums do not depend on M */
+#define HP_XT_FLOATS (HP_ROWS * HP_KB) /* x of a chunk, transposed, per k-block (32 KB of stack) */
 
 static inline size_t panels(int N) { return ((size_t)N + 15) / 16; }
+static inline size_t keven(int K) { return ((size_t)K + 31) & ~(size_t)31; }   /* K' */
+
+size_t k_hp_index(int bf16, int n, int k, int K) {
+    size_t at = (size_t)(n / 16) * 16 * keven(K);
+    if (bf16) return at + (size_t)(k / 2) * 32 + (size_t)(n % 16) * 2 + (size_t)(k & 1);
+    return at + (size_t)k * 16 + (size_t)(n % 16);
+}
 
 size_t k_hp_bytes(int N, int K) {
     if (N < 1 || K < 1) return 0;
-    return panels(N) * 16 * (size_t)K * sizeof(uint16_t);
+    return panels(N) * 16 * keven(K) * sizeof(uint16_t);
 }
 
 int k_hp_pack(uint16_t *dst, k_w w, int N, int K) {
     if (!dst || !w.p || N < 1 || K < 1 || (w.t != K_F16 && w.t != K_BF16)) return -1;
     const uint16_t *src = w.p;
-    size_t np = panels(N);
+    int bf16 = w.t == K_BF16;
+    size_t np = panels(N), ps = 16 * keven(K);
     for (size_t p = 0; p < np; p++) {
-        uint16_t *d = dst + p * 16 * (size_t)K;
+        uint16_t *d = dst + p * ps;
         int rows = N - (int)p * 16 < 16 ? N - (int)p * 16 : 16;
-        if (rows < 16) memset(d, 0, 16 * (size_t)K * sizeof *d);
+        if (rows < 16 || K % 32) memset(d, 0, ps * sizeof *d);
         /* 16 rows read in k-blocks: the 16 source rows stay in cache */
         for (int k0 = 0; k0 < K; k0 += 64) {
             int k1 = K - k0 < 64 ? K : k0 + 64;
             for (int j = 0; j < rows; j++) {
                 const uint16_t *s = src + (p * 16 + (size_t)j) * K;
-                for (int k = k0; k < k1; k++) d[(size_t)k * 16 + j] = s[k];
+                int n = (int)p * 16 + j;
+                for (int k = k0; k < k1; k++) dst[k_hp_index(bf16, n, k, K)] = s[k];
             }
         }
     }
@@ -75,8 +86,7 @@ int k_hp_pack(uint16_t *dst, k_w w, int N, int K) {
 
 void k_hp_row(float *dst, const uint16_t *wp, int bf16, int n, int N, int K) {
     if (n < 0 || n >= N) return;
-    const uint16_t *s = wp + (size_t)(n / 16) * 16 * K + n % 16;
-    for (int k = 0; k < K; k++) dst[k] = k_h2f(s[(size_t)k * 16], bf16);
+    for (int k = 0; k < K; k++) dst[k] = k_h2f(wp[k_hp_index(bf16, n, k, K)], bf16);
 }
 
 /* ---- portable C ---- */
@@ -88,7 +98,7 @@ static inline __attribute__((always_inline)) void panel_c(const int R, float out
     float acc[4][16] = {{0}};
     for (int k = 0; k < K; k++) {
         float w[16];
-        for (int j = 0; j < 16; j++) w[j] = k_h2f(wp[(size_t)k * 16 + j], bf16);
+        for (int j = 0; j < 16; j++) w[j] = k_h2f(wp[k_hp_index(bf16, j, k, K)], bf16);
         for (int i = 0; i < R; i++) {
             float xv = x[(size_t)i * ldx + k];
             for (int j = 0; j < 16; j++) acc[i][j] += xv * w[j];
@@ -100,7 +110,7 @@ static inline __attribute__((always_inline)) void panel_c(const int R, float out
 static void matmul_hp_c(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                         const float *b, int M, int n0, int nn, int K) {
     for (int pn = n0 / 16; pn * 16 < n0 + nn; pn++) {
-        const uint16_t *w = wp + (size_t)pn * 16 * K;
+        const uint16_t *w = wp + (size_t)pn * 16 * keven(K);
         int lo = n0 - pn * 16 > 0 ? n0 - pn * 16 : 0;
         int hi = n0 + nn - pn * 16 < 16 ? n0 + nn - pn * 16 : 16;
         for (int i0 = 0; i0 < M;) {
@@ -139,10 +149,18 @@ typedef struct {
     int n0, n1;             /* store columns [n0, n1) only */
 } hp_tile_args;
 
-HP_TARGET static inline __attribute__((always_inline)) __m512 hp_ld(const uint16_t *p, const int BF) {
-    __m256i h = _mm256_loadu_si256((const __m256i *)p);
-    if (BF) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
+/* The 16 outputs' weights at k (p: 2 k = 32 halves in): f16 rows of 16
+ * halves; bf16 pairs (k, k + 1) in 32-bit words: k's half is the low one,
+ * its f32 value the word shifted left by 16, k + 1's the word with the low
+ * half cleared. */
+HP_TARGET static inline __attribute__((always_inline)) __m512 hp_ld(const uint16_t *p, const int BF,
+                                                                    const int odd) {
+    if (BF) {
+        __m512i v = _mm512_loadu_si512((const void *)p);
+        if (odd) return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    }
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 16 * odd)));
 }
 
 /* Named accumulators a<r>_<j> (GCC keeps arrays of vectors in memory);
@@ -157,12 +175,12 @@ HP_TARGET static inline __attribute__((always_inline)) __m512 hp_ld(const uint16
         if (B > 2) HP_F(r, 2);                                                 \
         if (B > 3) HP_F(r, 3);                                                 \
     }
-#define HP_STEP(kk, wk)                                                        \
+#define HP_STEP(kk, wk, odd)                                                   \
     {                                                                          \
-        __m512 w0 = hp_ld(wk, BF), w1 = z, w2 = z, w3 = z;                     \
-        if (B > 1) w1 = hp_ld(wk + ps, BF);                                    \
-        if (B > 2) w2 = hp_ld(wk + 2 * ps, BF);                                \
-        if (B > 3) w3 = hp_ld(wk + 3 * ps, BF);                                \
+        __m512 w0 = hp_ld(wk, BF, odd), w1 = z, w2 = z, w3 = z;                \
+        if (B > 1) w1 = hp_ld(wk + ps, BF, odd);                               \
+        if (B > 2) w2 = hp_ld(wk + 2 * ps, BF, odd);                           \
+        if (B > 3) w3 = hp_ld(wk + 3 * ps, BF, odd);                           \
         HP_ROW(0, kk) HP_ROW(1, kk) HP_ROW(2, kk) HP_ROW(3, kk)                \
         HP_ROW(4, kk) HP_ROW(5, kk) HP_ROW(6, kk) HP_ROW(7, kk)                \
         HP_ROW(8, kk) HP_ROW(9, kk) HP_ROW(10, kk) HP_ROW(11, kk)              \
@@ -203,12 +221,12 @@ HP_TARGET static inline __attribute__((always_inline)) void hp_tile(const int R,
         if (B > 1) _mm_prefetch((const char *)(wk + pf + ps), _MM_HINT_T0);
         if (B > 2) _mm_prefetch((const char *)(wk + pf + 2 * ps), _MM_HINT_T0);
         if (B > 3) _mm_prefetch((const char *)(wk + pf + 3 * ps), _MM_HINT_T0);
-        HP_STEP(k, wk)
-        HP_STEP(k + 1, wk + 16)
+        HP_STEP(k, wk, 0)
+        HP_STEP(k + 1, wk, 1)
     }
     if (k < K) {
         const uint16_t *wk = w + (size_t)k * 16;
-        HP_STEP(k, wk)
+        HP_STEP(k, wk, 0)
     }
     HP_EPI(0) HP_EPI(1) HP_EPI(2) HP_EPI(3)
 }
@@ -248,7 +266,7 @@ static void hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int 
 
 static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                              int bf16, const float *b, int M, int n0, int nn, int K) {
-    size_t ps = (size_t)16 * K;
+    size_t ps = 16 * keven(K);
     int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
     int chunks = (M + HP_ROWS - 1) / HP_ROWS;
     int blk = p1 - p0;   /* one chunk: one sweep, the weights are read once anyway */
@@ -264,12 +282,12 @@ static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const u
         int pe = p1 - pb < blk ? p1 : pb + blk;
         for (int ch = 0, m0 = 0; ch < chunks; ch++) {
             int R = M / chunks + (ch < M % chunks), bm = hp_bmax(R);
-            int kb = R == 1 ? K : HP_XT_FLOATS / R & ~1;   /* k per block: xt holds R x kb */
+            int kb = HP_KB;   /* the same for every R: xt holds R x kb */
             a.y = y + (size_t)m0 * ldy;
             a.pf = ch == 0 ? (size_t)bm * ps : 256;   /* from memory: the next tile; from L2: closer */
             for (int k0 = 0; k0 < K; k0 += kb) {
                 int kk = K - k0 < kb ? K - k0 : kb;
-                if (R == 1) a.xt = x + (size_t)m0 * ldx;   /* one row: already k-major */
+                if (R == 1) a.xt = x + (size_t)m0 * ldx + k0;   /* one row: already k-major */
                 else hp_transpose(xt, x + (size_t)m0 * ldx, ldx, R, k0, kk), a.xt = xt;
                 a.K = kk, a.acc = k0 > 0, a.b = k0 + kk == K ? b : NULL;
                 for (int pn = pb; pn < pe; pn += bm) {
@@ -328,9 +346,9 @@ void k_matmul_hp_ref(float *y, int ldy, const float *x, int ldx, const uint16_t 
     if (!hp_args_ok(wp, M, n0, nn, N, K)) return;
     for (int i = 0; i < M; i++)
         for (int n = n0; n < n0 + nn; n++) {
-            const uint16_t *s = wp + (size_t)(n / 16) * 16 * K + n % 16;
             double acc = b ? b[n] : 0.0;
-            for (int k = 0; k < K; k++) acc += (double)x[(size_t)i * ldx + k] * k_h2f(s[(size_t)k * 16], bf16);
+            for (int k = 0; k < K; k++)
+                acc += (double)x[(size_t)i * ldx + k] * k_h2f(wp[k_hp_index(bf16, n, k, K)], bf16);
             y[(size_t)i * ldy + n] = (float)acc;
         }
 }

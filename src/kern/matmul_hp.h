@@ -8,12 +8,19 @@
  *   k_hp_pack(wp, w, N, K);                                        once, at load
  *   k_matmul_hp(y, N, x, K, wp, bf16, b, M, 0, N, N, K);           every step
  *
- * Layout: the matrix [N, K] as ceil(N/16) panels of 16 outputs; panel p
- * holds, for k = 0..K-1, the 16 halves of outputs 16p..16p+15 at column k
- * (outputs past N are zero). One 32-byte load is 16 outputs' weights at one
- * k; expanded to 16 f32 lanes, it meets a broadcast of x[m][k] for each row
- * m in one FMA. Halves are copied exactly: the products equal the row-major
- * k_matmul_h's up to the order of the f32 sums. */
+ * Layout: the matrix [N, K] as ceil(N/16) panels of 16 outputs, each of
+ * 16 x K' halves (K' = K rounded up to 32, an AMX chunk; outputs past N
+ * and columns past K are zero); k_hp_index gives the place of w[n][k].
+ *   f16:  for k = 0..K'-1, the 16 halves of outputs 16p..16p+15 at column
+ *         k: one 32-byte load, expanded by vcvtph2ps;
+ *   bf16: for each pair (k, k+1), k even, 16 32-bit words, word j holding
+ *         w[16p+j][k] in its low half and w[16p+j][k+1] in its high half:
+ *         one 64-byte load serves two k, each expanded by one shift or and;
+ *         16 pairs (32 k) are one AMX B tile (k_matmul_hp_amx).
+ * Either way 16 f32 lanes meet a broadcast of x[m][k] for each row m in one
+ * FMA, k in order, so every row's sums are the same whatever M is (a batch
+ * gives each row the bits it gets alone). Halves are copied exactly: the
+ * products equal the row-major k_matmul_h's up to the order of the f32 sums. */
 #ifndef ED_MATMUL_HP_H
 #define ED_MATMUL_HP_H
 
@@ -22,8 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bytes of the packed matrix: ceil(N/16) * 16 * K halves (0 if N or K < 1). */
+/* Bytes of the packed matrix: ceil(N/16) * 16 * K' halves, K' = K rounded
+ * up to 32 (0 if N or K < 1). */
 size_t k_hp_bytes(int N, int K);
+/* Index (in halves) of w[n][k] in the packed matrix. */
+size_t k_hp_index(int bf16, int n, int k, int K);
 /* 1 when k_matmul_hp runs its AVX-512 version here (the layout pays only
  * then; the portable version is correct but slower than row-major). */
 int k_hp_fast(void);
@@ -53,5 +63,18 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
 /* The scalar twin, double accumulation, on the packed layout. */
 void k_matmul_hp_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                      const float *b, int M, int n0, int nn, int N, int K);
+
+/* The bf16 compute mode's product on a bf16 panel matrix, on AMX: like
+ * k_matmul_hp but x rounded to bf16 to nearest even (as k_gemm's bf16 mode
+ * rounds it), exact products, f32 sums in the tile unit; each row's bits
+ * do not depend on M. Returns 3, or -1 where AMX is not usable here (see
+ * k_matmul_hp_amx_has) or for bad arguments. Sequential; uses 68 KB of
+ * stack. matmul_hp_amx.c. */
+int k_matmul_hp_amx(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                    const float *b, int M, int n0, int nn, int N, int K);
+int k_matmul_hp_amx_has(void);
+/* Its scalar twin: double sums of bf16(x) * w. */
+void k_matmul_hp_amx_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                         const float *b, int M, int n0, int nn, int N, int K);
 
 #endif

@@ -121,6 +121,7 @@ typedef struct t5_state {
     /* the current inputs: packed rows [start[b], start[b] + len[b]) */
     int *in_start, *in_len;  /* [n_inputs] */
     int *slot_input;         /* [n_slots] input that each decoder sequence reads */
+    int *row_input;          /* [max_rows] input of each row of the current decode call */
     /* encoder */
     float *enc_out;          /* [Ttot, d] */
     float *e_x, *e_n, *e_qkv, *e_att, *e_h;   /* [Ttot, d|d|3I|I|2F] */

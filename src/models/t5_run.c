@@ -31,8 +31,9 @@ static void free_buffers(t5_state *s) {
     free(s->in_start);
     free(s->in_len);
     free(s->slot_input);
+    free(s->row_input);
     free(s->cross);
-    s->in_start = s->in_len = s->slot_input = NULL;
+    s->in_start = s->in_len = s->slot_input = s->row_input = NULL;
     s->cross = NULL;
     kv_self_free(&s->self);
     memset(&s->cap, 0, sizeof s->cap);
@@ -95,13 +96,15 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
         s->in_len = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
         s->cross = ed_calloc((size_t)n.n_inputs * sizeof(kv_cross), "cross cache views");
         s->slot_input = ed_calloc((size_t)n.n_slots * sizeof(int), "sequence table");
+        s->row_input = ed_calloc(R * sizeof(int), "row table");
         float *all[] = {s->enc_out, s->e_x, s->e_n, s->e_qkv, s->e_att, s->e_h, s->enc_bias,
                         s->dec_bias, s->xkv, s->cross_buf, s->scores, s->d_x, s->d_n,
                         s->d_qkv, s->d_att, s->d_q, s->d_h};
         encdec_status st = ENCDEC_OK;
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (!all[i]) st = ENCDEC_ERR_NOMEM;
-        if (!s->in_start || !s->in_len || !s->cross || !s->slot_input) st = ENCDEC_ERR_NOMEM;
+        if (!s->in_start || !s->in_len || !s->cross || !s->slot_input || !s->row_input)
+            st = ENCDEC_ERR_NOMEM;
         if (!st) st = kv_self_init(&s->self, h->n_dec_layer, n.n_slots, n.n_ctx, h->inner);
         if (st) {
             free_buffers(s);
@@ -205,18 +208,11 @@ static void dec_self_attention(t5_state *s, int l, int R, const int *pos, const 
                      s->scores_stride);
 }
 
-/* Each run of rows of one input attends to that input's cross cache. */
-static void dec_cross_attention(t5_state *s, int l, int R, const int *slot) {
-    const t5_hparams *h = &s->m->hp;
-    int I = h->inner;
-    for (int r0 = 0; r0 < R;) {
-        int b = s->slot_input[slot[r0]], r1 = r0 + 1;
-        while (r1 < R && s->slot_input[slot[r1]] == b) r1++;
-        const kv_cross *c = &s->cross[b];
-        op_attention_cross(s->pool, s->d_att + (size_t)r0 * I, I, s->d_q + (size_t)r0 * I, I, c,
-                           l, r1 - r0, 1.0f, s->scores, s->scores_stride);
-        r0 = r1;
-    }
+/* Each run of rows of one input attends to that input's cross cache (row_input: the
+ * rows' inputs, set once per decode call), all in one pool pass. */
+static void dec_cross_attention(t5_state *s, int l, int R) {
+    op_attention_cross(s->pool, s->d_att, s->m->hp.inner, s->d_q, s->m->hp.inner, s->cross,
+                       s->row_input, l, R, 1.0f, s->scores, s->scores_stride);
 }
 
 void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *slot,
@@ -228,8 +224,10 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         bias_tables(m, s->dec_bias, n_ctx, n_ctx - 1, 0, 0);
         s->dec_bias_len = n_ctx;
     }
-    for (int r = 0; r < R; r++)
+    for (int r = 0; r < R; r++) {
         k_w_row(s->d_x + (size_t)r * d, m->emb, tok[r], m->hp.n_vocab, d);
+        s->row_input[r] = s->slot_input[slot[r]];
+    }
     for (int l = 0; l < h->n_dec_layer; l++) {
         const t5_dec_layer *y = &m->dec[l];
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);
@@ -240,7 +238,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
         op_matmul_w(s->pool, s->d_q, I, s->d_n, d, y->w_xq, NULL, R, I, d);          /* only Q */
-        dec_cross_attention(s, l, R, slot);
+        dec_cross_attention(s, l, R);
         op_matmul_w(s->pool, s->d_n, d, s->d_att, I, y->w_xo, NULL, R, d, I);
         k_add(s->d_x, s->d_n, (size_t)R * d);
 

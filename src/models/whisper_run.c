@@ -206,7 +206,7 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
         op_matmul_w(s->pool, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
-        op_attention_cross(s->pool, s->d_att, d, s->d_q, d, &s->cross, l, R, scale, s->scores,
+        op_attention_cross(s->pool, s->d_att, d, s->d_q, d, &s->cross, NULL, l, R, scale, s->scores,
                            s->scores_stride);
         op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
