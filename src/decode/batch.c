@@ -48,8 +48,27 @@ encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int
     return st;
 }
 
+/* One step's choices: row i of logits is sequence live[i]'s. */
+typedef struct {
+    const dec_rules *r;
+    dec_pick_fn pick;
+    void *pick_ctx;
+    float *logits;
+    const int *live;
+    int *tok;
+    float *lp;
+    int V, t;
+} pick_job;
+
+static void pick_one(void *arg, int i) {
+    pick_job *j = arg;
+    float *row = j->logits + (size_t)i * j->V;
+    dec_apply_rules(row, j->V, j->r, j->t);
+    j->tok[i] = j->pick(j->pick_ctx, j->live[i], j->t, row, j->V, &j->lp[i]);
+}
+
 encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
-                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx,
+                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx, int pure,
                               int *out_tok, float *out_lp, int *out_len, float *out_score) {
     encdec_status st = dec_check_args("decode", m, n_seq, prompt, n_prompt, r, out_tok, out_lp,
                                       out_len, out_score);
@@ -57,13 +76,16 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     if (!pick) return ed_fail(ENCDEC_ERR_ARG, "decode: no pick function");
     int V = m->n_vocab, N = r->max_new;
     float *logits = dec_alloc_n((size_t)n_seq * V, sizeof *logits, "decode logits");
-    int *live = dec_alloc_n((size_t)n_seq * 2, sizeof *live, "decode sequence lists");
-    if (!logits || !live) {
+    int *live = dec_alloc_n((size_t)n_seq * 3, sizeof *live, "decode sequence lists");
+    float *lps = dec_alloc_n((size_t)n_seq, sizeof *lps, "decode log-probs");
+    if (!logits || !live || !lps) {
         free(logits);
         free(live);
+        free(lps);
         return ENCDEC_ERR_NOMEM;
     }
-    int *next = live + n_seq;   /* [n_live] the token each live sequence is stepped with */
+    int *next = live + n_seq;       /* [n_live] the token each live sequence is stepped with */
+    int *toks = live + 2 * n_seq;   /* [n_live] this step's choices */
     for (int s = 0; s < n_seq; s++) {
         out_len[s] = 0;
         out_score[s] = 0;
@@ -74,11 +96,13 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     int n_live = n_seq;
     for (int t = 0; !st && t < N && n_live > 0; t++) {
         int k = 0;
+        pick_job job = {r, pick, pick_ctx, logits, live, toks, lps, V, t};
+        if (pure && m->par_for && n_live > 1) m->par_for(m->ctx, n_live, pick_one, &job);
+        else
+            for (int i = 0; i < n_live; i++) pick_one(&job, i);
         for (int i = 0; i < n_live; i++) {
-            int s = live[i];
-            float *row = logits + (size_t)i * V, lp;
-            dec_apply_rules(row, V, r, t);
-            int tok = pick(pick_ctx, s, t, row, V, &lp);
+            int s = live[i], tok = toks[i];
+            float lp = lps[i];
             out_tok[(size_t)s * N + t] = tok;
             out_lp[(size_t)s * N + t] = lp;
             out_len[s] = t + 1;
@@ -93,6 +117,7 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     }
     free(logits);
     free(live);
+    free(lps);
     return st;
 }
 
@@ -105,6 +130,6 @@ static int pick_greedy(void *ctx, int seq, int index, float *logits, int n_vocab
 encdec_status dec_greedy_batch(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
                                const dec_rules *r, int *out_tok, float *out_lp, int *out_len,
                                float *out_score) {
-    return dec_independent(m, n_seq, prompt, n_prompt, r, pick_greedy, NULL, out_tok, out_lp,
+    return dec_independent(m, n_seq, prompt, n_prompt, r, pick_greedy, NULL, 1, out_tok, out_lp,
                            out_len, out_score);
 }

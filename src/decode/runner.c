@@ -201,7 +201,25 @@ static encdec_status reorder(void *ctx, int n, const int *seq, const int *src) {
     return ENCDEC_OK;
 }
 
+typedef struct {
+    void (*fn)(void *arg, int i);
+    void *arg;
+    int n;
+} par_job;
+
+static void par_task(void *arg, int ith, int nth) {
+    par_job *j = arg;
+    for (int i = ith; i < j->n; i += nth) j->fn(j->arg, i);
+}
+
+static void par_for(void *ctx, int n, void (*fn)(void *arg, int i), void *arg) {
+    dec_runner *r = ctx;
+    par_job j = {fn, arg, n};
+    if (r->m.pool) ed_pool_run(r->m.pool, par_task, &j);
+    else par_task(&j, 0, 1);
+}
+
 dec_model rn_seam(dec_runner *r) {
-    dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n};
+    dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n, par_for};
     return dm;
 }

@@ -31,6 +31,7 @@
 #ifndef ED_RUNNER_H
 #define ED_RUNNER_H
 
+#include "base/pool.h"
 #include "decode/seam.h"
 
 typedef struct {
@@ -43,6 +44,7 @@ typedef struct {
     void (*cross)(void *ctx);
     void (*decode)(void *ctx, int R, const int *tok, const int *pos, const int *slot,
                    const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+    ed_pool *pool;             /* the state's threads (the seam's par_for); NULL: the caller's */
 } rn_model;
 
 typedef struct {

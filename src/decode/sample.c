@@ -163,7 +163,7 @@ encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, cons
     s.idx = dec_alloc_n(m->n_vocab, sizeof *s.idx, "sampling top-p ids");
     if (s.rng && s.heap && s.idx && s.w) {
         for (int i = 0; i < n_seq; i++) dec_rng_seed(&s.rng[i], sp->seed, (uint64_t)(i % n_per_group));
-        st = dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, out_tok, out_lp,
+        st = dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, 0, out_tok, out_lp,
                              out_len, out_score);
     } else {
         st = ENCDEC_ERR_NOMEM;

@@ -40,6 +40,10 @@ typedef struct {
      * else to rounding. */
     encdec_status (*feed_n)(void *ctx, int n_seq, const int *seq, const int *tokens, int n,
                             float *logits);
+    /* Optional (NULL: the caller loops): fn(arg, i) for every i < n on the
+     * model's threads, returning when all are done (per-sequence token
+     * choice over the vocabulary). */
+    void (*par_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
 } dec_model;
 
 /* Feeds `tokens` to sequences 0..n_seq-1: m->feed_n when there is one. */

@@ -101,11 +101,13 @@ encdec_status dec_sample_params_check(const dec_sample_params *sp);
  * each sequence's next token on its own: pick(ctx, seq, index, logits,
  * n_vocab, &lp) gets sequence seq's logits[n_vocab] for generated position
  * index (0 = first) with the rules applied, may modify them, and returns
- * the token, with its log-probability in *lp. */
+ * the token, with its log-probability in *lp. pure: pick touches nothing
+ * but its arguments, so the sequences of a step may pick at once on the
+ * model's threads (m->par_for). */
 typedef int (*dec_pick_fn)(void *ctx, int seq, int index, float *logits, int n_vocab, float *lp);
 
 encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
-                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx,
+                              const dec_rules *r, dec_pick_fn pick, void *pick_ctx, int pure,
                               int *out_tok, float *out_lp, int *out_len, float *out_score);
 
 /* Shared by the strategies: ENCDEC_ERR_ARG, the message prefixed with

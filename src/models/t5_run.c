@@ -270,6 +270,6 @@ static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const in
 rn_model t5_rn_model(t5_state *s, int width) {
     for (int q = 0; q < s->cur.n_slots; q++) s->slot_input[q] = q / width;
     rn_model m = {s, s->m->hp.n_vocab, s->cur.n_slots, s->cur.n_ctx, s->max_rows, s->slot_input,
-                  rn_cross, rn_decode};
+                  rn_cross, rn_decode, s->pool};
     return m;
 }

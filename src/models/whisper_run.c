@@ -234,6 +234,6 @@ static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const in
 
 rn_model whisper_rn_model(whisper_state *s) {
     rn_model m = {s, s->m->hp.n_vocab, s->n_slots, s->m->hp.n_text_ctx, s->max_rows, NULL,
-                  rn_cross, rn_decode};
+                  rn_cross, rn_decode, s->pool};
     return m;
 }
