@@ -18,6 +18,10 @@
  *    through >= 1 GiB of copies, so the weights come from memory as in a
  *    real decode step. --hot: the same matrix every call.
  * -M 1,5 / -s 0,2: only those rows / shapes (indices into the list above).
+ * --bf16 on a CPU with AMX adds k_matmul_hp_amx (the bf16 mode's decode
+ * kernel: x rounded to bf16) on the same panels: checked against its
+ * scalar twin, then 'amx ms', its 'of bw', and its speed-up over the panel
+ * kernel ('vs pnl').
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")   /* the bandwidth loop (the kernels are in the library) */
@@ -36,7 +40,7 @@
 
 #define COPY_BYTES ((size_t)1 << 30)
 
-static int g_reps = 7, g_hot = 0, g_bf16 = 0;
+static int g_reps = 7, g_hot = 0, g_bf16 = 0, g_amx = 0;
 
 /* ---- bandwidth (bandwidth.h) ---- */
 
@@ -49,7 +53,7 @@ static double read_gbps(ed_pool *p) { return bench_bw_pass(p, &g_bw); }
 typedef struct {
     float *y;
     const float *x;
-    int M, N, K, cur, panel;      /* panel: k_matmul_hp on packed copies, else k_matmul_h */
+    int M, N, K, cur, panel;      /* panel: 1 k_matmul_hp, 2 k_matmul_hp_amx (packed copies); 0 k_matmul_h */
     uint16_t *const *w;           /* copies */
     int isa;
 } mm_ctx;
@@ -60,7 +64,9 @@ static void mm_task(void *arg, int ith, int nth) {
     ed_split(c->N, ith, nth, 16, &lo, &hi);
     if (hi <= lo) return;
     const uint16_t *w = c->w[c->cur];
-    if (c->panel) {
+    if (c->panel == 2) {
+        k_matmul_hp_amx(c->y, c->N, c->x, c->K, w, NULL, c->M, lo, hi - lo, c->N, c->K);
+    } else if (c->panel) {
         int isa = k_matmul_hp(c->y, c->N, c->x, c->K, w, g_bf16, NULL, c->M, lo, hi - lo, c->N, c->K);
         if (ith == 0) c->isa = isa;
     } else {
@@ -156,8 +162,11 @@ int main(int argc, char **argv) {
     const int shapes[4][2] = {{51866, 384}, {1536, 384}, {384, 1536}, {1152, 384}};
     int Mmax = 0;
     for (int i = 0; i < nM; i++) Mmax = Ms[i] > Mmax ? Ms[i] : Mmax;
-    printf("\n%-14s %3s %3s | %9s %7s %6s | %9s %7s %6s | %7s\n", "[N x K]", "M", "thr", "panel ms", "GB/s",
+    g_amx = g_bf16 && k_matmul_hp_amx_has();
+    printf("\n%-14s %3s %3s | %9s %7s %6s | %9s %7s %6s | %7s", "[N x K]", "M", "thr", "panel ms", "GB/s",
            "of bw", "h ms", "GB/s", "of bw", "speedup");
+    if (g_amx) printf(" | %9s %6s %7s", "amx ms", "of bw", "vs pnl");
+    printf("\n");
     for (int si = 0; si < nsel; si++) {
         int N = shapes[sel[si]][0], K = shapes[sel[si]][1];
         size_t nk = (size_t)N * K, hb = 2 * nk, pb = k_hp_bytes(N, K);
@@ -188,18 +197,19 @@ int main(int argc, char **argv) {
                 for (int k = 0; k < K; k++) s += fabs((double)x[(size_t)i * K + k] * wf[(size_t)n * K + k]);
                 scale[(size_t)i * N + n] = s;
             }
-        k_matmul_hp_ref(ref, N, x, K, wp[0], g_bf16, NULL, Mmax, 0, N, N, K);
         mm_ctx c = {y, x, Mmax, N, K, 0, 1, wp, -1};
-        for (int kind = 1; kind >= 0; kind--)
+        for (int kind = g_amx ? 2 : 1; kind >= 0; kind--)
             for (int t = 0; t < 2; t++) {
                 c.panel = kind, c.w = kind ? wp : wr;
+                if (kind == 2) k_matmul_hp_amx_ref(ref, N, x, K, wp[0], NULL, Mmax, 0, N, N, K);
+                else k_matmul_hp_ref(ref, N, x, K, wp[0], g_bf16, NULL, Mmax, 0, N, N, K);
                 for (size_t i = 0; i < (size_t)Mmax * N; i++) y[i] = NAN;
                 ed_pool_run(pools[t], mm_task, &c);
                 size_t bad = 0;
                 for (size_t i = 0; i < (size_t)Mmax * N; i++) bad += !(fabs((double)y[i] - ref[i]) <= 1e-5 * scale[i]);
                 if (bad) {
                     fprintf(stderr, "hp_bench: [%d x %d] M=%d %d threads: %zu outputs of %s differ from k_matmul_hp_ref\n",
-                            N, K, Mmax, t + 1, bad, kind ? "k_matmul_hp" : "k_matmul_h");
+                            N, K, Mmax, t + 1, bad, kind == 2 ? "k_matmul_hp_amx" : kind ? "k_matmul_hp" : "k_matmul_h");
                     return 1;
                 }
             }
@@ -207,23 +217,32 @@ int main(int argc, char **argv) {
         for (int mi = 0; mi < nM; mi++)
             for (int t = 0; t < 2; t++) {
                 mm_ctx cp = {y, x, Ms[mi], N, K, 0, 1, wp, -1}, ch = {y, x, Ms[mi], N, K, 0, 0, wr, -1};
+                mm_ctx ca = {y, x, Ms[mi], N, K, 0, 2, wp, -1};
                 int np = calls_for(sample(pools[t], &cp, 1, ncopy), ncopy);
                 int nh = calls_for(sample(pools[t], &ch, 1, ncopy), ncopy);
+                int na = g_amx ? calls_for(sample(pools[t], &ca, 1, ncopy), ncopy) : 0;
                 sample(pools[t], &cp, np, ncopy), sample(pools[t], &ch, nh, ncopy);   /* warm-up */
-                double tp[64], th[64], fp[64], fh[64], bws[64];
-                for (int r = 0; r < g_reps; r++) {   /* paired: bandwidth, panel, row-major */
+                if (g_amx) sample(pools[t], &ca, na, ncopy);
+                double tp[64], th[64], ta[64], fp[64], fh[64], fa[64], bws[64];
+                for (int r = 0; r < g_reps; r++) {   /* paired: bandwidth, panel, row-major, AMX */
                     bws[r] = read_gbps(pools[t]);
                     tp[r] = sample(pools[t], &cp, np, ncopy);
                     th[r] = sample(pools[t], &ch, nh, ncopy);
+                    ta[r] = g_amx ? sample(pools[t], &ca, na, ncopy) : 1;
                     fp[r] = (double)pb / (tp[r] * 1e6) / bws[r];
                     fh[r] = (double)hb / (th[r] * 1e6) / bws[r];
+                    fa[r] = (double)pb / (ta[r] * 1e6) / bws[r];
                 }
                 double mp = bench_median(tp, g_reps), mh = bench_median(th, g_reps);
+                double ma = bench_median(ta, g_reps);
                 char name[32];
                 snprintf(name, sizeof name, "[%d x %d]", N, K);
-                printf("%-14s %3d %3d | %9.4f %7.1f %5.0f%% | %9.4f %7.1f %5.0f%% | %6.2fx  (bw %.1f)\n", name,
+                printf("%-14s %3d %3d | %9.4f %7.1f %5.0f%% | %9.4f %7.1f %5.0f%% | %6.2fx", name,
                        Ms[mi], t + 1, mp, (double)pb / (mp * 1e6), 100 * bench_median(fp, g_reps), mh,
-                       (double)hb / (mh * 1e6), 100 * bench_median(fh, g_reps), mh / mp, bench_median(bws, g_reps));
+                       (double)hb / (mh * 1e6), 100 * bench_median(fh, g_reps), mh / mp);
+                if (g_amx)
+                    printf(" | %9.4f %5.0f%% %6.2fx", ma, 100 * bench_median(fa, g_reps), mp / ma);
+                printf("  (bw %.1f)\n", bench_median(bws, g_reps));
                 fflush(stdout);
                 if (cp.isa != 2 && mi == 0 && t == 0) printf("%-14s (k_matmul_hp used isa %d: the C path)\n", "", cp.isa);
             }
