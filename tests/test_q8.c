@@ -86,7 +86,7 @@ static void test_pack(void) {
             k_q8_pack(buf2, (k_w){.p = w, .t = (k_wtype)t}, N, K);
             CHECK(memcmp(buf, buf2, bytes) == 0);
             float *row = malloc(sizeof(float) * (size_t)K);
-            int bad = 0, bad_max = 0;
+            int bad = 0, bad_max = 0, bad_bytes = 0;
             for (int n = 0; n < N; n++) {
                 float amax = 0;
                 for (int k = 0; k < K; k++) amax = fmaxf(amax, fabsf(wf[(size_t)n * K + k]));
@@ -98,7 +98,16 @@ static void test_pack(void) {
                     rmax = fmax(rmax, fabs(row[k]));
                 }
                 if (fabs(rmax - 127 * sn) > 1e-5 * amax) bad_max++;
+                /* the bytes exactly: nearest, ties to even, of w / (amax / 127) in float */
+                float snf = amax / 127.0f;
+                const int8_t *panel = (const int8_t *)buf + (size_t)(n / 16) * 16 * (size_t)((K + 3) / 4 * 4) + (n % 16) * 4;
+                for (int k = 0; snf > 0 && k < K; k++) {
+                    float r = rintf(wf[(size_t)n * K + k] / snf);
+                    int want = r > 127 ? 127 : r < -127 ? -127 : (int)r;
+                    bad_bytes += panel[(size_t)(k / 4) * 64 + k % 4] != want;
+                }
             }
+            CHECK_EQ_INT(bad_bytes, 0);
             if (bad || bad_max) fprintf(stderr, "pack %s [%d x %d]: %d elements off, %d rows' max off\n", names[t], N, K, bad, bad_max);
             CHECK_EQ_INT(bad, 0);
             CHECK_EQ_INT(bad_max, 0);

@@ -24,6 +24,7 @@
  * 127/amax, the same round-to-nearest-even and clamp) and the same fmaf
  * epilogue, so all three agree exactly.
  */
+#include "kern/poly.h"
 #include "kern/q8.h"
 
 #include <float.h>
@@ -74,6 +75,36 @@ static inline int q8_round(float v) {
     return r > 0 ? 127 : -127;
 }
 
+/* kk values f / sn -> q8_round, into out[kk] (the loop vectorises: the
+ * same division and rounding per element, lane by lane); returns their sum. */
+K_CLONES static int32_t q8_quant_chunk(int8_t *out, const float *f, int kk, float sn) {
+    int32_t sum = 0;
+    for (int k = 0; k < kk; k++) {
+        float r = rintf(f[k] / sn);
+        int v = r >= -127.0f && r <= 127.0f ? (int)r : r > 0 ? 127 : -127;
+        out[k] = (int8_t)v;
+        sum += v;
+    }
+    return sum;
+}
+
+/* max |f[k]| over kk values, at least m (NaNs skipped), in 16 lanes. */
+K_CLONES static float q8_absmax(const float *f, int kk, float m) {
+    float l[16] = {0};
+    int k = 0;
+    for (; k + 16 <= kk; k += 16)
+        for (int j = 0; j < 16; j++) {
+            float a = fabsf(f[k + j]);
+            l[j] = a > l[j] ? a : l[j];
+        }
+    for (int j = 0; j < 16; j++) m = l[j] > m ? l[j] : m;
+    for (; k < kk; k++) {
+        float a = fabsf(f[k]);
+        if (a > m) m = a;
+    }
+    return m;
+}
+
 k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
     k_q8 out = {NULL, 0, 0};
     if (!dst || !w.p || !k_q8_bytes(N, K) || (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16)) return out;
@@ -92,10 +123,7 @@ k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
             const float *f = buf;
             if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
             else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
-            for (int k = 0; k < kk; k++) {
-                float a = fabsf(f[k]);
-                if (a > amax) amax = a;
-            }
+            amax = q8_absmax(f, kk, amax);
         }
         float sn = amax / 127.0f;
         if (!(sn >= FLT_MIN) || !(sn <= FLT_MAX)) sn = 0.0f;   /* zero (or tiny / non-finite) row */
@@ -108,11 +136,10 @@ k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
             const float *f = buf;
             if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
             else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
-            for (int k = 0; k < kk; k++) {
-                int v = q8_round(f[k] / sn), kg = k0 + k;
-                panel[(size_t)(kg / 4) * 64 + kg % 4] = (int8_t)v;
-                sum += v;
-            }
+            int8_t qv[256];
+            sum += q8_quant_chunk(qv, f, kk, sn);
+            for (int k = 0; k < kk; k += 4)   /* k0 is a multiple of 4: groups of 4 k */
+                memcpy(panel + (size_t)((k0 + k) / 4) * 64, qv + k, (size_t)(kk - k < 4 ? kk - k : 4));
         }
         c[n] = 128 * sum;
     }
