@@ -160,6 +160,23 @@ static void test_t5_kernels(ed_pool *pool) {
         free(kh), free(vh), free(qh);
     }
 
+    /* beam candidate scores: as the scalar expression, and the count above */
+    {
+        float sx[300], sv[300];
+        int above = 0;
+        for (int i = 0; i < 300; i++) sx[i] = q[i % (8 * 16)] * 9.0f;
+        int got = k_shifted_above(sv, sx, 300, -1.25f, 0.5f, 3.0f, -2.0f);
+        int diff = 0;
+        for (int i = 0; i < 300; i++) {
+            float want = -1.25f + ((sx[i] - 0.5f) - 3.0f);
+            diff += memcmp(&want, &sv[i], sizeof want) != 0;
+            above += want > -2.0f;
+        }
+        CHECK_EQ_INT(diff, 0);
+        CHECK_EQ_INT(got, above);
+        CHECK(above > 0 && above < 300);
+    }
+
     /* activations and RMSNorm */
     float *x = rnd(300), *y = malloc(300 * sizeof(float)), *z = malloc(300 * sizeof(float));
     for (int i = 0; i < 300; i++) x[i] *= 8;   /* both tails */

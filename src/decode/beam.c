@@ -120,18 +120,26 @@ static void sift_cand(cand *h, int n, int i) {
 static void top_candidates(cand *c, int k, const float *score, const float *mx,
                            const float *lse, const float *rows, int W, int V) {
     int n = 0;
+    float s[256];
     for (int j = 0; j < W; j++) {
         const float *row = rows + (size_t)j * V;
-        for (int v = 0; v < V; v++) {
-            float s = score[j] + ((row[v] - mx[j]) - lse[j]);
-            if (n < k) {
-                c[n++] = (cand){s, j, v};
-                if (n == k)
-                    for (int i = k / 2 - 1; i >= 0; i--) sift_cand(c, k, i);
-            } else if (s > c[0].score) {
-                c[0] = (cand){s, j, v};
-                sift_cand(c, k, 0);
-            }
+        int v = 0;
+        for (; v < V && n < k; v++) {
+            c[n++] = (cand){score[j] + ((row[v] - mx[j]) - lse[j]), j, v};
+            if (n == k)
+                for (int i = k / 2 - 1; i >= 0; i--) sift_cand(c, k, i);
+        }
+        /* blocks scored in lanes; a block with none above the root is
+         * skipped, else its lanes go in order against the current root
+         * (which only rises): the same heap as one candidate at a time */
+        for (; v < V; v += 256) {
+            int nb = V - v < 256 ? V - v : 256;
+            if (!k_shifted_above(s, row + v, nb, score[j], mx[j], lse[j], c[0].score)) continue;
+            for (int i = 0; i < nb; i++)
+                if (s[i] > c[0].score) {
+                    c[0] = (cand){s[i], j, v + i};
+                    sift_cand(c, k, 0);
+                }
         }
     }
     qsort(c, n, sizeof *c, cand_cmp);

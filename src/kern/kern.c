@@ -134,6 +134,16 @@ K_CLONES void k_softmax(float *x, int n) {
     for (i = 0; i < n; i++) x[i] *= inv;
 }
 
+K_CLONES int k_shifted_above(float *s, const float *x, int n, float base, float mx, float lse,
+                             float thr) {
+    int above = 0;
+    for (int i = 0; i < n; i++) {
+        s[i] = base + ((x[i] - mx) - lse);
+        above += s[i] > thr;
+    }
+    return above;
+}
+
 void k_softmax_ref(float *x, int n) {
     double mx = -INFINITY, sum = 0;
     for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;

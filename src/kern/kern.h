@@ -72,6 +72,9 @@ void k_add(float *y, const float *x, size_t n);
 /* In place, over x[0, n): x = exp(x - max) / sum (polynomial exp,
  * relative error < 1e-6 against the double-precision reference). */
 void k_softmax(float *x, int n);
+/* Beam candidates: s[i] = base + ((x[i] - mx) - lse) for i < n, rounded as
+ * written (no contraction); returns how many of them exceed thr. */
+int k_shifted_above(float *s, const float *x, int n, float base, float mx, float lse, float thr);
 void k_softmax_ref(float *x, int n);
 /* log(sum exp(x[i])) over x[0, n) with *mx = max x (the log-probability of
  * x[v] is x[v] - *mx - ...; see k_logprob): exp_poly (relative error < 4e-7)
