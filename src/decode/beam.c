@@ -178,12 +178,26 @@ static int hyp_done(const beam_run *b, const hyp_list *l, float best_sum, int t)
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
  * logits. As in HF the rules apply to the log-probs: suppressed tokens get
  * -inf after the log_softmax, without renormalising. */
+typedef struct {
+    beam_run *b;
+    float *rows;
+    int t;
+} lsm_job;
+
+/* One beam's log_softmax terms, then the rules on its row. */
+static void lsm_row(void *arg, int j) {
+    lsm_job *q = arg;
+    float *row = q->rows + (size_t)j * q->b->V;
+    log_softmax_terms(row, q->b->V, &q->b->mx[j], &q->b->lse[j]);
+    dec_apply_rules(row, q->b->V, q->b->r, q->t);
+}
+
 static void process_group(beam_run *b, int g, float *rows, int t) {
     int W = b->W, V = b->V, K = 2 * W, nb = 0;
-    for (int j = 0; j < W; j++) {
-        log_softmax_terms(rows + (size_t)j * V, V, &b->mx[j], &b->lse[j]);
-        dec_apply_rules(rows + (size_t)j * V, V, b->r, t);
-    }
+    lsm_job q = {b, rows, t};
+    if (b->m->par_for && W > 1) b->m->par_for(b->m->ctx, W, lsm_row, &q);   /* rows: independent */
+    else
+        for (int j = 0; j < W; j++) lsm_row(&q, j);
     top_candidates(b->cands, K, b->score + (size_t)g * W, b->mx, b->lse, rows, W, V);
     hyp_list *l = &b->lists[g];
     for (int k = 0; k < K && nb < W; k++) {
