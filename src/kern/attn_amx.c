@@ -217,31 +217,12 @@ AMX_INLINE __m512i row_bf16x32(const float *x, int n, __m512 sg) {
     return _mm512_permutex2var_epi16(k_rne_hi_finite(a), odd, k_rne_hi_finite(b));
 }
 
-/* In place: r[i] lane j <- r[j] lane i, 32-bit elements. */
+/* In place: r[i] lane j <- r[j] lane i, 32-bit elements (x86.h's k_tr16). */
 AMX_INLINE void transpose16(__m512i r[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    /* u[4 g + e] lane L: rows 4g .. 4g + 3 of column 4 L + e */
-    for (int g = 0; g < 16; g += 4) {
-        u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-        u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-        u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-        u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-    }
-    /* column 4 L + e: lane L of u[e], u[4 + e], u[8 + e], u[12 + e] */
-    for (int e = 0; e < 4; e++) {
-        __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
-        __m512i v1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xee);
-        __m512i v2 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
-        __m512i v3 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xee);
-        r[e] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-        r[4 + e] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-        r[8 + e] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-        r[12 + e] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-    }
+    __m512 f[16];
+    for (int i = 0; i < 16; i++) f[i] = _mm512_castsi512_ps(r[i]);
+    k_tr16(f);
+    for (int i = 0; i < 16; i++) r[i] = _mm512_castps_si512(f[i]);
 }
 
 /* Software prefetch of rows [0, n) of x (ld), columns [0, dh): q, k and v

@@ -66,31 +66,6 @@ AVX512 static inline __m512 w16(k_w w, size_t i, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* In-register 16 x 16 transpose: r[i][j] -> r[j][i]. */
-AVX512 static inline void tr16(__m512 r[16]) {
-    __m512 a[16], b[16];
-    for (int i = 0; i < 16; i += 2) {
-        a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {   /* b[i + c], lane L: rows i..i+3 of column 4L + c */
-        b[i] = _mm512_shuffle_ps(a[i], a[i + 2], 0x44);
-        b[i + 1] = _mm512_shuffle_ps(a[i], a[i + 2], 0xee);
-        b[i + 2] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0x44);
-        b[i + 3] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0xee);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512 e0 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x88);
-        __m512 e1 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xdd);
-        __m512 e2 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x88);
-        __m512 e3 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xdd);
-        r[c] = _mm512_shuffle_f32x4(e0, e2, 0x88);
-        r[4 + c] = _mm512_shuffle_f32x4(e1, e3, 0x88);
-        r[8 + c] = _mm512_shuffle_f32x4(e0, e2, 0xdd);
-        r[12 + c] = _mm512_shuffle_f32x4(e1, e3, 0xdd);
-    }
-}
-
 /* Blocks of 16 columns x 16 k: load the rows (converted to f32), transpose,
  * store k-major (bf16 mode: pairs of k rounded into one 32-bit lane). */
 AVX512 void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16) {
@@ -106,7 +81,7 @@ AVX512 void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, i
                 for (int i = 0; i < 16; i++)
                     r[i] = i < nv ? w16(w, (size_t)(n0 + c0 + i) * K + k0 + kb, m)
                                   : _mm512_setzero_ps();
-                tr16(r);
+                k_tr16(r);
                 if (!bf16) {
                     for (int t = 0; t < kv; t++)
                         _mm512_storeu_ps(pf + (size_t)(kb + t) * GEMM_NR, r[t]);

@@ -1,8 +1,8 @@
 /* x86.h - what the AVX-512 and AMX kernel files share (private to
  * src/kern; include only inside an x86-64 GCC/Clang block, after
  * <immintrin.h>): the target attributes, lane masks, the f32 -> bf16
- * rounding in registers, the 14-row tile epilogue of the AVX-512 GEMM
- * micro-kernels, and the AMX tile configuration. */
+ * rounding in registers, the 16 x 16 transpose, the 14-row tile epilogue
+ * of the AVX-512 GEMM micro-kernels, and the AMX tile configuration. */
 #ifndef ED_KERN_X86_H
 #define ED_KERN_X86_H
 
@@ -38,6 +38,32 @@ K_AVX512 static inline __m512i k_to_bf16x32(__m512 a, __m512 b) {
                                          35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
                                          5, 3, 1);
     return _mm512_permutex2var_epi16(k_rne_hi(a), odd, k_rne_hi(b));
+}
+
+/* In-register 16 x 16 transpose of 32-bit elements: r[i] lane j <-> r[j]
+ * lane i (floats; integer rows go through casts, which cost nothing). */
+K_AVX512 static inline __attribute__((always_inline)) void k_tr16(__m512 r[16]) {
+    __m512 a[16], b[16];
+    for (int i = 0; i < 16; i += 2) {
+        a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {   /* b[i + c], lane L: rows i..i+3 of column 4L + c */
+        b[i] = _mm512_shuffle_ps(a[i], a[i + 2], 0x44);
+        b[i + 1] = _mm512_shuffle_ps(a[i], a[i + 2], 0xee);
+        b[i + 2] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0x44);
+        b[i + 3] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512 e0 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x88);
+        __m512 e1 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xdd);
+        __m512 e2 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x88);
+        __m512 e3 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xdd);
+        r[c] = _mm512_shuffle_f32x4(e0, e2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(e1, e3, 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(e0, e2, 0xdd);
+        r[12 + c] = _mm512_shuffle_f32x4(e1, e3, 0xdd);
+    }
 }
 
 /* The 14 x 32 micro-kernels' store (gemm_f32.c, gemm_bf16.c): accumulators
