@@ -175,9 +175,6 @@ static int hyp_done(const beam_run *b, const hyp_list *l, float best_sum, int t)
     return l->worst >= best_sum / pow(len, lp);
 }
 
-/* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
- * logits. As in HF the rules apply to the log-probs: suppressed tokens get
- * -inf after the log_softmax, without renormalising. */
 typedef struct {
     beam_run *b;
     float *rows;
@@ -192,6 +189,9 @@ static void lsm_row(void *arg, int j) {
     dec_apply_rules(row, q->b->V, q->b->r, q->t);
 }
 
+/* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
+ * logits. As in HF the rules apply to the log-probs: suppressed tokens get
+ * -inf after the log_softmax, without renormalising. */
 static void process_group(beam_run *b, int g, float *rows, int t) {
     int W = b->W, V = b->V, K = 2 * W, nb = 0;
     lsm_job q = {b, rows, t};

@@ -116,7 +116,8 @@ static encdec_status feed_n(void *ctx, int n_seq, const int *seq, const int *tok
         encdec_status st = check_room(r, seq[i], n);
         if (st) return st;
         for (int j = 0; j < i; j++)
-            if (seq[j] == seq[i]) return ed_fail(ENCDEC_ERR_ARG, "feed: sequence %d listed twice", seq[i]);
+            if (seq[j] == seq[i])
+                return ed_fail(ENCDEC_ERR_ARG, "feed: sequence %d listed twice", seq[i]);
         if (i > 0 && input_of(r, seq[i]) < input_of(r, seq[i - 1]))
             return ed_fail(ENCDEC_ERR_ARG, "feed: sequences must be listed in input order");
     }

@@ -48,24 +48,24 @@
 #define HP_XT_FLOATS (HP_ROWS * HP_KB) /* x of a chunk, transposed, per k-block (32 KB of stack) */
 
 static inline size_t panels(int N) { return ((size_t)N + 15) / 16; }
-static inline size_t keven(int K) { return ((size_t)K + 31) & ~(size_t)31; }   /* K' */
+static inline size_t kpad(int K) { return ((size_t)K + 31) & ~(size_t)31; }   /* K': K up to 32 */
 
 size_t k_hp_index(int bf16, int n, int k, int K) {
-    size_t at = (size_t)(n / 16) * 16 * keven(K);
+    size_t at = (size_t)(n / 16) * 16 * kpad(K);
     if (bf16) return at + (size_t)(k / 2) * 32 + (size_t)(n % 16) * 2 + (size_t)(k & 1);
     return at + (size_t)k * 16 + (size_t)(n % 16);
 }
 
 size_t k_hp_bytes(int N, int K) {
     if (N < 1 || K < 1) return 0;
-    return panels(N) * 16 * keven(K) * sizeof(uint16_t);
+    return panels(N) * 16 * kpad(K) * sizeof(uint16_t);
 }
 
 int k_hp_pack(uint16_t *dst, k_w w, int N, int K) {
     if (!dst || !w.p || N < 1 || K < 1 || (w.t != K_F16 && w.t != K_BF16)) return -1;
     const uint16_t *src = w.p;
     int bf16 = w.t == K_BF16;
-    size_t np = panels(N), ps = 16 * keven(K);
+    size_t np = panels(N), ps = 16 * kpad(K);
     for (size_t p = 0; p < np; p++) {
         uint16_t *d = dst + p * ps;
         int rows = N - (int)p * 16 < 16 ? N - (int)p * 16 : 16;
@@ -98,7 +98,8 @@ static inline __attribute__((always_inline)) void panel_c(const int R, float out
     float acc[4][16] = {{0}};
     for (int k = 0; k < K; k++) {
         float w[16];
-        for (int j = 0; j < 16; j++) w[j] = k_h2f(wp[k_hp_index(bf16, j, k, K)], bf16);
+        const uint16_t *wk = bf16 ? wp + (size_t)(k / 2) * 32 + (k & 1) : wp + (size_t)k * 16;
+        for (int j = 0; j < 16; j++) w[j] = k_h2f(wk[(size_t)j * (bf16 ? 2 : 1)], bf16);
         for (int i = 0; i < R; i++) {
             float xv = x[(size_t)i * ldx + k];
             for (int j = 0; j < 16; j++) acc[i][j] += xv * w[j];
@@ -110,7 +111,7 @@ static inline __attribute__((always_inline)) void panel_c(const int R, float out
 static void matmul_hp_c(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                         const float *b, int M, int n0, int nn, int K) {
     for (int pn = n0 / 16; pn * 16 < n0 + nn; pn++) {
-        const uint16_t *w = wp + (size_t)pn * 16 * keven(K);
+        const uint16_t *w = wp + (size_t)pn * 16 * kpad(K);
         int lo = n0 - pn * 16 > 0 ? n0 - pn * 16 : 0;
         int hi = n0 + nn - pn * 16 < 16 ? n0 + nn - pn * 16 : 16;
         for (int i0 = 0; i0 < M;) {
@@ -266,7 +267,7 @@ static void hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int 
 
 static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                              int bf16, const float *b, int M, int n0, int nn, int K) {
-    size_t ps = 16 * keven(K);
+    size_t ps = 16 * kpad(K);
     int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
     int chunks = (M + HP_ROWS - 1) / HP_ROWS;
     int blk = p1 - p0;   /* one chunk: one sweep, the weights are read once anyway */

@@ -75,13 +75,13 @@ static inline int q8_round(float v) {
     return r > 0 ? 127 : -127;
 }
 
-/* kk values f / sn -> q8_round, into out[kk] (the loop vectorises: the
- * same division and rounding per element, lane by lane); returns their sum. */
+/* kk values f / sn -> q8_round, into out[kk] (the loop vectorises once
+ * q8_round is inlined: the same division and rounding per element, lane by
+ * lane); returns their sum. */
 K_CLONES static int32_t q8_quant_chunk(int8_t *out, const float *f, int kk, float sn) {
     int32_t sum = 0;
     for (int k = 0; k < kk; k++) {
-        float r = rintf(f[k] / sn);
-        int v = r >= -127.0f && r <= 127.0f ? (int)r : r > 0 ? 127 : -127;
+        int v = q8_round(f[k] / sn);
         out[k] = (int8_t)v;
         sum += v;
     }
