@@ -11,6 +11,12 @@
  * the test asks for under 2%, leaving out the rows and columns given an
  * outlier on purpose (their max |.| sets a coarse step for the rest).
  *
+ * Scratch bounds: every path reads only the k_q8_scratch_bytes(M, K) it
+ * was promised; a guard page right after the scratch makes an over-read
+ * fault (GCC 12's -O3 loop vectorizer once made the C path read one group
+ * past the last row, which crashed --compute int8 on CPUs without
+ * AVX-512 VNNI). Run from two threads at once, as the pool runs it.
+ *
  * Negative controls: one corrupted packed byte must make the exact
  * comparison fail; columns outside the slice must keep their sentinel.
  * Also: non-finite activations agree across paths, K = 65536 at the int32
@@ -21,7 +27,10 @@
 #include "kern/q8.h"
 
 #include <float.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,7 +312,51 @@ static void test_max_k(void) {
     free(x), free(w), free(buf), free(scratch);
 }
 
+/* One product per M on ISA `isa`, the scratch ending at a PROT_NONE page;
+ * compared with the twin. */
+typedef struct {
+    int isa, bad;
+} guard_job;
+
+static void *guard_run(void *arg) {
+    guard_job *j = arg;
+    int N = 40, K = 384, Ms[] = {1, 4, 5, 6, 8, 9, 33, 1500};
+    long pg = sysconf(_SC_PAGESIZE);
+    float *w = malloc(sizeof(float) * (size_t)N * K);
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 7919) % 200 - 100) / 50;
+    void *buf = amalloc(k_q8_bytes(N, K));
+    k_q8 q = k_q8_pack(buf, (k_w){.p = w, .t = K_F32}, N, K);
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        int M = Ms[mi];
+        size_t sb = k_q8_scratch_bytes(M, K), tot = (sb + pg - 1) / pg * pg + pg;
+        char *m = mmap(NULL, tot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED || mprotect(m + tot - pg, pg, PROT_NONE)) abort();
+        float *x = malloc(sizeof(float) * (size_t)M * K), *y = malloc(sizeof(float) * (size_t)M * N),
+              *r = malloc(sizeof(float) * (size_t)M * N);
+        for (int i = 0; i < M * K; i++) x[i] = (float)((i * 31) % 100 - 50) / 7;
+        k_matmul_q8_isa(j->isa, y, N, x, K, q, NULL, M, 0, N, m + tot - pg - sb);
+        k_matmul_q8_ref(r, N, x, K, q, NULL, M, 0, N);
+        for (int i = 0; i < M * N; i++) j->bad += y[i] != r[i];
+        free(x), free(y), free(r);
+        munmap(m, tot);
+    }
+    free(w), free(buf);
+    return NULL;
+}
+
+static void test_scratch_guard(void) {
+    for (int isa = 0; isa <= 2; isa += 2) {
+        guard_job jobs[2] = {{isa, 0}, {isa, 0}};
+        pthread_t th;
+        CHECK_EQ_INT(pthread_create(&th, NULL, guard_run, &jobs[1]), 0);
+        guard_run(&jobs[0]);
+        pthread_join(th, NULL);
+        CHECK_EQ_INT(jobs[0].bad + jobs[1].bad, 0);
+    }
+}
+
 int main(void) {
+    test_scratch_guard();
     test_pack();
     test_negative();
     test_max_k();
