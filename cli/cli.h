@@ -37,5 +37,34 @@ const char *cli_kvtype_name(encdec_kv_type t);
 int cli_parse_precision(int argc, char **argv, int *i, encdec_compute *c, encdec_kv_type *kv);
 double cli_now_ms(void);
 double cli_peak_rss_mb(void);
+/* The process's umask (read once). */
+unsigned cli_umask(void);
+/* A comma list of numbers ("0,30.5,60") into out[cap]; -1 when malformed. */
+int cli_parse_list(const char *opt, const char *s, double *out, int cap);
+
+/* ---- outputs.c: transcripts as files or on standard output ---- */
+typedef struct {
+    unsigned formats;            /* bit f: encdec_format f */
+    const char *dir;             /* NULL: standard output */
+    encdec_format_options fmt;
+} cli_outputs;
+/* "txt,srt" / "all" -> bits; 0 when a name is unknown. */
+int cli_out_parse_formats(const char *list, unsigned *mask);
+/* Makes dir if missing and checks it is a writable directory (message on failure). */
+int cli_out_check_dir(const char *dir);
+/* Every format of o for the input's result: files named after the input,
+ * written whole or not at all; 0 on failure (message printed). */
+int cli_out_write(const cli_outputs *o, const char *input, const encdec_result *r);
+
+/* ---- progress.c: the progress line and --verbose segments ---- */
+typedef struct {
+    const char *file;
+    int verbose, tty, shown;
+    double t0;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *file, int quiet, int verbose);
+void cli_progress_cb(double done, double total, void *user);   /* encdec_progress_fn */
+int cli_segment_cb(const encdec_segment *g, void *user);       /* encdec_segment_fn */
+void cli_progress_done(cli_progress *p);
 
 #endif

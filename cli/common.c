@@ -143,3 +143,32 @@ int cli_parse_precision(int argc, char **argv, int *i, encdec_compute *c, encdec
     }
     return 0;
 }
+
+unsigned cli_umask(void) {
+    static int have;
+    static mode_t m;
+    if (!have) {
+        m = umask(022);
+        umask(m);
+        have = 1;
+    }
+    return (unsigned)m;
+}
+
+int cli_parse_list(const char *opt, const char *s, double *out, int cap) {
+    int n = 0;
+    const char *p = s;
+    while (p && *p) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || n >= cap || (*end && *end != ',')) {
+            fprintf(stderr, "encdec: %s expects numbers separated by commas (at most %d), got \"%s\"\n",
+                    opt, cap, s);
+            return -1;
+        }
+        out[n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}

@@ -1,37 +1,80 @@
-/* transcribe.c - `encdec transcribe`: audio files to text or JSON. */
+/* transcribe.c - `encdec transcribe`: audio files to text, subtitles or JSON. */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *HELP =
     "usage: encdec transcribe [options] AUDIO...\n"
     "\n"
-    "Transcribes each audio file (WAV, FLAC, OGG, MP3; any rate and channel count)\n"
-    "with greedy decoding or beam search. Audio longer than 30 s is cut into consecutive 30 s windows;\n"
-    "a window of digital silence (every sample 0) is skipped, not decoded.\n"
+    "Transcribes each audio file (WAV, FLAC, OGG, MP3; any rate and channel count; \"-\" reads\n"
+    "standard input) as openai-whisper's transcribe() does: 30 s windows, each starting\n"
+    "where the last complete segment ended, with timestamps, the text so far as the next\n"
+    "window's prompt, and a decode that fails (too repetitive, too improbable) tried again\n"
+    "at a higher temperature; silent windows are skipped.\n"
     "\n"
-    "options:\n"
+    "model and speed:\n"
     "  -m, --model PATH     model directory (Hugging Face safetensors or CTranslate2 /\n"
     "                       faster-whisper) or .safetensors file; default: whisper tiny.en\n"
     "                       from ~/.cache/encdec/models (or $ENCDEC_MODEL)\n"
     "  -t, --threads N      worker threads, 1..256 (default: CPUs online, at most 8)\n"
-    "  -l, --language LANG  spoken language for multilingual models (default en)\n"
-    "      --translate      translate to English (multilingual models)\n"
+    CLI_PRECISION_HELP
     "      --kv-cache MODE  full: self cache + cross K/V computed once per window (default)\n"
     "                       self: cross K/V recomputed every step; none: no cache at all.\n"
     "                       All three give the same tokens; self/none exist to prove it\n"
     "                       and to measure what the caches save.\n"
-CLI_PRECISION_HELP
-    "      --beam N         beam search with N beams, 1..16 (default 1: greedy); the\n"
-    "                       best hypothesis of each window (Hugging Face's rules)\n"
-    "      --max-tokens N   tokens generated per 30 s window, 1..448 (default: no limit\n"
-    "                       but the model's context)\n"
+    "\n"
+    "what to decode:\n"
+    "  -l, --language LANG  spoken language, a code (de) or name (German); default: detected\n"
+    "                       from the first 30 s on multilingual models, en otherwise\n"
+    "      --task TASK      transcribe (default) or translate (to English; multilingual models)\n"
+    "      --translate      the same as --task translate\n"
+    "      --no-timestamps  no timestamp tokens: consecutive 30 s windows, one segment each\n"
+    "      --word-timestamps  times of each word (cross-attention alignment + DTW)\n"
+    "      --initial-prompt TEXT  text the first window continues (names, spelling, style)\n"
+    "      --prefix TEXT    text the transcript starts with\n"
+    "      --clip-timestamps LIST  start,end,start,... in seconds: only these parts (an odd\n"
+    "                       count ends at the end of the audio)\n"
+    "      --no-condition-on-previous-text  each window decoded without the text before it\n"
+    "\n"
+    "decoding:\n"
+    "      --beam N         beam search with N beams at temperature 0, 1..16 (default 1: greedy)\n"
+    "      --patience X     beam search: wait for round(N * X) finished hypotheses (default 1)\n"
+    "      --best-of N      candidates sampled at temperature > 0, 1..16 (default 5)\n"
+    "      --temperature T  the first temperature, 0..1 (default 0)\n"
+    "      --temperature-increment X  added on each failed decode, up to 1 (default 0.2;\n"
+    "                       0: no fallback)\n"
+    "      --compression-ratio-threshold X  a decode compressing better failed (default 2.4)\n"
+    "      --logprob-threshold X  one with a lower average log-probability failed (default -1)\n"
+    "      --no-speech-threshold X  a window with more no-speech probability and a failed\n"
+    "                       log-probability is silence (default 0.6); \"none\" turns any of\n"
+    "                       the three thresholds off\n"
+    "      --no-loop-detection  decode repeating windows to the end before judging them\n"
+    "                       (by default a window that starts looping stops at once)\n"
+    "      --seed N         sampling seed (default 0)\n"
+    "      --max-tokens N   tokens per window, 1..448 (default 224)\n"
     "      --max-duration S reject audio longer than S seconds (default: no limit)\n"
-    "      --json           one JSON object per file: text, tokens with log-probabilities,\n"
-    "                       timings\n"
+    "\n"
+    "output:\n"
+    "  -f, --output-format LIST  txt, srt, vtt, tsv, json, a comma list or all: with\n"
+    "                       --output-dir, files named after the input (talk.srt); without it,\n"
+    "                       one format on standard output (default: the text)\n"
+    "  -o, --output-dir DIR write files there (made if missing); -f defaults to all\n"
+    "      --max-line-width N    subtitles from word times: characters per line\n"
+    "      --max-line-count N    lines per subtitle\n"
+    "      --max-words-per-line N\n"
+    "      --highlight-words     underline each word of a subtitle as it is spoken\n"
+    "      --json           one JSON object per file on standard output: openai-whisper's\n"
+    "                       result (text, segments, language) plus language probabilities,\n"
+    "                       settings and timings\n"
+    "  -v, --verbose        print each segment with its times as soon as it is final\n"
+    "  -q, --quiet          no progress line (shown only when stderr is a terminal)\n"
     "  -h, --help           this help\n"
     "\n"
     "Output: the transcript (leading space trimmed); with several files, \"FILE: text\"\n"
@@ -39,53 +82,160 @@ CLI_PRECISION_HELP
 
 typedef struct {
     const char *model;
-    int threads, json, max_tokens, translate, beam;
-    const char *language;
+    int threads, json, verbose, quiet;
     double max_duration;
-    encdec_kv_mode kv;
     encdec_compute compute;
     encdec_kv_type cross_kv;
+    encdec_transcribe_params tp;
+    double clips[512];
+    cli_outputs out;
+    const char *format_list;
 } opts;
 
+/* Option tables: name, field, range. */
+typedef struct {
+    const char *name;
+    int *dst;
+    long lo, hi;
+} int_opt;
+
+typedef struct {
+    const char *name;
+    float *dst;
+    double lo, hi;
+    int none_ok;   /* "none": NAN */
+} float_opt;
+
+static int parse_float_opt(const float_opt *f, const char *v) {
+    if (f->none_ok && v && !strcmp(v, "none")) {
+        *f->dst = NAN;
+        return 1;
+    }
+    double d;
+    if (!cli_parse_double(f->name, v, f->lo, f->hi, &d)) return 0;
+    *f->dst = (float)d;
+    return 1;
+}
+
+/* One option at argv[*i] (value after it or after '='): 1 taken, 0 not
+ * ours, -1 bad (message printed), 2 help printed. */
+static int parse_one(opts *o, int argc, char **argv, int *i) {
+    char name[64];
+    const char *a = argv[*i], *eq = strchr(a, '='), *v;
+    if (eq && a[0] == '-' && a[1] == '-' && (size_t)(eq - a) < sizeof name) {
+        memcpy(name, a, (size_t)(eq - a));
+        name[eq - a] = 0;
+        a = name;
+        v = eq + 1;
+    } else {
+        v = *i + 1 < argc ? argv[*i + 1] : NULL;
+        eq = NULL;
+    }
+#define VALUE() (eq ? 0 : ((*i)++, 0))
+    encdec_transcribe_params *p = &o->tp;
+    const int_opt ints[] = {
+        {"--beam", &p->beam_size, 1, 16}, {"--best-of", &p->best_of, 1, 16},
+        {"--max-tokens", &p->max_tokens, 1, 448},
+        {"--max-line-width", &o->out.fmt.max_line_width, 1, 100000},
+        {"--max-line-count", &o->out.fmt.max_line_count, 1, 100000},
+        {"--max-words-per-line", &o->out.fmt.max_words_per_line, 1, 100000}};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (!strcmp(a, ints[k].name)) {
+            if (!cli_parse_int(a, v, ints[k].lo, ints[k].hi, ints[k].dst)) return -1;
+            VALUE();
+            return 1;
+        }
+    const float_opt floats[] = {
+        {"--patience", &p->patience, 0.001, 64, 0}, {"--temperature", &p->temperature, 0, 1, 0},
+        {"--temperature-increment", &p->temperature_increment, 0, 1, 0},
+        {"--compression-ratio-threshold", &p->compression_ratio_threshold, -1e9, 1e9, 1},
+        {"--logprob-threshold", &p->logprob_threshold, -1e9, 1e9, 1},
+        {"--no-speech-threshold", &p->no_speech_threshold, -1e9, 1e9, 1}};
+    for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
+        if (!strcmp(a, floats[k].name)) {
+            if (!parse_float_opt(&floats[k], v)) return -1;
+            VALUE();
+            return 1;
+        }
+    const struct { const char *name; int *dst, val; } flags[] = {
+        {"--json", &o->json, 1}, {"--translate", &p->translate, 1},
+        {"--no-timestamps", &p->timestamps, 0}, {"--word-timestamps", &p->word_timestamps, 1},
+        {"--no-condition-on-previous-text", &p->condition_on_previous_text, 0},
+        {"--no-loop-detection", &p->loop_detection, 0},
+        {"--highlight-words", &o->out.fmt.highlight_words, 1},
+        {"-v", &o->verbose, 1}, {"--verbose", &o->verbose, 1},
+        {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}};
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (!strcmp(a, flags[k].name)) {
+            *flags[k].dst = flags[k].val;
+            return 1;
+        }
+    const struct { const char *s, *l, **dst, *what; } strs[] = {
+        {"-m", "--model", &o->model, "a path"},
+        {"-l", "--language", &p->language, "a language code or name"},
+        {NULL, "--initial-prompt", &p->initial_prompt, "a text"},
+        {NULL, "--prefix", &p->prefix, "a text"},
+        {"-o", "--output-dir", &o->out.dir, "a directory"},
+        {"-f", "--output-format", &o->format_list, "txt, srt, vtt, tsv, json, a list or all"}};
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
+        if ((strs[k].s && !strcmp(a, strs[k].s)) || !strcmp(a, strs[k].l)) {
+            if (!v || !*v) {
+                fprintf(stderr, "encdec: %s needs %s\n", a, strs[k].what);
+                return -1;
+            }
+            *strs[k].dst = v;
+            VALUE();
+            return 1;
+        }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        fputs(HELP, stdout);
+        return 2;
+    }
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
+    } else if (!strcmp(a, "--kv-cache")) {
+        if (!cli_parse_kv(v, &p->kv_mode)) return -1;
+    } else if (!strcmp(a, "--task")) {
+        if (!v || (strcmp(v, "transcribe") && strcmp(v, "translate"))) {
+            fprintf(stderr, "encdec: --task expects transcribe or translate, got \"%s\"\n", v ? v : "");
+            return -1;
+        }
+        p->translate = !strcmp(v, "translate");
+    } else if (!strcmp(a, "--seed")) {
+        int seed;
+        if (!cli_parse_int(a, v, 0, 2147483647, &seed)) return -1;
+        p->seed = (uint64_t)seed;
+    } else if (!strcmp(a, "--max-duration")) {
+        if (!cli_parse_double(a, v, 0.001, 1e9, &o->max_duration)) return -1;
+    } else if (!strcmp(a, "--clip-timestamps")) {
+        int n = cli_parse_list(a, v, o->clips, 512);
+        if (n < 0) return -1;
+        p->clip_timestamps = o->clips;
+        p->n_clip_timestamps = n;
+    } else {
+        return 0;
+    }
+    VALUE();
+    return 1;
+#undef VALUE
+}
+
 static int parse(int argc, char **argv, opts *o, int *first_file) {
-    *o = (opts){NULL, cli_default_threads(), 0, 0, 0, 1, NULL, 0, ENCDEC_KV_FULL,
-                ENCDEC_COMPUTE_F32, ENCDEC_KV_F32};
+    memset(o, 0, sizeof *o);
+    o->threads = cli_default_threads();
+    o->tp = encdec_transcribe_default_params();
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) { i++; break; }
         if (a[0] != '-' || !a[1]) break;
         int pr = cli_parse_precision(argc, argv, &i, &o->compute, &o->cross_kv);
         if (pr < 0) return -1;
         if (pr > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
-        else if (!strcmp(a, "--json")) o->json = 1;
-        else if (!strcmp(a, "--translate")) o->translate = 1;
-        else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->kv)) return -1; }
-        else if (!strcmp(a, "--kv-cache")) {
-            if (!cli_parse_kv(v, &o->kv)) return -1;
-            i++;
-        }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!v) { fprintf(stderr, "encdec: %s needs a path\n", a); return -1; }
-            o->model = v; i++;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
-            i++;
-        } else if (!strcmp(a, "-l") || !strcmp(a, "--language")) {
-            if (!v) { fprintf(stderr, "encdec: %s needs a language code\n", a); return -1; }
-            o->language = v; i++;
-        } else if (!strcmp(a, "--beam")) {
-            if (!cli_parse_int(a, v, 1, 16, &o->beam)) return -1;
-            i++;
-        } else if (!strcmp(a, "--max-tokens")) {
-            if (!cli_parse_int(a, v, 1, 448, &o->max_tokens)) return -1;
-            i++;
-        } else if (!strcmp(a, "--max-duration")) {
-            if (!cli_parse_double(a, v, 0.001, 1e9, &o->max_duration)) return -1;
-            i++;
-        } else {
+        int r = parse_one(o, argc, argv, &i);
+        if (r < 0) return -1;
+        if (r == 2) return 0;
+        if (r == 0) {
             fprintf(stderr, "encdec: unknown option \"%s\" (see encdec transcribe --help)\n", a);
             return -1;
         }
@@ -94,23 +244,61 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
         fprintf(stderr, "encdec: no audio file given (see encdec transcribe --help)\n");
         return -1;
     }
+    if (o->format_list && !cli_out_parse_formats(o->format_list, &o->out.formats)) {
+        fprintf(stderr, "encdec: --output-format expects txt, srt, vtt, tsv, json, a comma list "
+                "of them or all, got \"%s\"\n", o->format_list);
+        return -1;
+    }
+    if (o->out.dir && !o->format_list) cli_out_parse_formats("all", &o->out.formats);
+    if (!o->out.dir && o->out.formats && (o->out.formats & (o->out.formats - 1))) {
+        fprintf(stderr, "encdec: several output formats need --output-dir\n");
+        return -1;
+    }
+    if (o->json && o->out.formats && !o->out.dir) {
+        fprintf(stderr, "encdec: --json and --output-format both write to standard output; "
+                "give --output-dir for the files\n");
+        return -1;
+    }
+    int stdin_uses = 0;
+    for (int k = i; k < argc; k++) stdin_uses += !strcmp(argv[k], "-");
+    if (stdin_uses > 1) {
+        fprintf(stderr, "encdec: standard input (\"-\") can be read once\n");
+        return -1;
+    }
     *first_file = i;
     return 1;
 }
 
+/* The language argument against the model's languages: a usage error
+ * that lists them. */
+static int check_language(const encdec_model *m, const char *lang) {
+    if (!lang || encdec_model_find_language(m, lang) >= 0) return 1;
+    if (!encdec_model_language(m, 1)) {
+        fprintf(stderr, "encdec: this model is English-only; -l %.40s is not available (use a "
+                "multilingual model)\n", lang);
+        return 0;
+    }
+    fprintf(stderr, "encdec: unknown language \"%.40s\" for this model; it knows:", lang);
+    for (int i = 0; encdec_model_language(m, i); i++)
+        fprintf(stderr, "%s %s", i ? "," : "", encdec_model_language(m, i));
+    fputc('\n', stderr);
+    return 0;
+}
+
+/* openai-whisper's result from the library, plus what --json adds. */
 static void print_json(const char *file, const encdec_result *r, const opts *o, double load_ms) {
-    cJSON *j = cJSON_CreateObject();
+    char *s = NULL;
+    if (encdec_result_format(r, ENCDEC_FORMAT_JSON, NULL, &s)) return;
+    cJSON *j = cJSON_Parse(s);
+    encdec_free(s);
+    if (!j) return;
     cJSON_AddStringToObject(j, "file", file);
-    cJSON_AddStringToObject(j, "text", encdec_result_text(r));
-    cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
-    for (int i = 0; i < encdec_result_n_tokens(r); i++) {
-        const encdec_token *t = encdec_result_token(r, i);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "id", t->id);
-        cJSON_AddStringToObject(e, "text", t->text);
-        cJSON_AddNumberToObject(e, "logprob", t->logprob);
-        cJSON_AddNumberToObject(e, "window", t->window);
-        cJSON_AddItemToArray(toks, e);
+    cJSON *lp = cJSON_AddObjectToObject(j, "language_probs");
+    for (int i = 0; i < encdec_result_n_language_probs(r) && i < 5; i++) {
+        const char *code;
+        float p;
+        encdec_result_language_prob(r, i, &code, &p);
+        cJSON_AddNumberToObject(lp, code, p);
     }
     const encdec_timings *tm = encdec_result_timings(r);
     cJSON *t = cJSON_AddObjectToObject(j, "timings");
@@ -118,18 +306,106 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "mel_ms", tm->mel_ms);
     cJSON_AddNumberToObject(t, "encoder_ms", tm->encoder_ms);
     cJSON_AddNumberToObject(t, "decode_ms", tm->decode_ms);
+    cJSON_AddNumberToObject(t, "align_ms", tm->align_ms);
+    cJSON_AddNumberToObject(t, "audio_seconds", tm->audio_seconds);
     cJSON_AddNumberToObject(t, "n_windows", tm->n_windows);
+    cJSON_AddNumberToObject(t, "n_encodes", tm->n_encodes);
+    cJSON_AddNumberToObject(t, "n_decodes", tm->n_decodes);
+    cJSON_AddNumberToObject(t, "n_fallbacks", tm->n_fallbacks);
+    cJSON_AddNumberToObject(t, "n_loops", tm->n_loops);
     cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
-    cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->kv));
-    cJSON_AddNumberToObject(j, "beam", o->beam);
+    cJSON_AddNumberToObject(t, "n_steps", tm->n_steps);
+    cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->tp.kv_mode));
+    cJSON_AddNumberToObject(j, "beam", o->tp.beam_size);
     cJSON_AddStringToObject(j, "compute", o->compute == ENCDEC_COMPUTE_BF16 ? "bf16" :
                             o->compute == ENCDEC_COMPUTE_INT8 ? "int8" : "f32");
     cJSON_AddStringToObject(j, "cross_kv", cli_kvtype_name(o->cross_kv));
     cJSON_AddNumberToObject(j, "threads", o->threads);
-    char *s = cJSON_PrintUnformatted(j);
-    if (s) puts(s);
-    free(s);
+    char *out = cJSON_PrintUnformatted(j);
+    if (out) puts(out);
+    free(out);
     cJSON_Delete(j);
+}
+
+/* Standard input, whole, into memory. */
+static encdec_status load_stdin(double max_duration, float **pcm, size_t *n) {
+    size_t cap = 1 << 20, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            unsigned char *b = cap < ((size_t)1 << 34) ? realloc(buf, cap * 2) : NULL;
+            if (!b) break;
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, stdin);
+        len += got;
+        if (got == 0) break;
+    }
+    if (!buf) return ENCDEC_ERR_NOMEM;
+    encdec_status st = encdec_audio_load_memory(buf, len, max_duration, pcm, n);
+    free(buf);
+    return st;
+}
+
+/* Every audio path can be read (before the model loads): missing ones reported. */
+static int check_inputs(int argc, char **argv, int first, int *bad) {
+    int ok = 0;
+    for (int i = first; i < argc; i++) {
+        struct stat sb;
+        bad[i] = 0;
+        if (!strcmp(argv[i], "-")) {
+            ok++;
+            continue;
+        }
+        const char *why = NULL;
+        if (stat(argv[i], &sb) != 0 || access(argv[i], R_OK) != 0) why = strerror(errno);
+        else if (S_ISDIR(sb.st_mode)) why = "is a directory, not an audio file";
+        if (why) {
+            fprintf(stderr, "encdec: %s: %s: %s\n", argv[i], encdec_status_str(ENCDEC_ERR_IO), why);
+            bad[i] = 1;
+        } else {
+            ok++;
+        }
+    }
+    return ok;
+}
+
+static int run_file(encdec_session *s, const char *file, const opts *o, int many, double load_ms) {
+    float *pcm = NULL;
+    size_t n = 0;
+    encdec_result *r = NULL;
+    cli_progress pg;
+    cli_progress_init(&pg, file, o->quiet, o->verbose);
+    encdec_transcribe_params tp = o->tp;
+    tp.on_progress = cli_progress_cb;
+    tp.on_segment = cli_segment_cb;
+    tp.user = &pg;
+    encdec_status st = !strcmp(file, "-") ? load_stdin(o->max_duration, &pcm, &n)
+                                          : encdec_audio_load(file, o->max_duration, &pcm, &n);
+    if (!st) st = encdec_transcribe(s, pcm, n, &tp, &r);
+    cli_progress_done(&pg);
+    int ok = !st;
+    if (st) {
+        /* the detail usually starts with the path already: say it once */
+        const char *detail = encdec_last_error();
+        size_t pl = strlen(file);
+        if (!strncmp(detail, file, pl) && !strncmp(detail + pl, ": ", 2)) detail += pl + 2;
+        fprintf(stderr, "encdec: %s: %s: %s\n", file, encdec_status_str(st), detail);
+    } else {
+        if (o->json) print_json(file, r, o, load_ms);
+        if (o->out.formats) ok = cli_out_write(&o->out, file, r);
+        if (!o->json && !o->out.formats && !o->verbose) {
+            const char *text = encdec_result_text(r);
+            while (*text == ' ') text++;
+            if (many) printf("%s: %s\n", file, text);
+            else printf("%s\n", text);
+        }
+    }
+    fflush(stdout);
+    encdec_result_free(r);
+    encdec_free(pcm);
+    return ok;
 }
 
 int cli_transcribe(int argc, char **argv) {
@@ -137,52 +413,44 @@ int cli_transcribe(int argc, char **argv) {
     int first;
     int rc = parse(argc, argv, &o, &first);
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
+    if (o.out.dir && !cli_out_check_dir(o.out.dir)) return CLI_USAGE_ERR;
+    int *bad = calloc((size_t)argc, sizeof *bad), failed = 0;
+    if (!bad) return 1;
+    if (check_inputs(argc, argv, first, bad) == 0) {
+        free(bad);
+        return 1;
+    }
     char buf[4096];
     const char *path = cli_model_path(o.model, buf, sizeof buf);
-    if (!path) return 1;
     double load_ms;
-    encdec_model *m = cli_load_model(path, o.compute, &load_ms);
-    if (!m) return 1;
+    encdec_model *m = path ? cli_load_model(path, o.compute, &load_ms) : NULL;
+    if (!m) {
+        free(bad);
+        return 1;
+    }
+    if (!check_language(m, o.tp.language)) {
+        encdec_model_free(m);
+        free(bad);
+        return CLI_USAGE_ERR;
+    }
     encdec_session *s = NULL;
     encdec_session_params sp = {o.threads, o.cross_kv};
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
         fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
         encdec_model_free(m);
+        free(bad);
         return 1;
     }
-    encdec_transcribe_params tp = encdec_transcribe_default_params();
-    tp.kv_mode = o.kv;
-    tp.language = o.language;
-    tp.translate = o.translate;
-    tp.max_tokens = o.max_tokens;
-    tp.beam_size = o.beam;
-    int failed = 0, many = argc - first > 1;
+    int many = argc - first > 1;
     for (int i = first; i < argc; i++) {
-        float *pcm = NULL;
-        size_t n = 0;
-        encdec_result *r = NULL;
-        st = encdec_audio_load(argv[i], o.max_duration, &pcm, &n);
-        if (!st) st = encdec_transcribe(s, pcm, n, &tp, &r);
-        if (st) {
-            /* the detail usually starts with the path already: say it once */
-            const char *detail = encdec_last_error();
-            size_t pl = strlen(argv[i]);
-            if (!strncmp(detail, argv[i], pl) && !strncmp(detail + pl, ": ", 2)) detail += pl + 2;
-            fprintf(stderr, "encdec: %s: %s: %s\n", argv[i], encdec_status_str(st), detail);
+        if (bad[i]) {
             failed = 1;
-        } else if (o.json) {
-            print_json(argv[i], r, &o, load_ms);
-        } else {
-            const char *text = encdec_result_text(r);
-            while (*text == ' ') text++;
-            if (many) printf("%s: %s\n", argv[i], text);
-            else printf("%s\n", text);
+            continue;
         }
-        fflush(stdout);
-        encdec_result_free(r);
-        encdec_free(pcm);
+        failed |= !run_file(s, argv[i], &o, many, load_ms);
     }
+    free(bad);
     encdec_session_free(s);
     encdec_model_free(m);
     return failed;

@@ -43,6 +43,7 @@ typedef enum {
     ENCDEC_ERR_AUDIO,       /* audio is unreadable, empty or too long */
     ENCDEC_ERR_TOKENIZER,   /* tokenizer files are missing or inconsistent */
     ENCDEC_ERR_THREADS,     /* worker threads could not be started */
+    ENCDEC_ERR_CANCELLED,   /* a callback asked to stop */
 } encdec_status;
 
 /* A static name for a status ("invalid argument", ...). Never NULL. */
@@ -108,6 +109,14 @@ typedef struct {
 /* Fills *info; the strings are static or owned by the model. */
 void encdec_model_get_info(const encdec_model *m, encdec_model_info *info);
 
+/* Whisper: the code of the model's i-th language ("en", "zh", ... in the
+ * tokenizer's order; English-only models: "en" alone), NULL past the end
+ * or for other families. */
+const char *encdec_model_language(const encdec_model *m, int i);
+/* The index of a language by code or English name ("de", "German"; case
+ * ignored) among the model's, or -1. */
+int encdec_model_find_language(const encdec_model *m, const char *name);
+
 /* ---- session: per request ----------------------------------------------- */
 
 typedef enum {
@@ -147,21 +156,13 @@ void encdec_session_free(encdec_session *s);
  * *n_samples samples in [-1, 1]. */
 encdec_status encdec_audio_load(const char *path, double max_seconds,
                                 float **pcm, size_t *n_samples);
+/* The same from an encoded file held in memory (data[len], e.g. read from
+ * a pipe or an upload); messages call it "audio data". */
+encdec_status encdec_audio_load_memory(const void *data, size_t len, double max_seconds,
+                                       float **pcm, size_t *n_samples);
 void encdec_free(void *p);
 
 /* ---- transcription (Whisper) -------------------------------------------- */
-
-typedef struct {
-    encdec_kv_mode kv_mode;
-    const char *language;  /* "en", "de", ...; NULL = "en" (multilingual models) */
-    int translate;         /* 1 = task translate (multilingual models only) */
-    int max_tokens;        /* generated tokens per 30 s window; 0 = up to the context limit */
-    int beam_size;         /* 0 or 1 = greedy; 2..16 = beam search (Hugging Face's semantics:
-                              length_penalty 1, early_stopping false), best hypothesis kept */
-} encdec_transcribe_params;
-
-/* Defaults: full caches, English, transcribe, no token limit, greedy. */
-encdec_transcribe_params encdec_transcribe_default_params(void);
 
 typedef struct encdec_result encdec_result;
 
@@ -172,11 +173,94 @@ typedef struct {
     int window;          /* index of the 30 s window it belongs to */
 } encdec_token;
 
+/* A word of a segment (word_timestamps). */
+typedef struct {
+    const char *word;    /* UTF-8, its leading space and attached punctuation included */
+    double start, end;   /* seconds of the recording */
+    float probability;   /* mean probability of its tokens */
+} encdec_word;
+
+/* A stretch of speech between two timestamps (openai-whisper's segment). */
+typedef struct {
+    int id;                       /* 0, 1, ... in time order */
+    int seek;                     /* first mel frame (10 ms) of the window that produced it */
+    double start, end;            /* seconds of the recording */
+    const char *text;             /* UTF-8, usually with a leading space */
+    int n_tokens;
+    const encdec_token *tokens;   /* [n_tokens] timestamp tokens included */
+    float temperature;            /* of the decode that produced it (> 0: after fallback) */
+    float avg_logprob;            /* of its window's decode: sum of log-probs / (tokens + 1) */
+    float compression_ratio;      /* of its window's text (zlib) */
+    float no_speech_prob;         /* probability of <|nospeech|> at its window's start */
+    int n_words;
+    const encdec_word *words;     /* [n_words] with word_timestamps, else NULL */
+} encdec_segment;
+
+/* Called with each segment as soon as it is final (pointers valid during
+ * the call only); nonzero stops the transcription (ENCDEC_ERR_CANCELLED). */
+typedef int (*encdec_segment_fn)(const encdec_segment *segment, void *user);
+/* Called after each window: how far into the audio the transcription is. */
+typedef void (*encdec_progress_fn)(double done_seconds, double total_seconds, void *user);
+
+typedef struct {
+    encdec_kv_mode kv_mode;
+    const char *language;  /* code ("de") or English name ("German"); NULL: detected from the
+                              first 30 s on multilingual models, "en" on English-only ones */
+    int translate;         /* 1 = task translate (multilingual models only) */
+    int max_tokens;        /* generated tokens per 30 s window, 1..448; 0 = 224 */
+    int beam_size;         /* 0 or 1 = greedy; 2..16 = beam search at temperature 0
+                              (openai-whisper's rules, with patience) */
+    int timestamps;        /* 1 (default): timestamp tokens, segments, and each window starting
+                              where the last complete segment ended; 0: <|notimestamps|>,
+                              consecutive 30 s windows, one segment per window */
+    float patience;        /* beam search: > 0; 1 (default) = plain beam search */
+    int best_of;           /* candidates sampled at temperature > 0, 1..16 (default 5) */
+    float temperature;     /* the first temperature, 0..1 (default 0) */
+    float temperature_increment;  /* added after each failed decode, up to 1.0 (default 0.2);
+                                     0 = no fallback */
+    float compression_ratio_threshold;  /* a decode whose text compresses better than this failed
+                                           (default 2.4); NAN = never */
+    float logprob_threshold;      /* one whose average log-probability is lower failed (-1);
+                                     NAN = never */
+    float no_speech_threshold;    /* a window whose <|nospeech|> probability is higher, with a
+                                     failed log-probability, is silence and skipped (0.6);
+                                     NAN = never */
+    int condition_on_previous_text;  /* 1 (default): the text so far is the next window's prompt
+                                        (reset after a decode above temperature 0.5) */
+    const char *initial_prompt;   /* UTF-8 text before the first window (vocabulary, style) */
+    const char *prefix;           /* UTF-8 text the first window's transcript starts with */
+    const double *clip_timestamps;  /* [n_clip_timestamps] seconds: start, end, start, ...;
+                                       an odd count ends at the end of the audio */
+    int n_clip_timestamps;
+    int word_timestamps;          /* 1: each segment's words with their times */
+    const char *prepend_punctuations;  /* NULL: "\"'“¿([{-" join the next word */
+    const char *append_punctuations;   /* NULL: "\"'.。,，!！?？:：”)]}、" join the previous one */
+    int loop_detection;           /* 1 (default): a window that starts repeating itself stops
+                                     and goes to the next temperature at once */
+    uint64_t seed;                /* sampling at temperature > 0 */
+    encdec_segment_fn on_segment; /* may be NULL */
+    encdec_progress_fn on_progress;   /* may be NULL */
+    void *user;                   /* passed to the callbacks */
+} encdec_transcribe_params;
+
+/* Defaults: openai-whisper's transcribe(): full caches, language detected
+ * (multilingual) or English, timestamps, greedy at temperature 0 with
+ * fallback to 0.2 ... 1.0 (best of 5 samples), thresholds 2.4 / -1 / 0.6,
+ * conditioning on previous text, no word times; loop detection on. */
+encdec_transcribe_params encdec_transcribe_default_params(void);
+
 typedef struct {
     double mel_ms, encoder_ms, decode_ms;  /* wall time spent in each stage */
     int n_windows;       /* 30 s windows processed (T5: 0) */
     int n_tokens;        /* generated tokens (prompt excluded, end-of-text included) */
     int n_steps;         /* decoder passes (one per generated position, for all sequences) */
+    double align_ms;     /* word alignment */
+    int n_encodes;       /* encoder passes: one per window (and one for language detection
+                            when its window differs), whatever the re-decodes */
+    int n_decodes;       /* window decodes, fallback re-decodes included */
+    int n_fallbacks;     /* windows decoded more than once */
+    int n_loops;         /* decodes stopped by the loop detector */
+    double audio_seconds;  /* length of the audio transcribed */
 } encdec_timings;
 
 /* One output sequence: a transcript, or one generation for one input. */
@@ -190,9 +274,13 @@ typedef struct {
     const encdec_token *tokens;   /* [n_tokens] */
 } encdec_sequence;
 
-/* Transcribes 16 kHz mono PCM in [-1, 1] (n_samples > 0). Audio longer than
- * 30 s is cut into consecutive 30 s windows. params may be NULL.
- * On success *out is owned by the caller (encdec_result_free). */
+/* Transcribes 16 kHz mono PCM in [-1, 1] (n_samples > 0): the whole
+ * recording, window after window (openai-whisper's long-form algorithm).
+ * The result holds the segments, one sequence with the whole text and
+ * every token, the language, and timings. params may be NULL.
+ * On success *out is owned by the caller (encdec_result_free). Errors:
+ * ENCDEC_ERR_ARG naming a bad parameter (an unknown language lists the
+ * codes), ENCDEC_ERR_AUDIO, ENCDEC_ERR_CANCELLED when on_segment stopped it. */
 encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
                                 const encdec_transcribe_params *params,
                                 encdec_result **out);
@@ -243,8 +331,45 @@ const encdec_token *encdec_result_token(const encdec_result *r, int i);
  * generation. i in [0, n); NULL when out of range. Borrowed from r. */
 int encdec_result_n_sequences(const encdec_result *r);
 const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i);
+/* Segments of a transcript (0 for generation), in time order. */
+int encdec_result_n_segments(const encdec_result *r);
+const encdec_segment *encdec_result_segment(const encdec_result *r, int i);
+/* The language transcribed ("en", ...; NULL for generation). */
+const char *encdec_result_language(const encdec_result *r);
+/* Language detection's probabilities, most likely first (0 entries when the
+ * language was given or the model is English-only): code and probability
+ * of entry i; 0, or -1 when i is out of range. */
+int encdec_result_n_language_probs(const encdec_result *r);
+int encdec_result_language_prob(const encdec_result *r, int i, const char **code, float *prob);
 const encdec_timings *encdec_result_timings(const encdec_result *r);
 void encdec_result_free(encdec_result *r);
+
+/* ---- writing results ------------------------------------------------------ */
+
+typedef enum {
+    ENCDEC_FORMAT_TXT = 0,   /* one segment per line */
+    ENCDEC_FORMAT_SRT,       /* SubRip subtitles */
+    ENCDEC_FORMAT_VTT,       /* WebVTT subtitles */
+    ENCDEC_FORMAT_TSV,       /* start and end in integer milliseconds, text */
+    ENCDEC_FORMAT_JSON,      /* openai-whisper's result: text, segments (with words), language */
+} encdec_format;
+
+typedef struct {
+    int max_line_width;      /* subtitles from word times: characters per line (0: no limit) */
+    int max_line_count;      /* lines per subtitle (0: no limit; both set: segments regrouped) */
+    int max_words_per_line;  /* 0: no limit */
+    int highlight_words;     /* 1: a cue per word, the word underlined (<u>...</u>) */
+} encdec_format_options;
+
+/* A transcript in format f, as openai-whisper's writers lay it out (the line
+ * options need word_timestamps; without words a subtitle is a segment).
+ * *out: NUL-terminated, caller frees with encdec_free. o may be NULL.
+ * ENCDEC_ERR_ARG for an unknown format or negative options. */
+encdec_status encdec_result_format(const encdec_result *r, encdec_format f,
+                                   const encdec_format_options *o, char **out);
+/* "txt", "srt", "vtt", "tsv", "json" -> *f; 0 on success, -1 otherwise. */
+int encdec_format_parse(const char *name, encdec_format *f);
+const char *encdec_format_name(encdec_format f);
 
 #ifdef __cplusplus
 }

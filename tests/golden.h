@@ -219,7 +219,7 @@ static inline double golden_decode(whisper_state *s, encdec_kv_mode mode, const 
         double diff = check_max_abs_diff(lg, (const float *)logits->data + (size_t)i * V, (size_t)V, NULL);
         if (diff > worst) worst = diff;
         if (all_logits) memcpy(all_logits + (size_t)i * V, lg, sizeof(float) * (size_t)V);
-        dec_apply_rules(lg, V, &rules, i);
+        dec_apply_rules(lg, V, &rules, NULL, i);
         ours[i] = k_argmax(lg, V);
         if (i + 1 < n) CHECK_EQ_INT(dm.step(dm.ctx, 1, &seq, &tok[i], lg), ENCDEC_OK);
     }
@@ -306,9 +306,22 @@ static inline void golden_check_info(const encdec_model *em, const encdec_model_
 
 /* CHECKs that the result's tokens equal want [n] (the reference's greedy
  * sequence incl. <|endoftext|>); the first mismatch is reported under label. */
-static inline void golden_check_tokens(const encdec_result *res, const ed_tensor *want, const char *label) {
+/* The public API in the view the Hugging Face goldens hold (openai-whisper's
+ * decode() of one window): no timestamps, no temperature fallback. */
+static inline encdec_transcribe_params golden_decode_params(void) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.timestamps = 0;
+    p.temperature_increment = 0;
+    return p;
+}
+
+/* The result's tokens against the golden sequence, whose final eot (when
+ * it ended with one) the result does not list. */
+static inline void golden_check_tokens(const encdec_result *res, const ed_tensor *want, int eot,
+                                       const char *label) {
     if (!res || !want) return;
     int nt = encdec_result_n_tokens(res), nw = (int)want->shape[0], bad = -1;
+    if (nw > 0 && ((const int *)want->data)[nw - 1] == eot) nw--;
     CHECK_EQ_INT(nt, nw);
     for (int i = 0; i < nt && i < nw; i++)
         if (encdec_result_token(res, i)->id != ((const int *)want->data)[i]) {

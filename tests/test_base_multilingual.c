@@ -110,9 +110,11 @@ static void transcripts(void) {
     float *pcm;
     size_t n;
     CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &pcm, &n), ENCDEC_OK);
-    CHECK_EQ_INT(encdec_transcribe(es, pcm, n, NULL, &res), ENCDEC_OK);
+    encdec_transcribe_params dp = golden_decode_params();   /* language detected: en */
+    CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &dp, &res), ENCDEC_OK);
     CHECK_STR(encdec_result_text(res), JFK_HF);
-    golden_check_tokens(res, gold("tokens"), "jfk.wav");
+    CHECK_STR(encdec_result_language(res), "en");
+    golden_check_tokens(res, gold("tokens"), 50257, "jfk.wav");
     encdec_result_free(res);
 
     /* unknown language code */
@@ -128,7 +130,7 @@ static void transcripts(void) {
     CHECK_EQ_INT((long long)n, 34540);
     for (int translate = 0; translate <= 1; translate++)
         for (int mode = ENCDEC_KV_FULL; mode <= ENCDEC_KV_NONE; mode++) {
-            tp = encdec_transcribe_default_params();
+            tp = golden_decode_params();
             tp.language = "de";
             tp.translate = translate;
             tp.kv_mode = (encdec_kv_mode)mode;
@@ -136,7 +138,7 @@ static void transcripts(void) {
             snprintf(label, sizeof label, "de %s kv mode %d", translate ? "translate" : "transcribe", mode);
             CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &tp, &res), ENCDEC_OK);
             CHECK_STR(encdec_result_text(res), translate ? DE_TRANSLATE_HF : DE_TRANSCRIBE_HF);
-            golden_check_tokens(res, gold(translate ? "de_translate" : "de_transcribe"), label);
+            golden_check_tokens(res, gold(translate ? "de_translate" : "de_transcribe"), 50257, label);
             if (mode == ENCDEC_KV_FULL) printf("%s: \"%s\"\n", label, encdec_result_text(res));
             encdec_result_free(res);
         }

@@ -68,7 +68,7 @@ int main(void) {
     float x[V] = {1, 1, 1, 1, 1, 1};
     int bad[2] = {-1, 99};
     dec_rules rr = {bad, 2, NULL, 0, 5, 1};
-    dec_apply_rules(x, V, &rr, 0);
+    dec_apply_rules(x, V, &rr, NULL, 0);
     for (int i = 0; i < V; i++) CHECK_NEAR(x[i], 1.0, 0);
     return check_done();
 }

@@ -89,7 +89,7 @@ static void run_api(const cJSON *c, const char *model_dir) {
     CHECK_EQ_INT(encdec_model_load(model_dir, &m), ENCDEC_OK);
     CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
     CHECK_EQ_INT(encdec_audio_load(wav, 0, &pcm, &n), ENCDEC_OK);
-    encdec_transcribe_params p = encdec_transcribe_default_params();
+    encdec_transcribe_params p = golden_decode_params();
     p.beam_size = cJSON_GetObjectItem(c, "num_beams")->valueint;
     CHECK_EQ_INT(encdec_transcribe(s, pcm, n, &p, &r), ENCDEC_OK);
     CHECK_STR(encdec_result_text(r), cJSON_GetObjectItem(c, "text")->valuestring);

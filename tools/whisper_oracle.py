@@ -485,11 +485,9 @@ def save_golden(tensors, path, meta, listing=True):
 
 
 # ---------------------------------------------------------------------- openai-whisper
-def openai_whisper_tokens(hf_model, audio, expect_multilingual=None, **options):
-    """Third implementation: openai-whisper's model (the HF weights, renamed), its log-mel
-    and its decoder (greedy, no timestamps, f32; DecodingOptions(**options)). Returns the
-    tokens after the prompt, without <|endoftext|>."""
-    import whisper
+def openai_whisper_model(hf_model, expect_multilingual=None):
+    """openai-whisper's Whisper module holding the HF model's weights (renamed), f32, eval
+    mode: a third implementation of the same network."""
     from whisper.model import ModelDimensions, Whisper
 
     sd = {}
@@ -518,6 +516,17 @@ def openai_whisper_tokens(hf_model, audio, expect_multilingual=None, **options):
     m.eval()
     if expect_multilingual is not None:
         assert m.is_multilingual == expect_multilingual
+    return m
+
+
+def openai_whisper_tokens(hf_model, audio, expect_multilingual=None, **options):
+    """Third implementation: openai-whisper's model (the HF weights, renamed), its log-mel
+    and its decoder (greedy, no timestamps, f32; DecodingOptions(**options)). Returns the
+    tokens after the prompt, without <|endoftext|>."""
+    import whisper
+
+    m = openai_whisper_model(hf_model, expect_multilingual)
+    c = hf_model.config
     mel = whisper.log_mel_spectrogram(torch.from_numpy(audio), c.num_mel_bins, padding=480000)[:, :N_FRAMES]
     with torch.no_grad():
         r = whisper.decode(m, mel, whisper.DecodingOptions(without_timestamps=True, fp16=False, **options))

@@ -28,19 +28,25 @@ struct encdec_session {
     whisper_state *st;
     dec_runner runner;   /* the seam over st */
     mel_ctx *mel;
-    float *mel_buf;      /* [n_mels, 3000] */
-    float *logits;       /* [n_vocab] */
-    int *toks;           /* [n_text_ctx] one window's generated tokens */
-    float *lps;          /* [n_text_ctx] their log-probabilities */
 };
 
 struct encdec_result {
     encdec_token *tokens;
     size_t n_tokens, cap_tokens;
-    char *strs;          /* token texts, NUL-separated; tokens[i].text points in */
+    char *strs;          /* token, segment and word texts, NUL-separated; pointers in after
+                            api_result_finish (offsets before) */
     size_t strs_len, strs_cap;
     encdec_sequence *seqs;   /* texts owned */
     size_t n_seqs, cap_seqs;
+    encdec_segment *segs;    /* text: offset in strs, tokens: index in tokens, words: index in
+                                words, until api_result_finish */
+    size_t n_segs, cap_segs;
+    encdec_word *words;      /* word: offset in strs until api_result_finish */
+    size_t n_words, cap_words;
+    const char *language;    /* static */
+    const char *lang_code[128];   /* detection: static codes, most likely first */
+    float lang_prob[128];
+    int n_lang;
     encdec_timings timings;
 };
 
@@ -50,6 +56,16 @@ const char *api_compute_name(encdec_compute c);
 /* result.c: building a result (see there). */
 encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,
                                    size_t len, int window);
+/* Appends text[len] + NUL to the string arena; *off: where it starts. */
+encdec_status api_result_add_str(encdec_result *r, const char *text, size_t len, size_t *off);
+/* A segment whose tokens are [first_tok, first_tok + n_tokens) of r's and
+ * words [first_word, + n_words) of r's (seg's pointers are ignored; text:
+ * an offset from api_result_add_str). */
+encdec_status api_result_add_segment(encdec_result *r, const encdec_segment *seg, size_t text_off,
+                                     size_t first_tok, size_t first_word);
+/* A word whose text is at offset off of the arena. */
+encdec_status api_result_add_word(encdec_result *r, size_t off, double start, double end,
+                                  float probability);
 /* Sequence of tokens [first, first + n_tokens); takes text (malloc'd). */
 encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, float score,
                                       int first, int n_tokens, char *text);

@@ -19,3 +19,14 @@ encdec_status encdec_audio_load(const char *path, double max_seconds, float **pc
 }
 
 void encdec_free(void *p) { free(p); }
+
+encdec_status encdec_audio_load_memory(const void *data, size_t len, double max_seconds,
+                                       float **pcm, size_t *n_samples) {
+    ed_err_clear();
+    if (!pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "encdec_audio_load_memory: NULL output");
+    *pcm = NULL;
+    *n_samples = 0;
+    if (!(max_seconds >= 0) || isinf(max_seconds))
+        return ed_fail(ENCDEC_ERR_ARG, "maximum duration %g s is not a finite number >= 0", max_seconds);
+    return audio_load_memory(data, len, "audio data", MEL_SAMPLE_RATE, max_seconds, pcm, n_samples);
+}

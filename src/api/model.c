@@ -1,5 +1,6 @@
 /* model.c - encdec_model: loading and describing a model. */
 #include "api/api.h"
+#include "asr/asr_internal.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
@@ -145,4 +146,16 @@ const char *encdec_build_info(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, build_info_init);
     return g_build_info;
+}
+
+const char *encdec_model_language(const encdec_model *m, int i) {
+    if (!m || m->family != API_WHISPER) return NULL;
+    if (!m->w->multilingual) return i == 0 ? "en" : NULL;
+    return i >= 0 && i < m->w->sp.n_langs ? asr_lang_code(i) : NULL;
+}
+
+int encdec_model_find_language(const encdec_model *m, const char *name) {
+    if (!m || m->family != API_WHISPER || !name || strlen(name) > 32) return -1;
+    int i = asr_lang_find(name);
+    return encdec_model_language(m, i) ? i : -1;
 }

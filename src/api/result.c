@@ -25,19 +25,47 @@ static encdec_status grow(void **p, size_t *cap, size_t need, size_t elem) {
     return ENCDEC_OK;
 }
 
-encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,
-                                   size_t len, int window) {
-    encdec_status st = grow((void **)&r->tokens, &r->cap_tokens, r->n_tokens + 1, sizeof *r->tokens);
-    if (!st) st = grow((void **)&r->strs, &r->strs_cap, r->strs_len + len + 1, 1);
+encdec_status api_result_add_str(encdec_result *r, const char *text, size_t len, size_t *off) {
+    encdec_status st = grow((void **)&r->strs, &r->strs_cap, r->strs_len + len + 1, 1);
     if (st) return st;
     if (len) memcpy(r->strs + r->strs_len, text, len);
     r->strs[r->strs_len + len] = 0;
+    *off = r->strs_len;
+    r->strs_len += len + 1;
+    return ENCDEC_OK;
+}
+
+encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,
+                                   size_t len, int window) {
+    size_t off;
+    encdec_status st = grow((void **)&r->tokens, &r->cap_tokens, r->n_tokens + 1, sizeof *r->tokens);
+    if (!st) st = api_result_add_str(r, text, len, &off);
+    if (st) return st;
     encdec_token *t = &r->tokens[r->n_tokens++];
     t->id = id;
     t->logprob = logprob;
     t->window = window;
-    t->text = (const char *)(uintptr_t)r->strs_len;   /* an offset until api_result_finish */
-    r->strs_len += len + 1;
+    t->text = (const char *)(uintptr_t)off;   /* an offset until api_result_finish */
+    return ENCDEC_OK;
+}
+
+encdec_status api_result_add_segment(encdec_result *r, const encdec_segment *seg, size_t text_off,
+                                     size_t first_tok, size_t first_word) {
+    encdec_status st = grow((void **)&r->segs, &r->cap_segs, r->n_segs + 1, sizeof *r->segs);
+    if (st) return st;
+    encdec_segment *q = &r->segs[r->n_segs++];
+    *q = *seg;
+    q->text = (const char *)(uintptr_t)text_off;
+    q->tokens = (const encdec_token *)(uintptr_t)first_tok;
+    q->words = (const encdec_word *)(uintptr_t)first_word;
+    return ENCDEC_OK;
+}
+
+encdec_status api_result_add_word(encdec_result *r, size_t off, double start, double end,
+                                  float probability) {
+    encdec_status st = grow((void **)&r->words, &r->cap_words, r->n_words + 1, sizeof *r->words);
+    if (st) return st;
+    r->words[r->n_words++] = (encdec_word){(const char *)(uintptr_t)off, start, end, probability};
     return ENCDEC_OK;
 }
 
@@ -63,6 +91,13 @@ void api_result_finish(encdec_result *r) {
         r->tokens[i].text = r->strs + (uintptr_t)r->tokens[i].text;
     for (size_t i = 0; i < r->n_seqs; i++)
         r->seqs[i].tokens = r->tokens + (uintptr_t)r->seqs[i].tokens;
+    for (size_t i = 0; i < r->n_words; i++) r->words[i].word = r->strs + (uintptr_t)r->words[i].word;
+    for (size_t i = 0; i < r->n_segs; i++) {
+        encdec_segment *g = &r->segs[i];
+        g->text = r->strs + (uintptr_t)g->text;
+        g->tokens = r->tokens + (uintptr_t)g->tokens;
+        g->words = g->n_words ? r->words + (uintptr_t)g->words : NULL;
+    }
 }
 
 const char *encdec_result_text(const encdec_result *r) {
@@ -81,12 +116,31 @@ const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i) {
     return r && i >= 0 && (size_t)i < r->n_seqs ? &r->seqs[i] : NULL;
 }
 
+int encdec_result_n_segments(const encdec_result *r) { return r ? (int)r->n_segs : 0; }
+
+const encdec_segment *encdec_result_segment(const encdec_result *r, int i) {
+    return r && i >= 0 && (size_t)i < r->n_segs ? &r->segs[i] : NULL;
+}
+
+const char *encdec_result_language(const encdec_result *r) { return r ? r->language : NULL; }
+
+int encdec_result_n_language_probs(const encdec_result *r) { return r ? r->n_lang : 0; }
+
+int encdec_result_language_prob(const encdec_result *r, int i, const char **code, float *prob) {
+    if (!r || i < 0 || i >= r->n_lang) return -1;
+    if (code) *code = r->lang_code[i];
+    if (prob) *prob = r->lang_prob[i];
+    return 0;
+}
+
 const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
 
 void encdec_result_free(encdec_result *r) {
     if (!r) return;
     for (size_t i = 0; i < r->n_seqs; i++) free((char *)(uintptr_t)r->seqs[i].text);
     free(r->seqs);
+    free(r->segs);
+    free(r->words);
     free(r->tokens);
     free(r->strs);
     free(r);

@@ -97,15 +97,67 @@ static encdec_status read_mono(SNDFILE *sf, const SF_INFO *info, const char *pat
     return ENCDEC_OK;
 }
 
-encdec_status audio_load(const char *path, int target_rate, double max_seconds,
-                         float **pcm, size_t *n_samples) {
-    if (!path || !pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL argument");
+/* The open file sf (named path in messages) decoded, checked and resampled. */
+static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, int target_rate,
+                                 double max_seconds, float **pcm, size_t *n_samples) {
+    encdec_status st = ENCDEC_OK;
+    if (info->samplerate <= 0 || info->samplerate > MAX_RATE)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: sample rate %d Hz is out of range", path, info->samplerate);
+    else if (info->channels <= 0 || info->channels > MAX_CHANNELS)
+        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %d channels is out of range (1..%d)", path,
+                     info->channels, MAX_CHANNELS);
+    else if (max_seconds > 0 && info->frames > 0 && info->frames != SF_COUNT_MAX &&
+             (double)info->frames / info->samplerate > max_seconds)
+        st = too_long(path, (double)info->frames / info->samplerate, max_seconds, 0);
+
+    float *mono = NULL;
+    size_t n = 0;
+    if (st == ENCDEC_OK) st = read_mono(sf, info, path, max_seconds, &mono, &n);
+    sf_close(sf);
+    if (st != ENCDEC_OK) return st;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(mono[i])) {
+            free(mono);
+            return ed_fail(ENCDEC_ERR_AUDIO, "%s: sample %zu is not a finite number", path, i);
+        }
+
+    if (info->samplerate == target_rate) {
+        *pcm = mono;
+        *n_samples = n;
+        clip_unit(*pcm, n);
+        return ENCDEC_OK;
+    }
+    st = audio_resample(mono, n, info->samplerate, target_rate, pcm, n_samples);
+    free(mono);
+    if (st == ENCDEC_OK) clip_unit(*pcm, *n_samples);
+    if (st != ENCDEC_OK) {
+        ed_err_prefix("%s", path);
+        return st;
+    }
+    if (*n_samples == 0) {
+        free(*pcm);
+        *pcm = NULL;
+        return ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples at %d Hz", path, target_rate);
+    }
+    return ENCDEC_OK;
+}
+
+static encdec_status check_args(float **pcm, size_t *n_samples, int target_rate, double max_seconds) {
+    if (!pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL argument");
     if (target_rate <= 0 || target_rate > MAX_RATE)
         return ed_fail(ENCDEC_ERR_ARG, "audio_load: target rate %d Hz is out of range", target_rate);
     if (!(max_seconds >= 0))
         return ed_fail(ENCDEC_ERR_ARG, "audio_load: max_seconds is %g", max_seconds);
     *pcm = NULL;
     *n_samples = 0;
+    return ENCDEC_OK;
+}
+
+encdec_status audio_load(const char *path, int target_rate, double max_seconds,
+                         float **pcm, size_t *n_samples) {
+    encdec_status st = check_args(pcm, n_samples, target_rate, max_seconds);
+    if (st) return st;
+    if (!path) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL path");
 
     /* libsndfile reports a missing file and a non-audio file alike; tell them apart. */
     FILE *probe = fopen(path, "rb");
@@ -119,47 +171,53 @@ encdec_status audio_load(const char *path, int target_rate, double max_seconds,
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf) return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", path, sf_strerror(NULL));
+    return decode_open(sf, &info, path, target_rate, max_seconds, pcm, n_samples);
+}
 
-    encdec_status st = ENCDEC_OK;
-    if (info.samplerate <= 0 || info.samplerate > MAX_RATE)
-        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: sample rate %d Hz is out of range", path, info.samplerate);
-    else if (info.channels <= 0 || info.channels > MAX_CHANNELS)
-        st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %d channels is out of range (1..%d)", path,
-                     info.channels, MAX_CHANNELS);
-    else if (max_seconds > 0 && info.frames > 0 && info.frames != SF_COUNT_MAX &&
-             (double)info.frames / info.samplerate > max_seconds)
-        st = too_long(path, (double)info.frames / info.samplerate, max_seconds, 0);
+/* libsndfile's virtual I/O over a memory buffer. */
+typedef struct {
+    const unsigned char *p;
+    sf_count_t n, pos;
+} membuf;
 
-    float *mono = NULL;
-    size_t n = 0;
-    if (st == ENCDEC_OK) st = read_mono(sf, &info, path, max_seconds, &mono, &n);
-    sf_close(sf);
-    if (st != ENCDEC_OK) return st;
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(mono[i])) {
-            free(mono);
-            return ed_fail(ENCDEC_ERR_AUDIO, "%s: sample %zu is not a finite number", path, i);
-        }
+static sf_count_t vm_len(void *u) { return ((membuf *)u)->n; }
 
-    if (info.samplerate == target_rate) {
-        *pcm = mono;
-        *n_samples = n;
-        clip_unit(*pcm, n);
-        return ENCDEC_OK;
-    }
-    st = audio_resample(mono, n, info.samplerate, target_rate, pcm, n_samples);
-    free(mono);
-    if (st == ENCDEC_OK) clip_unit(*pcm, *n_samples);
-    if (st != ENCDEC_OK) {
-        ed_err_prefix("%s", path);
-        return st;
-    }
-    if (*n_samples == 0) {
-        free(*pcm);
-        *pcm = NULL;
-        return ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples at %d Hz", path, target_rate);
-    }
-    return ENCDEC_OK;
+static sf_count_t vm_seek(sf_count_t off, int whence, void *u) {
+    membuf *m = u;
+    sf_count_t to = whence == SEEK_SET ? off : whence == SEEK_CUR ? m->pos + off : m->n + off;
+    if (to < 0 || to > m->n) return -1;
+    return m->pos = to;
+}
+
+static sf_count_t vm_read(void *dst, sf_count_t n, void *u) {
+    membuf *m = u;
+    if (n > m->n - m->pos) n = m->n - m->pos;
+    if (n <= 0) return 0;
+    memcpy(dst, m->p + m->pos, (size_t)n);
+    m->pos += n;
+    return n;
+}
+
+static sf_count_t vm_write(const void *src, sf_count_t n, void *u) {
+    (void)src, (void)n, (void)u;
+    return 0;
+}
+
+static sf_count_t vm_tell(void *u) { return ((membuf *)u)->pos; }
+
+encdec_status audio_load_memory(const void *data, size_t len, const char *name, int target_rate,
+                                double max_seconds, float **pcm, size_t *n_samples) {
+    encdec_status st = check_args(pcm, n_samples, target_rate, max_seconds);
+    if (st) return st;
+    if (!name) name = "(memory)";
+    if (!data || len == 0) return ed_fail(ENCDEC_ERR_AUDIO, "%s: no data (0 bytes)", name);
+    SF_VIRTUAL_IO io = {vm_len, vm_seek, vm_read, vm_write, vm_tell};
+    membuf m = {data, (sf_count_t)len, 0};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &m);
+    if (!sf) return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", name, sf_strerror(NULL));
+    return decode_open(sf, &info, name, target_rate, max_seconds, pcm, n_samples);
 }
 
 encdec_status audio_resample(const float *in, size_t n_in, int rate_in,

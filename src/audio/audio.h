@@ -18,6 +18,11 @@
 encdec_status audio_load(const char *path, int target_rate, double max_seconds,
                          float **pcm, size_t *n_samples);
 
+/* audio_load from an encoded file held in memory (data[len]: what a pipe
+ * or an upload delivered); name is used in messages. */
+encdec_status audio_load_memory(const void *data, size_t len, const char *name, int target_rate,
+                                double max_seconds, float **pcm, size_t *n_samples);
+
 /* Resamples mono float PCM (for callers that decode audio themselves). */
 encdec_status audio_resample(const float *in, size_t n_in, int rate_in,
                              int rate_out, float **out, size_t *n_out);

@@ -51,6 +51,7 @@ const char *encdec_status_str(encdec_status st) {
     case ENCDEC_ERR_AUDIO: return "bad audio";
     case ENCDEC_ERR_TOKENIZER: return "bad tokenizer";
     case ENCDEC_ERR_THREADS: return "cannot start threads";
+    case ENCDEC_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

@@ -23,8 +23,12 @@ encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int 
     c->n_slots = n_slots;
     c->n_ctx = n_ctx;
     c->d = d;
-    c->k = ed_calloc(n, "self-attention K cache");
-    c->v = c->k ? ed_calloc(n, "self-attention V cache") : NULL;
+    /* Not cleared: a cell is read only after its position is written (the
+     * index table says which), so the pages of slots and positions never
+     * reached are never touched: reserved, not resident (a session sized for
+     * best-of 5 holds six slots, most of which only a fallback uses). */
+    c->k = ed_alloc(n, "self-attention K cache");
+    c->v = c->k ? ed_alloc(n, "self-attention V cache") : NULL;
     if (!c->v) {
         kv_self_free(c);
         return ENCDEC_ERR_NOMEM;

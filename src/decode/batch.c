@@ -6,6 +6,7 @@
 #include "kern/kern.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 encdec_status dec_check_args(const char *who, const dec_model *m, int n_seq, const int *prompt,
                              int n_prompt, const dec_rules *r, const int *out_tok,
@@ -33,6 +34,23 @@ void *dec_alloc_n(size_t n, size_t size, const char *what) {
     return ed_alloc(bytes, what);
 }
 
+encdec_status dec_feed_shared(const dec_model *m, int n_seq, const int *tokens, int n, float *logits) {
+    if (n_seq < 2 || !m->reorder) return dec_feed_all(m, n_seq, tokens, n, logits);
+    encdec_status st = m->feed(m->ctx, 0, tokens, n, logits);
+    if (st) return st;
+    int *to = dec_alloc_n((size_t)n_seq * 2, sizeof *to, "sequence list");
+    if (!to) return ENCDEC_ERR_NOMEM;
+    int *from = to + n_seq;
+    for (int s = 1; s < n_seq; s++) {
+        to[s - 1] = s;
+        from[s - 1] = 0;
+        memcpy(logits + (size_t)s * m->n_vocab, logits, sizeof *logits * (size_t)m->n_vocab);
+    }
+    st = m->reorder(m->ctx, n_seq - 1, to, from);
+    free(to);
+    return st;
+}
+
 encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int n, float *logits) {
     size_t V = (size_t)m->n_vocab;
     if (m->feed_n && n_seq > 1) {
@@ -55,6 +73,7 @@ typedef struct {
     void *pick_ctx;
     float *logits;
     const int *live;
+    const int *out_tok;   /* [n_seq, max_new]: each sequence's tokens so far */
     int *tok;
     float *lp;
     int V, t;
@@ -63,7 +82,7 @@ typedef struct {
 static void pick_one(void *arg, int i) {
     pick_job *j = arg;
     float *row = j->logits + (size_t)i * j->V;
-    dec_apply_rules(row, j->V, j->r, j->t);
+    dec_apply_rules(row, j->V, j->r, j->out_tok + (size_t)j->live[i] * j->r->max_new, j->t);
     j->tok[i] = j->pick(j->pick_ctx, j->live[i], j->t, row, j->V, &j->lp[i]);
 }
 
@@ -73,13 +92,27 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     encdec_status st = dec_check_args("decode", m, n_seq, prompt, n_prompt, r, out_tok, out_lp,
                                       out_len, out_score);
     if (st) return st;
-    if (!pick) return ed_fail(ENCDEC_ERR_ARG, "decode: no pick function");
+    float *logits = dec_alloc_n((size_t)n_seq * m->n_vocab, sizeof *logits, "decode logits");
+    if (!logits) return ENCDEC_ERR_NOMEM;
+    st = dec_feed_all(m, n_seq, prompt, n_prompt, logits);
+    if (!st) st = dec_independent_fed(m, n_seq, logits, r, pick, pick_ctx, pure, out_tok, out_lp,
+                                      out_len, out_score);
+    free(logits);
+    return st;
+}
+
+encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
+                                  dec_pick_fn pick, void *pick_ctx, int pure, int *out_tok,
+                                  float *out_lp, int *out_len, float *out_score) {
+    int one = 0;
+    encdec_status st = dec_check_args("decode", m, n_seq, &one, 1, r, out_tok, out_lp, out_len,
+                                      out_score);
+    if (st) return st;
+    if (!pick || !logits) return ed_fail(ENCDEC_ERR_ARG, "decode: no pick function or logits");
     int V = m->n_vocab, N = r->max_new;
-    float *logits = dec_alloc_n((size_t)n_seq * V, sizeof *logits, "decode logits");
     int *live = dec_alloc_n((size_t)n_seq * 3, sizeof *live, "decode sequence lists");
     float *lps = dec_alloc_n((size_t)n_seq, sizeof *lps, "decode log-probs");
-    if (!logits || !live || !lps) {
-        free(logits);
+    if (!live || !lps) {
         free(live);
         free(lps);
         return ENCDEC_ERR_NOMEM;
@@ -91,12 +124,11 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
         out_score[s] = 0;
         live[s] = s;
     }
-    st = dec_feed_all(m, n_seq, prompt, n_prompt, logits);
     /* live[i]'s logits are row i: the order of the last feed / step */
     int n_live = n_seq;
     for (int t = 0; !st && t < N && n_live > 0; t++) {
         int k = 0;
-        pick_job job = {r, pick, pick_ctx, logits, live, toks, lps, V, t};
+        pick_job job = {r, pick, pick_ctx, logits, live, out_tok, toks, lps, V, t};
         if (pure && m->par_for && n_live > 1) m->par_for(m->ctx, n_live, pick_one, &job);
         else
             for (int i = 0; i < n_live; i++) pick_one(&job, i);
@@ -107,7 +139,7 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
             out_lp[(size_t)s * N + t] = lp;
             out_len[s] = t + 1;
             out_score[s] += lp;
-            if (tok != r->eot && t + 1 < N) {
+            if (tok != r->eot && t + 1 < N && !dec_should_stop(r, out_tok + (size_t)s * N, t + 1)) {
                 live[k] = s;
                 next[k++] = tok;
             }
@@ -115,7 +147,6 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
         n_live = k;
         if (n_live > 0) st = m->step(m->ctx, n_live, live, next, logits);
     }
-    free(logits);
     free(live);
     free(lps);
     return st;
@@ -132,4 +163,10 @@ encdec_status dec_greedy_batch(const dec_model *m, int n_seq, const int *prompt,
                                float *out_score) {
     return dec_independent(m, n_seq, prompt, n_prompt, r, pick_greedy, NULL, 1, out_tok, out_lp,
                            out_len, out_score);
+}
+
+encdec_status dec_greedy_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
+                             int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    return dec_independent_fed(m, n_seq, logits, r, pick_greedy, NULL, 1, out_tok, out_lp, out_len,
+                               out_score);
 }

@@ -186,7 +186,7 @@ static void lsm_row(void *arg, int j) {
     lsm_job *q = arg;
     float *row = q->rows + (size_t)j * q->b->V;
     log_softmax_terms(row, q->b->V, &q->b->mx[j], &q->b->lse[j]);
-    dec_apply_rules(row, q->b->V, q->b->r, q->t);
+    dec_apply_rules(row, q->b->V, q->b->r, NULL, q->t);
 }
 
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
@@ -340,6 +340,9 @@ encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int 
         return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
     if (bp->n_beams > 1 && !m->reorder)
         return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
+    if (r->hook)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: Hugging Face's beam search takes no history rules "
+                       "(dec_beam_ow does)");
     beam_run b = {.m = m, .r = r, .bp = bp, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
                   .N = r->max_new};
     st = beam_alloc(&b);

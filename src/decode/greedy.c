@@ -5,13 +5,18 @@
 
 #include <math.h>
 
-void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, int index) {
+void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen) {
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
-    if (index == 0)
+    if (n_gen == 0)
         for (int i = 0; i < r->n_begin_suppress; i++)
             if (r->begin_suppress[i] >= 0 && r->begin_suppress[i] < n_vocab)
                 logits[r->begin_suppress[i]] = -INFINITY;
+    if (r->hook && r->hook->apply) r->hook->apply(r->hook->ctx, logits, n_vocab, gen, n_gen);
+}
+
+int dec_should_stop(const dec_rules *r, const int *gen, int n_gen) {
+    return r->hook && r->hook->stop && r->hook->stop(r->hook->ctx, gen, n_gen);
 }
 
 float dec_logprob(const float *logits, int n_vocab, int id) {
@@ -29,12 +34,12 @@ encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_p
                        n_prompt, r->max_new);
     encdec_status st = m->feed(m->ctx, seq, prompt, n_prompt, logits);
     for (int i = 0; !st && i < r->max_new; i++) {
-        dec_apply_rules(logits, m->n_vocab, r, i);
+        dec_apply_rules(logits, m->n_vocab, r, out_tok, i);
         int id = k_argmax(logits, m->n_vocab);
         out_tok[i] = id;
         out_lp[i] = dec_logprob(logits, m->n_vocab, id);
         *n_out = i + 1;
-        if (id == r->eot || i + 1 == r->max_new) break;
+        if (id == r->eot || i + 1 == r->max_new || dec_should_stop(r, out_tok, i + 1)) break;
         st = m->step(m->ctx, 1, &seq, &id, logits);
     }
     return st;

@@ -13,6 +13,19 @@
 
 #include "decode/seam.h"
 
+/* Rules that read a sequence's history: what the fixed lists cannot say
+ * (Whisper's timestamp rules, a repetition detector). gen[0, n_gen) are the
+ * tokens the sequence generated so far (the prompt excluded). Either
+ * function may be NULL. Pure: called for many sequences at once. */
+typedef struct {
+    /* Modifies logits[n_vocab] in place, after the suppressions. */
+    void (*apply)(const void *ctx, float *logits, int n_vocab, const int *gen, int n_gen);
+    /* Nonzero: the sequence stops now, after gen[n_gen - 1] (it then ends
+     * without eot and before max_new tokens: a caller can tell). */
+    int (*stop)(const void *ctx, const int *gen, int n_gen);
+    const void *ctx;
+} dec_hook;
+
 typedef struct {
     const int *suppress;        /* ids set to -inf at every step */
     int n_suppress;
@@ -20,16 +33,21 @@ typedef struct {
     int n_begin_suppress;
     int eot;                    /* stops decoding (and is part of the output) */
     int max_new;                /* most tokens generated, eot included; >= 1 */
+    const dec_hook *hook;       /* NULL: none */
 } dec_rules;
 
-/* Applies the rules for generated position `index` (0 = first) in place. */
-void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, int index);
+/* Applies the rules in place to the logits of a sequence that has generated
+ * gen[0, n_gen) so far (n_gen = 0: the first position; gen may then be NULL). */
+void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen);
+
+/* Nonzero when r's hook stops the sequence after gen[0, n_gen). */
+int dec_should_stop(const dec_rules *r, const int *gen, int n_gen);
 
 /* log softmax(logits)[id], computed stably. */
 float dec_logprob(const float *logits, int n_vocab, int id);
 
 /* Feeds the prompt to sequence seq, then picks the most likely allowed
- * token until eot or max_new tokens. out_tok/out_lp get the tokens and
+ * token until eot, max_new tokens or the hook's stop. out_tok/out_lp get the tokens and
  * their log-probabilities (under the rule-filtered distribution); *n_out
  * their count. */
 encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_prompt,

@@ -48,6 +48,12 @@ void rn_begin(dec_runner *r, encdec_kv_mode mode) {
     if (mode == ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
 }
 
+void rn_restart(dec_runner *r, int keep) {
+    for (int s = 0; s < r->m.n_slots; s++)
+        if (s != keep) r->len[s] = r->high[s] = 0;
+    r->n_steps = 0;
+}
+
 static int input_of(const dec_runner *r, int seq) {
     return r->m.slot_input ? r->m.slot_input[seq] : 0;
 }
@@ -104,6 +110,19 @@ static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *l
     int R = build_rows(r, 0, seq, tokens, n);
     r->r_out[0] = R - 1;
     decode_rows(r, R, 1, logits);
+    return ENCDEC_OK;
+}
+
+encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, int first,
+                             float *logits) {
+    if (first < 0 || first >= n)
+        return ed_fail(ENCDEC_ERR_ARG, "feed: logits from token %d of %d", first, n);
+    encdec_status st = check_room(r, seq, n);
+    if (st) return st;
+    if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
+    int R = build_rows(r, 0, seq, tokens, n);
+    for (int i = first; i < n; i++) r->r_out[i - first] = R - n + i;
+    decode_rows(r, R, n - first, logits);
     return ENCDEC_OK;
 }
 

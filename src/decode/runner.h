@@ -65,5 +65,14 @@ void rn_free(dec_runner *r);
  * and, in FULL mode, fills the cross cache. */
 void rn_begin(dec_runner *r, encdec_kv_mode mode);
 dec_model rn_seam(dec_runner *r);
+/* Another decode of the same input: every sequence but `keep` (-1: none)
+ * is emptied; the cross cache and keep's history (its cache rows, which
+ * other sequences may then share through reorder) stay. */
+void rn_restart(dec_runner *r, int keep);
+/* feed, with the logits after each of tokens[first, n) (not only the last)
+ * into logits[n - first, n_vocab]: for passes that read every position
+ * (word alignment). */
+encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, int first,
+                             float *logits);
 
 #endif

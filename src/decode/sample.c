@@ -123,6 +123,8 @@ static int draw(const float *w, int n, double sum, double u) {
 static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp) {
     sampler *s = ctx;
     const dec_sample_params *sp = s->sp;
+    float mx0 = 0;
+    double lse0 = sp->lp_unscaled ? k_logsumexp(x, n, &mx0) : 0;   /* before any processing */
     if (sp->temperature != 1.0f)
         for (int i = 0; i < n; i++) x[i] /= sp->temperature;
     if (sp->top_k > 0 && sp->top_k < n) {
@@ -140,31 +142,37 @@ static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp
     for (int i = 0; i < n; i++) sum += s->w[i] = expf(x[i] - mx);
     if (sp->top_p < 1.0f) sum = keep_top_p(s->w, n, sp->top_p, sum, s->idx);
     int tok = draw(s->w, n, sum, dec_rng_uniform(&s->rng[seq]));
-    *lp = (float)((double)(x[tok] - mx) - log(sum));
+    if (sp->lp_unscaled) {
+        float x0 = sp->temperature != 1.0f ? x[tok] * sp->temperature : x[tok];   /* undo 1/T */
+        *lp = (float)((double)(x0 - mx0) - lse0);
+    } else {
+        *lp = (float)((double)(x[tok] - mx) - log(sum));
+    }
     return tok;
 }
 
-encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
-                         int n_prompt, const dec_rules *r, const dec_sample_params *sp,
-                         int *out_tok, float *out_lp, int *out_len, float *out_score) {
+/* One call on already fed sequences (logits set) or, with prompt, fed first. */
+static encdec_status sample_run(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
+                                int n_prompt, float *logits, const dec_rules *r,
+                                const dec_sample_params *sp, int *out_tok, float *out_lp,
+                                int *out_len, float *out_score) {
     encdec_status st = dec_sample_params_check(sp);
     if (st) return st;
     if (n_groups < 1 || n_per_group < 1 || n_groups > INT_MAX / n_per_group)
         return ed_fail(ENCDEC_ERR_ARG, "sampling: %d groups of %d sequences is out of range",
                        n_groups, n_per_group);
     int n_seq = n_groups * n_per_group;
-    st = dec_check_args("sampling", m, n_seq, prompt, n_prompt, r, out_tok, out_lp, out_len,
-                        out_score);
-    if (st) return st;
     sampler s = {.sp = sp};
     s.rng = dec_alloc_n(n_seq, sizeof *s.rng, "sampling random streams");
-    s.heap = dec_alloc_n(m->n_vocab, sizeof *s.heap, "sampling top-k heap");
-    s.w = dec_alloc_n(m->n_vocab, sizeof *s.w, "sampling weights");
-    s.idx = dec_alloc_n(m->n_vocab, sizeof *s.idx, "sampling top-p ids");
+    s.heap = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.heap, "sampling top-k heap");
+    s.w = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.w, "sampling weights");
+    s.idx = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.idx, "sampling top-p ids");
     if (s.rng && s.heap && s.idx && s.w) {
         for (int i = 0; i < n_seq; i++) dec_rng_seed(&s.rng[i], sp->seed, (uint64_t)(i % n_per_group));
-        st = dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, 0, out_tok, out_lp,
-                             out_len, out_score);
+        st = prompt ? dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, 0, out_tok,
+                                      out_lp, out_len, out_score)
+                    : dec_independent_fed(m, n_seq, logits, r, pick_sample, &s, 0, out_tok, out_lp,
+                                          out_len, out_score);
     } else {
         st = ENCDEC_ERR_NOMEM;
     }
@@ -173,4 +181,21 @@ encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, cons
     free(s.idx);
     free(s.w);
     return st;
+}
+
+encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
+                         int n_prompt, const dec_rules *r, const dec_sample_params *sp,
+                         int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    if (!prompt || n_prompt < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "sampling: need a prompt of at least one token (got %d)",
+                       n_prompt);
+    return sample_run(m, n_groups, n_per_group, prompt, n_prompt, NULL, r, sp, out_tok, out_lp,
+                      out_len, out_score);
+}
+
+encdec_status dec_sample_fed(const dec_model *m, int n_groups, int n_per_group, float *logits,
+                             const dec_rules *r, const dec_sample_params *sp, int *out_tok,
+                             float *out_lp, int *out_len, float *out_score) {
+    return sample_run(m, n_groups, n_per_group, NULL, 0, logits, r, sp, out_tok, out_lp, out_len,
+                      out_score);
 }

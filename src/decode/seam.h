@@ -49,4 +49,11 @@ typedef struct {
 /* Feeds `tokens` to sequences 0..n_seq-1: m->feed_n when there is one. */
 encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int n, float *logits);
 
+/* Feeds `tokens` once, to sequence 0, and hands its history to sequences
+ * 1..n_seq-1 through m->reorder, so they all read the prompt's self-attention
+ * rows from one slot; logits[n_seq, n_vocab] are n_seq copies. For sequences
+ * that decode one input (best-of samples, beams). Without reorder: as
+ * dec_feed_all. */
+encdec_status dec_feed_shared(const dec_model *m, int n_seq, const int *tokens, int n, float *logits);
+
 #endif

@@ -39,6 +39,10 @@ encdec_status dec_greedy_batch(const dec_model *m, int n_seq, const int *prompt,
                                const dec_rules *r, int *out_tok, float *out_lp, int *out_len,
                                float *out_score);
 
+/* dec_greedy_batch after the prompt (dec_independent_fed's contract). */
+encdec_status dec_greedy_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
+                             int *out_tok, float *out_lp, int *out_len, float *out_score);
+
 typedef struct {
     int n_beams;            /* >= 1 */
     float length_penalty;   /* score = sum_logprobs / (generated_len ^ length_penalty), HF */
@@ -73,10 +77,45 @@ encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int 
                        int *out_tok, float *out_lp, int *out_len, float *out_score);
 
 typedef struct {
+    int n_beams;            /* 1..1024 */
+    float patience;         /* > 0: search until round(n_beams * patience) hypotheses end */
+    float length_penalty;   /* < 0: rank by sum_logprobs / length (openai-whisper's None);
+                               0..1: by sum_logprobs / ((5 + length) / 6) ^ length_penalty */
+} dec_ow_beam_params;
+
+/* Beam search with openai-whisper's semantics (BeamSearchDecoder and
+ * MaximumLikelihoodRanker) for one input, after the prompt: sequences
+ * 0..n_beams-1 hold it already (fed once and shared: dec_feed_shared), and
+ * logits0[n_vocab] is what it gave. Per step, each beam's logits get the
+ * rules (with its own history, r->hook) before the log-softmax, so log-probs
+ * are those of the filtered distribution; each beam proposes its
+ * n_beams + 1 most likely tokens (ties: lower id first; the first step:
+ * beam 0 only, the others being copies); the candidates are ranked by
+ * running score (stable: beam order, then token rank) and walked: one
+ * ending in eot becomes a finished hypothesis, the others beams until
+ * n_beams are kept; the newly finished join the finished ones, best first,
+ * up to round(n_beams * patience) (ties to even, as Python). The search ends
+ * when that many have finished or at r->max_new tokens; then, when fewer
+ * than n_beams finished, the live beams join (best first, eot appended with
+ * log-prob 0). The best hypothesis by the length-normalised score wins
+ * (length without eot); ties go to the one that finished first. A stop from
+ * r->hook on the best live beam ends the search at once with that beam as
+ * the result (no eot, fewer than max_new tokens). Outputs: tokens (eot
+ * included when it ended with one), their log-probs, count, and *out_sum,
+ * the sum of the log-probs (eot's too when it was chosen). Needs dm->reorder
+ * for n_beams > 1. */
+encdec_status dec_beam_ow(const dec_model *m, const float *logits0, const dec_rules *r,
+                          const dec_ow_beam_params *bp, int *out_tok, float *out_lp, int *out_len,
+                          float *out_sum);
+
+typedef struct {
     float temperature;      /* > 0 */
     int top_k;              /* 0 = off */
     float top_p;            /* (0, 1]; 1 = off */
     uint64_t seed;
+    int lp_unscaled;        /* 1: out_lp (and scores) under the rule-filtered distribution
+                               before temperature, top-k and top-p (openai-whisper's
+                               avg_logprob); 0: under the processed one (HF) */
 } dec_sample_params;
 
 /* Sampling for n_groups x n_per_group sequences (ids g*n_per_group + j),
@@ -92,9 +131,15 @@ encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, cons
                          int n_prompt, const dec_rules *r, const dec_sample_params *sp,
                          int *out_tok, float *out_lp, int *out_len, float *out_score);
 
+/* The same after the prompt (dec_independent_fed's contract for logits). */
+encdec_status dec_sample_fed(const dec_model *m, int n_groups, int n_per_group, float *logits,
+                             const dec_rules *r, const dec_sample_params *sp, int *out_tok,
+                             float *out_lp, int *out_len, float *out_score);
+
 /* Validation shared by the API and CLI: ENCDEC_ERR_ARG with a message that
  * names the field and the value for absurd values. */
 encdec_status dec_beam_params_check(const dec_beam_params *bp);
+encdec_status dec_ow_beam_params_check(const dec_ow_beam_params *bp);
 encdec_status dec_sample_params_check(const dec_sample_params *sp);
 
 /* The engine of dec_greedy_batch and dec_sample, for strategies that pick
@@ -109,6 +154,13 @@ typedef int (*dec_pick_fn)(void *ctx, int seq, int index, float *logits, int n_v
 encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, int n_prompt,
                               const dec_rules *r, dec_pick_fn pick, void *pick_ctx, int pure,
                               int *out_tok, float *out_lp, int *out_len, float *out_score);
+
+/* The same after the prompt: sequences 0..n_seq-1 are fed already and
+ * logits[n_seq, n_vocab] (used as scratch from then on) hold what the
+ * prompt gave each. A sequence also stops when r->hook says so. */
+encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
+                                  dec_pick_fn pick, void *pick_ctx, int pure, int *out_tok,
+                                  float *out_lp, int *out_len, float *out_score);
 
 /* Shared by the strategies: ENCDEC_ERR_ARG, the message prefixed with
  * `who`, unless m has feed and step, n_seq >= 1, a prompt is given,

@@ -94,6 +94,9 @@ typedef struct whisper_model {
     int n_suppress;
     int *begin_suppress;                 /* [n_begin_suppress] not generated first */
     int n_begin_suppress;
+    int *align_heads;                    /* [n_align_heads, 2]: (decoder layer, head) pairs
+                                            whose cross attention follows the speech */
+    int n_align_heads;
     bpe_tok *tok;
     ed_wtab *wt;                         /* owns mappings and converted weights */
     size_t weight_bytes;                 /* as used for compute (halves stay halves) */
@@ -129,6 +132,11 @@ typedef struct whisper_state {
     size_t scores_stride;
     /* decoder scratch, [max_rows, *] */
     float *d_x, *d_ln, *d_qkv, *d_att, *d_h, *d_q;
+    /* word alignment (whisper_align_capture): when align_on, whisper_decode
+     * keeps the raw cross-attention scores q.k / sqrt(dh) of the model's
+     * alignment heads for every row */
+    int align_on;
+    float *align_qk;      /* [n_align_heads, max_rows, T], allocated on first use */
 } whisper_state;
 
 /* n_slots: sequences decoded together (1 for greedy). The state can also run
@@ -154,6 +162,14 @@ void whisper_cross_compute(whisper_state *s);
  * out_rows, logits[n_out, V] are written. R <= s->max_rows. */
 void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
                     const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+
+/* Turns the capture of the alignment heads' scores on (allocating its
+ * buffer the first time: n_align_heads x max_rows x T floats) or off. While
+ * on, each whisper_decode call writes, for alignment head a and row r, the
+ * scores of r's cross-attention query against every encoder position into
+ * whisper_align_scores(s, a) + r * T (all rows of the last call). */
+encdec_status whisper_align_capture(whisper_state *s, int on);
+const float *whisper_align_scores(const whisper_state *s, int a);
 
 /* The state behind decode/runner.h: every sequence reads the one cross cache. */
 rn_model whisper_rn_model(whisper_state *s);

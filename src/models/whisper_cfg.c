@@ -51,6 +51,55 @@ static encdec_status read_rules(whisper_model *m, const cJSON *obj, const char *
     return ENCDEC_OK;
 }
 
+#define MAX_ALIGN_HEADS 256
+
+/* "alignment_heads": [[layer, head], ...] (decoder cross-attention heads
+ * whose weights follow the speech, for word times), when obj has it. */
+static encdec_status read_align_heads(whisper_model *m, const cJSON *obj, const char *file) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, "alignment_heads");
+    if (!a || cJSON_IsNull(a)) return ENCDEC_OK;
+    int n = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || n < 1 || n > MAX_ALIGN_HEADS)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: alignment_heads must be a list of 1..%d "
+                       "[layer, head] pairs", file, MAX_ALIGN_HEADS);
+    int *h = malloc(sizeof(int) * 2 * (size_t)n);
+    if (!h) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment heads");
+    int i = 0;
+    for (const cJSON *e = a->child; e; e = e->next, i++) {
+        const cJSON *l = cJSON_GetArrayItem(e, 0), *hd = cJSON_GetArrayItem(e, 1);
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(l) ||
+            !cJSON_IsNumber(hd) || l->valuedouble < 0 || l->valuedouble >= m->hp.n_dec_layer ||
+            hd->valuedouble < 0 || hd->valuedouble >= m->hp.n_head ||
+            l->valuedouble != (int)l->valuedouble || hd->valuedouble != (int)hd->valuedouble) {
+            free(h);
+            return ed_fail(ENCDEC_ERR_CONFIG, "%s: alignment_heads[%d] is not a [layer, head] "
+                           "pair within %d layers x %d heads", file, i, m->hp.n_dec_layer,
+                           m->hp.n_head);
+        }
+        h[2 * i] = l->valueint;
+        h[2 * i + 1] = hd->valueint;
+    }
+    free(m->align_heads);
+    m->align_heads = h;
+    m->n_align_heads = n;
+    return ENCDEC_OK;
+}
+
+encdec_status whisper_cfg_align_default(whisper_model *m) {
+    if (m->n_align_heads > 0) return ENCDEC_OK;
+    const whisper_hparams *h = &m->hp;
+    int L0 = h->n_dec_layer / 2, n = (h->n_dec_layer - L0) * h->n_head;
+    m->align_heads = malloc(sizeof(int) * 2 * (size_t)n);
+    if (!m->align_heads) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment heads");
+    for (int l = L0, i = 0; l < h->n_dec_layer; l++)
+        for (int k = 0; k < h->n_head; k++, i++) {
+            m->align_heads[2 * i] = l;
+            m->align_heads[2 * i + 1] = k;
+        }
+    m->n_align_heads = n;
+    return ENCDEC_OK;
+}
+
 encdec_status whisper_cfg_hf(whisper_model *m, const char *dir) {
     char path[4096];
     cJSON *c;
@@ -95,6 +144,7 @@ encdec_status whisper_cfg_hf(whisper_model *m, const char *dir) {
     st = ed_json_load(path, &c);
     if (st) return st;
     st = read_rules(m, c, path, "suppress_tokens", "begin_suppress_tokens");
+    if (!st) st = read_align_heads(m, c, path);
     const cJSON *ml = cJSON_GetObjectItemCaseSensitive(c, "is_multilingual");
     if (cJSON_IsBool(ml)) m->multilingual = cJSON_IsTrue(ml);
     cJSON_Delete(c);
@@ -164,6 +214,7 @@ encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir) {
     st = ed_json_load(path, &c);
     if (st) return st;
     st = read_rules(m, c, path, "suppress_ids", "suppress_ids_begin");
+    if (!st) st = read_align_heads(m, c, path);
     cJSON_Delete(c);
     return st;
 }

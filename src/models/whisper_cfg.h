@@ -4,6 +4,7 @@
  *   whisper_cfg_hf(m, dir)    config.json (+ generation_config.json)
  *   whisper_cfg_ct2(m, dir)   tensor shapes + num_heads, config.json suppress lists
  *   whisper_cfg_tokens(m, dir, hf)   special ids from the tokenizer, checks
+ *   whisper_cfg_align_default(m)     alignment heads where the files have none
  *
  * Each fills fields of m and fails with ENCDEC_ERR_CONFIG naming the file
  * and the key.
@@ -16,5 +17,8 @@
 encdec_status whisper_cfg_hf(whisper_model *m, const char *dir);
 encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir);
 encdec_status whisper_cfg_tokens(whisper_model *m, const char *dir, int hf);
+/* Where the files name no alignment heads: every head of the upper half of
+ * the decoder layers (CTranslate2's default). */
+encdec_status whisper_cfg_align_default(whisper_model *m);
 
 #endif

@@ -236,6 +236,7 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     }
     if (!st) st = bpe_load_dir(&m->tok, dir);
     if (!st) st = whisper_cfg_tokens(m, dir, hf);
+    if (!st) st = whisper_cfg_align_default(m);
     if (!st) {
         loader L = {{m->wt, file, ENCDEC_OK, 0}, m, hf};
         load_weights(&L);
@@ -256,6 +257,7 @@ void whisper_free(whisper_model *m) {
     free(m->dec);
     free(m->suppress);
     free(m->begin_suppress);
+    free(m->align_heads);
     bpe_free(m->tok);
     wtab_free(m->wt);
     free(m);

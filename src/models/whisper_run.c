@@ -74,7 +74,7 @@ void whisper_state_free(whisper_state *s) {
     kv_self_free(&s->self);
     kv_cross_free(&s->cross);
     float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv, s->xkv,
-                     s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q};
+                     s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q, s->align_qk};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }
@@ -184,6 +184,40 @@ static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, c
                      s->scores_stride);
 }
 
+encdec_status whisper_align_capture(whisper_state *s, int on) {
+    const whisper_hparams *h = &s->m->hp;
+    if (on && !s->align_qk) {
+        size_t n = (size_t)s->m->n_align_heads * s->max_rows * h->n_audio_ctx, bytes;
+        if (!ed_mul_ok(n, sizeof(float), &bytes))
+            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment scores");
+        s->align_qk = ed_alloc(bytes, "alignment scores");
+        if (!s->align_qk) return ENCDEC_ERR_NOMEM;
+    }
+    s->align_on = on;
+    return ENCDEC_OK;
+}
+
+const float *whisper_align_scores(const whisper_state *s, int a) {
+    return s->align_qk + (size_t)a * s->max_rows * s->m->hp.n_audio_ctx;
+}
+
+/* The alignment heads of layer l: scores[r, t] = q_r . k_t / sqrt(dh) of
+ * rows [0, R) against the cross cache's keys (in their stored type). */
+static void align_scores(whisper_state *s, int l, int R) {
+    const whisper_model *m = s->m;
+    int d = m->hp.d, dh = d / m->hp.n_head, T = s->cross.n_valid;
+    static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int a = 0; a < m->n_align_heads; a++) {
+        if (m->align_heads[2 * a] != l) continue;
+        int hd = m->align_heads[2 * a + 1];
+        float *y = s->align_qk + (size_t)a * s->max_rows * m->hp.n_audio_ctx;
+        k_w K = {kv_cross_k(&s->cross, l, hd), types[s->cross.type], 0};
+        op_matmul_w(s->pool, y, m->hp.n_audio_ctx, s->d_q + (size_t)hd * dh, d, K, NULL, R, T, dh);
+        for (size_t i = 0; i < (size_t)R * m->hp.n_audio_ctx; i++) y[i] *= scale;
+    }
+}
+
 void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
                     const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
     const whisper_model *m = s->m;
@@ -206,6 +240,7 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
         op_matmul_w(s->pool, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
+        if (s->align_on) align_scores(s, l, R);
         op_attention_cross(s->pool, s->d_att, d, s->d_q, d, &s->cross, NULL, l, R, scale, s->scores,
                            s->scores_stride);
         op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);

@@ -1,0 +1,371 @@
+/* transcribe.c - encdec_transcribe: the public parameters checked and
+ * turned into the long-form loop's (asr/asr.h), and its segments into an
+ * encdec_result, each handed to the caller's callback as soon as it is
+ * final. */
+#include "api/api.h"
+#include "asr/asr_internal.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BEST_OF 16
+
+encdec_transcribe_params encdec_transcribe_default_params(void) {
+    encdec_transcribe_params p;
+    memset(&p, 0, sizeof p);
+    p.kv_mode = ENCDEC_KV_FULL;
+    p.beam_size = 1;
+    p.timestamps = 1;
+    p.patience = 1.0f;
+    p.best_of = 5;
+    p.temperature = 0.0f;
+    p.temperature_increment = 0.2f;
+    p.compression_ratio_threshold = 2.4f;
+    p.logprob_threshold = -1.0f;
+    p.no_speech_threshold = 0.6f;
+    p.condition_on_previous_text = 1;
+    p.loop_detection = 1;
+    return p;
+}
+
+/* The model's language codes, for messages: "en, zh, de, ...". */
+static void lang_list(const whisper_model *w, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < w->sp.n_langs && n + 8 < cap; i++) {
+        const char *c = asr_lang_code(i);
+        if (c) n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", c);
+    }
+}
+
+/* The language token for p->language (NULL: -1, detect / English-only). */
+static encdec_status language_token(const whisper_model *w, const char *lang, int *tok) {
+    *tok = -1;
+    if (!lang) return ENCDEC_OK;
+    int i = strlen(lang) < 32 ? asr_lang_find(lang) : -1;
+    if (!w->multilingual) {
+        if (i != 0)
+            return ed_fail(ENCDEC_ERR_ARG, "this model is English-only; language \"%.32s\" is not "
+                           "available (use en, or a multilingual model)", lang);
+        return ENCDEC_OK;
+    }
+    if (i < 0 || i >= w->sp.n_langs) {
+        char codes[1024];
+        lang_list(w, codes, sizeof codes);
+        return ed_fail(ENCDEC_ERR_ARG, "unknown language \"%.32s\"; this model knows: %s", lang, codes);
+    }
+    *tok = w->sp.lang_first + i;
+    return ENCDEC_OK;
+}
+
+static int bad_float(float x, float lo, float hi) { return !(x >= lo && x <= hi); }
+
+static encdec_status check_params(const encdec_session *s, const encdec_transcribe_params *p) {
+    const whisper_model *w = s->model->w;
+    int ctx = w->hp.n_text_ctx;
+    if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
+        return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
+    if (p->max_tokens < 0 || p->max_tokens > ctx)
+        return ed_fail(ENCDEC_ERR_ARG, "max_tokens %d is out of range 0..%d", p->max_tokens, ctx);
+    if (p->beam_size < 0 || p->beam_size > API_MAX_BEAMS)
+        return ed_fail(ENCDEC_ERR_ARG, "beam_size %d is out of range 0..%d", p->beam_size, API_MAX_BEAMS);
+    if (p->best_of < 0 || p->best_of > MAX_BEST_OF)
+        return ed_fail(ENCDEC_ERR_ARG, "best_of %d is out of range 0..%d", p->best_of, MAX_BEST_OF);
+    if (bad_float(p->patience, 1e-3f, 64.0f) || nearbyint((double)p->patience * (p->beam_size > 1 ? p->beam_size : 1)) < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "patience %g is out of range (0, 64] (and beam_size x "
+                       "patience must round to at least 1)", p->patience);
+    if (bad_float(p->temperature, 0.0f, 1.0f))
+        return ed_fail(ENCDEC_ERR_ARG, "temperature %g is out of range 0..1", p->temperature);
+    if (bad_float(p->temperature_increment, 0.0f, 1.0f))
+        return ed_fail(ENCDEC_ERR_ARG, "temperature_increment %g is out of range 0..1 (0: no fallback)",
+                       p->temperature_increment);
+    if (p->temperature_increment > 0 &&
+        (1.0 - p->temperature) / p->temperature_increment + 1 > ASR_MAX_TEMPS)
+        return ed_fail(ENCDEC_ERR_ARG, "temperature_increment %g gives more than %d temperatures "
+                       "from %g to 1", p->temperature_increment, ASR_MAX_TEMPS, p->temperature);
+    struct { const char *name; float v; } th[] = {
+        {"compression_ratio_threshold", p->compression_ratio_threshold},
+        {"logprob_threshold", p->logprob_threshold},
+        {"no_speech_threshold", p->no_speech_threshold}};
+    for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+        if (isinf(th[i].v))
+            return ed_fail(ENCDEC_ERR_ARG, "%s must be a finite number, or NAN for off", th[i].name);
+    if (p->translate && !w->multilingual)
+        return ed_fail(ENCDEC_ERR_ARG, "this model is English-only; it cannot translate");
+    if (p->n_clip_timestamps < 0 || p->n_clip_timestamps > 2 * ASR_MAX_CLIPS ||
+        (p->n_clip_timestamps > 0 && !p->clip_timestamps))
+        return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps: %d values (0..%d)", p->n_clip_timestamps,
+                       2 * ASR_MAX_CLIPS);
+    return ENCDEC_OK;
+}
+
+/* " " + text stripped, encoded (openai-whisper's prompt and prefix). */
+static encdec_status encode_text(const whisper_model *w, const char *what, const char *text,
+                                 int max, int **ids, int *n) {
+    *ids = NULL;
+    *n = 0;
+    if (!text) return ENCDEC_OK;
+    size_t len = strlen(text);
+    const char *t = asr_strip(text, &len);
+    char *s = malloc(len + 2);
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s", what);
+    s[0] = ' ';
+    memcpy(s + 1, t, len);
+    s[len + 1] = 0;
+    int cnt = 0;
+    encdec_status st = bpe_encode(w->tok, s, NULL, 0, &cnt);
+    if (st) {
+        free(s);
+        return ed_fail(ENCDEC_ERR_ARG, "%s: %s", what, encdec_last_error());
+    }
+    if (cnt > max) {
+        free(s);
+        return ed_fail(ENCDEC_ERR_ARG, "%s is %d tokens; at most %d fit", what, cnt, max);
+    }
+    *ids = malloc(sizeof(int) * (size_t)(cnt > 0 ? cnt : 1));
+    if (!*ids) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s", what);
+    if (!st) st = bpe_encode(w->tok, s, *ids, cnt, n);
+    free(s);
+    return st;
+}
+
+/* The clips in seconds, checked against the audio's length. */
+static encdec_status clips(const encdec_transcribe_params *p, double dur, asr_params *a) {
+    int n = p->n_clip_timestamps;
+    for (int i = 0; i < n; i++) {
+        double v = p->clip_timestamps[i];
+        if (!isfinite(v) || v < 0)
+            return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps[%d] = %g: times are seconds >= 0", i, v);
+        if (i > 0 && !(v > p->clip_timestamps[i - 1]))
+            return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps must increase: %g after %g", v,
+                           p->clip_timestamps[i - 1]);
+        if (i % 2 == 0 && v >= dur)
+            return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps: a clip starts at %g s, past the end "
+                           "of the audio (%.3f s)", v, dur);
+    }
+    a->n_clips = (n + 1) / 2;
+    for (int i = 0; i < a->n_clips; i++) {
+        a->clips[2 * i] = p->clip_timestamps[2 * i];
+        a->clips[2 * i + 1] = 2 * i + 1 < n ? p->clip_timestamps[2 * i + 1] : -1;
+    }
+    return ENCDEC_OK;
+}
+
+typedef struct {
+    encdec_result *r;
+    const whisper_model *w;
+    const encdec_transcribe_params *p;
+    int window, last_seek;
+    encdec_token *view_tok;   /* the callback's copy of a segment's tokens, pointers resolved */
+    encdec_word *view_words;
+    size_t view_cap;
+} sink_ctx;
+
+static encdec_status grow_view(sink_ctx *c, size_t n) {
+    if (n <= c->view_cap) return ENCDEC_OK;
+    encdec_token *t = realloc(c->view_tok, n * sizeof *t);
+    if (t) c->view_tok = t;
+    encdec_word *w = t ? realloc(c->view_words, n * sizeof *w) : NULL;
+    if (w) c->view_words = w;
+    if (!t || !w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: segment");
+    c->view_cap = n;
+    return ENCDEC_OK;
+}
+
+/* A segment into the result, then to the caller. */
+static encdec_status on_segment(void *user, const asr_segment *g) {
+    sink_ctx *c = user;
+    encdec_result *r = c->r;
+    if (g->seek != c->last_seek) c->window++, c->last_seek = g->seek;
+    size_t first_tok = r->n_tokens, first_word = r->n_words, text_off;
+    encdec_status st = ENCDEC_OK;
+    for (int i = 0; i < g->n_tokens && !st; i++) {
+        size_t len = 0;
+        const char *b = bpe_token_bytes(c->w->tok, g->tokens[i], &len);
+        st = api_result_add_token(r, g->tokens[i], g->logprobs[i], b, b ? len : 0, c->window - 1);
+    }
+    for (int i = 0; i < g->n_words && !st; i++) {
+        size_t off;
+        st = api_result_add_str(r, g->words[i].text, strlen(g->words[i].text), &off);
+        if (!st) st = api_result_add_word(r, off, g->words[i].start, g->words[i].end,
+                                          g->words[i].probability);
+    }
+    if (!st) st = api_result_add_str(r, g->text, strlen(g->text), &text_off);
+    encdec_segment seg = {(int)r->n_segs, g->seek, g->start, g->end, NULL, g->n_tokens, NULL,
+                          g->temperature, g->avg_logprob, g->compression_ratio, g->no_speech_prob,
+                          g->n_words, NULL};
+    if (!st) st = api_result_add_segment(r, &seg, text_off, first_tok, first_word);
+    if (st || !c->p->on_segment) return st;
+    /* the caller's view: pointers into the result as it is now */
+    st = grow_view(c, (size_t)(g->n_tokens > g->n_words ? g->n_tokens : g->n_words) + 1);
+    if (st) return st;
+    for (int i = 0; i < g->n_tokens; i++) {
+        c->view_tok[i] = r->tokens[first_tok + i];
+        c->view_tok[i].text = r->strs + (uintptr_t)r->tokens[first_tok + i].text;
+    }
+    for (int i = 0; i < g->n_words; i++) {
+        c->view_words[i] = r->words[first_word + i];
+        c->view_words[i].word = r->strs + (uintptr_t)r->words[first_word + i].word;
+    }
+    seg.text = r->strs + text_off;
+    seg.tokens = c->view_tok;
+    seg.words = g->n_words ? c->view_words : NULL;
+    if (c->p->on_segment(&seg, c->p->user))
+        return ed_fail(ENCDEC_ERR_CANCELLED, "transcription stopped by the caller");
+    return ENCDEC_OK;
+}
+
+static void on_progress(void *user, double done, double total) {
+    const sink_ctx *c = user;
+    if (c->p->on_progress) c->p->on_progress(done, total, c->p->user);
+}
+
+/* The whole transcript as sequence 0: every segment's text tokens decoded together. */
+static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
+    int *ids = malloc(sizeof *ids * (r->n_tokens + 1));
+    if (!ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+    float sum = 0;
+    int n = 0;
+    for (size_t i = 0; i < r->n_tokens; i++) {
+        if (r->tokens[i].id < w->sp.eot) ids[n++] = r->tokens[i].id;
+        sum += r->tokens[i].logprob;
+    }
+    char *text = bpe_decode(w->tok, ids, n, 1);
+    free(ids);
+    if (!text) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
+    return api_result_add_sequence(r, 0, 0, sum, 0, (int)r->n_tokens, text);
+}
+
+static void report(encdec_result *r, const whisper_model *w, const asr_report *rep, size_t n) {
+    encdec_timings *t = &r->timings;
+    t->mel_ms = rep->mel_ms;
+    t->encoder_ms = rep->encoder_ms;
+    t->decode_ms = rep->decode_ms;
+    t->align_ms = rep->align_ms;
+    t->n_windows = rep->n_windows;
+    t->n_tokens = rep->n_tokens;
+    t->n_steps = rep->n_steps;
+    t->n_encodes = rep->n_encodes;
+    t->n_decodes = rep->n_decodes;
+    t->n_fallbacks = rep->n_fallbacks;
+    t->n_loops = rep->n_loops;
+    t->audio_seconds = n / (double)MEL_SAMPLE_RATE;
+    r->language = rep->language >= 0 ? asr_lang_code(rep->language - w->sp.lang_first) : "en";
+    if (!rep->detected) return;
+    int L = rep->n_langs;   /* most likely first */
+    for (int i = 0; i < L; i++) {
+        int k = r->n_lang++;
+        while (k > 0 && r->lang_prob[k - 1] < rep->lang_probs[i]) {
+            r->lang_prob[k] = r->lang_prob[k - 1];
+            r->lang_code[k] = r->lang_code[k - 1];
+            k--;
+        }
+        r->lang_prob[k] = rep->lang_probs[i];
+        r->lang_code[k] = asr_lang_code(i);
+    }
+}
+
+/* The decoder state holds caches for at least n sequences: grown (state and
+ * runner made again) the first time a request needs more, kept after. */
+static encdec_status ensure_slots(encdec_session *s, int n) {
+    if (s->st->n_slots >= n) return ENCDEC_OK;
+    rn_free(&s->runner);
+    whisper_state_free(s->st);
+    s->st = NULL;
+    encdec_status st = whisper_state_new(&s->st, s->model->w, s->pool, n, s->cross_kv);
+    if (!st) {
+        rn_model rm = whisper_rn_model(s->st);
+        st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);
+    }
+    return st;
+}
+
+/* params -> the loop's, with the texts encoded (freed by the caller). */
+static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_params *p, size_t n,
+                            asr_params *a, int **prompt, int **prefix) {
+    const whisper_model *w = s->model->w;
+    asr_params_default(a);
+    a->kv_mode = p->kv_mode;
+    encdec_status st = language_token(w, p->language, &a->language);
+    if (st) return st;
+    a->translate = p->translate;
+    a->timestamps = p->timestamps != 0;
+    a->max_tokens = p->max_tokens;
+    a->beam_size = p->beam_size;
+    a->patience = p->patience;
+    a->best_of = p->best_of > 0 ? p->best_of : 1;
+    a->n_temperatures = 0;
+    for (double t = p->temperature; t <= 1.0 + 1e-6 && a->n_temperatures < ASR_MAX_TEMPS;
+         t += p->temperature_increment) {
+        a->temperatures[a->n_temperatures++] = (float)t;
+        if (p->temperature_increment <= 0) break;
+    }
+    a->compression_ratio_threshold = p->compression_ratio_threshold;
+    a->logprob_threshold = p->logprob_threshold;
+    a->no_speech_threshold = p->no_speech_threshold;
+    a->condition_on_previous_text = p->condition_on_previous_text;
+    a->word_timestamps = p->word_timestamps;
+    if (p->prepend_punctuations) a->prepend_punctuations = p->prepend_punctuations;
+    if (p->append_punctuations) a->append_punctuations = p->append_punctuations;
+    a->loop_detect = p->loop_detection;
+    a->seed = p->seed;
+    st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
+    int half = w->hp.n_text_ctx / 2;
+    if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, prompt,
+                              &a->n_initial_prompt);
+    if (!st) st = encode_text(w, "prefix", p->prefix, half - 8, prefix, &a->n_prefix);
+    a->initial_prompt = *prompt;
+    a->prefix = *prefix;
+    return st;
+}
+
+encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+                                const encdec_transcribe_params *params, encdec_result **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: out is NULL");
+    *out = NULL;
+    if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: session is NULL");
+    if (s->model->family != API_WHISPER)
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: this is a %s model (text to text); "
+                       "use encdec_generate", s->model->t5->model_type);
+    if (!pcm || n_samples == 0) return ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
+    const whisper_model *w = s->model->w;
+    asr_params a;
+    int *prompt = NULL, *prefix = NULL;
+    encdec_status st = check_params(s, &p);
+    if (!st) st = to_asr(s, &p, n_samples, &a, &prompt, &prefix);
+    if (!st) st = ensure_slots(s, asr_slots_needed(&a));
+    encdec_result *r = NULL;
+    if (!st) {
+        r = calloc(1, sizeof *r);
+        if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    }
+    sink_ctx c = {r, w, &p, 0, -1, NULL, NULL, 0};
+    asr_report rep;
+    if (!st) {
+        asr_env env = {w, s->st, &s->runner, s->mel};
+        asr_sink sink = {on_segment, on_progress, &c};
+        st = asr_transcribe(&env, pcm, n_samples, &a, &sink, &rep);
+    }
+    free(c.view_tok);
+    free(c.view_words);
+    free(prompt);
+    free(prefix);
+    if (!st) st = finish_text(r, w);
+    if (!st) {
+        report(r, w, &rep, n_samples);
+        api_result_finish(r);
+        *out = r;
+        return ENCDEC_OK;
+    }
+    encdec_result_free(r);
+    return st;
+}

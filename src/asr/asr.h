@@ -1,0 +1,127 @@
+/* asr.h - Whisper transcription of whole recordings: the long-form loop
+ * (seek-based 30 s windows, timestamps, segments), each window decoded with
+ * temperature fallback, language detection, word alignment.
+ *
+ *   asr_env env = { model, state, runner, mel };    borrowed from the session
+ *   asr_params p;  asr_params_default(&p, model);  p.word_timestamps = 1;
+ *   asr_sink sink = { on_segment, on_progress, user };
+ *   asr_report rep;
+ *   st = asr_transcribe(&env, pcm, n, &p, &sink, &rep);
+ *
+ * The loop follows openai-whisper's transcribe() (facts, not code): the
+ * whole recording's log-mel is computed once (one normalisation for the
+ * file); a window starts where the last complete segment ended; its tokens
+ * split into segments at timestamp pairs; the previous windows' tokens are
+ * the next window's prompt. What openai-whisper recomputes, this keeps: a
+ * window's encoder output, cross cache and prompt rows serve every decode
+ * of it (each temperature of the fallback, every best-of candidate or beam,
+ * the word-alignment pass).
+ *
+ * Layer: above models/ (the Whisper state) and decode/ (strategies, rules),
+ * below api/. No I/O, no allocation per decode step. One call at a time
+ * per env (the state and runner are its working memory).
+ */
+#ifndef ED_ASR_H
+#define ED_ASR_H
+
+#include "encdec.h"
+#include "audio/mel.h"
+#include "decode/runner.h"
+#include "models/whisper.h"
+
+#include <stdint.h>
+
+#define ASR_MAX_TEMPS 16
+#define ASR_MAX_CLIPS 256
+
+typedef struct {
+    const whisper_model *m;
+    whisper_state *st;        /* n_slots >= asr_slots_needed(params) */
+    dec_runner *rn;           /* the seam over st */
+    const mel_ctx *mel;
+} asr_env;
+
+typedef struct {
+    encdec_kv_mode kv_mode;
+    int language;             /* <|xx|> token id; -1: detect (multilingual) / English-only */
+    int translate;
+    int timestamps;           /* 0: <|notimestamps|>, fixed 30 s windows (the decode() mode) */
+    int max_tokens;           /* per window; 0: n_text_ctx / 2 (224) */
+    int beam_size;            /* <= 1: greedy at temperature 0 */
+    float patience;           /* beam: > 0 (1 = plain beam search) */
+    float length_penalty;     /* < 0: length normalisation; 0..1: Google NMT's */
+    int best_of;              /* candidates sampled at temperature > 0 */
+    float temperatures[ASR_MAX_TEMPS];   /* tried in order until one passes */
+    int n_temperatures;
+    float compression_ratio_threshold;   /* NAN: off */
+    float logprob_threshold;             /* NAN: off */
+    float no_speech_threshold;           /* NAN: off */
+    int condition_on_previous_text;
+    const int *initial_prompt;           /* token ids (borrowed), for the first window */
+    int n_initial_prompt;
+    const int *prefix;                   /* token ids forced at the start of the first window */
+    int n_prefix;
+    double clips[2 * ASR_MAX_CLIPS];     /* start, end, ... seconds; end < 0: the end of the audio */
+    int n_clips;                         /* pairs; 0: the whole recording */
+    int word_timestamps;
+    const char *prepend_punctuations;    /* UTF-8 characters merged into the next word */
+    const char *append_punctuations;     /* ... into the previous word */
+    int loop_detect;                     /* stop a window that repeats itself (see window.c) */
+    uint64_t seed;                       /* sampling */
+} asr_params;
+
+/* openai-whisper's defaults: timestamps, temperatures 0, 0.2 ... 1.0,
+ * thresholds 2.4 / -1.0 / 0.6, conditioning, best_of 5, greedy, loop
+ * detection on, punctuation sets as openai-whisper's. */
+void asr_params_default(asr_params *p);
+/* Sequences the state must hold: max(beam, best_of) + 1 (the prompt's slot). */
+int asr_slots_needed(const asr_params *p);
+
+typedef struct {
+    const char *text;         /* UTF-8, punctuation attached, leading space kept */
+    double start, end;        /* seconds of the recording */
+    float probability;        /* mean of its tokens' probabilities */
+} asr_word;
+
+typedef struct {
+    int seek;                 /* the window's first mel frame (10 ms each) */
+    double start, end;        /* seconds of the recording */
+    const char *text;         /* the text tokens decoded (UTF-8) */
+    const int *tokens;        /* [n_tokens] timestamps included, eot excluded */
+    const float *logprobs;    /* [n_tokens] */
+    int n_tokens;
+    float temperature, avg_logprob, compression_ratio, no_speech_prob;   /* of its window */
+    const asr_word *words;    /* [n_words] when word timestamps were asked */
+    int n_words;
+} asr_segment;
+
+/* Where results go, as soon as they are final. Every pointer in a segment
+ * is valid during the call only. A status other than ENCDEC_OK from
+ * segment stops the transcription with that status (its message kept). */
+typedef struct {
+    encdec_status (*segment)(void *user, const asr_segment *s);
+    void (*progress)(void *user, double done_s, double total_s);
+    void *user;
+} asr_sink;
+
+typedef struct {
+    int language;             /* the language token decoded with; -1: none (English-only) */
+    int detected;             /* 1: language came from detection */
+    float lang_probs[128];    /* [n_langs] detection probabilities, model order (when detected) */
+    int n_langs;
+    double mel_ms, encoder_ms, decode_ms, align_ms;
+    int n_windows;            /* windows decoded or skipped */
+    int n_encodes;            /* encoder passes (detection included) */
+    int n_decodes;            /* decode attempts (fallback re-decodes included) */
+    int n_fallbacks;          /* windows decoded more than once */
+    int n_loops;              /* decodes stopped by the loop detector */
+    int n_tokens, n_steps;    /* generated tokens, decoder steps (all attempts) */
+} asr_report;
+
+/* Transcribes pcm[n] (16 kHz mono) with p, sending segments to sink.
+ * Errors: ENCDEC_ERR_ARG for unusable parameters (message names them),
+ * ENCDEC_ERR_NOMEM, or what the sink returned. */
+encdec_status asr_transcribe(const asr_env *env, const float *pcm, size_t n, const asr_params *p,
+                             const asr_sink *sink, asr_report *rep);
+
+#endif

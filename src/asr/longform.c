@@ -1,0 +1,390 @@
+/* longform.c - the long-form loop over a whole recording (see asr.h).
+ *
+ * Per window: the log-mel frames from the current seek, the encoder, the
+ * cross cache, the prompt, the decode with fallback (window.c), then the
+ * segments (segments.c), word times (align.c) and the next seek. Windows
+ * whose no-speech probability is high and log-probability low are skipped
+ * whole. Timings and counts go to the report; segments to the sink.
+ */
+#include "asr/asr_internal.h"
+#include "asr/window.h"
+#include "base/err.h"
+#include "base/mem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_FRAMES MEL_CHUNK_FRAMES               /* 3000 mel frames: one window */
+#define FRAMES_PER_SECOND (MEL_SAMPLE_RATE / MEL_HOP)   /* 100 */
+
+double api_now_ms(void);
+
+void asr_params_default(asr_params *p) {
+    memset(p, 0, sizeof *p);
+    p->kv_mode = ENCDEC_KV_FULL;
+    p->language = -1;
+    p->timestamps = 1;
+    p->patience = 1.0f;
+    p->length_penalty = -1.0f;
+    p->best_of = 5;
+    static const float T[] = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+    for (int i = 0; i < 6; i++) p->temperatures[i] = T[i];
+    p->n_temperatures = 6;
+    p->compression_ratio_threshold = 2.4f;
+    p->logprob_threshold = -1.0f;
+    p->no_speech_threshold = 0.6f;
+    p->condition_on_previous_text = 1;
+    p->prepend_punctuations = "\"'\xe2\x80\x9c\xc2\xbf([{-";
+    p->append_punctuations = "\"'.\xe3\x80\x82,\xef\xbc\x8c!\xef\xbc\x81?\xef\xbc\x9f:\xef\xbc\x9a\xe2\x80\x9d)]}\xe3\x80\x81";
+    p->loop_detect = 1;
+}
+
+int asr_slots_needed(const asr_params *p) {
+    int n = 1;
+    if (p->beam_size > n) n = p->beam_size;
+    for (int i = 0; i < p->n_temperatures; i++)
+        if (p->temperatures[i] > 0 && p->best_of > n) n = p->best_of;
+    return n + 1;
+}
+
+/* A growing list of ints (the transcript's tokens, for prompts). */
+typedef struct {
+    int *v;
+    size_t n, cap;
+} ivec;
+
+static encdec_status ivec_push(ivec *a, const int *x, size_t n) {
+    if (a->n + n > a->cap) {
+        size_t c = a->cap ? a->cap : 256;
+        while (c < a->n + n) c *= 2;
+        int *q = realloc(a->v, c * sizeof *q);
+        if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: transcript tokens");
+        a->v = q;
+        a->cap = c;
+    }
+    memcpy(a->v + a->n, x, n * sizeof *x);
+    a->n += n;
+    return ENCDEC_OK;
+}
+
+typedef struct {
+    const asr_env *env;
+    const asr_params *p;
+    const asr_sink *sink;
+    asr_report *rep;
+    const float *pcm;
+    size_t n;
+    int content;              /* mel frames of audio */
+    float *mel_all;           /* [n_mels, content + N_FRAMES] timestamps mode: the whole file */
+    float *mel;               /* [n_mels, N_FRAMES] the window */
+    int encoded_seek, encoded_size;   /* the window the state's encoder output is for; -1: none */
+    asr_work work;
+    asr_aligner align;
+    ivec all;                 /* tokens of the transcript (prompts are cut from it) */
+    size_t prompt_from;       /* prompt_reset_since */
+    size_t initial;           /* initial prompt tokens at the start of `all` */
+    int sot_seq[4], n_sot_seq;
+    asr_split *splits;        /* [n_text_ctx + 1] */
+    asr_wseg *segs;           /* [n_text_ctx + 1] */
+    int *head;                /* [n_text_ctx] prompt scratch */
+    float *lang_logits;       /* [V] */
+    double last_speech;       /* word timestamps: the end of the last word */
+} lf_run;
+
+/* The window's log-mel in r->mel: frames [seek, seek + size) then zeros
+ * (openai-whisper pads the mel, not the audio); without timestamps the
+ * window's own log-mel of its samples (the decode() view, normalised over
+ * the window), as encdec always computed it. */
+static encdec_status window_mel(lf_run *r, int seek, int size) {
+    int nm = r->env->m->hp.n_mels;
+    if (!r->p->timestamps) {
+        size_t s0 = (size_t)seek * MEL_HOP, len = (size_t)size * MEL_HOP;
+        if (s0 + len > r->n) len = r->n - s0;
+        return mel_compute(r->env->mel, r->pcm + s0, len, r->mel, N_FRAMES);
+    }
+    size_t ld = (size_t)r->content + N_FRAMES;
+    for (int k = 0; k < nm; k++) {
+        float *dst = r->mel + (size_t)k * N_FRAMES;
+        memcpy(dst, r->mel_all + k * ld + seek, sizeof(float) * (size_t)size);
+        memset(dst + size, 0, sizeof(float) * (size_t)(N_FRAMES - size));
+    }
+    return ENCDEC_OK;
+}
+
+/* Runs the encoder over r->mel unless it already holds window (seek, size). */
+static void encode(lf_run *r, int seek, int size) {
+    if (r->encoded_seek == seek && r->encoded_size == size) return;
+    double t0 = api_now_ms();
+    whisper_encode(r->env->st, r->mel);
+    r->rep->encoder_ms += api_now_ms() - t0;
+    r->rep->n_encodes++;
+    r->encoded_seek = seek;
+    r->encoded_size = size;
+}
+
+static void begin(lf_run *r) {
+    double t0 = api_now_ms();
+    rn_begin(r->env->rn, r->p->kv_mode);   /* the cross cache, once per window */
+    r->rep->encoder_ms += api_now_ms() - t0;
+}
+
+/* Language detection on the first 30 s (openai-whisper: the whole file's
+ * mel, frames [0, 3000), silence beyond the audio): the probabilities of
+ * the language tokens after <|startoftranscript|>. */
+static encdec_status detect_language(lf_run *r) {
+    const whisper_model *m = r->env->m;
+    int size = r->content < N_FRAMES ? r->content : N_FRAMES;
+    encdec_status st;
+    double t0 = api_now_ms();
+    if (r->p->timestamps) {
+        size_t ld = (size_t)r->content + N_FRAMES;
+        for (int k = 0; k < m->hp.n_mels; k++)
+            memcpy(r->mel + (size_t)k * N_FRAMES, r->mel_all + k * ld, sizeof(float) * N_FRAMES);
+        size = N_FRAMES;   /* as a window of the full 3000 frames, so a full first window reuses it */
+        st = ENCDEC_OK;
+    } else {
+        st = window_mel(r, 0, size);
+    }
+    r->rep->mel_ms += api_now_ms() - t0;
+    if (st) return st;
+    encode(r, 0, size);
+    begin(r);
+    float ns;
+    int sot = m->sp.sot;
+    st = asr_window_prompt(&r->work, &sot, 1, NULL, 0, &ns, r->lang_logits);
+    if (st) return st;
+    int L = m->sp.n_langs, first = m->sp.lang_first, best = 0;
+    float mx = -INFINITY;
+    for (int i = 0; i < L; i++) mx = fmaxf(mx, r->lang_logits[first + i]);
+    double sum = 0;
+    for (int i = 0; i < L; i++) sum += exp((double)r->lang_logits[first + i] - mx);
+    r->rep->n_langs = L < 128 ? L : 128;
+    for (int i = 0; i < L; i++) {
+        float pr = (float)(exp((double)r->lang_logits[first + i] - mx) / sum);
+        if (i < 128) r->rep->lang_probs[i] = pr;
+        if (r->lang_logits[first + i] > r->lang_logits[first + best]) best = i;
+    }
+    r->rep->language = first + best;
+    r->rep->detected = 1;
+    return ENCDEC_OK;
+}
+
+/* Sends the window's kept segments to the sink and their tokens to the
+ * transcript. A segment with no duration or no text is dropped. */
+static encdec_status emit(lf_run *r, const asr_window_result *res, int n_seg, int seek) {
+    const whisper_model *m = r->env->m;
+    encdec_status st = ENCDEC_OK;
+    for (int i = 0; i < n_seg && !st; i++) {
+        const asr_wseg *g = &r->segs[i];
+        int n_text = 0;
+        for (int k = 0; k < g->n; k++) n_text += res->tok[g->first + k] < m->sp.eot;
+        int *text_tok = r->head;
+        for (int k = 0, j = 0; k < g->n; k++)
+            if (res->tok[g->first + k] < m->sp.eot) text_tok[j++] = res->tok[g->first + k];
+        char *text = bpe_decode(m->tok, text_tok, n_text, 1);
+        if (!text) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: segment text");
+        size_t len = strlen(text);
+        asr_strip(text, &len);
+        if (g->start != g->end && len > 0) {
+            asr_segment s = {seek, g->start, g->end, text, res->tok + g->first, res->lp + g->first,
+                             g->n, res->temperature, (float)res->avg_logprob,
+                             (float)res->compression_ratio, res->no_speech_prob, g->words,
+                             g->n_words};
+            st = ivec_push(&r->all, res->tok + g->first, (size_t)g->n);
+            if (!st && r->sink && r->sink->segment) st = r->sink->segment(r->sink->user, &s);
+        }
+        free(text);
+    }
+    return st;
+}
+
+/* The prompt of the window at the current state: [<|startofprev|> the
+ * transcript's last 223 tokens since the reset] <|startoftranscript|>. */
+static int prompt_head(lf_run *r) {
+    const whisper_model *m = r->env->m;
+    int n = 0, max_prev = m->hp.n_text_ctx / 2 - 1;
+    size_t have = r->all.n - r->prompt_from;
+    if (have > 0) {
+        size_t take = have < (size_t)max_prev ? have : (size_t)max_prev;
+        r->head[n++] = m->sp.sot_prev;
+        memcpy(r->head + n, r->all.v + r->all.n - take, take * sizeof(int));
+        n += (int)take;
+    }
+    r->head[n++] = m->sp.sot;
+    return n;
+}
+
+/* Every sample of the window is exactly 0 (digital silence: generated or
+ * padded audio). Such a window is skipped without decoding: the model can
+ * only hallucinate on it (openai-whisper decodes 65 s of zeros to " you you
+ * you"), and it costs nothing. Any real recording has noise, so this never
+ * changes the transcript of speech. */
+static int digital_silence(const lf_run *r, int seek, int size) {
+    size_t a = (size_t)seek * MEL_HOP, b = (size_t)(seek + size) * MEL_HOP;
+    if (b > r->n) b = r->n;
+    for (size_t i = a; i < b; i++)
+        if (r->pcm[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* One window at seek, size frames of content: decode, segments, words;
+ * returns the next seek in *next. */
+static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
+    const whisper_model *m = r->env->m;
+    const asr_params *p = r->p;
+    r->rep->n_windows++;
+    if (digital_silence(r, seek, size)) {   /* nothing to hear: not decoded at all */
+        *next = seek + size;
+        return ENCDEC_OK;
+    }
+    double t0 = api_now_ms();
+    encdec_status st = ENCDEC_OK;
+    if (!(r->encoded_seek == seek && r->encoded_size == size)) st = window_mel(r, seek, size);
+    r->rep->mel_ms += api_now_ms() - t0;
+    if (st) return st;
+    encode(r, seek, size);
+    begin(r);
+    /* prompt: head, then the language and task, <|notimestamps|>, the prefix */
+    int n_head = prompt_head(r), rest[8 + 224], n_rest = 0;
+    for (int i = 1; i < r->n_sot_seq; i++) rest[n_rest++] = r->sot_seq[i];
+    if (!p->timestamps) rest[n_rest++] = m->sp.no_timestamps;
+    if (r->rep->n_windows == 1)   /* the prefix starts the transcript only */
+        for (int i = 0; i < p->n_prefix && n_rest < 8 + 224; i++) rest[n_rest++] = p->prefix[i];
+    float no_speech;
+    t0 = api_now_ms();
+    st = asr_window_prompt(&r->work, r->head, n_head, rest, n_rest, &no_speech, NULL);
+    asr_window_result res;
+    if (!st) st = asr_window_decode(&r->work, seek, no_speech, &res, r->rep);
+    r->rep->decode_ms += api_now_ms() - t0;
+    if (st) return st;
+    /* a silent window is skipped whole */
+    int skip = !isnan(p->no_speech_threshold) && res.no_speech_prob > p->no_speech_threshold;
+    if (!isnan(p->logprob_threshold) && res.avg_logprob > p->logprob_threshold) skip = 0;
+    if (skip) {
+        *next = seek + size;
+        return ENCDEC_OK;
+    }
+    int advance, single_end;
+    int n_seg = asr_split_segments(res.tok, res.n, m->sp.timestamp_begin, size, r->splits, &advance,
+                                   &single_end);
+    double offset = seek * (double)MEL_HOP / MEL_SAMPLE_RATE;
+    for (int i = 0; i < n_seg; i++)
+        r->segs[i] = (asr_wseg){r->splits[i].first, r->splits[i].n, offset + r->splits[i].start,
+                                offset + r->splits[i].end, NULL, 0};
+    *next = seek + advance;
+    if (p->word_timestamps) {
+        t0 = api_now_ms();
+        st = asr_align_window(&r->align, r->env, p, r->sot_seq, r->n_sot_seq, res.tok, r->segs,
+                              n_seg, seek, size, r->last_speech);
+        r->rep->align_ms += api_now_ms() - t0;
+        if (st) return st;
+        double end = asr_words_end(r->segs, n_seg);   /* where speech stopped */
+        if (!single_end && !isnan(end) && end > offset) *next = (int)nearbyint(end * FRAMES_PER_SECOND);
+        if (!isnan(end)) r->last_speech = end;
+    }
+    st = emit(r, &res, n_seg, seek);
+    if (!p->condition_on_previous_text || res.temperature > 0.5f) r->prompt_from = r->all.n;
+    return st;
+}
+
+static encdec_status check(const asr_env *env, const asr_params *p) {
+    const whisper_model *m = env->m;
+    if (p->n_temperatures < 1 || p->n_temperatures > ASR_MAX_TEMPS)
+        return ed_fail(ENCDEC_ERR_ARG, "asr: %d temperatures (1..%d)", p->n_temperatures, ASR_MAX_TEMPS);
+    if (p->timestamps && m->sp.timestamp_begin < 0)
+        return ed_fail(ENCDEC_ERR_ARG, "this model's vocabulary has no timestamp tokens; "
+                       "transcribe without timestamps");
+    if (p->word_timestamps && m->n_align_heads < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "word timestamps: the model names no alignment heads");
+    if (m->multilingual && m->sp.n_langs < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "asr: a multilingual model without language tokens");
+    if (asr_slots_needed(p) > env->st->n_slots)
+        return ed_fail(ENCDEC_ERR_ARG, "asr: the state holds %d sequences, %d needed",
+                       env->st->n_slots, asr_slots_needed(p));
+    return ENCDEC_OK;
+}
+
+static void lf_free(lf_run *r) {
+    free(r->mel_all);
+    free(r->mel);
+    asr_work_free(&r->work);
+    asr_aligner_free(&r->align);
+    free(r->all.v);
+    free(r->splits);
+    free(r->segs);
+    free(r->head);
+    free(r->lang_logits);
+}
+
+static encdec_status lf_init(lf_run *r) {
+    const whisper_model *m = r->env->m;
+    size_t C = (size_t)m->hp.n_text_ctx + 1, nm = (size_t)m->hp.n_mels;
+    r->content = (int)(r->n / MEL_HOP);   /* openai-whisper: (n + 30 s) / hop frames, less 3000 */
+    r->encoded_seek = -1;
+    r->mel = ed_alloc(sizeof(float) * nm * N_FRAMES, "window mel");
+    r->splits = ed_alloc(sizeof *r->splits * C, "segments");
+    r->segs = ed_alloc(sizeof *r->segs * C, "segments");
+    r->head = ed_alloc(sizeof(int) * C, "prompt");
+    r->lang_logits = ed_alloc(sizeof(float) * (size_t)m->hp.n_vocab, "language logits");
+    if (!r->mel || !r->splits || !r->segs || !r->head || !r->lang_logits) return ENCDEC_ERR_NOMEM;
+    encdec_status st = asr_work_init(&r->work, r->env, r->p);
+    if (!st && r->p->word_timestamps) st = asr_aligner_init(&r->align, r->env);
+    if (st || !r->p->timestamps) return st;
+    size_t frames = (size_t)r->content + N_FRAMES, bytes;
+    if (!ed_mul_ok(nm * frames, sizeof(float), &bytes))
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: log-mel of %zu frames", frames);
+    r->mel_all = ed_alloc(bytes, "log-mel of the recording");
+    if (!r->mel_all) return ENCDEC_ERR_NOMEM;
+    double t0 = api_now_ms();
+    st = mel_compute(r->env->mel, r->pcm, r->n, r->mel_all, (int)frames);
+    r->rep->mel_ms += api_now_ms() - t0;
+    return st;
+}
+
+encdec_status asr_transcribe(const asr_env *env, const float *pcm, size_t n, const asr_params *p,
+                             const asr_sink *sink, asr_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->language = -1;
+    encdec_status st = check(env, p);
+    if (st) return st;
+    if (n / MEL_HOP + N_FRAMES > (size_t)INT32_MAX / MEL_HOP)
+        return ed_fail(ENCDEC_ERR_AUDIO, "the audio is too long (%zu samples)", n);
+    const whisper_model *m = env->m;
+    lf_run r = {.env = env, .p = p, .sink = sink, .rep = rep, .pcm = pcm, .n = n};
+    st = lf_init(&r);
+    if (!st) st = ivec_push(&r.all, p->initial_prompt, (size_t)p->n_initial_prompt);
+    r.initial = r.all.n;
+    if (!st && m->multilingual) {
+        if (p->language >= 0) rep->language = p->language;
+        else st = detect_language(&r);
+    }
+    r.sot_seq[r.n_sot_seq++] = m->sp.sot;
+    if (m->multilingual) {
+        r.sot_seq[r.n_sot_seq++] = rep->language;
+        r.sot_seq[r.n_sot_seq++] = p->translate ? m->sp.translate : m->sp.transcribe;
+    }
+    /* the clips, in mel frames: [start, end) pairs */
+    int clips[2 * ASR_MAX_CLIPS + 2], n_clips = p->n_clips > 0 ? p->n_clips : 1;
+    for (int i = 0; i < n_clips; i++) {
+        clips[2 * i] = p->n_clips ? (int)nearbyint(p->clips[2 * i] * FRAMES_PER_SECOND) : 0;
+        double e = p->n_clips ? p->clips[2 * i + 1] : -1;
+        clips[2 * i + 1] = e < 0 ? r.content : (int)nearbyint(e * FRAMES_PER_SECOND);
+    }
+    for (int c = 0; !st && c < n_clips; c++) {
+        int seek = clips[2 * c], end = clips[2 * c + 1];
+        while (!st && seek < end) {
+            int size = N_FRAMES;
+            if (r.content - seek < size) size = r.content - seek;
+            if (end - seek < size) size = end - seek;
+            int next = seek + size;
+            st = run_window(&r, seek, size, &next);
+            seek = next > seek ? next : seek + size;   /* never stuck */
+            if (!st && sink && sink->progress)
+                sink->progress(sink->user, (seek < r.content ? seek : r.content) / (double)FRAMES_PER_SECOND,
+                               r.content / (double)FRAMES_PER_SECOND);
+        }
+    }
+    lf_free(&r);
+    return st;
+}

@@ -1,0 +1,40 @@
+/* segments.c - a window's tokens to segments (see asr_internal.h). */
+#include "asr/asr_internal.h"
+
+#define TIME_PRECISION 0.02   /* seconds per timestamp step (30 s / 1500) */
+#define FRAME_SECONDS 0.01    /* seconds per mel frame */
+#define INPUT_STRIDE 2        /* mel frames per timestamp step */
+
+int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, asr_split *out,
+                       int *advance, int *single_end) {
+#define IS_TS(i) (tok[i] >= ts_begin)
+    *single_end = n >= 2 && !IS_TS(n - 2) && IS_TS(n - 1);
+    int n_seg = 0, last = 0;
+    for (int i = 1; i < n; i++) {
+        if (!(IS_TS(i - 1) && IS_TS(i))) continue;   /* a pair ends a segment at i */
+        out[n_seg++] = (asr_split){last, i - last, (tok[last] - ts_begin) * TIME_PRECISION,
+                                   (tok[i - 1] - ts_begin) * TIME_PRECISION};
+        last = i;
+    }
+    if (n_seg > 0) {
+        if (*single_end) {
+            out[n_seg++] = (asr_split){last, n - last, (tok[last] - ts_begin) * TIME_PRECISION,
+                                       (tok[n - 1] - ts_begin) * TIME_PRECISION};
+            *advance = seg_frames;
+        } else {   /* the rest is unfinished: the next window starts at the last pair */
+            *advance = (tok[last - 1] - ts_begin) * INPUT_STRIDE;
+        }
+        return n_seg;
+    }
+    /* no pair: one segment for the window, up to its last timestamp if any */
+    double duration = seg_frames * (double)(MEL_HOP) / MEL_SAMPLE_RATE;
+    for (int i = n - 1; i >= 0; i--)
+        if (IS_TS(i)) {
+            if (tok[i] != ts_begin) duration = (tok[i] - ts_begin) * TIME_PRECISION;
+            break;
+        }
+    out[0] = (asr_split){0, n, 0.0, duration};
+    *advance = seg_frames;
+    return 1;
+#undef IS_TS
+}
