@@ -1,0 +1,294 @@
+/* test_longform.c - long-form transcription against openai-whisper's
+ * transcribe() (tests/data/longform-golden.json, tools/golden_longform.py):
+ * real tiny.en on three recordings of 62-88 s built from ../shared/audio,
+ * with its defaults (timestamps, fallback thresholds, conditioning), with
+ * word timestamps, with beam search + patience, with an initial prompt and
+ * clips. Per segment: the tokens exactly (timestamps included), the text,
+ * start and end within 0.02 s, its window's average log-probability,
+ * compression ratio and no-speech probability within 1e-3; words: the same
+ * texts, times within 0.1 s on average. Language detection on the
+ * multilingual base: every language's probability within 1e-3.
+ *
+ * Also: the three cache modes agree token for token and word for word with
+ * timestamps and word times on; the loop detector changes nothing on real
+ * speech; a segment callback sees every segment as it comes, and can stop.
+ * Under the sanitizers (ED_SANITIZED) only the first recording runs.
+ */
+#include "golden.h"
+#include "recordings.h"
+
+#include "base/json.h"
+
+#include <string.h>
+
+#define TIME_TOL 0.02
+#define WORD_TOL 0.1
+#define PROB_TOL 1e-3
+
+static encdec_model *g_tiny;
+static encdec_session *g_sess;
+
+/* The case's options (openai-whisper keyword arguments) as parameters. */
+static encdec_transcribe_params params_of(const cJSON *opts, double *clips) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    const cJSON *o;
+    if ((o = cJSON_GetObjectItem(opts, "word_timestamps"))) p.word_timestamps = cJSON_IsTrue(o);
+    if ((o = cJSON_GetObjectItem(opts, "beam_size"))) p.beam_size = o->valueint;
+    if ((o = cJSON_GetObjectItem(opts, "patience"))) p.patience = (float)o->valuedouble;
+    if ((o = cJSON_GetObjectItem(opts, "initial_prompt"))) p.initial_prompt = o->valuestring;
+    if ((o = cJSON_GetObjectItem(opts, "clip_timestamps"))) {
+        char *s = o->valuestring, *end;
+        while (*s) {
+            clips[p.n_clip_timestamps++] = strtod(s, &end);
+            s = *end ? end + 1 : end;
+        }
+        p.clip_timestamps = clips;
+    }
+    return p;
+}
+
+typedef struct {
+    int segs, tok_bad, text_bad, words, word_bad;
+    double t_worst, w_sum, w_worst, lp_worst;
+} compare;
+
+static void compare_words(const encdec_segment *g, const cJSON *want, compare *c) {
+    int nw = cJSON_GetArraySize(want);
+    CHECK_EQ_INT(g->n_words, nw);
+    for (int k = 0; k < g->n_words && k < nw; k++) {
+        const cJSON *w = cJSON_GetArrayItem(want, k);
+        c->word_bad += strcmp(g->words[k].word, cJSON_GetObjectItem(w, "word")->valuestring) != 0;
+        double ds = fabs(g->words[k].start - cJSON_GetObjectItem(w, "start")->valuedouble);
+        double de = fabs(g->words[k].end - cJSON_GetObjectItem(w, "end")->valuedouble);
+        c->w_sum += ds + de;
+        c->w_worst = fmax(c->w_worst, fmax(ds, de));
+        c->words++;
+        double dp = fabs(g->words[k].probability - cJSON_GetObjectItem(w, "probability")->valuedouble);
+        c->lp_worst = fmax(c->lp_worst, dp);
+    }
+}
+
+static void compare_result(const encdec_result *r, const cJSON *cs, const char *label) {
+    const cJSON *want = cJSON_GetObjectItem(cs, "segments");
+    int n = encdec_result_n_segments(r), nw = cJSON_GetArraySize(want);
+    compare c = {0};
+    CHECK_EQ_INT(n, nw);
+    for (int i = 0; i < n && i < nw; i++) {
+        const encdec_segment *g = encdec_result_segment(r, i);
+        const cJSON *w = cJSON_GetArrayItem(want, i), *toks = cJSON_GetObjectItem(w, "tokens");
+        int bad = g->n_tokens != cJSON_GetArraySize(toks);
+        for (int k = 0; !bad && k < g->n_tokens; k++)
+            bad = g->tokens[k].id != cJSON_GetArrayItem(toks, k)->valueint;
+        if (bad) fprintf(stderr, "%s: segment %d tokens differ: \"%s\" vs \"%s\"\n", label, i, g->text,
+                         cJSON_GetObjectItem(w, "text")->valuestring);
+        c.tok_bad += bad;
+        c.text_bad += strcmp(g->text, cJSON_GetObjectItem(w, "text")->valuestring) != 0;
+        CHECK_EQ_INT(g->seek, cJSON_GetObjectItem(w, "seek")->valueint);
+        c.t_worst = fmax(c.t_worst, fabs(g->start - cJSON_GetObjectItem(w, "start")->valuedouble));
+        c.t_worst = fmax(c.t_worst, fabs(g->end - cJSON_GetObjectItem(w, "end")->valuedouble));
+        c.lp_worst = fmax(c.lp_worst, fabs(g->avg_logprob - cJSON_GetObjectItem(w, "avg_logprob")->valuedouble));
+        c.lp_worst = fmax(c.lp_worst, fabs(g->compression_ratio -
+                                           cJSON_GetObjectItem(w, "compression_ratio")->valuedouble));
+        c.lp_worst = fmax(c.lp_worst, fabs(g->no_speech_prob - cJSON_GetObjectItem(w, "no_speech_prob")->valuedouble));
+        const cJSON *words = cJSON_GetObjectItem(w, "words");
+        if (words) compare_words(g, words, &c);
+        else CHECK_EQ_INT(g->n_words, 0);
+    }
+    CHECK_STR(encdec_result_text(r), cJSON_GetObjectItem(cs, "text")->valuestring);
+    CHECK_STR(encdec_result_language(r), cJSON_GetObjectItem(cs, "language")->valuestring);
+    double w_mean = c.words ? c.w_sum / (2.0 * c.words) : 0;
+    printf("  %-24s %2d segments, %3d words: token mismatches %d, text %d, times |diff| %.3g s, "
+           "words: mean |diff| %.3g s (worst %.3g), text %d; scores |diff| %.2g\n", label, n, c.words,
+           c.tok_bad, c.text_bad, c.t_worst, w_mean, c.w_worst, c.word_bad, c.lp_worst);
+    CHECK_EQ_INT(c.tok_bad, 0);
+    CHECK_EQ_INT(c.text_bad, 0);
+    CHECK(c.t_worst <= TIME_TOL);
+    CHECK(w_mean <= WORD_TOL);
+    CHECK_EQ_INT(c.word_bad, 0);
+    CHECK(c.lp_worst <= PROB_TOL);
+}
+
+typedef struct {
+    int n, stop_after;
+    double last_end;
+    int order_bad;
+} cb_state;
+
+static int count_segments(const encdec_segment *g, void *user) {
+    cb_state *s = user;
+    s->order_bad += g->id != s->n || g->start < s->last_end - 1.0 || !g->text || !g->tokens;
+    s->last_end = g->end;
+    s->n++;
+    return s->stop_after > 0 && s->n >= s->stop_after;
+}
+
+static void golden_cases(const cJSON *js, int quick) {
+    const cJSON *recs = cJSON_GetObjectItem(js, "recordings"), *cs;
+    cJSON_ArrayForEach(cs, cJSON_GetObjectItem(js, "cases")) {
+        const char *rec_name = cJSON_GetObjectItem(cs, "recording")->valuestring;
+        const char *case_name = cJSON_GetObjectItem(cs, "case")->valuestring;
+        if (quick && strcmp(rec_name, "talk") != 0) continue;
+        const cJSON *rec = NULL, *r;
+        cJSON_ArrayForEach(r, recs) if (!strcmp(cJSON_GetObjectItem(r, "name")->valuestring, rec_name)) rec = r;
+        float *pcm;
+        size_t n;
+        CHECK(rec && rec_build(rec, &pcm, &n));
+        if (!rec || !pcm) continue;
+        double clips[64];
+        encdec_transcribe_params p = params_of(cJSON_GetObjectItem(cs, "options"), clips);
+        cb_state cb = {0, 0, 0, 0};
+        p.on_segment = count_segments;
+        p.user = &cb;
+        encdec_result *res = NULL;
+        CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &res), ENCDEC_OK);
+        char label[128];
+        snprintf(label, sizeof label, "%s/%s", rec_name, case_name);
+        if (res) {
+            compare_result(res, cs, label);
+            CHECK_EQ_INT(cb.n, encdec_result_n_segments(res));   /* every segment streamed */
+            CHECK_EQ_INT(cb.order_bad, 0);
+        }
+        /* the loop detector never fires on speech: the same result without it */
+        if (res && !strcmp(case_name, "default")) {
+            encdec_result *off = NULL;
+            p.loop_detection = 0;
+            p.on_segment = NULL;
+            CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &off), ENCDEC_OK);
+            if (off) {
+                CHECK_STR(encdec_result_text(off), encdec_result_text(res));
+                CHECK_EQ_INT(encdec_result_n_tokens(off), encdec_result_n_tokens(res));
+                CHECK_EQ_INT(encdec_result_timings(res)->n_loops, 0);
+            }
+            encdec_result_free(off);
+            /* a callback that stops after two segments stops the transcription */
+            cb = (cb_state){0, 2, 0, 0};
+            p.on_segment = count_segments;
+            encdec_result *stopped = NULL;
+            CHECK_STATUS(encdec_transcribe(g_sess, pcm, n, &p, &stopped), ENCDEC_ERR_CANCELLED,
+                         "stopped by the caller");
+            CHECK(stopped == NULL);
+            CHECK_EQ_INT(cb.n, 2);
+        }
+        encdec_result_free(res);
+        free(pcm);
+    }
+}
+
+/* jfk.wav with timestamps and word times in the three cache modes: the
+ * same tokens and the same word times. */
+static void cache_modes(void) {
+    float *pcm;
+    size_t n;
+    CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &pcm, &n), ENCDEC_OK);
+    encdec_result *ref = NULL;
+    for (int mode = ENCDEC_KV_FULL; mode <= ENCDEC_KV_NONE; mode++) {
+        encdec_transcribe_params p = encdec_transcribe_default_params();
+        p.word_timestamps = 1;
+        p.kv_mode = (encdec_kv_mode)mode;
+        encdec_result *r = NULL;
+        CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &r), ENCDEC_OK);
+        if (!r) continue;
+        if (!ref) {
+            ref = r;
+            CHECK(encdec_result_n_segments(r) >= 1);
+            continue;
+        }
+        int bad = encdec_result_n_tokens(r) != encdec_result_n_tokens(ref) ||
+                  encdec_result_n_segments(r) != encdec_result_n_segments(ref);
+        for (int i = 0; !bad && i < encdec_result_n_tokens(r); i++)
+            bad = encdec_result_token(r, i)->id != encdec_result_token(ref, i)->id;
+        for (int s = 0; !bad && s < encdec_result_n_segments(r); s++) {
+            const encdec_segment *a = encdec_result_segment(r, s), *b = encdec_result_segment(ref, s);
+            bad = a->n_words != b->n_words || a->start != b->start || a->end != b->end;
+            for (int k = 0; !bad && k < a->n_words; k++)
+                bad = a->words[k].start != b->words[k].start || a->words[k].end != b->words[k].end ||
+                      strcmp(a->words[k].word, b->words[k].word) != 0;
+        }
+        printf("  cache mode %s: %s\n", mode == ENCDEC_KV_SELF ? "self" : "none",
+               bad ? "DIFFERS" : "same tokens, segments and word times as full");
+        CHECK_EQ_INT(bad, 0);
+        encdec_result_free(r);
+    }
+    encdec_result_free(ref);
+    encdec_free(pcm);
+}
+
+/* The base model's detection against openai-whisper's detect_language. */
+static void languages(const cJSON *js) {
+    char base[1024];
+    if (!golden_find_model(base, sizeof base, "ENCDEC_BASE", "whisper-base")) {
+        printf("SKIP (partly): whisper base not installed: language detection\n");
+        return;
+    }
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_model_load(base, &m), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(js, "languages")) {
+        const char *audio = cJSON_GetObjectItem(l, "audio")->valuestring;
+        char path[1024];
+        if (!strncmp(audio, "../shared/", 10)) snprintf(path, sizeof path, "%s/%s", ED_SHARED_DIR, audio + 10);
+        else snprintf(path, sizeof path, "%s/../../%s", ED_TEST_DATA, audio);   /* repository-relative */
+        float *pcm = NULL;
+        size_t n = 0;
+        CHECK_EQ_INT(encdec_audio_load(path, 0, &pcm, &n), ENCDEC_OK);
+        encdec_transcribe_params p = encdec_transcribe_default_params();
+        p.max_tokens = 4;   /* the detection is what is checked */
+        encdec_result *r = NULL;
+        if (s && pcm) CHECK_EQ_INT(encdec_transcribe(s, pcm, n, &p, &r), ENCDEC_OK);
+        if (r) {
+            const cJSON *probs = cJSON_GetObjectItem(l, "probs");
+            int nl = encdec_result_n_language_probs(r);
+            CHECK_EQ_INT(nl, cJSON_GetArraySize(probs));
+            double worst = 0;
+            const char *best = NULL, *code;
+            float pr, best_p = -1;
+            for (int i = 0; i < nl; i++) {
+                encdec_result_language_prob(r, i, &code, &pr);
+                const cJSON *w = cJSON_GetObjectItem(probs, code);
+                CHECK(w != NULL);
+                if (w) worst = fmax(worst, fabs(pr - w->valuedouble));
+                if (w && w->valuedouble > best_p) best_p = (float)w->valuedouble, best = code;
+            }
+            encdec_result_language_prob(r, 0, &code, &pr);
+            printf("  language of %s: %s %.4f; max |p - openai-whisper| over %d languages %.2g\n", audio,
+                   code, pr, nl, worst);
+            CHECK(worst <= PROB_TOL);
+            CHECK_STR(encdec_result_language(r), best);
+        }
+        encdec_result_free(r);
+        encdec_free(pcm);
+    }
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+int main(void) {
+    char tiny[1024];
+    if (!golden_find_model(tiny, sizeof tiny, "ENCDEC_TINY_EN", "whisper-tiny.en"))
+        return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
+    if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
+    cJSON *js = NULL;
+    if (ed_json_load(ED_TEST_DATA "/longform-golden.json", &js)) {
+        fprintf(stderr, "%s\n", encdec_last_error());
+        return 1;
+    }
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_model_load(tiny, &g_tiny), ENCDEC_OK);
+    if (g_tiny) CHECK_EQ_INT(encdec_session_new(g_tiny, &sp, &g_sess), ENCDEC_OK);
+    if (g_sess) {
+#ifdef ED_SANITIZED
+        golden_cases(js, 1);
+#else
+        golden_cases(js, 0);
+#endif
+        cache_modes();
+    }
+    languages(js);
+    encdec_session_free(g_sess);
+    encdec_model_free(g_tiny);
+    cJSON_Delete(js);
+    return check_done();
+}
