@@ -5,6 +5,7 @@
  * sequences, reorders inside a group, finished groups dropping out, errors.
  */
 #include "check.h"
+#include "fakelm.h"
 #include "decode/search.h"
 #include "base/err.h"
 #include "base/fmap.h"
@@ -37,11 +38,7 @@ typedef struct {
 } fake;
 
 static void fake_logits(const fake *f, int s, float *out) {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < f->len[s]; i++) {
-        h = (h ^ (uint64_t)(f->hist[s][i] + 1)) * 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 31;
-    }
+    uint64_t h = fakelm_hash(f->hist[s], f->len[s]);
     int a = (int)(h % 4001), b = 1 + (int)((h >> 17) % 4000);
     for (int v = 0; v < f->V; v++) out[v] = (float)(((a + (long long)b * v) % 4001 - 2000) / 512.0);
     if (EOS < f->V)

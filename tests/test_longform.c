@@ -213,6 +213,48 @@ static void cache_modes(void) {
     encdec_free(pcm);
 }
 
+/* The first recording played backwards: speech-like sound the model cannot
+ * read, so windows fail (low log-probability, loops) and are decoded again
+ * at higher temperatures. Each window is encoded once however many decodes
+ * it takes: the re-decodes reuse its encoder output, cross cache and prompt. */
+static void fallback(const cJSON *js) {
+    float *pcm;
+    size_t n;
+    if (!rec_build(cJSON_GetArrayItem(cJSON_GetObjectItem(js, "recordings"), 0), &pcm, &n)) {
+        CHECK(0);
+        return;
+    }
+    for (size_t i = 0; i < n / 2; i++) {
+        float t = pcm[i];
+        pcm[i] = pcm[n - 1 - i];
+        pcm[n - 1 - i] = t;
+    }
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &r), ENCDEC_OK);
+    if (r) {
+        const encdec_timings *t = encdec_result_timings(r);
+        int hot = 0;
+        for (int i = 0; i < encdec_result_n_segments(r); i++) hot += encdec_result_segment(r, i)->temperature > 0;
+        printf("  reversed speech: %d windows, %d encoder passes, %d decodes (%d windows fell back, "
+               "%d decodes stopped looping); %d of %d segments from a temperature above 0\n",
+               t->n_windows, t->n_encodes, t->n_decodes, t->n_fallbacks, t->n_loops, hot,
+               encdec_result_n_segments(r));
+        CHECK_EQ_INT(t->n_encodes, t->n_windows);   /* once per window */
+        CHECK(t->n_fallbacks >= 1);
+        CHECK(t->n_decodes > t->n_windows + 1);
+        CHECK(hot >= 1);
+    }
+    encdec_result_free(r);
+    /* without fallback: one decode per window */
+    p.temperature_increment = 0;
+    r = NULL;
+    CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &r), ENCDEC_OK);
+    if (r) CHECK_EQ_INT(encdec_result_timings(r)->n_decodes, encdec_result_timings(r)->n_windows);
+    encdec_result_free(r);
+    free(pcm);
+}
+
 /* The base model's detection against openai-whisper's detect_language. */
 static void languages(const cJSON *js) {
     char base[1024];
@@ -283,6 +325,7 @@ int main(void) {
         golden_cases(js, 1);
 #else
         golden_cases(js, 0);
+        fallback(js);
 #endif
         cache_modes();
     }
