@@ -271,7 +271,12 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
 
 /* The language argument against the model's languages: a usage error
  * that lists them. */
-static int check_language(const encdec_model *m, const char *lang) {
+static int check_language(const encdec_model *m, const char *lang, int translate) {
+    if (translate && !encdec_model_language(m, 1)) {
+        fprintf(stderr, "encdec: this model is English-only; it cannot translate (--task "
+                "translate needs a multilingual model)\n");
+        return 0;
+    }
     if (!lang || encdec_model_find_language(m, lang) >= 0) return 1;
     if (!encdec_model_language(m, 1)) {
         fprintf(stderr, "encdec: this model is English-only; -l %.40s is not available (use a "
@@ -428,7 +433,7 @@ int cli_transcribe(int argc, char **argv) {
         free(bad);
         return 1;
     }
-    if (!check_language(m, o.tp.language)) {
+    if (!check_language(m, o.tp.language, o.tp.translate)) {
         encdec_model_free(m);
         free(bad);
         return CLI_USAGE_ERR;

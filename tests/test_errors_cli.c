@@ -139,7 +139,7 @@ static void test_files(void) {
     CHECK_EQ_INT(run(args), 2);
     CHECK(said("this model is English-only; -l de is not available"));
     snprintf(args, sizeof args, "transcribe -m %s --translate %s", MODEL, good);
-    CHECK_EQ_INT(run(args), 1);
+    CHECK_EQ_INT(run(args), 2);
     CHECK(said("it cannot translate"));
 
     /* no -m, no $ENCDEC_MODEL and an empty cache: say how to fetch the model */
