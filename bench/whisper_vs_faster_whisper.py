@@ -5,7 +5,7 @@ directory, same audio, same beam size, same threads, in one run.
 Usage (from the repository root, after scripts/venv.sh and a build):
 
     .venv/bin/python bench/whisper_vs_faster_whisper.py [--model DIR] [--threads 2]
-        [--repeats 3] [--beams 1,5] [--long-minutes 10]
+        [--repeats 3] [--beams 1,5] [--long-minutes 10] [--mode longform|window]
         [--precisions f32:f32=float32,int8:f16=int8] [AUDIO...]
 
 The model defaults to ~/.cache/encdec/models/whisper-tiny.en (faster-whisper's own
@@ -17,20 +17,28 @@ Precisions pair an encdec configuration COMPUTE:CROSSKV (--compute, --cross-kv) 
 faster-whisper compute_type closest to it: f32:f32=float32 (both f32 arithmetic on the
 stored f16 weights), int8:f16=int8 (int8 weights in both), bf16:bf16=bfloat16.
 
+Modes (the same settings on both sides):
+  longform (default)  each engine's transcribe() as users run it: timestamps, windows
+                      seeking to the last complete segment, the previous text as prompt,
+                      temperature fallback 0, 0.2, ... 1.0 with thresholds 2.4 / -1 / 0.6
+                      (best of 5 when sampling), no VAD; --word-timestamps adds word times
+  window              one decode per 30 s window without timestamps, no fallback, no
+                      conditioning (encdec --no-timestamps --no-fallback)
+
 Each engine runs in its own process per (audio, beam, precision) so that its peak RSS is
 its own:
   encdec:          build/encdec bench -m DIR -t T -r R --modes full --beam B --compute C
-                   --cross-kv KV --json AUDIO
-                   (median of R runs of transcription: mel + encoder + decoding; the model
-                   loaded once, outside the timing)
+                   --cross-kv KV --json AUDIO [--no-timestamps --no-fallback]
+                   (median of R transcriptions, wall time; the model loaded once, outside
+                   the timing)
   faster-whisper:  WhisperModel(DIR, device="cpu", compute_type=CT, cpu_threads=T),
-                   transcribe(AUDIO, beam_size=B, language="en", temperature=0,
-                   without_timestamps=True, condition_on_previous_text=False,
-                   vad_filter=False), the segments consumed; one warm-up run, then the median
-                   of R timed runs (model load outside the timing).
-The decoding rules are not identical (faster-whisper pads the log-mel and uses its own
-beam search and long-form seeking; encdec cuts 30 s windows), so the transcripts'
-word-level agreement (aligned, case and punctuation ignored) is printed, not asserted.
+                   transcribe(AUDIO, beam_size=B, language="en", vad_filter=False, ...), the
+                   segments consumed; one warm-up run, then the median of R timed runs
+                   (model load outside the timing).
+faster-whisper and encdec both follow openai-whisper's algorithm, but faster-whisper differs
+in details (its beam search, how it pads the last window's features, prompt and prefix
+handling), so the transcripts' word-level agreement (aligned, case and punctuation ignored)
+is printed, not asserted.
 """
 import argparse
 import json
@@ -47,11 +55,15 @@ SHARED = os.path.join(ROOT, "..", "shared")
 FW_CHILD = r"""
 import json, resource, statistics, sys, time
 from faster_whisper import WhisperModel
-model_dir, audio, beam, threads, reps, ct = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+model_dir, audio, beam, threads, reps, ct, mode, words = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7], sys.argv[8] == "1"
 m = WhisperModel(model_dir, device="cpu", compute_type=ct, cpu_threads=threads, num_workers=1)
+if mode == "window":
+    opts = dict(temperature=0.0, without_timestamps=True, condition_on_previous_text=False)
+else:
+    opts = dict(temperature=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], best_of=5, without_timestamps=False,
+                condition_on_previous_text=True, word_timestamps=words)
 def run():
-    segs, _ = m.transcribe(audio, beam_size=beam, language="en", temperature=0.0, without_timestamps=True,
-                           condition_on_previous_text=False, vad_filter=False)
+    segs, _ = m.transcribe(audio, beam_size=beam, language="en", vad_filter=False, **opts)
     return " ".join(s.text.strip() for s in segs)
 text = run()
 ts = []
@@ -94,18 +106,25 @@ def run_encdec(a, audio, beam, prec):
     exe = os.path.join(ROOT, "build", "encdec")
     compute, kv = prec.split(":")
     opts = ["--compute", compute, "--cross-kv", kv]
+    if a.mode == "window":
+        opts += ["--no-timestamps", "--no-fallback"]
+    elif a.word_timestamps:
+        opts += ["--word-timestamps"]
     out = subprocess.run([exe, "bench", "-m", a.model, "-t", str(a.threads), "-r", str(a.repeats),
                           "--modes", "full", "--beam", str(beam), "--json"] + opts + [audio],
                          check=True, capture_output=True, text=True)
     j = json.loads(out.stdout)
+    topts = [o.replace("--no-fallback", "--temperature-increment=0") for o in opts]
     txt = subprocess.run([exe, "transcribe", "-m", a.model, "-t", str(a.threads), "--beam", str(beam)]
-                         + opts + [audio], check=True, capture_output=True, text=True).stdout.strip()
-    return {"transcribe_ms": j["transcribe_ms"], "peak_rss_mb": j["peak_rss_mb"], "text": txt}
+                         + topts + [audio], check=True, capture_output=True, text=True).stdout.strip()
+    return {"transcribe_ms": j["transcribe_ms"], "peak_rss_mb": j["peak_rss_mb"], "text": txt,
+            "windows": j.get("n_windows"), "decodes": j.get("n_decodes")}
 
 
 def run_fw(a, audio, beam, ct):
     out = subprocess.run([sys.executable, "-c", FW_CHILD, a.model, audio, str(beam), str(a.threads),
-                          str(a.repeats), ct], check=True, capture_output=True, text=True)
+                          str(a.repeats), ct, a.mode, "1" if a.word_timestamps else "0"],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -128,6 +147,8 @@ def main():
     p.add_argument("--long-minutes", type=float, default=10)
     p.add_argument("--precisions", default="f32:f32=float32,int8:f16=int8",
                    help="encdec COMPUTE:CROSSKV=faster-whisper compute_type, comma-separated")
+    p.add_argument("--mode", choices=("longform", "window"), default="longform")
+    p.add_argument("--word-timestamps", action="store_true", help="longform: with word times")
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument("audio", nargs="*")
     a = p.parse_args()
@@ -136,7 +157,8 @@ def main():
     if not a.audio and a.long_minutes > 0:
         audios.append(long_recording(a.long_minutes, os.path.join(tmp, f"long-{a.long_minutes:g}min.wav")))
     rows = []
-    print(f"model {a.model}, {a.threads} threads, medians of {a.repeats}")
+    print(f"model {a.model}, {a.threads} threads, medians of {a.repeats}, mode {a.mode}"
+          + (" with word timestamps" if a.word_timestamps else ""))
     print(f"{'audio':24s} {'precision':>18s} {'beam':>4s} {'encdec ms':>10s} {'f-w ms':>10s} "
           f"{'speed-up':>9s} {'encdec MB':>10s} {'f-w MB':>8s} {'words agree':>11s}")
     for prec in a.precisions.split(","):
