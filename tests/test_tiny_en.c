@@ -11,6 +11,10 @@
  * 4. Word error rate on every file of ../shared/audio against its reference
  *    transcript, after normalising case, punctuation and number words; the
  *    LibriSpeech utterance must be word for word, the set under 10%.
+ * 5. Without timestamps (the decode() view, fallback left on as by default)
+ *    every file of ../shared/audio gives exactly the tokens transformers'
+ *    greedy decode gives (tests/data/tiny-en-references.json): long-form
+ *    transcription changed nothing inside one window.
  *
  * The transcript HF gives on these weights (and this engine with it) is
  * " And so my fellow Americans ask not what your country can do for you, ask
@@ -20,6 +24,7 @@
 #include "golden.h"
 #include "tmpdir.h"
 
+#include "base/json.h"
 #include "base/pool.h"
 
 #include <ctype.h>
@@ -240,10 +245,56 @@ static void cli_and_wer(void) {
     CHECK(wer < 10.0);
 }
 
+static void no_timestamps_view(void) {
+    cJSON *js = NULL;
+    if (ed_json_load(ED_TEST_DATA "/tiny-en-references.json", &js)) {
+        CHECK(0);
+        return;
+    }
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_model_load(g_model, &m), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    int files = 0, same = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(js, "files")) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, f->string);
+        float *pcm = NULL;
+        size_t n = 0;
+        encdec_result *r = NULL;
+        encdec_transcribe_params p = encdec_transcribe_default_params();
+        p.timestamps = 0;
+        CHECK_EQ_INT(encdec_audio_load(path, 0, &pcm, &n), ENCDEC_OK);
+        if (s && pcm) CHECK_EQ_INT(encdec_transcribe(s, pcm, n, &p, &r), ENCDEC_OK);
+        if (r) {
+            const cJSON *want = cJSON_GetObjectItem(f, "hf_tokens");
+            int ok = encdec_result_n_tokens(r) == cJSON_GetArraySize(want);
+            for (int i = 0; ok && i < encdec_result_n_tokens(r); i++)
+                ok = encdec_result_token(r, i)->id == cJSON_GetArrayItem(want, i)->valueint;
+            if (!ok) fprintf(stderr, "%s: \"%s\", transformers \"%s\"\n", f->string,
+                             encdec_result_text(r), cJSON_GetObjectItem(f, "hf")->valuestring);
+            same += ok;
+            files++;
+        }
+        encdec_result_free(r);
+        encdec_free(pcm);
+    }
+    printf("without timestamps: %d of %d files token for token as transformers' greedy decode\n",
+           same, files);
+    CHECK(files >= 13);
+    CHECK_EQ_INT(same, files);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    cJSON_Delete(js);
+}
+
 int main(void) {
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en")) return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
     if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
     golden_logits();
     cli_and_wer();
+    no_timestamps_view();
     return check_done();
 }

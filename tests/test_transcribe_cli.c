@@ -78,6 +78,17 @@ static void test_stdout_formats(void) {
     CHECK(cli_said("[00:00.000 --> 00:07.740]  And so my fellow Americans"));
     CHECK(cli_said("[00:07.740 --> 00:10.740]  ask what you can do"));
     CHECK(!strchr(cli_out, '\r'));   /* no progress line: stderr is not a terminal */
+    if (access("/usr/bin/script", X_OK) == 0) {   /* on a terminal (util-linux's script gives one) */
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "/usr/bin/script -qec \"'%s' transcribe -m '%s' " JFK "\" /dev/null",
+                 ED_CLI_PATH, g_model);
+        CHECK_EQ_INT(cli_sh(cmd), 0);
+        CHECK(cli_said("jfk.wav: 00:11.000 / 00:11.000 (100%)") && cli_said("x real time"));
+        snprintf(cmd, sizeof cmd, "/usr/bin/script -qec \"'%s' transcribe -q -m '%s' " JFK "\" /dev/null",
+                 ED_CLI_PATH, g_model);
+        CHECK_EQ_INT(cli_sh(cmd), 0);
+        CHECK(!strstr(cli_out, "real time") && cli_said("And so my fellow"));
+    }
     /* --json: openai-whisper's result plus language probabilities, timings, counts */
     CHECK_EQ_INT(run("--json " JFK), 0);
     j = cJSON_Parse(cli_out);

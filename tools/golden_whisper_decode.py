@@ -36,7 +36,9 @@ import sys
 import numpy as np
 import torch
 
-M64 = (1 << 64) - 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_beam import history_hash  # noqa: E402  (the fake models' shared hash)
+
 V, EOT, SOT, NO_TS, TS_BEGIN = 80, 20, 21, 26, 27
 MAX_INITIAL = 5
 
@@ -46,14 +48,6 @@ class Tok:
     eot = EOT
     no_timestamps = NO_TS
     timestamp_begin = TS_BEGIN
-
-
-def history_hash(tokens):
-    h = 0x9E3779B97F4A7C15
-    for t in tokens:
-        h = ((h ^ (int(t) + 1)) * 0xBF58476D1CE4E5B9) & M64
-        h ^= h >> 31
-    return h
 
 
 def fake_logits(tokens):

@@ -50,7 +50,6 @@ struct encdec_result {
     encdec_timings timings;
 };
 
-double api_now_ms(void);
 const char *api_compute_name(encdec_compute c);
 
 /* result.c: building a result (see there). */

@@ -8,6 +8,7 @@
  * seen and are reused.
  */
 #include "api/api.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "decode/search.h"
@@ -144,13 +145,13 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
     dec_runner run;
     memset(&run, 0, sizeof run);
     if (!toks || !lps || !lens || !scores) st = ENCDEC_ERR_NOMEM;
-    double t0 = api_now_ms(), t1 = t0;
+    double t0 = ed_now_ms(), t1 = t0;
     if (!st) {
         t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
         rn_model rm = t5_rn_model(s->t5, width);
         st = rn_init(&run, &rm, p->kv_mode);
         if (!st) rn_begin(&run, p->kv_mode);
-        t1 = api_now_ms();
+        t1 = ed_now_ms();
     }
     if (!st) {
         dec_model dm = rn_seam(&run);
@@ -166,7 +167,7 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
             st = dec_greedy_batch(&dm, B, prompt, 1, &rules, toks, lps, lens, scores);
         }
     }
-    double t2 = api_now_ms();
+    double t2 = ed_now_ms();
     r->timings.encoder_ms = t1 - t0;
     r->timings.decode_ms = t2 - t1;
     r->timings.n_steps = run.n_steps;

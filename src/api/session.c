@@ -7,13 +7,6 @@
 #include "kern/kern.h"
 
 #include <stdlib.h>
-#include <time.h>
-
-double api_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 encdec_status encdec_session_new(const encdec_model *m, const encdec_session_params *params,
                                  encdec_session **out) {

@@ -8,6 +8,7 @@
  */
 #include "asr/asr_internal.h"
 #include "asr/window.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
 
@@ -17,8 +18,6 @@
 
 #define N_FRAMES MEL_CHUNK_FRAMES               /* 3000 mel frames: one window */
 #define FRAMES_PER_SECOND (MEL_SAMPLE_RATE / MEL_HOP)   /* 100 */
-
-double api_now_ms(void);
 
 void asr_params_default(asr_params *p) {
     memset(p, 0, sizeof *p);
@@ -115,18 +114,18 @@ static encdec_status window_mel(lf_run *r, int seek, int size) {
 /* Runs the encoder over r->mel unless it already holds window (seek, size). */
 static void encode(lf_run *r, int seek, int size) {
     if (r->encoded_seek == seek && r->encoded_size == size) return;
-    double t0 = api_now_ms();
+    double t0 = ed_now_ms();
     whisper_encode(r->env->st, r->mel);
-    r->rep->encoder_ms += api_now_ms() - t0;
+    r->rep->encoder_ms += ed_now_ms() - t0;
     r->rep->n_encodes++;
     r->encoded_seek = seek;
     r->encoded_size = size;
 }
 
 static void begin(lf_run *r) {
-    double t0 = api_now_ms();
+    double t0 = ed_now_ms();
     rn_begin(r->env->rn, r->p->kv_mode);   /* the cross cache, once per window */
-    r->rep->encoder_ms += api_now_ms() - t0;
+    r->rep->encoder_ms += ed_now_ms() - t0;
 }
 
 /* Language detection on the first 30 s (openai-whisper: the whole file's
@@ -136,7 +135,7 @@ static encdec_status detect_language(lf_run *r) {
     const whisper_model *m = r->env->m;
     int size = r->content < N_FRAMES ? r->content : N_FRAMES;
     encdec_status st;
-    double t0 = api_now_ms();
+    double t0 = ed_now_ms();
     if (r->p->timestamps) {
         size_t ld = (size_t)r->content + N_FRAMES;
         for (int k = 0; k < m->hp.n_mels; k++)
@@ -146,7 +145,7 @@ static encdec_status detect_language(lf_run *r) {
     } else {
         st = window_mel(r, 0, size);
     }
-    r->rep->mel_ms += api_now_ms() - t0;
+    r->rep->mel_ms += ed_now_ms() - t0;
     if (st) return st;
     encode(r, 0, size);
     begin(r);
@@ -238,10 +237,10 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         *next = seek + size;
         return ENCDEC_OK;
     }
-    double t0 = api_now_ms();
+    double t0 = ed_now_ms();
     encdec_status st = ENCDEC_OK;
     if (!(r->encoded_seek == seek && r->encoded_size == size)) st = window_mel(r, seek, size);
-    r->rep->mel_ms += api_now_ms() - t0;
+    r->rep->mel_ms += ed_now_ms() - t0;
     if (st) return st;
     encode(r, seek, size);
     begin(r);
@@ -252,11 +251,11 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     if (r->rep->n_windows == 1)   /* the prefix starts the transcript only */
         for (int i = 0; i < p->n_prefix && n_rest < 8 + 224; i++) rest[n_rest++] = p->prefix[i];
     float no_speech;
-    t0 = api_now_ms();
+    t0 = ed_now_ms();
     st = asr_window_prompt(&r->work, r->head, n_head, rest, n_rest, &no_speech, NULL);
     asr_window_result res;
     if (!st) st = asr_window_decode(&r->work, seek, no_speech, &res, r->rep);
-    r->rep->decode_ms += api_now_ms() - t0;
+    r->rep->decode_ms += ed_now_ms() - t0;
     if (st) return st;
     /* a silent window is skipped whole */
     int skip = !isnan(p->no_speech_threshold) && res.no_speech_prob > p->no_speech_threshold;
@@ -274,10 +273,10 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
                                 offset + r->splits[i].end, NULL, 0};
     *next = seek + advance;
     if (p->word_timestamps) {
-        t0 = api_now_ms();
+        t0 = ed_now_ms();
         st = asr_align_window(&r->align, r->env, p, r->sot_seq, r->n_sot_seq, res.tok, r->segs,
                               n_seg, seek, size, r->last_speech);
-        r->rep->align_ms += api_now_ms() - t0;
+        r->rep->align_ms += ed_now_ms() - t0;
         if (st) return st;
         double end = asr_words_end(r->segs, n_seg);   /* where speech stopped */
         if (!single_end && !isnan(end) && end > offset) *next = (int)nearbyint(end * FRAMES_PER_SECOND);
@@ -336,9 +335,9 @@ static encdec_status lf_init(lf_run *r) {
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: log-mel of %zu frames", frames);
     r->mel_all = ed_alloc(bytes, "log-mel of the recording");
     if (!r->mel_all) return ENCDEC_ERR_NOMEM;
-    double t0 = api_now_ms();
+    double t0 = ed_now_ms();
     st = mel_compute(r->env->mel, r->pcm, r->n, r->mel_all, (int)frames);
-    r->rep->mel_ms += api_now_ms() - t0;
+    r->rep->mel_ms += ed_now_ms() - t0;
     return st;
 }
 
