@@ -228,7 +228,8 @@ typedef struct {
     int condition_on_previous_text;  /* 1 (default): the text so far is the next window's prompt
                                         (reset after a decode above temperature 0.5) */
     const char *initial_prompt;   /* UTF-8 text before the first window (vocabulary, style) */
-    const char *prefix;           /* UTF-8 text the first window's transcript starts with */
+    const char *prefix;           /* UTF-8 text the transcript starts with (first window; after
+                                     <|0.00|> with timestamps, as faster-whisper places it) */
     const double *clip_timestamps;  /* [n_clip_timestamps] seconds: start, end, start, ...;
                                        an odd count ends at the end of the audio */
     int n_clip_timestamps;

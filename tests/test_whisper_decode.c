@@ -219,6 +219,36 @@ static void test_loop(void) {
     CHECK_EQ_INT(len[0], 40);
 }
 
+/* A forced start (the caller fed it after the prompt): every output begins
+ * with it at log-prob 0, the rules see it, the limit counts it. */
+static void test_forced(const dec_ts_rules *ts) {
+    dec_hook hook = dec_ts_hook(ts);
+    int forced[3] = {TS_, 4, 9}, prompt[4] = {21, TS_, 4, 9};
+    for (int beam = 0; beam <= 3; beam += 3) {
+        fake f;
+        dec_model dm = fake_model(&f, 77);
+        int W = beam ? beam : 1, tok[MAXS * MAXH], len[MAXS];
+        float logits[MAXS * MAXV], lp[MAXS * MAXH], sum[MAXS];
+        dec_rules r = {NULL, 0, NULL, 0, EOT_, 12, &hook, forced, 3};
+        CHECK_EQ_INT(dec_feed_shared(&dm, W, prompt, 4, logits), ENCDEC_OK);
+        encdec_status st;
+        if (beam) {
+            dec_ow_beam_params bp = {beam, 1.0f, -1};
+            st = dec_beam_ow(&dm, logits, &r, &bp, tok, lp, len, sum);
+        } else {
+            st = dec_greedy_fed(&dm, 1, logits, &r, tok, lp, len, sum);
+        }
+        CHECK_EQ_INT(st, ENCDEC_OK);
+        CHECK(len[0] > 3 && len[0] <= 12);
+        CHECK(tok[0] == TS_ && tok[1] == 4 && tok[2] == 9 && lp[0] == 0 && lp[2] == 0);
+        CHECK(lp[3] < 0);
+        r.n_forced = 12;
+        CHECK_STATUS(beam ? dec_beam_ow(&dm, logits, &r, &(dec_ow_beam_params){beam, 1.0f, -1}, tok, lp, len, sum)
+                          : dec_greedy_fed(&dm, 1, logits, &r, tok, lp, len, sum),
+                     ENCDEC_ERR_ARG, "forced tokens leave no room");
+    }
+}
+
 /* Sampling reports log-probs before temperature when asked. */
 static void test_sample_lp(void) {
     fake f;
@@ -274,6 +304,7 @@ int main(void) {
     test_ts_rules(cJSON_GetObjectItem(js, "ts_rules"), &ts);
     test_decode(cJSON_GetObjectItem(js, "decode"), &ts);
     test_loop();
+    test_forced(&ts);
     test_sample_lp();
     cJSON_Delete(js);
     return check_done();

@@ -25,7 +25,9 @@ sample x = (x * 1664525 + 1013904223) mod 2^32 from x = seed, value ((x >> 16) %
 Cases: every recording with transcribe()'s defaults (timestamps; temperatures 0, 0.2, ...
 1.0; thresholds 2.4 / -1 / 0.6; conditioning on previous text) and again with
 word_timestamps=True; the first also with beam_size=5, patience=1 and with an initial
-prompt and clip_timestamps. (Without timestamps encdec keeps the decode() view of each
+prompt and clip_timestamps; jfk.wav alone (one window) without conditioning, and with a
+prefix, whose oracle is faster-whisper (float32, greedy): encdec follows it there
+(openai-whisper with timestamps decodes nothing after a bare prefix). (Without timestamps encdec keeps the decode() view of each
 30 s window, which the Hugging Face goldens pin.) A golden whose decode fell
 back to a temperature above 0 would depend on torch's sampling, which no other
 implementation reproduces: the script refuses such cases (the recordings were chosen so
@@ -68,6 +70,7 @@ RECORDINGS = [
     {"name": "dense", "pieces": sum(([{"file": f}, gap(0.1, 40 + i)] for i, f in enumerate(
         CARDS[::-1] + ["platforms_en.wav", "librispeech/1272-128104-0000.wav"] + LIBRIVOX[::-1]
         + ["jfk.wav", LIBRIVOX[0], "jfk.wav"])), [])},
+    {"name": "jfk", "pieces": [{"file": "jfk.wav"}]},
 ]
 
 
@@ -131,6 +134,22 @@ def run_case(model, audio, options):
     return {"text": r["text"], "language": r["language"], "segments": segs}
 
 
+def run_case_fw(audio, options):
+    """faster-whisper's transcribe(), float32, greedy: the oracle for the prefix, which
+    encdec handles as faster-whisper does (after <|0.00|>, part of the window's tokens;
+    openai-whisper with timestamps decodes nothing after a bare prefix)."""
+    from faster_whisper import WhisperModel
+    m = WhisperModel(CACHE + "whisper-tiny.en", device="cpu", compute_type="float32", cpu_threads=2)
+    segs, info = m.transcribe(audio, beam_size=1, language="en", vad_filter=False, **options)
+    out = []
+    for s in segs:
+        assert s.temperature == 0.0, s
+        out.append({"seek": s.seek, "start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
+                    "avg_logprob": s.avg_logprob, "compression_ratio": s.compression_ratio,
+                    "no_speech_prob": s.no_speech_prob})
+    return {"text": "".join(s["text"] for s in out), "language": info.language, "segments": out}
+
+
 def language_probs(model, audio):
     import whisper
     mel = whisper.log_mel_spectrogram(torch.from_numpy(audio), model.dims.n_mels, padding=whisper.audio.N_SAMPLES)
@@ -151,11 +170,20 @@ def main():
             variants += [("beam5", {"beam_size": 5, "patience": 1.0}),
                          ("prompt_clip", {"initial_prompt": "Sense and Sensibility, by Jane Austen.",
                                           "clip_timestamps": "10,45.5,50"})]
+        if rec["name"] == "jfk":
+            variants = [("no_condition", {"condition_on_previous_text": False, "word_timestamps": True})]
         for label, opts in variants:
             res = run_case(tiny, audio, dict(opts))
             res.update({"model": "tiny.en", "recording": rec["name"], "case": label, "options": opts})
             cases.append(res)
             print("  %-14s %2d segments  %s" % (label, len(res["segments"]), res["text"][:70]))
+        if rec["name"] == "jfk":
+            opts = {"prefix": "And so, my fellow Americans"}
+            res = run_case_fw(audio, opts)
+            res.update({"model": "tiny.en", "recording": rec["name"], "case": "prefix", "options": opts,
+                        "oracle": "faster-whisper"})
+            cases.append(res)
+            print("  %-14s %2d segments  %s (faster-whisper)" % ("prefix", len(res["segments"]), res["text"][:70]))
     base = load_model("base")
     langs = []
     for name, path in (("jfk", AUDIO + "jfk.wav"), ("de", os.path.join("tests", "data", "base-de-guten-morgen.wav"))):

@@ -245,11 +245,22 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     encode(r, seek, size);
     begin(r);
     /* prompt: head, then the language and task, <|notimestamps|>, the prefix */
-    int n_head = prompt_head(r), rest[8 + 224], n_rest = 0;
+    int n_head = prompt_head(r), rest[8 + 232], n_rest = 0, n_forced = 0;
     for (int i = 1; i < r->n_sot_seq; i++) rest[n_rest++] = r->sot_seq[i];
     if (!p->timestamps) rest[n_rest++] = m->sp.no_timestamps;
-    if (r->rep->n_windows == 1)   /* the prefix starts the transcript only */
-        for (int i = 0; i < p->n_prefix && n_rest < 8 + 224; i++) rest[n_rest++] = p->prefix[i];
+    if (r->rep->n_windows == 1 && p->n_prefix > 0) {
+        /* The prefix starts the transcript (the first window only), as
+         * faster-whisper does it: after <|0.00|> when timestamps are on, so
+         * that the model reads it as the start of a segment (openai-whisper
+         * puts it bare and decodes nothing after it), and part of the
+         * window's tokens, as if the model had said it. */
+        int at = n_rest;
+        if (p->timestamps) rest[n_rest++] = m->sp.timestamp_begin;
+        for (int i = 0; i < p->n_prefix && n_rest < 8 + 232; i++) rest[n_rest++] = p->prefix[i];
+        n_forced = n_rest - at;
+        r->work.forced = rest + at;
+    }
+    r->work.n_forced = n_forced;
     float no_speech;
     t0 = ed_now_ms();
     st = asr_window_prompt(&r->work, r->head, n_head, rest, n_rest, &no_speech, NULL);

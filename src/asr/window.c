@@ -216,7 +216,10 @@ encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_wind
     int room = m->hp.n_text_ctx + 1 - w->n_prompt;   /* openai-whisper stops past n_ctx tokens */
     if (room < 1) return ed_fail(ENCDEC_ERR_ARG, "asr: a prompt of %d tokens leaves no room", w->n_prompt);
     dec_rules rules = {w->suppress, w->n_suppress, m->begin_suppress, m->n_begin_suppress,
-                       m->sp.eot, sample_len < room ? sample_len : room, &w->hook};
+                       m->sp.eot, sample_len < room ? sample_len : room, &w->hook, w->forced,
+                       w->n_forced};
+    if (w->n_forced >= rules.max_new)
+        return ed_fail(ENCDEC_ERR_ARG, "asr: a prefix of %d tokens leaves no room", w->n_forced);
     memset(res, 0, sizeof *res);
     for (int i = 0; i < p->n_temperatures; i++) {
         float T = p->temperatures[i];

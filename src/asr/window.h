@@ -49,6 +49,9 @@ typedef struct {
     int *len;               /* [W] */
     float *score;           /* [W] */
     int *seq;               /* [2 W] reorder lists */
+    const int *forced;      /* [n_forced] the window's forced start (the prefix), fed with the
+                               prompt; the decodes begin with them (set by the caller) */
+    int n_forced;
     int *suppress;          /* the model's list + the special tokens openai-whisper suppresses */
     int n_suppress;
     dec_ts_rules ts;

@@ -92,6 +92,8 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     encdec_status st = dec_check_args("decode", m, n_seq, prompt, n_prompt, r, out_tok, out_lp,
                                       out_len, out_score);
     if (st) return st;
+    if (r->n_forced > 0)
+        return ed_fail(ENCDEC_ERR_ARG, "decode: forced tokens need the *_fed strategies");
     float *logits = dec_alloc_n((size_t)n_seq * m->n_vocab, sizeof *logits, "decode logits");
     if (!logits) return ENCDEC_ERR_NOMEM;
     st = dec_feed_all(m, n_seq, prompt, n_prompt, logits);
@@ -119,14 +121,24 @@ encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, 
     }
     int *next = live + n_seq;       /* [n_live] the token each live sequence is stepped with */
     int *toks = live + 2 * n_seq;   /* [n_live] this step's choices */
+    int F = r->n_forced > 0 ? r->n_forced : 0;
+    if (F >= N) {
+        free(live);
+        free(lps);
+        return ed_fail(ENCDEC_ERR_ARG, "decode: %d forced tokens leave no room in %d", F, N);
+    }
     for (int s = 0; s < n_seq; s++) {
-        out_len[s] = 0;
+        for (int k = 0; k < F; k++) {   /* fed already: the outputs start with them */
+            out_tok[(size_t)s * N + k] = r->forced[k];
+            out_lp[(size_t)s * N + k] = 0;
+        }
+        out_len[s] = F;
         out_score[s] = 0;
         live[s] = s;
     }
     /* live[i]'s logits are row i: the order of the last feed / step */
     int n_live = n_seq;
-    for (int t = 0; !st && t < N && n_live > 0; t++) {
+    for (int t = F; !st && t < N && n_live > 0; t++) {
         int k = 0;
         pick_job job = {r, pick, pick_ctx, logits, live, out_tok, toks, lps, V, t};
         if (pure && m->par_for && n_live > 1) m->par_for(m->ctx, n_live, pick_one, &job);

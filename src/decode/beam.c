@@ -340,9 +340,9 @@ encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int 
         return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
     if (bp->n_beams > 1 && !m->reorder)
         return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
-    if (r->hook)
+    if (r->hook || r->n_forced > 0)
         return ed_fail(ENCDEC_ERR_ARG, "beam: Hugging Face's beam search takes no history rules "
-                       "(dec_beam_ow does)");
+                       "or forced tokens (dec_beam_ow does)");
     beam_run b = {.m = m, .r = r, .bp = bp, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
                   .N = r->max_new};
     st = beam_alloc(&b);

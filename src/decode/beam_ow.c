@@ -105,10 +105,11 @@ static void add_hyp(ow_run *b, const int *tok, const float *lp, int len, float s
 }
 
 /* One step's candidates for all beams after the rules: new beams into
- * hist2/hlp2/sum/next/from, finished ones into b->fin. t: tokens so far. */
-static void select_step(ow_run *b, int t) {
+ * hist2/hlp2/sum/next/from, finished ones into b->fin. t: tokens so far;
+ * first: the first step (the beams are copies of beam 0 then). */
+static void select_step(ow_run *b, int t, int first) {
     int W = b->W, V = b->V, nc = 0;
-    for (int j = 0; j < (t == 0 ? 1 : W); j++) {   /* step 0: the beams are copies of beam 0 */
+    for (int j = 0; j < (first ? 1 : W); j++) {
         const float *row = b->logits + (size_t)j * V;
         nc = top_k_row(b->cands, nc, row, V, W + 1, j, b->sum[j], b->mx[j], b->lse[j]);
     }
@@ -250,18 +251,24 @@ encdec_status dec_beam_ow(const dec_model *m, const float *logits0, const dec_ru
     ow_run b = {.m = m, .r = r, .W = bp->n_beams, .V = m->n_vocab, .N = r->max_new,
                 .max_fin = (int)nearbyint((double)bp->n_beams * bp->patience)};
     st = ow_alloc(&b);
+    int F = r->n_forced > 0 ? r->n_forced : 0;
+    if (!st && F >= b.N) st = ed_fail(ENCDEC_ERR_ARG, "beam: %d forced tokens leave no room in %d", F, b.N);
     for (int j = 0; !st && j < b.W; j++) {
         memcpy(b.logits + (size_t)j * b.V, logits0, sizeof(float) * (size_t)b.V);
         b.sum[j] = 0;
+        for (int k = 0; k < F; k++) {   /* fed already: every history starts with them */
+            b.hist[(size_t)j * b.N + k] = r->forced[k];
+            b.hlp[(size_t)j * b.N + k] = 0;
+        }
     }
-    int t = 0, stopped = -1;
+    int t = F, stopped = -1;
     while (!st) {
         ow_job q = {&b, t};
-        int rows = t == 0 ? 1 : b.W;
+        int rows = t == F ? 1 : b.W;
         if (m->par_for && rows > 1) m->par_for(m->ctx, rows, ow_row, &q);
         else
             for (int j = 0; j < rows; j++) ow_row(&q, j);
-        select_step(&b, t);
+        select_step(&b, t, t == F);
         t++;
         if (b.n_fin >= b.max_fin || t == b.N) break;
         if (dec_should_stop(r, b.hist, t)) {   /* the best live beam loops */

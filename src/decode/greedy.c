@@ -32,6 +32,8 @@ encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_p
     if (n_prompt < 1 || r->max_new < 1)
         return ed_fail(ENCDEC_ERR_ARG, "greedy: need a prompt and max_new >= 1 (got %d, %d)",
                        n_prompt, r->max_new);
+    if (r->n_forced > 0)
+        return ed_fail(ENCDEC_ERR_ARG, "greedy: forced tokens need dec_greedy_fed");
     encdec_status st = m->feed(m->ctx, seq, prompt, n_prompt, logits);
     for (int i = 0; !st && i < r->max_new; i++) {
         dec_apply_rules(logits, m->n_vocab, r, out_tok, i);

@@ -34,6 +34,12 @@ typedef struct {
     int eot;                    /* stops decoding (and is part of the output) */
     int max_new;                /* most tokens generated, eot included; >= 1 */
     const dec_hook *hook;       /* NULL: none */
+    const int *forced;          /* [n_forced] tokens the caller fed after the prompt as if they
+                                   were generated (a forced prefix): the rules see them, every
+                                   output starts with them (log-prob 0), max_new counts them.
+                                   The *_fed strategies take them (dec_independent_fed,
+                                   dec_beam_ow); n_forced < max_new */
+    int n_forced;
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated
