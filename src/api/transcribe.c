@@ -298,11 +298,11 @@ static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_par
     a->beam_size = p->beam_size;
     a->patience = p->patience;
     a->best_of = p->best_of > 0 ? p->best_of : 1;
-    a->n_temperatures = 0;
-    for (double t = p->temperature; t <= 1.0 + 1e-6 && a->n_temperatures < ASR_MAX_TEMPS;
-         t += p->temperature_increment) {
+    a->n_temperatures = 0;   /* T, T + inc, T + 2 inc, ... up to 1 (numpy's arange) */
+    for (int i = 0; i < ASR_MAX_TEMPS; i++) {
+        double t = p->temperature + i * (double)p->temperature_increment;
+        if (t > 1.0 + 1e-6 || (i > 0 && p->temperature_increment <= 0)) break;
         a->temperatures[a->n_temperatures++] = (float)t;
-        if (p->temperature_increment <= 0) break;
     }
     a->compression_ratio_threshold = p->compression_ratio_threshold;
     a->logprob_threshold = p->logprob_threshold;

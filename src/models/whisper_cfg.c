@@ -85,9 +85,50 @@ static encdec_status read_align_heads(whisper_model *m, const cJSON *obj, const 
     return ENCDEC_OK;
 }
 
+/* OpenAI's alignment heads of its released checkpoints (openai-whisper's
+ * _ALIGNMENT_HEADS), by shape: decoder layers, heads, width, multilingual,
+ * mel bands. large-v1 has large-v2's shape; v2's heads are taken. Pairs are
+ * (layer, head), -1 ended. */
+static const struct {
+    int layers, heads, d, multi, mels;
+    signed char pairs[48];
+} KNOWN_HEADS[] = {
+    {4, 6, 384, 0, 80, {1, 0, 2, 0, 2, 5, 3, 0, 3, 1, 3, 2, 3, 3, 3, 4, -1}},            /* tiny.en */
+    {4, 6, 384, 1, 80, {2, 2, 3, 0, 3, 2, 3, 3, 3, 4, 3, 5, -1}},                        /* tiny */
+    {6, 8, 512, 0, 80, {3, 3, 4, 7, 5, 1, 5, 5, 5, 7, -1}},                              /* base.en */
+    {6, 8, 512, 1, 80, {3, 1, 4, 2, 4, 3, 4, 7, 5, 1, 5, 2, 5, 4, 5, 6, -1}},            /* base */
+    {12, 12, 768, 0, 80, {6, 6, 7, 0, 7, 3, 7, 8, 8, 2, 8, 5, 8, 7, 9, 0, 9, 4, 9, 8, 9, 10,
+                          10, 0, 10, 1, 10, 2, 10, 3, 10, 6, 10, 11, 11, 2, 11, 4, -1}},  /* small.en */
+    {12, 12, 768, 1, 80, {5, 3, 5, 9, 8, 0, 8, 4, 8, 7, 8, 8, 9, 0, 9, 7, 9, 9, 10, 5, -1}}, /* small */
+    {24, 16, 1024, 0, 80, {11, 4, 14, 1, 14, 12, 14, 14, 15, 4, 16, 0, 16, 4, 16, 9, 17, 12,
+                           17, 14, 18, 7, 18, 10, 18, 15, 20, 0, 20, 3, 20, 9, 20, 14, 21, 12,
+                           -1}},                                                         /* medium.en */
+    {24, 16, 1024, 1, 80, {13, 15, 15, 4, 15, 15, 16, 1, 20, 0, 23, 4, -1}},             /* medium */
+    {32, 20, 1280, 1, 80, {10, 12, 13, 17, 16, 11, 16, 12, 16, 13, 17, 15, 17, 16, 18, 4, 18,
+                           11, 18, 19, 19, 11, 21, 2, 21, 3, 22, 3, 22, 9, 22, 12, 23, 5, 23, 7,
+                           23, 13, 25, 5, 26, 1, 26, 12, 27, 15, -1}},                   /* large-v2 */
+    {32, 20, 1280, 1, 128, {7, 0, 10, 17, 12, 18, 13, 12, 16, 1, 17, 14, 19, 11, 21, 4, 24, 1,
+                            25, 6, -1}},                                                 /* large-v3 */
+    {4, 20, 1280, 1, 128, {2, 4, 2, 11, 3, 3, 3, 6, 3, 11, 3, 14, -1}},                  /* large-v3-turbo */
+};
+
 encdec_status whisper_cfg_align_default(whisper_model *m) {
     if (m->n_align_heads > 0) return ENCDEC_OK;
     const whisper_hparams *h = &m->hp;
+    for (size_t k = 0; k < sizeof KNOWN_HEADS / sizeof KNOWN_HEADS[0]; k++) {
+        if (KNOWN_HEADS[k].layers != h->n_dec_layer || KNOWN_HEADS[k].heads != h->n_head ||
+            KNOWN_HEADS[k].d != h->d || KNOWN_HEADS[k].multi != m->multilingual ||
+            KNOWN_HEADS[k].mels != h->n_mels)
+            continue;
+        const signed char *p = KNOWN_HEADS[k].pairs;
+        int n = 0;
+        while (p[2 * n] >= 0) n++;
+        m->align_heads = malloc(sizeof(int) * 2 * (size_t)n);
+        if (!m->align_heads) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment heads");
+        for (int i = 0; i < 2 * n; i++) m->align_heads[i] = p[i];
+        m->n_align_heads = n;
+        return ENCDEC_OK;
+    }
     int L0 = h->n_dec_layer / 2, n = (h->n_dec_layer - L0) * h->n_head;
     m->align_heads = malloc(sizeof(int) * 2 * (size_t)n);
     if (!m->align_heads) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment heads");

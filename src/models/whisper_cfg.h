@@ -17,8 +17,9 @@
 encdec_status whisper_cfg_hf(whisper_model *m, const char *dir);
 encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir);
 encdec_status whisper_cfg_tokens(whisper_model *m, const char *dir, int hf);
-/* Where the files name no alignment heads: every head of the upper half of
- * the decoder layers (CTranslate2's default). */
+/* Where the files name no alignment heads: OpenAI's heads for a model of
+ * one of its released shapes (tiny ... large-v3-turbo), else every head of
+ * the upper half of the decoder layers (CTranslate2's default). */
 encdec_status whisper_cfg_align_default(whisper_model *m);
 
 #endif
