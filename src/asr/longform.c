@@ -54,6 +54,7 @@ typedef struct {
 } ivec;
 
 static encdec_status ivec_push(ivec *a, const int *x, size_t n) {
+    if (n == 0) return ENCDEC_OK;
     if (a->n + n > a->cap) {
         size_t c = a->cap ? a->cap : 256;
         while (c < a->n + n) c *= 2;
