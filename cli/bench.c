@@ -28,6 +28,7 @@ static const char *HELP =
     "      --no-fallback  no temperature fallback (one decode per window)\n"
     "      --compute MODE weight matrices: f32 (as stored; default), bf16, int8\n"
     "      --cross-kv TYPE cross-attention cache storage: f32 (default), f16, bf16\n"
+    "      --isa SET      kernel set: auto (default), c, avx2, avx512, amx, neon\n"
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
     "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
     "                     n_tokens, n_steps, decode_ms, transcribe_ms (wall time of the\n"
@@ -99,11 +100,11 @@ int cli_bench(int argc, char **argv) {
     const char *model = NULL, *audio = NULL, *modes = "full,self,none";
     int threads = cli_default_threads(), reps = 5, json = 0, beam = 1;
     encdec_transcribe_params tp = encdec_transcribe_default_params();
-    encdec_compute compute = ENCDEC_COMPUTE_F32;
+    encdec_model_params mp = {ENCDEC_COMPUTE_F32, ENCDEC_ISA_AUTO};
     encdec_kv_type cross_kv = ENCDEC_KV_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int pr = cli_parse_precision(argc, argv, &i, &compute, &cross_kv);
+        int pr = cli_parse_precision(argc, argv, &i, &mp, &cross_kv);
         if (pr < 0) return CLI_USAGE_ERR;
         if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
@@ -149,7 +150,7 @@ int cli_bench(int argc, char **argv) {
     encdec_model *m = NULL;
     for (int i = 0; loads && i < reps; i++) {
         encdec_model_free(m);
-        m = cli_load_model(path, compute, &loads[i]);
+        m = cli_load_model(path, &mp, &loads[i]);
         if (!m) { free(loads); return 1; }
     }
     double load_ms = loads ? median(loads, reps) : 0;

@@ -22,7 +22,7 @@ int cli_parse_kv(const char *s, encdec_kv_mode *out);
 const char *cli_kv_name(encdec_kv_mode m);
 int cli_default_threads(void);
 /* Loads the model, printing an error on failure. */
-encdec_model *cli_load_model(const char *path, encdec_compute compute, double *load_ms);
+encdec_model *cli_load_model(const char *path, const encdec_model_params *mp, double *load_ms);
 /* --compute f32|bf16|int8 and --cross-kv f32|f16|bf16 (message on error). */
 int cli_parse_compute(const char *s, encdec_compute *out);
 int cli_parse_kvtype(const char *s, encdec_kv_type *out);
@@ -30,11 +30,17 @@ const char *cli_kvtype_name(encdec_kv_type t);
 #define CLI_PRECISION_HELP \
     "      --compute MODE   weight matrices: f32 (as stored: f32/f16/bf16, f32 math; default),\n" \
     "                       bf16 (bf16 weights and products, f32 sums), int8\n" \
-    "                       (int8 weights, per-channel scales, VNNI dot products)\n" \
-    "      --cross-kv TYPE  cross-attention cache storage: f32 (default), f16 or bf16\n"
-/* Parses --compute / --cross-kv at argv[*i] (value in argv[*i + 1] or after
+    "                       (int8 weights, per-channel scales, int8 dot products)\n" \
+    "      --cross-kv TYPE  cross-attention cache storage: f32 (default), f16 or bf16\n" \
+    CLI_ISA_HELP
+#define CLI_ISA_HELP \
+    "      --isa SET        kernel set: auto (the CPU's best; default), c, avx2, avx512,\n" \
+    "                       amx, neon (for tests and comparisons; --version names auto's)\n"
+/* Parses --compute / --cross-kv / --isa at argv[*i] (value in argv[*i + 1] or after
  * '='): 1 consumed, 0 not one of them, -1 bad value. */
-int cli_parse_precision(int argc, char **argv, int *i, encdec_compute *c, encdec_kv_type *kv);
+int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
+                        encdec_kv_type *kv);
+int cli_parse_isa(const char *s, encdec_isa *out);
 double cli_now_ms(void);
 double cli_peak_rss_mb(void);
 /* The process's umask (read once). */

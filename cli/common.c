@@ -115,11 +115,21 @@ double cli_peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-encdec_model *cli_load_model(const char *path, encdec_compute compute, double *load_ms) {
+int cli_parse_isa(const char *s, encdec_isa *out) {
+    int v = encdec_isa_parse(s);
+    if (v < 0) {
+        fprintf(stderr, "encdec: --isa expects auto, c, avx2, avx512, amx or neon, got \"%s\"\n",
+                s ? s : "");
+        return 0;
+    }
+    *out = (encdec_isa)v;
+    return 1;
+}
+
+encdec_model *cli_load_model(const char *path, const encdec_model_params *mp, double *load_ms) {
     encdec_model *m = NULL;
     double t0 = cli_now_ms();
-    encdec_model_params mp = {compute};
-    encdec_status st = encdec_model_load_ex(path, &mp, &m);
+    encdec_status st = encdec_model_load_ex(path, mp, &m);
     if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st) {
         fprintf(stderr, "encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
@@ -129,8 +139,15 @@ encdec_model *cli_load_model(const char *path, encdec_compute compute, double *l
     return m;
 }
 
-int cli_parse_precision(int argc, char **argv, int *i, encdec_compute *c, encdec_kv_type *kv) {
+int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
+                        encdec_kv_type *kv) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    encdec_compute *c = &mp->compute;
+    if (!strncmp(a, "--isa=", 6)) return cli_parse_isa(a + 6, &mp->isa) ? 1 : -1;
+    if (!strcmp(a, "--isa")) {
+        (*i)++;
+        return cli_parse_isa(v, &mp->isa) ? 1 : -1;
+    }
     if (!strncmp(a, "--compute=", 10)) return cli_parse_compute(a + 10, c) ? 1 : -1;
     if (!strncmp(a, "--cross-kv=", 11)) return cli_parse_kvtype(a + 11, kv) ? 1 : -1;
     if (!strcmp(a, "--compute")) {

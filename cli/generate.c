@@ -39,6 +39,8 @@ static const char *HELP =
     "                         default), bf16 (bf16 weights and products, f32 sums),\n"
     "                         int8 (int8 weights, per-channel scales)\n"
     "      --cross-kv TYPE    cross-attention cache storage: f32 (default), f16, bf16\n"
+    "      --isa SET          kernel set: auto (the CPU's best; default), c, avx2, avx512,\n"
+    "                         amx, neon\n"
     "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
     "                         512 for T5) to their first tokens (default: an error)\n"
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
@@ -55,7 +57,7 @@ typedef struct {
     const char *model;
     int threads, json, batch;
     encdec_generate_params gp;
-    encdec_compute compute;
+    encdec_model_params mp;   /* compute mode, kernel set */
     encdec_kv_type cross_kv;
 } opts;
 
@@ -77,7 +79,8 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->json = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
-    o->compute = ENCDEC_COMPUTE_F32;
+    o->mp.compute = ENCDEC_COMPUTE_F32;
+    o->mp.isa = ENCDEC_ISA_AUTO;
     o->cross_kv = ENCDEC_KV_F32;
     double x;
     int i = 1;
@@ -86,7 +89,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) { i++; break; }
         if (a[0] != '-' || !a[1]) break;
-        int pr = cli_parse_precision(argc, argv, &i, &o->compute, &o->cross_kv);
+        int pr = cli_parse_precision(argc, argv, &i, &o->mp, &o->cross_kv);
         if (pr < 0) return -1;
         if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
@@ -282,7 +285,7 @@ int cli_generate(int argc, char **argv) {
     int rc = parse(argc, argv, &o, &first);
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
     double load_ms;
-    encdec_model *m = cli_load_model(o.model, o.compute, &load_ms);
+    encdec_model *m = cli_load_model(o.model, &o.mp, &load_ms);
     if (!m) return 1;
     encdec_model_info info;
     encdec_model_get_info(m, &info);

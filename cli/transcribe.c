@@ -85,7 +85,8 @@ typedef struct {
     const char *model;
     int threads, json, verbose, quiet;
     double max_duration;
-    encdec_compute compute;
+    encdec_model_params mp;   /* compute mode, kernel set */
+    const char *isa_running;  /* the kernel set the loaded model runs */
     encdec_kv_type cross_kv;
     encdec_transcribe_params tp;
     double clips[512];
@@ -230,7 +231,7 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) { i++; break; }
         if (a[0] != '-' || !a[1]) break;
-        int pr = cli_parse_precision(argc, argv, &i, &o->compute, &o->cross_kv);
+        int pr = cli_parse_precision(argc, argv, &i, &o->mp, &o->cross_kv);
         if (pr < 0) return -1;
         if (pr > 0) continue;
         int r = parse_one(o, argc, argv, &i);
@@ -323,8 +324,9 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "n_steps", tm->n_steps);
     cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->tp.kv_mode));
     cJSON_AddNumberToObject(j, "beam", o->tp.beam_size);
-    cJSON_AddStringToObject(j, "compute", o->compute == ENCDEC_COMPUTE_BF16 ? "bf16" :
-                            o->compute == ENCDEC_COMPUTE_INT8 ? "int8" : "f32");
+    cJSON_AddStringToObject(j, "compute", o->mp.compute == ENCDEC_COMPUTE_BF16 ? "bf16" :
+                            o->mp.compute == ENCDEC_COMPUTE_INT8 ? "int8" : "f32");
+    if (o->isa_running) cJSON_AddStringToObject(j, "isa", o->isa_running);
     cJSON_AddStringToObject(j, "cross_kv", cli_kvtype_name(o->cross_kv));
     cJSON_AddNumberToObject(j, "threads", o->threads);
     char *out = cJSON_PrintUnformatted(j);
@@ -429,11 +431,14 @@ int cli_transcribe(int argc, char **argv) {
     char buf[4096];
     const char *path = cli_model_path(o.model, buf, sizeof buf);
     double load_ms;
-    encdec_model *m = path ? cli_load_model(path, o.compute, &load_ms) : NULL;
+    encdec_model *m = path ? cli_load_model(path, &o.mp, &load_ms) : NULL;
     if (!m) {
         free(bad);
         return 1;
     }
+    encdec_model_info mi;
+    encdec_model_get_info(m, &mi);
+    o.isa_running = mi.isa;
     if (!check_language(m, o.tp.language, o.tp.translate)) {
         encdec_model_free(m);
         free(bad);

@@ -53,8 +53,10 @@ const char *encdec_status_str(encdec_status st);
  * last call succeeded. Valid until the next encdec call on this thread. */
 const char *encdec_last_error(void);
 
-/* A static description of the build: version and the BLAS used, e.g.
- * "encdec 0.1.0, BLIS 0.9.0 (sequential, reentrant; kernels: haswell)". */
+/* A static description of the build: version, the kernel set this CPU
+ * gets by default (ENCDEC_ISA_AUTO) and the BLAS used, e.g. "encdec 0.1.0,
+ * kernels avx2 (this CPU: avx2), BLIS 0.9.0 (sequential, reentrant;
+ * kernels: zen3)". */
 const char *encdec_build_info(void);
 
 /* ---- model: read-only, shareable ---------------------------------------- */
@@ -84,9 +86,30 @@ typedef enum {
                                 per row) and sums in int32 (AVX512_VNNI where available) */
 } encdec_compute;
 
+/* The kernel sets (instruction sets) encdec's own kernels may use, lowest
+ * to highest; every kernel has a version for each set up to the CPU's (a
+ * kernel without one for a set runs the next lower one). The model's
+ * sessions run the best version at or below the one asked for; BLAS keeps
+ * its own choice. For tests, benchmarks and working around a CPU fault:
+ * every set gives the same results within the kernels' stated tolerances. */
+typedef enum {
+    ENCDEC_ISA_AUTO = 0,  /* the best set this CPU has (default) */
+    ENCDEC_ISA_C,         /* portable C only */
+    ENCDEC_ISA_AVX2,      /* x86-64: AVX2 + FMA + F16C */
+    ENCDEC_ISA_AVX512,    /* x86-64: AVX-512 F/BW/VL/DQ (+ VNNI, BF16 where present) */
+    ENCDEC_ISA_AMX,       /* x86-64: AMX-BF16 tiles (bf16 mode), where Linux grants them */
+    ENCDEC_ISA_NEON,      /* aarch64: NEON (AVX2's level there) */
+} encdec_isa;
+
 typedef struct {
     encdec_compute compute;
+    encdec_isa isa;       /* kernel-set ceiling; one this CPU lacks is an ENCDEC_ERR_ARG */
 } encdec_model_params;
+
+/* "auto", "c", "avx2", "avx512", "amx", "neon"; NULL for another value. */
+const char *encdec_isa_name(encdec_isa isa);
+/* The set of a name (as above), or -1. */
+int encdec_isa_parse(const char *name);
 
 /* encdec_model_load with options; params NULL = defaults (f32). */
 encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
@@ -104,6 +127,8 @@ typedef struct {
     int multilingual;         /* 1 for multilingual checkpoints */
     size_t weight_bytes;      /* bytes of weights as used for compute */
     const char *compute;      /* "f32", "bf16" or "int8" (encdec_compute) */
+    const char *isa;          /* the kernel set its sessions run: "c", "avx2", "avx512", "amx",
+                                 "neon" (the best of the CPU's up to the one asked for) */
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */

@@ -17,6 +17,7 @@ struct encdec_model {
     whisper_model *w;      /* API_WHISPER */
     t5_model *t5;          /* API_T5 */
     encdec_compute compute;
+    int isa;               /* kernel-set limit of its loads and sessions (base/isa.h) */
 };
 
 struct encdec_session {
@@ -51,6 +52,8 @@ struct encdec_result {
 };
 
 const char *api_compute_name(encdec_compute c);
+/* The kernel set a thread under limit lim runs ("avx2", ...). */
+const char *api_isa_running(int lim);
 
 /* result.c: building a result (see there). */
 encdec_status api_result_add_token(encdec_result *r, int id, float logprob, const char *text,

@@ -10,6 +10,7 @@
 #include "api/api.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/isa.h"
 #include "base/mem.h"
 #include "decode/search.h"
 #include "decode/runner.h"
@@ -189,7 +190,7 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
     return st;
 }
 
-encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
+static encdec_status encdec_generate_body(encdec_session *s, const char *const *inputs, int n_inputs,
                               const encdec_generate_params *params, encdec_result **out) {
     ed_err_clear();
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: out is NULL");
@@ -219,4 +220,13 @@ encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int 
     api_result_finish(r);
     *out = r;
     return ENCDEC_OK;
+}
+
+/* The kernels run under the model's kernel-set limit (base/isa.h). */
+encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
+                              const encdec_generate_params *params, encdec_result **out) {
+    int old = ed_isa_swap(s && s->model ? s->model->isa : ED_ISA_ANY);
+    encdec_status st = encdec_generate_body(s, inputs, n_inputs, params, out);
+    ed_isa_swap(old);
+    return st;
 }

@@ -3,8 +3,10 @@
 #include "asr/asr_internal.h"
 #include "base/err.h"
 #include "base/fmap.h"
+#include "base/isa.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "kern/gemm.h"
 #include "kern/kern.h"
 
 #include <pthread.h>
@@ -62,6 +64,60 @@ static encdec_status convert(encdec_model *m, encdec_compute c) {
     return st;
 }
 
+static const char *const isa_names[] = {"auto", "c", "avx2", "avx512", "amx", "neon"};
+
+const char *encdec_isa_name(encdec_isa isa) {
+    return isa >= ENCDEC_ISA_AUTO && isa <= ENCDEC_ISA_NEON ? isa_names[isa] : NULL;
+}
+
+int encdec_isa_parse(const char *name) {
+    for (int i = 0; name && i <= ENCDEC_ISA_NEON; i++)
+        if (!strcmp(name, isa_names[i])) return i;
+    return -1;
+}
+
+/* The public set as a kernel level (kern.h K_ISA_*), or an error when this
+ * CPU (or architecture) does not have it. */
+static encdec_status isa_limit(encdec_isa isa, int *lim) {
+    *lim = ED_ISA_ANY;
+    if (isa == ENCDEC_ISA_AUTO) return ENCDEC_OK;
+    int level;
+    switch (isa) {
+    case ENCDEC_ISA_C: level = K_ISA_C; break;
+#if defined(__aarch64__)
+    case ENCDEC_ISA_NEON: level = K_ISA_VEC; break;
+#else
+    case ENCDEC_ISA_AVX2: level = K_ISA_VEC; break;
+    case ENCDEC_ISA_AVX512: level = K_ISA_AVX512; break;
+    case ENCDEC_ISA_AMX: level = K_ISA_AMX; break;
+#endif
+    default:
+        if (!encdec_isa_name(isa))
+            return ed_fail(ENCDEC_ERR_ARG, "kernel set %d is not one of 0 auto, 1 c, 2 avx2, "
+                           "3 avx512, 4 amx, 5 neon", (int)isa);
+        return ed_fail(ENCDEC_ERR_ARG, "kernel set %s is not one of this architecture's (%s)",
+                       encdec_isa_name(isa),
+#if defined(__aarch64__)
+                       "c, neon"
+#else
+                       "c, avx2, avx512, amx"
+#endif
+        );
+    }
+    if (level > k_isa_cpu())
+        return ed_fail(ENCDEC_ERR_ARG, "kernel set %s needs instructions this CPU lacks "
+                       "(its best set: %s)", encdec_isa_name(isa), k_isa_name(k_isa_cpu()));
+    *lim = level;
+    return ENCDEC_OK;
+}
+
+const char *api_isa_running(int lim) {
+    int old = ed_isa_swap(lim), level = k_isa();
+    if (level == K_ISA_AMX && !k_gemm_has_amx()) level = K_ISA_AVX512;
+    ed_isa_swap(old);
+    return k_isa_name(level);
+}
+
 encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
                                    encdec_model **out) {
     ed_err_clear();
@@ -71,12 +127,18 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     encdec_compute c = params ? params->compute : ENCDEC_COMPUTE_F32;
     if (c < ENCDEC_COMPUTE_F32 || c > ENCDEC_COMPUTE_INT8)
         return ed_fail(ENCDEC_ERR_ARG, "compute mode %d is not one of 0 f32, 1 bf16, 2 int8", (int)c);
+    int lim;
+    encdec_status st = isa_limit(params ? params->isa : ENCDEC_ISA_AUTO, &lim);
+    if (st) return st;
     encdec_model *m = calloc(1, sizeof *m);
     if (!m) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model");
     m->compute = c;
-    encdec_status st = detect_family(path, &m->family);
+    m->isa = lim;
+    int old = ed_isa_swap(lim);   /* the packing at load follows the kernels that will run */
+    st = detect_family(path, &m->family);
     if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
     if (!st) st = convert(m, c);
+    ed_isa_swap(old);
     if (st) {
         encdec_model_free(m);
         return st;
@@ -116,6 +178,7 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
         info->multilingual = strcmp(m->t5->model_type, "t5") != 0;
         info->weight_bytes = m->t5->weight_bytes;
         info->compute = api_compute_name(m->compute);
+        info->isa = api_isa_running(m->isa);
         return;
     }
     const whisper_model *w = m->w;
@@ -134,12 +197,14 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     info->multilingual = w->multilingual;
     info->weight_bytes = w->weight_bytes;
     info->compute = api_compute_name(m->compute);
+    info->isa = api_isa_running(m->isa);
 }
 
 static char g_build_info[256];
 
 static void build_info_init(void) {
-    snprintf(g_build_info, sizeof g_build_info, "encdec %s, %s", ENCDEC_VERSION, k_blas_info());
+    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s), %s",
+             ENCDEC_VERSION, api_isa_running(ED_ISA_ANY), k_isa_name(k_isa_cpu()), k_blas_info());
 }
 
 const char *encdec_build_info(void) {

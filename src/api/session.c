@@ -31,6 +31,7 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     s->model = m;
     s->cross_kv = (kv_dtype)kt;
     encdec_status st = ed_pool_new(&s->pool, nt);
+    if (!st) ed_pool_set_isa(s->pool, m->isa);
     if (m->family == API_T5) {
         if (!st) st = t5_state_new(&s->t5, m->t5, s->pool, s->cross_kv);
         if (st) {

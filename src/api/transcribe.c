@@ -5,6 +5,7 @@
 #include "api/api.h"
 #include "asr/asr_internal.h"
 #include "base/err.h"
+#include "base/isa.h"
 #include "base/mem.h"
 
 #include <math.h>
@@ -323,7 +324,7 @@ static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_par
     return st;
 }
 
-encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm, size_t n_samples,
                                 const encdec_transcribe_params *params, encdec_result **out) {
     ed_err_clear();
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: out is NULL");
@@ -367,5 +368,14 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
         return ENCDEC_OK;
     }
     encdec_result_free(r);
+    return st;
+}
+
+/* The kernels run under the model's kernel-set limit (base/isa.h). */
+encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+                                const encdec_transcribe_params *params, encdec_result **out) {
+    int old = ed_isa_swap(s && s->model ? s->model->isa : ED_ISA_ANY);
+    encdec_status st = encdec_transcribe_body(s, pcm, n_samples, params, out);
+    ed_isa_swap(old);
     return st;
 }

@@ -9,6 +9,7 @@
  * threads"). An idle session sleeps. */
 #include "base/pool.h"
 #include "base/err.h"
+#include "base/isa.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -40,6 +41,7 @@ struct ed_pool {
     atomic_int quit;
     ed_pool_fn fn;               /* published by the release store of gen */
     void *ctx;
+    int isa;                     /* instruction-set limit of every run (base/isa.h) */
     void **scratch;        /* [n] per-thread scratch (ed_pool_scratch) */
     size_t *scratch_cap;   /* [n] its size in bytes */
 };
@@ -94,6 +96,7 @@ static void *worker_main(void *arg) {
         }
         if (atomic_load(&p->quit)) return NULL;
         seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        ed_isa_swap(p->isa);
         p->fn(p->ctx, wa.ith, p->n);
         if (atomic_fetch_sub(&p->pending, 1) == 1 &&
             atomic_load(&p->caller_sleeps)) {
@@ -112,6 +115,7 @@ encdec_status ed_pool_new(ed_pool **out, int n_threads) {
     ed_pool *p = calloc(1, sizeof *p);
     if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: thread pool");
     p->n = n_threads;
+    p->isa = ED_ISA_ANY;
     p->scratch = calloc((size_t)n_threads, sizeof *p->scratch);
     p->scratch_cap = calloc((size_t)n_threads, sizeof *p->scratch_cap);
     pthread_mutex_init(&p->mu, NULL);
@@ -182,9 +186,21 @@ void *ed_pool_scratch(ed_pool *p, int ith, size_t bytes) {
 
 int ed_pool_size(const ed_pool *p) { return p ? p->n : 1; }
 
+void ed_pool_set_isa(ed_pool *p, int lim) {
+    if (p) p->isa = lim;
+}
+
+int ed_pool_isa(const ed_pool *p) { return p ? p->isa : ED_ISA_ANY; }
+
 void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx) {
-    if (!p || p->n == 1) {
+    if (!p) {
         fn(ctx, 0, 1);
+        return;
+    }
+    int old = ed_isa_swap(p->isa);
+    if (p->n == 1) {
+        fn(ctx, 0, 1);
+        ed_isa_swap(old);
         return;
     }
     p->fn = fn;
@@ -207,6 +223,7 @@ void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx) {
         atomic_store(&p->caller_sleeps, 0);
         pthread_mutex_unlock(&p->mu);
     }
+    ed_isa_swap(old);
 }
 
 void ed_split(int n, int ith, int nth, int align, int *lo, int *hi) {

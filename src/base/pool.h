@@ -26,6 +26,11 @@ void ed_pool_free(ed_pool *p);
 int ed_pool_size(const ed_pool *p);
 void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx);
 
+/* The instruction-set limit (base/isa.h) every thread of a run works under,
+ * the caller's included for the run's duration (default ED_ISA_ANY). */
+void ed_pool_set_isa(ed_pool *p, int lim);
+int ed_pool_isa(const ed_pool *p);
+
 /* Thread ith's scratch memory of at least `bytes`, 64-byte aligned, owned by
  * the pool (grown on demand, contents then lost; freed with it); for use
  * inside a task by thread ith only.

@@ -495,7 +495,7 @@ size_t k_attention_bf16_scratch_bytes(int Mq, int Tk, int dh) {
 
 int k_attention_bf16_has(void) {
 #ifdef ATTN_AMX_BUILT
-    return gemm_amx_ok();
+    return k_isa() >= K_ISA_AMX && gemm_amx_ok();
 #else
     return 0;
 #endif
@@ -504,6 +504,7 @@ int k_attention_bf16_has(void) {
 int k_attention_bf16_isa(int isa, float *o, int ldo, const float *q, int ldq, const float *k,
                          int ldk, const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                          void *scratch) {
+    isa = k_isa_at(isa);
     if (!sizes_ok(Mq, Tk, dh)) return -1;
     int amx = isa >= 3 && k_attention_bf16_has();
     if (Tk == 0) {

@@ -125,6 +125,7 @@ K_AVX512 static void f32_to_h_avx512(uint16_t *dst, const float *src, size_t n, 
 #endif
 
 int k_f32_to_h_isa(int isa, uint16_t *dst, const float *src, size_t n, int bf16) {
+    isa = k_isa_at(isa);
 #ifdef K_X86
     if (isa >= 2 && have_avx512()) {
         f32_to_h_avx512(dst, src, n, bf16);
@@ -491,6 +492,7 @@ static void attn_avx512(float *o, int ldo, const float *q, int ldq, const void *
 int k_attention_kv_isa(int isa, float *o, int ldo, const float *q, int ldq, const void *k,
                        const void *v, k_wtype t, int Mq, int Tk, int dh, float scale,
                        float *scratch) {
+    isa = k_isa_at(isa);
     int used = 0;
     if (t != K_F32 && t != K_F16 && t != K_BF16) return -1;
 #ifdef K_X86

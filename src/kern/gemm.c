@@ -191,6 +191,7 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
 
 int k_gemm_has(k_gemm_mode mode) {
 #ifdef GEMM_X86
+    if (k_isa() < K_ISA_AVX512) return 0;
     return mode == K_GEMM_BF16 ? HAS_AVX512BF16 : HAS_AVX512;
 #else
     (void)mode;
@@ -200,7 +201,7 @@ int k_gemm_has(k_gemm_mode mode) {
 
 int k_gemm_has_amx(void) {
 #ifdef GEMM_X86
-    return HAS_AVX512BF16 && gemm_amx_ok();
+    return k_isa() >= K_ISA_AMX && HAS_AVX512BF16 && gemm_amx_ok();
 #else
     return 0;
 #endif
@@ -208,6 +209,7 @@ int k_gemm_has_amx(void) {
 
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
+    isa = k_isa_at(isa);
     int bf = mode == K_GEMM_BF16, used = 0;
     gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c};
 #ifdef GEMM_X86

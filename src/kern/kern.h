@@ -16,6 +16,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Kernel sets, lowest first. Each dispatch point runs the best version at
+ * or below k_isa(): the CPU's best set, capped by the calling thread's
+ * limit (base/isa.h: a model's parameter, handed to its pool's threads). */
+enum {
+    K_ISA_C = 0,        /* portable C (what the compiler makes of it) */
+    K_ISA_VEC = 1,      /* x86-64: AVX2 + FMA + F16C; aarch64: NEON */
+    K_ISA_AVX512 = 2,   /* AVX-512 F/BW/VL/DQ (+ VNNI, BF16 where a kernel needs them) */
+    K_ISA_AMX = 3,      /* AMX-TILE + AMX-BF16 (bf16 mode), where Linux grants the tiles */
+};
+int k_isa_cpu(void);              /* the best set this CPU has (AMX: by CPUID) */
+int k_isa(void);                  /* min(k_isa_cpu(), this thread's limit) */
+int k_isa_at(int isa);            /* min(isa, k_isa()): the *_isa entry points' cap */
+const char *k_isa_name(int level);   /* "c", "avx2" (aarch64: "neon"), "avx512", "amx" */
+int k_isa_parse(const char *name);   /* the level of a name, -1 if none */
+
 /* y[M,N] (row stride ldy) = x[M,K] (ldx) . w[N,K]^T (ldw) + b[N] (b may be NULL).
  * w is a PyTorch Linear weight [out, in], row-major. */
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,

@@ -206,6 +206,7 @@ __attribute__((target("avx2,fma,f16c"))) static void matmul_h_avx2(
 
 int k_matmul_h_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *w, int ldw,
                    int bf16, const float *b, int M, int N, int K) {
+    isa = k_isa_at(isa);
     if (M <= 0 || N <= 0) return 1;
 #ifdef K_X86
     if (isa >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -230,12 +231,13 @@ void k_matmul_h(float *y, int ldy, const float *x, int ldx, const uint16_t *w, i
 
 void k_h_to_f32(float *dst, const uint16_t *src, size_t n, int bf16) {
 #ifdef K_X86
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    int isa = k_isa();
+    if (isa >= K_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl")) {
         h_to_f32_avx512(dst, src, n, bf16);
         return;
     }
-    if (K_HAS_AVX2_SET) {
+    if (isa >= K_ISA_VEC && K_HAS_AVX2_SET) {
         h_to_f32_avx2(dst, src, n, bf16);
         return;
     }

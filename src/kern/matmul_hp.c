@@ -311,6 +311,7 @@ static int hp_args_ok(const uint16_t *wp, int M, int n0, int nn, int N, int K) {
 
 int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                     int bf16, const float *b, int M, int n0, int nn, int N, int K) {
+    isa = k_isa_at(isa);
     if (!hp_args_ok(wp, M, n0, nn, N, K)) return -1;
     int used = 0;
 #ifdef K_X86
@@ -329,7 +330,7 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
 
 int k_hp_fast(void) {
 #ifdef HP_HAS_AVX512
-    return HP_HAS_AVX512;
+    return k_isa() >= K_ISA_AVX512 && HP_HAS_AVX512;
 #else
     return 0;
 #endif

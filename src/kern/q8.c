@@ -403,6 +403,7 @@ static void matmul_q8_avx512(float *y, int ldy, const uint8_t *xq, size_t xs, co
 
 int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b,
                     int M, int n0, int nn, void *scratch) {
+    isa = k_isa_at(isa);
     if (!w.data || w.K < 1 || w.K > K_Q8_MAX_K || n0 < 0 || nn < 0 || n0 > w.N || nn > w.N - n0 ||
         M < 0)
         return -1;
