@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include "base/pool.h"
+#include "base/isa.h"
 #include "core/ops.h"
 #include "kern/kern.h"
 #include "io/tensor.h"
@@ -436,15 +437,42 @@ static void test_concurrent_blas(void) {
     ed_pool_free(p);
 }
 
+static void isa_task(void *ctx, int ith, int nth) {
+    (void)nth;
+    ((int *)ctx)[ith] = k_isa();
+}
+
+/* A pool's limit reaches every thread of a run, the caller's only for the run. */
+static void test_isa_limit(ed_pool *pool) {
+    int seen[3] = {-1, -1, -1};
+    ed_pool_set_isa(pool, K_ISA_C);
+    ed_pool_run(pool, isa_task, seen);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(seen[i], K_ISA_C);
+    CHECK_EQ_INT(k_isa(), k_isa_cpu());
+    ed_pool_set_isa(pool, ED_ISA_ANY);
+    ed_pool_run(pool, isa_task, seen);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(seen[i], k_isa_cpu());
+    CHECK(k_isa_parse(k_isa_name(K_ISA_VEC)) == K_ISA_VEC && k_isa_parse("sse") == -1);
+}
+
 int main(void) {
     ed_pool *pool;
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
-    test_matmul(pool);
-    test_matmul_epi(pool);
-    test_matmul_h(pool);
-    test_t5_kernels(pool);
-    test_attention(pool);
-    test_elementwise(pool);
+    test_isa_limit(pool);
+    /* every kernel set this CPU has, on 3 threads (the pool's and the caller's limit) */
+    for (int isa = K_ISA_C; isa <= k_isa_cpu(); isa++) {
+        printf("kernel set %s\n", k_isa_name(isa));
+        int old = ed_isa_swap(isa);
+        ed_pool_set_isa(pool, isa);
+        test_matmul(pool);
+        test_matmul_epi(pool);
+        test_matmul_h(pool);
+        test_t5_kernels(pool);
+        test_attention(pool);
+        test_elementwise(pool);
+        ed_isa_swap(old);
+    }
+    ed_pool_set_isa(pool, ED_ISA_ANY);
     test_pool();
     test_concurrent_blas();
     ed_pool_free(pool);

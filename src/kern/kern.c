@@ -2,6 +2,7 @@
  * The *_ref twins are deliberately naive (double accumulation, no BLAS). */
 #include "kern/kern.h"
 #include "kern/poly.h"
+#include "kern/vec.h"
 
 #include <blis.h>
 #include <cblas.h>
@@ -74,8 +75,18 @@ K_CLONES void k_layernorm(float *y, const float *x, const float *g, const float 
     }
 }
 
-K_CLONES void k_gelu(float *x, size_t n) {
+static void gelu_c(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erf_poly(x[i] * 0.70710678118654752f));
+}
+
+void k_gelu(float *x, size_t n) {
+#ifdef K_VEC_AVX2
+    if (k_isa() >= K_ISA_VEC) {
+        k_gelu_avx2(x, n);
+        return;
+    }
+#endif
+    gelu_c(x, n);
 }
 
 void k_gelu_ref(float *x, size_t n) {
@@ -88,7 +99,7 @@ void k_add(float *y, const float *x, size_t n) {
 
 float k_exp(float x) { return exp_poly(x); }
 
-K_CLONES double k_logsumexp(const float *x, int n, float *mx) {
+static double logsumexp_c(const float *x, int n, float *mx) {
     float lm[16];
     double ls[K_NORM_LANES] = {0}, sum = 0;
     int i = 0;
@@ -115,7 +126,7 @@ K_CLONES double k_logsumexp(const float *x, int n, float *mx) {
 /* Max and sum are kept in 16 lanes (reductions over one accumulator do not
  * vectorise without reassociation); the lanes are combined in double. */
 #define SM_LANES 16
-K_CLONES void k_softmax(float *x, int n) {
+static void softmax_c(float *x, int n) {
     float lm[SM_LANES], ls[SM_LANES];
     int i = 0;
     for (int j = 0; j < SM_LANES; j++) lm[j] = -INFINITY, ls[j] = 0.0f;
@@ -132,6 +143,23 @@ K_CLONES void k_softmax(float *x, int n) {
     for (; i < n; i++) sum += x[i];
     float inv = (float)(1.0 / sum);
     for (i = 0; i < n; i++) x[i] *= inv;
+}
+
+double k_logsumexp(const float *x, int n, float *mx) {
+#ifdef K_VEC_AVX2
+    if (k_isa() >= K_ISA_VEC) return k_logsumexp_avx2(x, n, mx);
+#endif
+    return logsumexp_c(x, n, mx);
+}
+
+void k_softmax(float *x, int n) {
+#ifdef K_VEC_AVX2
+    if (k_isa() >= K_ISA_VEC) {
+        k_softmax_avx2(x, n);
+        return;
+    }
+#endif
+    softmax_c(x, n);
 }
 
 K_CLONES int k_shifted_above(float *s, const float *x, int n, float base, float mx, float lse,

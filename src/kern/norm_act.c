@@ -5,6 +5,7 @@
 #include "kern/poly.h"
 #include "kern/matmul_hp.h"
 #include "kern/q8.h"
+#include "kern/vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,7 +31,7 @@ K_CLONES void k_relu(float *x, size_t n) {
 
 /* tanh(u) = 1 - 2 / (exp(2u) + 1): exp_poly clamps, so both tails saturate
  * to +-1 without overflow. */
-K_CLONES void k_gelu_tanh(float *x, size_t n) {
+static void gelu_tanh_c(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
@@ -46,8 +47,28 @@ void k_gelu_tanh_ref(float *x, size_t n) {
     }
 }
 
-K_CLONES void k_silu(float *x, size_t n) {
+static void silu_c(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
+}
+
+void k_gelu_tanh(float *x, size_t n) {
+#ifdef K_VEC_AVX2
+    if (k_isa() >= K_ISA_VEC) {
+        k_gelu_tanh_avx2(x, n);
+        return;
+    }
+#endif
+    gelu_tanh_c(x, n);
+}
+
+void k_silu(float *x, size_t n) {
+#ifdef K_VEC_AVX2
+    if (k_isa() >= K_ISA_VEC) {
+        k_silu_avx2(x, n);
+        return;
+    }
+#endif
+    silu_c(x, n);
 }
 
 void k_silu_ref(float *x, size_t n) {
