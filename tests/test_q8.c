@@ -210,7 +210,7 @@ static void test_shape(int M, int N, int K, k_wtype t, int with_b) {
     for (size_t s = 0; s < sizeof sl / sizeof sl[0]; s++) {
         int n0 = sl[s][0], nn = sl[s][1];
         if (n0 < 0 || nn < 1 || n0 + nn > N) continue;
-        for (int isa = 0; isa <= 2; isa += 2) {
+        for (int isa = 0; isa <= 2; isa++) {
             for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = -12345.0f;
             int used = k_matmul_q8_isa(isa, y, ldy, x, ldx, q, b, M, n0, nn, scratch);
             CHECK(used >= 0 && used <= isa);
@@ -258,7 +258,7 @@ static void test_negative(void) {
     float y[2 * 20], r[2 * 20];
     void *scratch = malloc(k_q8_scratch_bytes(M, K));
     k_matmul_q8_ref(r, N, x, K, q, NULL, M, 0, N);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         k_matmul_q8_isa(isa, y, N, x, K, qb, NULL, M, 0, N, scratch);
         int diff = 0;
         for (int i = 0; i < M * N; i++) diff += y[i] != r[i];
@@ -268,7 +268,7 @@ static void test_negative(void) {
      * a row give the same outputs on every path (NaN where the twin has NaN) */
     x[5] = NAN, x[K + 7] = INFINITY;
     k_matmul_q8_ref(r, N, x, K, q, NULL, M, 0, N);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         k_matmul_q8_isa(isa, y, N, x, K, q, NULL, M, 0, N, scratch);
         int diff = 0, finite = 0;
         for (int i = 0; i < M * N; i++) {
@@ -303,7 +303,7 @@ static void test_max_k(void) {
     CHECK_NEAR(r[0], -65536.0, 0.05);
     CHECK_NEAR(r[1], 65536.0, 0.05);
     CHECK_NEAR(r[N], 65536.0, 0.05);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         k_matmul_q8_isa(isa, y, N, x, K, q, NULL, M, 0, N, scratch);
         int diff = 0;
         for (int i = 0; i < M * N; i++) diff += y[i] != r[i];
@@ -345,7 +345,7 @@ static void *guard_run(void *arg) {
 }
 
 static void test_scratch_guard(void) {
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         guard_job jobs[2] = {{isa, 0}, {isa, 0}};
         pthread_t th;
         CHECK_EQ_INT(pthread_create(&th, NULL, guard_run, &jobs[1]), 0);
@@ -369,6 +369,7 @@ int main(void) {
     test_shape(37, 300, 1536, K_F16, 1);    /* several column blocks of many rows */
     test_shape(7, 300, 384, K_BF16, 0);     /* two row chunks */
     test_shape(1, 51866, 384, K_F16, 1);    /* the vocabulary projection */
-    printf("ISAs run: C %s, AVX-512 VNNI %s\n", g_isa_seen[0] ? "yes" : "no", g_isa_seen[2] ? "yes" : "no");
+    printf("ISAs run: C %s, AVX2 %s, AVX-512 VNNI %s\n", g_isa_seen[0] ? "yes" : "no", g_isa_seen[1] ? "yes" : "no",
+           g_isa_seen[2] ? "yes" : "no");
     return check_done();
 }

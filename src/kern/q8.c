@@ -26,6 +26,7 @@
  */
 #include "kern/poly.h"
 #include "kern/q8.h"
+#include "kern/q8_impl.h"
 
 #include <float.h>
 #include <math.h>
@@ -42,37 +43,10 @@
 #define Q8_ROWS 6                     /* rows per tile, at most */
 #define Q8_BLOCK_BYTES (128 << 10)    /* weights per column block (many rows) */
 
-static inline size_t rup(size_t a, size_t m) { return (a + m - 1) / m * m; }
-
-/* Where the parts of a packed matrix are. */
-typedef struct {
-    const int8_t *q;      /* panels */
-    const float *s;       /* s[Np] */
-    const int32_t *c;     /* c[Np] = 128 * sum_k q */
-    int Np, Kp;
-} q8_parts;
-
-static q8_parts parts(k_q8 w) {
-    q8_parts p;
-    p.Np = (int)rup((size_t)w.N, 16), p.Kp = (int)rup((size_t)w.K, 4);
-    p.q = w.data;
-    p.s = (const float *)((const char *)w.data + (size_t)p.Np * p.Kp);
-    p.c = (const int32_t *)(p.s + p.Np);
-    return p;
-}
-
 size_t k_q8_bytes(int N, int K) {
     if (N < 1 || K < 1 || K > K_Q8_MAX_K) return 0;
     size_t Np = rup((size_t)N, 16), Kp = rup((size_t)K, 4);
     return Np * Kp + Np * (sizeof(float) + sizeof(int32_t));
-}
-
-/* The one rounding rule: nearest, ties to even, clamped to [-127, 127]; NaN
- * goes to -127 (what the AVX-512 conversion and clamp give). */
-static inline int q8_round(float v) {
-    float r = rintf(v);
-    if (r >= -127.0f && r <= 127.0f) return (int)r;
-    return r > 0 ? 127 : -127;
 }
 
 /* kk values f / sn -> q8_round, into out[kk] (the loop vectorises once
@@ -155,24 +129,9 @@ void k_q8_row(float *dst, k_q8 w, int n) {
 
 /* ---- activations ---- */
 
-/* Scratch: float sx[M] (padded to 64 bytes), then M rows of xs bytes: the
- * quantised row + 128 (so unsigned), padded with 128 (= 0) to a multiple of 64. */
-static size_t xstride(int K) { return rup((size_t)K, 64); }
-
 size_t k_q8_scratch_bytes(int M, int K) {
     if (M < 1 || K < 1) return 0;
     return rup(sizeof(float) * (size_t)M, 64) + (size_t)M * xstride(K);
-}
-
-/* 127 / amax, or 0 for rows treated as zero (max |x| below FLT_MIN: 127 /
- * amax would overflow). amax ignores NaN. Sets *sx. */
-static inline float q8_inv(float amax, float *sx) {
-    if (!(amax >= FLT_MIN) || !(amax <= FLT_MAX)) {
-        *sx = amax > FLT_MAX ? amax : 0.0f;   /* inf rows give inf / NaN, like floats would */
-        return 0.0f;
-    }
-    *sx = amax / 127.0f;
-    return 127.0f / amax;
 }
 
 static float q8_amax_c(const float *x, int K) {
@@ -192,11 +151,6 @@ static void q8_quant_rows_c(uint8_t *xq, size_t xs, float *sx, const float *x, i
         for (int k = 0; k < K; k++) d[k] = (uint8_t)(q8_round(xi[k] * inv) + 128);
         memset(d + K, 128, xs - (size_t)K);
     }
-}
-
-/* y = fmaf((float)D, sx * s, b): every path's epilogue. */
-static inline float q8_out(long long D, float sxi, float sn, const float *b, int n) {
-    return fmaf((float)D, sxi * sn, b ? b[n] : 0.0f);
 }
 
 /* ---- portable C ---- */
@@ -410,6 +364,7 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
     int used = 0;
 #ifdef K_X86
     if (isa >= 2 && Q8_HAS_VNNI) used = 2;
+    else if (isa >= 1) used = 1;
 #endif
     if (M == 0 || nn == 0) return used;
     float *sx = scratch;
@@ -420,6 +375,11 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
         q8_quant_rows_avx512(xq, xs, sx, x, ldx, M, w.K);
         matmul_q8_avx512(y, ldy, xq, xs, sx, w, b, M, n0, nn);
         return 2;
+    }
+    if (used == 1) {
+        q8_quant_rows_avx2((int8_t *)xq, xs, sx, x, ldx, M, w.K);
+        q8_matmul_avx2(y, ldy, (const int8_t *)xq, xs, sx, w, b, M, n0, nn);
+        return 1;
     }
 #endif
     q8_quant_rows_c(xq, xs, sx, x, ldx, M, w.K);

@@ -66,12 +66,13 @@ size_t k_q8_scratch_bytes(int M, int K);
  * indexed by absolute column, and nothing outside those columns is written
  * (threads may own neighbouring columns). Any M >= 0; n0, nn need no
  * alignment (16 is best). Sequential. Returns the ISA used: 2 = AVX-512
- * VNNI, 0 = C; -1 when K is out of range or the columns are not in [0, N). */
+ * VNNI, 1 = AVX2 (vpmaddubsw on sign-moved operands, q8_avx2.c), 0 = C;
+ * -1 when K is out of range or the columns are not in [0, N). */
 int k_matmul_q8(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
                 int n0, int nn, void *scratch);
-/* The same on the best instruction set up to isa (0 C, 2 AVX-512 VNNI:
- * F, BW, VL and VNNI) this CPU has (for tests and benchmarks). There is no
- * AVX2 version: isa 1 and CPUs without AVX-512 VNNI run the C one. */
+/* The same on the best instruction set up to isa (0 C, 1 AVX2, 2 AVX-512
+ * VNNI: F, BW, VL and VNNI) this CPU has (for tests and benchmarks);
+ * AVX-512 CPUs without VNNI run the AVX2 one. */
 int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b,
                     int M, int n0, int nn, void *scratch);
 

@@ -1,0 +1,155 @@
+/* q8_avx2.c - the int8 product in AVX2 (no VNNI): the same packed layout
+ * and the same exact int32 sums as q8.c's other versions.
+ *
+ * AVX2's byte product, vpmaddubsw, multiplies unsigned by signed bytes and
+ * adds pairs into int16 with saturation: with q8.c's biased activations
+ * (up to 255) a pair could reach 2 x 255 x 127 and saturate. So this version
+ * keeps the activations signed and moves the signs onto them: |w| (unsigned,
+ * <= 127) times sign(w) * x (signed, |.| <= 127) is w * x, and a pair is at
+ * most 2 x 127 x 127 = 32258: never saturated, so every sum is exact.
+ * vpmaddwd by ones then widens the pairs into int32 lanes; the epilogue is
+ * q8.c's (fmaf of the exact sum), so the result is bitwise the twin's.
+ *
+ * A panel's 64-byte group (16 outputs x 4 k) is two ymm halves of 8 outputs;
+ * a tile is R rows (1..4) x one panel: 2R int32 accumulators, the group's
+ * |w| halves shared by the rows, one broadcast of 4 activation bytes per row.
+ * Few rows (decode): one sweep over the panels, each weight byte loaded
+ * once. Many rows: the columns go in blocks of ~128 KB of weights (L2), each
+ * swept by every chunk of 4 rows. */
+#include "kern/q8_impl.h"
+
+#ifdef Q8_AVX2
+#include <immintrin.h>
+#include <string.h>
+
+#define V2 __attribute__((target("avx2,fma")))
+#define Q8A_ROWS 4
+#define Q8A_BLOCK_BYTES (128 << 10)
+
+V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M,
+                           int K) {
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * ldx;
+        int8_t *d = xq + (size_t)i * xs;
+        __m256 m = _mm256_setzero_ps();
+        int k = 0;
+        /* max(|x|, m): a NaN in x yields m (the second operand), as the C loop skips it */
+        for (; k + 8 <= K; k += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xi + k), absmask), m);
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        for (; k < K; k++) {
+            float a = fabsf(xi[k]);
+            if (a > amax) amax = a;
+        }
+        float inv = q8_inv(amax, &sx[i]);
+        __m256 iv = _mm256_set1_ps(inv);
+        k = 0;
+        for (; k + 32 <= K; k += 32) {
+            __m256i q[4];
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xi + k + 8 * j), iv));
+                q[j] = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);   /* NaN: INT_MIN -> -127 */
+            }
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(d + k), _mm256_permutevar8x32_epi32(p, order));
+        }
+        for (; k < K; k++) d[k] = (int8_t)q8_round(xi[k] * inv);
+        memset(d + K, 0, xs - (size_t)K);
+    }
+}
+
+typedef struct {
+    float *y;              /* row 0, absolute column 0 */
+    int ldy;
+    const int8_t *xq;      /* row 0 of the tile */
+    size_t xs;
+    const float *sx;       /* sx of row 0 */
+    const int8_t *wp;      /* the panel */
+    int G;                 /* groups of 4 k */
+    const float *s, *b;
+    int col;               /* absolute column of the panel */
+    int n0, n1;            /* store columns [n0, n1) only */
+} q8a_tile;
+
+#define Q8A_DOT(r)                                                                            \
+    if (R > r) {                                                                              \
+        int32_t xv;                                                                           \
+        memcpy(&xv, xq + (size_t)r * xs + (size_t)g * 4, 4);                                  \
+        __m256i xb = _mm256_set1_epi32(xv);                                                   \
+        c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(                                \
+                      _mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));             \
+        c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(                                \
+                      _mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));             \
+    }
+#define Q8A_STORE(r, h)                                                                       \
+    if (R > r)                                                                                \
+        _mm256_maskstore_ps(t->y + (size_t)r * t->ldy + col, mask,                            \
+                            _mm256_fmadd_ps(_mm256_cvtepi32_ps(c##r##h),                      \
+                                            _mm256_mul_ps(_mm256_set1_ps(t->sx[r]), sw), bv));
+#define Q8A_EPI(h)                                                                            \
+    {                                                                                         \
+        int col = t->col + 8 * (h);                                                           \
+        __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(col),                               \
+                                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));           \
+        __m256i mask = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t->n1), lane),   \
+                                        _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(t->n0 - 1))); \
+        if (!_mm256_testz_si256(mask, mask)) {                                                \
+            __m256 sw = _mm256_loadu_ps(t->s + col);                                          \
+            __m256 bv = t->b ? _mm256_maskload_ps(t->b + col, mask) : _mm256_setzero_ps();    \
+            Q8A_STORE(0, h) Q8A_STORE(1, h) Q8A_STORE(2, h) Q8A_STORE(3, h)                   \
+        }                                                                                     \
+    }
+
+/* s[] is padded to Np (a multiple of 16), so its 8-lane loads stay inside;
+ * b is read under the column mask. */
+V2 static inline __attribute__((always_inline)) void q8a_tile_run(const int R, const q8a_tile *t) {
+    const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
+    __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+    const int8_t *wp = t->wp, *xq = t->xq;
+    size_t xs = t->xs;
+    for (int g = 0; g < t->G; g++) {
+        __m256i w0 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64));
+        __m256i w1 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64 + 32));
+        __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+        Q8A_DOT(0) Q8A_DOT(1) Q8A_DOT(2) Q8A_DOT(3)
+    }
+    Q8A_EPI(0) Q8A_EPI(1)
+}
+
+V2 static void q8a_tile_1(const q8a_tile *t) { q8a_tile_run(1, t); }
+V2 static void q8a_tile_2(const q8a_tile *t) { q8a_tile_run(2, t); }
+V2 static void q8a_tile_3(const q8a_tile *t) { q8a_tile_run(3, t); }
+V2 static void q8a_tile_4(const q8a_tile *t) { q8a_tile_run(4, t); }
+static void (*const q8a_tiles[Q8A_ROWS])(const q8a_tile *) = {q8a_tile_1, q8a_tile_2, q8a_tile_3,
+                                                              q8a_tile_4};
+
+void q8_matmul_avx2(float *y, int ldy, const int8_t *xq, size_t xs, const float *sx, k_q8 w,
+                    const float *b, int M, int n0, int nn) {
+    q8_parts p = parts(w);
+    size_t ps = (size_t)16 * p.Kp;
+    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
+    int blk = (int)(Q8A_BLOCK_BYTES / ps);
+    if (blk < 1) blk = 1;
+    if (M <= Q8A_ROWS) blk = p1 - p0;   /* one sweep: the weights are read once anyway */
+    int chunks = (M + Q8A_ROWS - 1) / Q8A_ROWS;
+    q8a_tile t = {0};
+    t.ldy = ldy, t.xs = xs, t.G = p.Kp / 4, t.s = p.s, t.b = b, t.n0 = n0, t.n1 = n0 + nn;
+    for (int pb = p0; pb < p1; pb += blk) {
+        int pe = p1 - pb < blk ? p1 : pb + blk;
+        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
+            int R = M / chunks + (ch < M % chunks);
+            t.y = y + (size_t)m0 * ldy, t.xq = xq + (size_t)m0 * xs, t.sx = sx + m0;
+            for (int pn = pb; pn < pe; pn++) {
+                t.wp = p.q + (size_t)pn * ps, t.col = pn * 16;
+                q8a_tiles[R - 1](&t);
+            }
+            m0 += R;
+        }
+    }
+}
+#endif
