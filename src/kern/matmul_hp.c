@@ -316,6 +316,7 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
     int used = 0;
 #ifdef K_X86
     if (isa >= 2 && HP_HAS_AVX512) used = 2;
+    else if (isa >= 1) used = 1;   /* k_isa: AVX2 + FMA + F16C */
 #endif
     if (M == 0 || nn == 0) return used;
 #ifdef K_X86
@@ -323,14 +324,18 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
         matmul_hp_avx512(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
         return 2;
     }
+    if (used == 1) {
+        k_matmul_hp_avx2(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
+        return 1;
+    }
 #endif
     matmul_hp_c(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
     return 0;
 }
 
 int k_hp_fast(void) {
-#ifdef HP_HAS_AVX512
-    return k_isa() >= K_ISA_AVX512 && HP_HAS_AVX512;
+#ifdef K_X86
+    return k_isa() >= K_ISA_VEC;
 #else
     return 0;
 #endif

@@ -34,8 +34,9 @@
 size_t k_hp_bytes(int N, int K);
 /* Index (in halves) of w[n][k] in the packed matrix. */
 size_t k_hp_index(int bf16, int n, int k, int K);
-/* 1 when k_matmul_hp runs its AVX-512 version here (the layout pays only
- * then; the portable version is correct but slower than row-major). */
+/* 1 when k_matmul_hp runs a vector version here (AVX-512 or AVX2; the
+ * layout pays only then: the portable version is correct but slower than
+ * row-major). */
 int k_hp_fast(void);
 
 /* Repacks w (K_F16 or K_BF16, row-major [N, K], row stride K) into dst
@@ -52,12 +53,12 @@ void k_hp_row(float *dst, const uint16_t *wp, int bf16, int n, int N, int K);
  * at multiples of 16, so that no panel is read by two threads). Any M >= 1:
  * rows go in chunks of up to 16 per weight pass; with more rows the columns
  * go in blocks of about 256 KB of weights, read from memory by the first
- * chunk and from L2 by the others. Returns the ISA used (2 AVX-512, 0 C), or
+ * chunk and from L2 by the others. Returns the ISA used (2 AVX-512, 1 AVX2, 0 C), or
  * -1 for bad arguments (n0, nn outside [0, N], K < 1, M < 0). Sequential. */
 int k_matmul_hp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                 const float *b, int M, int n0, int nn, int N, int K);
-/* The same on the best instruction set up to isa (0 C, 2 AVX-512 F/BW/VL)
- * that this CPU has. */
+/* The same on the best instruction set up to isa (0 C, 1 AVX2 + FMA + F16C,
+ * 2 AVX-512 F/BW/VL) that this CPU has. */
 int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                     int bf16, const float *b, int M, int n0, int nn, int N, int K);
 /* The scalar twin, double accumulation, on the packed layout. */
@@ -76,5 +77,10 @@ int k_matmul_hp_amx_has(void);
 /* Its scalar twin: double sums of bf16(x) * w. */
 void k_matmul_hp_amx_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                          const float *b, int M, int n0, int nn, int N, int K);
+
+
+/* internal: the AVX2 version (matmul_hp_avx2.c; arguments checked, M, nn > 0). */
+void k_matmul_hp_avx2(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                      const float *b, int M, int n0, int nn, int K);
 
 #endif
