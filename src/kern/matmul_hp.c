@@ -70,14 +70,20 @@ int k_hp_pack(uint16_t *dst, k_w w, int N, int K) {
         uint16_t *d = dst + p * ps;
         int rows = N - (int)p * 16 < 16 ? N - (int)p * 16 : 16;
         if (rows < 16 || K % 32) memset(d, 0, ps * sizeof *d);
-        /* 16 rows read in k-blocks: the 16 source rows stay in cache */
-        for (int k0 = 0; k0 < K; k0 += 64) {
-            int k1 = K - k0 < 64 ? K : k0 + 64;
-            for (int j = 0; j < rows; j++) {
-                const uint16_t *s = src + (p * 16 + (size_t)j) * K;
-                int n = (int)p * 16 + j;
-                for (int k = k0; k < k1; k++) dst[k_hp_index(bf16, n, k, K)] = s[k];
-            }
+        /* written in order, read from the 16 rows as 16 streams (k_hp_index's
+         * places, without calling it per element) */
+        const uint16_t *s = src + p * 16 * (size_t)K;
+        if (bf16) {
+            for (int k = 0; k + 1 < K; k += 2)
+                for (int j = 0; j < rows; j++) {
+                    d[(size_t)k * 16 + 2 * j] = s[(size_t)j * K + k];
+                    d[(size_t)k * 16 + 2 * j + 1] = s[(size_t)j * K + k + 1];
+                }
+            if (K & 1)
+                for (int j = 0; j < rows; j++) d[(size_t)(K - 1) * 16 + 2 * j] = s[(size_t)j * K + K - 1];
+        } else {
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < rows; j++) d[(size_t)k * 16 + j] = s[(size_t)j * K + k];
         }
     }
     return 0;
