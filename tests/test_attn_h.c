@@ -141,7 +141,7 @@ static void test_conversions(void) {
     CHECK_EQ_INT(bf16_ref(FLT_MAX), 0x7f80);
 
     for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
-    for (int isa = 0; isa <= 2; isa += 2)
+    for (int isa = 0; isa <= 2; isa++)
         for (int bf = 0; bf < 2; bf++) {
             int bad = 0;
             k_h_to_f32(f, all, 65536, bf);
@@ -170,7 +170,7 @@ static void test_conversions(void) {
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[n++] = special[i];
     for (int i = 0; i < 200000; i++)   /* magnitudes 2^-30 .. 2^18 */
         x[n++] = (rnd32() & 1 ? -1.0f : 1.0f) * ldexpf(1.0f + (float)(rnd32() >> 9) * 0x1p-23f, (int)(rnd32() % 49) - 30);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         int used;
         CHECK_EQ_INT(conv_bad(isa, x, n, 0, &used), 0);
         /* odd lengths and offsets through the vector tails */
@@ -194,7 +194,7 @@ static void test_conversions(void) {
                                  0x00000001, 0x80008000, 0x00018000};
     for (size_t i = 0; i < sizeof bspecial / sizeof bspecial[0]; i++) x[n++] = bits_f(bspecial[i]);
     for (int i = 0; i < (1 << 21); i++) x[n++] = bits_f(rnd32());
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         int used;
         CHECK_EQ_INT(conv_bad(isa, x, n, 1, &used), 0);
         CHECK_EQ_INT(conv_bad(isa, x + 5, 29, 1, &used), 0);
@@ -223,7 +223,7 @@ static int gaps_intact(const float *o, int ldo, int Mq, int dh) {
 }
 
 static double g_worst[2][4];   /* [scale 1][kvh-ref, kvh-k_attention, kvf-k_attention, kvf-ref] */
-static int g_avx512_missing;
+static int g_avx512_missing, g_avx2_ran;
 
 static void attn_case(int Mq, int Tk, int dh, float scale) {
     double *worst = g_worst[scale == 1.0f];
@@ -242,12 +242,13 @@ static void attn_case(int Mq, int Tk, int dh, float scale) {
         k_h_to_f32(ke, kh, nkv, bf), k_h_to_f32(ve, vh, nkv, bf);
         k_attention_kvh_ref(r, ldo, q, ldq, kh, vh, bf, Mq, Tk, dh, scale, s);
         k_attention(r2, ldo, q, ldq, ke, dh, ve, dh, Mq, Tk, dh, scale, 0, s);
-        for (int isa = 0; isa <= 2; isa += 2) {
+        for (int isa = 0; isa <= 2; isa++) {
             for (size_t i = 0; i < no; i++) o[i] = SENTINEL;
             int used = k_attention_kv_isa(isa, o, ldo, q, ldq, kh, vh, bf ? K_BF16 : K_F16, Mq, Tk,
                                           dh, scale, s);
             CHECK(used <= isa);
             if (isa == 2 && used != 2) g_avx512_missing = 1;
+            if (isa == 1 && dh == 64 && used == 1) g_avx2_ran = 1;
             double d0 = diff_rows(o, ldo, r, ldo, Mq, dh), d1 = diff_rows(o, ldo, r2, ldo, Mq, dh);
             if (d0 > worst[0]) worst[0] = d0;
             if (d1 > worst[1]) worst[1] = d1;
@@ -265,7 +266,7 @@ static void attn_case(int Mq, int Tk, int dh, float scale) {
 
     k_attention(r2, ldo, q, ldq, kf, dh, vf, dh, Mq, Tk, dh, scale, 0, s);
     k_attention_ref(r, ldo, q, ldq, kf, dh, vf, dh, Mq, Tk, dh, scale, 0, s);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         for (size_t i = 0; i < no; i++) o[i] = SENTINEL;
         int used = k_attention_kv_isa(isa, o, ldo, q, ldq, kf, vf, K_F32, Mq, Tk, dh, scale, s);
         CHECK(used <= isa);
@@ -298,7 +299,7 @@ static void test_edges(void) {
     int dh = 64, Tk = 33, Mq = 5;
     float o[5 * 64], s[5 * 33], *q = rnd((size_t)Mq * dh), *k = rnd((size_t)Tk * dh),
           *v = rnd((size_t)Tk * dh), *r = malloc(sizeof(float) * (size_t)Mq * dh);
-    for (int isa = 0; isa <= 2; isa += 2) {
+    for (int isa = 0; isa <= 2; isa++) {
         for (int i = 0; i < Mq * dh; i++) o[i] = SENTINEL;
         k_attention_kv_isa(isa, o, dh, q, dh, k, v, K_F32, Mq, 0, dh, 0.125f, s);
         int bad = 0;
@@ -332,7 +333,7 @@ static void test_expand_all(void) {
     static uint16_t kz[DH], v[DH];
     static float want[DH], o[DH], q[DH], s[1];
     for (int bf = 0; bf < 2; bf++)
-        for (int isa = 0; isa <= 2; isa += 2) {
+        for (int isa = 0; isa <= 2; isa++) {
             int bad = 0;
             for (int p0 = 0; p0 < 65536; p0 += DH) {
                 for (int j = 0; j < DH; j++) v[j] = (uint16_t)(p0 + j);
@@ -382,6 +383,8 @@ int main(void) {
         printf("scale %s: worst |diff| kvh-ref %.3g, kvh-k_attention %.3g, kvf-k_attention %.3g, "
                "kvf-ref %.3g (tol %g)\n", l ? "1" : "1/sqrt(dh)", g_worst[l][0], g_worst[l][1],
                g_worst[l][2], g_worst[l][3], l ? TOL_LARGE : TOL_SMALL);
-    if (g_avx512_missing) printf("no AVX-512 here: C version only\n");
+    if (g_avx512_missing) printf("no AVX-512 here\n");
+    printf("AVX2 version %s\n", g_avx2_ran ? "run (dh 64)" : "not on this CPU");
+    if (k_isa_cpu() >= K_ISA_VEC) CHECK(g_avx2_ran);
     return check_done();
 }

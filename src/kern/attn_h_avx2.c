@@ -1,0 +1,104 @@
+/* attn_h_avx2.c - k_attention_kv's AVX2 + FMA + F16C version for heads of
+ * 64 columns (every Whisper and T5 size): few query rows against one
+ * head's K/V block of f32, f16 or bf16, as attn_h.c describes.
+ *
+ * Scores: per 8 keys, the keys are expanded once into 8 x 64 f32 (L1), then
+ * each query row forms 8 per-key vectors of partial products (8 FMAs each),
+ * reduced together by a tree of horizontal adds into the 8 scores: no
+ * horizontal sum per key. Softmax: k_softmax. Values: per chunk of 64 keys
+ * (expanded once), each query row accumulates its 64 outputs in 8 ymm
+ * registers over the chunk, broadcasting its probabilities. K and V lines
+ * are read from memory once per call for all query rows. */
+#include "kern/attn_h.h"
+#include "kern/vec.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <string.h>
+
+#define V2 __attribute__((target("avx2,fma,f16c")))
+#define A2_DH 64
+#define A2_VCH 64
+#define A2_PF 1024   /* prefetch distance in bytes */
+
+/* 8 elements of a K/V block from element i as f32. */
+V2 static inline __attribute__((always_inline)) __m256 ld8(const void *p, size_t i, k_wtype t) {
+    if (t == K_F32) return _mm256_loadu_ps((const float *)p + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (t == K_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+/* Rows [r0, r0 + n) of a [Tk, 64] block into dst[n][64] as f32. */
+V2 static void expand(float *dst, const void *p, int r0, int n, k_wtype t) {
+    size_t esz = t == K_F32 ? 4 : 2;
+    const char *pf = (const char *)p + (size_t)r0 * A2_DH * esz + A2_PF;
+    for (size_t x = 0; x < (size_t)n * A2_DH * esz; x += 64) _mm_prefetch(pf + x, _MM_HINT_T0);
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < A2_DH; c += 8)
+            _mm256_storeu_ps(dst + (size_t)r * A2_DH + c, ld8(p, (size_t)(r0 + r) * A2_DH + c, t));
+}
+
+/* The 8 lanes' sums of p[0..7], in order. */
+V2 static inline __m256 reduce8(const __m256 p[8]) {
+    __m256 a = _mm256_hadd_ps(p[0], p[1]), b = _mm256_hadd_ps(p[2], p[3]);
+    __m256 c = _mm256_hadd_ps(p[4], p[5]), d = _mm256_hadd_ps(p[6], p[7]);
+    __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+    return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+}
+
+V2 void k_attention_kv_avx2(float *o, int ldo, const float *q, int ldq, const void *k,
+                            const void *v, k_wtype t, int Mq, int Tk, float scale, float *s) {
+    float kb[8 * A2_DH] __attribute__((aligned(32)));
+    float vb[A2_VCH * A2_DH] __attribute__((aligned(32)));
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int t0 = 0; t0 < Tk; t0 += 8) {
+        int nk = Tk - t0 < 8 ? Tk - t0 : 8;
+        expand(kb, k, t0, nk, t);
+        if (nk < 8) memset(kb + (size_t)nk * A2_DH, 0, sizeof(float) * (size_t)(8 - nk) * A2_DH);
+        for (int i = 0; i < Mq; i++) {
+            const float *qi = q + (size_t)i * ldq;
+            __m256 q0 = _mm256_loadu_ps(qi), q1 = _mm256_loadu_ps(qi + 8);
+            __m256 q2 = _mm256_loadu_ps(qi + 16), q3 = _mm256_loadu_ps(qi + 24);
+            __m256 p[8];
+            for (int j = 0; j < 8; j++) {
+                const float *kj = kb + (size_t)j * A2_DH;
+                __m256 a = _mm256_mul_ps(q0, _mm256_load_ps(kj));
+                __m256 b = _mm256_mul_ps(q1, _mm256_load_ps(kj + 8));
+                a = _mm256_fmadd_ps(q2, _mm256_load_ps(kj + 16), a);
+                b = _mm256_fmadd_ps(q3, _mm256_load_ps(kj + 24), b);
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(qi + 32), _mm256_load_ps(kj + 32), a);
+                b = _mm256_fmadd_ps(_mm256_loadu_ps(qi + 40), _mm256_load_ps(kj + 40), b);
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(qi + 48), _mm256_load_ps(kj + 48), a);
+                b = _mm256_fmadd_ps(_mm256_loadu_ps(qi + 56), _mm256_load_ps(kj + 56), b);
+                p[j] = _mm256_add_ps(a, b);
+            }
+            __m256 sc = _mm256_mul_ps(reduce8(p), vs);
+            float *si = s + (size_t)i * Tk + t0;
+            if (nk == 8) _mm256_storeu_ps(si, sc);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, sc);
+                memcpy(si, tmp, sizeof(float) * (size_t)nk);
+            }
+        }
+    }
+    for (int i = 0; i < Mq; i++) k_softmax(s + (size_t)i * Tk, Tk);
+    for (int r0 = 0; r0 < Tk; r0 += A2_VCH) {
+        int n = Tk - r0 < A2_VCH ? Tk - r0 : A2_VCH;
+        expand(vb, v, r0, n, t);
+        for (int i = 0; i < Mq; i++) {
+            float *oi = o + (size_t)i * ldo;
+            const float *pi = s + (size_t)i * Tk + r0;
+            __m256 a[8];
+            for (int c = 0; c < 8; c++) a[c] = r0 ? _mm256_loadu_ps(oi + 8 * c) : _mm256_setzero_ps();
+            for (int r = 0; r < n; r++) {
+                __m256 pb = _mm256_broadcast_ss(pi + r);
+                const float *vr = vb + (size_t)r * A2_DH;
+                for (int c = 0; c < 8; c++) a[c] = _mm256_fmadd_ps(pb, _mm256_load_ps(vr + 8 * c), a[c]);
+            }
+            for (int c = 0; c < 8; c++) _mm256_storeu_ps(oi + 8 * c, a[c]);
+        }
+    }
+}
+#endif
