@@ -1,0 +1,185 @@
+/* test_isa.c - whisper tiny.en end to end on every kernel set this CPU has
+ * (encdec_model_params.isa: the portable C kernels, AVX2, AVX-512, AMX),
+ * with 1 and with 3 threads.
+ *
+ * 1. f32: four files of ../shared/audio without timestamps give exactly
+ *    the tokens transformers' greedy decode gives on the same weights
+ *    (tests/data/tiny-en-references.json, tools/golden_tiny_en.py), on
+ *    every set and thread count.
+ * 2. int8: on every set, 1 and 3 threads give the same tokens (a product's
+ *    bits do not depend on the slicing), and jfk.wav's words are the
+ *    reference's.
+ * 3. The model reports the set it runs; a set above this CPU's, or of
+ *    another architecture, is a named error.
+ */
+#include "golden.h"
+
+#include "base/json.h"
+#include "kern/kern.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char g_model[1024];
+static const char *const g_files[] = {"jfk.wav", "librispeech/1272-128104-0000.wav",
+                                      "cards/005.wav", "platforms_en.wav"};
+#ifdef ED_SANITIZED
+#define N_FILES 1   /* the sanitizer pass: jfk.wav alone (the C set decodes slowly there) */
+#else
+#define N_FILES 4
+#endif
+
+static float *g_pcm[N_FILES];
+static size_t g_n[N_FILES];
+
+/* The public set of kernel level l on this architecture. */
+static encdec_isa set_of(int l) {
+#if defined(__aarch64__)
+    return l == K_ISA_C ? ENCDEC_ISA_C : ENCDEC_ISA_NEON;
+#else
+    static const encdec_isa sets[] = {ENCDEC_ISA_C, ENCDEC_ISA_AVX2, ENCDEC_ISA_AVX512, ENCDEC_ISA_AMX};
+    return sets[l];
+#endif
+}
+
+/* Tokens of file f (no timestamps), as a malloc'd array; *n their count. */
+static int *transcribe(encdec_session *s, int f, int *n) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.timestamps = 0;
+    encdec_result *r = NULL;
+    *n = 0;
+    if (encdec_transcribe(s, g_pcm[f], g_n[f], &p, &r) != ENCDEC_OK) {
+        fprintf(stderr, "%s: %s\n", g_files[f], encdec_last_error());
+        CHECK(0);
+        return NULL;
+    }
+    *n = encdec_result_n_tokens(r);
+    int *ids = malloc(sizeof(int) * (size_t)(*n + 1));
+    for (int i = 0; i < *n; i++) ids[i] = encdec_result_token(r, i)->id;
+    encdec_result_free(r);
+    return ids;
+}
+
+static int same_tokens(const int *a, int na, const int *b, int nb) {
+    return na == nb && (na == 0 || memcmp(a, b, sizeof(int) * (size_t)na) == 0);
+}
+
+static void f32_against_transformers(int level, const cJSON *refs) {
+    encdec_model_params mp = {ENCDEC_COMPUTE_F32, set_of(level)};
+    encdec_model *m = NULL;
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
+    if (!m) return;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    if (level < K_ISA_AMX) CHECK(!strcmp(info.isa, k_isa_name(level)));
+    for (int threads = 1; threads <= 3; threads += 2) {
+        encdec_session *s = NULL;
+        encdec_session_params sp = {threads};
+        CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+        int same = 0;
+        for (int f = 0; s && f < N_FILES; f++) {
+            const cJSON *want = cJSON_GetObjectItem(cJSON_GetObjectItem(refs, g_files[f]), "hf_tokens");
+            int nw = cJSON_GetArraySize(want), n, *w = malloc(sizeof(int) * (size_t)(nw + 1));
+            for (int i = 0; i < nw; i++) w[i] = cJSON_GetArrayItem(want, i)->valueint;
+            int *got = transcribe(s, f, &n);
+            int ok = got && same_tokens(got, n, w, nw);
+            if (!ok) fprintf(stderr, "  %s, %d threads, %s: not transformers' tokens\n", info.isa, threads, g_files[f]);
+            same += ok;
+            free(got), free(w);
+        }
+        printf("f32  %-6s %d thread%s: %d/%d files as transformers\n", info.isa, threads,
+               threads > 1 ? "s" : "", same, N_FILES);
+        CHECK_EQ_INT(same, N_FILES);
+        encdec_session_free(s);
+    }
+    encdec_model_free(m);
+}
+
+static void int8_threads(int level) {
+    encdec_model_params mp = {ENCDEC_COMPUTE_INT8, set_of(level)};
+    encdec_model *m = NULL;
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
+    if (!m) return;
+    int *tok[2][N_FILES], ntok[2][N_FILES];
+    for (int t = 0; t < 2; t++) {
+        encdec_session *s = NULL;
+        encdec_session_params sp = {t ? 3 : 1};
+        CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+        for (int f = 0; f < N_FILES; f++) tok[t][f] = s ? transcribe(s, f, &ntok[t][f]) : NULL;
+        encdec_session_free(s);
+    }
+    int same = 0;
+    for (int f = 0; f < N_FILES; f++) {
+        same += tok[0][f] && tok[1][f] && same_tokens(tok[0][f], ntok[0][f], tok[1][f], ntok[1][f]);
+        free(tok[0][f]), free(tok[1][f]);
+    }
+    printf("int8 %-6s: %d/%d files the same on 1 and 3 threads\n", k_isa_name(level), same, N_FILES);
+    CHECK_EQ_INT(same, N_FILES);
+    /* jfk's words (case and punctuation aside) */
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.timestamps = 0;
+    encdec_result *r = NULL;
+    if (s) CHECK_EQ_INT(encdec_transcribe(s, g_pcm[0], g_n[0], &p, &r), ENCDEC_OK);
+    if (r) {
+        char norm[512];
+        size_t k = 0;
+        for (const char *c = encdec_result_text(r); *c && k + 1 < sizeof norm; c++)
+            if ((*c >= 'a' && *c <= 'z') || *c == ' ') norm[k++] = *c;
+            else if (*c >= 'A' && *c <= 'Z') norm[k++] = (char)(*c - 'A' + 'a');
+        norm[k] = 0;
+        CHECK(!strcmp(norm, " and so my fellow americans ask not what your country can do for you ask "
+                           "what you can do for your country"));
+    }
+    encdec_result_free(r);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+static void bad_sets(void) {
+    encdec_model *m = NULL;
+    for (int l = k_isa_cpu() + 1; l <= K_ISA_AMX; l++) {
+        encdec_model_params mp = {ENCDEC_COMPUTE_F32, set_of(l)};
+        CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_ERR_ARG);
+        CHECK(strstr(encdec_last_error(), "lacks") != NULL);
+    }
+#if defined(__aarch64__)
+    encdec_model_params other = {ENCDEC_COMPUTE_F32, ENCDEC_ISA_AVX2};
+#else
+    encdec_model_params other = {ENCDEC_COMPUTE_F32, ENCDEC_ISA_NEON};
+#endif
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &other, &m), ENCDEC_ERR_ARG);
+    CHECK(strstr(encdec_last_error(), "architecture") != NULL);
+    encdec_model_params absurd = {ENCDEC_COMPUTE_F32, (encdec_isa)77};
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &absurd, &m), ENCDEC_ERR_ARG);
+    CHECK(m == NULL);
+    CHECK_EQ_INT(encdec_isa_parse("avx2"), ENCDEC_ISA_AVX2);
+    CHECK_EQ_INT(encdec_isa_parse("sse4"), -1);
+    CHECK(encdec_isa_name((encdec_isa)77) == NULL);
+}
+
+int main(void) {
+    if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en"))
+        return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
+    if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
+    cJSON *js = NULL;
+    CHECK_EQ_INT(ed_json_load(ED_TEST_DATA "/tiny-en-references.json", &js), ENCDEC_OK);
+    if (!js) return check_done();
+    for (int f = 0; f < N_FILES; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, g_files[f]);
+        CHECK_EQ_INT(encdec_audio_load(path, 0, &g_pcm[f], &g_n[f]), ENCDEC_OK);
+    }
+    bad_sets();
+    printf("this CPU's best kernel set: %s\n", k_isa_name(k_isa_cpu()));
+    for (int l = K_ISA_C; l <= k_isa_cpu(); l++) {
+        f32_against_transformers(l, cJSON_GetObjectItem(js, "files"));
+        int8_threads(l);
+    }
+    for (int f = 0; f < N_FILES; f++) encdec_free(g_pcm[f]);
+    cJSON_Delete(js);
+    return check_done();
+}
