@@ -101,6 +101,21 @@ __attribute__((target("avx512f"))) static double peak_f32(long iters) {
     return (double)iters * 12 * 16 * 2;
 }
 
+/* The same in ymm registers (AVX2 CPUs: 2 FMA pipes x 8 lanes). */
+__attribute__((target("avx2,fma"))) static double peak_f32_avx2(long iters) {
+    __m256 a[12], b = _mm256_set1_ps(1e-7f), c = _mm256_set1_ps(0.999f);
+    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], c, b);
+    __m256 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    volatile float sink = out[0];
+    (void)sink;
+    return (double)iters * 12 * 8 * 2;
+}
+
 __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(long iters) {
     __m512 a[12];
     __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
@@ -121,6 +136,8 @@ static void peak_task(void *arg, int ith, int nth) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (c->bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512f"))
         c->flops[ith] = c->bf16 ? peak_bf16(20L << 20) : peak_f32(20L << 20);
+    else if (!c->bf16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        c->flops[ith] = peak_f32_avx2(20L << 20);
 #endif
 }
 
