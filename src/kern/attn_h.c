@@ -30,6 +30,7 @@
  * plain C (the portable one uses k_softmax itself).
  */
 #include "kern/attn_h.h"
+#include "kern/vec.h"
 #include "kern/half.h"
 #include "kern/kern.h"
 #include "kern/poly.h"
@@ -497,7 +498,9 @@ int k_attention_kv_isa(int isa, float *o, int ldo, const float *q, int ldq, cons
     if (t != K_F32 && t != K_F16 && t != K_BF16) return -1;
 #ifdef K_X86
     if (isa >= 2 && have_avx512()) used = 2;
-    else if (isa >= 1 && dh == 64) used = 1;   /* AVX2: 64-column heads (every model's) */
+#endif
+#ifdef K_HAVE_VEC
+    if (!used && isa >= 1 && dh == 64) used = 1;   /* AVX2, NEON: 64-column heads (every model's) */
 #endif
     if (Mq <= 0 || dh <= 0) return used;
     if (Tk <= 0) {
@@ -509,8 +512,10 @@ int k_attention_kv_isa(int isa, float *o, int ldo, const float *q, int ldq, cons
         attn_avx512(o, ldo, q, ldq, k, v, t, Mq, Tk, dh, scale, scratch);
         return used;
     }
+#endif
+#ifdef K_HAVE_VEC
     if (used == 1) {
-        k_attention_kv_avx2(o, ldo, q, ldq, k, v, t, Mq, Tk, scale, scratch);
+        K_VEC(k_attention_kv)(o, ldo, q, ldq, k, v, t, Mq, Tk, scale, scratch);
         return used;
     }
 #endif

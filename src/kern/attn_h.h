@@ -52,15 +52,19 @@ void k_attention_kvf(float *o, int ldo, const float *q, int ldq, const float *k,
                      const float *v, int Mq, int Tk, int dh, float scale, float *scratch);
 
 /* k_attention_kvh (t K_F16 / K_BF16) or k_attention_kvf (t K_F32) on the
- * best instruction set up to isa (0 portable C, 1 AVX2 + FMA + F16C for
- * dh = 64, 2 AVX-512 F/BW/VL) that this CPU has; returns the one used (for tests and benchmarks), -1 (nothing
+ * best instruction set up to isa (0 portable C, 1 AVX2 + FMA + F16C or NEON
+ * for dh = 64, 2 AVX-512 F/BW/VL) that this CPU has; returns the one used (for tests and benchmarks), -1 (nothing
  * done) for another t. */
 int k_attention_kv_isa(int isa, float *o, int ldo, const float *q, int ldq, const void *k,
                        const void *v, k_wtype t, int Mq, int Tk, int dh, float scale,
                        float *scratch);
 
-/* internal: the AVX2 version for dh = 64 (attn_h_avx2.c; Mq >= 1, Tk >= 1). */
-void k_attention_kv_avx2(float *o, int ldo, const float *q, int ldq, const void *k,
-                         const void *v, k_wtype t, int Mq, int Tk, float scale, float *scratch);
+/* internal: the vector level's version for dh = 64 (attn_h_avx2.c,
+ * attn_h_neon.c; kern/vec.h names it K_VEC(k_attention_kv); Mq >= 1, Tk >= 1). */
+#include "kern/vec.h"
+#ifdef K_HAVE_VEC
+void K_VEC(k_attention_kv)(float *o, int ldo, const float *q, int ldq, const void *k,
+                           const void *v, k_wtype t, int Mq, int Tk, float scale, float *scratch);
+#endif
 
 #endif

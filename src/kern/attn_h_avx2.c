@@ -12,7 +12,7 @@
 #include "kern/attn_h.h"
 #include "kern/vec.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(K_HAVE_VEC) && defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
 

@@ -9,6 +9,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 static int detect(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -75,4 +79,37 @@ int k_isa_parse(const char *name) {
     for (int l = K_ISA_C; l <= K_ISA_AMX; l++)
         if (!strcmp(name, k_isa_name(l))) return l;
     return -1;
+}
+
+static unsigned detect_feat(void) {
+    unsigned f = 0;
+#if defined(__aarch64__) && defined(__linux__)
+    unsigned long hw = getauxval(AT_HWCAP);
+#ifdef HWCAP_ASIMDDP
+    if (hw & HWCAP_ASIMDDP) f |= K_FEAT_DOTPROD;
+#endif
+    (void)hw;
+#endif
+    return f;
+}
+
+static atomic_uint g_feat_mask = K_FEAT_ALL;
+
+unsigned k_feat_cpu(void) {
+    static atomic_uint cached = ~0u;
+    unsigned v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == ~0u) {
+        v = detect_feat();
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+int k_feat(unsigned f) {
+    unsigned have = k_feat_cpu() & atomic_load_explicit(&g_feat_mask, memory_order_relaxed);
+    return k_isa() >= K_ISA_VEC && (have & f) == f;
+}
+
+unsigned k_feat_mask(unsigned mask) {
+    return atomic_exchange_explicit(&g_feat_mask, mask, memory_order_relaxed);
 }

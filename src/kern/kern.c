@@ -80,9 +80,9 @@ static void gelu_c(float *x, size_t n) {
 }
 
 void k_gelu(float *x, size_t n) {
-#ifdef K_VEC_AVX2
+#ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) {
-        k_gelu_avx2(x, n);
+        K_VEC(k_gelu)(x, n);
         return;
     }
 #endif
@@ -146,16 +146,16 @@ static void softmax_c(float *x, int n) {
 }
 
 double k_logsumexp(const float *x, int n, float *mx) {
-#ifdef K_VEC_AVX2
-    if (k_isa() >= K_ISA_VEC) return k_logsumexp_avx2(x, n, mx);
+#ifdef K_HAVE_VEC
+    if (k_isa() >= K_ISA_VEC) return K_VEC(k_logsumexp)(x, n, mx);
 #endif
     return logsumexp_c(x, n, mx);
 }
 
 void k_softmax(float *x, int n) {
-#ifdef K_VEC_AVX2
+#ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) {
-        k_softmax_avx2(x, n);
+        K_VEC(k_softmax)(x, n);
         return;
     }
 #endif

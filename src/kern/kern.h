@@ -31,6 +31,17 @@ int k_isa_at(int isa);            /* min(isa, k_isa()): the *_isa entry points' 
 const char *k_isa_name(int level);   /* "c", "avx2" (aarch64: "neon"), "avx512", "amx" */
 int k_isa_parse(const char *name);   /* the level of a name, -1 if none */
 
+/* Optional extensions inside a level, each used by the kernels that gain
+ * from it and only where the CPU reports it (aarch64: getauxval(AT_HWCAP)):
+ * K_FEAT_DOTPROD (aarch64 sdot: the int8 product). k_feat(f): 1 when the CPU has every extension in f, the
+ * level is K_ISA_VEC or higher, and the process-wide mask allows them.
+ * k_feat_mask(m) lets only the extensions in m be used (tests force a path
+ * off with it to run the one beneath); returns the previous mask. */
+enum { K_FEAT_DOTPROD = 1u, K_FEAT_ALL = ~0u };
+unsigned k_feat_cpu(void);
+int k_feat(unsigned f);
+unsigned k_feat_mask(unsigned mask);
+
 /* y[M,N] (row stride ldy) = x[M,K] (ldx) . w[N,K]^T (ldw) + b[N] (b may be NULL).
  * w is a PyTorch Linear weight [out, in], row-major. */
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,

@@ -32,6 +32,14 @@
 
 #include <string.h>
 
+/* x rows [m0, m0 + R), columns [k0, k0 + kk), into xt[k * R + r]. */
+static void hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int kk) {
+    for (int r = 0; r < R; r++) {
+        const float *xr = x + (size_t)r * ldx + k0;
+        for (int k = 0; k < kk; k++) xt[(size_t)k * R + r] = xr[k];
+    }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define K_X86 1
@@ -263,14 +271,6 @@ HP_DEF1(13) HP_DEF1(14) HP_DEF1(15) HP_DEF1(16)
 /* [bf16][R - 1][B - 1] */
 static const hp_tile_fn hp_tiles[2][16][4] = {HP_TABLE(h), HP_TABLE(b)};
 
-/* x rows [m0, m0 + R), columns [k0, k0 + kk), into xt[k * R + r]. */
-static void hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int kk) {
-    for (int r = 0; r < R; r++) {
-        const float *xr = x + (size_t)r * ldx + k0;
-        for (int k = 0; k < kk; k++) xt[(size_t)k * R + r] = xr[k];
-    }
-}
-
 static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                              int bf16, const float *b, int M, int n0, int nn, int K) {
     size_t ps = 16 * kpad(K);
@@ -315,6 +315,45 @@ static int hp_args_ok(const uint16_t *wp, int M, int n0, int nn, int N, int K) {
     return wp && N >= 1 && K >= 1 && M >= 0 && n0 >= 0 && nn >= 0 && n0 <= N && nn <= N - n0;
 }
 
+/* ---- the vector level's driver (tiles in matmul_hp_avx2.c, matmul_hp_neon.c) ---- */
+
+void k_hp_drive(const k_hp_tile_fn tiles[K_HP_ROWS][2], int b2_rows, float *y, int ldy,
+                const float *x, int ldx, const uint16_t *wp, const float *b, int M, int n0,
+                int nn, int K) {
+    size_t ps = 16 * (((size_t)K + 31) & ~(size_t)31);
+    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
+    int chunks = (M + K_HP_ROWS - 1) / K_HP_ROWS;
+    int blk = p1 - p0;   /* one chunk: one sweep */
+    if (chunks > 1) {
+        blk = (int)((128u << 10) / (ps * sizeof(uint16_t))) & ~1;
+        if (blk < 2) blk = 2;
+    }
+    float xt[K_HP_ROWS * K_HP_KB] __attribute__((aligned(64)));
+    k_hp_tile a;
+    memset(&a, 0, sizeof a);
+    a.ldy = ldy, a.ps = ps, a.n0 = n0, a.n1 = n0 + nn;
+    for (int pb = p0; pb < p1; pb += blk) {
+        int pe = p1 - pb < blk ? p1 : pb + blk;
+        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
+            int R = M / chunks + (ch < M % chunks), bm = R <= b2_rows ? 2 : 1;
+            a.y = y + (size_t)m0 * ldy;
+            a.pf = ch == 0 ? (size_t)bm * ps : 256;
+            for (int k0 = 0; k0 < K; k0 += K_HP_KB) {
+                int kk = K - k0 < K_HP_KB ? K - k0 : K_HP_KB;
+                if (R == 1) a.xt = x + (size_t)m0 * ldx + k0;
+                else hp_transpose(xt, x + (size_t)m0 * ldx, ldx, R, k0, kk), a.xt = xt;
+                a.K = kk, a.acc = k0 > 0, a.b = k0 + kk == K ? b : NULL;
+                for (int pn = pb; pn < pe; pn += bm) {
+                    int B = pe - pn < bm ? pe - pn : bm;
+                    a.wp = wp + (size_t)pn * ps + (size_t)k0 * 16, a.col = pn * 16;
+                    tiles[R - 1][B - 1](&a);
+                }
+            }
+            m0 += R;
+        }
+    }
+}
+
 int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                     int bf16, const float *b, int M, int n0, int nn, int N, int K) {
     isa = k_isa_at(isa);
@@ -322,7 +361,9 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
     int used = 0;
 #ifdef K_X86
     if (isa >= 2 && HP_HAS_AVX512) used = 2;
-    else if (isa >= 1) used = 1;   /* k_isa: AVX2 + FMA + F16C */
+#endif
+#ifdef K_HAVE_VEC
+    if (!used && isa >= 1) used = 1;   /* k_isa: AVX2 + FMA + F16C, or NEON */
 #endif
     if (M == 0 || nn == 0) return used;
 #ifdef K_X86
@@ -330,8 +371,10 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
         matmul_hp_avx512(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
         return 2;
     }
+#endif
+#ifdef K_HAVE_VEC
     if (used == 1) {
-        k_matmul_hp_avx2(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
+        K_VEC(k_matmul_hp)(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
         return 1;
     }
 #endif
@@ -340,7 +383,7 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
 }
 
 int k_hp_fast(void) {
-#ifdef K_X86
+#ifdef K_HAVE_VEC
     return k_isa() >= K_ISA_VEC;
 #else
     return 0;

@@ -79,8 +79,40 @@ void k_matmul_hp_amx_ref(float *y, int ldy, const float *x, int ldx, const uint1
                          const float *b, int M, int n0, int nn, int N, int K);
 
 
-/* internal: the AVX2 version (matmul_hp_avx2.c; arguments checked, M, nn > 0). */
-void k_matmul_hp_avx2(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
-                      const float *b, int M, int n0, int nn, int K);
+/* internal: the vector level's version (matmul_hp_avx2.c, matmul_hp_neon.c;
+ * kern/vec.h names it K_VEC(k_matmul_hp); arguments checked, M, nn > 0). Both
+ * are tiles of R activation rows (1..K_HP_ROWS) x B panels (1 or 2) run by
+ * k_hp_drive: x is copied k-major per block of K_HP_KB k (the same blocks
+ * for every R, later blocks adding to y), so each row's bits do not depend on
+ * how many rows come with it. Few rows: one sweep, each panel read once, the
+ * next tile's panels prefetched at the same offsets; more rows: column blocks
+ * of ~128 KB of weights, read from memory by the first chunk and from L2 by
+ * the others. */
+#define K_HP_ROWS 6
+#define K_HP_KB 512
+typedef struct {
+    float *y;               /* row 0 of the chunk, absolute column 0 */
+    int ldy;
+    const float *xt;        /* x for this k-block, k-major: xt[k * R + r] */
+    const uint16_t *wp;     /* first panel of the tile, at the k-block */
+    size_t ps;              /* halves per panel */
+    size_t pf;              /* prefetch distance in halves */
+    int K;                  /* k in this block */
+    int acc;                /* add to y (a later k-block) */
+    const float *b;         /* the bias with the last k-block, else NULL */
+    int col;                /* absolute column of the first panel */
+    int n0, n1;             /* store columns [n0, n1) only */
+} k_hp_tile;
+typedef void (*k_hp_tile_fn)(const k_hp_tile *);
+/* tiles[R - 1][B - 1]: R rows x B panels of one type (f16 or bf16); B = 2 is
+ * used for R <= b2_rows (its entry may be NULL above). */
+void k_hp_drive(const k_hp_tile_fn tiles[K_HP_ROWS][2], int b2_rows, float *y, int ldy,
+                const float *x, int ldx, const uint16_t *wp, const float *b, int M, int n0,
+                int nn, int K);
+#include "kern/vec.h"
+#ifdef K_HAVE_VEC
+void K_VEC(k_matmul_hp)(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                        const float *b, int M, int n0, int nn, int K);
+#endif
 
 #endif

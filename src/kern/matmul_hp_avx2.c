@@ -6,36 +6,15 @@
  * 12) + 2B weight vectors + one broadcast fit the 16 registers. Per k each
  * weight half is expanded once (f16: vcvtph2ps of 16 bytes; bf16: one shift
  * or one and of the 32-bit word pairs) and meets a broadcast of x[r][k] for
- * every row in one FMA, k in order. As in the AVX-512 version, x is copied
- * k-major per block of HP2_KB = 512 k (the same blocks for every R, later
- * blocks adding to y), so each row's bits do not depend on how many rows
- * come with it. Few rows: one sweep, each panel read once, the next tile's
- * panels prefetched at the same offsets; more rows: column blocks of ~128 KB
- * of weights, read from memory by the first chunk and from L2 by the others. */
+ * every row in one FMA, k in order; k_hp_drive (matmul_hp.c) runs the
+ * tiles over k-blocks, columns and rows. */
 #include "kern/matmul_hp.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(K_HAVE_VEC) && defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
+
 
 #define V2 __attribute__((target("avx2,fma,f16c")))
-#define HP2_ROWS 6
-#define HP2_KB 512
-#define HP2_BLOCK_BYTES (128 << 10)
-
-typedef struct {
-    float *y;               /* row 0 of the chunk, absolute column 0 */
-    int ldy;
-    const float *xt;        /* x for this k-block, k-major: xt[k * R + r] */
-    const uint16_t *wp;     /* first panel of the tile, at the k-block */
-    size_t ps;              /* halves per panel */
-    size_t pf;              /* prefetch distance in halves */
-    int K;                  /* k in this block */
-    int acc;                /* add to y (a later k-block) */
-    const float *b;         /* the bias with the last k-block, else NULL */
-    int col;                /* absolute column of the first panel */
-    int n0, n1;             /* store columns [n0, n1) only */
-} hp2_args;
 
 /* Half h (outputs 8h .. 8h+7) of a panel's weights at k (p points at the
  * k-pair for bf16, at k for f16). */
@@ -86,7 +65,7 @@ V2 static inline __attribute__((always_inline)) __m256 hp2_ld(const uint16_t *p,
     }
 
 V2 static inline __attribute__((always_inline)) void hp2_tile(const int R, const int B, const int BF,
-                                                              const hp2_args *a) {
+                                                              const k_hp_tile *a) {
     const __m256 z = _mm256_setzero_ps();
     HP2_DECL(0) HP2_DECL(1) HP2_DECL(2) HP2_DECL(3) HP2_DECL(4) HP2_DECL(5)
     const float *xt = a->xt;
@@ -110,57 +89,18 @@ V2 static inline __attribute__((always_inline)) void hp2_tile(const int R, const
     }
 }
 
-typedef void (*hp2_fn)(const hp2_args *);
 #define HP2_DEF(R, B)                                                                         \
-    V2 static void hp2_##R##_##B##_h(const hp2_args *a) { hp2_tile(R, B, 0, a); }             \
-    V2 static void hp2_##R##_##B##_b(const hp2_args *a) { hp2_tile(R, B, 1, a); }
+    V2 static void hp2_##R##_##B##_h(const k_hp_tile *a) { hp2_tile(R, B, 0, a); }            \
+    V2 static void hp2_##R##_##B##_b(const k_hp_tile *a) { hp2_tile(R, B, 1, a); }
 HP2_DEF(1, 1) HP2_DEF(1, 2) HP2_DEF(2, 1) HP2_DEF(2, 2) HP2_DEF(3, 1) HP2_DEF(3, 2)
 HP2_DEF(4, 1) HP2_DEF(5, 1) HP2_DEF(6, 1)
 #define HP2_T(T)                                                                              \
     {{hp2_1_1_##T, hp2_1_2_##T}, {hp2_2_1_##T, hp2_2_2_##T}, {hp2_3_1_##T, hp2_3_2_##T},       \
      {hp2_4_1_##T, NULL}, {hp2_5_1_##T, NULL}, {hp2_6_1_##T, NULL}}
-static const hp2_fn hp2_tiles[2][HP2_ROWS][2] = {HP2_T(h), HP2_T(b)};
-
-static void hp2_transpose(float *xt, const float *x, int ldx, int R, int k0, int kk) {
-    for (int r = 0; r < R; r++) {
-        const float *xr = x + (size_t)r * ldx + k0;
-        for (int k = 0; k < kk; k++) xt[(size_t)k * R + r] = xr[k];
-    }
-}
+static const k_hp_tile_fn hp2_tiles[2][K_HP_ROWS][2] = {HP2_T(h), HP2_T(b)};
 
 void k_matmul_hp_avx2(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                       const float *b, int M, int n0, int nn, int K) {
-    size_t ps = 16 * (((size_t)K + 31) & ~(size_t)31);
-    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
-    int chunks = (M + HP2_ROWS - 1) / HP2_ROWS;
-    int blk = p1 - p0;   /* one chunk: one sweep */
-    if (chunks > 1) {
-        blk = (int)(HP2_BLOCK_BYTES / (ps * sizeof(uint16_t))) & ~1;
-        if (blk < 2) blk = 2;
-    }
-    float xt[HP2_ROWS * HP2_KB] __attribute__((aligned(32)));
-    hp2_args a;
-    memset(&a, 0, sizeof a);
-    a.ldy = ldy, a.ps = ps, a.n0 = n0, a.n1 = n0 + nn;
-    for (int pb = p0; pb < p1; pb += blk) {
-        int pe = p1 - pb < blk ? p1 : pb + blk;
-        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
-            int R = M / chunks + (ch < M % chunks), bm = R <= 3 ? 2 : 1;
-            a.y = y + (size_t)m0 * ldy;
-            a.pf = ch == 0 ? (size_t)bm * ps : 256;
-            for (int k0 = 0; k0 < K; k0 += HP2_KB) {
-                int kk = K - k0 < HP2_KB ? K - k0 : HP2_KB;
-                if (R == 1) a.xt = x + (size_t)m0 * ldx + k0;
-                else hp2_transpose(xt, x + (size_t)m0 * ldx, ldx, R, k0, kk), a.xt = xt;
-                a.K = kk, a.acc = k0 > 0, a.b = k0 + kk == K ? b : NULL;
-                for (int pn = pb; pn < pe; pn += bm) {
-                    int B = pe - pn < bm ? pe - pn : bm;
-                    a.wp = wp + (size_t)pn * ps + (size_t)k0 * 16, a.col = pn * 16;
-                    hp2_tiles[bf16 != 0][R - 1][B - 1](&a);
-                }
-            }
-            m0 += R;
-        }
-    }
+    k_hp_drive(hp2_tiles[bf16 != 0], 3, y, ldy, x, ldx, wp, b, M, n0, nn, K);
 }
 #endif

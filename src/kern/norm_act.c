@@ -52,9 +52,9 @@ static void silu_c(float *x, size_t n) {
 }
 
 void k_gelu_tanh(float *x, size_t n) {
-#ifdef K_VEC_AVX2
+#ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) {
-        k_gelu_tanh_avx2(x, n);
+        K_VEC(k_gelu_tanh)(x, n);
         return;
     }
 #endif
@@ -62,9 +62,9 @@ void k_gelu_tanh(float *x, size_t n) {
 }
 
 void k_silu(float *x, size_t n) {
-#ifdef K_VEC_AVX2
+#ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) {
-        k_silu_avx2(x, n);
+        K_VEC(k_silu)(x, n);
         return;
     }
 #endif

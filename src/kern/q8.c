@@ -364,7 +364,9 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
     int used = 0;
 #ifdef K_X86
     if (isa >= 2 && Q8_HAS_VNNI) used = 2;
-    else if (isa >= 1) used = 1;
+#endif
+#ifdef K_HAVE_VEC
+    if (!used && isa >= 1) used = 1;
 #endif
     if (M == 0 || nn == 0) return used;
     float *sx = scratch;
@@ -376,9 +378,11 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
         matmul_q8_avx512(y, ldy, xq, xs, sx, w, b, M, n0, nn);
         return 2;
     }
+#endif
+#ifdef K_HAVE_VEC
     if (used == 1) {
-        q8_quant_rows_avx2((int8_t *)xq, xs, sx, x, ldx, M, w.K);
-        q8_matmul_avx2(y, ldy, (const int8_t *)xq, xs, sx, w, b, M, n0, nn);
+        K_VEC(q8_quant_rows)((int8_t *)xq, xs, sx, x, ldx, M, w.K);
+        K_VEC(q8_matmul)(y, ldy, (const int8_t *)xq, xs, sx, w, b, M, n0, nn);
         return 1;
     }
 #endif

@@ -13,18 +13,15 @@
  * A panel's 64-byte group (16 outputs x 4 k) is two ymm halves of 8 outputs;
  * a tile is R rows (1..4) x one panel: 2R int32 accumulators, the group's
  * |w| halves shared by the rows, one broadcast of 4 activation bytes per row.
- * Few rows (decode): one sweep over the panels, each weight byte loaded
- * once. Many rows: the columns go in blocks of ~128 KB of weights (L2), each
- * swept by every chunk of 4 rows. */
+ * q8_drive (q8_impl.h) runs the tiles over the columns and rows. */
 #include "kern/q8_impl.h"
 
-#ifdef Q8_AVX2
+#if defined(K_HAVE_VEC) && defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
 
 #define V2 __attribute__((target("avx2,fma")))
 #define Q8A_ROWS 4
-#define Q8A_BLOCK_BYTES (128 << 10)
 
 V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M,
                            int K) {
@@ -63,19 +60,6 @@ V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int
     }
 }
 
-typedef struct {
-    float *y;              /* row 0, absolute column 0 */
-    int ldy;
-    const int8_t *xq;      /* row 0 of the tile */
-    size_t xs;
-    const float *sx;       /* sx of row 0 */
-    const int8_t *wp;      /* the panel */
-    int G;                 /* groups of 4 k */
-    const float *s, *b;
-    int col;               /* absolute column of the panel */
-    int n0, n1;            /* store columns [n0, n1) only */
-} q8a_tile;
-
 #define Q8A_DOT(r)                                                                            \
     if (R > r) {                                                                              \
         int32_t xv;                                                                           \
@@ -107,7 +91,7 @@ typedef struct {
 
 /* s[] is padded to Np (a multiple of 16), so its 8-lane loads stay inside;
  * b is read under the column mask. */
-V2 static inline __attribute__((always_inline)) void q8a_tile_run(const int R, const q8a_tile *t) {
+V2 static inline __attribute__((always_inline)) void q8a_tile_run(const int R, const q8v_tile *t) {
     const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
     __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
     const int8_t *wp = t->wp, *xq = t->xq;
@@ -121,35 +105,14 @@ V2 static inline __attribute__((always_inline)) void q8a_tile_run(const int R, c
     Q8A_EPI(0) Q8A_EPI(1)
 }
 
-V2 static void q8a_tile_1(const q8a_tile *t) { q8a_tile_run(1, t); }
-V2 static void q8a_tile_2(const q8a_tile *t) { q8a_tile_run(2, t); }
-V2 static void q8a_tile_3(const q8a_tile *t) { q8a_tile_run(3, t); }
-V2 static void q8a_tile_4(const q8a_tile *t) { q8a_tile_run(4, t); }
-static void (*const q8a_tiles[Q8A_ROWS])(const q8a_tile *) = {q8a_tile_1, q8a_tile_2, q8a_tile_3,
-                                                              q8a_tile_4};
+V2 static void q8a_tile_1(const q8v_tile *t) { q8a_tile_run(1, t); }
+V2 static void q8a_tile_2(const q8v_tile *t) { q8a_tile_run(2, t); }
+V2 static void q8a_tile_3(const q8v_tile *t) { q8a_tile_run(3, t); }
+V2 static void q8a_tile_4(const q8v_tile *t) { q8a_tile_run(4, t); }
+static const q8v_tile_fn q8a_tiles[Q8A_ROWS] = {q8a_tile_1, q8a_tile_2, q8a_tile_3, q8a_tile_4};
 
 void q8_matmul_avx2(float *y, int ldy, const int8_t *xq, size_t xs, const float *sx, k_q8 w,
                     const float *b, int M, int n0, int nn) {
-    q8_parts p = parts(w);
-    size_t ps = (size_t)16 * p.Kp;
-    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
-    int blk = (int)(Q8A_BLOCK_BYTES / ps);
-    if (blk < 1) blk = 1;
-    if (M <= Q8A_ROWS) blk = p1 - p0;   /* one sweep: the weights are read once anyway */
-    int chunks = (M + Q8A_ROWS - 1) / Q8A_ROWS;
-    q8a_tile t = {0};
-    t.ldy = ldy, t.xs = xs, t.G = p.Kp / 4, t.s = p.s, t.b = b, t.n0 = n0, t.n1 = n0 + nn;
-    for (int pb = p0; pb < p1; pb += blk) {
-        int pe = p1 - pb < blk ? p1 : pb + blk;
-        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
-            int R = M / chunks + (ch < M % chunks);
-            t.y = y + (size_t)m0 * ldy, t.xq = xq + (size_t)m0 * xs, t.sx = sx + m0;
-            for (int pn = pb; pn < pe; pn++) {
-                t.wp = p.q + (size_t)pn * ps, t.col = pn * 16;
-                q8a_tiles[R - 1](&t);
-            }
-            m0 += R;
-        }
-    }
+    q8_drive(q8a_tiles, Q8A_ROWS, y, ldy, xq, xs, sx, w, b, M, n0, nn);
 }
 #endif

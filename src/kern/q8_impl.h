@@ -41,7 +41,7 @@ static inline int q8_round(float v) {
 /* Scratch: float sx[M] (padded to 64 bytes), then M rows of xs bytes: the
  * quantised row, padded to a multiple of 64 with the code of 0. The C and
  * AVX-512 versions store it + 128 (unsigned: vpdpbusd's operand; pad 128),
- * the AVX2 one as signed bytes (pad 0). */
+ * the vector level (AVX2, NEON) as signed bytes (pad 0). */
 static inline size_t xstride(int K) { return rup((size_t)K, 64); }
 
 /* 127 / amax, or 0 for rows treated as zero (max |x| below FLT_MIN: 127 /
@@ -60,13 +60,59 @@ static inline float q8_out(long long D, float sxi, float sn, const float *b, int
     return fmaf((float)D, sxi * sn, b ? b[n] : 0.0f);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define Q8_AVX2 1
-/* AVX2 (q8_avx2.c): rows quantised to signed bytes into the scratch, then
- * the product from it; both sequential. */
-void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M, int K);
-void q8_matmul_avx2(float *y, int ldy, const int8_t *xq, size_t xs, const float *sx, k_q8 w,
-                    const float *b, int M, int n0, int nn);
+/* The vector level's product (q8_avx2.c, q8_neon.c: kern/vec.h names them
+ * K_VEC(q8_...)): rows quantised to signed bytes (pad 0) into the scratch
+ * by K_VEC(q8_quant_rows), then tiles of up to `rows` activation rows x one
+ * 16-output panel, driven by q8_drive. Both sequential. */
+typedef struct {
+    float *y;              /* row 0, absolute column 0 */
+    int ldy;
+    const int8_t *xq;      /* row 0 of the tile */
+    size_t xs;
+    const float *sx;       /* sx of row 0 */
+    const int8_t *wp;      /* the panel */
+    int G;                 /* groups of 4 k */
+    const float *s, *b;
+    int col;               /* absolute column of the panel */
+    int n0, n1;            /* store columns [n0, n1) only */
+} q8v_tile;
+typedef void (*q8v_tile_fn)(const q8v_tile *);
+
+/* Few rows (decode): one sweep over the panels, each weight byte loaded
+ * once. Many rows: the columns go in blocks of ~128 KB of weights (L2),
+ * each swept by every chunk of at most `rows` rows (chunks as even as can
+ * be). tiles[R - 1] computes a tile of R rows. */
+static inline void q8_drive(const q8v_tile_fn *tiles, int rows, float *y, int ldy,
+                            const int8_t *xq, size_t xs, const float *sx, k_q8 w,
+                            const float *b, int M, int n0, int nn) {
+    q8_parts p = parts(w);
+    size_t ps = (size_t)16 * p.Kp;
+    int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
+    int blk = (int)((128u << 10) / ps);
+    if (blk < 1) blk = 1;
+    if (M <= rows) blk = p1 - p0;   /* one sweep: the weights are read once anyway */
+    int chunks = (M + rows - 1) / rows;
+    q8v_tile t = {0};
+    t.ldy = ldy, t.xs = xs, t.G = p.Kp / 4, t.s = p.s, t.b = b, t.n0 = n0, t.n1 = n0 + nn;
+    for (int pb = p0; pb < p1; pb += blk) {
+        int pe = p1 - pb < blk ? p1 : pb + blk;
+        for (int ch = 0, m0 = 0; ch < chunks; ch++) {
+            int R = M / chunks + (ch < M % chunks);
+            t.y = y + (size_t)m0 * ldy, t.xq = xq + (size_t)m0 * xs, t.sx = sx + m0;
+            for (int pn = pb; pn < pe; pn++) {
+                t.wp = p.q + (size_t)pn * ps, t.col = pn * 16;
+                tiles[R - 1](&t);
+            }
+            m0 += R;
+        }
+    }
+}
+
+#include "kern/vec.h"
+#ifdef K_HAVE_VEC
+void K_VEC(q8_quant_rows)(int8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M, int K);
+void K_VEC(q8_matmul)(float *y, int ldy, const int8_t *xq, size_t xs, const float *sx, k_q8 w,
+                      const float *b, int M, int n0, int nn);
 #endif
 
 #endif

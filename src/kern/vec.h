@@ -1,24 +1,40 @@
-/* vec.h - the element-wise kernels' vector versions (private to src/kern):
- * softmax, log-sum-exp and the activations, written with intrinsics so that
- * the exp / erf polynomials run in lanes (GCC does not vectorise poly.h's
- * branch-free scalar forms on its own). Each computes poly.h's formulas,
- * lane by lane (rounding may differ by contraction into FMAs: within the
- * scalar twins' stated tolerances). kern.c and norm_act.c dispatch to them
- * at K_ISA_VEC and up; vec_avx2.c (x86-64: AVX2 + FMA). */
+/* vec.h - the kernels' vector level (K_ISA_VEC, private to src/kern): one
+ * set of names per architecture, picked at compile time, so that each
+ * dispatch point reads the same on x86-64 and aarch64:
+ *
+ *   #ifdef K_HAVE_VEC
+ *       if (k_isa() >= K_ISA_VEC) return K_VEC(k_softmax)(x, n);
+ *   #endif
+ *
+ * K_VEC(name) is name_avx2 on x86-64 (AVX2 + FMA + F16C, *_avx2.c) and
+ * name_neon on aarch64 (NEON, *_neon.c). Each file of a pair computes the
+ * same thing with the same order of sums where its header says so.
+ *
+ * Declared here: softmax, log-sum-exp and the activations (vec_impl.h,
+ * instantiated by vec_avx2.c and vec_neon.c), written with intrinsics so
+ * that the exp / erf polynomials run in lanes (GCC does not vectorise
+ * poly.h's branch-free scalar forms on its own). Each computes poly.h's
+ * formulas lane by lane (rounding may differ by contraction into FMAs:
+ * within the scalar twins' stated tolerances). */
 #ifndef ED_KERN_VEC_H
 #define ED_KERN_VEC_H
 
 #include <stddef.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define K_VEC_AVX2 1
-void k_softmax_avx2(float *x, int n);
-double k_logsumexp_avx2(const float *x, int n, float *mx);
-void k_gelu_avx2(float *x, size_t n);
-void k_gelu_tanh_avx2(float *x, size_t n);
-void k_silu_avx2(float *x, size_t n);
-/* y[mr, nr] (ldy) = gelu(y), the GEMM epilogue's form. */
-void k_gelu_tile_avx2(float *y, size_t ldy, int mr, int nr);
+#define K_HAVE_VEC 1
+#define K_VEC(name) name##_avx2
+#elif defined(__aarch64__) && defined(__GNUC__)
+#define K_HAVE_VEC 1
+#define K_VEC(name) name##_neon
+#endif
+
+#ifdef K_HAVE_VEC
+void K_VEC(k_softmax)(float *x, int n);
+double K_VEC(k_logsumexp)(const float *x, int n, float *mx);
+void K_VEC(k_gelu)(float *x, size_t n);
+void K_VEC(k_gelu_tanh)(float *x, size_t n);
+void K_VEC(k_silu)(float *x, size_t n);
 #endif
 
 #endif
