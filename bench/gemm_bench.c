@@ -141,8 +141,32 @@ __attribute__((target("amx-tile,amx-bf16"), noinline)) static float peak_amx(lon
 #endif
 #endif
 
+/* AVX2 + FMA: 12 chains of 8 lanes (the ymm registers hold them all).
+ * Flops: iters * 12 * 16. */
+#define AVX2_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+__attribute__((target("avx2,fma"), noinline)) static float peak_fma_avx2(long iters) {
+    float one = g_one;
+    __m256 m = _mm256_set1_ps(0.999999f * one), c = _mm256_set1_ps(1e-6f * one);
+#define D(i) __m256 a##i = _mm256_set1_ps(one + (i) * 1e-3f);
+    AVX2_CHAINS(D)
+#undef D
+    for (long it = 0; it < iters; it++) {
+#define F(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+        AVX2_CHAINS(F)
+#undef F
+        __asm__ volatile("" ::: "memory");
+    }
+    __m256 s = _mm256_setzero_ps();
+#define S(i) s = _mm256_add_ps(s, a##i);
+    AVX2_CHAINS(S)
+#undef S
+    float t[8];
+    _mm256_storeu_ps(t, s);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
 typedef struct {
-    int bf16;   /* 0: fp32 FMA, 1: vdpbf16ps, 2: AMX tdpbf16ps */
+    int bf16;   /* 0: fp32 FMA, 1: vdpbf16ps, 2: AMX tdpbf16ps, 3: fp32 FMA in ymm (AVX2) */
     long iters;
     volatile float sink[ED_POOL_MAX_THREADS];
 } peak_ctx;
@@ -157,7 +181,8 @@ static void peak_task(void *arg, int ith, int nth) {
         return;
     }
 #endif
-    c->sink[ith] = c->bf16 ? peak_dpbf16_avx512(c->iters) : peak_fma_avx512(c->iters);
+    if (c->bf16 == 3) c->sink[ith] = peak_fma_avx2(c->iters);
+    else c->sink[ith] = c->bf16 ? peak_dpbf16_avx512(c->iters) : peak_fma_avx512(c->iters);
 #else
     (void)c, (void)ith;
 #endif
@@ -169,6 +194,7 @@ static double peak_ms(ed_pool *p, int bf16, long iters, double *flops) {
     double t0 = bench_now_ms();
     ed_pool_run(p, peak_task, &c);
     *flops = (double)iters * PEAK_CHAINS * (bf16 ? 64 : 32) * ed_pool_size(p);
+    if (bf16 == 3) *flops = (double)iters * 12 * 16 * ed_pool_size(p);
 #ifdef BENCH_AMX
     if (bf16 == 2) *flops = (double)iters * AMX_CHAINS * 16384 * ed_pool_size(p);
 #endif
@@ -225,10 +251,12 @@ static double summary(double *v, int n) {
  * follows a short run of the matching register peak (fp32 FMA, vdpbf16ps
  * for bf16, tdpbf16ps for bf16 on AMX), whose median GFLOP/s goes to *peak
  * (when not NULL). */
+static int g_kind32, g_kind16;   /* the peaks that match k_gemm's fp32 and bf16 paths here */
+
 static double time_gemm(ed_pool *p, gemm_ctx *c, int mode, int isa, int reps, double *peak) {
     double t[64], pk[64], pf = 0;
     double gf = 2.0 * c->M * c->N * c->K / 1e6;
-    int kind = mode == 1 ? (isa >= 3 ? 2 : 1) : 0;
+    int kind = mode == 1 ? (isa >= 3 ? 2 : g_kind16) : g_kind32;
     long iters = kind == 2 ? PEAK_ITERS / 100 : PEAK_ITERS / 10;   /* tdpbf16ps: ~16x the work */
     c->mode = mode, c->isa = isa;
     for (int r = -1; r < reps; r++) {   /* r = -1: warm-up */
@@ -311,15 +339,18 @@ int main(int argc, char **argv) {
     if (reps > 64) reps = 64;
     if (maxth < 1) maxth = 1;
     if (d < 1 || M < 1) return 2;
-    int has32 = k_gemm_has(K_GEMM_F32), has16 = k_gemm_has(K_GEMM_BF16), hasamx = k_gemm_has_amx();
+    int path32 = k_gemm_path(K_ISA_AVX512, K_GEMM_F32), path16 = k_gemm_path(K_ISA_AVX512, K_GEMM_BF16);
+    int has32 = path32 > 0, has16 = path16 > 0, hasamx = k_gemm_has_amx();
+    g_kind32 = path32 == 2 ? 0 : 3;   /* zmm or ymm FMA chains */
+    g_kind16 = path16 == 2 ? 1 : g_kind32;   /* AVX2's bf16 mode is f32 FMAs */
 #ifndef BENCH_AMX
     hasamx = 0;
 #endif
-    printf("gemm_bench: M = %d, d = %d, %d repeats (%s), %s split; AVX-512 %s, AVX512_BF16 %s, "
+    printf("gemm_bench: M = %d, d = %d, %d repeats (%s), %s split; k_gemm fp32 on %s, bf16 on %s, "
            "AMX %s; %s\n",
-           M, d, reps, g_best ? "best" : "medians", cols ? "column" : "row", has32 ? "yes" : "no",
-           has16 ? "yes" : "no", hasamx ? "yes" : "no", k_blas_info());
-    if (!has32) printf("(no AVX-512: k_gemm runs its portable C path; the peaks are not measured)\n");
+           M, d, reps, g_best ? "best" : "medians", cols ? "column" : "row", k_isa_name(path32),
+           k_isa_name(path16), hasamx ? "yes" : "no", k_blas_info());
+    if (!has32) printf("(k_gemm runs its portable C path here; the peaks are not measured)\n");
 
     struct { const char *name; int N, K, gelu; } sh[] = {
         {"qkv", 3 * d, d, 0}, {"out", d, d, 0}, {"fc1", 4 * d, d, 0}, {"fc1+gelu", 4 * d, d, 1},
@@ -342,10 +373,10 @@ int main(int argc, char **argv) {
         double pk32 = 0, pk16 = 0, pkamx = 0, flops;
         if (has32) {   /* long runs: the peaks as such */
             double t[64];
-            for (int r = 0; r < reps; r++) t[r] = peak_ms(p, 0, PEAK_ITERS, &flops);
+            for (int r = 0; r < reps; r++) t[r] = peak_ms(p, g_kind32, PEAK_ITERS, &flops);
             for (int r = 0; r < reps; r++) t[r] = flops / 1e6 / t[r];
             pk32 = summary(t, reps);
-            if (has16) {
+            if (has16 && g_kind16 == 1) {
                 for (int r = 0; r < reps; r++) t[r] = peak_ms(p, 1, PEAK_ITERS, &flops);
                 for (int r = 0; r < reps; r++) t[r] = flops / 1e6 / t[r];
                 pk16 = summary(t, reps);
@@ -356,9 +387,9 @@ int main(int argc, char **argv) {
                 pkamx = summary(t, reps);
             }
         }
-        printf("peak (%d thread%s): fp32 FMA %.1f GFLOP/s, bf16 vdpbf16ps %.1f GFLOP/s, "
+        printf("peak (%d thread%s): fp32 FMA (%s) %.1f GFLOP/s, bf16 vdpbf16ps %.1f GFLOP/s, "
                "AMX tdpbf16ps %.1f GFLOP/s\n",
-               nth, nth > 1 ? "s" : "", pk32, pk16, pkamx);
+               nth, nth > 1 ? "s" : "", g_kind32 == 3 ? "ymm" : "zmm", pk32, pk16, pkamx);
         printf("GFLOP/s, %s of %d runs; %%peak: against the peak measured between the runs (in brackets)\n",
                g_best ? "best" : "medians", reps);
         printf("%-9s %5s %5s %5s | %7s | %7s %15s %5s | %7s %15s %5s | %7s %15s %5s\n", "shape",

@@ -107,9 +107,8 @@ static double run_one(int isa, int M, int N, int K, int ldx, int ldy, tw *w, k_g
     for (size_t i = 0; i < (size_t)M * ldy; i++) y[i] = SENTINEL;
     void *s = xalloc(k_gemm_scratch_bytes(M, N, K, mode));
     int used = k_gemm_isa(isa, y, ldy, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu, s);
-    int want = isa >= 3 && mode == K_GEMM_BF16 && k_gemm_has_amx() ? 3
-               : isa >= 2 && k_gemm_has(mode)                   ? 2
-                                                                : 0;
+    int want = k_gemm_path(isa, mode);
+    if (want != 3 && w->w.t == K_BF16A) want = 0;   /* AMX-packed weights off AMX: read by C */
     CHECK_EQ_INT(used, want);
     k_gemm_ref(r, N, x, ldx, w->w, bias ? b : NULL, M, N, K, mode, gelu);
     /* the bound's magnitudes: bf16 mode works on rounded values (close enough) */
@@ -297,33 +296,32 @@ static void test_encoder(void) {
     }
 }
 
-/* The C path and the AVX-512 path agree (both modes, all weight types). */
-static void test_c_vs_avx512(void) {
-    for (int mode = 0; mode < 2; mode++) {
-        if (!k_gemm_has((k_gemm_mode)mode)) {
-            printf("C vs AVX-512 (%s): no AVX-512%s here, not compared\n", mode ? "bf16" : "fp32",
-                   mode ? "_BF16" : "");
-            continue;
+/* The C path and each vector path this CPU has (AVX2, AVX-512) agree (both
+ * modes, all weight types). */
+static void test_c_vs_vector(void) {
+    for (int mode = 0; mode < 2; mode++)
+        for (int isa = 1; isa <= 2; isa++) {
+            if (k_gemm_path(isa, (k_gemm_mode)mode) != isa) continue;   /* not here */
+            int M = 97, N = 161, K = 803;
+            float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
+            for (int j = 0; j < N; j++) b[j] = frand();
+            float *y0 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
+            void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
+            for (int t = 0; t < 3; t++) {
+                tw w = make_w(N, K, (k_wtype)t);
+                CHECK_EQ_INT(k_gemm_isa(0, y0, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), 0);
+                CHECK_EQ_INT(k_gemm_isa(isa, y2, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), isa);
+                double worst = worst_ratio(y2, N, y0, N, x, K, w.f, b, 0, M, N, K);
+                size_t same = 0;
+                for (size_t i = 0; i < (size_t)M * N; i++) same += y0[i] == y2[i];
+                printf("C vs %s (%s, w %s, gelu): worst %.4f of the tolerance, %.1f%% identical\n",
+                       k_isa_name(isa), mode ? "bf16" : "fp32", wname(w.w.t), worst,
+                       100.0 * same / ((double)M * N));
+                CHECK(worst <= 1);
+                free_w(&w);
+            }
+            free(x), free(b), free(y0), free(y2), free(s);
         }
-        int M = 97, N = 161, K = 803;
-        float *x = make_x(M, K, K), *b = malloc(sizeof(float) * (size_t)N);
-        for (int j = 0; j < N; j++) b[j] = frand();
-        float *y0 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
-        void *s = xalloc(k_gemm_scratch_bytes(M, N, K, (k_gemm_mode)mode));
-        for (int t = 0; t < 3; t++) {
-            tw w = make_w(N, K, (k_wtype)t);
-            CHECK_EQ_INT(k_gemm_isa(0, y0, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), 0);
-            CHECK_EQ_INT(k_gemm_isa(2, y2, N, x, K, w.w, b, M, N, K, (k_gemm_mode)mode, 1, s), 2);
-            double worst = worst_ratio(y2, N, y0, N, x, K, w.f, b, 0, M, N, K);
-            size_t same = 0;
-            for (size_t i = 0; i < (size_t)M * N; i++) same += y0[i] == y2[i];
-            printf("C vs AVX-512 (%s, w %s, gelu): worst %.4f of the tolerance, %.1f%% identical\n",
-                   mode ? "bf16" : "fp32", wname(w.w.t), worst, 100.0 * same / ((double)M * N));
-            CHECK(worst <= 1);
-            free_w(&w);
-        }
-        free(x), free(b), free(y0), free(y2), free(s);
-    }
 }
 
 /* AMX against the reference on the edges of its own blocking (16-row
@@ -417,7 +415,7 @@ static void test_amx_threads(void) {
 static void test_amx(void) {
     if (!k_gemm_has_amx()) {
         printf("AMX: SKIPPED (no AMX-TILE/AMX-BF16 here, or Linux refused the tile state): "
-               "bf16 mode runs on %s\n", k_gemm_has(K_GEMM_BF16) ? "AVX512_BF16" : "C");
+               "bf16 mode runs on path %d (2 AVX512_BF16, 1 AVX2, 0 C)\n", k_gemm_path(K_ISA_AVX512, K_GEMM_BF16));
         return;
     }
     test_amx_shapes();
@@ -507,13 +505,13 @@ static void test_misaligned_scratch(void) {
 }
 
 int main(void) {
-    printf("k_gemm: AVX-512 %s, AVX512_BF16 %s, AMX %s\n", k_gemm_has(K_GEMM_F32) ? "yes" : "no",
-           k_gemm_has(K_GEMM_BF16) ? "yes" : "no", k_gemm_has_amx() ? "yes" : "no");
+    printf("k_gemm paths (0 C, 1 AVX2, 2 AVX-512, 3 AMX): f32 %d, bf16 %d\n", k_gemm_path(K_ISA_AMX, K_GEMM_F32),
+           k_gemm_path(K_ISA_AMX, K_GEMM_BF16));
     test_bf16_rounding();
     test_controls();
     test_misaligned_scratch();
     test_shapes();
-    test_c_vs_avx512();
+    test_c_vs_vector();
     test_amx();
     test_acc_windows();
     test_amx_packed();

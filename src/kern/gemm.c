@@ -34,32 +34,38 @@
 
 static inline int rup(int v, int m) { return (v + m - 1) / m * m; }
 
-static int kc_max(int K, int bf16) {
-    int kc = bf16 ? GEMM_KC_B : GEMM_KC_F;
+/* k per block: K up to KC (k pairs: even in bf16 mode). */
+static int kc_max(int K, int KC, int bf16) {
     int k = bf16 ? rup(K, 2) : K;
-    return k < kc ? k : kc;
+    return k < KC ? k : KC;
 }
 
-/* Columns of w per block: N in near-equal parts of at most W_BLOCK_BYTES. */
-static int nc_block(int N, int K, int bf16) {
-    size_t col = (size_t)kc_max(K, bf16) * (bf16 ? 2 : 4);
+/* Columns of w per block: N in near-equal parts of at most W_BLOCK_BYTES
+ * (esz bytes per packed element). */
+static int nc_block(int N, int K, int KC, int bf16, size_t esz) {
+    size_t col = (size_t)kc_max(K, KC, bf16) * esz;
     size_t nb = ((size_t)rup(N, GEMM_NR) * col + W_BLOCK_BYTES - 1) / W_BLOCK_BYTES;
     if (nb < 1) nb = 1;
     return rup((int)((N + nb - 1) / nb), GEMM_NR);
 }
 
+/* Packed x and w bytes of one layout (KC k per block, esz bytes each). */
+static size_t layout_bytes(int M, int N, int K, int KC, int bf16, size_t esz) {
+    int Mp = rup(M, GEMM_MR) > rup(M, GEMM_MR_AVX2) ? rup(M, GEMM_MR) : rup(M, GEMM_MR_AVX2);
+    size_t xb = (size_t)Mp * KC * esz;
+    size_t wb = (size_t)nc_block(N, K, KC, bf16, esz) * (size_t)kc_max(K, KC, bf16) * esz;
+    return ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
+}
+
 size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
-    int bf = mode == K_GEMM_BF16;
-    size_t esz = bf ? 2 : 4, pitch = bf ? GEMM_KC_B : GEMM_KC_F;
     if (M < 1) M = 1;
     if (N < 1) N = 1;
     if (K < 1) K = 1;
-    size_t xb = (size_t)rup(M, GEMM_MR) * pitch * esz;
-    size_t wb = (size_t)nc_block(N, K, bf) * (size_t)kc_max(K, bf) * esz;
-    size_t n = ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
-    if (bf) {   /* room for the AMX layout too, whether or not this CPU has it */
-        size_t a = gemm_amx_scratch_bytes(M, N, K);
-        if (a > n) n = a;
+    size_t n = layout_bytes(M, N, K, GEMM_KC_F, 0, 4), a;
+    if ((a = layout_bytes(M, N, K, GEMM_KC_AVX2, 0, 4)) > n) n = a;   /* both modes on AVX2 */
+    if (mode == K_GEMM_BF16) {
+        if ((a = layout_bytes(M, N, K, GEMM_KC_B, 1, 2)) > n) n = a;
+        if ((a = gemm_amx_scratch_bytes(M, N, K)) > n) n = a;   /* whether or not this CPU has AMX */
     }
     return n;
 }
@@ -157,9 +163,10 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
         gemm_bias_only(y, ldy, b, M, N, epi);
         return;
     }
-    size_t esz = bf ? 2 : 4, pitch = (size_t)(bf ? GEMM_KC_B : GEMM_KC_F) * esz;   /* bytes */
-    size_t xpan = GEMM_MR * pitch;
-    int KC = bf ? GEMM_KC_B : GEMM_KC_F, Mp = rup(M, GEMM_MR), nc = nc_block(N, K, bf);
+    const int MR = im->mr, NR = im->nr, KC = im->kc;
+    size_t esz = bf ? 2 : 4, pitch = (size_t)KC * esz;   /* bytes */
+    size_t xpan = MR * pitch;
+    int Mp = rup(M, MR), nc = nc_block(N, K, KC, bf, esz);
     /* scratch should be 64-byte aligned; a caller's malloc that is not still
      * works (the aligned loads of the panels would fault) */
     char *xp = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -168,62 +175,68 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
         int kc = K - k0 < KC ? K - k0 : KC, kk = bf ? (kc + 1) / 2 : kc;
         int first = k0 == 0 && !(epi & K_GEMM_ACC), last = k0 + kc == K;
         const float *bk = k0 == 0 ? b : NULL;   /* the bias joins the first K block */
-        size_t wpan = (size_t)GEMM_NR * kk * 4;   /* bytes of a w micro-panel */
+        size_t wpan = (size_t)NR * kk * 4;   /* bytes of a w micro-panel */
         for (int n0 = 0; n0 < N; n0 += nc) {
             int nn = N - n0 < nc ? N - n0 : nc;
             im->pack_w(wp, w, K, n0, nn, k0, kc, bf);
-            for (int m = 0; m < M; m += GEMM_MR) {
-                char *xm = xp + (size_t)(m / GEMM_MR) * xpan;
-                int mr = M - m < GEMM_MR ? M - m : GEMM_MR;
+            for (int m = 0; m < M; m += MR) {
+                char *xm = xp + (size_t)(m / MR) * xpan;
+                int mr = M - m < MR ? M - m : MR;
                 /* x panels are packed on first use, then kept for the later
                  * n0 blocks. (Software prefetch of the next panel's rows was
                  * tried: its stalls cost more than it saved.) */
-                if (n0 == 0) im->pack_x(xm, x + (size_t)m * ldx + k0, ldx, mr, GEMM_MR, kc, bf);
-                for (int j = 0; j < nn; j += GEMM_NR)
-                    im->kernel(xm, wp + (size_t)(j / GEMM_NR) * wpan, kk,
+                if (n0 == 0) im->pack_x(xm, x + (size_t)m * ldx + k0, ldx, mr, MR, kc, bf);
+                for (int j = 0; j < nn; j += NR)
+                    im->kernel(xm, wp + (size_t)(j / NR) * wpan, kk,
                                y + (size_t)m * ldy + n0 + j, (size_t)ldy, mr,
-                               nn - j < GEMM_NR ? nn - j : GEMM_NR, bk ? bk + n0 + j : NULL, first,
+                               nn - j < NR ? nn - j : NR, bk ? bk + n0 + j : NULL, first,
                                (epi & K_GEMM_GELU) && last);
             }
         }
     }
 }
 
-int k_gemm_has(k_gemm_mode mode) {
+int k_gemm_path(int isa, k_gemm_mode mode) {
+    isa = k_isa_at(isa);
 #ifdef GEMM_X86
-    if (k_isa() < K_ISA_AVX512) return 0;
-    return mode == K_GEMM_BF16 ? HAS_AVX512BF16 : HAS_AVX512;
+    int bf = mode == K_GEMM_BF16;
+    if (isa >= 3 && bf && HAS_AVX512BF16 && gemm_amx_ok()) return 3;
+    if (isa >= 2 && (bf ? HAS_AVX512BF16 : HAS_AVX512)) return 2;
+    if (isa >= 1) return 1;   /* k_isa: AVX2 + FMA + F16C */
 #else
     (void)mode;
-    return 0;
 #endif
+    return 0;
 }
 
-int k_gemm_has_amx(void) {
-#ifdef GEMM_X86
-    return k_isa() >= K_ISA_AMX && HAS_AVX512BF16 && gemm_amx_ok();
-#else
-    return 0;
-#endif
-}
+/* AVX2's 6 x 16 kernel measured 0.66-0.85x BLIS's on the encoder shapes
+ * (gemm_bench, AMD EPYC Zen 3): there the op layer keeps BLIS. */
+int k_gemm_has(k_gemm_mode mode) { return k_gemm_path(K_ISA_AVX512, mode) >= 2; }
+
+int k_gemm_has_amx(void) { return k_gemm_path(K_ISA_AMX, K_GEMM_BF16) == 3; }
 
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
-    isa = k_isa_at(isa);
-    int bf = mode == K_GEMM_BF16, used = 0;
-    gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c};
-#ifdef GEMM_X86
-    if (isa >= 3 && bf && k_gemm_has_amx()) {
+    int bf = mode == K_GEMM_BF16, used = k_gemm_path(isa, mode);
+    int KC = bf ? GEMM_KC_B : GEMM_KC_F;
+    gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c, GEMM_MR, GEMM_NR, KC};
+    if (used == 3) {
         if (M > 0 && N > 0) {
             if (K > 0) gemm_run_amx(y, ldy, x, ldx, w, b, M, N, K, epi, scratch);
             else gemm_bias_only(y, ldy, b, M, N, epi);
         }
         return 3;
     }
-    if (isa >= 2 && k_gemm_has(mode) && w.t != K_BF16A) {   /* (packed for AMX: read by C) */
+    if (w.t == K_BF16A) used = 0;   /* (packed for AMX: read by C) */
+#ifdef GEMM_X86
+    if (used == 2)
         im = (gemm_impl){gemm_pack_x_avx512, gemm_pack_w_avx512,
-                         bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512};
-        used = 2;
+                         bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512, GEMM_MR, GEMM_NR, KC};
+    if (used == 1) {   /* bf16 mode in the f32 layouts: x rounded while packed */
+        im = (gemm_impl){bf ? gemm_pack_x_bf_avx2 : gemm_pack_x_avx2,
+                         bf ? gemm_pack_w_bf_avx2 : gemm_pack_w_avx2, gemm_kernel_f32_avx2,
+                         GEMM_MR_AVX2, GEMM_NR_AVX2, GEMM_KC_AVX2};
+        bf = 0;
     }
 #endif
     if (M > 0 && N > 0) gemm_run(&im, y, ldy, x, ldx, w, b, M, N, K, bf, epi, scratch);

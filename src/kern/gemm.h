@@ -7,7 +7,8 @@
  * y[M,N] (ldy) = x[M,K] (ldx) . w[N,K]^T + b[N], w a PyTorch Linear weight
  * [out, in] as stored (f32, f16 or bf16; row stride K). GotoBLAS-style: rows
  * of x and columns of w are packed into scratch (converted on the way), and
- * a 14 x 32 register micro-kernel (28 zmm accumulators) sweeps the panels.
+ * a register micro-kernel sweeps the panels: 14 x 32 on AVX-512 (28 zmm
+ * accumulators), 6 x 16 on AVX2 (12 ymm accumulators).
  * Sequential: callers slice rows (or columns) across threads, one scratch
  * each. Layout and blocking: gemm.c.
  */
@@ -37,11 +38,12 @@ size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode);
  * alignments work too: the panels are aligned inside it). Returns
  * the instruction set used: 3 = AMX (bf16 mode only: AMX-BF16 tiles, when the
  * CPU has them and the kernel grants the tile state), 2 = AVX-512 (bf16
- * mode: AVX512_BF16), 0 = C. */
+ * mode: AVX512_BF16), 1 = AVX2 + FMA (bf16 mode: bf16-rounded values in
+ * f32 FMAs), 0 = C. */
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
            int K, k_gemm_mode mode, int epi, void *scratch);
-/* The same on the best instruction set up to isa (0 = C, 2 = AVX-512,
- * 3 = AMX in bf16 mode; fp32 mode stops at 2). */
+/* The same on the best instruction set up to isa (0 = C, 1 = AVX2,
+ * 2 = AVX-512, 3 = AMX in bf16 mode; fp32 mode stops at 2). */
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int epi, void *scratch);
 /* Plain triple loop (double accumulation); in bf16 mode x and w are rounded
@@ -58,7 +60,13 @@ size_t k_gemm_amx_bytes(int N, int K);
 void k_gemm_amx_pack(void *dst, k_w w, int N, int K);
 /* Element (n, k) of a K_BF16A matrix with K columns. */
 float k_gemm_amx_at(const void *p, int K, int n, int k);
-/* 1 when the AVX-512 (bf16 mode: AVX512_BF16) path runs on this CPU. */
+/* The path k_gemm_isa(isa, ..., mode, ...) takes here: 3 AMX (bf16 mode),
+ * 2 AVX-512 (bf16 mode: AVX512_BF16), 1 AVX2 + FMA (bf16 mode as f32
+ * products of bf16-rounded values), 0 portable C. */
+int k_gemm_path(int isa, k_gemm_mode mode);
+/* 1 when a path faster than BLAS runs mode's products here (AVX-512, AMX):
+ * the op layer then prefers k_gemm to BLAS. AVX2's is slower than BLIS's
+ * still (gemm_bench), so not on AVX2-only CPUs. */
 int k_gemm_has(k_gemm_mode mode);
 /* 1 when the AMX path (bf16 mode) runs here: AMX-TILE and AMX-BF16, and
  * Linux granted the tile data state (asked once per process, thread-safe). */
@@ -78,6 +86,10 @@ static inline uint16_t k_f32_to_bf16(float f) {
  * [k/2][NR] pairs (k even in the low half) in bf16 mode; zero padded. */
 #define GEMM_MR 14
 #define GEMM_NR 32
+#define GEMM_MR_AVX2 6    /* the AVX2 tile (gemm_avx2.c); its packed w panels are 16 wide */
+#define GEMM_NR_AVX2 16
+#define GEMM_KC_AVX2 768  /* k per block, AVX2 (x micro-panel: 18 KB, in L1; k-major:
+                             xp[k * 6 + r], gemm_avx2.c) */
 #ifndef GEMM_KC_F
 #define GEMM_KC_F 384   /* k per block, fp32 (x micro-panel: 21 KB, in L1) */
 #endif
@@ -95,6 +107,8 @@ typedef struct {
      * finished tile (the driver passes b for one K block only) */
     void (*kernel)(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr, int nr,
                    const float *b, int first, int gelu);
+    int mr, nr;   /* the tile: rows of an x micro-panel, columns of a w micro-panel */
+    int kc;       /* k per block, and the packed x rows' pitch (elements) */
 } gemm_impl;
 
 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);
@@ -103,6 +117,14 @@ void gemm_kernel_f32_avx512(const void *xp, const void *wp, int kk, float *y, si
                             int nr, const float *b, int first, int gelu);
 void gemm_kernel_bf16_avx512(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
                              int nr, const float *b, int first, int gelu);
+/* AVX2 + FMA (gemm_avx2.c): f32 layouts only, 6 x 16 tiles; the _bf
+ * packers round to bf16 (bf16 mode in f32 arithmetic). */
+void gemm_pack_x_avx2(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);
+void gemm_pack_x_bf_avx2(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);
+void gemm_pack_w_avx2(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16);
+void gemm_pack_w_bf_avx2(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf16);
+void gemm_kernel_f32_avx2(const void *xp, const void *wp, int kk, float *y, size_t ldy, int mr,
+                          int nr, const float *b, int first, int gelu);
 /* AMX (gemm_amx.c): the whole product for K > 0, M > 0, N > 0 (its own
  * blocking and layouts, see there); gemm_amx_ok: the path may run (asks
  * Linux for the tile state on the first call); 0 where not built. */
