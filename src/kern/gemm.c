@@ -28,7 +28,7 @@
 #define HAS_AVX512BF16 (HAS_AVX512 && __builtin_cpu_supports("avx512bf16"))
 #endif
 
-#ifndef W_BLOCK_BYTES   /* a packed w block: well inside the L2 (1 MB on Zen, 2 on Xeons) */
+#ifndef W_BLOCK_BYTES   /* a packed w block: inside the L2 (2 MB on recent Xeons); the most any path uses */
 #define W_BLOCK_BYTES (768 << 10)
 #endif
 
@@ -40,11 +40,11 @@ static int kc_max(int K, int KC, int bf16) {
     return k < KC ? k : KC;
 }
 
-/* Columns of w per block: N in near-equal parts of at most W_BLOCK_BYTES
+/* Columns of w per block: N in near-equal parts of at most `block` bytes
  * (esz bytes per packed element). */
-static int nc_block(int N, int K, int KC, int bf16, size_t esz) {
+static int nc_block(int N, int K, int KC, int bf16, size_t esz, size_t block) {
     size_t col = (size_t)kc_max(K, KC, bf16) * esz;
-    size_t nb = ((size_t)rup(N, GEMM_NR) * col + W_BLOCK_BYTES - 1) / W_BLOCK_BYTES;
+    size_t nb = ((size_t)rup(N, GEMM_NR) * col + block - 1) / block;
     if (nb < 1) nb = 1;
     return rup((int)((N + nb - 1) / nb), GEMM_NR);
 }
@@ -53,7 +53,7 @@ static int nc_block(int N, int K, int KC, int bf16, size_t esz) {
 static size_t layout_bytes(int M, int N, int K, int KC, int bf16, size_t esz) {
     int Mp = rup(M, GEMM_MR) > rup(M, GEMM_MR_AVX2) ? rup(M, GEMM_MR) : rup(M, GEMM_MR_AVX2);
     size_t xb = (size_t)Mp * KC * esz;
-    size_t wb = (size_t)nc_block(N, K, KC, bf16, esz) * (size_t)kc_max(K, KC, bf16) * esz;
+    size_t wb = (size_t)nc_block(N, K, KC, bf16, esz, W_BLOCK_BYTES) * (size_t)kc_max(K, KC, bf16) * esz;
     return ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
 }
 
@@ -166,7 +166,7 @@ static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int
     const int MR = im->mr, NR = im->nr, KC = im->kc;
     size_t esz = bf ? 2 : 4, pitch = (size_t)KC * esz;   /* bytes */
     size_t xpan = MR * pitch;
-    int Mp = rup(M, MR), nc = nc_block(N, K, KC, bf, esz);
+    int Mp = rup(M, MR), nc = nc_block(N, K, KC, bf, esz, im->wblock);
     /* scratch should be 64-byte aligned; a caller's malloc that is not still
      * works (the aligned loads of the panels would fault) */
     char *xp = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -209,7 +209,7 @@ int k_gemm_path(int isa, k_gemm_mode mode) {
     return 0;
 }
 
-/* AVX2's 6 x 16 kernel measured 0.66-0.85x BLIS's on the encoder shapes
+/* AVX2's 6 x 16 kernel measured 0.8-0.9x BLIS's on the encoder shapes
  * (gemm_bench, AMD EPYC Zen 3): there the op layer keeps BLIS. */
 int k_gemm_has(k_gemm_mode mode) { return k_gemm_path(K_ISA_AVX512, mode) >= 2; }
 
@@ -219,7 +219,8 @@ int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const
                int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
     int bf = mode == K_GEMM_BF16, used = k_gemm_path(isa, mode);
     int KC = bf ? GEMM_KC_B : GEMM_KC_F;
-    gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c, GEMM_MR, GEMM_NR, KC};
+    gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c, GEMM_MR, GEMM_NR, KC,
+                    W_BLOCK_BYTES};
     if (used == 3) {
         if (M > 0 && N > 0) {
             if (K > 0) gemm_run_amx(y, ldy, x, ldx, w, b, M, N, K, epi, scratch);
@@ -231,11 +232,12 @@ int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const
 #ifdef GEMM_X86
     if (used == 2)
         im = (gemm_impl){gemm_pack_x_avx512, gemm_pack_w_avx512,
-                         bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512, GEMM_MR, GEMM_NR, KC};
+                         bf ? gemm_kernel_bf16_avx512 : gemm_kernel_f32_avx512, GEMM_MR, GEMM_NR, KC,
+                         W_BLOCK_BYTES};
     if (used == 1) {   /* bf16 mode in the f32 layouts: x rounded while packed */
         im = (gemm_impl){bf ? gemm_pack_x_bf_avx2 : gemm_pack_x_avx2,
                          bf ? gemm_pack_w_bf_avx2 : gemm_pack_w_avx2, gemm_kernel_f32_avx2,
-                         GEMM_MR_AVX2, GEMM_NR_AVX2, GEMM_KC_AVX2};
+                         GEMM_MR_AVX2, GEMM_NR_AVX2, GEMM_KC_AVX2, GEMM_WBLOCK_AVX2};
         bf = 0;
     }
 #endif

@@ -88,8 +88,12 @@ static inline uint16_t k_f32_to_bf16(float f) {
 #define GEMM_NR 32
 #define GEMM_MR_AVX2 6    /* the AVX2 tile (gemm_avx2.c); its packed w panels are 16 wide */
 #define GEMM_NR_AVX2 16
-#define GEMM_KC_AVX2 768  /* k per block, AVX2 (x micro-panel: 18 KB, in L1; k-major:
-                             xp[k * 6 + r], gemm_avx2.c) */
+#ifndef GEMM_KC_AVX2      /* k per block, AVX2 (x micro-panels k-major: xp[k * 6 + r]) */
+#define GEMM_KC_AVX2 768
+#endif
+#ifndef GEMM_WBLOCK_AVX2  /* a packed w block on AVX2 CPUs, inside their L2 (Zen 2-4: 512 KB) */
+#define GEMM_WBLOCK_AVX2 (256 << 10)
+#endif
 #ifndef GEMM_KC_F
 #define GEMM_KC_F 384   /* k per block, fp32 (x micro-panel: 21 KB, in L1) */
 #endif
@@ -109,6 +113,7 @@ typedef struct {
                    const float *b, int first, int gelu);
     int mr, nr;   /* the tile: rows of an x micro-panel, columns of a w micro-panel */
     int kc;       /* k per block, and the packed x rows' pitch (elements) */
+    size_t wblock;   /* bytes of a packed w block (kept in L2), at most W_BLOCK_BYTES */
 } gemm_impl;
 
 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);

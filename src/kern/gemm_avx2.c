@@ -131,12 +131,17 @@ void gemm_pack_w_bf_avx2(void *wp, k_w w, int K, int n0, int nn, int k0, int kc,
     if (r < mr) {                                                                \
         float *yr = y + (size_t)(r) * ldy;                                       \
         __m256 a0 = bv0, a1 = bv1;                                               \
-        if (!first) {                                                            \
-            a0 = _mm256_add_ps(a0, _mm256_maskload_ps(yr, m0));                  \
-            a1 = _mm256_add_ps(a1, _mm256_maskload_ps(yr + 8, m1));              \
+        if (full) {   /* plain loads and stores: masked ones are slow on Zen */  \
+            if (!first) a0 = _mm256_add_ps(a0, _mm256_loadu_ps(yr)),             \
+                        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(yr + 8));         \
+            _mm256_storeu_ps(yr, _mm256_add_ps(c##r##0, a0));                    \
+            _mm256_storeu_ps(yr + 8, _mm256_add_ps(c##r##1, a1));                \
+        } else {                                                                 \
+            if (!first) a0 = _mm256_add_ps(a0, _mm256_maskload_ps(yr, m0)),      \
+                        a1 = _mm256_add_ps(a1, _mm256_maskload_ps(yr + 8, m1));  \
+            _mm256_maskstore_ps(yr, m0, _mm256_add_ps(c##r##0, a0));             \
+            _mm256_maskstore_ps(yr + 8, m1, _mm256_add_ps(c##r##1, a1));         \
         }                                                                        \
-        _mm256_maskstore_ps(yr, m0, _mm256_add_ps(c##r##0, a0));                 \
-        _mm256_maskstore_ps(yr + 8, m1, _mm256_add_ps(c##r##1, a1));             \
     }
 
 V2 static inline __m256i lanes_below(int n) {
@@ -156,6 +161,7 @@ V2 void gemm_kernel_f32_avx2(const void *xp, const void *wp, int kk, float *y, s
     __m256i m0 = lanes_below(nr), m1 = lanes_below(nr - 8);
     __m256 bv0 = b ? _mm256_maskload_ps(b, m0) : _mm256_setzero_ps();
     __m256 bv1 = b ? _mm256_maskload_ps(b + 8, m1) : _mm256_setzero_ps();
+    const int full = nr == GEMM_NR_AVX2;
     ROWS(STORE)
     if (gelu)
         for (int r = 0; r < mr; r++) K_VEC(k_gelu)(y + (size_t)r * ldy, (size_t)nr);
