@@ -77,30 +77,29 @@ V2 static inline void transpose8(__m256 r[8]) {
 /* Columns [n0, n0 + nn) of w[:, k0 .. k0 + kc) as 16-column panels of kc
  * rows: [k][16] f32, zero padded. Halves are widened exactly; bf: then
  * every value is rounded to bf16 (a no-op for bf16 weights). Whole
- * 8 x 8 blocks are transposed in registers; edges element by element. */
+ * 8 x 8 blocks are transposed in registers; edges element by element.
+ * f32, f16 or bf16 only: k_gemm_isa reads AMX-packed (K_BF16A) weights
+ * through its C path. */
 V2 static void pack_w(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, int bf) {
     const int NR = GEMM_NR_AVX2;
     for (int j0 = 0; j0 < nn; j0 += NR) {
         float *pan = (float *)wp + (size_t)j0 * kc;
         int nj = nn - j0 < NR ? nn - j0 : NR, k = 0;
-        if (w.t != K_BF16A)
-            for (; k + 8 <= kc; k += 8)
-                for (int h = 0; h < 2; h++) {
-                    if (8 * h + 8 > nj) break;
-                    __m256 r[8];
-                    for (int i = 0; i < 8; i++) r[i] = ld_row8(w, (size_t)(n0 + j0 + 8 * h + i) * K + k0 + k);
-                    transpose8(r);
-                    for (int i = 0; i < 8; i++) _mm256_store_ps(pan + (size_t)(k + i) * NR + 8 * h, r[i]);
-                }
+        for (; k + 8 <= kc; k += 8)
+            for (int h = 0; h < 2; h++) {
+                if (8 * h + 8 > nj) break;
+                __m256 r[8];
+                for (int i = 0; i < 8; i++) r[i] = ld_row8(w, (size_t)(n0 + j0 + 8 * h + i) * K + k0 + k);
+                transpose8(r);
+                for (int i = 0; i < 8; i++) _mm256_store_ps(pan + (size_t)(k + i) * NR + 8 * h, r[i]);
+            }
         for (int kk = 0; kk < kc; kk++)   /* what the blocks left: the k tail, partial halves */
             for (int j = 0; j < NR; j++) {
                 if (kk < k && j < (nj & ~7)) continue;
                 float v = 0.0f;
                 if (j < nj) {
                     size_t at = (size_t)(n0 + j0 + j) * K + k0 + kk;
-                    v = w.t == K_F32    ? ((const float *)w.p)[at]
-                        : w.t == K_BF16A ? k_gemm_amx_at(w.p, K, n0 + j0 + j, k0 + kk)
-                                         : k_h2f(((const uint16_t *)w.p)[at], w.t == K_BF16);
+                    v = w.t == K_F32 ? ((const float *)w.p)[at] : k_h2f(((const uint16_t *)w.p)[at], w.t == K_BF16);
                 }
                 pan[(size_t)kk * NR + j] = v;
             }
