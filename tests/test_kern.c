@@ -10,6 +10,7 @@
 #include "kern/kern.h"
 #include "io/tensor.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,11 +260,15 @@ static void test_t5_kernels(ed_pool *pool) {
 }
 
 static void test_attention(ed_pool *pool) {
-    int H = 3, dh = 16, d = H * dh;
-    /* the last two take op_attention's GEMM path (non-causal, >= 256 rows and keys) */
-    int cases[][3] = {{1, 7, 0}, {9, 9, 1}, {4, 11, 1}, {70, 70, 0}, {70, 90, 1}, {300, 257, 0}, {257, 330, 0}};
+    /* non-causal, >= 64 rows and keys: the fused kernel on the vector sets;
+     * >= 256: the GEMM path where k_gemm has one (AVX-512); 2 or 5 heads of 64
+     * over 3 threads: items split by heads, then by rows */
+    int cases[][5] = {{1, 7, 0, 3, 16},   {9, 9, 1, 3, 16},    {4, 11, 1, 3, 16},
+                      {70, 70, 0, 3, 16}, {70, 90, 1, 3, 16},  {300, 257, 0, 3, 16},
+                      {257, 330, 0, 3, 16}, {301, 290, 0, 2, 64}, {97, 400, 0, 5, 64}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int Mq = cases[c][0], Tk = cases[c][1], causal = cases[c][2];
+        int H = cases[c][3], dh = cases[c][4], d = H * dh;
         float *q = rnd((size_t)Mq * d), *k = rnd((size_t)Tk * d), *v = rnd((size_t)Tk * d);
         float *o = malloc(sizeof(float) * (size_t)Mq * d), *r = malloc(sizeof(float) * (size_t)Mq * d);
         float *s = malloc(sizeof(float) * (size_t)Mq * Tk * 2);
@@ -289,6 +294,42 @@ static void test_attention(ed_pool *pool) {
     k_attention(o2, 16, q2, 16, k, 16, v, 16, 2, 3, 16, 1.0f, 1, s);
     CHECK(check_max_abs_diff(o1, o2, 16, NULL) == 0);
     CHECK(check_max_abs_diff(o1 + 16, o2 + 16, 16, NULL) > 1e-3);
+}
+
+/* The fused long attention against the reference: ragged row and key
+ * counts around its tiles (6 rows, 2 vectors of keys), groups (192 rows)
+ * and key blocks (256); a large scale so that later key blocks raise the
+ * running maximum; keys with a row stride. Where the set has no such
+ * kernel, has() says so. */
+static void test_attention_flash(void) {
+    int cases[][3] = {{1, 1, 64}, {5, 3, 64}, {7, 17, 64}, {13, 255, 32}, {193, 257, 64},
+                      {200, 530, 64}, {6, 600, 128}};
+    int have = k_attention_flash_has(64);
+    CHECK_EQ_INT(have, k_isa() >= K_ISA_VEC);
+    if (!have) return;
+    CHECK(!k_attention_flash_has(20));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int Mq = cases[c][0], Tk = cases[c][1], dh = cases[c][2], ld = dh + 3;
+        float *q = rnd((size_t)Mq * ld), *k = rnd((size_t)Tk * ld), *v = rnd((size_t)Tk * ld);
+        float *o = malloc(sizeof(float) * (size_t)Mq * ld), *r = malloc(sizeof(float) * (size_t)Mq * ld);
+        float *s = malloc(sizeof(float) * (size_t)Tk);
+        void *scr = malloc(k_attention_flash_scratch_bytes(Tk, dh));
+        for (int t = Tk / 2; t < Tk; t++) k[(size_t)t * ld] += 2.0f;   /* later maxima */
+        for (int sc = 0; sc < 2; sc++) {
+            float scale = sc ? 2.0f : 0.125f;
+            k_attention_ref(r, ld, q, ld, k, ld, v, ld, Mq, Tk, dh, scale, 0, s);
+            k_attention_flash(o, ld, q, ld, k, ld, v, ld, Mq, Tk, dh, scale, scr);
+            double worst = 0;
+            for (int i = 0; i < Mq; i++)
+                for (int d = 0; d < dh; d++) {
+                    double e = fabs((double)o[(size_t)i * ld + d] - r[(size_t)i * ld + d]);
+                    worst = e > worst ? e : worst;
+                }
+            if (worst >= 1e-5) printf("flash Mq %d Tk %d dh %d scale %g: %.3g\n", Mq, Tk, dh, scale, worst);
+            CHECK(worst < 1e-5);
+        }
+        free(q), free(k), free(v), free(o), free(r), free(s), free(scr);
+    }
 }
 
 static void test_elementwise(ed_pool *pool) {
@@ -474,6 +515,7 @@ int main(void) {
         test_matmul_h(pool);
         test_t5_kernels(pool);
         test_attention(pool);
+        test_attention_flash();
         test_elementwise(pool);
         ed_isa_swap(old);
     }

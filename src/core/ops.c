@@ -397,28 +397,43 @@ typedef struct {
     k_gemm_mode mode;
 } attn_gemm_ctx;
 
-/* bf16 mode on AMX: kern/attn_amx.h's fused head (scores and P stay in
- * L1/L2). Items are (head, part of the query rows): one part per head when
- * the heads divide evenly over the threads, else nth parts (each packs the
- * head's K and V again: 2 Tk dh values against 4 Mq Tk dh / nth flops). */
-static void attn_amx_task(void *arg, int ith, int nth) {
+/* The fused heads (scores and P stay in L1/L2): bf16 mode on AMX
+ * (kern/attn_amx.h) and f32 on the vector sets (k_attention_flash). Items
+ * are (head, part of the query rows): one part per head when the heads
+ * divide evenly over the threads, else nth parts (each packs the head's K
+ * and V again: 2 Tk dh values against 4 Mq Tk dh / nth flops). No memory
+ * for scratch: slower, still right (the reference, or BLAS by blocks). */
+static void attn_fused_task(void *arg, int ith, int nth) {
     attn_gemm_ctx *g = arg;
     const attn_ctx *c = &g->a;
     int parts = c->n_head % nth ? nth : 1, items = c->n_head * parts;
+    int amx = g->mode == K_GEMM_BF16;
     for (int it = ith; it < items; it += nth) {
         int h = it / parts, lo, hi;
         ed_split(c->Mq, it % parts, parts, 32, &lo, &hi);
         if (hi <= lo) continue;
         size_t hd = (size_t)h * c->dh;
         float *o = c->o + (size_t)lo * c->ldo + hd;
-        const float *q = c->q + (size_t)lo * c->ldq + hd;
-        void *s = ed_pool_scratch(g->p, ith, k_attention_bf16_scratch_bytes(hi - lo, c->Tk, c->dh));
-        if (s)
-            k_attention_bf16(o, c->ldo, q, c->ldq, c->k + hd, c->ldk, c->v + hd, c->ldv, hi - lo,
-                             c->Tk, c->dh, c->scale, s);
-        else   /* no memory for scratch: slower, still right */
-            k_attention_bf16_ref(o, c->ldo, q, c->ldq, c->k + hd, c->ldk, c->v + hd, c->ldv,
-                                 hi - lo, c->Tk, c->dh, c->scale);
+        const float *q = c->q + (size_t)lo * c->ldq + hd, *k = c->k + hd, *v = c->v + hd;
+        size_t bytes = amx ? k_attention_bf16_scratch_bytes(hi - lo, c->Tk, c->dh)
+                           : k_attention_flash_scratch_bytes(c->Tk, c->dh);
+        void *s = ed_pool_scratch(g->p, ith, bytes);
+        if (s && amx)
+            k_attention_bf16(o, c->ldo, q, c->ldq, k, c->ldk, v, c->ldv, hi - lo, c->Tk, c->dh,
+                             c->scale, s);
+        else if (s)
+            k_attention_flash(o, c->ldo, q, c->ldq, k, c->ldk, v, c->ldv, hi - lo, c->Tk, c->dh,
+                              c->scale, s);
+        else if (amx)
+            k_attention_bf16_ref(o, c->ldo, q, c->ldq, k, c->ldk, v, c->ldv, hi - lo, c->Tk,
+                                 c->dh, c->scale);
+        else
+            for (int r0 = lo; r0 < hi; r0 += OP_ATTN_ROWS) {
+                int m = hi - r0 < OP_ATTN_ROWS ? hi - r0 : OP_ATTN_ROWS;
+                k_attention(c->o + (size_t)r0 * c->ldo + hd, c->ldo, c->q + (size_t)r0 * c->ldq + hd,
+                            c->ldq, k, c->ldk, v, c->ldv, m, c->Tk, c->dh, c->scale, 0,
+                            c->scratch + (size_t)ith * c->scratch_stride);
+            }
     }
 }
 
@@ -445,7 +460,7 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
     if (!causal && bf16 && Mq >= 64 && Tk >= 64 && dh <= K_ATTN_BF16_MAX_DH && k_attention_bf16_has()) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, mode};
-        ed_pool_run(p, attn_amx_task, &g);
+        ed_pool_run(p, attn_fused_task, &g);
         return;
     }
     if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(mode)) {
@@ -465,6 +480,12 @@ void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const 
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, K_GEMM_F32};
         ed_pool_run(p, attn_gemm_task, &g);
+        return;
+    }
+    if (!causal && Mq >= 64 && Tk >= 64 && k_attention_flash_has(dh)) {
+        attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
+                            scratch, scratch_stride}, p, K_GEMM_F32};
+        ed_pool_run(p, attn_fused_task, &g);
         return;
     }
     attn_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,

@@ -202,6 +202,35 @@ void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int
                 0.0f, o, ldo);
 }
 
+int k_attention_flash_has(int dh) {
+#ifdef K_HAVE_VEC
+    if (k_isa() >= K_ISA_VEC) return dh > 0 && dh % K_VEC(k_attention_flash_dh)() == 0;
+#endif
+    (void)dh;
+    return 0;
+}
+
+size_t k_attention_flash_scratch_bytes(int Tk, int dh) {
+#ifdef K_HAVE_VEC
+    return K_VEC(k_attention_flash_scratch)(Tk, dh);
+#else
+    (void)Tk, (void)dh;
+    return 0;
+#endif
+}
+
+void k_attention_flash(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                       const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                       void *scratch) {
+#ifdef K_HAVE_VEC
+    if (k_attention_flash_has(dh) && Mq > 0 && Tk > 0)
+        K_VEC(k_attention_flash)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
+#else
+    (void)o, (void)ldo, (void)q, (void)ldq, (void)k, (void)ldk, (void)v, (void)ldv, (void)Mq;
+    (void)Tk, (void)dh, (void)scale, (void)scratch;
+#endif
+}
+
 void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                      const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                      int causal, float *s) {

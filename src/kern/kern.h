@@ -122,6 +122,18 @@ void k_attention_ref(float *o, int ldo, const float *q, int ldq, const float *k,
                      const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                      int causal, float *scratch);
 
+/* Long non-causal attention for one head (Whisper's encoder, 1500 x 1500),
+ * fused: per block of keys an online softmax, the scores never leave L1
+ * (kern/attn_flash_impl.h). Same contract as k_attention with causal 0;
+ * agrees with k_attention_ref within 1e-5 (f32 sums in another order). Runs only where
+ * k_attention_flash_has(dh) (a vector set, dh a multiple of its tile);
+ * elsewhere it does nothing. scratch: k_attention_flash_scratch_bytes. */
+int k_attention_flash_has(int dh);
+size_t k_attention_flash_scratch_bytes(int Tk, int dh);
+void k_attention_flash(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                       const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                       void *scratch);
+
 /* Scaled dot-product attention with an additive bias (T5's relative
  * positions), no causal mask: row i adds bias[i * bias_step + j] to the
  * score of key j (bias_step -1 reads a Toeplitz vector; bias NULL adds none).

@@ -10,8 +10,9 @@
  * name_neon on aarch64 (NEON, *_neon.c). Each file of a pair computes the
  * same thing with the same order of sums where its header says so.
  *
- * Declared here: softmax, log-sum-exp and the activations (vec_impl.h,
- * instantiated by vec_avx2.c and vec_neon.c), written with intrinsics so
+ * Declared here: softmax, log-sum-exp, the activations (vec_impl.h) and
+ * the fused long attention (attn_flash_impl.h), instantiated by vec_avx2.c
+ * and vec_neon.c, written with intrinsics so
  * that the exp / erf polynomials run in lanes (GCC does not vectorise
  * poly.h's branch-free scalar forms on its own). Each computes poly.h's
  * formulas lane by lane (rounding may differ by contraction into FMAs:
@@ -35,6 +36,12 @@ double K_VEC(k_logsumexp)(const float *x, int n, float *mx);
 void K_VEC(k_gelu)(float *x, size_t n);
 void K_VEC(k_gelu_tanh)(float *x, size_t n);
 void K_VEC(k_silu)(float *x, size_t n);
+/* attn_flash_impl.h: k_attention_flash's lanes; _dh: what dh must divide by */
+size_t K_VEC(k_attention_flash_scratch)(int Tk, int dh);
+void K_VEC(k_attention_flash)(float *o, int ldo, const float *q, int ldq, const float *k,
+                              int ldk, const float *v, int ldv, int Mq, int Tk, int dh,
+                              float scale, void *scratch);
+int K_VEC(k_attention_flash_dh)(void);
 #endif
 
 #endif

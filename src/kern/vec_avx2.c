@@ -41,4 +41,5 @@ VT static inline double vf_hsum_d(__m256 v) {
 }
 
 #include "kern/vec_impl.h"
+#include "kern/attn_flash_impl.h"
 #endif

@@ -34,4 +34,5 @@ static inline double vf_hsum_d(float32x4_t v) {
 }
 
 #include "kern/vec_impl.h"
+#include "kern/attn_flash_impl.h"
 #endif
