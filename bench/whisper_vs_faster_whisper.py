@@ -6,7 +6,8 @@ Usage (from the repository root, after scripts/venv.sh and a build):
 
     .venv/bin/python bench/whisper_vs_faster_whisper.py [--model DIR] [--threads 2]
         [--repeats 3] [--beams 1,5] [--long-minutes 10] [--mode longform|window]
-        [--precisions f32:f32=float32,int8:f16=int8] [AUDIO...]
+        [--precisions f32:f32=float32,int8:f16=int8]
+        [--whisper-cpp PATH/whisper-cli --ggml f32:f32=FILE,int8:f16=FILE] [AUDIO...]
 
 The model defaults to ~/.cache/encdec/models/whisper-tiny.en (faster-whisper's own
 tiny.en directory: both engines read the very same model.bin). AUDIO defaults to
@@ -28,13 +29,22 @@ Modes (the same settings on both sides):
 Each engine runs in its own process per (audio, beam, precision) so that its peak RSS is
 its own:
   encdec:          build/encdec bench -m DIR -t T -r R --modes full --beam B --compute C
-                   --cross-kv KV --json AUDIO [--no-timestamps --no-fallback]
+                   --cross-kv KV --language en --json AUDIO [--no-timestamps --no-fallback]
                    (median of R transcriptions, wall time; the model loaded once, outside
                    the timing)
   faster-whisper:  WhisperModel(DIR, device="cpu", compute_type=CT, cpu_threads=T),
                    transcribe(AUDIO, beam_size=B, language="en", vad_filter=False, ...), the
                    segments consumed; one warm-up run, then the median of R timed runs
                    (model load outside the timing).
+  whisper.cpp:     with --whisper-cpp CLI and --ggml PREC=FILE,...: whisper-cli -m FILE -f AUDIO
+                   -t T -l en -bs B (-bs 1: greedy with best of 5 when sampling; beam B
+                   otherwise), its defaults otherwise (timestamps, the previous text as
+                   prompt, fallback 0.2 steps, thresholds 2.4 / -1 / 0.6), the process run
+                   R + 1 times: the median of R of its own "total time" less its "load
+                   time" (the first run not counted), peak RSS by GNU time. Build it from
+                   its release source with its own CPU paths (GGML_NATIVE, here AVX2 + FMA
+                   + F16C) and convert the same weights with its convert-h5-to-ggml.py
+                   (f16; int8 as its quantize tool's q8_0).
 faster-whisper and encdec both follow openai-whisper's algorithm, but faster-whisper differs
 in details (its beam search, how it pads the last window's features, prompt and prefix
 handling), so the transcripts' word-level agreement (aligned, case and punctuation ignored)
@@ -105,7 +115,7 @@ def long_recording(minutes, path):
 def run_encdec(a, audio, beam, prec):
     exe = os.path.join(ROOT, "build", "encdec")
     compute, kv = prec.split(":")
-    opts = ["--compute", compute, "--cross-kv", kv]
+    opts = ["--compute", compute, "--cross-kv", kv, "--language", "en"]
     if a.mode == "window":
         opts += ["--no-timestamps", "--no-fallback"]
     elif a.word_timestamps:
@@ -126,6 +136,25 @@ def run_fw(a, audio, beam, ct):
                           str(a.repeats), ct, a.mode, "1" if a.word_timestamps else "0"],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_wcpp(a, audio, beam, ggml):
+    """whisper-cli R + 1 times; its own timings, less the model load; text from the last."""
+    import re
+    ts, rss, text = [], 0.0, ""
+    for rep in range(a.repeats + 1):
+        out = subprocess.run(["/usr/bin/time", "-f", "RSSKB %M", a.whisper_cpp, "-m", ggml, "-f", audio,
+                              "-t", str(a.threads), "-l", "en", "-bs", str(beam)]
+                             + (["-nf", "-nt"] if a.mode == "window" else []),
+                             check=True, capture_output=True, text=True)
+        err = out.stderr
+        load = float(re.search(r"load time =\s*([0-9.]+) ms", err).group(1))
+        total = float(re.search(r"total time =\s*([0-9.]+) ms", err).group(1))
+        rss = max(rss, int(re.search(r"RSSKB (\d+)", err).group(1)) / 1024)
+        if rep:
+            ts.append(total - load)
+        text = " ".join(re.sub(r"^\[[^]]*\]\s*", "", l).strip() for l in out.stdout.splitlines() if l.strip())
+    return {"transcribe_ms": statistics.median(ts), "peak_rss_mb": rss, "text": text}
 
 
 def agreement(x, y):
@@ -149,6 +178,9 @@ def main():
                    help="encdec COMPUTE:CROSSKV=faster-whisper compute_type, comma-separated")
     p.add_argument("--mode", choices=("longform", "window"), default="longform")
     p.add_argument("--word-timestamps", action="store_true", help="longform: with word times")
+    p.add_argument("--whisper-cpp", help="whisper.cpp's whisper-cli: also run it")
+    p.add_argument("--ggml", default="",
+                   help="whisper.cpp model per encdec precision: COMPUTE:CROSSKV=FILE, comma-separated")
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument("audio", nargs="*")
     a = p.parse_args()
@@ -159,19 +191,27 @@ def main():
     rows = []
     print(f"model {a.model}, {a.threads} threads, medians of {a.repeats}, mode {a.mode}"
           + (" with word timestamps" if a.word_timestamps else ""))
+    ggml = dict(g.split("=", 1) for g in a.ggml.split(",") if g) if a.whisper_cpp else {}
     print(f"{'audio':24s} {'precision':>18s} {'beam':>4s} {'encdec ms':>10s} {'f-w ms':>10s} "
-          f"{'speed-up':>9s} {'encdec MB':>10s} {'f-w MB':>8s} {'words agree':>11s}")
+          f"{'speed-up':>9s} {'encdec MB':>10s} {'f-w MB':>8s} {'words agree':>11s}"
+          + (f" {'w.cpp ms':>10s} {'speed-up':>9s} {'w.cpp MB':>9s} {'agree':>6s}" if ggml else ""))
     for prec in a.precisions.split(","):
         mine, ct = prec.split("=")
         for audio in audios:
             for beam in [int(b) for b in a.beams.split(",")]:
                 e, f = run_encdec(a, audio, beam, mine), run_fw(a, audio, beam, ct)
+                w = run_wcpp(a, audio, beam, ggml[mine]) if mine in ggml else None
                 agree = agreement(e["text"], f["text"])
                 rows.append({"audio": audio, "precision": prec, "beam": beam, "encdec": e,
-                             "faster_whisper": f, "agree": agree})
+                             "faster_whisper": f, "agree": agree, "whisper_cpp": w})
+                extra = ""
+                if w:
+                    extra = (f" {w['transcribe_ms']:10.1f} {w['transcribe_ms'] / e['transcribe_ms']:8.2f}x"
+                             f" {w['peak_rss_mb']:9.1f} {100 * agreement(e['text'], w['text']):5.0f}%")
                 print(f"{os.path.basename(audio):24s} {prec:>18s} {beam:4d} {e['transcribe_ms']:10.1f} "
                       f"{f['transcribe_ms']:10.1f} {f['transcribe_ms'] / e['transcribe_ms']:8.2f}x "
-                      f"{e['peak_rss_mb']:10.1f} {f['peak_rss_mb']:8.1f} {100 * agree:10.0f}%")
+                      f"{e['peak_rss_mb']:10.1f} {f['peak_rss_mb']:8.1f} {100 * agree:10.0f}%" + extra,
+                      flush=True)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=1)

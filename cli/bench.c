@@ -26,6 +26,8 @@ static const char *HELP =
     "      --no-timestamps  transcribe without timestamps (consecutive 30 s windows)\n"
     "      --word-timestamps  with word times\n"
     "      --no-fallback  no temperature fallback (one decode per window)\n"
+    "  -l, --language LANG  spoken language, a code (de) or name (German);\n"
+    "                     default: detected (multilingual models)\n"
     "      --compute MODE weight matrices: f32 (as stored; default), bf16, int8\n"
     "      --cross-kv TYPE cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --isa SET      kernel set: auto (default), c, avx2, avx512, amx, neon\n"
@@ -124,6 +126,9 @@ int cli_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--beam")) {
             if (!cli_parse_int(a, v, 1, 16, &beam)) return CLI_USAGE_ERR;
             i++;
+        } else if (!strcmp(a, "-l") || !strcmp(a, "--language")) {
+            if (!v) { fprintf(stderr, "encdec: %s needs a language\n", a); return CLI_USAGE_ERR; }
+            tp.language = v; i++;
         } else if (!strcmp(a, "--modes")) {
             if (!v) { fprintf(stderr, "encdec: --modes needs a list\n"); return CLI_USAGE_ERR; }
             modes = v; i++;

@@ -76,6 +76,7 @@ static void test_usage(void) {
     CHECK_RUN("transcribe --compute fp8 a.wav", 2, "--compute expects f32, bf16 or int8, got \"fp8\"");
     CHECK_RUN("transcribe --compute", 2, "--compute expects");
     CHECK_RUN("bench --cross-kv=f8 a.wav", 2, "--cross-kv expects f32, f16 or bf16, got \"f8\"");
+    CHECK_RUN("bench a.wav --language", 2, "--language needs a language");
     CHECK_RUN("generate --cross-kv q4 x", 2, "--cross-kv expects");
     CHECK_RUN("transcribe -t", 2, "-t expects an integer in 1..256, got \"\"");
     CHECK_RUN("transcribe --kv-cache=bogus a.wav", 2, "--kv-cache expects full, self or none, got \"bogus\"");

@@ -43,6 +43,38 @@ static void test_matmul(ed_pool *pool) {
     }
 }
 
+/* Few rows (decode steps) with strides, against the double reference, on
+ * every tile shape of the vector sets' few-row kernel (4 or 1 weight rows
+ * x 1-3 activation rows, k tails); and batch invariance: each row alone
+ * gives the same bits as in a batch of up to 16. */
+static void test_matmul_few(void) {
+    int shapes[][3] = {{1, 4, 8}, {2, 7, 384}, {3, 9, 5}, {5, 30, 71}, {16, 33, 70}, {7, 1, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        int ldx = K + 5, ldw = K + 3, ldy = N + 2;
+        float *x = rnd((size_t)M * ldx), *w = rnd((size_t)N * ldw), *b = rnd((size_t)N);
+        float *y = malloc(sizeof(float) * (size_t)M * ldy), *r = malloc(sizeof(float) * (size_t)M * ldy);
+        float *y1 = malloc(sizeof(float) * (size_t)N);
+        for (int pass = 0; pass < 2; pass++) {
+            const float *bb = pass ? b : NULL;
+            k_matmul_ref(r, ldy, x, ldx, w, ldw, bb, M, N, K);
+            k_matmul_ex(y, ldy, x, ldx, w, ldw, bb, M, N, K);
+            double worst = 0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double e = fabs((double)y[(size_t)i * ldy + j] - r[(size_t)i * ldy + j]);
+                    worst = e > worst ? e : worst;
+                }
+            CHECK(worst < 2e-6 * K);
+            for (int i = 0; i < M && k_isa() >= K_ISA_VEC; i++) {   /* BLIS's need not be */
+                k_matmul_ex(y1, N, x + (size_t)i * ldx, ldx, w, ldw, bb, 1, N, K);
+                CHECK(memcmp(y1, y + (size_t)i * ldy, sizeof(float) * (size_t)N) == 0);
+            }
+        }
+        free(x), free(w), free(b), free(y), free(r), free(y1);
+    }
+}
+
 /* Epilogues and windows over the pool: op_matmul_w_ex with K_GEMM_ACC and
  * K_GEMM_GELU, and op_matmul_win over overlapping windows (ldx < K), on
  * few rows (the products' own paths, then a pass of their own / copied
@@ -511,6 +543,7 @@ int main(void) {
         int old = ed_isa_swap(isa);
         ed_pool_set_isa(pool, isa);
         test_matmul(pool);
+        test_matmul_few();
         test_matmul_epi(pool);
         test_matmul_h(pool);
         test_t5_kernels(pool);

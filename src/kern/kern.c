@@ -17,6 +17,12 @@
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                  const float *b, int M, int N, int K) {
     if (M <= 0 || N <= 0) return;
+#ifdef K_HAVE_VEC
+    if (M <= K_MF_ROWS && K > 0 && k_isa() >= K_ISA_VEC) {   /* decode steps: at read bandwidth */
+        K_VEC(k_matmul_f)(y, ldy, x, ldx, w, ldw, b, M, N, K);
+        return;
+    }
+#endif
     float beta = 0.0f;
     if (b) {
         for (int i = 0; i < M; i++) memcpy(y + (size_t)i * ldy, b, (size_t)N * sizeof *y);

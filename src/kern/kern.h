@@ -43,7 +43,9 @@ int k_feat(unsigned f);
 unsigned k_feat_mask(unsigned mask);
 
 /* y[M,N] (row stride ldy) = x[M,K] (ldx) . w[N,K]^T (ldw) + b[N] (b may be NULL).
- * w is a PyTorch Linear weight [out, in], row-major. */
+ * w is a PyTorch Linear weight [out, in], row-major. Up to K_MF_ROWS (16)
+ * rows on a vector set: our own few-row kernel (kern/matmul_f_impl.h: at
+ * read bandwidth, batch-invariant); otherwise BLIS. */
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                  const float *b, int M, int N, int K);
 void k_matmul(float *y, const float *x, const float *w, const float *b, int M, int N, int K);

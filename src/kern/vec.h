@@ -11,8 +11,8 @@
  * same thing with the same order of sums where its header says so.
  *
  * Declared here: softmax, log-sum-exp, the activations (vec_impl.h) and
- * the fused long attention (attn_flash_impl.h), instantiated by vec_avx2.c
- * and vec_neon.c, written with intrinsics so
+ * the fused long attention (attn_flash_impl.h) and the few-row f32 product
+ * (matmul_f_impl.h), instantiated by vec_avx2.c and vec_neon.c, written with intrinsics so
  * that the exp / erf polynomials run in lanes (GCC does not vectorise
  * poly.h's branch-free scalar forms on its own). Each computes poly.h's
  * formulas lane by lane (rounding may differ by contraction into FMAs:
@@ -42,6 +42,10 @@ void K_VEC(k_attention_flash)(float *o, int ldo, const float *q, int ldq, const 
                               int ldk, const float *v, int ldv, int Mq, int Tk, int dh,
                               float scale, void *scratch);
 int K_VEC(k_attention_flash_dh)(void);
+/* matmul_f_impl.h: k_matmul_ex for few rows (M <= K_MF_ROWS) */
+#define K_MF_ROWS 16
+void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                       const float *b, int M, int N, int K);
 #endif
 
 #endif

@@ -40,6 +40,14 @@ VT static inline double vf_hsum_d(__m256 v) {
     return _mm_cvtsd_f64(s) + _mm_cvtsd_f64(_mm_unpackhi_pd(s, s));
 }
 
+VT static inline float vf_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
 #include "kern/vec_impl.h"
 #include "kern/attn_flash_impl.h"
+#include "kern/matmul_f_impl.h"
 #endif

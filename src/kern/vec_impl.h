@@ -10,7 +10,10 @@
  *   vf_fma(a, b, c)    a * b + c        vf_fnma(a, b, c)  c - a * b
  *   vf_abs vf_neg      vf_copysign(r, z): |r| with the sign of z
  *   vf_pow2(n)         2^n for integral n in [-127, 128) (the exponent field)
- *   vf_hmax(v)         the largest lane     vf_hsum_d(v): the lanes' sum in double */
+ *   vf_hmax(v)         the largest lane     vf_hsum_d(v): the lanes' sum in double
+ *   vf_hsum(v)         the lanes' sum in float, in a fixed order
+ * attn_flash_impl.h and matmul_f_impl.h, included after this file, use
+ * the same operations. */
 #include "kern/poly.h"
 
 #include <math.h>

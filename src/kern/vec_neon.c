@@ -33,6 +33,9 @@ static inline double vf_hsum_d(float32x4_t v) {
     return vaddvq_f64(vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v)));
 }
 
+static inline float vf_hsum(float32x4_t v) { return vaddvq_f32(v); }
+
 #include "kern/vec_impl.h"
 #include "kern/attn_flash_impl.h"
+#include "kern/matmul_f_impl.h"
 #endif

@@ -1,0 +1,72 @@
+/* matmul_f_impl.h - few-row products with row-major f32 weights (decode
+ * steps of a model stored in f32, e.g. the hub's Hugging Face checkpoints),
+ * written once over vec_impl.h's lane operations and instantiated with
+ * them (vec_avx2.c, vec_neon.c); declared in vec.h, dispatched by
+ * k_matmul_ex (kern.c) for M <= K_MF_ROWS.
+ *
+ * The step reads every weight once, so it is a bandwidth problem: tiles of
+ * MF_NB = 4 weight rows (4 streams from memory) x up to MF_MB = 3
+ * activation rows, 12 accumulators, each weight vector loaded once per
+ * tile; the tile's 4 rows (K floats each) stay in L1 while the next
+ * activation rows pass over them. Every output is one lane vector summed
+ * over k in order, then the same fixed horizontal sum and the scalar k
+ * tail, whatever the tile: a row's bits do not depend on how many rows
+ * come with it (batch-invariant, as k_matmul_hp). */
+
+#define MF_NB 4
+#define MF_MB 3
+#define MF_PF 16   /* weight rows ahead to prefetch (past the matrix: harmless hints) */
+
+VT static inline __attribute__((always_inline)) void mf_tile(
+    const int NB, const int MB, float *y, int ldy, const float *x, int ldx, const float *w,
+    int ldw, const float *b, int K) {
+    VF a[MF_MB][MF_NB];
+    for (int i = 0; i < MB; i++)
+        for (int j = 0; j < NB; j++) a[i][j] = vf_set1(0.0f);
+    int k = 0;
+    const float *pf = w + (size_t)MF_PF * ldw;
+    for (; k + VF_N <= K; k += VF_N) {
+        VF wv[MF_NB];
+        for (int j = 0; j < NB; j++) {
+            __builtin_prefetch(pf + (size_t)j * ldw + k);
+            wv[j] = vf_load(w + (size_t)j * ldw + k);
+        }
+        for (int i = 0; i < MB; i++) {
+            VF xv = vf_load(x + (size_t)i * ldx + k);
+            for (int j = 0; j < NB; j++) a[i][j] = vf_fma(xv, wv[j], a[i][j]);
+        }
+    }
+    for (int i = 0; i < MB; i++)
+        for (int j = 0; j < NB; j++) {
+            float r = vf_hsum(a[i][j]);
+            const float *xi = x + (size_t)i * ldx, *wj = w + (size_t)j * ldw;
+            for (int t = k; t < K; t++) r += xi[t] * wj[t];
+            y[(size_t)i * ldy + j] = r + (b ? b[j] : 0.0f);
+        }
+}
+
+#define MF_CASE(NB, MB) mf_tile(NB, MB, y + (size_t)m0 * ldy + n, ldy, x + (size_t)m0 * ldx, ldx, \
+                                w + (size_t)n * ldw, ldw, b ? b + n : NULL, K)
+
+/* y[M, N] (ldy) = x[M, K] (ldx) . w[N, K]^T (ldw) + b; M, N >= 1. */
+VT void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                          const float *b, int M, int N, int K) {
+    int n = 0;
+    for (; n + MF_NB <= N; n += MF_NB)
+        for (int m0 = 0; m0 < M;) {
+            int mb = M - m0 < MF_MB ? M - m0 : MF_MB;
+            if (mb == 3) MF_CASE(4, 3);
+            else if (mb == 2) MF_CASE(4, 2);
+            else MF_CASE(4, 1);
+            m0 += mb;
+        }
+    for (; n < N; n++)
+        for (int m0 = 0; m0 < M;) {
+            int mb = M - m0 < MF_MB ? M - m0 : MF_MB;
+            if (mb == 3) MF_CASE(1, 3);
+            else if (mb == 2) MF_CASE(1, 2);
+            else MF_CASE(1, 1);
+            m0 += mb;
+        }
+}
+#undef MF_CASE
