@@ -242,7 +242,7 @@ static int time_transcribe(encdec_session *s, const float *pcm, size_t n, int be
         encdec_result *res = NULL;
         if (encdec_transcribe(s, pcm, n, &tp, &res)) return 0;
         const encdec_timings *t = encdec_result_timings(res);
-        enc[r] = t->encoder_ms / (t->n_windows ? t->n_windows : 1);
+        enc[r] = t->encoder_ms / (t->n_encodes ? t->n_encodes : 1);   /* + language detection's */
         tok[r] = t->decode_ms / (t->n_steps ? t->n_steps : 1);
         *n_steps = t->n_steps;
         if (r == 0 && text) *text = strdup(encdec_result_text(res));

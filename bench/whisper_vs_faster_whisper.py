@@ -40,8 +40,8 @@ its own:
                    -t T -l en -bs B (-bs 1: greedy with best of 5 when sampling; beam B
                    otherwise), its defaults otherwise (timestamps, the previous text as
                    prompt, fallback 0.2 steps, thresholds 2.4 / -1 / 0.6), the process run
-                   R + 1 times: the median of R of its own "total time" less its "load
-                   time" (the first run not counted), peak RSS by GNU time. Build it from
+                   R times (the model file already in the page cache): the median of its
+                   own "total time" less its "load time", peak RSS by GNU time. Build it from
                    its release source with its own CPU paths (GGML_NATIVE, here AVX2 + FMA
                    + F16C) and convert the same weights with its convert-h5-to-ggml.py
                    (f16; int8 as its quantize tool's q8_0).
@@ -139,10 +139,10 @@ def run_fw(a, audio, beam, ct):
 
 
 def run_wcpp(a, audio, beam, ggml):
-    """whisper-cli R + 1 times; its own timings, less the model load; text from the last."""
+    """whisper-cli R times; its own timings, less the model load; text from the last."""
     import re
     ts, rss, text = [], 0.0, ""
-    for rep in range(a.repeats + 1):
+    for _ in range(a.repeats):
         out = subprocess.run(["/usr/bin/time", "-f", "RSSKB %M", a.whisper_cpp, "-m", ggml, "-f", audio,
                               "-t", str(a.threads), "-l", "en", "-bs", str(beam)]
                              + (["-nf", "-nt"] if a.mode == "window" else []),
@@ -151,8 +151,7 @@ def run_wcpp(a, audio, beam, ggml):
         load = float(re.search(r"load time =\s*([0-9.]+) ms", err).group(1))
         total = float(re.search(r"total time =\s*([0-9.]+) ms", err).group(1))
         rss = max(rss, int(re.search(r"RSSKB (\d+)", err).group(1)) / 1024)
-        if rep:
-            ts.append(total - load)
+        ts.append(total - load)
         text = " ".join(re.sub(r"^\[[^]]*\]\s*", "", l).strip() for l in out.stdout.splitlines() if l.strip())
     return {"transcribe_ms": statistics.median(ts), "peak_rss_mb": rss, "text": text}
 
