@@ -45,28 +45,27 @@ VT static inline __attribute__((always_inline)) void mf_tile(
         }
 }
 
-#define MF_CASE(NB, MB) mf_tile(NB, MB, y + (size_t)m0 * ldy + n, ldy, x + (size_t)m0 * ldx, ldx, \
-                                w + (size_t)n * ldw, ldw, b ? b + n : NULL, K)
+/* Columns [n, n + NB) for every row, in blocks of up to MF_MB rows. */
+VT static inline __attribute__((always_inline)) void mf_cols(
+    const int NB, float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+    const float *b, int M, int K) {
+    for (int m0 = 0; m0 < M;) {
+        int mb = M - m0 < MF_MB ? M - m0 : MF_MB;
+        float *ym = y + (size_t)m0 * ldy;
+        const float *xm = x + (size_t)m0 * ldx;
+        if (mb == 3) mf_tile(NB, 3, ym, ldy, xm, ldx, w, ldw, b, K);
+        else if (mb == 2) mf_tile(NB, 2, ym, ldy, xm, ldx, w, ldw, b, K);
+        else mf_tile(NB, 1, ym, ldy, xm, ldx, w, ldw, b, K);
+        m0 += mb;
+    }
+}
 
 /* y[M, N] (ldy) = x[M, K] (ldx) . w[N, K]^T (ldw) + b; M, N >= 1. */
 VT void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                           const float *b, int M, int N, int K) {
     int n = 0;
     for (; n + MF_NB <= N; n += MF_NB)
-        for (int m0 = 0; m0 < M;) {
-            int mb = M - m0 < MF_MB ? M - m0 : MF_MB;
-            if (mb == 3) MF_CASE(4, 3);
-            else if (mb == 2) MF_CASE(4, 2);
-            else MF_CASE(4, 1);
-            m0 += mb;
-        }
+        mf_cols(MF_NB, y + n, ldy, x, ldx, w + (size_t)n * ldw, ldw, b ? b + n : NULL, M, K);
     for (; n < N; n++)
-        for (int m0 = 0; m0 < M;) {
-            int mb = M - m0 < MF_MB ? M - m0 : MF_MB;
-            if (mb == 3) MF_CASE(1, 3);
-            else if (mb == 2) MF_CASE(1, 2);
-            else MF_CASE(1, 1);
-            m0 += mb;
-        }
+        mf_cols(1, y + n, ldy, x, ldx, w + (size_t)n * ldw, ldw, b ? b + n : NULL, M, K);
 }
-#undef MF_CASE
