@@ -31,6 +31,7 @@ static const char *HELP =
     "      --compute MODE weight matrices: f32 (as stored; default), bf16, int8\n"
     "      --cross-kv TYPE cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --isa SET      kernel set: auto (default), c, avx2, avx512, amx, neon\n"
+    "      --no-weight-check  skip the load-time scan of the weights\n"
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
     "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
     "                     n_tokens, n_steps, decode_ms, transcribe_ms (wall time of the\n"

@@ -35,8 +35,12 @@ const char *cli_kvtype_name(encdec_kv_type t);
     CLI_ISA_HELP
 #define CLI_ISA_HELP \
     "      --isa SET        kernel set: auto (the CPU's best; default), c, avx2, avx512,\n" \
-    "                       amx, neon (for tests and comparisons; --version names auto's)\n"
-/* Parses --compute / --cross-kv / --isa at argv[*i] (value in argv[*i + 1] or after
+    "                       amx, neon (for tests and comparisons; --version names auto's)\n" \
+    CLI_CHECK_HELP
+#define CLI_CHECK_HELP \
+    "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n" \
+    "                       absurd values (a corrupt file; the scan reads the file once)\n"
+/* Parses --compute / --cross-kv / --isa / --no-weight-check at argv[*i] (value in argv[*i + 1] or after
  * '='): 1 consumed, 0 not one of them, -1 bad value. */
 int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
                         encdec_kv_type *kv);

@@ -143,6 +143,10 @@ int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
                         encdec_kv_type *kv) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     encdec_compute *c = &mp->compute;
+    if (!strcmp(a, "--no-weight-check")) {
+        mp->no_weight_check = 1;
+        return 1;
+    }
     if (!strncmp(a, "--isa=", 6)) return cli_parse_isa(a + 6, &mp->isa) ? 1 : -1;
     if (!strcmp(a, "--isa")) {
         (*i)++;

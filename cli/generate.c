@@ -41,6 +41,8 @@ static const char *HELP =
     "      --cross-kv TYPE    cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --isa SET          kernel set: auto (the CPU's best; default), c, avx2, avx512,\n"
     "                         amx, neon\n"
+    "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n"
+    "                         absurd values (a corrupt file)\n"
     "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
     "                         512 for T5) to their first tokens (default: an error)\n"
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"

@@ -168,7 +168,12 @@ static void test_corrupt(void) {
     CHECK_EQ_INT(o.n, var0 + 2 + 4 + 1 + 1 + 4 + 2 + 4);
     CHECK_EQ_INT(load_bytes(o.b, o.n), ENCDEC_OK);
     ONE_VAR(0, NULL, 9, &v, 2);
-    CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_DTYPE, "variable x/y has unknown dtype id 9");
+    CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_DTYPE, "variable x/y has unknown dtype id 9 (byte 30;");
+    o.n = 0;                                    /* an empty name (a flipped length byte) */
+    put_u32(&o, 6); put_str(&o, "TestSpec"); put_u32(&o, 1); put_u32(&o, 1);
+    put_var(&o, "", 0, NULL, CT_I16, &v, 2);
+    put_u32(&o, 0);
+    CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "variable 0 of 1 at byte 23 has an empty name");
     ONE_VAR(0, NULL, CT_F32, &v, 2);
     CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "variable x/y holds 2 bytes, but F32 [] needs 4");
     uint32_t sh5[5] = {1, 1, 1, 1, 2};

@@ -533,6 +533,32 @@ static void test_isa_limit(ed_pool *pool) {
     CHECK(k_isa_parse(k_isa_name(K_ISA_VEC)) == K_ISA_VEC && k_isa_parse("sse") == -1);
 }
 
+/* The load-time weight scan against its twin: max, sum of squares, and a
+ * NaN / Inf / -Inf anywhere (lane, tail) makes it report "not finite". */
+static void test_scan_stats(void) {
+    size_t sizes[] = {1, 15, 16, 17, 1000, 8192};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        float *x = rnd(n), m, mr;
+        double ss, sr;
+        x[n / 2] = -3.5f;
+        CHECK_EQ_INT(k_scan_stats(x, n, &m, &ss), 1);
+        CHECK_EQ_INT(k_scan_stats_ref(x, n, &mr, &sr), 1);
+        CHECK(m == mr && m == 3.5f);
+        CHECK_NEAR(ss, sr, 1e-5 * sr);
+        const float bad[] = {NAN, INFINITY, -INFINITY};
+        for (int b = 0; b < 3; b++) {
+            size_t at = (n - 1) * (size_t)b / 2;
+            float keep = x[at];
+            x[at] = bad[b];
+            CHECK_EQ_INT(k_scan_stats(x, n, &m, &ss), 0);
+            CHECK_EQ_INT(k_scan_stats_ref(x, n, &mr, &sr), 0);
+            x[at] = keep;
+        }
+        free(x);
+    }
+}
+
 int main(void) {
     ed_pool *pool;
     CHECK_EQ_INT(ed_pool_new(&pool, 3), ENCDEC_OK);
@@ -550,6 +576,7 @@ int main(void) {
         test_attention(pool);
         test_attention_flash();
         test_elementwise(pool);
+        test_scan_stats();
         ed_isa_swap(old);
     }
     ed_pool_set_isa(pool, ED_ISA_ANY);

@@ -47,12 +47,17 @@ static int model_matrices(encdec_model *m, wl_mat *out, int cap) {
     return m->family == API_T5 ? t5_matrices(m->t5, out, cap) : whisper_matrices(m->w, out, cap);
 }
 
-/* Every weight matrix into the compute mode's storage, once; then the
+/* Every weight checked (wl_check, unless !check); every weight matrix into
+ * the compute mode's storage, once; then the
  * decode-only half-precision ones panel-major (kern/matmul_hp.h); then the
  * file mappings' pages go (what is still borrowed comes back on use). */
-static encdec_status convert(encdec_model *m, encdec_compute c) {
+static encdec_status convert(encdec_model *m, encdec_compute c, int check) {
     ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->w->wt;
     size_t *bytes = m->family == API_T5 ? &m->t5->weight_bytes : &m->w->weight_bytes;
+    if (check) {
+        encdec_status st = wl_check(wt);
+        if (st) return st;
+    }
     int n = model_matrices(m, NULL, 0);
     wl_mat *mats = ed_alloc((size_t)n * sizeof *mats, "weight list");
     if (!mats) return ENCDEC_ERR_NOMEM;
@@ -137,7 +142,7 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     int old = ed_isa_swap(lim);   /* the packing at load follows the kernels that will run */
     st = detect_family(path, &m->family);
     if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
-    if (!st) st = convert(m, c);
+    if (!st) st = convert(m, c, !(params && params->no_weight_check));
     ed_isa_swap(old);
     if (st) {
         encdec_model_free(m);

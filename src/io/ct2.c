@@ -110,8 +110,8 @@ static encdec_status read_var(ct2_reader *r, ed_tensor *x) {
     snprintf(what, sizeof what, "variable %.256s dtype", x->name);
     if ((st = read_uint(r, 1, &id, what))) return st;
     if (!dtype_from_id(id, &x->dtype))
-        return ed_fail(ENCDEC_ERR_DTYPE, "%s: variable %s has unknown dtype id %u", r->path,
-                       x->name, id);
+        return ed_fail(ENCDEC_ERR_DTYPE, "%s: variable %s has unknown dtype id %u (byte %zu; "
+                       "known: 0..5)", r->path, x->name, id, r->pos - 1);
     snprintf(what, sizeof what, "variable %.256s byte count", x->name);
     if ((st = read_uint(r, 4, &nbytes, what))) return st;
     size_t want = ed_dtype_size(x->dtype);
@@ -148,7 +148,11 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
         ed_tensor x = {.file = r->path};
         char what[48];
         snprintf(what, sizeof what, "variable %u name", i);
-        if ((st = read_str(r, &x.name, what)) || (st = read_var(r, &x))) return st;
+        if ((st = read_str(r, &x.name, what))) return st;
+        if (!*x.name)   /* a flipped length byte lands here: name the place, not "" */
+            return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %u of %u at byte %zu has an empty name",
+                           r->path, i, n_vars, r->pos - 3);
+        if ((st = read_var(r, &x))) return st;
         if ((st = wtab_add(t, &x))) {
             ed_err_prefix("%s", r->path);
             return st;

@@ -87,6 +87,12 @@ int k_matmul_h_isa(int isa, float *y, int ldy, const float *x, int ldx, const ui
 /* dst[n] = the f32 values of n f16 (or bf16) halves. */
 void k_h_to_f32(float *dst, const uint16_t *src, size_t n, int bf16);
 
+/* Over x[0, n): *amax = max |x|, *sumsq = sum x^2 (f32 lanes: for a
+ * magnitude check, not exact); returns 1 when every element is finite, 0
+ * when one is NaN or Inf (or the sum overflowed). The load-time weight check. */
+int k_scan_stats(const float *x, size_t n, float *amax, double *sumsq);
+int k_scan_stats_ref(const float *x, size_t n, float *amax, double *sumsq);
+
 /* y[M,D] = (x - mean) / sqrt(var + eps) * g + b, per row; y may alias x. */
 void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps);
 

@@ -83,6 +83,15 @@ encdec_status wl_convert(ed_wtab *wt, wl_mat *mats, int n, encdec_compute c,
  * matrices stay shared. */
 encdec_status wl_panelize(ed_wtab *wt, wl_mat *mats, int n);
 
+/* The load-time weight check (wcheck.c): every F32/F16/BF16/F64 tensor of wt
+ * is read once; a NaN or Inf anywhere, or in a tensor of WL_CHECK_MIN_N
+ * elements or more a value above WL_CHECK_RATIO times the tensor's RMS, is
+ * ENCDEC_ERR_FORMAT naming the file, tensor, element (row, column) and value.
+ * A corrupted value inside the normal range cannot be told from a weight. */
+#define WL_CHECK_MIN_N 4096
+#define WL_CHECK_RATIO 500.0
+encdec_status wl_check(const ed_wtab *wt);
+
 /* n floats owned by the table (for fused weights), NULL once failed. */
 float *wl_alloc(wload *L, size_t n, const char *what);
 /* Copies n floats of src (NULL: zeros) to dst. */

@@ -1,0 +1,49 @@
+/* scan.c - one pass over weights at load: are they finite, how large. */
+#include "kern/kern.h"
+#include "kern/poly.h"
+
+#include <math.h>
+
+#define SCAN_LANES 16
+
+/* Independent lanes so the loop vectorises; a NaN makes its lane's sum NaN,
+ * an Inf makes its lane's maximum (and sum) Inf, so one test at the end
+ * covers every element. */
+K_CLONES int k_scan_stats(const float *x, size_t n, float *amax, double *sumsq) {
+    float m[SCAN_LANES] = {0}, s[SCAN_LANES] = {0};
+    size_t i = 0;
+    for (; i + SCAN_LANES <= n; i += SCAN_LANES)
+        for (int j = 0; j < SCAN_LANES; j++) {
+            float v = x[i + j], a = fabsf(v);
+            s[j] += v * v;
+            m[j] = a > m[j] ? a : m[j];
+        }
+    for (int j = 0; i < n; i++, j++) {
+        float v = x[i], a = fabsf(v);
+        s[j] += v * v;
+        m[j] = a > m[j] ? a : m[j];
+    }
+    double ss = 0;
+    float mx = 0;
+    for (int j = 0; j < SCAN_LANES; j++) {
+        ss += s[j];
+        mx = m[j] > mx ? m[j] : mx;
+    }
+    *amax = mx;
+    *sumsq = ss;
+    return isfinite(ss) && isfinite(mx);
+}
+
+int k_scan_stats_ref(const float *x, size_t n, float *amax, double *sumsq) {
+    double ss = 0;
+    float mx = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) ok = 0;
+        ss += (double)x[i] * x[i];
+        if (fabsf(x[i]) > mx) mx = fabsf(x[i]);
+    }
+    *amax = mx;
+    *sumsq = ss;
+    return ok;
+}
