@@ -67,7 +67,7 @@ static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mod
         encdec_status st = encdec_transcribe(s, pcm, n, &tp, &r);
         wall[i] = cli_now_ms() - t0;
         if (st) {
-            fprintf(stderr, "encdec: bench: %s: %s\n", encdec_status_str(st), encdec_last_error());
+            cli_err("encdec: bench: %s: %s\n", encdec_status_str(st), encdec_last_error());
             ok = 0;
             break;
         }
@@ -116,7 +116,7 @@ int cli_bench(int argc, char **argv) {
         else if (!strcmp(a, "--word-timestamps")) tp.word_timestamps = 1;
         else if (!strcmp(a, "--no-fallback")) tp.temperature_increment = 0;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!v) { fprintf(stderr, "encdec: %s needs a path\n", a); return CLI_USAGE_ERR; }
+            if (!v) { cli_err("encdec: %s needs a path\n", a); return CLI_USAGE_ERR; }
             model = v; i++;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (!cli_parse_int(a, v, 1, 256, &threads)) return CLI_USAGE_ERR;
@@ -128,48 +128,53 @@ int cli_bench(int argc, char **argv) {
             if (!cli_parse_int(a, v, 1, 16, &beam)) return CLI_USAGE_ERR;
             i++;
         } else if (!strcmp(a, "-l") || !strcmp(a, "--language")) {
-            if (!v) { fprintf(stderr, "encdec: %s needs a language\n", a); return CLI_USAGE_ERR; }
+            if (!v) { cli_err("encdec: %s needs a language\n", a); return CLI_USAGE_ERR; }
             tp.language = v; i++;
         } else if (!strcmp(a, "--modes")) {
-            if (!v) { fprintf(stderr, "encdec: --modes needs a list\n"); return CLI_USAGE_ERR; }
+            if (!v) { cli_err("encdec: --modes needs a list\n"); return CLI_USAGE_ERR; }
             modes = v; i++;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "encdec: unknown option \"%s\" (see encdec bench --help)\n", a);
+            cli_err("encdec: unknown option \"%s\" (see encdec bench --help)\n", a);
             return CLI_USAGE_ERR;
         } else if (!audio) audio = a;
-        else { fprintf(stderr, "encdec: bench takes one audio file\n"); return CLI_USAGE_ERR; }
+        else { cli_err("encdec: bench takes one audio file\n"); return CLI_USAGE_ERR; }
     }
-    if (!audio) { fprintf(stderr, "encdec: no audio file given (see encdec bench --help)\n"); return CLI_USAGE_ERR; }
+    if (!audio) { cli_err("encdec: no audio file given (see encdec bench --help)\n"); return CLI_USAGE_ERR; }
     tp.beam_size = beam;
     mode_res res[3] = {{0}};
     const encdec_kv_mode kinds[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int k = 0; k < 3; k++) res[k].on = strstr(modes, cli_kv_name(kinds[k])) != NULL;
     if (!res[0].on && !res[1].on && !res[2].on) {
-        fprintf(stderr, "encdec: --modes names none of full, self, none\n");
+        cli_err("encdec: --modes names none of full, self, none\n");
         return CLI_USAGE_ERR;
     }
     char buf[4096];
     const char *path = cli_model_path(model, buf, sizeof buf);
     if (!path) return 1;
 
+    /* the audio first: a bad path is reported before the model loads */
+    float *pcm = NULL;
+    size_t n = 0;
+    encdec_status st = encdec_audio_load(audio, 0, &pcm, &n);
+    if (st) {
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        return 1;
+    }
     double *loads = calloc((size_t)reps, sizeof *loads);
     encdec_model *m = NULL;
     for (int i = 0; loads && i < reps; i++) {
         encdec_model_free(m);
         m = cli_load_model(path, &mp, &loads[i]);
-        if (!m) { free(loads); return 1; }
+        if (!m) { free(loads); encdec_free(pcm); return 1; }
     }
     double load_ms = loads ? median(loads, reps) : 0;
     free(loads);
-    float *pcm = NULL;
-    size_t n = 0;
     encdec_session *s = NULL;
     encdec_session_params sp = {threads, cross_kv};
-    encdec_status st = encdec_audio_load(audio, 0, &pcm, &n);
-    if (!st) st = encdec_session_new(m, &sp, &s);
+    st = encdec_session_new(m, &sp, &s);
     int rc = 0;
     if (st) {
-        fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
         rc = 1;
     }
     for (int k = 0; !rc && k < 3; k++)
@@ -179,7 +184,7 @@ int cli_bench(int argc, char **argv) {
     for (int k = 0; !rc && k < 3; k++)
         if (res[k].on && (res[k].n_tokens != res[ref].n_tokens ||
                           memcmp(res[k].tokens, res[ref].tokens, sizeof(int) * (size_t)res[k].n_tokens))) {
-            fprintf(stderr, "encdec: bench: cache mode %s gives different tokens than %s\n",
+            cli_err("encdec: bench: cache mode %s gives different tokens than %s\n",
                     cli_kv_name(kinds[k]), cli_kv_name(kinds[ref]));
             rc = 1;
         }

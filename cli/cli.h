@@ -16,6 +16,10 @@ int cli_generate(int argc, char **argv);
 const char *cli_model_path(const char *given, char *buf, size_t cap);
 
 /* Parses an integer option value in [lo, hi]; prints an error and returns 0 if invalid. */
+/* fprintf(stderr, ...) for messages that may echo what a user passed: one
+ * longer than CLI_ERR_MAX bytes keeps its start and its end (the reason). */
+#define CLI_ERR_MAX 900
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out);
 int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
 int cli_parse_kv(const char *s, encdec_kv_mode *out);

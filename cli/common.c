@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,29 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
     return NULL;
 }
 
+void cli_err(const char *fmt, ...) {
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *m = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (m) vsnprintf(m, (size_t)n + 1, fmt, aq);
+    va_end(aq);
+    if (!m) return;
+    if (n <= CLI_ERR_MAX) fputs(m, stderr);
+    else   /* an echoed argument of 100 KB: its start, its end, and the reason after it */
+        fprintf(stderr, "%.*s[... %d bytes ...]%s", CLI_ERR_MAX / 3, m, n - CLI_ERR_MAX,
+                m + n - (CLI_ERR_MAX - CLI_ERR_MAX / 3));
+    free(m);
+}
+
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out) {
     char *end;
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || !*s || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "encdec: %s expects an integer in %ld..%ld, got \"%s\"\n", opt, lo, hi,
+        cli_err("encdec: %s expects an integer in %ld..%ld, got \"%s\"\n", opt, lo, hi,
                 s ? s : "");
         return 0;
     }
@@ -48,7 +66,7 @@ int cli_parse_double(const char *opt, const char *s, double lo, double hi, doubl
     errno = 0;
     double v = s ? strtod(s, &end) : 0;
     if (!s || !*s || *end || errno || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "encdec: %s expects a number in %g..%g, got \"%s\"\n", opt, lo, hi,
+        cli_err("encdec: %s expects a number in %g..%g, got \"%s\"\n", opt, lo, hi,
                 s ? s : "");
         return 0;
     }
@@ -61,7 +79,7 @@ int cli_parse_kv(const char *s, encdec_kv_mode *out) {
     else if (s && !strcmp(s, "self")) *out = ENCDEC_KV_SELF;
     else if (s && !strcmp(s, "none")) *out = ENCDEC_KV_NONE;
     else {
-        fprintf(stderr, "encdec: --kv-cache expects full, self or none, got \"%s\"\n", s ? s : "");
+        cli_err("encdec: --kv-cache expects full, self or none, got \"%s\"\n", s ? s : "");
         return 0;
     }
     return 1;
@@ -72,7 +90,7 @@ int cli_parse_compute(const char *s, encdec_compute *out) {
     else if (s && !strcmp(s, "bf16")) *out = ENCDEC_COMPUTE_BF16;
     else if (s && !strcmp(s, "int8")) *out = ENCDEC_COMPUTE_INT8;
     else {
-        fprintf(stderr, "encdec: --compute expects f32, bf16 or int8, got \"%s\"\n", s ? s : "");
+        cli_err("encdec: --compute expects f32, bf16 or int8, got \"%s\"\n", s ? s : "");
         return 0;
     }
     return 1;
@@ -83,7 +101,7 @@ int cli_parse_kvtype(const char *s, encdec_kv_type *out) {
     else if (s && !strcmp(s, "f16")) *out = ENCDEC_KV_F16;
     else if (s && !strcmp(s, "bf16")) *out = ENCDEC_KV_BF16;
     else {
-        fprintf(stderr, "encdec: --cross-kv expects f32, f16 or bf16, got \"%s\"\n", s ? s : "");
+        cli_err("encdec: --cross-kv expects f32, f16 or bf16, got \"%s\"\n", s ? s : "");
         return 0;
     }
     return 1;
@@ -118,7 +136,7 @@ double cli_peak_rss_mb(void) {
 int cli_parse_isa(const char *s, encdec_isa *out) {
     int v = encdec_isa_parse(s);
     if (v < 0) {
-        fprintf(stderr, "encdec: --isa expects auto, c, avx2, avx512, amx or neon, got \"%s\"\n",
+        cli_err("encdec: --isa expects auto, c, avx2, avx512, amx or neon, got \"%s\"\n",
                 s ? s : "");
         return 0;
     }
@@ -132,7 +150,7 @@ encdec_model *cli_load_model(const char *path, const encdec_model_params *mp, do
     encdec_status st = encdec_model_load_ex(path, mp, &m);
     if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st) {
-        fprintf(stderr, "encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
+        cli_err("encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
                 encdec_last_error());
         return NULL;
     }
@@ -184,7 +202,7 @@ int cli_parse_list(const char *opt, const char *s, double *out, int cap) {
         errno = 0;
         double v = strtod(p, &end);
         if (end == p || errno || n >= cap || (*end && *end != ',')) {
-            fprintf(stderr, "encdec: %s expects numbers separated by commas (at most %d), got \"%s\"\n",
+            cli_err("encdec: %s expects numbers separated by commas (at most %d), got \"%s\"\n",
                     opt, cap, s);
             return -1;
         }

@@ -68,7 +68,7 @@ static int parse_seed(const char *s, uint64_t *out) {
     errno = 0;
     unsigned long long v = s && *s != '-' ? strtoull(s, &end, 10) : 0;
     if (!s || !*s || *s == '-' || *end || errno) {
-        fprintf(stderr, "encdec: --seed expects an integer in 0..2^64-1, got \"%s\"\n", s ? s : "");
+        cli_err("encdec: --seed expects an integer in 0..2^64-1, got \"%s\"\n", s ? s : "");
         return 0;
     }
     *out = v;
@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
         else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->gp.kv_mode)) return -1; }
         else if (!v) {
-            fprintf(stderr, "encdec: unknown option or missing value: \"%s\" (see encdec generate --help)\n", a);
+            cli_err("encdec: unknown option or missing value: \"%s\" (see encdec generate --help)\n", a);
             return -1;
         } else {
             int ok = 1;
@@ -122,7 +122,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
             } else if (!strcmp(a, "--top-p")) {
                 if ((ok = cli_parse_double(a, v, 1e-9, 1, &x))) o->gp.top_p = (float)x;
             } else {
-                fprintf(stderr, "encdec: unknown option \"%s\" (see encdec generate --help)\n", a);
+                cli_err("encdec: unknown option \"%s\" (see encdec generate --help)\n", a);
                 return -1;
             }
             if (!ok) return -1;
@@ -130,16 +130,16 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     }
     if (!o->model) o->model = getenv("ENCDEC_MODEL");
     if (!o->model || !*o->model) {
-        fprintf(stderr, "encdec: generate needs a T5-family model: -m DIR (or $ENCDEC_MODEL)\n");
+        cli_err("encdec: generate needs a T5-family model: -m DIR (or $ENCDEC_MODEL)\n");
         return -1;
     }
     if (o->gp.num_return_sequences > (o->gp.do_sample ? 64 : o->gp.num_beams)) {
-        fprintf(stderr, "encdec: --num-return %d needs --beam %d or more, or --sample\n",
+        cli_err("encdec: --num-return %d needs --beam %d or more, or --sample\n",
                 o->gp.num_return_sequences, o->gp.num_return_sequences);
         return -1;
     }
     if (o->gp.do_sample && o->gp.num_beams > 1) {
-        fprintf(stderr, "encdec: --sample and --beam N > 1 do not combine\n");
+        cli_err("encdec: --sample and --beam N > 1 do not combine\n");
         return -1;
     }
     *first_text = i;
@@ -191,7 +191,7 @@ static void print_json(const encdec_result *r, int k, int n_ret, long line, cons
 }
 
 static void print_failed(long line, const char *input, const char *why, const opts *o) {
-    fprintf(stderr, "encdec: input %ld: %s\n", line, why);
+    cli_err("encdec: input %ld: %s\n", line, why);
     if (!o->json) {
         for (int j = 0; j < o->gp.num_return_sequences; j++) putchar('\n');
         return;
@@ -244,7 +244,7 @@ static int run_batch(encdec_session *s, const char *const *inputs, int n, long f
 static int run_stdin(encdec_session *s, const opts *o) {
     char **lines = calloc((size_t)o->batch, sizeof *lines);
     if (!lines) {
-        fprintf(stderr, "encdec: out of memory\n");
+        cli_err("encdec: out of memory\n");
         return 1;
     }
     int n = 0, failed = 0;
@@ -254,14 +254,22 @@ static int run_stdin(encdec_session *s, const opts *o) {
     ssize_t len;
     while ((len = getline(&buf, &cap, stdin)) >= 0) {
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
-        if (memchr(buf, 0, (size_t)len)) {
-            /* an embedded NUL would silently cut the input: refuse the line */
-            lines[n] = strdup("\xff");
-        } else {
-            lines[n] = strdup(buf);
+        const char *nul = memchr(buf, 0, (size_t)len);
+        if (nul) {   /* it would silently cut the input: the line fails, in its place */
+            if (n) failed |= run_batch(s, (const char *const *)lines, n, first, o);
+            for (int k = 0; k < n; k++) free(lines[k]);
+            n = 0;
+            char why[128];
+            snprintf(why, sizeof why, "invalid argument: a NUL byte at offset %zu (a text line "
+                     "may not hold one)", (size_t)(nul - buf));
+            print_failed(line_no, "", why, o);
+            failed = 1;
+            first = ++line_no;
+            continue;
         }
+        lines[n] = strdup(buf);
         if (!lines[n]) {
-            fprintf(stderr, "encdec: out of memory\n");
+            cli_err("encdec: out of memory\n");
             failed = 1;
             break;
         }
@@ -292,7 +300,7 @@ int cli_generate(int argc, char **argv) {
     encdec_model_info info;
     encdec_model_get_info(m, &info);
     if (strcmp(info.family, "t5") != 0) {
-        fprintf(stderr, "encdec: %s is a %s model (speech to text): use encdec transcribe\n",
+        cli_err("encdec: %s is a %s model (speech to text): use encdec transcribe\n",
                 o.model, info.family);
         encdec_model_free(m);
         return 1;
@@ -301,7 +309,7 @@ int cli_generate(int argc, char **argv) {
     encdec_session_params sp = {o.threads, o.cross_kv};
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
-        fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
         encdec_model_free(m);
         return 1;
     }

@@ -41,6 +41,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
-    fprintf(stderr, "encdec: unknown command \"%s\"\n\n%s", cmd, USAGE);
+    fprintf(stderr, "encdec: unknown command \"%.200s\"\n\n%s", cmd, USAGE);
     return CLI_USAGE_ERR;
 }

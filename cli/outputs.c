@@ -50,15 +50,15 @@ static int make_dirs(const char *dir) {
 int cli_out_check_dir(const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) != 0 && make_dirs(dir) != 0) {
-        fprintf(stderr, "encdec: --output-dir %s: cannot create it: %s\n", dir, strerror(errno));
+        cli_err("encdec: --output-dir %s: cannot create it: %s\n", dir, strerror(errno));
         return 0;
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "encdec: --output-dir %s: not a directory\n", dir);
+        cli_err("encdec: --output-dir %s: not a directory\n", dir);
         return 0;
     }
     if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "encdec: --output-dir %s: not writable: %s\n", dir, strerror(errno));
+        cli_err("encdec: --output-dir %s: not writable: %s\n", dir, strerror(errno));
         return 0;
     }
     return 1;
@@ -81,7 +81,7 @@ static int write_file(const char *dir, const char *name, const char *text) {
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        fprintf(stderr, "encdec: %s: cannot write: %s\n", path, strerror(errno));
+        cli_err("encdec: %s: cannot write: %s\n", path, strerror(errno));
         return 0;
     }
     FILE *f = fdopen(fd, "w");
@@ -91,7 +91,7 @@ static int write_file(const char *dir, const char *name, const char *text) {
     else close(fd);
     if (ok) ok = chmod(tmp, 0666 & ~cli_umask()) == 0 && rename(tmp, path) == 0;
     if (!ok) {
-        fprintf(stderr, "encdec: %s: cannot write: %s\n", path, strerror(errno));
+        cli_err("encdec: %s: cannot write: %s\n", path, strerror(errno));
         unlink(tmp);
     }
     return ok;
@@ -106,7 +106,7 @@ int cli_out_write(const cli_outputs *o, const char *input, const encdec_result *
         char *text = NULL;
         encdec_status st = encdec_result_format(r, (encdec_format)f, &o->fmt, &text);
         if (st) {
-            fprintf(stderr, "encdec: %s: %s: %s\n", input, encdec_status_str(st), encdec_last_error());
+            cli_err("encdec: %s: %s: %s\n", input, encdec_status_str(st), encdec_last_error());
             return 0;
         }
         if (o->dir) {

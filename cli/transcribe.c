@@ -61,6 +61,9 @@ static const char *HELP =
     "      --seed N         sampling seed (default 0)\n"
     "      --max-tokens N   tokens per window, 1..448 (default 224)\n"
     "      --max-duration S reject audio longer than S seconds (default: no limit)\n"
+    "      --strict         a file that ends before its header says (cut, still being\n"
+    "                       written) is an error (default: a warning, and what is there\n"
+    "                       is transcribed)\n"
     "\n"
     "output:\n"
     "  -f, --output-format LIST  txt, srt, vtt, tsv, json, a comma list or all: with\n"
@@ -85,6 +88,7 @@ typedef struct {
     const char *model;
     int threads, json, verbose, quiet;
     double max_duration;
+    int strict;               /* a file shorter than its header says is an error */
     encdec_model_params mp;   /* compute mode, kernel set */
     const char *isa_running;  /* the kernel set the loaded model runs */
     encdec_kv_type cross_kv;
@@ -166,7 +170,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--no-loop-detection", &p->loop_detection, 0},
         {"--highlight-words", &o->out.fmt.highlight_words, 1},
         {"-v", &o->verbose, 1}, {"--verbose", &o->verbose, 1},
-        {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}};
+        {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}, {"--strict", &o->strict, 1}};
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
         if (!strcmp(a, flags[k].name)) {
             *flags[k].dst = flags[k].val;
@@ -182,7 +186,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if ((strs[k].s && !strcmp(a, strs[k].s)) || !strcmp(a, strs[k].l)) {
             if (!v || !*v) {
-                fprintf(stderr, "encdec: %s needs %s\n", a, strs[k].what);
+                cli_err("encdec: %s needs %s\n", a, strs[k].what);
                 return -1;
             }
             *strs[k].dst = v;
@@ -199,7 +203,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         if (!cli_parse_kv(v, &p->kv_mode)) return -1;
     } else if (!strcmp(a, "--task")) {
         if (!v || (strcmp(v, "transcribe") && strcmp(v, "translate"))) {
-            fprintf(stderr, "encdec: --task expects transcribe or translate, got \"%s\"\n", v ? v : "");
+            cli_err("encdec: --task expects transcribe or translate, got \"%s\"\n", v ? v : "");
             return -1;
         }
         p->translate = !strcmp(v, "translate");
@@ -238,33 +242,33 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
         if (r < 0) return -1;
         if (r == 2) return 0;
         if (r == 0) {
-            fprintf(stderr, "encdec: unknown option \"%s\" (see encdec transcribe --help)\n", a);
+            cli_err("encdec: unknown option \"%s\" (see encdec transcribe --help)\n", a);
             return -1;
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "encdec: no audio file given (see encdec transcribe --help)\n");
+        cli_err("encdec: no audio file given (see encdec transcribe --help)\n");
         return -1;
     }
     if (o->format_list && !cli_out_parse_formats(o->format_list, &o->out.formats)) {
-        fprintf(stderr, "encdec: --output-format expects txt, srt, vtt, tsv, json, a comma list "
+        cli_err("encdec: --output-format expects txt, srt, vtt, tsv, json, a comma list "
                 "of them or all, got \"%s\"\n", o->format_list);
         return -1;
     }
     if (o->out.dir && !o->format_list) cli_out_parse_formats("all", &o->out.formats);
     if (!o->out.dir && o->out.formats && (o->out.formats & (o->out.formats - 1))) {
-        fprintf(stderr, "encdec: several output formats need --output-dir\n");
+        cli_err("encdec: several output formats need --output-dir\n");
         return -1;
     }
     if (o->json && o->out.formats && !o->out.dir) {
-        fprintf(stderr, "encdec: --json and --output-format both write to standard output; "
+        cli_err("encdec: --json and --output-format both write to standard output; "
                 "give --output-dir for the files\n");
         return -1;
     }
     int stdin_uses = 0;
     for (int k = i; k < argc; k++) stdin_uses += !strcmp(argv[k], "-");
     if (stdin_uses > 1) {
-        fprintf(stderr, "encdec: standard input (\"-\") can be read once\n");
+        cli_err("encdec: standard input (\"-\") can be read once\n");
         return -1;
     }
     *first_file = i;
@@ -275,17 +279,17 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
  * that lists them. */
 static int check_language(const encdec_model *m, const char *lang, int translate) {
     if (translate && !encdec_model_language(m, 1)) {
-        fprintf(stderr, "encdec: this model is English-only; it cannot translate (--task "
+        cli_err("encdec: this model is English-only; it cannot translate (--task "
                 "translate needs a multilingual model)\n");
         return 0;
     }
     if (!lang || encdec_model_find_language(m, lang) >= 0) return 1;
     if (!encdec_model_language(m, 1)) {
-        fprintf(stderr, "encdec: this model is English-only; -l %.40s is not available (use a "
+        cli_err("encdec: this model is English-only; -l %.40s is not available (use a "
                 "multilingual model)\n", lang);
         return 0;
     }
-    fprintf(stderr, "encdec: unknown language \"%.40s\" for this model; it knows:", lang);
+    cli_err("encdec: unknown language \"%.40s\" for this model; it knows:", lang);
     for (int i = 0; encdec_model_language(m, i); i++)
         fprintf(stderr, "%s %s", i ? "," : "", encdec_model_language(m, i));
     fputc('\n', stderr);
@@ -335,46 +339,29 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_Delete(j);
 }
 
-/* Standard input, whole, into memory. */
-static encdec_status load_stdin(double max_duration, float **pcm, size_t *n) {
-    size_t cap = 1 << 20, len = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        if (len == cap) {
-            unsigned char *b = cap < ((size_t)1 << 34) ? realloc(buf, cap * 2) : NULL;
-            if (!b) break;
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, stdin);
-        len += got;
-        if (got == 0) break;
-    }
-    if (!buf) return ENCDEC_ERR_NOMEM;
-    encdec_status st = encdec_audio_load_memory(buf, len, max_duration, pcm, n);
-    free(buf);
-    return st;
-}
-
-/* Every audio path can be read (before the model loads): missing ones reported. */
+/* Every audio path can be read (before the model loads): missing, unreadable,
+ * directories, block devices, empty files and a terminal as "-" reported. */
 static int check_inputs(int argc, char **argv, int first, int *bad) {
     int ok = 0;
     for (int i = first; i < argc; i++) {
         struct stat sb;
-        bad[i] = 0;
-        if (!strcmp(argv[i], "-")) {
-            ok++;
-            continue;
-        }
         const char *why = NULL;
-        if (stat(argv[i], &sb) != 0 || access(argv[i], R_OK) != 0) why = strerror(errno);
-        else if (S_ISDIR(sb.st_mode)) why = "is a directory, not an audio file";
-        if (why) {
-            fprintf(stderr, "encdec: %s: %s: %s\n", argv[i], encdec_status_str(ENCDEC_ERR_IO), why);
-            bad[i] = 1;
-        } else {
-            ok++;
+        encdec_status st = ENCDEC_ERR_IO;
+        if (!strcmp(argv[i], "-")) {
+            if (isatty(STDIN_FILENO)) why = "standard input is a terminal, not audio (pipe a file into it)";
+        } else if (stat(argv[i], &sb) != 0 || access(argv[i], R_OK) != 0) {
+            why = strerror(errno);
+        } else if (S_ISDIR(sb.st_mode)) {
+            why = "is a directory, not an audio file";
+        } else if (S_ISBLK(sb.st_mode)) {
+            why = "is a block device, not an audio file";
+        } else if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+            why = "the file is empty (0 bytes)";
+            st = ENCDEC_ERR_AUDIO;
         }
+        bad[i] = why != NULL;
+        if (why) cli_err("encdec: %s: %s: %s\n", argv[i], encdec_status_str(st), why);
+        else ok++;
     }
     return ok;
 }
@@ -389,17 +376,22 @@ static int run_file(encdec_session *s, const char *file, const opts *o, int many
     tp.on_progress = cli_progress_cb;
     tp.on_segment = cli_segment_cb;
     tp.user = &pg;
-    encdec_status st = !strcmp(file, "-") ? load_stdin(o->max_duration, &pcm, &n)
-                                          : encdec_audio_load(file, o->max_duration, &pcm, &n);
+    encdec_audio_params ap = {.max_seconds = o->max_duration, .strict = o->strict};
+    encdec_audio_info ai;
+    encdec_status st = encdec_audio_load_ex(file, &ap, &pcm, &n, &ai);
+    if (!st && ai.truncated)
+        cli_err("encdec: warning: %s: the file ends early: it holds %.2f s of the %.2f s "
+                "its header promises; transcribing what is there (--strict: an error)\n",
+                strcmp(file, "-") ? file : "standard input", ai.seconds, ai.expected_seconds);
     if (!st) st = encdec_transcribe(s, pcm, n, &tp, &r);
     cli_progress_done(&pg);
     int ok = !st;
     if (st) {
         /* the detail usually starts with the path already: say it once */
-        const char *detail = encdec_last_error();
-        size_t pl = strlen(file);
-        if (!strncmp(detail, file, pl) && !strncmp(detail + pl, ": ", 2)) detail += pl + 2;
-        fprintf(stderr, "encdec: %s: %s: %s\n", file, encdec_status_str(st), detail);
+        const char *detail = encdec_last_error(), *name = strcmp(file, "-") ? file : "standard input";
+        size_t pl = strlen(name);
+        if (!strncmp(detail, name, pl) && !strncmp(detail + pl, ": ", 2)) detail += pl + 2;
+        cli_err("encdec: %s: %s: %s\n", name, encdec_status_str(st), detail);
     } else {
         if (o->json) print_json(file, r, o, load_ms);
         if (o->out.formats) ok = cli_out_write(&o->out, file, r);
@@ -448,7 +440,7 @@ int cli_transcribe(int argc, char **argv) {
     encdec_session_params sp = {o.threads, o.cross_kv};
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
-        fprintf(stderr, "encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
         encdec_model_free(m);
         free(bad);
         return 1;

@@ -192,6 +192,35 @@ encdec_status encdec_audio_load_memory(const void *data, size_t len, double max_
                                        float **pcm, size_t *n_samples);
 void encdec_free(void *p);
 
+/* Options of encdec_audio_load_ex; zeros are the defaults. */
+typedef struct {
+    double max_seconds;      /* > 0: longer audio is ENCDEC_ERR_AUDIO (0: no limit) */
+    int strict;              /* 1: a file that ends before its header says (a cut download,
+                                a recording still being written) is ENCDEC_ERR_AUDIO; 0: it
+                                is read up to where it ends and info->truncated says so */
+    size_t max_stream_bytes; /* streams (path "-" = standard input, pipes, FIFOs, character
+                                devices) are read whole into memory, at most this many
+                                bytes (0: 2 GiB); more is ENCDEC_ERR_AUDIO */
+    double fifo_wait_s;      /* a named FIFO that gives no data for this long (no writer)
+                                is ENCDEC_ERR_IO (0: 10 s) */
+} encdec_audio_params;
+
+/* What encdec_audio_load_ex read. */
+typedef struct {
+    int sample_rate, channels;   /* the file's */
+    double seconds;              /* the audio read */
+    int truncated;               /* 1: the file ends before its header says */
+    double expected_seconds;     /* truncated: the length the header promised */
+    int stream;                  /* 1: read as a stream (standard input, pipe, FIFO, device) */
+} encdec_audio_info;
+
+/* encdec_audio_load with options (params NULL = defaults) and a report
+ * (info may be NULL). path "-" reads standard input (refused when it is a
+ * terminal); a block device, a directory or an empty file is refused with
+ * a message that says so. */
+encdec_status encdec_audio_load_ex(const char *path, const encdec_audio_params *params,
+                                   float **pcm, size_t *n_samples, encdec_audio_info *info);
+
 /* ---- transcription (Whisper) -------------------------------------------- */
 
 typedef struct encdec_result encdec_result;

@@ -4,7 +4,10 @@
  * libsndfile, or by hand where the file must be broken): a missing file, a
  * directory, text named .wav, a WAV cut inside its header or its data, a WAV
  * with no samples, random bytes behind a fLaC magic, a non-finite sample,
- * the max_seconds limit (jfk.wav against 5 s) and bad limits. Then
+ * the max_seconds limit (jfk.wav against 5 s) and bad limits; files that end
+ * before their header says (WAV, FLAC: a report, or an error when strict),
+ * an empty file, FIFOs with and without a writer, /dev/null, /dev/zero
+ * against the stream limit (encdec_audio_load_ex). Then
  * encdec_transcribe with tests/data/tiny-random-whisper on audio that must
  * work: 3 s of digital silence (empty text), two hours of 8 kHz 8-bit
  * silence (loaded, resampled, 240 windows, empty text) and 65 s of seeded
@@ -13,11 +16,14 @@
 #include "check.h"
 #include "tmpdir.h"
 
+#include <pthread.h>
 #include <sndfile.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MODEL_DIR ED_TEST_DATA "/tiny-random-whisper"
 #define JFK ED_SHARED_DIR "/audio/jfk.wav"
@@ -242,10 +248,118 @@ static void test_transcribe(encdec_session *s) {
     encdec_free(pcm);
 }
 
+/* Writes the bytes of `path` into a FIFO (a thread: the writer). */
+typedef struct {
+    const char *fifo;
+    const uint8_t *data;
+    size_t len;
+} fifo_job;
+
+static void *fifo_writer(void *arg) {
+    const fifo_job *j = arg;
+    usleep(100000);
+    FILE *f = fopen(j->fifo, "wb");
+    if (f) {
+        fwrite(j->data, 1, j->len, f);
+        fclose(f);
+    }
+    return NULL;
+}
+
+static encdec_status load_ex(const char *path, const encdec_audio_params *p, size_t *n,
+                             encdec_audio_info *info) {
+    float *pcm = NULL;
+    encdec_status st = encdec_audio_load_ex(path, p, &pcm, n, info);
+    CHECK(st ? pcm == NULL : pcm != NULL);
+    encdec_free(pcm);
+    return st;
+}
+
+/* Inputs that lie: files shorter than their headers say (WAV, FLAC: read to
+ * where they end and reported, or with strict an error), an empty file,
+ * streams (a FIFO with a writer, one without, /dev/null, /dev/zero against
+ * the stream limit), bad options. */
+static void test_lying(void) {
+    enum { RATE = 16000 };
+    float *x = malloc(3 * RATE * sizeof *x);
+    noise(x, 3 * RATE, 7, 0.5f);
+    const char *p = tmp_path("full.wav");
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, RATE, x, RATE);
+    size_t len, n;
+    encdec_audio_info info;
+    encdec_audio_params strict = {.strict = 1};
+    uint8_t *whole = malloc(200000);
+    FILE *f = fopen(p, "rb");
+    len = fread(whole, 1, 200000, f);
+    fclose(f);
+    CHECK_STATUS(load_ex(p, NULL, &n, &info), ENCDEC_OK, "");
+    CHECK(!info.truncated && !info.stream && info.sample_rate == RATE && info.channels == 1);
+    CHECK_NEAR(info.seconds, 1.0, 1e-9);
+
+    p = tmp_path("cut.wav");                  /* 0.25 s of 1 s */
+    tmp_write(p, whole, 44 + 2 * 4000);
+    CHECK_STATUS(load_ex(p, NULL, &n, &info), ENCDEC_OK, "");
+    CHECK_EQ_INT(n, 4000);
+    CHECK_EQ_INT(info.truncated, 1);
+    CHECK_NEAR(info.expected_seconds, 1.0, 1e-9);
+    CHECK_NEAR(info.seconds, 0.25, 1e-9);
+    CHECK_STATUS(load_ex(p, &strict, &n, &info), ENCDEC_ERR_AUDIO,
+                 "cut.wav: the file ends early: it holds 0.25 s of the 1.00 s its header promises");
+
+    p = tmp_path("long.flac");                /* 3 s of FLAC, cut in half */
+    write_sf(p, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, RATE, x, 3 * RATE);
+    f = fopen(p, "rb");
+    len = fread(whole, 1, 200000, f);
+    fclose(f);
+    p = tmp_path("cut.flac");
+    tmp_write(p, whole, len / 2);
+    CHECK_STATUS(load_ex(p, NULL, &n, &info), ENCDEC_OK, "");
+    CHECK(info.truncated && n > RATE / 2 && n < 5 * RATE / 2);
+    CHECK_NEAR(info.expected_seconds, 3.0, 1e-9);
+    CHECK_STATUS(load_ex(p, &strict, &n, &info), ENCDEC_ERR_AUDIO, "of the 3.00 s its header promises");
+
+    p = tmp_path("zero-bytes.wav");
+    tmp_write(p, "", 0);
+    CHECK_STATUS(load_ex(p, NULL, &n, NULL), ENCDEC_ERR_AUDIO, "zero-bytes.wav: the file is empty (0 bytes)");
+
+    /* streams */
+    p = tmp_path("audio.fifo");
+    CHECK_EQ_INT(mkfifo(p, 0600), 0);
+    encdec_audio_params wait = {.fifo_wait_s = 0.3};
+    CHECK_STATUS(load_ex(p, &wait, &n, &info), ENCDEC_ERR_IO,
+                 "audio.fifo: a FIFO that gave no data in 0.3 s (no writer?)");
+    f = fopen(tmp_path("full.wav"), "rb");
+    len = fread(whole, 1, 200000, f);
+    fclose(f);
+    fifo_job job = {p, whole, len};
+    pthread_t th;
+    CHECK_EQ_INT(pthread_create(&th, NULL, fifo_writer, &job), 0);
+    CHECK_STATUS(load_ex(p, NULL, &n, &info), ENCDEC_OK, "");
+    pthread_join(th, NULL);
+    CHECK(n == RATE && info.stream == 1 && !info.truncated);
+    encdec_audio_params small = {.max_stream_bytes = 1000};
+    CHECK_EQ_INT(pthread_create(&th, NULL, fifo_writer, &job), 0);
+    CHECK_STATUS(load_ex(p, &small, &n, &info), ENCDEC_ERR_AUDIO,
+                 "audio.fifo: a stream of more than 1000 bytes");
+    pthread_join(th, NULL);
+    CHECK_STATUS(load_ex("/dev/null", NULL, &n, &info), ENCDEC_ERR_AUDIO, "/dev/null: no data (0 bytes)");
+    encdec_audio_params mb = {.max_stream_bytes = 1 << 20};
+    CHECK_STATUS(load_ex("/dev/zero", &mb, &n, &info), ENCDEC_ERR_AUDIO,
+                 "/dev/zero: a stream of more than 1048576 bytes");
+    encdec_audio_params bad = {.fifo_wait_s = -1};
+    CHECK_STATUS(load_ex(p, &bad, &n, &info), ENCDEC_ERR_ARG, "FIFO wait -1 s");
+    bad.fifo_wait_s = 0;
+    bad.max_seconds = NAN;
+    CHECK_STATUS(load_ex(p, &bad, &n, &info), ENCDEC_ERR_ARG, "maximum duration nan s");
+    free(whole);
+    free(x);
+}
+
 int main(void) {
     if (!tmp_new("encdec-errors-audio")) return 2;
     test_bad_files();
     test_limits();
+    test_lying();
     encdec_model *m = NULL;
     encdec_session *s = NULL;
     CHECK_STATUS(encdec_model_load(MODEL_DIR, &m), ENCDEC_OK, "");

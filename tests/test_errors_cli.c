@@ -161,6 +161,65 @@ static void test_files(void) {
     CHECK(said("cannot load model /nonexistent/env-model"));
 }
 
+/* Files that lie and special files (issue: inputs that lie): a WAV cut
+ * inside its data is transcribed with a warning (--strict: an error); an
+ * empty file, a FIFO with a writer (read as a stream) and "-" from a pipe;
+ * a 100 KB model path is not echoed whole (its reason still shows); a
+ * bench on a missing file fails before it loads any model. */
+static void test_lying_inputs(void) {
+    char args[2048];
+    const char *good = tmp_path("good2.wav"), *cut = tmp_path("cut.wav"), *empty = tmp_path("empty.wav");
+    write_wav(good);
+    FILE *f = fopen(good, "rb");
+    static uint8_t whole[80000];
+    size_t len = fread(whole, 1, sizeof whole, f);
+    fclose(f);
+    CHECK_EQ_INT(len, 44 + 64000);
+    tmp_write(cut, whole, 44 + 16000);       /* 0.5 s of the 2 s the header promises */
+    snprintf(args, sizeof args, "transcribe -m %s --max-tokens 2 %s", MODEL, cut);
+    CHECK_EQ_INT(run(args), 0);
+    CHECK(said("warning: ") && said("cut.wav: the file ends early: it holds 0.50 s of the 2.00 s "
+                                    "its header promises"));
+    snprintf(args, sizeof args, "transcribe -m %s --strict %s", MODEL, cut);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(said("cut.wav: bad audio: the file ends early"));
+    CHECK(!strstr(g_out, "warning"));
+    snprintf(args, sizeof args, "transcribe -m /nonexistent/model %s", good);
+    tmp_write(empty, "", 0);
+    snprintf(args, sizeof args, "transcribe -m /nonexistent/model %s", empty);
+    CHECK_EQ_INT(run(args), 1);   /* checked before the model loads */
+    CHECK(said("empty.wav: bad audio: the file is empty (0 bytes)") && !strstr(g_out, "cannot load"));
+
+    /* a FIFO with a writer: a stream; "-" from a pipe */
+    const char *fifo = tmp_path("in.fifo");
+    CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "(sleep 0.3; cat '%s' > '%s') & '%s' transcribe -m %s --max-tokens 2 "
+             "--json '%s' 2>&1", good, fifo, ED_CLI_PATH, MODEL, fifo);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK(said("\"audio_seconds\":2,"));
+    snprintf(cmd, sizeof cmd, "cat '%s' | '%s' transcribe -m %s --max-tokens 2 --json - 2>&1", good,
+             ED_CLI_PATH, MODEL);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK(said("\"audio_seconds\":2,"));
+
+    /* a 100 KB argument: the message keeps its start and its reason */
+    size_t big = 100000;
+    char *arg = malloc(big + 1024);
+    int k = snprintf(arg, 1024, "'%s' transcribe -m /nonexistent/", ED_CLI_PATH);
+    memset(arg + k, 'a', big);
+    snprintf(arg + k + big, 1000, " '%s' 2>&1 </dev/null", good);
+    CHECK_EQ_INT(cli_sh(arg), 1);
+    CHECK(strlen(g_out) < 2000);
+    CHECK(said("cannot load model /nonexistent/aaa") && said("bytes ...]") &&
+          (said("no such file or directory") || said("File name too long")));
+    free(arg);
+
+    /* bench: the audio is read before the model loads */
+    CHECK_EQ_INT(run("bench -m /nonexistent/model /nonexistent/a.wav"), 1);
+    CHECK(said("/nonexistent/a.wav: No such file") && !strstr(g_out, "cannot load model"));
+}
+
 int main(void) {
     struct stat sb;
     if (stat(ED_CLI_PATH, &sb) != 0) return check_skip("the encdec program is not built");
@@ -168,6 +227,7 @@ int main(void) {
     test_usage();
     test_help();
     test_files();
+    test_lying_inputs();
     tmp_remove(tmp_dir);
     return check_done();
 }

@@ -142,7 +142,7 @@ static void test_files(void) {
     CHECK(cli_said("And so my fellow Americans ask not"));
     snprintf(args, sizeof args, "'%s' transcribe -m '%s' - < /dev/null 2>&1", ED_CLI_PATH, g_model);
     CHECK_EQ_INT(cli_sh(args), 1);
-    CHECK(cli_said("-: bad audio: audio data: no data (0 bytes)"));
+    CHECK(cli_said("encdec: standard input: bad audio: no data (0 bytes)"));
 }
 
 static void test_bad_requests(void) {

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MAX_CHANNELS 1024
 #define MAX_RATE 1000000           /* Hz; anything above is a corrupt header */
@@ -97,9 +96,41 @@ static encdec_status read_mono(SNDFILE *sf, const SF_INFO *info, const char *pat
     return ENCDEC_OK;
 }
 
+/* "data : N (should be M)" in libsndfile's log: a WAV / AIFF / ... whose
+ * header promises N bytes of audio where the file holds M. Returns N / M
+ * when N > M (placeholder sizes of streamed files, 0 and ~4 GiB, aside),
+ * else 0. */
+static double log_promise(SNDFILE *sf) {
+    char log[8192];
+    sf_command(sf, SFC_GET_LOG_INFO, log, sizeof log);
+    for (const char *l = log; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        unsigned long long said, has;
+        char tag[8];
+        if (sscanf(l, "%7s : %llu (should be %llu)", tag, &said, &has) != 3) continue;
+        if (strcmp(tag, "data") && strcmp(tag, "SSND")) continue;
+        if (said > has && has > 0 && said < 0xffffff00ull) return (double)said / (double)has;
+    }
+    return 0;
+}
+
+/* The frames the header promised when more than the `got` read, else 0.
+ * An MP3's count is exact with a Xing/Info header and an estimate without
+ * one: it must miss 2% and half a second to count. */
+static double promised_frames(SNDFILE *sf, const SF_INFO *info, size_t got) {
+    int major = info->format & SF_FORMAT_TYPEMASK;
+    double slack = major == SF_FORMAT_MPEG ? 0.02 * (double)info->frames + 0.5 * info->samplerate : 0;
+    if (info->frames > 0 && info->frames != SF_COUNT_MAX &&
+        (double)info->frames > (double)got + slack)
+        return (double)info->frames;
+    double r = major == SF_FORMAT_RAW ? 0 : log_promise(sf);
+    return r > 0 ? r * (double)got : 0;
+}
+
 /* The open file sf (named path in messages) decoded, checked and resampled. */
 static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, int target_rate,
-                                 double max_seconds, float **pcm, size_t *n_samples) {
+                                 const encdec_audio_params *p, float **pcm, size_t *n_samples,
+                                 encdec_audio_info *ai) {
+    double max_seconds = p ? p->max_seconds : 0;
     encdec_status st = ENCDEC_OK;
     if (info->samplerate <= 0 || info->samplerate > MAX_RATE)
         st = ed_fail(ENCDEC_ERR_AUDIO, "%s: sample rate %d Hz is out of range", path, info->samplerate);
@@ -112,9 +143,23 @@ static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, i
 
     float *mono = NULL;
     size_t n = 0;
+    double promised = 0;
     if (st == ENCDEC_OK) st = read_mono(sf, info, path, max_seconds, &mono, &n);
+    if (st == ENCDEC_OK) promised = promised_frames(sf, info, n);
     sf_close(sf);
     if (st != ENCDEC_OK) return st;
+    if (promised > 0) {
+        ai->truncated = 1;
+        ai->expected_seconds = promised / info->samplerate;
+        if (p && p->strict) {
+            free(mono);
+            return ed_fail(ENCDEC_ERR_AUDIO, "%s: the file ends early: it holds %.2f s of the "
+                           "%.2f s its header promises", path, (double)n / info->samplerate,
+                           ai->expected_seconds);
+        }
+    }
+    ai->sample_rate = info->samplerate;
+    ai->channels = info->channels;
     for (size_t i = 0; i < n; i++)
         if (!isfinite(mono[i])) {
             free(mono);
@@ -125,6 +170,7 @@ static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, i
         *pcm = mono;
         *n_samples = n;
         clip_unit(*pcm, n);
+        ai->seconds = (double)n / target_rate;
         return ENCDEC_OK;
     }
     st = audio_resample(mono, n, info->samplerate, target_rate, pcm, n_samples);
@@ -139,39 +185,54 @@ static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, i
         *pcm = NULL;
         return ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples at %d Hz", path, target_rate);
     }
+    ai->seconds = (double)*n_samples / target_rate;
     return ENCDEC_OK;
 }
 
-static encdec_status check_args(float **pcm, size_t *n_samples, int target_rate, double max_seconds) {
+static encdec_status check_args(float **pcm, size_t *n_samples, int target_rate,
+                                const encdec_audio_params *p, encdec_audio_info *ai) {
+    memset(ai, 0, sizeof *ai);
     if (!pcm || !n_samples) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL argument");
     if (target_rate <= 0 || target_rate > MAX_RATE)
         return ed_fail(ENCDEC_ERR_ARG, "audio_load: target rate %d Hz is out of range", target_rate);
-    if (!(max_seconds >= 0))
-        return ed_fail(ENCDEC_ERR_ARG, "audio_load: max_seconds is %g", max_seconds);
+    if (p && !(p->max_seconds >= 0))
+        return ed_fail(ENCDEC_ERR_ARG, "audio_load: max_seconds is %g", p->max_seconds);
     *pcm = NULL;
     *n_samples = 0;
     return ENCDEC_OK;
 }
 
-encdec_status audio_load(const char *path, int target_rate, double max_seconds,
-                         float **pcm, size_t *n_samples) {
-    encdec_status st = check_args(pcm, n_samples, target_rate, max_seconds);
+encdec_status audio_load_ex(const char *path, int target_rate, const encdec_audio_params *p,
+                            float **pcm, size_t *n_samples, encdec_audio_info *info) {
+    encdec_audio_info dummy;
+    if (!info) info = &dummy;
+    encdec_status st = check_args(pcm, n_samples, target_rate, p, info);
     if (st) return st;
     if (!path) return ed_fail(ENCDEC_ERR_ARG, "audio_load: NULL path");
 
-    /* libsndfile reports a missing file and a non-audio file alike; tell them apart. */
-    FILE *probe = fopen(path, "rb");
-    if (!probe) return ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    int is_dir = fstat(fileno(probe), &sb) == 0 && S_ISDIR(sb.st_mode);
-    fclose(probe);
-    if (is_dir) return ed_fail(ENCDEC_ERR_IO, "%s: is a directory, not an audio file", path);
-
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    /* libsndfile reports a missing file and a non-audio file alike: the
+     * source tells them apart, and reads streams into memory. */
+    unsigned char *buf;
+    size_t len;
+    if ((st = audio_source(path, p, &buf, &len))) return st;
+    if (buf) {
+        const char *name = strcmp(path, "-") ? path : "standard input";
+        st = audio_load_memory_ex(buf, len, name, target_rate, p, pcm, n_samples, info);
+        info->stream = 1;
+        free(buf);
+        return st;
+    }
+    SF_INFO sfi;
+    memset(&sfi, 0, sizeof sfi);
+    SNDFILE *sf = sf_open(path, SFM_READ, &sfi);
     if (!sf) return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", path, sf_strerror(NULL));
-    return decode_open(sf, &info, path, target_rate, max_seconds, pcm, n_samples);
+    return decode_open(sf, &sfi, path, target_rate, p, pcm, n_samples, info);
+}
+
+encdec_status audio_load(const char *path, int target_rate, double max_seconds,
+                         float **pcm, size_t *n_samples) {
+    encdec_audio_params p = {.max_seconds = max_seconds};
+    return audio_load_ex(path, target_rate, &p, pcm, n_samples, NULL);
 }
 
 /* libsndfile's virtual I/O over a memory buffer. */
@@ -207,17 +268,26 @@ static sf_count_t vm_tell(void *u) { return ((membuf *)u)->pos; }
 
 encdec_status audio_load_memory(const void *data, size_t len, const char *name, int target_rate,
                                 double max_seconds, float **pcm, size_t *n_samples) {
-    encdec_status st = check_args(pcm, n_samples, target_rate, max_seconds);
+    encdec_audio_params p = {.max_seconds = max_seconds};
+    return audio_load_memory_ex(data, len, name, target_rate, &p, pcm, n_samples, NULL);
+}
+
+encdec_status audio_load_memory_ex(const void *data, size_t len, const char *name,
+                                   int target_rate, const encdec_audio_params *p, float **pcm,
+                                   size_t *n_samples, encdec_audio_info *info) {
+    encdec_audio_info dummy;
+    if (!info) info = &dummy;
+    encdec_status st = check_args(pcm, n_samples, target_rate, p, info);
     if (st) return st;
     if (!name) name = "(memory)";
     if (!data || len == 0) return ed_fail(ENCDEC_ERR_AUDIO, "%s: no data (0 bytes)", name);
     SF_VIRTUAL_IO io = {vm_len, vm_seek, vm_read, vm_write, vm_tell};
     membuf m = {data, (sf_count_t)len, 0};
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &m);
+    SF_INFO sfi;
+    memset(&sfi, 0, sizeof sfi);
+    SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &sfi, &m);
     if (!sf) return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", name, sf_strerror(NULL));
-    return decode_open(sf, &info, name, target_rate, max_seconds, pcm, n_samples);
+    return decode_open(sf, &sfi, name, target_rate, p, pcm, n_samples, info);
 }
 
 encdec_status audio_resample(const float *in, size_t n_in, int rate_in,

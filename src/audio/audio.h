@@ -23,6 +23,25 @@ encdec_status audio_load(const char *path, int target_rate, double max_seconds,
 encdec_status audio_load_memory(const void *data, size_t len, const char *name, int target_rate,
                                 double max_seconds, float **pcm, size_t *n_samples);
 
+/* With options and a report (encdec.h encdec_audio_params / _info; p and
+ * info may be NULL): path "-" is standard input; streams are read whole
+ * (source.c); a file shorter than its header promises is info->truncated,
+ * or with p->strict an error. */
+encdec_status audio_load_ex(const char *path, int target_rate, const encdec_audio_params *p,
+                            float **pcm, size_t *n_samples, encdec_audio_info *info);
+encdec_status audio_load_memory_ex(const void *data, size_t len, const char *name,
+                                   int target_rate, const encdec_audio_params *p, float **pcm,
+                                   size_t *n_samples, encdec_audio_info *info);
+
+/* source.c: how path is read. A regular file that can be opened: *buf NULL
+ * (libsndfile opens it). A stream (path "-" = standard input unless it is a
+ * terminal, a pipe, a FIFO waited for up to p->fifo_wait_s, a character
+ * device): its bytes, whole, in *buf[*len] (caller frees), at most
+ * p->max_stream_bytes. Errors name the path: missing, unreadable, a
+ * directory, a block device, an empty file, no data, too large. */
+encdec_status audio_source(const char *path, const encdec_audio_params *p, unsigned char **buf,
+                           size_t *len);
+
 /* Resamples mono float PCM (for callers that decode audio themselves). */
 encdec_status audio_resample(const float *in, size_t n_in, int rate_in,
                              int rate_out, float **out, size_t *n_out);
