@@ -8,6 +8,8 @@
 #                           need instead: Debian's cross compiler, qemu-user and
 #                           the arm64 builds of the same libraries (multiarch:
 #                           the arm64 architecture is added to dpkg for them)
+#   scripts/deps.sh fuzz    clang and its sanitizer + libFuzzer runtime for
+#                           tests/fuzz/build.sh
 set -euo pipefail
 
 arch=()
@@ -15,6 +17,8 @@ if [ "${1:-}" = arm64 ]; then
   PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
         libblis-serial-dev:arm64 libsndfile1-dev:arm64 libsoxr-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64)
   arch=(arm64)
+elif [ "${1:-}" = fuzz ]; then
+  PKGS=(clang-14 libclang-rt-14-dev)
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
         libcjson-dev zlib1g-dev python3 python3-pip ca-certificates pocketsphinx-testdata)

@@ -2,7 +2,8 @@
 # README command 2: the whole test suite, as CI runs it. Installs the
 # dependencies and the default model, builds with warnings as errors and runs
 # every test (ctest); then builds again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs every test there too; last, the ARM64
+# UndefinedBehaviorSanitizer and runs every test there too; then every fuzz
+# harness for 45 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
 set -euo pipefail
@@ -22,6 +23,12 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SA
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# Every parser under libFuzzer (ASan + UBSan) for a bounded time: any
+# crash, leak or undefined behaviour fails the suite.
+echo "== fuzzing: every harness for ${ENCDEC_FUZZ_SECONDS:-45} s ==" >&2
+scripts/deps.sh fuzz
+tests/fuzz/build.sh "${ENCDEC_FUZZ_SECONDS:-45}"
 
 # ARM64: the cross build and its kernel + tiny.en tests under qemu-user.
 scripts/test-arm64.sh

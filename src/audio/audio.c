@@ -47,7 +47,8 @@ static encdec_status too_long(const char *path, double seconds, double max_secon
  * a full-scale signal slightly): clip to [-1, 1] as a 16-bit conversion, such
  * as OpenAI's ffmpeg-based loader, does. */
 static void clip_unit(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = x[i] > 1.0f ? 1.0f : (x[i] < -1.0f ? -1.0f : x[i]);
+    for (size_t i = 0; i < n; i++)
+        x[i] = x[i] > 1.0f ? 1.0f : (x[i] < -1.0f ? -1.0f : (x[i] == x[i] ? x[i] : 0.0f));
 }
 
 /* Decodes every frame of an open file into mono floats at the file's rate. */
@@ -173,6 +174,9 @@ static encdec_status decode_open(SNDFILE *sf, SF_INFO *info, const char *path, i
         ai->seconds = (double)n / target_rate;
         return ENCDEC_OK;
     }
+    /* clipped before too: values near FLT_MAX would make the filter's sums
+     * Inf - Inf = NaN (found by fuzz_audio) */
+    clip_unit(mono, n);
     st = audio_resample(mono, n, info->samplerate, target_rate, pcm, n_samples);
     free(mono);
     if (st == ENCDEC_OK) clip_unit(*pcm, *n_samples);

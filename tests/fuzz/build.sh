@@ -1,37 +1,75 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses with clang (ASan + UBSan) into build-fuzz/
-# and runs each for SECONDS (default 60) over its seed corpus:
-#   tests/fuzz/build.sh [SECONDS]
-# Needs clang and libclang-rt-dev (Debian: clang-14 libclang-rt-14-dev).
-# Not part of the ctest suite: fuzzing is open-ended; crashes found are fixed
-# and their inputs added to the unit tests.
+# The libFuzzer harnesses: builds the library once with clang (ASan + UBSan +
+# fuzzer coverage) into build-fuzz/, links one harness per parser against
+# it, and runs each for SECONDS (default 60) over its committed seeds
+# (tests/fuzz/corpus/<name>/; what a run finds goes to build-fuzz/corpus-<name>/),
+# two at a time. Exits non-zero when any harness finds a crash, a leak or
+# undefined behaviour (its log is printed; the input is in build-fuzz/).
+#   tests/fuzz/build.sh [SECONDS] [HARNESS...]      e.g. tests/fuzz/build.sh 30 audio ct2
+#   FUZZ_RUNS=1000000 tests/fuzz/build.sh 0 bpe      a fixed number of inputs instead
+# Needs clang and libclang-rt-dev (Debian: clang-14 libclang-rt-14-dev; scripts/deps.sh fuzz).
+# scripts/test.sh runs it (45 s each). Crashes found are fixed and their inputs
+# added to the unit tests.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
 secs=${1:-60}
+[ $# -gt 0 ] && shift
+all=(audio safetensors ct2 bpe spm config t5_config)
+harnesses=("$@")
+[ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
-mkdir -p "$out"
 CC=${CC:-clang-14}
-FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc"
-LIBS="-lcjson -lm -lpthread"
-$CC $FLAGS tests/fuzz/fuzz_safetensors.c src/base/*.c src/io/*.c $LIBS -o $out/fuzz_safetensors
-$CC $FLAGS tests/fuzz/fuzz_ct2.c src/base/*.c src/io/*.c $LIBS -o $out/fuzz_ct2
-$CC $FLAGS tests/fuzz/fuzz_bpe.c src/base/*.c src/tok/*.c $LIBS -o $out/fuzz_bpe
-$CC $FLAGS tests/fuzz/fuzz_spm.c src/base/*.c src/tok/*.c $LIBS -o $out/fuzz_spm
-BLIS_INC=/usr/include/x86_64-linux-gnu/blis-serial BLIS_LIB=/usr/lib/x86_64-linux-gnu/blis-serial
-$CC $FLAGS -isystem $BLIS_INC tests/fuzz/fuzz_config.c $(ls src/*/*.c) $LIBS -lsndfile -lsoxr \
-    -L$BLIS_LIB -Wl,-rpath,$BLIS_LIB -lblis -o $out/fuzz_config
-$CC $FLAGS -isystem $BLIS_INC tests/fuzz/fuzz_t5_config.c $(ls src/*/*.c) $LIBS -lsndfile -lsoxr \
-    -L$BLIS_LIB -Wl,-rpath,$BLIS_LIB -lblis -o $out/fuzz_t5_config
-seed() {  # name, files...
-  local d="$out/corpus-$1"; shift; mkdir -p "$d"; for f in "$@"; do [ -f "$f" ] && cp "$f" "$d/" || true; done; }
-seed safetensors tests/data/tiny-random-whisper-v3/model-00002-of-00002.safetensors tests/data/mel_golden.safetensors
-seed ct2 "${ENCDEC_TINY_EN:-$HOME/.cache/encdec/models/whisper-tiny.en}/config.json"
-seed bpe tests/data/tiny-random-whisper/tokenizer.json tests/data/tiny-random-whisper-v3/tokenizer.json
-seed config tests/data/tiny-random-whisper/config.json
-seed spm tests/data/spm/t5like.model tests/data/spm/t5like.tokenizer.json
-seed t5_config tests/data/tiny-random-t5-v1_0/config.json tests/data/tiny-random-t5-v1_1/config.json \
-    tests/data/tiny-random-umt5/config.json
-for h in safetensors ct2 bpe config spm t5_config; do
-  echo "== fuzz_$h for ${secs}s ==" >&2
-  "$out/fuzz_$h" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=4096 "$out/corpus-$h" 2>&1 | tail -4
+arch=$(${CC} -dumpmachine | sed 's/-unknown//; s/-pc//')
+case "$arch" in aarch64*) arch=aarch64-linux-gnu ;; x86_64*) arch=x86_64-linux-gnu ;; esac
+blis_inc=/usr/include/$arch/blis-serial blis_lib=/usr/lib/$arch/blis-serial
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags="-g -O1 $san -Iinclude -Isrc -isystem $blis_inc -DFUZZ_DATA_DIR=\"$root/tests/data\""
+libs="-L$blis_lib -Wl,-rpath,$blis_lib -lblis -lsndfile -lsoxr -lcjson -lz -lm -lpthread"
+
+# The library, once for every harness: objects rebuilt only when their source
+# or a header changed (compared with the archive), in parallel.
+mkdir -p "$out/obj"
+lib="$out/libencdec-fuzz.a"
+newest_h=$(find include src -name '*.h' -newer "$lib" 2>/dev/null | head -1 || true)
+if [ ! -f "$lib" ] || [ -n "$newest_h" ] || [ -n "$(find src -name '*.c' -newer "$lib" | head -1)" ]; then
+  echo "== building the instrumented library ($CC) ==" >&2
+  find src -name '*.c' | sort | xargs -P"$(nproc)" -I{} sh -c \
+    'o='"$out"'/obj/$(echo {} | tr / _).o; '"$CC $cflags"' -fsanitize=fuzzer-no-link -c {} -o $o'
+  rm -f "$lib"
+  ar rcs "$lib" "$out"/obj/*.o
+fi
+for h in "${harnesses[@]}"; do
+  "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "$lib" $libs -o "$out/fuzz_$h"
 done
+
+# Runs, two at a time; -runs replaces the time limit when FUZZ_RUNS is set.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp
+limit="-max_total_time=$secs"
+[ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
+run_one() {
+  local h=$1
+  mkdir -p "$out/corpus-$h"
+  (cd "$out" && "./fuzz_$h" $limit -max_len=65536 -rss_limit_mb=2048 -timeout=60 \
+     -print_final_stats=1 -artifact_prefix="$root/$out/crash-$h-" \
+     "corpus-$h" "$root/tests/fuzz/corpus/$h") > "$out/fuzz_$h.log" 2>&1
+}
+pids=() names=() failed=0
+for h in "${harnesses[@]}"; do
+  echo "== fuzz_$h: ${FUZZ_RUNS:-${secs}s} ==" >&2
+  run_one "$h" & pids+=($!) names+=("$h")
+  if [ ${#pids[@]} -ge 2 ]; then
+    if ! wait "${pids[0]}"; then failed=1; tail -60 "$out/fuzz_${names[0]}.log" >&2; fi
+    pids=("${pids[@]:1}") names=("${names[@]:1}")
+  fi
+done
+for i in "${!pids[@]}"; do
+  if ! wait "${pids[$i]}"; then failed=1; tail -60 "$out/fuzz_${names[$i]}.log" >&2; fi
+done
+for h in "${harnesses[@]}"; do
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/fuzz_$h.log" | grep -o '[0-9]*$' || echo '?')
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$out/fuzz_$h.log" | grep -o '[0-9]*$' || echo '?')
+  echo "fuzz_$h: $runs inputs, $rate/s" >&2
+done
+[ $failed -eq 0 ] || { echo "fuzzing found a problem (logs and inputs in $out/)" >&2; exit 1; }

@@ -1,5 +1,7 @@
 /* fuzz_common.h - libFuzzer harness helpers: the loaders take paths, so each
- * input is written to a per-process file in /dev/shm (or /tmp). */
+ * input is written to a per-process file in /dev/shm (or /tmp). Test data
+ * is found at FUZZ_DATA_DIR (tests/data, an absolute path build.sh passes),
+ * wherever the harness runs from; a harness that cannot find it stops. */
 #ifndef ED_FUZZ_COMMON_H
 #define ED_FUZZ_COMMON_H
 
@@ -8,6 +10,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#ifndef FUZZ_DATA_DIR
+#error "build with -DFUZZ_DATA_DIR=<absolute path of tests/data> (tests/fuzz/build.sh does)"
+#endif
 
 static inline const char *fuzz_write(const uint8_t *data, size_t size, const char *name) {
     static char path[256];
@@ -32,8 +38,12 @@ static inline const char *fuzz_config_dir(const char *model, const char *const *
         mkdir(dir, 0700);
         for (int i = 0; i < n; i++) {
             char src[512], dst[512];
-            snprintf(src, sizeof src, "%s/tests/data/%s/%s", getenv("PWD"), model, files[i]);
+            snprintf(src, sizeof src, "%s/%s/%s", FUZZ_DATA_DIR, model, files[i]);
             snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+            if (access(src, R_OK) != 0) {   /* else every input would test nothing */
+                fprintf(stderr, "fuzz: %s is missing (FUZZ_DATA_DIR)\n", src);
+                abort();
+            }
             unlink(dst);
             if (symlink(src, dst) != 0) abort();
         }

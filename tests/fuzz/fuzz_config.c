@@ -1,6 +1,6 @@
 /* fuzz_config.c - any bytes as the config.json of the random test model
  * (weights, tokenizer and generation config stay valid): whisper_load must
- * accept or refuse, never crash. Run from the repository root. */
+ * accept or refuse, never crash. Finds the model through FUZZ_DATA_DIR. */
 #include "fuzz_common.h"
 #include "models/whisper.h"
 

@@ -2,7 +2,7 @@
  * model (weights and tokenizer stay valid): loading must accept or refuse,
  * never crash, and a model that loads must generate (4 tokens, greedy and
  * beam 2) without crashing whatever buckets, distances, ids or activation
- * the config names. Run from the repository root. */
+ * the config names. Finds the model through FUZZ_DATA_DIR. */
 #include "encdec.h"
 #include "fuzz_common.h"
 
