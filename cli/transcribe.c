@@ -58,6 +58,9 @@ static const char *HELP =
     "                       the three thresholds off\n"
     "      --no-loop-detection  decode repeating windows to the end before judging them\n"
     "                       (by default a window that starts looping stops at once)\n"
+    "      --silence-threshold DB  a window quieter than DB dBFS (RMS; default -60) whose\n"
+    "                       no-speech probability is high is skipped without decoding;\n"
+    "                       \"none\": only openai-whisper's rule\n"
     "      --seed N         sampling seed (default 0)\n"
     "      --max-tokens N   tokens per window, 1..448 (default 224)\n"
     "      --max-duration S reject audio longer than S seconds (default: no limit)\n"
@@ -156,7 +159,8 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--temperature-increment", &p->temperature_increment, 0, 1, 0},
         {"--compression-ratio-threshold", &p->compression_ratio_threshold, -1e9, 1e9, 1},
         {"--logprob-threshold", &p->logprob_threshold, -1e9, 1e9, 1},
-        {"--no-speech-threshold", &p->no_speech_threshold, -1e9, 1e9, 1}};
+        {"--no-speech-threshold", &p->no_speech_threshold, -1e9, 1e9, 1},
+        {"--silence-threshold", &p->silence_threshold_db, -200, 0, 1}};
     for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
         if (!strcmp(a, floats[k].name)) {
             if (!parse_float_opt(&floats[k], v)) return -1;
@@ -367,8 +371,6 @@ static int check_inputs(int argc, char **argv, int first, int *bad) {
 }
 
 static int run_file(encdec_session *s, const char *file, const opts *o, int many, double load_ms) {
-    float *pcm = NULL;
-    size_t n = 0;
     encdec_result *r = NULL;
     cli_progress pg;
     cli_progress_init(&pg, file, o->quiet, o->verbose);
@@ -378,13 +380,13 @@ static int run_file(encdec_session *s, const char *file, const opts *o, int many
     tp.user = &pg;
     encdec_audio_params ap = {.max_seconds = o->max_duration, .strict = o->strict};
     encdec_audio_info ai;
-    encdec_status st = encdec_audio_load_ex(file, &ap, &pcm, &n, &ai);
+    /* streamed: memory is bounded by the window, not the recording */
+    encdec_status st = encdec_transcribe_file(s, file, &ap, &tp, &r, &ai);
+    cli_progress_done(&pg);
     if (!st && ai.truncated)
         cli_err("encdec: warning: %s: the file ends early: it holds %.2f s of the %.2f s "
-                "its header promises; transcribing what is there (--strict: an error)\n",
+                "its header promises; transcribed what is there (--strict: an error)\n",
                 strcmp(file, "-") ? file : "standard input", ai.seconds, ai.expected_seconds);
-    if (!st) st = encdec_transcribe(s, pcm, n, &tp, &r);
-    cli_progress_done(&pg);
     int ok = !st;
     if (st) {
         /* the detail usually starts with the path already: say it once */
@@ -404,7 +406,6 @@ static int run_file(encdec_session *s, const char *file, const opts *o, int many
     }
     fflush(stdout);
     encdec_result_free(r);
-    encdec_free(pcm);
     return ok;
 }
 

@@ -297,6 +297,11 @@ typedef struct {
     const char *append_punctuations;   /* NULL: "\"'.。,，!！?？:：”)]}、" join the previous one */
     int loop_detection;           /* 1 (default): a window that starts repeating itself stops
                                      and goes to the next temperature at once */
+    float silence_threshold_db;   /* a window quieter than this (RMS in dBFS; default -60)
+                                     whose <|nospeech|> probability is above no_speech_threshold
+                                     is skipped after the first step, without decoding (or
+                                     hallucinating on) it; NAN = never (openai-whisper's rule
+                                     alone). Windows of digital silence are always skipped */
     uint64_t seed;                /* sampling at temperature > 0 */
     encdec_segment_fn on_segment; /* may be NULL */
     encdec_progress_fn on_progress;   /* may be NULL */
@@ -344,6 +349,19 @@ typedef struct {
 encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
                                 const encdec_transcribe_params *params,
                                 encdec_result **out);
+
+/* Transcribes the audio file at path (read as encdec_audio_load_ex reads it:
+ * any format, "-" for standard input, streams, the truncation report)
+ * without ever holding the recording: it is decoded twice, block by block
+ * (a first pass finds its length and the log-mel's normalisation, the
+ * second feeds the windows), so memory is bounded by the 30 s window
+ * whatever the length (streams and standard input: their encoded bytes are
+ * held). The same result as encdec_audio_load + encdec_transcribe. audio
+ * and params may be NULL; info (may be NULL) gets what was read. */
+encdec_status encdec_transcribe_file(encdec_session *s, const char *path,
+                                     const encdec_audio_params *audio,
+                                     const encdec_transcribe_params *params, encdec_result **out,
+                                     encdec_audio_info *info);
 
 /* ---- text generation (T5 family) ---------------------------------------- */
 

@@ -3,6 +3,7 @@
  * encdec_result, each handed to the caller's callback as soon as it is
  * final. */
 #include "api/api.h"
+#include "audio/audio.h"
 #include "asr/asr_internal.h"
 #include "base/err.h"
 #include "base/isa.h"
@@ -30,6 +31,7 @@ encdec_transcribe_params encdec_transcribe_default_params(void) {
     p.no_speech_threshold = 0.6f;
     p.condition_on_previous_text = 1;
     p.loop_detection = 1;
+    p.silence_threshold_db = -60.0f;
     return p;
 }
 
@@ -91,7 +93,8 @@ static encdec_status check_params(const encdec_session *s, const encdec_transcri
     struct { const char *name; float v; } th[] = {
         {"compression_ratio_threshold", p->compression_ratio_threshold},
         {"logprob_threshold", p->logprob_threshold},
-        {"no_speech_threshold", p->no_speech_threshold}};
+        {"no_speech_threshold", p->no_speech_threshold},
+        {"silence_threshold_db", p->silence_threshold_db}};
     for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
         if (isinf(th[i].v))
             return ed_fail(ENCDEC_ERR_ARG, "%s must be a finite number, or NAN for off", th[i].name);
@@ -313,6 +316,7 @@ static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_par
     if (p->prepend_punctuations) a->prepend_punctuations = p->prepend_punctuations;
     if (p->append_punctuations) a->append_punctuations = p->append_punctuations;
     a->loop_detect = p->loop_detection;
+    a->silence_rms = isnan(p->silence_threshold_db) ? 0.0f : powf(10.0f, p->silence_threshold_db / 20.0f);
     a->seed = p->seed;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
     int half = w->hp.n_text_ctx / 2;
@@ -324,8 +328,7 @@ static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_par
     return st;
 }
 
-static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm, size_t n_samples,
-                                const encdec_transcribe_params *params, encdec_result **out) {
+static encdec_status check_session(const encdec_session *s, encdec_result **out) {
     ed_err_clear();
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: out is NULL");
     *out = NULL;
@@ -333,10 +336,13 @@ static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm,
     if (s->model->family != API_WHISPER)
         return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: this is a %s model (text to text); "
                        "use encdec_generate", s->model->t5->model_type);
-    if (!pcm || n_samples == 0) return ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
-    for (size_t i = 0; i < n_samples; i++)
-        if (!isfinite(pcm[i]))
-            return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    return ENCDEC_OK;
+}
+
+/* The transcription of the recording behind feed (in memory or a stream). */
+static encdec_status transcribe_feed(encdec_session *s, asr_feed *feed,
+                                     const encdec_transcribe_params *params, encdec_result **out) {
+    size_t n_samples = feed->n;
     encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
     const whisper_model *w = s->model->w;
     asr_params a;
@@ -354,7 +360,7 @@ static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm,
     if (!st) {
         asr_env env = {w, s->st, &s->runner, s->mel};
         asr_sink sink = {on_segment, on_progress, &c};
-        st = asr_transcribe(&env, pcm, n_samples, &a, &sink, &rep);
+        st = asr_transcribe_feed(&env, feed, &a, &sink, &rep);
     }
     free(c.view_tok);
     free(c.view_words);
@@ -368,6 +374,54 @@ static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm,
         return ENCDEC_OK;
     }
     encdec_result_free(r);
+    return st;
+}
+
+static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm, size_t n_samples,
+                                const encdec_transcribe_params *params, encdec_result **out) {
+    encdec_status st = check_session(s, out);
+    if (st) return st;
+    if (!pcm || n_samples == 0) return ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    asr_feed f;
+    st = asr_feed_memory(&f, pcm, n_samples, s->mel);
+    if (!st) st = transcribe_feed(s, &f, params, out);
+    asr_feed_free(&f);
+    return st;
+}
+
+static encdec_status transcribe_file_body(encdec_session *s, const char *path,
+                                          const encdec_audio_params *ap,
+                                          const encdec_transcribe_params *params,
+                                          encdec_result **out, encdec_audio_info *info) {
+    encdec_status st = check_session(s, out);
+    if (st) return st;
+    if (!path || !*path) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe_file: empty path");
+    if (ap && (!(ap->max_seconds >= 0) || isinf(ap->max_seconds) || !(ap->fifo_wait_s >= 0) ||
+               isinf(ap->fifo_wait_s)))
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe_file: max_seconds %g / fifo_wait_s %g "
+                       "must be finite numbers >= 0", ap->max_seconds, ap->fifo_wait_s);
+    audio_stream *as;
+    if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
+    asr_feed f;
+    st = asr_feed_stream(&f, as, s->mel);   /* the first pass: length, log-mel maximum */
+    if (info) *info = *audio_stream_info(as);
+    if (!st) st = transcribe_feed(s, &f, params, out);
+    asr_feed_free(&f);
+    audio_stream_close(as);
+    return st;
+}
+
+encdec_status encdec_transcribe_file(encdec_session *s, const char *path,
+                                     const encdec_audio_params *audio,
+                                     const encdec_transcribe_params *params, encdec_result **out,
+                                     encdec_audio_info *info) {
+    if (info) memset(info, 0, sizeof *info);
+    int old = ed_isa_swap(s && s->model ? s->model->isa : ED_ISA_ANY);
+    encdec_status st = transcribe_file_body(s, path, audio, params, out, info);
+    ed_isa_swap(old);
     return st;
 }
 

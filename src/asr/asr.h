@@ -9,8 +9,9 @@
  *   st = asr_transcribe(&env, pcm, n, &p, &sink, &rep);
  *
  * The loop follows openai-whisper's transcribe() (facts, not code): the
- * whole recording's log-mel is computed once (one normalisation for the
- * file); a window starts where the last complete segment ended; its tokens
+ * recording's log-mel has one normalisation for the whole file (its maximum
+ * found by a first pass over the feed; each window computes its frames from
+ * the samples, asr/feed.h); a window starts where the last complete segment ended; its tokens
  * split into segments at timestamp pairs; the previous windows' tokens are
  * the next window's prompt. What openai-whisper recomputes, this keeps: a
  * window's encoder output, cross cache and prompt rows serve every decode
@@ -25,6 +26,7 @@
 #define ED_ASR_H
 
 #include "encdec.h"
+#include "asr/feed.h"
 #include "audio/mel.h"
 #include "decode/runner.h"
 #include "models/whisper.h"
@@ -67,6 +69,8 @@ typedef struct {
     const char *prepend_punctuations;    /* UTF-8 characters merged into the next word */
     const char *append_punctuations;     /* ... into the previous word */
     int loop_detect;                     /* stop a window that repeats itself (see window.c) */
+    float silence_rms;                   /* a window of lower RMS with a high no-speech
+                                            probability is skipped undecoded; 0: off */
     uint64_t seed;                       /* sampling */
 } asr_params;
 
@@ -123,5 +127,10 @@ typedef struct {
  * ENCDEC_ERR_NOMEM, or what the sink returned. */
 encdec_status asr_transcribe(const asr_env *env, const float *pcm, size_t n, const asr_params *p,
                              const asr_sink *sink, asr_report *rep);
+/* The same from a feed (asr/feed.h): a recording in memory, or an audio
+ * stream read in blocks and never held whole (memory bounded by the window,
+ * not the recording). */
+encdec_status asr_transcribe_feed(const asr_env *env, asr_feed *feed, const asr_params *p,
+                                  const asr_sink *sink, asr_report *rep);
 
 #endif

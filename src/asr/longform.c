@@ -7,6 +7,7 @@
  * whole. Timings and counts go to the report; segments to the sink.
  */
 #include "asr/asr_internal.h"
+#include "asr/feed.h"
 #include "asr/window.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -73,10 +74,9 @@ typedef struct {
     const asr_params *p;
     const asr_sink *sink;
     asr_report *rep;
-    const float *pcm;
-    size_t n;
+    asr_feed *feed;           /* the recording's samples, and its log-mel's maximum */
+    size_t n;                 /* samples in it */
     int content;              /* mel frames of audio */
-    float *mel_all;           /* [n_mels, content + N_FRAMES] timestamps mode: the whole file */
     float *mel;               /* [n_mels, N_FRAMES] the window */
     int encoded_seek, encoded_size;   /* the window the state's encoder output is for; -1: none */
     asr_work work;
@@ -92,23 +92,31 @@ typedef struct {
     double last_speech;       /* word timestamps: the end of the last word */
 } lf_run;
 
-/* The window's log-mel in r->mel: frames [seek, seek + size) then zeros
- * (openai-whisper pads the mel, not the audio); without timestamps the
- * window's own log-mel of its samples (the decode() view, normalised over
- * the window), as encdec always computed it. */
-static encdec_status window_mel(lf_run *r, int seek, int size) {
+/* The window's log-mel in r->mel: frames [seek, seek + computed) of the
+ * recording's log-mel (one normalisation for the whole file, as
+ * openai-whisper's), then zeros up to N_FRAMES (it pads the mel, not the
+ * audio); computed is the window's size, or N_FRAMES for language
+ * detection (the frames past the audio are the log-mel's own). Without
+ * timestamps the window's own log-mel of its samples (the decode() view,
+ * normalised over the window), as encdec always computed it. */
+static encdec_status window_mel(lf_run *r, int seek, int computed) {
     int nm = r->env->m->hp.n_mels;
+    const float *x;
+    size_t x0, nx;
+    encdec_status st;
     if (!r->p->timestamps) {
-        size_t s0 = (size_t)seek * MEL_HOP, len = (size_t)size * MEL_HOP;
+        size_t s0 = (size_t)seek * MEL_HOP, len = (size_t)computed * MEL_HOP;
         if (s0 + len > r->n) len = r->n - s0;
-        return mel_compute(r->env->mel, r->pcm + s0, len, r->mel, N_FRAMES);
+        if ((st = asr_feed_get(r->feed, s0, s0 + len, &x, &x0, &nx))) return st;
+        return mel_compute(r->env->mel, x + (s0 - x0), len, r->mel, N_FRAMES);
     }
-    size_t ld = (size_t)r->content + N_FRAMES;
-    for (int k = 0; k < nm; k++) {
-        float *dst = r->mel + (size_t)k * N_FRAMES;
-        memcpy(dst, r->mel_all + k * ld + seek, sizeof(float) * (size_t)size);
-        memset(dst + size, 0, sizeof(float) * (size_t)(N_FRAMES - size));
-    }
+    size_t a = (size_t)seek * MEL_HOP, b = (size_t)(seek + computed) * MEL_HOP + MEL_N_FFT / 2;
+    a = a > MEL_N_FFT / 2 ? a - MEL_N_FFT / 2 : 0;
+    if ((st = asr_feed_get(r->feed, a, b, &x, &x0, &nx))) return st;
+    mel_frames_log(r->env->mel, x, x0, nx, r->n, seek, computed, r->mel, N_FRAMES);
+    mel_frames_finish(r->env->mel, r->mel, computed, N_FRAMES, r->feed->log_max);
+    for (int k = 0; k < nm; k++)
+        memset(r->mel + (size_t)k * N_FRAMES + computed, 0, sizeof(float) * (size_t)(N_FRAMES - computed));
     return ENCDEC_OK;
 }
 
@@ -137,15 +145,8 @@ static encdec_status detect_language(lf_run *r) {
     int size = r->content < N_FRAMES ? r->content : N_FRAMES;
     encdec_status st;
     double t0 = ed_now_ms();
-    if (r->p->timestamps) {
-        size_t ld = (size_t)r->content + N_FRAMES;
-        for (int k = 0; k < m->hp.n_mels; k++)
-            memcpy(r->mel + (size_t)k * N_FRAMES, r->mel_all + k * ld, sizeof(float) * N_FRAMES);
-        size = N_FRAMES;   /* as a window of the full 3000 frames, so a full first window reuses it */
-        st = ENCDEC_OK;
-    } else {
-        st = window_mel(r, 0, size);
-    }
+    if (r->p->timestamps) size = N_FRAMES;   /* a full first window reuses it */
+    st = window_mel(r, 0, size);
     r->rep->mel_ms += ed_now_ms() - t0;
     if (st) return st;
     encode(r, 0, size);
@@ -215,17 +216,20 @@ static int prompt_head(lf_run *r) {
     return n;
 }
 
-/* Every sample of the window is exactly 0 (digital silence: generated or
- * padded audio). Such a window is skipped without decoding: the model can
+/* The RMS of the window's samples; 0 is digital silence (generated or
+ * padded audio): such a window is skipped without decoding: the model can
  * only hallucinate on it (openai-whisper decodes 65 s of zeros to " you you
- * you"), and it costs nothing. Any real recording has noise, so this never
- * changes the transcript of speech. */
-static int digital_silence(const lf_run *r, int seek, int size) {
-    size_t a = (size_t)seek * MEL_HOP, b = (size_t)(seek + size) * MEL_HOP;
+ * you"), and it costs nothing. Any real recording has noise, so that never
+ * changes the transcript of speech. A window quieter than p->silence_rms
+ * is skipped after the prompt when the model also calls it silence. */
+static double window_rms(const lf_run *r, int seek, int size) {
+    size_t a = (size_t)seek * MEL_HOP, b = (size_t)(seek + size) * MEL_HOP, x0, nx;
     if (b > r->n) b = r->n;
-    for (size_t i = a; i < b; i++)
-        if (r->pcm[i] != 0.0f) return 0;
-    return 1;
+    const float *x;
+    if (b <= a || asr_feed_get(r->feed, a, b, &x, &x0, &nx)) return 1;   /* decoded: the error comes again */
+    double ss = 0;
+    for (size_t i = a; i < b; i++) ss += (double)x[i - x0] * x[i - x0];
+    return sqrt(ss / (double)(b - a));
 }
 
 /* One window at seek, size frames of content: decode, segments, words;
@@ -234,7 +238,8 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     const whisper_model *m = r->env->m;
     const asr_params *p = r->p;
     r->rep->n_windows++;
-    if (digital_silence(r, seek, size)) {   /* nothing to hear: not decoded at all */
+    double rms = window_rms(r, seek, size);
+    if (rms == 0) {   /* nothing to hear: not decoded at all */
         *next = seek + size;
         return ENCDEC_OK;
     }
@@ -265,6 +270,12 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     float no_speech;
     t0 = ed_now_ms();
     st = asr_window_prompt(&r->work, r->head, n_head, rest, n_rest, &no_speech, NULL);
+    if (!st && rms < p->silence_rms && !isnan(p->no_speech_threshold) &&
+        no_speech > p->no_speech_threshold) {   /* near-silence the model hears as such */
+        r->rep->decode_ms += ed_now_ms() - t0;
+        *next = seek + size;
+        return ENCDEC_OK;
+    }
     asr_window_result res;
     if (!st) st = asr_window_decode(&r->work, seek, no_speech, &res, r->rep);
     r->rep->decode_ms += ed_now_ms() - t0;
@@ -317,7 +328,6 @@ static encdec_status check(const asr_env *env, const asr_params *p) {
 }
 
 static void lf_free(lf_run *r) {
-    free(r->mel_all);
     free(r->mel);
     asr_work_free(&r->work);
     asr_aligner_free(&r->align);
@@ -341,28 +351,30 @@ static encdec_status lf_init(lf_run *r) {
     if (!r->mel || !r->splits || !r->segs || !r->head || !r->lang_logits) return ENCDEC_ERR_NOMEM;
     encdec_status st = asr_work_init(&r->work, r->env, r->p);
     if (!st && r->p->word_timestamps) st = asr_aligner_init(&r->align, r->env);
-    if (st || !r->p->timestamps) return st;
-    size_t frames = (size_t)r->content + N_FRAMES, bytes;
-    if (!ed_mul_ok(nm * frames, sizeof(float), &bytes))
-        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: log-mel of %zu frames", frames);
-    r->mel_all = ed_alloc(bytes, "log-mel of the recording");
-    if (!r->mel_all) return ENCDEC_ERR_NOMEM;
-    double t0 = ed_now_ms();
-    st = mel_compute(r->env->mel, r->pcm, r->n, r->mel_all, (int)frames);
-    r->rep->mel_ms += ed_now_ms() - t0;
+    r->rep->mel_ms += r->feed->mel_ms;   /* the feed's pass over the whole recording */
     return st;
 }
 
 encdec_status asr_transcribe(const asr_env *env, const float *pcm, size_t n, const asr_params *p,
                              const asr_sink *sink, asr_report *rep) {
+    asr_feed f;
+    encdec_status st = asr_feed_memory(&f, pcm, n, env->mel);
+    if (!st) st = asr_transcribe_feed(env, &f, p, sink, rep);
+    asr_feed_free(&f);
+    return st;
+}
+
+encdec_status asr_transcribe_feed(const asr_env *env, asr_feed *feed, const asr_params *p,
+                                  const asr_sink *sink, asr_report *rep) {
     memset(rep, 0, sizeof *rep);
     rep->language = -1;
     encdec_status st = check(env, p);
     if (st) return st;
+    size_t n = feed->n;
     if (n / MEL_HOP + N_FRAMES > (size_t)INT32_MAX / MEL_HOP)
         return ed_fail(ENCDEC_ERR_AUDIO, "the audio is too long (%zu samples)", n);
     const whisper_model *m = env->m;
-    lf_run r = {.env = env, .p = p, .sink = sink, .rep = rep, .pcm = pcm, .n = n};
+    lf_run r = {.env = env, .p = p, .sink = sink, .rep = rep, .feed = feed, .n = n};
     st = lf_init(&r);
     if (!st) st = ivec_push(&r.all, p->initial_prompt, (size_t)p->n_initial_prompt);
     r.initial = r.all.n;

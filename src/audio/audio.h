@@ -42,6 +42,32 @@ encdec_status audio_load_memory_ex(const void *data, size_t len, const char *nam
 encdec_status audio_source(const char *path, const encdec_audio_params *p, unsigned char **buf,
                            size_t *len);
 
+/* stream.c: an audio file decoded, checked and resampled block by block,
+ * for recordings too long to hold (memory: a few blocks). The samples come
+ * in order; after the last one, info has the length and the truncation
+ * report (the errors are audio_load's: not audio, non-finite samples, too
+ * long, cut short with p->strict). Rewind starts again from the first
+ * sample (the file or buffer is opened again): the same samples again.
+ *
+ *   audio_stream *s;  audio_stream_open(&s, path, 16000, &params);
+ *   while (!audio_stream_read(s, buf, cap, &got) && got) ...;  audio_stream_close(s);
+ */
+#define AUDIO_MAX_RATE 1000000     /* Hz; anything above is a corrupt header */
+typedef struct audio_stream audio_stream;
+encdec_status audio_stream_open(audio_stream **s, const char *path, int target_rate,
+                                const encdec_audio_params *p);
+/* data[len] stays the caller's and must outlive the stream. */
+encdec_status audio_stream_open_memory(audio_stream **s, const void *data, size_t len,
+                                       const char *name, int target_rate,
+                                       const encdec_audio_params *p);
+/* Up to cap samples into dst; *got 0 at the end. */
+encdec_status audio_stream_read(audio_stream *s, float *dst, size_t cap, size_t *got);
+encdec_status audio_stream_rewind(audio_stream *s);
+const encdec_audio_info *audio_stream_info(const audio_stream *s);
+/* The header's length in target-rate samples (0 unknown): a hint, not a promise. */
+double audio_stream_hint_samples(const audio_stream *s);
+void audio_stream_close(audio_stream *s);
+
 /* Resamples mono float PCM (for callers that decode audio themselves). */
 encdec_status audio_resample(const float *in, size_t n_in, int rate_in,
                              int rate_out, float **out, size_t *n_out);

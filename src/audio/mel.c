@@ -225,6 +225,33 @@ static double padded_at(const float *pcm, size_t n, size_t len, long long i) {
     return (size_t)i < n ? pcm[i] : 0.0;
 }
 
+/* Frame t's log10 mel energies from its windowed samples x into
+ * out[k * ld + col]; returns the largest. */
+static double frame_log(const mel_ctx *m, const double *x, float *out, size_t ld, size_t col) {
+    double power[N_BINS], mx = -HUGE_VAL;
+    power_spectrum(m, x, power);
+    for (int k = 0; k < m->n_mels; k++) {
+        const double *w = m->fw + (size_t)k * N_BINS;
+        double acc = 0;
+        for (int b = m->lo[k]; b < m->hi[k]; b++) acc += w[b] * power[b];
+        double v = log10(acc > 1e-10 ? acc : 1e-10);
+        if (v > mx) mx = v;
+        out[(size_t)k * ld + col] = (float)v;
+    }
+    return mx;
+}
+
+/* The clamp to log_max - 8 and the scaling, over rows of cols values. */
+static void finish(float *out, int rows, int cols, size_t ld, double log_max) {
+    float floor_v = (float)(log_max - 8.0);
+    for (int k = 0; k < rows; k++)
+        for (int t = 0; t < cols; t++) {
+            float *o = out + (size_t)k * ld + t;
+            float v = *o > floor_v ? *o : floor_v;
+            *o = (v + 4.0f) / 4.0f;
+        }
+}
+
 encdec_status mel_compute(const mel_ctx *m, const float *pcm, size_t n,
                           float *out, int n_frames) {
     if (!m || !out || (!pcm && n > 0))
@@ -233,7 +260,7 @@ encdec_status mel_compute(const mel_ctx *m, const float *pcm, size_t n,
         return ed_fail(ENCDEC_ERR_ARG, "mel_compute: n_frames is %d", n_frames);
     size_t len = (size_t)n_frames * MEL_HOP;   /* the window in samples */
     size_t avail = n < len ? n : len;          /* real samples inside it */
-    double x[MEL_N_FFT], power[N_BINS];
+    double x[MEL_N_FFT];
     double log_max = -HUGE_VAL;
 
     for (int t = 0; t < n_frames; t++) {
@@ -245,22 +272,36 @@ encdec_status mel_compute(const mel_ctx *m, const float *pcm, size_t n,
             for (int j = 0; j < MEL_N_FFT; j++)
                 x[j] = padded_at(pcm, avail, len, start + j) * m->window[j];
         }
-        power_spectrum(m, x, power);
-        for (int k = 0; k < m->n_mels; k++) {
-            const double *w = m->fw + (size_t)k * N_BINS;
-            double acc = 0;
-            for (int b = m->lo[k]; b < m->hi[k]; b++) acc += w[b] * power[b];
-            double v = log10(acc > 1e-10 ? acc : 1e-10);
-            if (v > log_max) log_max = v;
-            out[(size_t)k * n_frames + t] = (float)v;
-        }
+        double v = frame_log(m, x, out, (size_t)n_frames, (size_t)t);
+        if (v > log_max) log_max = v;
     }
-
-    float floor_v = (float)(log_max - 8.0);
-    size_t total = (size_t)m->n_mels * n_frames;
-    for (size_t i = 0; i < total; i++) {
-        float v = out[i] > floor_v ? out[i] : floor_v;
-        out[i] = (v + 4.0f) / 4.0f;
-    }
+    finish(out, m->n_mels, n_frames, (size_t)n_frames, log_max);
     return ENCDEC_OK;
+}
+
+double mel_frames_log(const mel_ctx *m, const float *x, size_t x0, size_t nx, size_t n_total,
+                      long long t0, int nt, float *out, size_t ld) {
+    double win[MEL_N_FFT], log_max = -HUGE_VAL;
+    for (int c = 0; c < nt; c++) {
+        long long start = (t0 + c) * MEL_HOP - MEL_N_FFT / 2;
+        if (start >= (long long)x0 && (size_t)start + MEL_N_FFT <= x0 + nx &&
+            (size_t)start + MEL_N_FFT <= n_total) {
+            const float *s = x + (start - (long long)x0);
+            for (int j = 0; j < MEL_N_FFT; j++) win[j] = s[j] * m->window[j];
+        } else {
+            for (int j = 0; j < MEL_N_FFT; j++) {
+                long long i = start + j;
+                if (i < 0) i = -i;                       /* the centre padding's reflection */
+                double v = (size_t)i < n_total ? x[i - (long long)x0] : 0.0;
+                win[j] = v * m->window[j];
+            }
+        }
+        double v = frame_log(m, win, out, ld, (size_t)c);
+        if (v > log_max) log_max = v;
+    }
+    return log_max;
+}
+
+void mel_frames_finish(const mel_ctx *m, float *out, int nt, size_t ld, double log_max) {
+    finish(out, m->n_mels, nt, ld, log_max);
 }

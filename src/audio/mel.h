@@ -37,6 +37,19 @@ void mel_free(mel_ctx *m);
 encdec_status mel_compute(const mel_ctx *m, const float *pcm, size_t n,
                           float *out, int n_frames);
 
+/* For a recording too long to hold: the log10 mel energies (before the
+ * max-8 clamp and the scaling) of frames [t0, t0 + nt) of the whole signal
+ * of n_total samples (zeros after it, reflected before its start as the
+ * STFT's centre padding does), given its samples [x0, x0 + nx) in x, which
+ * must hold every real sample those frames see. Into out[k * ld + c] for
+ * frame t0 + c; returns the largest value. Frame by frame the same numbers
+ * as mel_compute of the whole signal padded with 30 s of zeros. */
+double mel_frames_log(const mel_ctx *m, const float *x, size_t x0, size_t nx, size_t n_total,
+                      long long t0, int nt, float *out, size_t ld);
+/* Then the clamp to log_max - 8 (log_max: the largest over the whole
+ * signal's frames) and (x + 4) / 4, in place over nt columns. */
+void mel_frames_finish(const mel_ctx *m, float *out, int nt, size_t ld, double log_max);
+
 /* The filter bank [n_mels, 201] (borrowed), for tests. */
 const float *mel_filters(const mel_ctx *m);
 

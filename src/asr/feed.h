@@ -1,0 +1,48 @@
+/* feed.h - the recording as the long-form loop reads it: samples by
+ * position, and the one number of the whole file its log-mel needs (the
+ * largest log10 mel energy: openai-whisper clamps every frame to it - 8).
+ *
+ *   asr_feed f;
+ *   asr_feed_memory(&f, pcm, n, mel)        the recording in memory; or
+ *   asr_feed_stream(&f, stream, mel)        an audio_stream: a first pass for the
+ *                                           length and the maximum, then rewound
+ *   asr_feed_get(&f, a, b, &x, &x0, &nx)    samples [a, b) (b past the end: fewer)
+ *   asr_feed_free(&f);
+ *
+ * From a stream only a window of samples is held (about 31 s at 16 kHz):
+ * memory is bounded by the window, not the recording. Requests should move
+ * forward (the loop's seek does; MEL_N_FFT samples before the last start
+ * are kept); one that goes back further reads the stream again from its
+ * start. The first pass computes every
+ * frame's mel once (to find the maximum); the windows compute theirs again
+ * from the samples (mel_frames_log): the same numbers as one log-mel of the
+ * whole recording.
+ */
+#ifndef ED_ASR_FEED_H
+#define ED_ASR_FEED_H
+
+#include "encdec.h"
+#include "audio/audio.h"
+#include "audio/mel.h"
+
+#include <stddef.h>
+
+typedef struct {
+    const float *pcm;        /* in memory: all n samples (borrowed) */
+    audio_stream *as;        /* else the stream (borrowed) */
+    size_t n;                /* samples in the recording */
+    double log_max;          /* largest log10 mel energy over the whole log-mel */
+    float *buf;              /* stream: samples [b0, b0 + bn) */
+    size_t b0, bn, cap;
+    double mel_ms;           /* time of the first pass's mel */
+} asr_feed;
+
+encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel_ctx *mel);
+encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel);
+/* Samples [a, min(b, n)) of the recording: *x holds [*x0, *x0 + *nx), a
+ * range that contains them (valid until the next call). */
+encdec_status asr_feed_get(asr_feed *f, size_t a, size_t b, const float **x, size_t *x0,
+                           size_t *nx);
+void asr_feed_free(asr_feed *f);
+
+#endif
