@@ -165,8 +165,15 @@ static void test_errors(void) {
     CHECK(said("input 3: invalid argument"));
     CHECK(said("empty"));
     CHECK_SH("printf \"bad \\377\\n\" | \"$CLI\" generate -m \"$M\" --json 2>/dev/null", 1, "\"error\"");
-    /* an input with a NUL byte is refused, not cut */
-    CHECK_SH("printf \"a\\000b\\n\" | \"$CLI\" generate -m \"$M\" >/dev/null", 1, "input 1");
+    /* an input with a NUL byte is refused, not cut, and said to be one (not
+     * "invalid UTF-8"); the lines around it are generated in their places */
+    CHECK_SH("printf \"a\\000b\\n\" | \"$CLI\" generate -m \"$M\" >/dev/null", 1,
+             "input 1: invalid argument: a NUL byte at offset 1");
+    CHECK(!strstr(g_out, "UTF-8"));
+    CHECK_SH("printf \"Das Haus ist sch\\303\\266n.\\nx\\000y\\nDas Haus ist sch\\303\\266n.\\n\" | "
+             "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 --json 2>/dev/null", 1,
+             "{\"index\":2,\"error\":\"invalid argument: a NUL byte at offset 1");
+    CHECK(said("{\"index\":1,\"input\":\"Das Haus") && said("{\"index\":3,\"input\":\"Das Haus"));
     /* empty stdin: nothing to do, success */
     CHECK_SH("\"$CLI\" generate -m \"$M\" </dev/null; echo rc=$?", 0, "rc=0");
 }
