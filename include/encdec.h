@@ -199,7 +199,8 @@ typedef struct {
                                 a recording still being written) is ENCDEC_ERR_AUDIO; 0: it
                                 is read up to where it ends and info->truncated says so */
     size_t max_stream_bytes; /* streams (path "-" = standard input, pipes, FIFOs, character
-                                devices) are read whole into memory, at most this many
+                                devices) are copied whole to an unlinked temporary file
+                                (into memory if none can be made), at most this many
                                 bytes (0: 2 GiB); more is ENCDEC_ERR_AUDIO */
     double fifo_wait_s;      /* a named FIFO that gives no data for this long (no writer)
                                 is ENCDEC_ERR_IO (0: 10 s) */

@@ -14,6 +14,7 @@
 
 #include "encdec.h"
 #include <stddef.h>
+#include <stdio.h>
 
 encdec_status audio_load(const char *path, int target_rate, double max_seconds,
                          float **pcm, size_t *n_samples);
@@ -33,14 +34,16 @@ encdec_status audio_load_memory_ex(const void *data, size_t len, const char *nam
                                    int target_rate, const encdec_audio_params *p, float **pcm,
                                    size_t *n_samples, encdec_audio_info *info);
 
-/* source.c: how path is read. A regular file that can be opened: *buf NULL
- * (libsndfile opens it). A stream (path "-" = standard input unless it is a
- * terminal, a pipe, a FIFO waited for up to p->fifo_wait_s, a character
- * device): its bytes, whole, in *buf[*len] (caller frees), at most
- * p->max_stream_bytes. Errors name the path: missing, unreadable, a
- * directory, a block device, an empty file, no data, too large. */
+/* source.c: how path is read. A regular file that can be opened: *buf and
+ * *spooled NULL (libsndfile opens it). A stream (path "-" = standard input
+ * unless it is a terminal, a pipe, a FIFO waited for up to p->fifo_wait_s,
+ * a character device): its bytes, whole, at most p->max_stream_bytes, in an
+ * unlinked temporary file *spooled at its start (caller closes) when
+ * spooled is not NULL and one can be made, else in *buf[*len] (caller
+ * frees). Errors name the path: missing, unreadable, a directory, a block
+ * device, an empty file, no data, too large. */
 encdec_status audio_source(const char *path, const encdec_audio_params *p, unsigned char **buf,
-                           size_t *len);
+                           size_t *len, FILE **spooled);
 
 /* stream.c: an audio file decoded, checked and resampled block by block,
  * for recordings too long to hold (memory: a few blocks). The samples come

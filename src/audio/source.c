@@ -1,5 +1,6 @@
 /* source.c - where audio bytes come from: a regular file (libsndfile opens
- * and seeks it), or a stream read whole into memory with a size limit:
+ * and seeks it), or a stream read whole, with a size limit, into a
+ * temporary file (or memory):
  * standard input ("-"), a pipe, a named FIFO (waited for, not forever), a
  * character device. Directories, block devices, empty files and a terminal
  * on standard input are refused with a message that says which. */
@@ -73,17 +74,60 @@ static encdec_status slurp(int fd, const char *name, size_t max, unsigned char *
     return ENCDEC_OK;
 }
 
+/* Everything fd delivers, into an unlinked temporary file (memory stays
+ * bounded; the bytes are read twice later); falls back to memory when no
+ * temporary file can be made. */
+static encdec_status spool(int fd, const char *name, size_t max, unsigned char **buf, size_t *len,
+                           FILE **out) {
+    FILE *f = tmpfile();
+    if (!f) return slurp(fd, name, max, buf, len);
+    static unsigned char chunk[1 << 16];
+    size_t n = 0;
+    encdec_status st = ENCDEC_OK;
+    for (;;) {
+        ssize_t got = read(fd, chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            st = ed_fail(ENCDEC_ERR_IO, "%s: %s", name, strerror(errno));
+            break;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+        if (n > max) {
+            st = ed_fail(ENCDEC_ERR_AUDIO, "%s: a stream of more than %zu bytes (the limit for "
+                         "streams, which are copied to a temporary file)", name, max);
+            break;
+        }
+        if (fwrite(chunk, 1, (size_t)got, f) != (size_t)got) {
+            st = ed_fail(ENCDEC_ERR_IO, "%s: cannot write a temporary copy: %s", name, strerror(errno));
+            break;
+        }
+    }
+    if (!st && n == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "%s: no data (0 bytes)", name);
+    if (!st && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
+        st = ed_fail(ENCDEC_ERR_IO, "%s: cannot write a temporary copy: %s", name, strerror(errno));
+    if (st) {
+        fclose(f);
+        return st;
+    }
+    *out = f;
+    *len = n;
+    return ENCDEC_OK;
+}
+
 encdec_status audio_source(const char *path, const encdec_audio_params *p, unsigned char **buf,
-                           size_t *len) {
+                           size_t *len, FILE **spooled) {
     size_t max = p && p->max_stream_bytes ? p->max_stream_bytes : DEFAULT_MAX_STREAM;
     double wait = p && p->fifo_wait_s > 0 ? p->fifo_wait_s : DEFAULT_FIFO_WAIT_S;
     *buf = NULL;
     *len = 0;
+    if (spooled) *spooled = NULL;
     if (!strcmp(path, "-")) {
         if (isatty(STDIN_FILENO))
             return ed_fail(ENCDEC_ERR_IO, "standard input is a terminal, not audio (pipe a file "
                            "into it: encdec transcribe - < talk.wav)");
-        return slurp(STDIN_FILENO, "standard input", max, buf, len);
+        return spooled ? spool(STDIN_FILENO, "standard input", max, buf, len, spooled)
+                       : slurp(STDIN_FILENO, "standard input", max, buf, len);
     }
     struct stat sb;
     if (stat(path, &sb) != 0) return ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));
@@ -103,7 +147,7 @@ encdec_status audio_source(const char *path, const encdec_audio_params *p, unsig
     int fl = fcntl(fd, F_GETFL);
     if (!st && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
         st = ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));
-    if (!st) st = slurp(fd, path, max, buf, len);
+    if (!st) st = spooled ? spool(fd, path, max, buf, len, spooled) : slurp(fd, path, max, buf, len);
     close(fd);
     return st;
 }

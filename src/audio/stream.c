@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CHANNELS 1024
 #define MAX_RATE AUDIO_MAX_RATE
@@ -56,6 +57,7 @@ struct audio_stream {
     char *name;                 /* for messages */
     char *path;                 /* a regular file (opened again to rewind), else NULL */
     unsigned char *owned;       /* a stream's bytes, read whole (audio_source) */
+    FILE *spool;                /* or their temporary copy */
     membuf mem;
     SNDFILE *sf;
     SF_INFO sfi;
@@ -120,6 +122,7 @@ void audio_stream_close(audio_stream *s) {
     free(s->mono);
     free(s->out);
     free(s->owned);
+    if (s->spool) fclose(s->spool);
     free(s->name);
     free(s->path);
     free(s);
@@ -169,6 +172,13 @@ static SNDFILE *open_virtual(audio_stream *s, SF_INFO *info) {
     return sf_open_virtual(&io, SFM_READ, info, &s->mem);
 }
 
+/* libsndfile over the temporary copy of a stream, from its start. */
+static SNDFILE *open_spool(audio_stream *s, SF_INFO *info) {
+    int fd = fileno(s->spool);   /* libsndfile reads the descriptor, not the FILE */
+    if (lseek(fd, 0, SEEK_SET) != 0) return NULL;
+    return sf_open_fd(fd, SFM_READ, info, 0);
+}
+
 /* A stream named name at rate with options p; NULL when out of memory. */
 static audio_stream *new_stream(const char *name, int rate, const encdec_audio_params *p) {
     audio_stream *s = ed_calloc(sizeof *s, "audio stream");
@@ -202,8 +212,11 @@ encdec_status audio_stream_open(audio_stream **out, const char *path, int target
     audio_stream *s = new_stream(strcmp(path, "-") ? path : "standard input", target_rate, p);
     if (!s) return ENCDEC_ERR_NOMEM;
     size_t len = 0;
-    encdec_status st = audio_source(path, p, &s->owned, &len);
-    if (!st && s->owned) {   /* a stream, read whole: decoded from memory */
+    encdec_status st = audio_source(path, p, &s->owned, &len, &s->spool);
+    if (!st && s->spool) {   /* a stream, copied whole to a temporary file */
+        s->info.stream = 1;
+        s->sf = open_spool(s, &s->sfi);
+    } else if (!st && s->owned) {   /* ... or into memory */
         s->mem = (membuf){s->owned, (sf_count_t)len, 0};
         s->info.stream = 1;
         s->sf = open_virtual(s, &s->sfi);
@@ -326,7 +339,9 @@ encdec_status audio_stream_rewind(audio_stream *s) {
     sf_close(s->sf);
     SF_INFO again;
     memset(&again, 0, sizeof again);
-    s->sf = s->path ? sf_open(s->path, SFM_READ, &again) : open_virtual(s, &again);
+    s->sf = s->path    ? sf_open(s->path, SFM_READ, &again)
+            : s->spool ? open_spool(s, &again)
+                       : open_virtual(s, &again);
     if (!s->sf || again.samplerate != s->sfi.samplerate || again.channels != s->sfi.channels)
         return ed_fail(ENCDEC_ERR_AUDIO, "%s: the audio changed while it was read", s->name);
     s->frames = s->emitted = s->out_at = s->out_n = 0;
