@@ -81,11 +81,12 @@ static encdec_status spool(int fd, const char *name, size_t max, unsigned char *
                            FILE **out) {
     FILE *f = tmpfile();
     if (!f) return slurp(fd, name, max, buf, len);
-    static unsigned char chunk[1 << 16];
+    enum { CHUNK = 1 << 16 };
+    unsigned char *chunk = malloc(CHUNK);
     size_t n = 0;
-    encdec_status st = ENCDEC_OK;
-    for (;;) {
-        ssize_t got = read(fd, chunk, sizeof chunk);
+    encdec_status st = chunk ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s", name);
+    while (!st) {
+        ssize_t got = read(fd, chunk, CHUNK);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             st = ed_fail(ENCDEC_ERR_IO, "%s: %s", name, strerror(errno));
@@ -103,6 +104,7 @@ static encdec_status spool(int fd, const char *name, size_t max, unsigned char *
             break;
         }
     }
+    free(chunk);
     if (!st && n == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "%s: no data (0 bytes)", name);
     if (!st && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
         st = ed_fail(ENCDEC_ERR_IO, "%s: cannot write a temporary copy: %s", name, strerror(errno));
