@@ -112,6 +112,7 @@ int main(void) {
     CHECK_STATUS(st, ENCDEC_ERR_FORMAT, "element 147455 (row 383, column 383) is -1808, ");
     CHECK(strstr(encdec_last_error(), "times the RMS of the tensor's other values") != NULL);
     CHECK(strstr(encdec_last_error(), "the file is corrupt") != NULL);
+    CHECK(strstr(encdec_last_error(), "--no-weight-check") != NULL);
     st = load_with(tmp_dir, "encoder/layer_0/ffn/layer_norm/gamma", 0, 17, 0xfe00, 0);
     CHECK_STATUS(st, ENCDEC_ERR_FORMAT, "encoder/layer_0/ffn/layer_norm/gamma [384]: element 17 is NaN");
 

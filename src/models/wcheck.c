@@ -37,9 +37,11 @@ static encdec_status bad_value(const ed_tensor *t, size_t i, float v, const char
     else snprintf(val, sizeof val, "%g", (double)v);
     return ed_fail(ENCDEC_ERR_FORMAT,
                    "%s: tensor %s %s: element %zu%s is %s%s; the file is corrupt (the weights "
-                   "are checked at load)", ed_basename(t->file), t->name,
+                   "are checked at load%s)", ed_basename(t->file), t->name,
                    ed_shape_str(shape, sizeof shape, t->ndim, t->shape), i,
-                   where(pos, sizeof pos, t, i), val, why);
+                   where(pos, sizeof pos, t, i), val, why,
+                   *why ? "; a model that truly holds such a value loads with no_weight_check, "
+                          "--no-weight-check" : "");
 }
 
 /* Elements [i0, i0 + n) of t as f32 in buf (or borrowed when aligned f32). */
