@@ -107,8 +107,8 @@ typedef struct {
     int no_weight_check;  /* 1 skips the load-time check of every weight: a NaN or Inf, or
                              a value over 500 times its tensor's RMS (a flipped exponent
                              bit), is ENCDEC_ERR_FORMAT naming the tensor and element; it
-                             reads every weight once at load (+36 ms for tiny.en's 75 MB,
-                             +78 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
+                             reads every weight once at load (+19 ms for tiny.en's 75 MB,
+                             +39 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
 } encdec_model_params;
 
 /* "auto", "c", "avx2", "avx512", "amx", "neon"; NULL for another value. */
