@@ -236,6 +236,10 @@ static void test_reports(encdec_session *s) {
     CHECK_STATUS(encdec_transcribe_file(s, full, &limit, &tp, &r, NULL), ENCDEC_ERR_AUDIO,
                  "two-s.wav: the audio is 2.0 s long; the limit is 1 s");
     CHECK_STATUS(encdec_transcribe_file(NULL, full, NULL, &tp, &r, NULL), ENCDEC_ERR_ARG, "session is NULL");
+    encdec_transcribe_params badp = tp;   /* checked before the file is read */
+    badp.temperature = 2;
+    CHECK_STATUS(encdec_transcribe_file(s, tmp_path("none.wav"), NULL, &badp, &r, NULL),
+                 ENCDEC_ERR_ARG, "temperature");
     CHECK_STATUS(encdec_transcribe_file(s, "", NULL, &tp, &r, NULL), ENCDEC_ERR_ARG, "empty path");
 }
 

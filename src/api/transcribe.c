@@ -403,6 +403,8 @@ static encdec_status transcribe_file_body(encdec_session *s, const char *path,
                isinf(ap->fifo_wait_s)))
         return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe_file: max_seconds %g / fifo_wait_s %g "
                        "must be finite numbers >= 0", ap->max_seconds, ap->fifo_wait_s);
+    encdec_transcribe_params pc = params ? *params : encdec_transcribe_default_params();
+    if ((st = check_params(s, &pc))) return st;   /* before reading hours of audio */
     audio_stream *as;
     if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
     asr_feed f;
