@@ -86,7 +86,7 @@ static encdec_status too_long(const char *name, double seconds, double max_secon
 
 /* "data : N (should be M)" in libsndfile's log: a WAV / AIFF / ... whose
  * header promises N bytes of audio where the file holds M. Returns N / M
- * when N > M (placeholder sizes of streamed files, 0 and ~4 GiB, aside),
+ * when N > M (the dummy sizes that streamed files write, 0 and ~4 GiB, aside),
  * else 0. */
 static double log_promise(SNDFILE *sf) {
     char log[8192];
