@@ -1,6 +1,6 @@
 /* batch.c - sequences decoded independently but stepped together: the
  * driver behind batched greedy and sampling. */
-#include "decode/search.h"
+#include "decode/task.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "kern/kern.h"
@@ -103,30 +103,95 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
     return st;
 }
 
-encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
-                                  dec_pick_fn pick, void *pick_ctx, int pure, int *out_tok,
-                                  float *out_lp, int *out_len, float *out_score) {
+/* dec_independent_fed as a task: live[i]'s logits are row i of the last
+ * feed / step; position t is the next to pick. */
+typedef struct {
+    dec_task t;
+    const dec_model *m;
+    const dec_rules *r;
+    dec_pick_fn pick;
+    void *pick_ctx;
+    void (*pick_free)(void *);
+    int pure, n_seq, pos, n_live;
+    float *logits;
+    int *out_tok, *out_len;
+    float *out_lp, *out_score;
+    int *live, *next, *toks;   /* [n_seq] each: live sequences, their next tokens, choices */
+    float *lps;
+} ind_task;
+
+static void ind_destroy(dec_task *t) {
+    ind_task *q = (ind_task *)t;
+    if (q->pick_free) q->pick_free(q->pick_ctx);
+    free(q->live);
+    free(q->lps);
+    free(q);
+}
+
+/* Picks position q->pos for every live sequence from q->logits, then lists
+ * the sequences that go on (t.n = 0 when none does). */
+static encdec_status ind_advance(dec_task *t) {
+    ind_task *q = (ind_task *)t;
+    const dec_rules *r = q->r;
+    int N = r->max_new, n_live = q->n_live, k = 0, pos = q->pos;
+    pick_job job = {r, q->pick, q->pick_ctx, q->logits, q->live, q->out_tok, q->toks, q->lps,
+                    q->m->n_vocab, pos};
+    if (q->pure && q->m->par_for && n_live > 1) q->m->par_for(q->m->ctx, n_live, pick_one, &job);
+    else
+        for (int i = 0; i < n_live; i++) pick_one(&job, i);
+    for (int i = 0; i < n_live; i++) {
+        int s = q->live[i], tok = q->toks[i];
+        float lp = q->lps[i];
+        q->out_tok[(size_t)s * N + pos] = tok;
+        q->out_lp[(size_t)s * N + pos] = lp;
+        q->out_len[s] = pos + 1;
+        q->out_score[s] += lp;
+        if (tok != r->eot && pos + 1 < N && !dec_should_stop(r, q->out_tok + (size_t)s * N, pos + 1)) {
+            q->live[k] = s;
+            q->next[k++] = tok;
+        }
+    }
+    q->n_live = k;
+    q->pos = pos + 1;
+    t->n = k;
+    return ENCDEC_OK;
+}
+
+encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq, float *logits,
+                                   const dec_rules *r, dec_pick_fn pick, void *pick_ctx, int pure,
+                                   void (*pick_free)(void *), int *out_tok, float *out_lp,
+                                   int *out_len, float *out_score) {
+    *out = NULL;
     int one = 0;
     encdec_status st = dec_check_args("decode", m, n_seq, &one, 1, r, out_tok, out_lp, out_len,
                                       out_score);
-    if (st) return st;
-    if (!pick || !logits) return ed_fail(ENCDEC_ERR_ARG, "decode: no pick function or logits");
-    int V = m->n_vocab, N = r->max_new;
-    int *live = dec_alloc_n((size_t)n_seq * 3, sizeof *live, "decode sequence lists");
-    float *lps = dec_alloc_n((size_t)n_seq, sizeof *lps, "decode log-probs");
-    if (!live || !lps) {
-        free(live);
-        free(lps);
-        return ENCDEC_ERR_NOMEM;
+    if (!st && (!pick || !logits)) st = ed_fail(ENCDEC_ERR_ARG, "decode: no pick function or logits");
+    int F = r && r->n_forced > 0 ? r->n_forced : 0;
+    if (!st && F >= r->max_new)
+        st = ed_fail(ENCDEC_ERR_ARG, "decode: %d forced tokens leave no room in %d", F, r->max_new);
+    ind_task *q = st ? NULL : calloc(1, sizeof *q);
+    if (!st && !q) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: decode task");
+    if (!st) {
+        q->live = dec_alloc_n((size_t)n_seq * 3, sizeof *q->live, "decode sequence lists");
+        q->lps = dec_alloc_n((size_t)n_seq, sizeof *q->lps, "decode log-probs");
+        if (!q->live || !q->lps) st = ENCDEC_ERR_NOMEM;
     }
-    int *next = live + n_seq;       /* [n_live] the token each live sequence is stepped with */
-    int *toks = live + 2 * n_seq;   /* [n_live] this step's choices */
-    int F = r->n_forced > 0 ? r->n_forced : 0;
-    if (F >= N) {
-        free(live);
-        free(lps);
-        return ed_fail(ENCDEC_ERR_ARG, "decode: %d forced tokens leave no room in %d", F, N);
+    if (st) {
+        if (q) {
+            free(q->live);
+            free(q->lps);
+            free(q);
+        }
+        if (pick_free) pick_free(pick_ctx);
+        return st;
     }
+    *q = (ind_task){.t = {.advance = ind_advance, .destroy = ind_destroy}, .m = m, .r = r,
+                    .pick = pick, .pick_ctx = pick_ctx, .pick_free = pick_free, .pure = pure,
+                    .n_seq = n_seq, .pos = F, .n_live = n_seq, .logits = logits,
+                    .out_tok = out_tok, .out_len = out_len, .out_lp = out_lp,
+                    .out_score = out_score, .live = q->live, .next = q->live + n_seq,
+                    .toks = q->live + 2 * n_seq, .lps = q->lps};
+    int N = r->max_new;
     for (int s = 0; s < n_seq; s++) {
         for (int k = 0; k < F; k++) {   /* fed already: the outputs start with them */
             out_tok[(size_t)s * N + k] = r->forced[k];
@@ -134,33 +199,25 @@ encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, 
         }
         out_len[s] = F;
         out_score[s] = 0;
-        live[s] = s;
+        q->live[s] = s;
     }
-    /* live[i]'s logits are row i: the order of the last feed / step */
-    int n_live = n_seq;
-    for (int t = F; !st && t < N && n_live > 0; t++) {
-        int k = 0;
-        pick_job job = {r, pick, pick_ctx, logits, live, out_tok, toks, lps, V, t};
-        if (pure && m->par_for && n_live > 1) m->par_for(m->ctx, n_live, pick_one, &job);
-        else
-            for (int i = 0; i < n_live; i++) pick_one(&job, i);
-        for (int i = 0; i < n_live; i++) {
-            int s = live[i], tok = toks[i];
-            float lp = lps[i];
-            out_tok[(size_t)s * N + t] = tok;
-            out_lp[(size_t)s * N + t] = lp;
-            out_len[s] = t + 1;
-            out_score[s] += lp;
-            if (tok != r->eot && t + 1 < N && !dec_should_stop(r, out_tok + (size_t)s * N, t + 1)) {
-                live[k] = s;
-                next[k++] = tok;
-            }
-        }
-        n_live = k;
-        if (n_live > 0) st = m->step(m->ctx, n_live, live, next, logits);
-    }
-    free(live);
-    free(lps);
+    q->t.seq = q->live;
+    q->t.tok = q->next;
+    q->t.logits = logits;
+    ind_advance(&q->t);   /* the prompt's logits give the first tokens */
+    *out = &q->t;
+    return ENCDEC_OK;
+}
+
+encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
+                                  dec_pick_fn pick, void *pick_ctx, int pure, int *out_tok,
+                                  float *out_lp, int *out_len, float *out_score) {
+    dec_task *t;
+    encdec_status st = dec_independent_task(&t, m, n_seq, logits, r, pick, pick_ctx, pure, NULL,
+                                            out_tok, out_lp, out_len, out_score);
+    if (st) return st;
+    st = dec_task_run(t, m);
+    dec_task_free(t);
     return st;
 }
 
@@ -181,4 +238,11 @@ encdec_status dec_greedy_fed(const dec_model *m, int n_seq, float *logits, const
                              int *out_tok, float *out_lp, int *out_len, float *out_score) {
     return dec_independent_fed(m, n_seq, logits, r, pick_greedy, NULL, 1, out_tok, out_lp, out_len,
                                out_score);
+}
+
+encdec_status dec_greedy_task(dec_task **out, const dec_model *m, int n_seq, float *logits,
+                              const dec_rules *r, int *out_tok, float *out_lp, int *out_len,
+                              float *out_score) {
+    return dec_independent_task(out, m, n_seq, logits, r, pick_greedy, NULL, 1, NULL, out_tok,
+                                out_lp, out_len, out_score);
 }

@@ -8,7 +8,7 @@
  * pass); the K/V rows are shared through dm->reorder, never copied.
  * Running scores are float32 sums, as torch keeps them.
  */
-#include "decode/search.h"
+#include "decode/task.h"
 #include "base/err.h"
 #include "kern/kern.h"
 
@@ -30,8 +30,13 @@ typedef struct {
 } ow_hyp;
 
 typedef struct {
+    dec_task task;          /* first: the task's rows */
     const dec_model *m;
     const dec_rules *r;
+    dec_ow_beam_params bp;
+    int *out_tok, *out_len;
+    float *out_lp, *out_sum;
+    int t, F;               /* tokens so far (forced included); forced */
     int W, V, N, max_fin;
     float *logits;          /* [W, V] */
     float *mx, *lse;        /* [W] each beam's log-softmax terms */
@@ -44,6 +49,7 @@ typedef struct {
     int *hyp_tok;           /* [(max_fin + W), N] their storage */
     float *hyp_lp;
     int *to, *from, *next;  /* [W] reorder and step arguments */
+    int *seq;               /* [W] the step's sequences: 0..W-1 */
 } ow_run;
 
 encdec_status dec_ow_beam_params_check(const dec_ow_beam_params *bp) {
@@ -187,6 +193,7 @@ static void ow_free(ow_run *b) {
     free(b->hyp_tok);
     free(b->hyp_lp);
     free(b->to);
+    free(b);
 }
 
 static encdec_status ow_alloc(ow_run *b) {
@@ -200,7 +207,7 @@ static encdec_status ow_alloc(ow_run *b) {
     b->fin = dec_alloc_n(H, sizeof *b->fin, "beam hypotheses");
     b->hyp_tok = dec_alloc_n(H * N, sizeof(int), "beam hypotheses");
     b->hyp_lp = dec_alloc_n(H * N, sizeof(float), "beam hypotheses");
-    b->to = dec_alloc_n(3 * W, sizeof(int), "beam step lists");
+    b->to = dec_alloc_n(4 * W, sizeof(int), "beam step lists");
     if (!b->logits || !b->hist || !b->hist2 || !b->hlp || !b->hlp2 || !b->cands || !b->fin ||
         !b->hyp_tok || !b->hyp_lp || !b->to)
         return ENCDEC_ERR_NOMEM;
@@ -209,6 +216,7 @@ static encdec_status ow_alloc(ow_run *b) {
     b->sum = b->lse + W;
     b->from = b->to + W;
     b->next = b->from + W;
+    b->seq = b->next + W;
     return ENCDEC_OK;
 }
 
@@ -236,74 +244,117 @@ static void write_out(const ow_hyp *h, int *out_tok, float *out_lp, int *out_len
     *out_sum = h->sum;
 }
 
-encdec_status dec_beam_ow(const dec_model *m, const float *logits0, const dec_rules *r,
-                          const dec_ow_beam_params *bp, int *out_tok, float *out_lp, int *out_len,
-                          float *out_sum) {
+/* The search's result into the caller's outputs: the stopped best beam,
+ * or the best hypothesis after the live beams joined. */
+static void ow_finish(ow_run *b, int stopped) {
+    if (stopped) {
+        ow_hyp h = {b->sum[0], b->t, b->hist, b->hlp};
+        write_out(&h, b->out_tok, b->out_lp, b->out_len, b->out_sum);
+        return;
+    }
+    for (int j = 0; j < b->W; j++) b->from[j] = j;
+    finalize(b, b->t);
+    int best = 0;
+    double best_s = ow_score(&b->fin[0], b->r->eot, b->bp.length_penalty);
+    for (int i = 1; i < b->n_fin; i++) {
+        double s = ow_score(&b->fin[i], b->r->eot, b->bp.length_penalty);
+        if (s > best_s) {
+            best_s = s;
+            best = i;
+        }
+    }
+    write_out(&b->fin[best], b->out_tok, b->out_lp, b->out_len, b->out_sum);
+}
+
+/* One position: the rules and choices over b->logits, then either the end
+ * (task.n = 0, outputs written) or the reorder and the next step's rows. */
+static encdec_status ow_position(ow_run *b) {
+    const dec_model *m = b->m;
+    ow_job q = {b, b->t};
+    int rows = b->t == b->F ? 1 : b->W;
+    if (m->par_for && rows > 1) m->par_for(m->ctx, rows, ow_row, &q);
+    else
+        for (int j = 0; j < rows; j++) ow_row(&q, j);
+    select_step(b, b->t, b->t == b->F);
+    b->t++;
+    b->task.n = 0;
+    if (b->n_fin >= b->max_fin || b->t == b->N) {
+        ow_finish(b, 0);
+        return ENCDEC_OK;
+    }
+    if (dec_should_stop(b->r, b->hist, b->t)) {   /* the best live beam loops */
+        ow_finish(b, 1);
+        return ENCDEC_OK;
+    }
+    int nr = 0;
+    for (int j = 0; j < b->W; j++)
+        if (b->from[j] != j) {
+            b->to[nr] = j;
+            b->from[nr++] = b->from[j];
+        }
+    encdec_status st = nr > 0 ? m->reorder(m->ctx, nr, b->to, b->from) : ENCDEC_OK;
+    if (st) return st;
+    for (int j = 0; j < b->W; j++) b->from[j] = j;   /* live again after the step */
+    b->task.n = b->W;
+    return ENCDEC_OK;
+}
+
+static encdec_status ow_advance(dec_task *t) { return ow_position((ow_run *)t); }
+static void ow_destroy(dec_task *t) { ow_free((ow_run *)t); }
+
+encdec_status dec_beam_ow_task(dec_task **out, const dec_model *m, const float *logits0,
+                               const dec_rules *r, const dec_ow_beam_params *bp, int *out_tok,
+                               float *out_lp, int *out_len, float *out_sum) {
+    *out = NULL;
     int one = 0;
     float score;
     encdec_status st = dec_ow_beam_params_check(bp);
     if (!st) st = dec_check_args("beam", m, bp->n_beams, &one, 1, r, out_tok, out_lp, out_len,
                                  &score);
     if (st) return st;
-    if (!logits0) return ed_fail(ENCDEC_ERR_ARG, "beam: no logits after the prompt");
+    if (!logits0 || !out_sum) return ed_fail(ENCDEC_ERR_ARG, "beam: no logits after the prompt");
     if (bp->n_beams > 1 && !m->reorder)
         return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
-    ow_run b = {.m = m, .r = r, .W = bp->n_beams, .V = m->n_vocab, .N = r->max_new,
-                .max_fin = (int)nearbyint((double)bp->n_beams * bp->patience)};
-    st = ow_alloc(&b);
     int F = r->n_forced > 0 ? r->n_forced : 0;
-    if (!st && F >= b.N) st = ed_fail(ENCDEC_ERR_ARG, "beam: %d forced tokens leave no room in %d", F, b.N);
-    for (int j = 0; !st && j < b.W; j++) {
-        memcpy(b.logits + (size_t)j * b.V, logits0, sizeof(float) * (size_t)b.V);
-        b.sum[j] = 0;
+    if (F >= r->max_new)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d forced tokens leave no room in %d", F, r->max_new);
+    ow_run *b = calloc(1, sizeof *b);
+    if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
+    *b = (ow_run){.task = {.advance = ow_advance, .destroy = ow_destroy}, .m = m, .r = r,
+                  .bp = *bp, .out_tok = out_tok, .out_len = out_len, .out_lp = out_lp,
+                  .out_sum = out_sum, .t = F, .F = F, .W = bp->n_beams, .V = m->n_vocab,
+                  .N = r->max_new, .max_fin = (int)nearbyint((double)bp->n_beams * bp->patience)};
+    if ((st = ow_alloc(b))) {
+        ow_free(b);
+        return st;
+    }
+    for (int j = 0; j < b->W; j++) {
+        memcpy(b->logits + (size_t)j * b->V, logits0, sizeof(float) * (size_t)b->V);
+        b->sum[j] = 0;
+        b->seq[j] = j;
         for (int k = 0; k < F; k++) {   /* fed already: every history starts with them */
-            b.hist[(size_t)j * b.N + k] = r->forced[k];
-            b.hlp[(size_t)j * b.N + k] = 0;
+            b->hist[(size_t)j * b->N + k] = r->forced[k];
+            b->hlp[(size_t)j * b->N + k] = 0;
         }
     }
-    int t = F, stopped = -1;
-    while (!st) {
-        ow_job q = {&b, t};
-        int rows = t == F ? 1 : b.W;
-        if (m->par_for && rows > 1) m->par_for(m->ctx, rows, ow_row, &q);
-        else
-            for (int j = 0; j < rows; j++) ow_row(&q, j);
-        select_step(&b, t, t == F);
-        t++;
-        if (b.n_fin >= b.max_fin || t == b.N) break;
-        if (dec_should_stop(r, b.hist, t)) {   /* the best live beam loops */
-            stopped = 0;
-            break;
-        }
-        int nr = 0;
-        for (int j = 0; j < b.W; j++)
-            if (b.from[j] != j) {
-                b.to[nr] = j;
-                b.from[nr++] = b.from[j];
-            }
-        if (nr > 0) st = m->reorder(m->ctx, nr, b.to, b.from);
-        int *seq = b.to;   /* reorder is done: reuse as the step's sequence list */
-        for (int j = 0; j < b.W; j++) seq[j] = j;
-        if (!st) st = m->step(m->ctx, b.W, seq, b.next, b.logits);
-        for (int j = 0; j < b.W; j++) b.from[j] = j;   /* live again after the step */
+    b->task.seq = b->seq;
+    b->task.tok = b->next;
+    b->task.logits = b->logits;
+    if ((st = ow_position(b))) {
+        ow_free(b);
+        return st;
     }
-    if (!st && stopped >= 0) {
-        ow_hyp h = {b.sum[0], t, b.hist, b.hlp};
-        write_out(&h, out_tok, out_lp, out_len, out_sum);
-    } else if (!st) {
-        for (int j = 0; j < b.W; j++) b.from[j] = j;
-        finalize(&b, t);
-        int best = 0;
-        double best_s = ow_score(&b.fin[0], r->eot, bp->length_penalty);
-        for (int i = 1; i < b.n_fin; i++) {
-            double s = ow_score(&b.fin[i], r->eot, bp->length_penalty);
-            if (s > best_s) {
-                best_s = s;
-                best = i;
-            }
-        }
-        write_out(&b.fin[best], out_tok, out_lp, out_len, out_sum);
-    }
-    ow_free(&b);
+    *out = &b->task;
+    return ENCDEC_OK;
+}
+
+encdec_status dec_beam_ow(const dec_model *m, const float *logits0, const dec_rules *r,
+                          const dec_ow_beam_params *bp, int *out_tok, float *out_lp, int *out_len,
+                          float *out_sum) {
+    dec_task *t;
+    encdec_status st = dec_beam_ow_task(&t, m, logits0, r, bp, out_tok, out_lp, out_len, out_sum);
+    if (st) return st;
+    st = dec_task_run(t, m);
+    dec_task_free(t);
     return st;
 }

@@ -1,5 +1,5 @@
 /* sample.c - sampling with temperature, top-k and top-p, in HF's order. */
-#include "decode/search.h"
+#include "decode/task.h"
 #include "decode/rng.h"
 #include "base/err.h"
 #include "base/mem.h"
@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 typedef struct {
-    const dec_sample_params *sp;
+    const dec_sample_params *sp;   /* -> own */
+    dec_sample_params own;
     dec_rng *rng;       /* [n_seq]: sequence g*n_per_group + j draws from stream j */
     float *heap;        /* [n_vocab] scratch: top-k's min-heap of values */
     float *w;           /* [n_vocab] scratch: exp(x - max), the draw's weights */
@@ -151,36 +152,52 @@ static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp
     return tok;
 }
 
-/* One call on already fed sequences (logits set) or, with prompt, fed first. */
-static encdec_status sample_run(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
-                                int n_prompt, float *logits, const dec_rules *r,
-                                const dec_sample_params *sp, int *out_tok, float *out_lp,
-                                int *out_len, float *out_score) {
+static void sampler_free(void *ctx) {
+    sampler *s = ctx;
+    if (!s) return;
+    free(s->rng);
+    free(s->heap);
+    free(s->idx);
+    free(s->w);
+    free(s);
+}
+
+/* A sampler for n_groups x n_per_group sequences. */
+static encdec_status sampler_new(sampler **out, const dec_model *m, int n_groups, int n_per_group,
+                                 const dec_sample_params *sp) {
+    *out = NULL;
     encdec_status st = dec_sample_params_check(sp);
     if (st) return st;
     if (n_groups < 1 || n_per_group < 1 || n_groups > INT_MAX / n_per_group)
         return ed_fail(ENCDEC_ERR_ARG, "sampling: %d groups of %d sequences is out of range",
                        n_groups, n_per_group);
-    int n_seq = n_groups * n_per_group;
-    sampler s = {.sp = sp};
-    s.rng = dec_alloc_n(n_seq, sizeof *s.rng, "sampling random streams");
-    s.heap = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.heap, "sampling top-k heap");
-    s.w = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.w, "sampling weights");
-    s.idx = dec_alloc_n(m ? m->n_vocab : 1, sizeof *s.idx, "sampling top-p ids");
-    if (s.rng && s.heap && s.idx && s.w) {
-        for (int i = 0; i < n_seq; i++) dec_rng_seed(&s.rng[i], sp->seed, (uint64_t)(i % n_per_group));
-        st = prompt ? dec_independent(m, n_seq, prompt, n_prompt, r, pick_sample, &s, 0, out_tok,
-                                      out_lp, out_len, out_score)
-                    : dec_independent_fed(m, n_seq, logits, r, pick_sample, &s, 0, out_tok, out_lp,
-                                          out_len, out_score);
-    } else {
-        st = ENCDEC_ERR_NOMEM;
+    int n_seq = n_groups * n_per_group, V = m && m->n_vocab > 0 ? m->n_vocab : 1;
+    sampler *s = calloc(1, sizeof *s);
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: sampler");
+    s->own = *sp;
+    s->sp = &s->own;
+    s->rng = dec_alloc_n(n_seq, sizeof *s->rng, "sampling random streams");
+    s->heap = dec_alloc_n(V, sizeof *s->heap, "sampling top-k heap");
+    s->w = dec_alloc_n(V, sizeof *s->w, "sampling weights");
+    s->idx = dec_alloc_n(V, sizeof *s->idx, "sampling top-p ids");
+    if (!s->rng || !s->heap || !s->idx || !s->w) {
+        sampler_free(s);
+        return ENCDEC_ERR_NOMEM;
     }
-    free(s.rng);
-    free(s.heap);
-    free(s.idx);
-    free(s.w);
-    return st;
+    for (int i = 0; i < n_seq; i++) dec_rng_seed(&s->rng[i], sp->seed, (uint64_t)(i % n_per_group));
+    *out = s;
+    return ENCDEC_OK;
+}
+
+encdec_status dec_sample_task(dec_task **out, const dec_model *m, int n_groups, int n_per_group,
+                              float *logits, const dec_rules *r, const dec_sample_params *sp,
+                              int *out_tok, float *out_lp, int *out_len, float *out_score) {
+    *out = NULL;
+    sampler *s;
+    encdec_status st = sampler_new(&s, m, n_groups, n_per_group, sp);
+    if (st) return st;
+    return dec_independent_task(out, m, n_groups * n_per_group, logits, r, pick_sample, s, 0,
+                                sampler_free, out_tok, out_lp, out_len, out_score);
 }
 
 encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, const int *prompt,
@@ -189,13 +206,23 @@ encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, cons
     if (!prompt || n_prompt < 1)
         return ed_fail(ENCDEC_ERR_ARG, "sampling: need a prompt of at least one token (got %d)",
                        n_prompt);
-    return sample_run(m, n_groups, n_per_group, prompt, n_prompt, NULL, r, sp, out_tok, out_lp,
-                      out_len, out_score);
+    sampler *s;
+    encdec_status st = sampler_new(&s, m, n_groups, n_per_group, sp);
+    if (st) return st;
+    st = dec_independent(m, n_groups * n_per_group, prompt, n_prompt, r, pick_sample,
+                                       s, 0, out_tok, out_lp, out_len, out_score);
+    sampler_free(s);
+    return st;
 }
 
 encdec_status dec_sample_fed(const dec_model *m, int n_groups, int n_per_group, float *logits,
                              const dec_rules *r, const dec_sample_params *sp, int *out_tok,
                              float *out_lp, int *out_len, float *out_score) {
-    return sample_run(m, n_groups, n_per_group, NULL, 0, logits, r, sp, out_tok, out_lp, out_len,
-                      out_score);
+    dec_task *t;
+    encdec_status st = dec_sample_task(&t, m, n_groups, n_per_group, logits, r, sp, out_tok,
+                                       out_lp, out_len, out_score);
+    if (st) return st;
+    st = dec_task_run(t, m);
+    dec_task_free(t);
+    return st;
 }
