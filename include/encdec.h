@@ -364,6 +364,76 @@ encdec_status encdec_transcribe_file(encdec_session *s, const char *path,
                                      const encdec_transcribe_params *params, encdec_result **out,
                                      encdec_audio_info *info);
 
+/* ---- the engine: many requests, one model, shared decode steps ---------- */
+
+/* An engine serves many transcriptions of one Whisper model at once: each
+ * request runs the long-form algorithm of encdec_transcribe (windows,
+ * fallback, word times) on a thread of its own, and every decoder step of
+ * all the requests being decoded is ONE pass of the model (their sequences
+ * as rows, each reading its own audio's cross cache); a new request's
+ * encoder runs between two steps of the others. A request's result is the
+ * same, token for token, whatever else the engine is running, and the
+ * same as a session's (encdec_transcribe) for the same parameters.
+ *
+ *   encdec_engine *e;  encdec_engine_new(model, NULL, &e);
+ *   encdec_request *q;  encdec_engine_transcribe_file(e, "a.wav", NULL, &tp, &q);   returns at once
+ *   ...  encdec_request_wait(q, &result);  encdec_request_free(q);
+ *   encdec_engine_free(e);
+ *
+ * Submitting, waiting, polling and cancelling are thread-safe: any thread
+ * may submit into one engine. tp's callbacks (on_segment, on_progress) run
+ * on the request's own thread. */
+typedef struct encdec_engine encdec_engine;
+typedef struct encdec_request encdec_request;
+
+typedef struct {
+    int n_threads;            /* the one pool every pass runs on: 1..256 (0: 1) */
+    int max_active;           /* requests decoding at once, 1..256 (0: 8); later ones wait
+                                 their turn in order */
+    encdec_kv_type cross_kv;  /* the cross caches' element type (one per active request) */
+} encdec_engine_params;
+
+typedef struct {
+    long long steps;          /* merged decoder steps run */
+    long long rows;           /* sequences stepped in them (rows / steps: the mean batch) */
+    long long passes;         /* prompt and word-alignment passes */
+    long long encodes;        /* encoder passes */
+    int active;               /* requests holding a place now */
+    int waiting;              /* requests waiting for one */
+    int decoding;             /* requests in a decode step now */
+} encdec_engine_stats;
+
+/* A Whisper model's engine (T5 models: ENCDEC_ERR_ARG). params may be NULL.
+ * The model must outlive the engine. */
+encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_params *params,
+                                encdec_engine **out);
+/* Cancels the requests not yet done, waits for their threads, frees. The
+ * requests' handles stay valid until encdec_request_free. */
+void encdec_engine_free(encdec_engine *e);
+/* Submits the transcription of pcm[n_samples] (copied; encdec_transcribe's
+ * input) or of the audio file at path (encdec_transcribe_file's: read on
+ * the request's thread, errors reported by encdec_request_wait). Checks the
+ * parameters at once (ENCDEC_ERR_ARG); kv_mode must be ENCDEC_KV_FULL. */
+encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm, size_t n_samples,
+                                       const encdec_transcribe_params *params,
+                                       encdec_request **out);
+encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
+                                            const encdec_audio_params *audio,
+                                            const encdec_transcribe_params *params,
+                                            encdec_request **out);
+/* 1 when the request has finished (its result or error is ready), else 0. */
+int encdec_request_done(const encdec_request *q);
+/* Waits for the request; *out: its result (the caller's, encdec_result_free)
+ * or NULL with its error (the message in encdec_last_error() of the calling
+ * thread). May be called once. */
+encdec_status encdec_request_wait(encdec_request *q, encdec_result **out);
+/* Asks the request to stop: it ends with ENCDEC_ERR_CANCELLED at its next
+ * step (its caches are freed then); a finished request is not changed. */
+void encdec_request_cancel(encdec_request *q);
+/* Cancels the request if it is running, waits for it, frees the handle. */
+void encdec_request_free(encdec_request *q);
+void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out);
+
 /* ---- text generation (T5 family) ---------------------------------------- */
 
 typedef struct {

@@ -150,6 +150,45 @@ static void test_matmul_h(ed_pool *pool) {
         }
 }
 
+/* Batch invariance (what the engine's merged decode steps need): row r of
+ * op_matmul_w_inv over 40 rows is, bit for bit, row r of the product over
+ * any run of 1..16 of those rows, for every weight type; the same for
+ * op_gelu's rows over the pool (its slices must not move a value between
+ * the vector lanes and the scalar tail). */
+static void test_matmul_inv(ed_pool *pool) {
+    enum { M = 40, N = 100, K = 96 };
+    float *x = rnd((size_t)M * K), *wf = rnd((size_t)N * K), *b = rnd(N);
+    uint16_t *wh = malloc(sizeof(uint16_t) * N * K), *wb = malloc(sizeof(uint16_t) * N * K);
+    for (int i = 0; i < N * K; i++) {
+        uint32_t u;
+        memcpy(&u, &wf[i], 4);
+        wb[i] = (uint16_t)(u >> 16);
+        wh[i] = (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+    }
+    k_w ws[] = {{wf, K_F32}, {wh, K_F16}, {wb, K_BF16}};
+    float *all = malloc(sizeof(float) * M * N), *part = malloc(sizeof(float) * M * N);
+    int runs[][2] = {{0, 1}, {3, 5}, {7, 16}, {16, 16}, {23, 9}, {39, 1}, {24, 16}};
+    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++) {
+        op_matmul_w_inv(pool, all, N, x, K, ws[t], b, M, N, K);
+        int bad = 0;
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            int a = runs[r][0], m = runs[r][1];
+            op_matmul_w_inv(pool, part, N, x + (size_t)a * K, K, ws[t], b, m, N, K);
+            int d = memcmp(part, all + (size_t)a * N, sizeof(float) * (size_t)m * N) != 0;
+            if (d) fprintf(stderr, "matmul_inv: type %zu, rows %d..%d differ\n", t, a, a + m - 1);
+            bad += d;
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    float *g = rnd(7 * 1536), *g1 = malloc(sizeof(float) * 1536);
+    for (int i = 0; i < 7 * 1536; i++) g[i] *= 4;
+    memcpy(g1, g + 3 * 1536, sizeof(float) * 1536);
+    op_gelu(pool, g, 7, 1536);
+    op_gelu(pool, g1, 1, 1536);
+    CHECK(memcmp(g1, g + 3 * 1536, sizeof(float) * 1536) == 0);
+    free(x); free(wf); free(b); free(wh); free(wb); free(all); free(part); free(g); free(g1);
+}
+
 /* The T5 kernels: attention with a Toeplitz bias and through an index
  * table, RMSNorm and the activations, against their scalar twins; and the
  * pool wrappers (packed segments, index tables, gated activation) against
@@ -572,6 +611,7 @@ int main(void) {
         test_matmul_few();
         test_matmul_epi(pool);
         test_matmul_h(pool);
+        test_matmul_inv(pool);
         test_t5_kernels(pool);
         test_attention(pool);
         test_attention_flash();

@@ -7,6 +7,7 @@
 #include "base/pool.h"
 #include "models/whisper.h"
 #include "models/t5.h"
+#include "asr/asr.h"
 
 typedef enum { API_WHISPER, API_T5 } api_family;
 
@@ -72,5 +73,14 @@ encdec_status api_result_add_word(encdec_result *r, size_t off, double start, do
 encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, float score,
                                       int first, int n_tokens, char *text);
 void api_result_finish(encdec_result *r);
+
+/* transcribe.c: the transcription of a feed wherever its passes run. prep
+ * makes room for n_slots sequences and fills env's runner, mel and
+ * executor (a session's own state, or an engine's client). */
+typedef encdec_status (*api_asr_prep)(void *ctx, int n_slots, encdec_kv_mode mode, asr_env *env);
+encdec_status api_transcribe_check(const encdec_model *model, const encdec_transcribe_params *p);
+encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
+                                  asr_feed *feed, const encdec_transcribe_params *params,
+                                  encdec_result **out);
 
 #endif

@@ -67,9 +67,11 @@ static encdec_status language_token(const whisper_model *w, const char *lang, in
 
 static int bad_float(float x, float lo, float hi) { return !(x >= lo && x <= hi); }
 
-static encdec_status check_params(const encdec_session *s, const encdec_transcribe_params *p) {
-    const whisper_model *w = s->model->w;
-    int ctx = w->hp.n_text_ctx;
+encdec_status api_transcribe_check(const encdec_model *model, const encdec_transcribe_params *p) {
+    const whisper_model *w = model->w;
+    int ctx = w->hp.n_text_ctx, lang;
+    encdec_status st = language_token(w, p->language, &lang);
+    if (st) return st;
     if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
         return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
     if (p->max_tokens < 0 || p->max_tokens > ctx)
@@ -289,9 +291,9 @@ static encdec_status ensure_slots(encdec_session *s, int n) {
 }
 
 /* params -> the loop's, with the texts encoded (freed by the caller). */
-static encdec_status to_asr(const encdec_session *s, const encdec_transcribe_params *p, size_t n,
+static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_params *p, size_t n,
                             asr_params *a, int **prompt, int **prefix) {
-    const whisper_model *w = s->model->w;
+    const whisper_model *w = model->w;
     asr_params_default(a);
     a->kv_mode = p->kv_mode;
     encdec_status st = language_token(w, p->language, &a->language);
@@ -339,17 +341,18 @@ static encdec_status check_session(const encdec_session *s, encdec_result **out)
     return ENCDEC_OK;
 }
 
-/* The transcription of the recording behind feed (in memory or a stream). */
-static encdec_status transcribe_feed(encdec_session *s, asr_feed *feed,
-                                     const encdec_transcribe_params *params, encdec_result **out) {
+encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
+                                  asr_feed *feed, const encdec_transcribe_params *params,
+                                  encdec_result **out) {
     size_t n_samples = feed->n;
     encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
-    const whisper_model *w = s->model->w;
+    const whisper_model *w = model->w;
     asr_params a;
+    asr_env env = {w, NULL, NULL, NULL};
     int *prompt = NULL, *prefix = NULL;
-    encdec_status st = check_params(s, &p);
-    if (!st) st = to_asr(s, &p, n_samples, &a, &prompt, &prefix);
-    if (!st) st = ensure_slots(s, asr_slots_needed(&a));
+    encdec_status st = api_transcribe_check(model, &p);
+    if (!st) st = to_asr(model, &p, n_samples, &a, &prompt, &prefix);
+    if (!st) st = prep(prep_ctx, asr_slots_needed(&a), a.kv_mode, &env);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);
@@ -358,7 +361,6 @@ static encdec_status transcribe_feed(encdec_session *s, asr_feed *feed,
     sink_ctx c = {r, w, &p, 0, -1, NULL, NULL, 0};
     asr_report rep;
     if (!st) {
-        asr_env env = {w, s->st, &s->runner, s->mel};
         asr_sink sink = {on_segment, on_progress, &c};
         st = asr_transcribe_feed(&env, feed, &a, &sink, &rep);
     }
@@ -375,6 +377,30 @@ static encdec_status transcribe_feed(encdec_session *s, asr_feed *feed,
     }
     encdec_result_free(r);
     return st;
+}
+
+/* A session's passes: its own state, grown to the sequences asked for. */
+typedef struct {
+    encdec_session *s;
+    asr_local lx;
+} session_prep;
+
+static encdec_status prep_session(void *ctx, int n_slots, encdec_kv_mode mode, asr_env *env) {
+    session_prep *c = ctx;
+    (void)mode;
+    encdec_status st = ensure_slots(c->s, n_slots);
+    if (st) return st;
+    asr_local_init(&c->lx, c->s->st, &c->s->runner);
+    env->rn = &c->s->runner;
+    env->mel = c->s->mel;
+    env->x = &c->lx.x;
+    return ENCDEC_OK;
+}
+
+static encdec_status transcribe_feed(encdec_session *s, asr_feed *feed,
+                                     const encdec_transcribe_params *params, encdec_result **out) {
+    session_prep c = {s};
+    return api_transcribe_feed(s->model, prep_session, &c, feed, params, out);
 }
 
 static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm, size_t n_samples,
@@ -404,7 +430,7 @@ static encdec_status transcribe_file_body(encdec_session *s, const char *path,
         return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe_file: max_seconds %g / fifo_wait_s %g "
                        "must be finite numbers >= 0", ap->max_seconds, ap->fifo_wait_s);
     encdec_transcribe_params pc = params ? *params : encdec_transcribe_default_params();
-    if ((st = check_params(s, &pc))) return st;   /* before reading hours of audio */
+    if ((st = api_transcribe_check(s->model, &pc))) return st;   /* before reading hours of audio */
     audio_stream *as;
     if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
     asr_feed f;

@@ -37,7 +37,9 @@ encdec_status asr_aligner_init(asr_aligner *a, const asr_env *env) {
     a->words = ed_alloc(sizeof *a->words * rows, "words");
     a->pi = ed_alloc(sizeof(int) * (rows + (size_t)h->n_audio_ctx + 2) * 2, "alignment path");
     a->toks = ed_alloc(sizeof(int) * (rows + 8), "alignment tokens");
-    if (!a->logits || !a->probs || !a->timing || !a->words || !a->pi || !a->toks) {
+    a->qk = ed_alloc(sizeof(float) * (size_t)(env->m->n_align_heads > 0 ? env->m->n_align_heads : 1) *
+                     CHUNK_ROWS * (size_t)h->n_audio_ctx, "alignment scores");
+    if (!a->logits || !a->probs || !a->timing || !a->words || !a->pi || !a->toks || !a->qk) {
         asr_aligner_free(a);
         return ENCDEC_ERR_NOMEM;
     }
@@ -53,6 +55,7 @@ static void free_timing(asr_aligner *a) {
 void asr_aligner_free(asr_aligner *a) {
     if (a->timing) free_timing(a);
     free(a->logits);
+    free(a->qk);
     free(a->w);
     free(a->mat);
     free(a->cost);
@@ -100,10 +103,10 @@ static encdec_status attention_pass(asr_aligner *a, const asr_env *env, const in
     const whisper_model *m = env->m;
     int V = m->hp.n_vocab, T = m->hp.n_audio_ctx, H = m->n_align_heads, eot = m->sp.eot;
     rn_restart(env->rn, -1);
-    encdec_status st = whisper_align_capture(env->st, CHUNK_ROWS);
+    encdec_status st = ENCDEC_OK;
     for (int p0 = 0; !st && p0 < n_all; p0 += CHUNK_ROWS) {
         int rows = n_all - p0 < CHUNK_ROWS ? n_all - p0 : CHUNK_ROWS;
-        st = rn_feed_logits(env->rn, 0, tokens + p0, rows, 0, a->logits);
+        st = env->x->feed_scores(env->x->ctx, tokens + p0, rows, a->logits, a->qk);
         if (st) break;
         for (int r = 0; r < rows; r++) {
             int i = p0 + r - k;   /* the text token this row predicts */
@@ -114,7 +117,7 @@ static encdec_status attention_pass(asr_aligner *a, const asr_env *env, const in
             a->probs[i] = (float)exp((double)lg[txt[i]] - mx - lse);
         }
         for (int h = 0; h < H; h++) {
-            const float *qk = whisper_align_scores(env->st, h);
+            const float *qk = a->qk + (size_t)h * rows * T;
             for (int r = 0; r < rows; r++) {
                 float *dst = a->w + ((size_t)h * n_all + p0 + r) * frames;
                 memcpy(dst, qk + (size_t)r * T, sizeof(float) * (size_t)frames);
@@ -122,8 +125,7 @@ static encdec_status attention_pass(asr_aligner *a, const asr_env *env, const in
             }
         }
     }
-    encdec_status st2 = whisper_align_capture(env->st, 0);
-    return st ? st : st2;
+    return st;
 }
 
 /* Per head: each frame standardised over the rows, then median-filtered

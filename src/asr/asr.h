@@ -2,7 +2,8 @@
  * (seek-based 30 s windows, timestamps, segments), each window decoded with
  * temperature fallback, language detection, word alignment.
  *
- *   asr_env env = { model, state, runner, mel };    borrowed from the session
+ *   asr_local lx;  asr_local_init(&lx, state, runner);      a session's passes
+ *   asr_env env = { model, runner, mel, &lx.x };            borrowed from the session
  *   asr_params p;  asr_params_default(&p, model);  p.word_timestamps = 1;
  *   asr_sink sink = { on_segment, on_progress, user };
  *   asr_report rep;
@@ -29,6 +30,7 @@
 #include "asr/feed.h"
 #include "audio/mel.h"
 #include "decode/runner.h"
+#include "decode/task.h"
 #include "models/whisper.h"
 
 #include <stdint.h>
@@ -36,12 +38,39 @@
 #define ASR_MAX_TEMPS 16
 #define ASR_MAX_CLIPS 256
 
+/* How a transcription's passes run: on the caller's thread over a state of
+ * its own (asr_local, a session), or handed to an engine's scheduler that
+ * runs them among other requests' (sched/sched.h). Between the calls the
+ * long-form loop owns nothing the passes touch but its runner's histories. */
+typedef struct {
+    void *ctx;
+    /* The encoder over one window's mel [n_mels, 3000]; the next
+     * rn_begin of the env's runner makes its cross cache. */
+    encdec_status (*encode)(void *ctx, const float *mel);
+    /* Steps t to its end (t's model is the env's runner's seam). */
+    encdec_status (*run)(void *ctx, dec_task *t);
+    /* Feeds tokens[n] (n <= 32) to sequence 0 of the runner, keeping the
+     * logits after each ([n, V]) and the alignment heads' cross-attention
+     * scores ([n_align_heads, n, n_audio_ctx]). */
+    encdec_status (*feed_scores)(void *ctx, const int *tokens, int n, float *logits,
+                                 float *scores);
+} asr_exec;
+
 typedef struct {
     const whisper_model *m;
-    whisper_state *st;        /* n_slots >= asr_slots_needed(params) */
-    dec_runner *rn;           /* the seam over st */
+    dec_runner *rn;           /* the request's sequences: n_slots >= asr_slots_needed(params) */
     const mel_ctx *mel;
+    const asr_exec *x;        /* its passes */
 } asr_env;
+
+/* The executor of a session: every pass on the calling thread over st,
+ * whose seam rn is. */
+typedef struct {
+    whisper_state *st;
+    dec_runner *rn;
+    asr_exec x;
+} asr_local;
+void asr_local_init(asr_local *l, whisper_state *st, dec_runner *rn);
 
 typedef struct {
     encdec_kv_mode kv_mode;

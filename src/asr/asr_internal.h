@@ -98,7 +98,8 @@ typedef struct {
 
 typedef struct {
     size_t cap_rows, cap_cells;
-    float *logits;            /* [rows, V] */
+    float *logits;            /* [32, V] one pass's */
+    float *qk;                /* [n_heads, 32, frames] one pass's alignment scores */
     float *w;                 /* [n_heads, rows, frames] */
     float *mat;               /* [rows, frames] */
     double *cost;             /* [rows, frames] */
@@ -120,7 +121,7 @@ void asr_aligner_free(asr_aligner *a);
  * add_word_timestamps): one decoder pass over <|startoftranscript|> ...
  * <|notimestamps|> + the segments' text tokens + eot, keeping the
  * alignment heads' cross-attention scores (the window's cross cache is
- * still in env->st); softmax over the window's frames, normalised per
+ * still the runner's input); softmax over the window's frames, normalised per
  * frame, median-filtered, averaged over heads; the cheapest path by DTW
  * gives each token a time; tokens grouped into words with punctuation
  * attached; long words clipped at pauses; segment ends moved to their

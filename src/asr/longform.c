@@ -121,14 +121,16 @@ static encdec_status window_mel(lf_run *r, int seek, int computed) {
 }
 
 /* Runs the encoder over r->mel unless it already holds window (seek, size). */
-static void encode(lf_run *r, int seek, int size) {
-    if (r->encoded_seek == seek && r->encoded_size == size) return;
+static encdec_status encode(lf_run *r, int seek, int size) {
+    if (r->encoded_seek == seek && r->encoded_size == size) return ENCDEC_OK;
     double t0 = ed_now_ms();
-    whisper_encode(r->env->st, r->mel);
+    encdec_status st = r->env->x->encode(r->env->x->ctx, r->mel);
+    if (st) return st;
     r->rep->encoder_ms += ed_now_ms() - t0;
     r->rep->n_encodes++;
     r->encoded_seek = seek;
     r->encoded_size = size;
+    return ENCDEC_OK;
 }
 
 static void begin(lf_run *r) {
@@ -149,7 +151,7 @@ static encdec_status detect_language(lf_run *r) {
     st = window_mel(r, 0, size);
     r->rep->mel_ms += ed_now_ms() - t0;
     if (st) return st;
-    encode(r, 0, size);
+    if ((st = encode(r, 0, size))) return st;
     begin(r);
     float ns;
     int sot = m->sp.sot;
@@ -248,7 +250,7 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     if (!(r->encoded_seek == seek && r->encoded_size == size)) st = window_mel(r, seek, size);
     r->rep->mel_ms += ed_now_ms() - t0;
     if (st) return st;
-    encode(r, seek, size);
+    if ((st = encode(r, seek, size))) return st;
     begin(r);
     /* prompt: head, then the language and task, <|notimestamps|>, the prefix */
     int n_head = prompt_head(r), rest[8 + 232], n_rest = 0, n_forced = 0;
@@ -321,9 +323,9 @@ static encdec_status check(const asr_env *env, const asr_params *p) {
         return ed_fail(ENCDEC_ERR_ARG, "word timestamps: the model names no alignment heads");
     if (m->multilingual && m->sp.n_langs < 1)
         return ed_fail(ENCDEC_ERR_ARG, "asr: a multilingual model without language tokens");
-    if (asr_slots_needed(p) > env->st->n_slots)
+    if (asr_slots_needed(p) > env->rn->m.n_slots)
         return ed_fail(ENCDEC_ERR_ARG, "asr: the state holds %d sequences, %d needed",
-                       env->st->n_slots, asr_slots_needed(p));
+                       env->rn->m.n_slots, asr_slots_needed(p));
     return ENCDEC_OK;
 }
 

@@ -81,10 +81,10 @@ encdec_status asr_work_init(asr_work *w, const asr_env *env, const asr_params *p
     w->V = h->n_vocab;
     w->W = asr_slots_needed(p) - 1;
     w->N = h->n_text_ctx;   /* a window never generates more */
-    w->prompt_seq = env->st->n_slots - 1;
+    w->prompt_seq = env->rn->m.n_slots - 1;
     if (w->prompt_seq < w->W)
         return ed_fail(ENCDEC_ERR_ARG, "asr: the state holds %d sequences, %d needed",
-                       env->st->n_slots, w->W + 1);
+                       env->rn->m.n_slots, w->W + 1);
     size_t V = (size_t)w->V, W = (size_t)w->W, N = (size_t)w->N;
     w->logits = ed_alloc(sizeof(float) * (W + 1) * V, "window logits");
     w->tok = ed_alloc(sizeof(int) * W * N, "window tokens");
@@ -180,16 +180,21 @@ static encdec_status decode_once(asr_work *w, float T, uint64_t seed, const dec_
     int n_seq = T > 0 ? p->best_of : beam ? p->beam_size : 1;
     encdec_status st = share_prompt(w, n_seq);
     if (st) return st;
+    dec_task *t = NULL;
     if (beam) {
         dec_ow_beam_params bp = {p->beam_size, p->patience, p->length_penalty};
-        st = dec_beam_ow(&dm, w->logits0, rules, &bp, w->tok, w->lp, &w->len[0], &w->score[0]);
+        st = dec_beam_ow_task(&t, &dm, w->logits0, rules, &bp, w->tok, w->lp, &w->len[0],
+                              &w->score[0]);
         n_seq = 1;
     } else if (T == 0) {
-        st = dec_greedy_fed(&dm, 1, w->logits, rules, w->tok, w->lp, w->len, w->score);
+        st = dec_greedy_task(&t, &dm, 1, w->logits, rules, w->tok, w->lp, w->len, w->score);
     } else {
         dec_sample_params sp = {T, 0, 1.0f, seed, 1};
-        st = dec_sample_fed(&dm, 1, n_seq, w->logits, rules, &sp, w->tok, w->lp, w->len, w->score);
+        st = dec_sample_task(&t, &dm, 1, n_seq, w->logits, rules, &sp, w->tok, w->lp, w->len,
+                             w->score);
     }
+    if (!st) st = w->env->x->run(w->env->x->ctx, t);   /* the steps: here, or by the engine */
+    dec_task_free(t);
     rep->n_decodes++;
     rep->n_steps += w->env->rn->n_steps;
     if (st) return st;

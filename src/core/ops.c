@@ -274,6 +274,22 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
     ed_pool_run(p, mmh_task, &c);
 }
 
+void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                     const float *b, int M, int N, int K) {
+    if (w.t == K_F16P || w.t == K_BF16P || w.t == K_Q8) {
+        op_matmul_w(p, y, ldy, x, ldx, w, b, M, N, K);
+        return;
+    }
+    /* f32 weights: up to 16 rows take k_matmul_f (per row the same sums);
+     * without it (the C set), BLIS's gemv for one row and gemm for more
+     * differ: one row at a time then. */
+    int rows = w.t == K_F32 && k_isa() < K_ISA_VEC ? 1 : OP_INV_ROWS;
+    for (int m0 = 0; m0 < M; m0 += rows) {
+        int m = M - m0 < rows ? M - m0 : rows;
+        op_matmul_w(p, y + (size_t)m0 * ldy, ldy, x + (size_t)m0 * ldx, ldx, w, b, m, N, K);
+    }
+}
+
 typedef struct {
     float *y;
     const float *x, *g, *b;
@@ -300,9 +316,13 @@ typedef struct {
     size_t n;
 } gelu_ctx;
 
+/* Slices start at multiples of 16 values, so that a value takes the vector
+ * lanes or the scalar tail by its place in the array, not by the thread
+ * count or the rows beside it (batch invariance). */
 static void gelu_task(void *arg, int ith, int nth) {
     gelu_ctx *c = arg;
-    size_t lo = c->n * (size_t)ith / (size_t)nth, hi = c->n * (size_t)(ith + 1) / (size_t)nth;
+    size_t lo = c->n * (size_t)ith / (size_t)nth & ~(size_t)15;
+    size_t hi = ith + 1 == nth ? c->n : c->n * (size_t)(ith + 1) / (size_t)nth & ~(size_t)15;
     k_gelu(c->x + lo, hi - lo);
 }
 

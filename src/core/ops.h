@@ -28,6 +28,17 @@ void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const 
  * runs BLAS on its rows (encoder, prompts; the expansion is 1/M of the work). */
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K);
+/* op_matmul_w, batch-invariant: row r of y depends on row r of x only,
+ * bitwise, whatever M is and wherever r sits (what a scheduler that decodes
+ * several requests in one pass needs for each request's output to be what
+ * it is alone). Products whose kernel choice or summation depends on M
+ * (row-major f32 / f16 / bf16 weights) run in passes of at most
+ * OP_INV_ROWS rows (f32 in the C kernel set: one row a pass, BLIS's gemv);
+ * panel-major halves and int8 rows are invariant as they are and run in
+ * one pass. */
+#define OP_INV_ROWS 16
+void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                     const float *b, int M, int N, int K);
 /* op_matmul_w with an epilogue: epi = K_GEMM_GELU | K_GEMM_ACC (kern/gemm.h:
  * GELU after the bias; ACC: y += x . w^T + b). Fused into the packed GEMM's
  * tile epilogue where that runs (many rows, AVX-512); elsewhere a pass of

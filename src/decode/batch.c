@@ -113,7 +113,6 @@ typedef struct {
     void *pick_ctx;
     void (*pick_free)(void *);
     int pure, n_seq, pos, n_live;
-    float *logits;
     int *out_tok, *out_len;
     float *out_lp, *out_score;
     int *live, *next, *toks;   /* [n_seq] each: live sequences, their next tokens, choices */
@@ -128,13 +127,13 @@ static void ind_destroy(dec_task *t) {
     free(q);
 }
 
-/* Picks position q->pos for every live sequence from q->logits, then lists
+/* Picks position q->pos for every live sequence from t->logits, then lists
  * the sequences that go on (t.n = 0 when none does). */
 static encdec_status ind_advance(dec_task *t) {
     ind_task *q = (ind_task *)t;
     const dec_rules *r = q->r;
     int N = r->max_new, n_live = q->n_live, k = 0, pos = q->pos;
-    pick_job job = {r, q->pick, q->pick_ctx, q->logits, q->live, q->out_tok, q->toks, q->lps,
+    pick_job job = {r, q->pick, q->pick_ctx, t->logits, q->live, q->out_tok, q->toks, q->lps,
                     q->m->n_vocab, pos};
     if (q->pure && q->m->par_for && n_live > 1) q->m->par_for(q->m->ctx, n_live, pick_one, &job);
     else
@@ -187,7 +186,7 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
     }
     *q = (ind_task){.t = {.advance = ind_advance, .destroy = ind_destroy}, .m = m, .r = r,
                     .pick = pick, .pick_ctx = pick_ctx, .pick_free = pick_free, .pure = pure,
-                    .n_seq = n_seq, .pos = F, .n_live = n_seq, .logits = logits,
+                    .n_seq = n_seq, .pos = F, .n_live = n_seq,
                     .out_tok = out_tok, .out_len = out_len, .out_lp = out_lp,
                     .out_score = out_score, .live = q->live, .next = q->live + n_seq,
                     .toks = q->live + 2 * n_seq, .lps = q->lps};
@@ -201,10 +200,10 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
         out_score[s] = 0;
         q->live[s] = s;
     }
+    q->t.n = n_seq;   /* the prompt's logits: the first advance picks from them */
     q->t.seq = q->live;
     q->t.tok = q->next;
     q->t.logits = logits;
-    ind_advance(&q->t);   /* the prompt's logits give the first tokens */
     *out = &q->t;
     return ENCDEC_OK;
 }

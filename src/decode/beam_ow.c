@@ -38,7 +38,8 @@ typedef struct {
     float *out_lp, *out_sum;
     int t, F;               /* tokens so far (forced included); forced */
     int W, V, N, max_fin;
-    float *logits;          /* [W, V] */
+    float *logits;          /* [W, V] the prompt's (copies); the steps' are wherever task.logits
+                               points when advance runs */
     float *mx, *lse;        /* [W] each beam's log-softmax terms */
     float *sum;             /* [W] running scores */
     int *hist, *hist2;      /* [W, N] tokens (hist2: the next step's) */
@@ -116,7 +117,7 @@ static void add_hyp(ow_run *b, const int *tok, const float *lp, int len, float s
 static void select_step(ow_run *b, int t, int first) {
     int W = b->W, V = b->V, nc = 0;
     for (int j = 0; j < (first ? 1 : W); j++) {
-        const float *row = b->logits + (size_t)j * V;
+        const float *row = b->task.logits + (size_t)j * V;
         nc = top_k_row(b->cands, nc, row, V, W + 1, j, b->sum[j], b->mx[j], b->lse[j]);
     }
     for (int i = 0; i < nc; i++) b->cands[i].rank = i;
@@ -229,7 +230,7 @@ typedef struct {
 static void ow_row(void *arg, int j) {
     ow_job *q = arg;
     ow_run *b = q->b;
-    float *row = b->logits + (size_t)j * b->V;
+    float *row = b->task.logits + (size_t)j * b->V;
     dec_apply_rules(row, b->V, b->r, b->hist + (size_t)j * b->N, q->t);
     float mx;
     double l = k_logsumexp(row, b->V, &mx);
@@ -337,13 +338,10 @@ encdec_status dec_beam_ow_task(dec_task **out, const dec_model *m, const float *
             b->hlp[(size_t)j * b->N + k] = 0;
         }
     }
+    b->task.n = 1;   /* the prompt's logits: the first advance chooses from them */
     b->task.seq = b->seq;
     b->task.tok = b->next;
     b->task.logits = b->logits;
-    if ((st = ow_position(b))) {
-        ow_free(b);
-        return st;
-    }
     *out = &b->task;
     return ENCDEC_OK;
 }

@@ -28,16 +28,51 @@ encdec_status rn_init(dec_runner *r, const rn_model *m, encdec_kv_mode mode) {
         rn_free(r);
         return ENCDEC_ERR_NOMEM;
     }
+    r->tab0 = r->tab;
+    return ENCDEC_OK;
+}
+
+encdec_status rn_init_view(dec_runner *v, dec_runner *parent, int base, int n, const rn_model *m) {
+    memset(v, 0, sizeof *v);
+    if (base < 0 || n < 1 || base > parent->m.n_slots - n)
+        return ed_fail(ENCDEC_ERR_ARG, "runner view: sequences %d..%d of %d", base, base + n - 1,
+                       parent->m.n_slots);
+    v->m = *m;
+    v->m.n_slots = n;
+    v->m.n_ctx = parent->m.n_ctx;
+    v->m.slot_input = NULL;
+    v->mode = ENCDEC_KV_FULL;
+    v->base = base;
+    v->view = 1;
+    size_t C = (size_t)parent->m.n_ctx, R = (size_t)v->m.max_rows;
+    v->hist = parent->hist + (size_t)base * C;
+    v->tab = parent->tab + (size_t)base * C;
+    v->tab0 = parent->tab0;
+    v->len = parent->len + base;
+    v->high = parent->high + base;
+    v->tmp = ed_alloc(((size_t)n * C * 2 + (size_t)n) * sizeof(int), "reorder snapshot");
+    v->r_tok = ed_alloc(R * sizeof(int), "rows");
+    v->r_pos = ed_alloc(R * sizeof(int), "rows");
+    v->r_slot = ed_alloc(R * sizeof(int), "rows");
+    v->r_out = ed_alloc(R * sizeof(int), "rows");
+    if (!v->tmp || !v->r_tok || !v->r_pos || !v->r_slot || !v->r_out) {
+        rn_free(v);
+        return ENCDEC_ERR_NOMEM;
+    }
+    memset(v->len, 0, (size_t)n * sizeof *v->len);
+    memset(v->high, 0, (size_t)n * sizeof *v->high);
     return ENCDEC_OK;
 }
 
 void rn_free(dec_runner *r) {
+    if (r->view) r->hist = r->tab = r->len = r->high = NULL;   /* the parent's */
     int **p[] = {&r->hist, &r->tab, &r->len, &r->high, &r->tmp, &r->r_tok, &r->r_pos, &r->r_slot,
                  &r->r_out};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(*p[i]);
         *p[i] = NULL;
     }
+    r->tab0 = NULL;
 }
 
 void rn_begin(dec_runner *r, encdec_kv_mode mode) {
@@ -73,33 +108,40 @@ static encdec_status check_room(const dec_runner *r, int seq, int n) {
     return ENCDEC_OK;
 }
 
-/* Rows for tokens[0, n) of seq, written to its own slot; in NONE mode
- * preceded by its whole history, recomputed into its own slot too. */
-static int build_rows(dec_runner *r, int at, int seq, const int *tokens, int n) {
+/* Rows for tokens[0, n) of seq into rows [at, ...) of (tok, pos, slot),
+ * written to its own cache slot (base + seq); in NONE mode preceded by its
+ * whole history, recomputed into its own slot too. */
+static int rows_into(dec_runner *r, int *r_tok, int *r_pos, int *r_slot, int at, int seq,
+                     const int *tokens, int n) {
     size_t C = (size_t)r->m.n_ctx;
-    int *h = r->hist + (size_t)seq * C, *tab = r->tab + (size_t)seq * C;
+    int *h = r->hist + (size_t)seq * C, *tab = r->tab + (size_t)seq * C, slot = r->base + seq;
     if (r->mode == ENCDEC_KV_NONE)
         for (int p = 0; p < r->len[seq]; p++, at++) {
-            r->r_tok[at] = h[p];
-            r->r_pos[at] = p;
-            r->r_slot[at] = seq;
-            tab[p] = seq;
+            r_tok[at] = h[p];
+            r_pos[at] = p;
+            r_slot[at] = slot;
+            tab[p] = slot;
         }
     for (int i = 0; i < n; i++, at++) {
         int p = r->len[seq] + i;
-        r->r_tok[at] = tokens[i];
-        r->r_pos[at] = p;
-        r->r_slot[at] = seq;
+        r_tok[at] = tokens[i];
+        r_pos[at] = p;
+        r_slot[at] = slot;
         h[p] = tokens[i];
-        tab[p] = seq;
+        tab[p] = slot;
     }
     r->len[seq] += n;
     if (r->len[seq] > r->high[seq]) r->high[seq] = r->len[seq];
     return at;
 }
 
+static int build_rows(dec_runner *r, int at, int seq, const int *tokens, int n) {
+    return rows_into(r, r->r_tok, r->r_pos, r->r_slot, at, seq, tokens, n);
+}
+
 static void decode_rows(dec_runner *r, int R, int n_out, float *logits) {
-    r->m.decode(r->m.ctx, R, r->r_tok, r->r_pos, r->r_slot, r->tab, r->m.n_ctx, n_out, r->r_out, logits);
+    r->m.decode(r->m.ctx, R, r->r_tok, r->r_pos, r->r_slot, r->tab0, r->m.n_ctx, n_out, r->r_out,
+                logits);
 }
 
 static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *logits) {
@@ -242,4 +284,19 @@ static void par_for(void *ctx, int n, void (*fn)(void *arg, int i), void *arg) {
 dec_model rn_seam(dec_runner *r) {
     dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n, par_for};
     return dm;
+}
+
+encdec_status rn_step_rows(dec_runner *r, int n_seq, const int *seq, const int *token, int at,
+                           int *r_tok, int *r_pos, int *r_slot) {
+    if (r->mode != ENCDEC_KV_FULL)
+        return ed_fail(ENCDEC_ERR_ARG, "step rows: only the full cache mode steps with others");
+    if (n_seq < 1 || n_seq > r->m.n_slots)
+        return ed_fail(ENCDEC_ERR_ARG, "step of %d sequences (1..%d)", n_seq, r->m.n_slots);
+    for (int i = 0; i < n_seq; i++) {
+        encdec_status st = check_room(r, seq[i], 1);
+        if (st) return st;
+    }
+    for (int i = 0; i < n_seq; i++) at = rows_into(r, r_tok, r_pos, r_slot, at, seq[i], &token[i], 1);
+    r->n_steps++;
+    return ENCDEC_OK;
 }

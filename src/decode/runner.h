@@ -57,10 +57,29 @@ typedef struct {
     int *tmp;               /* [n_slots * (2 n_ctx + 1)] reorder snapshot */
     int *r_tok, *r_pos, *r_slot, *r_out;   /* [max_rows] row scratch */
     int n_steps;            /* step calls since rn_begin (one per generated position) */
+    int base;               /* a view: its sequence q is the parent's base + q (slot ids) */
+    int view;
+    int *tab0;              /* the whole index table (the parent's for a view): slots are
+                               global, decode passes index it by slot */
 } dec_runner;
 
 encdec_status rn_init(dec_runner *r, const rn_model *m, encdec_kv_mode mode);
 void rn_free(dec_runner *r);
+/* A view of sequences [base, base + n) of parent: a runner of its own
+ * (sequences 0..n-1, one input, full cache mode) whose histories and index
+ * rows live in the parent's tables, so that several views' rows can go
+ * through one decode pass (the engine: one view per request, every view
+ * over one model state). m: the view's family functions (its decode pass
+ * and cross fill); m's n_slots and n_ctx are the view's. Views of disjoint
+ * ranges may be used from different threads as long as one decode pass runs
+ * at a time. rn_free frees the view's own buffers only. */
+encdec_status rn_init_view(dec_runner *v, dec_runner *parent, int base, int n, const rn_model *m);
+/* Appends one step's rows (token[i] for sequence seq[i]) to rows [at, at +
+ * n_seq) of r_tok / r_pos / r_slot, as the seam's step would before its
+ * pass: the caller runs the pass (with other views' rows), tab0 as the
+ * index table. Full mode only. */
+encdec_status rn_step_rows(dec_runner *r, int n_seq, const int *seq, const int *token, int at,
+                           int *r_tok, int *r_pos, int *r_slot);
 /* A new input (or batch) was encoded: empties every sequence, sets the mode
  * and, in FULL mode, fills the cross cache. */
 void rn_begin(dec_runner *r, encdec_kv_mode mode);

@@ -10,7 +10,7 @@ encdec_status dec_task_advance(dec_task *t) {
 }
 
 encdec_status dec_task_run(dec_task *t, const dec_model *m) {
-    encdec_status st = ENCDEC_OK;
+    encdec_status st = t->n > 0 ? dec_task_advance(t) : ENCDEC_OK;   /* the prompt's logits */
     while (!st && t->n > 0) {
         st = m->step(m->ctx, t->n, t->seq, t->tok, t->logits);
         if (!st) st = dec_task_advance(t);

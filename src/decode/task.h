@@ -9,13 +9,18 @@
  *
  *   dec_task *t;
  *   st = dec_greedy_task(&t, &dm, n_seq, logits, &rules, tok, lp, len, score);
+ *   st = dec_task_advance(t);                       picks from the prompt's logits
  *   while (!st && t->n > 0) {                       the rows of the next step
  *       st = dm.step(dm.ctx, t->n, t->seq, t->tok, t->logits);
  *       if (!st) st = dec_task_advance(t);          picks, then the next rows
  *   }
  *   dec_task_free(t);                               outputs are final when t->n == 0
  *
- * dec_task_run is that loop. A task may call its model's reorder (beams
+ * dec_task_run is that loop. A new task holds the prompt's logits (t->n > 0,
+ * t->seq and t->tok not yet meaningful): its first advance picks from them
+ * without a step, so creating a task touches no threads. Before any
+ * advance the caller may point t->logits elsewhere (the rows of a merged
+ * pass): the task reads the step's logits wherever t->logits points. A task may call its model's reorder (beams
  * taking over other beams' histories) and par_for (per-sequence choices on
  * the model's threads) inside advance, never feed or step: the caller's
  * loop is the only place decoder passes happen. Tasks of different inputs

@@ -137,6 +137,13 @@ typedef struct whisper_state {
      * alignment heads for every row */
     int align_on;
     float *align_qk;      /* [n_align_heads, max_rows, T], allocated on first use */
+    /* several inputs in one pass (the engine's state): sequence (slot) q
+     * reads the cross cache xc[slot_xc[q]]; NULL: every row reads `cross` */
+    const kv_cross *xc;
+    const int *slot_xc;   /* [n_slots] */
+    int *row_xc;          /* [max_rows] scratch */
+    int invariant;        /* 1: every product batch-invariant (op_matmul_w_inv): a row's
+                             logits do not depend on the other rows of its pass */
 } whisper_state;
 
 /* n_slots: sequences decoded together (1 for greedy). The state can also run
@@ -152,13 +159,16 @@ void whisper_encode(whisper_state *s, const float *mel);
 /* Cross K/V of every decoder layer from s->enc_out into s->cross: one
  * [T, d] x [d, L*2d] product, then a re-layout to head-major. */
 void whisper_cross_compute(whisper_state *s);
+/* The same into another input's cache (the engine's, one per request). */
+void whisper_cross_compute_into(whisper_state *s, kv_cross *dst);
 
 /* One decoder pass over R rows: row r is token tok[r] at position pos[r] of
  * the sequence in slot[r], whose earlier positions t live in the self cache
  * at slot tab[slot[r] * tab_ld + t] (the index table; a row's own position
  * is written to its own slot, and tab must say so). Rows of one slot are
  * consecutive with increasing, contiguous positions. Every row attends to
- * the cross cache (which must be computed). For the n_out rows listed in
+ * the cross cache (which must be computed): s->cross, or with s->slot_xc
+ * set the cache of its sequence's input (rows of one input consecutive). For the n_out rows listed in
  * out_rows, logits[n_out, V] are written. R <= s->max_rows. */
 void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
                     const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);

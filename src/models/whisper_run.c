@@ -58,6 +58,11 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
         {&s->d_h, R * max_sz(F, d), "decoder hidden"},
         {&s->d_q, R * d, "decoder cross query"},
     };
+    s->row_xc = ed_alloc(R * sizeof(int), "decoder rows' cross caches");
+    if (!s->row_xc) {
+        whisper_state_free(s);
+        return ENCDEC_ERR_NOMEM;
+    }
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
         *a[i].p = ed_alloc(a[i].n * sizeof(float), a[i].what);
         if (!*a[i].p) {
@@ -76,6 +81,7 @@ void whisper_state_free(whisper_state *s) {
     float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv, s->xkv,
                      s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q, s->align_qk};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s->row_xc);
     free(s);
 }
 
@@ -136,10 +142,14 @@ void whisper_encode(whisper_state *s, const float *mel) {
  * block reads them) stores every (layer, K or V, head) block's part, so
  * xkv is read in order rather than one 256-byte column run per row. */
 #define RELAYOUT_ROWS 16
-typedef struct { whisper_state *s; } relayout_ctx;
+typedef struct {
+    whisper_state *s;
+    kv_cross *dst;
+} relayout_ctx;
 
 static void relayout_task(void *arg, int ith, int nth) {
     whisper_state *s = ((relayout_ctx *)arg)->s;
+    kv_cross *dst = ((relayout_ctx *)arg)->dst;
     const whisper_hparams *h = &s->m->hp;
     int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H, lo, hi;
     size_t ld = (size_t)h->n_dec_layer * 2 * d;
@@ -149,21 +159,23 @@ static void relayout_task(void *arg, int ith, int nth) {
         const float *src = s->xkv + (size_t)t0 * ld;
         for (int it = 0; it < h->n_dec_layer * 2 * H; it++) {   /* column block it * dh */
             int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
-            kv_cross_put(&s->cross, l, kv, hd, src + (size_t)it * dh, ld, t0, n);
+            kv_cross_put(dst, l, kv, hd, src + (size_t)it * dh, ld, t0, n);
         }
     }
 }
 
-void whisper_cross_compute(whisper_state *s) {
+void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
     int T = h->n_audio_ctx, n = h->n_dec_layer * 2 * h->d;
     /* One product for every layer's K and V: [T, d] x [d, L*2d]. */
     op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, m->w_xkv, m->b_xkv, T, n, h->d);
-    relayout_ctx c = {s};
+    relayout_ctx c = {s, dst};
     ed_pool_run(s->pool, relayout_task, &c);
-    s->cross.n_valid = T;
+    dst->n_valid = T;
 }
+
+void whisper_cross_compute(whisper_state *s) { whisper_cross_compute_into(s, &s->cross); }
 
 /* Self-attention of rows [0, R): append each row's K/V to its slot at its
  * position, then every row attends over positions [0, pos] of its sequence,
@@ -203,19 +215,26 @@ const float *whisper_align_scores(const whisper_state *s, int a) {
 
 /* The alignment heads of layer l: scores[r, t] = q_r . k_t / sqrt(dh) of
  * rows [0, R) against the cross cache's keys (in their stored type). */
-static void align_scores(whisper_state *s, int l, int R) {
+static void align_scores(whisper_state *s, const kv_cross *xc, int l, int R) {
     const whisper_model *m = s->m;
-    int d = m->hp.d, dh = d / m->hp.n_head, T = s->cross.n_valid;
+    int d = m->hp.d, dh = d / m->hp.n_head, T = xc->n_valid;
     static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
     float scale = 1.0f / sqrtf((float)dh);
     for (int a = 0; a < m->n_align_heads; a++) {
         if (m->align_heads[2 * a] != l) continue;
         int hd = m->align_heads[2 * a + 1];
         float *y = s->align_qk + (size_t)a * s->max_rows * m->hp.n_audio_ctx;
-        k_w K = {kv_cross_k(&s->cross, l, hd), types[s->cross.type], 0};
+        k_w K = {kv_cross_k(xc, l, hd), types[xc->type], 0};
         op_matmul_w(s->pool, y, m->hp.n_audio_ctx, s->d_q + (size_t)hd * dh, d, K, NULL, R, T, dh);
         for (size_t i = 0; i < (size_t)R * m->hp.n_audio_ctx; i++) y[i] *= scale;
     }
+}
+
+/* The decoder's products: batch-invariant ones in the engine's state. */
+static void mm(whisper_state *s, float *y, int ldy, const float *x, int ldx, k_w w,
+               const float *b, int M, int N, int K) {
+    if (s->invariant) op_matmul_w_inv(s->pool, y, ldy, x, ldx, w, b, M, N, K);
+    else op_matmul_w(s->pool, y, ldy, x, ldx, w, b, M, N, K);
 }
 
 void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, const int *slot,
@@ -224,6 +243,13 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
     const whisper_hparams *h = &m->hp;
     int d = h->d, F = h->ffn, dh = d / h->n_head;
     float scale = 1.0f / sqrtf((float)dh);
+    const kv_cross *xc = &s->cross;   /* row r reads xc[rc[r]] (rc NULL: xc[0]) */
+    const int *rc = NULL;
+    if (s->slot_xc) {
+        for (int r = 0; r < R; r++) s->row_xc[r] = s->slot_xc[slot[r]];
+        xc = s->xc;
+        rc = s->row_xc;
+    }
     for (int r = 0; r < R; r++) {
         const float *p = m->dec_pos + (size_t)pos[r] * d;
         float *x = s->d_x + (size_t)r * d;
@@ -233,29 +259,29 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
     for (int l = 0; l < h->n_dec_layer; l++) {
         const whisper_dec_layer *y = &m->dec[l];
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln1_g, y->ln1_b, R, d, LN_EPS);
-        op_matmul_w(s->pool, s->d_qkv, 3 * d, s->d_ln, d, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
+        mm(s, s->d_qkv, 3 * d, s->d_ln, d, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
-        op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_o, y->b_o, R, d, d);
+        mm(s, s->d_h, d, s->d_att, d, y->w_o, y->b_o, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
-        op_matmul_w(s->pool, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
-        if (s->align_on) align_scores(s, l, R);
-        op_attention_cross(s->pool, s->d_att, d, s->d_q, d, &s->cross, NULL, l, R, scale, s->scores,
+        mm(s, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
+        if (s->align_on) align_scores(s, rc ? &xc[rc[0]] : xc, l, R);
+        op_attention_cross(s->pool, s->d_att, d, s->d_q, d, xc, rc, l, R, scale, s->scores,
                            s->scores_stride);
-        op_matmul_w(s->pool, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
+        mm(s, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
         k_add(s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln2_g, y->ln2_b, R, d, LN_EPS);
-        op_matmul_w(s->pool, s->d_h, F, s->d_ln, d, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
+        mm(s, s->d_h, F, s->d_ln, d, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
         op_gelu(s->pool, s->d_h, R, F);
-        op_matmul_w(s->pool, s->d_att, d, s->d_h, F, y->w_fc2, y->b_fc2, R, d, F);
+        mm(s, s->d_att, d, s->d_h, F, y->w_fc2, y->b_fc2, R, d, F);
         k_add(s->d_x, s->d_att, (size_t)R * d);
     }
     for (int i = 0; i < n_out; i++)
         k_layernorm(s->d_ln + (size_t)i * d, s->d_x + (size_t)out_rows[i] * d, m->dec_ln_g,
                     m->dec_ln_b, 1, d, LN_EPS);
-    op_matmul_w(s->pool, logits, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
+    mm(s, logits, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
 }
 
 /* ---- behind the seam (decode/runner.h) ---- */

@@ -1,0 +1,352 @@
+/* engine.c - encdec_engine: requests on threads of their own, their passes
+ * run by the scheduler (sched/sched.h), their results built as a
+ * session's are (api_transcribe_feed). */
+#include "api/api.h"
+#include "audio/audio.h"
+#include "base/err.h"
+#include "base/isa.h"
+#include "kern/kern.h"
+#include "sched/sched.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct encdec_engine {
+    const encdec_model *model;
+    sch_engine *sch;
+    int slots;
+    pthread_mutex_t mu;
+    encdec_request *live;        /* requests whose threads run (a list) */
+};
+
+struct encdec_request {
+    encdec_engine *e;
+    encdec_transcribe_params p;  /* texts copied into strs */
+    char *strs[5];               /* language, initial_prompt, prefix, punctuations */
+    double *clips;
+    float *pcm;                  /* memory input (copied) */
+    size_t n;
+    char *path;                  /* file input */
+    encdec_audio_params audio;
+    int has_audio;
+    pthread_t th;
+    atomic_int cancel;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, waited;
+    encdec_status st;
+    char err[1024];
+    encdec_result *result;
+    encdec_request *next;        /* in e->live */
+};
+
+/* ---- a request's thread ---- */
+
+typedef struct {
+    encdec_request *q;
+    sch_client *c;
+    mel_ctx *mel;
+} eng_prep;
+
+static encdec_status prep_engine(void *ctx, int n_slots, encdec_kv_mode mode, asr_env *env) {
+    eng_prep *c = ctx;
+    if (mode != ENCDEC_KV_FULL)
+        return ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only");
+    if (n_slots > sch_client_slots(c->c))
+        return ed_fail(ENCDEC_ERR_ARG, "the request needs %d sequences; the engine holds %d",
+                       n_slots, sch_client_slots(c->c));
+    env->rn = sch_client_runner(c->c);
+    env->mel = c->mel;
+    env->x = sch_client_exec(c->c);
+    return ENCDEC_OK;
+}
+
+static encdec_status request_body(encdec_request *q, eng_prep *c) {
+    const encdec_model *m = q->e->model;
+    c->mel = mel_new(m->w->hp.n_mels);
+    if (!c->mel) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: mel");
+    audio_stream *as = NULL;
+    asr_feed f;
+    encdec_status st;
+    if (q->path) {
+        st = audio_stream_open(&as, q->path, MEL_SAMPLE_RATE, q->has_audio ? &q->audio : NULL);
+        if (!st) st = asr_feed_stream(&f, as, c->mel);   /* the first pass: before a place */
+    } else {
+        st = asr_feed_memory(&f, q->pcm, q->n, c->mel);
+    }
+    if (st) {
+        audio_stream_close(as);
+        return st;
+    }
+    st = sch_client_new(q->e->sch, &q->cancel, &c->c);
+    if (!st) st = api_transcribe_feed(m, prep_engine, c, &f, &q->p, &q->result);
+    sch_client_free(c->c);
+    asr_feed_free(&f);
+    audio_stream_close(as);
+    return st;
+}
+
+static void *request_main(void *arg) {
+    encdec_request *q = arg;
+    ed_isa_swap(q->e->model->isa);
+    eng_prep c = {q, NULL, NULL};
+    encdec_status st = request_body(q, &c);
+    mel_free(c.mel);
+    pthread_mutex_lock(&q->mu);
+    q->st = st;
+    if (st) snprintf(q->err, sizeof q->err, "%s", ed_err_msg());
+    q->done = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* ---- submitting ---- */
+
+static char *dup_str(const char *s, int *fail) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *fail = 1;
+    return d;
+}
+
+/* The request's own copy of the parameters (the caller's strings may go). */
+static encdec_status copy_params(encdec_request *q, const encdec_transcribe_params *params) {
+    q->p = params ? *params : encdec_transcribe_default_params();
+    int fail = 0;
+    const char **f[] = {&q->p.language, &q->p.initial_prompt, &q->p.prefix,
+                        &q->p.prepend_punctuations, &q->p.append_punctuations};
+    for (int i = 0; i < 5; i++) *f[i] = q->strs[i] = dup_str(*f[i], &fail);
+    if (q->p.n_clip_timestamps > 0 && q->p.clip_timestamps) {
+        q->clips = malloc(sizeof(double) * (size_t)q->p.n_clip_timestamps);
+        if (q->clips) memcpy(q->clips, q->p.clip_timestamps, sizeof(double) * (size_t)q->p.n_clip_timestamps);
+        else fail = 1;
+        q->p.clip_timestamps = q->clips;
+    }
+    return fail ? ed_fail(ENCDEC_ERR_NOMEM, "out of memory: request parameters") : ENCDEC_OK;
+}
+
+static void request_release(encdec_request *q) {
+    for (int i = 0; i < 5; i++) free(q->strs[i]);
+    free(q->clips);
+    free(q->pcm);
+    free(q->path);
+    encdec_result_free(q->result);
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+static encdec_status start(encdec_engine *e, encdec_request *q, encdec_request **out) {
+    encdec_transcribe_params chk = q->p;
+    encdec_status st = api_transcribe_check(e->model, &chk);
+    if (!st && q->p.kv_mode != ENCDEC_KV_FULL)
+        st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
+                     (int)q->p.kv_mode);
+    if (!st) {
+        pthread_mutex_lock(&e->mu);
+        if (pthread_create(&q->th, NULL, request_main, q) != 0) {
+            st = ed_fail(ENCDEC_ERR_THREADS, "the request's thread could not start");
+        } else {
+            q->next = e->live;
+            e->live = q;
+        }
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (st) {
+        request_release(q);
+        return st;
+    }
+    *out = q;
+    return ENCDEC_OK;
+}
+
+static encdec_status new_request(encdec_engine *e, const encdec_transcribe_params *params,
+                                 encdec_request **q, encdec_request **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine: out is NULL");
+    *out = NULL;
+    if (!e) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine: engine is NULL");
+    *q = calloc(1, sizeof **q);
+    if (!*q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: request");
+    (*q)->e = e;
+    pthread_mutex_init(&(*q)->mu, NULL);
+    pthread_cond_init(&(*q)->cv, NULL);
+    encdec_status st = copy_params(*q, params);
+    if (st) request_release(*q);
+    return st;
+}
+
+encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm, size_t n_samples,
+                                       const encdec_transcribe_params *params,
+                                       encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, params, &q, out);
+    if (st) return st;
+    if (!pcm || n_samples == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
+    for (size_t i = 0; !st && i < n_samples; i++)
+        if (!isfinite(pcm[i])) st = ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    if (!st) {
+        q->pcm = malloc(sizeof(float) * n_samples);
+        if (!q->pcm) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %zu samples", n_samples);
+    }
+    if (st) {
+        request_release(q);
+        return st;
+    }
+    memcpy(q->pcm, pcm, sizeof(float) * n_samples);
+    q->n = n_samples;
+    return start(e, q, out);
+}
+
+encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
+                                            const encdec_audio_params *audio,
+                                            const encdec_transcribe_params *params,
+                                            encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, params, &q, out);
+    if (st) return st;
+    if (!path || !*path) st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_file: empty path");
+    if (!st && audio &&
+        (!(audio->max_seconds >= 0) || isinf(audio->max_seconds) || !(audio->fifo_wait_s >= 0) ||
+         isinf(audio->fifo_wait_s)))
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_file: max_seconds %g / fifo_wait_s "
+                     "%g must be finite numbers >= 0", audio->max_seconds, audio->fifo_wait_s);
+    if (!st && !(q->path = strdup(path))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: path");
+    if (st) {
+        request_release(q);
+        return st;
+    }
+    if (audio) {
+        q->audio = *audio;
+        q->has_audio = 1;
+    }
+    return start(e, q, out);
+}
+
+/* ---- waiting ---- */
+
+int encdec_request_done(const encdec_request *q) {
+    if (!q) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&q->mu);
+    int d = q->done;
+    pthread_mutex_unlock((pthread_mutex_t *)&q->mu);
+    return d;
+}
+
+/* Joins q's thread and takes it off the engine's list (once). */
+static void reap(encdec_request *q) {
+    pthread_mutex_lock(&q->mu);
+    int first = !q->waited;
+    q->waited = 1;
+    pthread_mutex_unlock(&q->mu);
+    if (!first) return;
+    pthread_join(q->th, NULL);
+    encdec_engine *e = q->e;
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    for (encdec_request **p = &e->live; *p; p = &(*p)->next)
+        if (*p == q) {
+            *p = q->next;
+            break;
+        }
+    pthread_mutex_unlock(&e->mu);
+}
+
+encdec_status encdec_request_wait(encdec_request *q, encdec_result **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_request_wait: out is NULL");
+    *out = NULL;
+    if (!q) return ed_fail(ENCDEC_ERR_ARG, "encdec_request_wait: request is NULL");
+    reap(q);
+    if (q->st) return ed_fail(q->st, "%s", q->err);
+    if (!q->result) return ed_fail(ENCDEC_ERR_ARG, "encdec_request_wait: the result was taken");
+    *out = q->result;
+    q->result = NULL;
+    return ENCDEC_OK;
+}
+
+void encdec_request_cancel(encdec_request *q) {
+    if (!q || encdec_request_done(q)) return;   /* done: its engine may be gone */
+    atomic_store(&q->cancel, 1);
+    encdec_engine *e = q->e;
+    if (e) sch_wake_waiting(e->sch);
+}
+
+void encdec_request_free(encdec_request *q) {
+    if (!q) return;
+    if (!encdec_request_done(q)) encdec_request_cancel(q);
+    reap(q);
+    request_release(q);
+}
+
+/* ---- the engine ---- */
+
+encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_params *params,
+                                encdec_engine **out) {
+    ed_err_clear();
+    if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: out is NULL");
+    *out = NULL;
+    if (!m) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: model is NULL");
+    if (m->family != API_WHISPER)
+        return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: the engine serves Whisper models; this "
+                       "is a %s model", m->t5->model_type);
+    encdec_engine_params p = params ? *params : (encdec_engine_params){0};
+    if (p.n_threads == 0) p.n_threads = 1;
+    if (p.max_active == 0) p.max_active = 8;
+    if (p.n_threads < 1 || p.n_threads > ED_POOL_MAX_THREADS)
+        return ed_fail(ENCDEC_ERR_ARG, "thread count %d is out of range 1..%d", p.n_threads,
+                       ED_POOL_MAX_THREADS);
+    if (p.max_active < 1 || p.max_active > 256)
+        return ed_fail(ENCDEC_ERR_ARG, "max_active %d is out of range 1..256", p.max_active);
+    if (p.cross_kv < ENCDEC_KV_F32 || p.cross_kv > ENCDEC_KV_BF16)
+        return ed_fail(ENCDEC_ERR_ARG, "cross_kv %d is not a cache type (0 f32, 1 f16, 2 bf16)",
+                       (int)p.cross_kv);
+    if (!k_blas_env_ok())
+        return ed_fail(ENCDEC_ERR_CONFIG, "BLIS_ARCH_TYPE is set in the environment; the BLIS "
+                       "library encdec uses aborts the process on it: unset it");
+    encdec_engine *e = calloc(1, sizeof *e);
+    if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
+    e->model = m;
+    e->slots = API_MAX_BEAMS + 1;   /* any beam or best_of, and the prompt's sequence */
+    pthread_mutex_init(&e->mu, NULL);
+    sch_params sp = {p.n_threads, m->isa, (kv_dtype)p.cross_kv, p.max_active, e->slots};
+    encdec_status st = sch_new(&e->sch, m->w, &sp);
+    if (st) {
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return st;
+    }
+    *out = e;
+    return ENCDEC_OK;
+}
+
+void encdec_engine_free(encdec_engine *e) {
+    if (!e) return;
+    for (;;) {   /* cancel and join every request still running */
+        pthread_mutex_lock(&e->mu);
+        encdec_request *q = e->live;
+        if (q) atomic_store(&q->cancel, 1);
+        pthread_mutex_unlock(&e->mu);
+        if (!q) break;
+        sch_wake_waiting(e->sch);
+        reap(q);
+        q->e = NULL;
+    }
+    sch_free(e->sch);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!e) return;
+    sch_stats s;
+    sch_get_stats(e->sch, &s);
+    *out = (encdec_engine_stats){s.steps, s.rows, s.passes, s.encodes, s.clients, s.waiting,
+                                 s.tasks};
+}

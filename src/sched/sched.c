@@ -1,0 +1,393 @@
+/* sched.c - the scheduler thread and the requests' executors (sched.h). */
+#include "sched/sched.h"
+#include "base/err.h"
+#include "base/isa.h"
+#include "base/mem.h"
+#include "base/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OP_ENCODE = 1, OP_PASS, OP_TASK };
+
+struct sch_client {
+    sch_engine *e;
+    const atomic_int *cancel; /* nonzero: the request ends (ENCDEC_ERR_CANCELLED) */
+    int idx;                  /* its place: sequences [idx * slots, +slots), cache xc[idx] */
+    dec_runner view;
+    asr_exec x;
+    pthread_cond_t cv;        /* its operation is done */
+    /* the operation posted (one at a time: the request's thread waits) */
+    int op, done, fresh;
+    const float *mel;         /* OP_ENCODE */
+    int R, n_out;             /* OP_PASS: the view's rows */
+    const int *tok, *pos, *slot, *out_rows;
+    float *logits, *scores;   /* scores: the alignment heads' (feed_scores), or NULL */
+    dec_task *task;           /* OP_TASK */
+    encdec_status result;
+    char err[512];
+    sch_client *next;         /* the queue of encodes and passes */
+};
+
+struct sch_engine {
+    const whisper_model *m;
+    sch_params p;
+    ed_pool *pool;
+    whisper_state *st;
+    dec_runner root;          /* every place's histories and index rows */
+    kv_cross *xc;             /* [max_clients] */
+    int *slot_xc;             /* [max_clients * slots]: sequence -> its place's cache */
+    char *used;               /* [max_clients] */
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, admit;
+    int stop;
+    sch_client *q_head, *q_tail;
+    sch_client **run, **cur;  /* [max_clients] tasks stepping; the turn's copy */
+    int n_run;
+    int *m_tok, *m_pos, *m_slot, *m_out, *m_off;   /* a merged step's rows */
+    float *m_logits;          /* [max_clients * slots, V] */
+    sch_stats stats;
+};
+
+/* ---- the scheduler thread ---- */
+
+static void finish(sch_client *c, encdec_status st) {
+    c->result = st;
+    if (st) snprintf(c->err, sizeof c->err, "%s", ed_err_msg());
+    c->done = 1;
+}
+
+static void run_op(sch_engine *e, sch_client *c) {
+    encdec_status st = ENCDEC_OK;
+    const whisper_hparams *h = &e->m->hp;
+    if (c->op == OP_ENCODE) {
+        whisper_encode(e->st, c->mel);
+        whisper_cross_compute_into(e->st, &e->xc[c->idx]);
+        e->stats.encodes++;
+    } else {
+        if (c->scores) st = whisper_align_capture(e->st, 1);
+        if (!st) {
+            whisper_decode(e->st, c->R, c->tok, c->pos, c->slot, e->root.tab0, h->n_text_ctx,
+                           c->n_out, c->out_rows, c->logits);
+            size_t T = (size_t)h->n_audio_ctx;
+            for (int a = 0; c->scores && a < e->m->n_align_heads; a++)
+                memcpy(c->scores + (size_t)a * c->R * T, whisper_align_scores(e->st, a),
+                       sizeof(float) * (size_t)c->R * T);
+            if (c->scores) whisper_align_capture(e->st, 0);
+        }
+        e->stats.passes++;
+    }
+    finish(c, st);
+}
+
+/* One step of every running task: new tasks first choose from their
+ * prompt's logits; the others' rows go through one decoder pass. */
+static void step(sch_engine *e, sch_client **cur, int n) {
+    size_t V = (size_t)e->m->hp.n_vocab;
+    for (int i = 0; i < n; i++)
+        if (cur[i]->fresh) {
+            cur[i]->fresh = 0;
+            encdec_status st = dec_task_advance(cur[i]->task);
+            if (st || cur[i]->task->n == 0) finish(cur[i], st);
+        }
+    int R = 0;
+    for (int i = 0; i < n; i++) {
+        sch_client *c = cur[i];
+        if (!c->done && c->cancel && atomic_load(c->cancel))
+            finish(c, ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled"));
+        if (c->done) continue;
+        dec_task *t = c->task;
+        encdec_status st = rn_step_rows(&c->view, t->n, t->seq, t->tok, R, e->m_tok, e->m_pos,
+                                        e->m_slot);
+        if (st) {
+            finish(c, st);
+            continue;
+        }
+        e->m_off[i] = R;
+        R += t->n;
+    }
+    if (R == 0) return;
+    for (int r = 0; r < R; r++) e->m_out[r] = r;
+    whisper_decode(e->st, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->m->hp.n_text_ctx, R,
+                   e->m_out, e->m_logits);
+    e->stats.steps++;
+    e->stats.rows += R;
+    for (int i = 0; i < n; i++) {
+        sch_client *c = cur[i];
+        if (c->done) continue;
+        c->task->logits = e->m_logits + (size_t)e->m_off[i] * V;
+        encdec_status st = dec_task_advance(c->task);
+        if (st || c->task->n == 0) finish(c, st);
+    }
+}
+
+static void *sched_main(void *arg) {
+    sch_engine *e = arg;
+    ed_isa_swap(e->p.isa);
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (!e->stop && !e->q_head && e->n_run == 0) pthread_cond_wait(&e->wake, &e->mu);
+        if (!e->q_head && e->n_run == 0) break;   /* stopping, nothing left */
+        sch_client *op = e->q_head;
+        if (op) {
+            e->q_head = op->next;
+            if (!e->q_head) e->q_tail = NULL;
+        }
+        int n = e->n_run;
+        memcpy(e->cur, e->run, sizeof *e->cur * (size_t)n);
+        pthread_mutex_unlock(&e->mu);
+
+        if (op) run_op(e, op);
+        if (n > 0) step(e, e->cur, n);
+
+        pthread_mutex_lock(&e->mu);
+        if (op) pthread_cond_signal(&op->cv);
+        int k = 0;
+        for (int i = 0; i < e->n_run; i++) {
+            sch_client *c = e->run[i];
+            if (c->done) pthread_cond_signal(&c->cv);
+            else e->run[k++] = c;
+        }
+        e->n_run = k;
+        e->stats.tasks = k;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- a request's side ---- */
+
+/* Hands c's operation to the scheduler and waits for it. */
+static encdec_status post(sch_client *c, int op) {
+    sch_engine *e = c->e;
+    if (c->cancel && atomic_load(c->cancel))
+        return ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled");
+    pthread_mutex_lock(&e->mu);
+    c->op = op;
+    c->done = 0;
+    c->result = ENCDEC_OK;
+    c->next = NULL;
+    if (op == OP_TASK) {
+        c->fresh = 1;
+        e->run[e->n_run++] = c;
+        e->stats.tasks = e->n_run;
+    } else if (e->q_tail) {
+        e->q_tail->next = c;
+        e->q_tail = c;
+    } else {
+        e->q_head = e->q_tail = c;
+    }
+    pthread_cond_signal(&e->wake);
+    while (!c->done) pthread_cond_wait(&c->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return c->result ? ed_fail(c->result, "%s", c->err) : ENCDEC_OK;
+}
+
+static encdec_status x_encode(void *ctx, const float *mel) {
+    sch_client *c = ctx;
+    c->mel = mel;
+    return post(c, OP_ENCODE);
+}
+
+static encdec_status x_run(void *ctx, dec_task *t) {
+    sch_client *c = ctx;
+    if (t->n <= 0) return ENCDEC_OK;
+    c->task = t;
+    encdec_status st = post(c, OP_TASK);
+    c->task = NULL;
+    return st;
+}
+
+static encdec_status x_feed_scores(void *ctx, const int *tokens, int n, float *logits,
+                                   float *scores) {
+    sch_client *c = ctx;
+    c->scores = scores;
+    encdec_status st = rn_feed_logits(&c->view, 0, tokens, n, 0, logits);
+    c->scores = NULL;
+    return st;
+}
+
+/* The view's decoder pass (its feeds): run by the scheduler. */
+static void v_decode(void *ctx, int R, const int *tok, const int *pos, const int *slot,
+                     const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
+    sch_client *c = ctx;
+    (void)tab;
+    (void)tab_ld;
+    c->R = R;
+    c->tok = tok;
+    c->pos = pos;
+    c->slot = slot;
+    c->n_out = n_out;
+    c->out_rows = out_rows;
+    c->logits = logits;
+    post(c, OP_PASS);   /* cannot fail but for the alignment buffer: then it says so */
+}
+
+/* The encode operation fills the place's cross cache: nothing left here. */
+static void v_cross(void *ctx) { (void)ctx; }
+
+encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client **out) {
+    *out = NULL;
+    sch_client *c = calloc(1, sizeof *c);
+    if (!c) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: request");
+    c->e = e;
+    c->cancel = cancel;
+    c->x = (asr_exec){c, x_encode, x_run, x_feed_scores};
+    pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_lock(&e->mu);
+    e->stats.waiting++;
+    int idx = -1;
+    for (;;) {
+        for (int i = 0; i < e->p.max_clients && idx < 0; i++)
+            if (!e->used[i]) idx = i;
+        if (idx >= 0 || (cancel && atomic_load(cancel))) break;
+        pthread_cond_wait(&e->admit, &e->mu);
+    }
+    if (idx < 0) {   /* cancelled while waiting */
+        e->stats.waiting--;
+        pthread_mutex_unlock(&e->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled");
+    }
+    e->used[idx] = 1;
+    e->stats.waiting--;
+    e->stats.clients++;
+    pthread_mutex_unlock(&e->mu);
+    c->idx = idx;
+    const whisper_hparams *h = &e->m->hp;
+    encdec_status st = kv_cross_init(&e->xc[idx], h->n_dec_layer, h->n_head, h->n_audio_ctx,
+                                     h->d / h->n_head, e->p.cross_type);
+    if (!st) {
+        rn_model rm = {c, h->n_vocab, e->p.slots, h->n_text_ctx, e->st->max_rows, NULL, v_cross,
+                       v_decode, e->pool};
+        st = rn_init_view(&c->view, &e->root, idx * e->p.slots, e->p.slots, &rm);
+    }
+    if (st) {
+        sch_client_free(c);
+        return st;
+    }
+    *out = c;
+    return ENCDEC_OK;
+}
+
+void sch_client_free(sch_client *c) {
+    if (!c) return;
+    sch_engine *e = c->e;
+    rn_free(&c->view);
+    kv_cross_free(&e->xc[c->idx]);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_lock(&e->mu);
+    e->used[c->idx] = 0;
+    e->stats.clients--;
+    pthread_cond_signal(&e->admit);
+    pthread_mutex_unlock(&e->mu);
+    free(c);
+}
+
+dec_runner *sch_client_runner(sch_client *c) { return &c->view; }
+const asr_exec *sch_client_exec(sch_client *c) { return &c->x; }
+int sch_client_slots(const sch_client *c) { return c->e->p.slots; }
+
+/* ---- the engine ---- */
+
+encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params *p) {
+    *out = NULL;
+    if (p->max_clients < 1 || p->max_clients > 256 || p->slots < 2 || p->slots > 1024 ||
+        p->max_clients * p->slots > 4096)
+        return ed_fail(ENCDEC_ERR_ARG, "engine: %d requests x %d sequences is out of range "
+                       "(1..256 requests, 2..1024 sequences, 4096 in all)", p->max_clients, p->slots);
+    sch_engine *e = calloc(1, sizeof *e);
+    if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
+    e->m = m;
+    e->p = *p;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->wake, NULL);
+    pthread_cond_init(&e->admit, NULL);
+    int S = p->max_clients * p->slots;
+    encdec_status st = ed_pool_new(&e->pool, p->n_threads);
+    if (!st) {
+        ed_pool_set_isa(e->pool, p->isa);
+        int old = ed_isa_swap(p->isa);
+        st = whisper_state_new(&e->st, m, e->pool, S, p->cross_type);
+        ed_isa_swap(old);
+    }
+    if (!st) {
+        rn_model rm = whisper_rn_model(e->st);
+        st = rn_init(&e->root, &rm, ENCDEC_KV_FULL);
+    }
+    if (!st) {
+        size_t R = (size_t)e->st->max_rows;
+        e->xc = ed_calloc(sizeof *e->xc * (size_t)p->max_clients, "cross caches");
+        e->slot_xc = ed_alloc(sizeof(int) * (size_t)S, "sequence table");
+        e->used = ed_calloc((size_t)p->max_clients, "places");
+        e->run = ed_alloc(sizeof *e->run * 2 * (size_t)p->max_clients, "running tasks");
+        e->m_tok = ed_alloc(sizeof(int) * 4 * R + sizeof(int) * (size_t)p->max_clients, "rows");
+        e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)m->hp.n_vocab, "step logits");
+        if (!e->xc || !e->slot_xc || !e->used || !e->run || !e->m_tok || !e->m_logits)
+            st = ENCDEC_ERR_NOMEM;
+    }
+    if (!st) {
+        size_t R = (size_t)e->st->max_rows;
+        e->cur = e->run + p->max_clients;
+        e->m_pos = e->m_tok + R;
+        e->m_slot = e->m_pos + R;
+        e->m_out = e->m_slot + R;
+        e->m_off = e->m_out + R;
+        for (int q = 0; q < S; q++) e->slot_xc[q] = q / p->slots;
+        e->st->xc = e->xc;
+        e->st->slot_xc = e->slot_xc;
+        e->st->invariant = 1;
+        if (pthread_create(&e->th, NULL, sched_main, e) != 0)
+            st = ed_fail(ENCDEC_ERR_THREADS, "engine: the scheduler thread could not start");
+        else e->started = 1;
+    }
+    if (st) {
+        sch_free(e);
+        return st;
+    }
+    *out = e;
+    return ENCDEC_OK;
+}
+
+void sch_free(sch_engine *e) {
+    if (!e) return;
+    if (e->started) {
+        pthread_mutex_lock(&e->mu);
+        e->stop = 1;
+        pthread_cond_signal(&e->wake);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->th, NULL);
+    }
+    rn_free(&e->root);
+    whisper_state_free(e->st);
+    ed_pool_free(e->pool);
+    free(e->xc);
+    free(e->slot_xc);
+    free(e->used);
+    free(e->run);
+    free(e->m_tok);
+    free(e->m_logits);
+    pthread_cond_destroy(&e->wake);
+    pthread_cond_destroy(&e->admit);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+void sch_get_stats(sch_engine *e, sch_stats *out) {
+    pthread_mutex_lock(&e->mu);
+    *out = e->stats;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sch_wake_waiting(sch_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    pthread_cond_broadcast(&e->admit);
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->mu);
+}

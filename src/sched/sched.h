@@ -1,0 +1,82 @@
+/* sched.h - the engine's scheduler: many Whisper requests share one
+ * decoder state, and every decode step of all of them is one pass.
+ *
+ *   sch_engine *e;  sch_new(&e, model, &params);          one thread, one pool, one state
+ *   per request, on its own thread:
+ *     sch_client *c;  sch_client_new(e, &c);               waits for a free place
+ *     asr_env env = { model, sch_client_runner(c), mel, sch_client_exec(c) };
+ *     asr_transcribe_feed(&env, ...);                      the long-form loop as ever
+ *     sch_client_free(c);                                  its caches go back
+ *   sch_free(e);
+ *
+ * The scheduler thread owns the pool, the Whisper state (the self cache of
+ * every place's sequences, decoder scratch, encoder scratch) and the index
+ * table; a request owns a place: a range of sequences (a runner view, see
+ * decode/runner.h rn_init_view) and a cross cache of its own, allocated when
+ * it is admitted and freed when it leaves. A request's thread runs the
+ * long-form loop (windows, prompts, fallback, words) and hands every pass
+ * to the scheduler through its executor (asr.h asr_exec), waiting for it:
+ *
+ * - encode: the encoder over the window, then the place's cross cache;
+ * - a pass (a prompt, an alignment pass): the rows the view built;
+ * - a task (a step-able strategy, decode/task.h): joins the running set.
+ *
+ * Each turn of the scheduler runs at most one queued encode or pass (in
+ * the order they came), then ONE decoder pass over the next step of every
+ * running task of every request (rows grouped by request, each group
+ * reading its own cross cache), then each task's choice; finished tasks
+ * wake their requests. So a new request's encoder runs between two steps
+ * of the others, and a short request is not queued behind a long one.
+ *
+ * A request's output does not depend on what else runs: the state's
+ * products are batch-invariant (op_matmul_w_inv), attention is per
+ * request, and choices see only their own rows (test_engine checks it
+ * token for token).
+ */
+#ifndef ED_SCHED_H
+#define ED_SCHED_H
+
+#include "asr/asr.h"
+#include "models/whisper.h"
+
+#include <stdatomic.h>
+
+typedef struct sch_engine sch_engine;
+typedef struct sch_client sch_client;
+
+typedef struct {
+    int n_threads;       /* the pool's, 1..ED_POOL_MAX_THREADS */
+    int isa;             /* kernel-set limit (base/isa.h) */
+    kv_dtype cross_type; /* the cross caches' element type */
+    int max_clients;     /* requests admitted at once, 1..256 */
+    int slots;           /* sequences per request: max(beam, best_of) + 1 at most */
+} sch_params;
+
+typedef struct {
+    long long steps;     /* merged decoder passes */
+    long long rows;      /* rows in them (sequences stepped) */
+    long long passes;    /* prompt and alignment passes */
+    long long encodes;
+    int clients;         /* admitted now */
+    int waiting;         /* waiting for a place */
+    int tasks;           /* stepping now */
+} sch_stats;
+
+encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params *p);
+/* Stops the thread; every client must be freed first. */
+void sch_free(sch_engine *e);
+void sch_get_stats(sch_engine *e, sch_stats *out);
+
+/* A place for one request: waits until one is free. cancel (may be NULL):
+ * the request's flag; once set, waiting and every operation end with
+ * ENCDEC_ERR_CANCELLED (a running task at the next step). Fails otherwise
+ * only for lack of memory (its cross cache). */
+encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client **out);
+/* After setting a cancel flag: wakes the waiting requests to see it. */
+void sch_wake_waiting(sch_engine *e);
+void sch_client_free(sch_client *c);
+dec_runner *sch_client_runner(sch_client *c);
+const asr_exec *sch_client_exec(sch_client *c);
+int sch_client_slots(const sch_client *c);
+
+#endif
