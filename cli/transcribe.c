@@ -24,6 +24,9 @@ static const char *HELP =
     "                       faster-whisper) or .safetensors file; default: whisper tiny.en\n"
     "                       from ~/.cache/encdec/models (or $ENCDEC_MODEL)\n"
     "  -t, --threads N      worker threads, 1..256 (default: CPUs online, at most 8)\n"
+    "  -P, --parallel N     with several files: decode up to N at once, 1..256 (default 4),\n"
+    "                       every decoder step one pass for all of them (the engine); results\n"
+    "                       are printed in the files' order. 1: one after the other\n"
     CLI_PRECISION_HELP
     "      --kv-cache MODE  full: self cache + cross K/V computed once per window (default)\n"
     "                       self: cross K/V recomputed every step; none: no cache at all.\n"
@@ -90,6 +93,7 @@ static const char *HELP =
 typedef struct {
     const char *model;
     int threads, json, verbose, quiet;
+    int parallel;             /* several files: requests decoded at once (the engine) */
     double max_duration;
     int strict;               /* a file shorter than its header says is an error */
     encdec_model_params mp;   /* compute mode, kernel set */
@@ -203,6 +207,8 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
     }
     if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
         if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
+    } else if (!strcmp(a, "-P") || !strcmp(a, "--parallel")) {
+        if (!cli_parse_int(a, v, 1, 256, &o->parallel)) return -1;
     } else if (!strcmp(a, "--kv-cache")) {
         if (!cli_parse_kv(v, &p->kv_mode)) return -1;
     } else if (!strcmp(a, "--task")) {
@@ -233,6 +239,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, opts *o, int *first_file) {
     memset(o, 0, sizeof *o);
     o->threads = cli_default_threads();
+    o->parallel = 4;
     o->tp = encdec_transcribe_default_params();
     int i = 1;
     for (; i < argc; i++) {
@@ -370,6 +377,10 @@ static int check_inputs(int argc, char **argv, int first, int *bad) {
     return ok;
 }
 
+/* A file's outcome: the warning or error, then its outputs. 1: it succeeded. */
+static int report_file(const char *file, encdec_status st, encdec_result *r,
+                       const encdec_audio_info *ai, const opts *o, int many, double load_ms);
+
 static int run_file(encdec_session *s, const char *file, const opts *o, int many, double load_ms) {
     encdec_result *r = NULL;
     cli_progress pg;
@@ -383,10 +394,49 @@ static int run_file(encdec_session *s, const char *file, const opts *o, int many
     /* streamed: memory is bounded by the window, not the recording */
     encdec_status st = encdec_transcribe_file(s, file, &ap, &tp, &r, &ai);
     cli_progress_done(&pg);
-    if (!st && ai.truncated)
+    return report_file(file, st, r, &ai, o, many, load_ms);
+}
+
+/* Several files through the engine: all submitted, each decoded as a place
+ * frees up (o->parallel at once), reported in the files' order. */
+static int run_engine(const encdec_model *m, char **files, const int *bad, int n, const opts *o,
+                      double load_ms) {
+    encdec_engine_params ep = {o->threads, o->parallel, o->cross_kv};
+    encdec_engine *e;
+    encdec_status st = encdec_engine_new(m, &ep, &e);
+    if (st) {
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        return 0;
+    }
+    encdec_request **q = calloc((size_t)n, sizeof *q);
+    int ok = q != NULL;
+    encdec_audio_params ap = {.max_seconds = o->max_duration, .strict = o->strict};
+    for (int i = 0; q && i < n; i++) {
+        if (bad[i]) continue;
+        st = encdec_engine_transcribe_file(e, files[i], &ap, &o->tp, &q[i]);
+        if (st) ok &= report_file(files[i], st, NULL, NULL, o, 1, load_ms);
+    }
+    for (int i = 0; q && i < n; i++) {
+        if (bad[i]) ok = 0;
+        if (!q[i]) continue;
+        encdec_result *r = NULL;
+        encdec_audio_info ai;
+        st = encdec_request_wait(q[i], &r);
+        encdec_request_audio_info(q[i], &ai);
+        ok &= report_file(files[i], st, r, &ai, o, 1, load_ms);
+        encdec_request_free(q[i]);
+    }
+    free(q);
+    encdec_engine_free(e);
+    return ok;
+}
+
+static int report_file(const char *file, encdec_status st, encdec_result *r,
+                       const encdec_audio_info *ai, const opts *o, int many, double load_ms) {
+    if (!st && ai && ai->truncated)
         cli_err("encdec: warning: %s: the file ends early: it holds %.2f s of the %.2f s "
                 "its header promises; transcribed what is there (--strict: an error)\n",
-                strcmp(file, "-") ? file : "standard input", ai.seconds, ai.expected_seconds);
+                strcmp(file, "-") ? file : "standard input", ai->seconds, ai->expected_seconds);
     int ok = !st;
     if (st) {
         /* the detail usually starts with the path already: say it once */
@@ -436,6 +486,13 @@ int cli_transcribe(int argc, char **argv) {
         encdec_model_free(m);
         free(bad);
         return CLI_USAGE_ERR;
+    }
+    int n_files = argc - first;
+    if (n_files > 1 && o.parallel > 1 && !o.verbose && o.tp.kv_mode == ENCDEC_KV_FULL) {
+        failed = !run_engine(m, argv + first, bad + first, n_files, &o, load_ms);
+        free(bad);
+        encdec_model_free(m);
+        return failed;
     }
     encdec_session *s = NULL;
     encdec_session_params sp = {o.threads, o.cross_kv};

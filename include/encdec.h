@@ -427,6 +427,9 @@ int encdec_request_done(const encdec_request *q);
  * or NULL with its error (the message in encdec_last_error() of the calling
  * thread). May be called once. */
 encdec_status encdec_request_wait(encdec_request *q, encdec_result **out);
+/* A file request's audio, as encdec_transcribe_file's info (zeros until the
+ * request is done, and for memory input). */
+void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out);
 /* Asks the request to stop: it ends with ENCDEC_ERR_CANCELLED at its next
  * step (its caches are freed then); a finished request is not changed. */
 void encdec_request_cancel(encdec_request *q);

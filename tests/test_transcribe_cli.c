@@ -145,6 +145,29 @@ static void test_files(void) {
     CHECK(cli_said("encdec: standard input: bad audio: no data (0 bytes)"));
 }
 
+/* Several files: decoded at once through the engine (-P 3), printed in
+ * their order, the same as one after the other (-P 1); a missing file among
+ * them fails alone. */
+static void test_parallel(void) {
+    const char *files = JFK " " ED_SHARED_DIR "/audio/platforms_en.wav " ED_SHARED_DIR
+        "/audio/librispeech/1272-128104-0000.wav " ED_SHARED_DIR "/audio/jfk.flac";
+    static char one[sizeof cli_out];
+    char args[2048];
+    snprintf(args, sizeof args, "-P 1 --beam 3 %s", files);
+    CHECK_EQ_INT(run(args), 0);
+    memcpy(one, cli_out, sizeof one);
+    snprintf(args, sizeof args, "-P 3 --beam 3 %s", files);
+    CHECK_EQ_INT(run(args), 0);
+    CHECK_STR(cli_out, one);
+    CHECK(strstr(one, "jfk.wav: And so my fellow Americans") < strstr(one, "platforms_en.wav: Today"));
+    snprintf(args, sizeof args, "-P 2 %s /nonexistent.wav " JFK, files);
+    CHECK_EQ_INT(run(args), 1);
+    CHECK(cli_said("/nonexistent.wav"));
+    CHECK(cli_said("librispeech/1272-128104-0000.wav: Mr. Quilter is the apostle"));
+    snprintf(args, sizeof args, "-P 0 " JFK " " JFK);
+    CHECK_EQ_INT(run(args), 2);
+}
+
 static void test_bad_requests(void) {
     char args[2048];
     int before = count_files(tmp_dir);
@@ -207,6 +230,7 @@ int main(void) {
     if (!tmp_new("encdec-transcribe-cli")) return 2;
     test_stdout_formats();
     test_files();
+    test_parallel();
     test_bad_requests();
     tmp_remove(tmp_dir);
     return check_done();

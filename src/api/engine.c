@@ -33,6 +33,7 @@ struct encdec_request {
     char *path;                  /* file input */
     encdec_audio_params audio;
     int has_audio;
+    encdec_audio_info info;      /* what the file held (file input) */
     pthread_t th;
     atomic_int cancel;
     pthread_mutex_t mu;
@@ -75,6 +76,7 @@ static encdec_status request_body(encdec_request *q, eng_prep *c) {
     if (q->path) {
         st = audio_stream_open(&as, q->path, MEL_SAMPLE_RATE, q->has_audio ? &q->audio : NULL);
         if (!st) st = asr_feed_stream(&f, as, c->mel);   /* the first pass: before a place */
+        if (as) q->info = *audio_stream_info(as);
     } else {
         st = asr_feed_memory(&f, q->pcm, q->n, c->mel);
     }
@@ -268,6 +270,12 @@ encdec_status encdec_request_wait(encdec_request *q, encdec_result **out) {
     *out = q->result;
     q->result = NULL;
     return ENCDEC_OK;
+}
+
+void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out) {
+    memset(out, 0, sizeof *out);
+    if (!q || !encdec_request_done(q)) return;
+    *out = q->info;
 }
 
 void encdec_request_cancel(encdec_request *q) {

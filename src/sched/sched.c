@@ -51,7 +51,8 @@ struct sch_engine {
     int n_run;
     int *m_tok, *m_pos, *m_slot, *m_out, *m_off;   /* a merged step's rows */
     float *m_logits;          /* [max_clients * slots, V] */
-    sch_stats stats;
+    sch_stats stats;          /* under mu */
+    sch_stats turn;           /* the scheduler's counts of its current turn (its own) */
 };
 
 /* ---- the scheduler thread ---- */
@@ -68,7 +69,7 @@ static void run_op(sch_engine *e, sch_client *c) {
     if (c->op == OP_ENCODE) {
         whisper_encode(e->st, c->mel);
         whisper_cross_compute_into(e->st, &e->xc[c->idx]);
-        e->stats.encodes++;
+        e->turn.encodes++;
     } else {
         if (c->scores) st = whisper_align_capture(e->st, 1);
         if (!st) {
@@ -80,7 +81,7 @@ static void run_op(sch_engine *e, sch_client *c) {
                        sizeof(float) * (size_t)c->R * T);
             if (c->scores) whisper_align_capture(e->st, 0);
         }
-        e->stats.passes++;
+        e->turn.passes++;
     }
     finish(c, st);
 }
@@ -115,8 +116,8 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     for (int r = 0; r < R; r++) e->m_out[r] = r;
     whisper_decode(e->st, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->m->hp.n_text_ctx, R,
                    e->m_out, e->m_logits);
-    e->stats.steps++;
-    e->stats.rows += R;
+    e->turn.steps++;
+    e->turn.rows += R;
     for (int i = 0; i < n; i++) {
         sch_client *c = cur[i];
         if (c->done) continue;
@@ -146,6 +147,11 @@ static void *sched_main(void *arg) {
         if (n > 0) step(e, e->cur, n);
 
         pthread_mutex_lock(&e->mu);
+        e->stats.steps += e->turn.steps;
+        e->stats.rows += e->turn.rows;
+        e->stats.passes += e->turn.passes;
+        e->stats.encodes += e->turn.encodes;
+        memset(&e->turn, 0, sizeof e->turn);
         if (op) pthread_cond_signal(&op->cv);
         int k = 0;
         for (int i = 0; i < e->n_run; i++) {
