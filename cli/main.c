@@ -1,5 +1,6 @@
 /* main.c - the encdec program: dispatches to its commands. */
 #include "cli.h"
+#include "../server/server.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,8 @@ static const char *USAGE =
     "                                  text to text (T5 family); inputs from stdin\n"
     "                                  without TEXT, one per line\n"
     "  bench [options] AUDIO           time load, mel, encoder and decoding per cache mode\n"
+    "  serve [options]                 an OpenAI-compatible HTTP server (requests share\n"
+    "                                  the decode steps)\n"
     "\n"
     "  encdec --help, encdec COMMAND --help, encdec --version\n"
     "\n"
@@ -41,6 +44,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) return srv_main(argc - 1, argv + 1);
     fprintf(stderr, "encdec: unknown command \"%.200s\"\n\n%s", cmd, USAGE);
     return CLI_USAGE_ERR;
 }

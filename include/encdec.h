@@ -146,6 +146,9 @@ const char *encdec_model_language(const encdec_model *m, int i);
 /* The index of a language by code or English name ("de", "German"; case
  * ignored) among the model's, or -1. */
 int encdec_model_find_language(const encdec_model *m, const char *name);
+/* The English name, lower case, of a Whisper language given by code or
+ * name ("de" -> "german"), or NULL when there is no such language. */
+const char *encdec_language_name(const char *code);
 
 /* ---- session: per request ----------------------------------------------- */
 
@@ -401,6 +404,8 @@ typedef struct {
     int active;               /* requests holding a place now */
     int waiting;              /* requests waiting for one */
     int decoding;             /* requests in a decode step now */
+    int last_rows;            /* sequences in the last step */
+    long long batch_hist[9];  /* steps of <= 1, 2, 4, 8, 16, 32, 64, 128 sequences, more */
 } encdec_engine_stats;
 
 /* A Whisper model's engine (T5 models: ENCDEC_ERR_ARG). params may be NULL.

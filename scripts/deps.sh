@@ -15,13 +15,13 @@ set -euo pipefail
 arch=()
 if [ "${1:-}" = arm64 ]; then
   PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-        libblis-serial-dev:arm64 libsndfile1-dev:arm64 libsoxr-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64)
+        libblis-serial-dev:arm64 libsndfile1-dev:arm64 libsoxr-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64 libmicrohttpd-dev:arm64)
   arch=(arm64)
 elif [ "${1:-}" = fuzz ]; then
   PKGS=(clang-14 libclang-rt-14-dev)
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-        libcjson-dev zlib1g-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
+        libcjson-dev zlib1g-dev libmicrohttpd-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
 fi
 
 missing=()

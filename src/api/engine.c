@@ -356,5 +356,6 @@ void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out) {
     sch_stats s;
     sch_get_stats(e->sch, &s);
     *out = (encdec_engine_stats){s.steps, s.rows, s.passes, s.encodes, s.clients, s.waiting,
-                                 s.tasks};
+                                 s.tasks, s.last_rows, {0}};
+    memcpy(out->batch_hist, s.hist, sizeof out->batch_hist);
 }

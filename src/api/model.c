@@ -224,6 +224,10 @@ const char *encdec_model_language(const encdec_model *m, int i) {
     return i >= 0 && i < m->w->sp.n_langs ? asr_lang_code(i) : NULL;
 }
 
+const char *encdec_language_name(const char *code) {
+    return code && strlen(code) <= 32 ? asr_lang_name(asr_lang_find(code)) : NULL;
+}
+
 int encdec_model_find_language(const encdec_model *m, const char *name) {
     if (!m || m->family != API_WHISPER || !name || strlen(name) > 32) return -1;
     int i = asr_lang_find(name);

@@ -43,6 +43,8 @@ const char *asr_strip(const char *text, size_t *len);
 /* The language code of Whisper's i-th language ("en", "zh", ...; 100 of
  * them, in the tokenizer's order), or NULL past the end. */
 const char *asr_lang_code(int i);
+/* Its English name in lower case ("english", "chinese", ...), or NULL. */
+const char *asr_lang_name(int i);
 /* The index of a language code or English name ("de", "German", case
  * insensitive), or -1. */
 int asr_lang_find(const char *name);

@@ -41,6 +41,7 @@ static const struct { const char *name, *code; } ALIASES[] = {
 #define N_LANGS ((int)(sizeof LANGS / sizeof LANGS[0]))
 
 const char *asr_lang_code(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].code : NULL; }
+const char *asr_lang_name(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].name : NULL; }
 
 int asr_lang_find(const char *name) {
     if (!name) return -1;

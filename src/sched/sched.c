@@ -118,6 +118,10 @@ static void step(sch_engine *e, sch_client **cur, int n) {
                    e->m_out, e->m_logits);
     e->turn.steps++;
     e->turn.rows += R;
+    e->turn.last_rows = R;
+    int b = 0;
+    while (b < 8 && R > (1 << b)) b++;
+    e->turn.hist[b]++;
     for (int i = 0; i < n; i++) {
         sch_client *c = cur[i];
         if (c->done) continue;
@@ -151,6 +155,8 @@ static void *sched_main(void *arg) {
         e->stats.rows += e->turn.rows;
         e->stats.passes += e->turn.passes;
         e->stats.encodes += e->turn.encodes;
+        if (e->turn.steps) e->stats.last_rows = e->turn.last_rows;
+        for (int b = 0; b < 9; b++) e->stats.hist[b] += e->turn.hist[b];
         memset(&e->turn, 0, sizeof e->turn);
         if (op) pthread_cond_signal(&op->cv);
         int k = 0;

@@ -60,6 +60,8 @@ typedef struct {
     int clients;         /* admitted now */
     int waiting;         /* waiting for a place */
     int tasks;           /* stepping now */
+    int last_rows;       /* sequences in the last step */
+    long long hist[9];   /* steps of <= 1, 2, 4, ... 128 sequences, and more */
 } sch_stats;
 
 encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params *p);

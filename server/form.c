@@ -1,0 +1,200 @@
+/* form.c - collecting and checking an audio request's fields (form.h). */
+#include "form.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int srv_fail(srv_error *e, int status, const char *type, const char *param, const char *code,
+             const char *fmt, ...) {
+    e->status = status;
+    e->type = type;
+    e->param = param;
+    e->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+void srv_form_init(srv_form *f, size_t max_upload) {
+    memset(f, 0, sizeof *f);
+    f->max_upload = max_upload;
+}
+
+void srv_form_free(srv_form *f) {
+    char *s[] = {f->file_name, f->model, f->language, f->prompt, f->response_format,
+                 f->temperature, f->stream};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
+    free(f->file);
+    memset(f, 0, sizeof *f);
+}
+
+/* Appends data[size] at offset off of a text field (*dst grows). */
+static int add_text(srv_form *f, const char *key, char **dst, const char *data, uint64_t off,
+                    size_t size) {
+    size_t have = *dst ? strlen(*dst) : 0;
+    if (off == 0 && *dst) {   /* the field again: the last one counts */
+        (*dst)[0] = 0;
+        have = 0;
+    }
+    if (have + size > SRV_MAX_FIELD) {
+        f->field_too_long = 1;
+        snprintf(f->long_field, sizeof f->long_field, "%.60s", key);
+        return 1;
+    }
+    char *p = realloc(*dst, have + size + 1);
+    if (!p) {
+        f->nomem = 1;
+        return 0;
+    }
+    memcpy(p + have, data, size);
+    p[have + size] = 0;
+    *dst = p;
+    return 1;
+}
+
+static int add_file(srv_form *f, const char *filename, const char *data, uint64_t off,
+                    size_t size) {
+    if (off == 0) {
+        f->n_file++;
+        f->file_len = 0;
+        free(f->file_name);
+        f->file_name = strdup(filename ? filename : "");
+        if (!f->file_name) {
+            f->nomem = 1;
+            return 0;
+        }
+    }
+    if (f->too_large || size == 0) return 1;
+    if (f->file_len + size > f->max_upload) {
+        f->too_large = 1;   /* keep reading the form, drop the bytes */
+        return 1;
+    }
+    if (f->file_len + size > f->file_cap) {
+        size_t cap = f->file_cap ? f->file_cap * 2 : 1 << 16;
+        while (cap < f->file_len + size) cap *= 2;
+        if (cap > f->max_upload) cap = f->max_upload;
+        unsigned char *p = realloc(f->file, cap);
+        if (!p) {
+            f->nomem = 1;
+            return 0;
+        }
+        f->file = p;
+        f->file_cap = cap;
+    }
+    memcpy(f->file + f->file_len, data, size);
+    f->file_len += size;
+    return 1;
+}
+
+int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data,
+                 uint64_t off, size_t size) {
+    if (!key) return 1;
+    if (!data) size = 0;
+    if (!strcmp(key, "file")) return add_file(f, filename, data, off, size);
+    struct { const char *name; char **dst; } text[] = {
+        {"model", &f->model}, {"language", &f->language}, {"prompt", &f->prompt},
+        {"response_format", &f->response_format}, {"temperature", &f->temperature},
+        {"stream", &f->stream},
+    };
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        if (!strcmp(key, text[i].name)) return add_text(f, key, text[i].dst, data, off, size);
+    if (!strcmp(key, "timestamp_granularities[]") || !strcmp(key, "timestamp_granularities")) {
+        /* one value per part; a piece past the first is part of a bad value */
+        if (off > 0) {
+            f->gran_bad = 1;
+            return 1;
+        }
+        if (size == 7 && !memcmp(data, "segment", 7)) f->gran_segment = 1;
+        else if (size == 4 && !memcmp(data, "word", 4)) f->gran_word = 1;
+        else {
+            f->gran_bad = 1;
+            snprintf(f->gran_bad_value, sizeof f->gran_bad_value, "%.*s", (int)(size < 40 ? size : 40), data);
+        }
+        return 1;
+    }
+    return 1;   /* fields OpenAI has and this server ignores (user, include[], ...) */
+}
+
+const char *srv_format_name(srv_format f) {
+    static const char *names[] = {"json", "text", "srt", "vtt", "verbose_json"};
+    return names[f];
+}
+
+/* A boolean form value: true/false/1/0 (any case). */
+static int parse_bool(const char *s, int *out) {
+    if (!strcasecmp(s, "true") || !strcmp(s, "1")) *out = 1;
+    else if (!strcasecmp(s, "false") || !strcmp(s, "0") || !*s) *out = 0;
+    else return 0;
+    return 1;
+}
+
+int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
+    memset(q, 0, sizeof *q);
+    if (f->nomem) return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory reading the form");
+    if (f->too_large)
+        return srv_fail(e, 413, "invalid_request_error", "file", "file_too_large",
+                        "the file is larger than the %zu bytes this server accepts", f->max_upload);
+    if (f->field_too_long)
+        return srv_fail(e, 400, "invalid_request_error", NULL, NULL,
+                        "the field %s is longer than %d bytes", f->long_field, SRV_MAX_FIELD);
+    if (f->n_file == 0)
+        return srv_fail(e, 400, "invalid_request_error", "file", NULL,
+                        "no file: send the audio as the multipart field 'file'");
+    if (f->n_file > 1)
+        return srv_fail(e, 400, "invalid_request_error", "file", NULL, "more than one file field");
+    if (f->file_len == 0)
+        return srv_fail(e, 400, "invalid_request_error", "file", NULL, "the file is empty");
+    if (!f->model || !*f->model)
+        return srv_fail(e, 400, "invalid_request_error", "model", NULL,
+                        "you must provide a model parameter");
+    q->model = f->model;
+    q->format = SRV_JSON;
+    if (f->response_format && *f->response_format) {
+        int k = -1;
+        for (int i = 0; i <= SRV_VERBOSE_JSON; i++)
+            if (!strcmp(f->response_format, srv_format_name((srv_format)i))) k = i;
+        if (k < 0)
+            return srv_fail(e, 400, "invalid_request_error", "response_format", NULL,
+                            "unknown response_format '%.40s': json, text, srt, vtt or "
+                            "verbose_json", f->response_format);
+        q->format = (srv_format)k;
+    }
+    if (f->temperature && *f->temperature) {
+        char *end;
+        errno = 0;
+        double t = strtod(f->temperature, &end);
+        if (end == f->temperature || *end || errno || !(t >= 0 && t <= 1))
+            return srv_fail(e, 400, "invalid_request_error", "temperature", NULL,
+                            "temperature must be a number from 0 to 1 (got '%.40s')",
+                            f->temperature);
+        q->temperature = (float)t;
+    }
+    if (f->gran_bad)
+        return srv_fail(e, 400, "invalid_request_error", "timestamp_granularities", NULL,
+                        "timestamp_granularities must be 'segment' or 'word' (got '%.40s')",
+                        f->gran_bad_value);
+    if ((f->gran_word || f->gran_segment) && q->format != SRV_VERBOSE_JSON)
+        return srv_fail(e, 400, "invalid_request_error", "timestamp_granularities", NULL,
+                        "timestamp_granularities needs response_format verbose_json");
+    q->words = f->gran_word;
+    q->segments = f->gran_segment || !f->gran_word;
+    if (f->stream && !parse_bool(f->stream, &q->stream))
+        return srv_fail(e, 400, "invalid_request_error", "stream", NULL,
+                        "stream must be true or false (got '%.40s')", f->stream);
+    if (q->stream && q->format != SRV_JSON && q->format != SRV_TEXT)
+        return srv_fail(e, 400, "invalid_request_error", "stream", NULL,
+                        "streaming is for the json and text formats (got %s)",
+                        srv_format_name(q->format));
+    q->language = f->language && *f->language ? f->language : NULL;
+    q->prompt = f->prompt && *f->prompt ? f->prompt : NULL;
+    q->file = f->file;
+    q->file_len = f->file_len;
+    return 1;
+}

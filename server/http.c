@@ -1,0 +1,612 @@
+/* http.c - the HTTP side of encdec serve (server.h). */
+#define _GNU_SOURCE   /* POLLRDHUP */
+#include "server.h"
+#include "form.h"
+#include "openai.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS };
+
+typedef struct stream_st stream_st;
+
+/* One request on one connection. */
+typedef struct {
+    srv *s;
+    int route;
+    double t0;
+    char method[16], path[160];
+    struct MHD_PostProcessor *pp;
+    int pp_bad;               /* the body could not be parsed */
+    srv_form form;
+    int form_on;
+    int answered;             /* a response is queued */
+    int status;
+    size_t bytes;
+    int counted;              /* in s->inflight */
+} conn;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result send_body(conn *k, struct MHD_Connection *c, int status, char *body,
+                                 const char *ctype, const char *retry_after) {
+    if (!body) {
+        static char oom[] = "{\"error\": {\"message\": \"out of memory\", \"type\": \"server_error\", "
+                            "\"param\": null, \"code\": null}}";
+        body = strdup(oom);
+        status = 500;
+        ctype = "application/json";
+        if (!body) return MHD_NO;
+    }
+    size_t n = strlen(body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    k->answered = 1;
+    k->status = status;
+    k->bytes = n;
+    return ok;
+}
+
+static enum MHD_Result send_error(conn *k, struct MHD_Connection *c, const srv_error *e) {
+    return send_body(k, c, e->status, srv_error_body(e), "application/json",
+                     e->status == 503 ? "1" : NULL);
+}
+
+static enum MHD_Result fail(conn *k, struct MHD_Connection *c, int status, const char *type,
+                            const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static enum MHD_Result fail(conn *k, struct MHD_Connection *c, int status, const char *type,
+                            const char *param, const char *code, const char *fmt, ...) {
+    srv_error e = {status, "", type, param, code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    return send_error(k, c, &e);
+}
+
+/* ---- models, health, metrics ---- */
+
+static enum MHD_Result models(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    cJSON *j = cJSON_CreateObject(), *data = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "object", "list");
+    for (int i = -1; i < s->o.n_aliases; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "id", i < 0 ? s->name : s->o.aliases[i]);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", 0);
+        cJSON_AddStringToObject(m, "owned_by", "encdec");
+        cJSON_AddItemToArray(data, m);
+    }
+    cJSON_AddItemToObject(j, "data", data);
+    char *body = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return send_body(k, c, 200, body, "application/json", NULL);
+}
+
+static long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+        fclose(f);
+    }
+    return rss * sysconf(_SC_PAGESIZE);
+}
+
+static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    encdec_engine_stats st;
+    encdec_engine_get_stats(s->engine, &st);
+    size_t cap = 8192, n = 0;
+    char *b = malloc(cap);
+    if (!b) return send_body(k, c, 500, NULL, NULL, NULL);
+#define OUT(...) do { int w_ = snprintf(b + n, cap - n, __VA_ARGS__); if (w_ > 0 && (size_t)w_ < cap - n) n += (size_t)w_; } while (0)
+    OUT("# HELP encdec_requests_total HTTP requests answered, by status.\n"
+        "# TYPE encdec_requests_total counter\n");
+    for (int code = 100; code < 600; code++) {
+        long long v = atomic_load(&s->by_status[code]);
+        if (v) OUT("encdec_requests_total{status=\"%d\"} %lld\n", code, v);
+    }
+    OUT("# HELP encdec_inflight_requests Audio requests accepted and not yet answered.\n"
+        "# TYPE encdec_inflight_requests gauge\nencdec_inflight_requests %d\n",
+        atomic_load(&s->inflight));
+    OUT("# HELP encdec_queue_length Requests waiting for a place in the engine.\n"
+        "# TYPE encdec_queue_length gauge\nencdec_queue_length %d\n", st.waiting);
+    OUT("# HELP encdec_active_requests Requests holding a place (decoding).\n"
+        "# TYPE encdec_active_requests gauge\nencdec_active_requests %d\n", st.active);
+    OUT("# HELP encdec_active_sequences Sequences in the last decode step.\n"
+        "# TYPE encdec_active_sequences gauge\nencdec_active_sequences %d\n", st.last_rows);
+    OUT("# HELP encdec_decode_steps_total Decoder steps (one pass for every request's sequences).\n"
+        "# TYPE encdec_decode_steps_total counter\nencdec_decode_steps_total %lld\n", st.steps);
+    OUT("# HELP encdec_decoded_sequences_total Sequences stepped (tokens computed).\n"
+        "# TYPE encdec_decoded_sequences_total counter\nencdec_decoded_sequences_total %lld\n", st.rows);
+    OUT("# HELP encdec_encoder_passes_total Encoder passes (30 s windows).\n"
+        "# TYPE encdec_encoder_passes_total counter\nencdec_encoder_passes_total %lld\n", st.encodes);
+    OUT("# HELP encdec_generated_tokens_total Tokens in the transcripts answered (rate(): tokens/s).\n"
+        "# TYPE encdec_generated_tokens_total counter\nencdec_generated_tokens_total %lld\n",
+        atomic_load(&s->tokens));
+    OUT("# HELP encdec_audio_seconds_total Seconds of audio transcribed.\n"
+        "# TYPE encdec_audio_seconds_total counter\nencdec_audio_seconds_total %.3f\n",
+        atomic_load(&s->audio_ms) / 1000.0);
+    OUT("# HELP encdec_step_batch_size Sequences per decoder step.\n"
+        "# TYPE encdec_step_batch_size histogram\n");
+    static const int le[] = {1, 2, 4, 8, 16, 32, 64, 128};
+    long long cum = 0;
+    for (int i = 0; i < 8; i++) {
+        cum += st.batch_hist[i];
+        OUT("encdec_step_batch_size_bucket{le=\"%d\"} %lld\n", le[i], cum);
+    }
+    cum += st.batch_hist[8];
+    OUT("encdec_step_batch_size_bucket{le=\"+Inf\"} %lld\nencdec_step_batch_size_sum %lld\n"
+        "encdec_step_batch_size_count %lld\n", cum, st.rows, st.steps);
+    OUT("# HELP encdec_resident_memory_bytes Resident set size of the server.\n"
+        "# TYPE encdec_resident_memory_bytes gauge\nencdec_resident_memory_bytes %ld\n", rss_bytes());
+#undef OUT
+    return send_body(k, c, 200, b, "text/plain; version=0.0.4", NULL);
+}
+
+/* ---- the audio endpoints ---- */
+
+static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *filename, const char *content_type,
+                                 const char *transfer_encoding, const char *data, uint64_t off,
+                                 size_t size) {
+    (void)kind;
+    (void)content_type;
+    (void)transfer_encoding;
+    conn *k = cls;
+    return srv_form_add(&k->form, key, filename, data, off, size) ? MHD_YES : MHD_NO;
+}
+
+/* The client closed its side (or the socket broke). */
+static int client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    struct pollfd p = {ci->connect_fd, POLLRDHUP, 0};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* A streamed transcription: segments from the request's thread, events to
+ * the connection's. */
+struct stream_st {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *pending;            /* events not yet sent */
+    size_t len, sent;
+    int finished;             /* the last event is in pending */
+    encdec_request *q;
+    srv *s;
+    conn *k;
+    struct MHD_Connection *c;
+    double deadline;
+    char *text;               /* the whole transcript so far */
+};
+
+static void stream_push(stream_st *ss, char *ev) {
+    if (!ev) return;
+    pthread_mutex_lock(&ss->mu);
+    size_t n = strlen(ev);
+    char *p = realloc(ss->pending, ss->len + n + 1);
+    if (p) {
+        memcpy(p + ss->len, ev, n + 1);
+        ss->pending = p;
+        ss->len += n;
+    }
+    pthread_cond_broadcast(&ss->cv);
+    pthread_mutex_unlock(&ss->mu);
+    free(ev);
+}
+
+static int on_stream_segment(const encdec_segment *g, void *user) {
+    stream_st *ss = user;
+    stream_push(ss, srv_sse_delta(g->text));
+    return 0;
+}
+
+static void stream_finish(stream_st *ss) {
+    encdec_result *r = NULL;
+    encdec_status st = encdec_request_wait(ss->q, &r);
+    char *ev;
+    if (!st) {
+        ev = srv_sse_done(encdec_result_text(r));
+        atomic_fetch_add(&ss->s->tokens, encdec_result_n_tokens(r));
+        atomic_fetch_add(&ss->s->audio_ms, (long long)(encdec_result_timings(r)->audio_seconds * 1000));
+    } else {
+        srv_error e = {500, "", "server_error", NULL, NULL};
+        snprintf(e.message, sizeof e.message, "%s", encdec_last_error());
+        ev = srv_sse_error(&e);
+    }
+    encdec_result_free(r);
+    stream_push(ss, ev);
+    pthread_mutex_lock(&ss->mu);
+    ss->finished = 1;
+    pthread_mutex_unlock(&ss->mu);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream_st *ss = cls;
+    for (;;) {
+        pthread_mutex_lock(&ss->mu);
+        if (ss->sent < ss->len) {
+            size_t n = ss->len - ss->sent < max ? ss->len - ss->sent : max;
+            memcpy(buf, ss->pending + ss->sent, n);
+            ss->sent += n;
+            pthread_mutex_unlock(&ss->mu);
+            ss->k->bytes += n;   /* k lives until the response is sent */
+            return (ssize_t)n;
+        }
+        int fin = ss->finished;
+        pthread_mutex_unlock(&ss->mu);
+        if (fin) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (encdec_request_done(ss->q)) {
+            stream_finish(ss);
+            continue;
+        }
+        if (client_gone(ss->c) || (ss->deadline > 0 && now_ms() > ss->deadline)) {
+            encdec_request_cancel(ss->q);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        pthread_mutex_lock(&ss->mu);
+        if (ss->sent == ss->len && !ss->finished) {
+            struct timespec t;
+            clock_gettime(CLOCK_REALTIME, &t);
+            t.tv_nsec += 50 * 1000000L;
+            if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&ss->cv, &ss->mu, &t);
+        }
+        pthread_mutex_unlock(&ss->mu);
+    }
+}
+
+/* The response is done with (the connection's request may already be). */
+static void stream_free(void *cls) {
+    stream_st *ss = cls;
+    encdec_request_free(ss->q);   /* cancels it if it still runs, waits for its thread */
+    atomic_fetch_sub(&ss->s->inflight, 1);   /* the stream held the request's count */
+    pthread_cond_destroy(&ss->cv);
+    pthread_mutex_destroy(&ss->mu);
+    free(ss->pending);
+    free(ss);
+}
+
+static int model_known(const srv *s, const char *name) {
+    if (!strcmp(name, s->name)) return 1;
+    for (int i = 0; i < s->o.n_aliases; i++)
+        if (!strcmp(name, s->o.aliases[i])) return 1;
+    return 0;
+}
+
+/* Waits for q: 1 done; 0 the client went away or the deadline passed (the
+ * request cancelled; *timeout says which). */
+static int wait_request(encdec_request *q, struct MHD_Connection *c, double deadline, int *timeout) {
+    *timeout = 0;
+    while (!encdec_request_done(q)) {
+        if (client_gone(c)) {
+            encdec_request_cancel(q);
+            return 0;
+        }
+        if (deadline > 0 && now_ms() > deadline) {
+            encdec_request_cancel(q);
+            *timeout = 1;
+            return 0;
+        }
+        usleep(20000);
+    }
+    return 1;
+}
+
+static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    int translate = k->route == R_TRANSLATE;
+    if (k->pp && MHD_destroy_post_processor(k->pp) != MHD_YES) k->pp_bad = 1;
+    k->pp = NULL;
+    srv_audio_req q;
+    srv_error e;
+    if (k->pp_bad && !k->form.too_large)
+        return fail(k, c, 400, "invalid_request_error", NULL, NULL,
+                    "the multipart/form-data body is malformed or cut short");
+    if (!srv_form_check(&k->form, &q, &e)) return send_error(k, c, &e);
+    if (!model_known(s, q.model))
+        return fail(k, c, 404, "invalid_request_error", "model", "model_not_found",
+                    "the model '%.100s' does not exist here; this server has '%s'", q.model, s->name);
+    if (translate && !s->multilingual)
+        return fail(k, c, 400, "invalid_request_error", "model", NULL,
+                    "the model '%s' is English-only: it cannot translate", s->name);
+    if (q.language && encdec_model_find_language(s->model, q.language) < 0)
+        return fail(k, c, 400, "invalid_request_error", "language", NULL,
+                    "unknown language '%.40s' for the model '%s'", q.language, s->name);
+    float *pcm = NULL;
+    size_t n = 0;
+    encdec_status st = encdec_audio_load_memory(q.file, q.file_len, s->o.max_audio_s, &pcm, &n);
+    if (st)
+        return fail(k, c, 400, "invalid_request_error", "file", "invalid_audio",
+                    "the file could not be read as audio: %s", encdec_last_error());
+    encdec_transcribe_params tp = encdec_transcribe_default_params();
+    tp.language = translate && !q.language ? NULL : q.language;
+    tp.translate = translate;
+    tp.initial_prompt = q.prompt;
+    if (q.temperature > 0) tp.temperature = q.temperature;
+    tp.word_timestamps = q.words;
+    stream_st *ss = NULL;
+    if (q.stream) {
+        ss = calloc(1, sizeof *ss);
+        if (!ss) {
+            encdec_free(pcm);
+            return fail(k, c, 500, "server_error", NULL, NULL, "out of memory");
+        }
+        pthread_mutex_init(&ss->mu, NULL);
+        pthread_cond_init(&ss->cv, NULL);
+        ss->s = s;
+        ss->k = k;
+        ss->c = c;
+        ss->deadline = s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0;
+        tp.on_segment = on_stream_segment;
+        tp.user = ss;
+    }
+    encdec_request *r = NULL;
+    st = encdec_engine_transcribe(s->engine, pcm, n, &tp, &r);
+    encdec_free(pcm);
+    if (st) {
+        if (ss) {
+            pthread_cond_destroy(&ss->cv);
+            pthread_mutex_destroy(&ss->mu);
+            free(ss);
+        }
+        return fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500,
+                    st == ENCDEC_ERR_ARG ? "invalid_request_error" : "server_error", NULL, NULL,
+                    "%s", encdec_last_error());
+    }
+    if (ss) {
+        ss->q = r;
+        k->counted = 0;   /* the stream holds the in-flight count from here */
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+                                                                      stream_read, ss, stream_free);
+        if (!resp) {
+            stream_free(ss);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        k->answered = 1;
+        k->status = 200;
+        return ok;
+    }
+    int timeout;
+    double deadline = s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0;
+    if (!wait_request(r, c, deadline, &timeout)) {
+        encdec_request_free(r);
+        if (timeout)
+            return fail(k, c, 504, "server_error", NULL, "timeout",
+                        "the request took longer than the server's limit of %g s", s->o.timeout_s);
+        k->status = 499;   /* the client closed the connection (nginx's code, for the log) */
+        return MHD_NO;
+    }
+    encdec_result *res = NULL;
+    st = encdec_request_wait(r, &res);
+    encdec_request_free(r);
+    if (st)
+        return fail(k, c, st == ENCDEC_ERR_AUDIO || st == ENCDEC_ERR_ARG ? 400 : 500,
+                    st == ENCDEC_ERR_AUDIO || st == ENCDEC_ERR_ARG ? "invalid_request_error"
+                                                                    : "server_error",
+                    NULL, NULL, "%s", encdec_last_error());
+    atomic_fetch_add(&s->tokens, encdec_result_n_tokens(res));
+    atomic_fetch_add(&s->audio_ms, (long long)(encdec_result_timings(res)->audio_seconds * 1000));
+    const char *ctype;
+    char *body = srv_body(res, &q, translate ? "translate" : "transcribe", &ctype);
+    encdec_result_free(res);
+    return send_body(k, c, 200, body, ctype, NULL);
+}
+
+/* ---- routing ---- */
+
+static int route_of(const char *url, int *known_path) {
+    struct { const char *path; int route; } r[] = {
+        {"/v1/audio/transcriptions", R_TRANSCRIBE}, {"/v1/audio/translations", R_TRANSLATE},
+        {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
+        {"/v1/completions", R_COMPLETIONS},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (!strcmp(url, r[i].path)) {
+            *known_path = 1;
+            return r[i].route;
+        }
+    *known_path = 0;
+    return R_NONE;
+}
+
+static int is_post_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_COMPLETIONS; }
+
+/* The first call of a request: its route, the early refusals, the form. */
+static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url, const char *method) {
+    srv *s = k->s;
+    int known;
+    k->route = route_of(url, &known);
+    int post = !strcmp(method, "POST");
+    if (!known)
+        return fail(k, c, 404, "invalid_request_error", NULL, "not_found", "no route %.100s %.100s",
+                    method, url);
+    if (post != is_post_route(k->route) || (!post && strcmp(method, "GET") && strcmp(method, "HEAD")))
+        return fail(k, c, 405, "invalid_request_error", NULL, "method_not_allowed",
+                    "%.100s does not take %.16s", url, method);
+    if (k->route == R_COMPLETIONS)
+        return fail(k, c, 404, "invalid_request_error", "model", "model_not_found",
+                    "the model '%s' transcribes speech: /v1/completions serves text-to-text "
+                    "(T5) models", s->name);
+    if (!post) return MHD_YES;
+    if (atomic_load(&s->draining))
+        return fail(k, c, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
+    /* counted from here (draining waits for it); refused early when full, before the upload */
+    int n_in = atomic_fetch_add(&s->inflight, 1);
+    k->counted = 1;
+    if (n_in >= s->o.max_queue)
+        return fail(k, c, 503, "server_error", NULL, "server_overloaded",
+                    "%d requests are being served; try again shortly", n_in);
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (v > s->o.max_upload + 65536)   /* room for the other fields */
+            return fail(k, c, 413, "invalid_request_error", "file", "file_too_large",
+                        "the request body of %llu bytes is over this server's limit of %zu bytes",
+                        v, s->o.max_upload);
+    }
+    srv_form_init(&k->form, s->o.max_upload);
+    k->form_on = 1;
+    k->pp = MHD_create_post_processor(c, 65536, post_iter, k);
+    if (!k->pp)
+        return fail(k, c, 400, "invalid_request_error", NULL, NULL,
+                    "send the request as multipart/form-data (Content-Type %.100s)",
+                    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")
+                        ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type") : "missing");
+    return MHD_YES;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **ctx) {
+    (void)version;
+    conn *k = *ctx;
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k) return MHD_NO;
+        k->s = cls;
+        k->t0 = now_ms();
+        snprintf(k->method, sizeof k->method, "%s", method);
+        snprintf(k->path, sizeof k->path, "%s", url);
+        *ctx = k;
+        return begin(k, c, url, method);
+    }
+    if (*upload_size) {   /* a piece of the body */
+        if (!k->answered && k->pp && !k->pp_bad &&
+            MHD_post_process(k->pp, upload, *upload_size) != MHD_YES)
+            k->pp_bad = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (k->answered) return MHD_YES;
+    switch (k->route) {
+    case R_MODELS: return models(k, c);
+    case R_HEALTH:
+        if (atomic_load(&k->s->draining))
+            return send_body(k, c, 503, strdup("{\"status\": \"draining\"}"), "application/json", NULL);
+        return send_body(k, c, 200, strdup("{\"status\": \"ok\"}"), "application/json", NULL);
+    case R_METRICS: return metrics(k, c);
+    default: return audio(k, c);
+    }
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **ctx,
+                      enum MHD_RequestTerminationCode why) {
+    (void)c;
+    srv *s = cls;
+    conn *k = *ctx;
+    if (!k) return;
+    if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && k->status == 200) k->status = 499;
+    if (!k->answered && !k->status) k->status = 499;
+    if (k->status > 0 && k->status < 600) atomic_fetch_add(&s->by_status[k->status], 1);
+    if (!s->o.quiet) {
+        time_t t = time(NULL);
+        struct tm tm;
+        char ts[32];
+        gmtime_r(&t, &tm);
+        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        fprintf(stderr, "%s %s %s %d %zu %.1f ms\n", ts, k->method, k->path, k->status, k->bytes,
+                now_ms() - k->t0);
+    }
+    if (k->pp) MHD_destroy_post_processor(k->pp);
+    if (k->form_on) srv_form_free(&k->form);
+    if (k->counted) atomic_fetch_sub(&s->inflight, 1);
+    free(k);
+    *ctx = NULL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap) {
+    srv *s = cls;
+    if (s->o.quiet) return;
+    fputs("encdec serve: libmicrohttpd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
+int srv_start(srv *s) {
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    struct sockaddr *addr;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    const char *host = strcmp(s->o.host, "localhost") ? s->o.host : "127.0.0.1";
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)s->o.port);
+        addr = (struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)s->o.port);
+        addr = (struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "encdec serve: --host %s is not an IPv4 or IPv6 address\n", s->o.host);
+        return -1;
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)s->o.port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
+        s, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "encdec serve: cannot listen on %s port %d: %s\n", s->o.host, s->o.port,
+                strerror(errno));
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : s->o.port;
+    s->daemon = d;
+    return 0;
+}
+
+void srv_quiesce(srv *s) {
+    if (!s->daemon) return;
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void srv_stop(srv *s) {
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}

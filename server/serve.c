@@ -1,0 +1,178 @@
+/* serve.c - encdec serve: options, the model and its engine, the signals
+ * (SIGTERM / SIGINT: stop accepting, finish what is in flight, exit 0). */
+#include "server.h"
+#include "../cli/cli.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *HELP =
+    "usage: encdec serve [options]\n"
+    "\n"
+    "An OpenAI-compatible HTTP server for a Whisper model: every request shares the\n"
+    "engine's decode steps (one pass of the model per step for all the requests being\n"
+    "decoded), so a short clip is not queued behind a long recording.\n"
+    "\n"
+    "  POST /v1/audio/transcriptions   multipart: file, model, language, prompt,\n"
+    "                                  response_format (json, text, srt, vtt, verbose_json),\n"
+    "                                  temperature, timestamp_granularities[] (segment, word),\n"
+    "                                  stream (server-sent events)\n"
+    "  POST /v1/audio/translations     the same, to English (multilingual models)\n"
+    "  GET  /v1/models, /health, /metrics (Prometheus)\n"
+    "\n"
+    "  -m, --model PATH        model directory (default: whisper tiny.en in the cache)\n"
+    "      --host ADDR         listen address, IPv4 or IPv6 (default 127.0.0.1)\n"
+    "      --port N            TCP port (default 8080; 0: any free one, printed)\n"
+    "  -t, --threads N         worker threads of the engine (default: CPUs online, at most 8)\n"
+    "      --max-active N      requests decoded at once (default 8); later ones wait\n"
+    "      --max-queue N       audio requests accepted at once, decoding or waiting\n"
+    "                          (default 64); more are refused with 503 and Retry-After\n"
+    "      --max-upload-mb N   largest upload (default 25, as OpenAI's): 413 beyond\n"
+    "      --max-audio-seconds S  longest audio accepted (default 10800): 400 beyond\n"
+    "      --timeout S         a request's deadline in seconds (default 900; 0: none): 504\n"
+    "      --alias NAME        another model name requests may use (default: whisper-1;\n"
+    "                          repeatable, up to 8)\n"
+    "      --max-connections N open connections at most (default 256)\n"
+    "  -q, --quiet             no access log (one line per request on standard error:\n"
+    "                          time, method, path, status, bytes, latency)\n"
+    CLI_PRECISION_HELP
+    "\n"
+    "It prints \"listening on http://HOST:PORT\" on standard output when ready. SIGTERM or\n"
+    "SIGINT: no new requests (503), the ones in flight finish, then exit status 0.\n";
+
+static int parse(int argc, char **argv, srv_opts *o, const char **model, encdec_model_params *mp,
+                 encdec_kv_type *kv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int pr = cli_parse_precision(argc, argv, &i, mp, kv);
+        if (pr < 0) return -1;
+        if (pr > 0) continue;
+        double d;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(HELP, stdout);
+            return 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!v) {
+                cli_err("encdec serve: %s needs a value\n", a);
+                return -1;
+            }
+            *model = v;
+        } else if (!strcmp(a, "--host")) {
+            if (!v || !*v) {
+                cli_err("encdec serve: --host needs an address\n");
+                return -1;
+            }
+            o->host = v;
+        } else if (!strcmp(a, "--port")) {
+            if (!cli_parse_int(a, v, 0, 65535, &o->port)) return -1;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
+        } else if (!strcmp(a, "--max-active")) {
+            if (!cli_parse_int(a, v, 1, 256, &o->max_active)) return -1;
+        } else if (!strcmp(a, "--max-queue")) {
+            if (!cli_parse_int(a, v, 1, 100000, &o->max_queue)) return -1;
+        } else if (!strcmp(a, "--max-connections")) {
+            if (!cli_parse_int(a, v, 1, 100000, &o->max_connections)) return -1;
+        } else if (!strcmp(a, "--max-upload-mb")) {
+            if (!cli_parse_double(a, v, 0.001, 4096, &d)) return -1;
+            o->max_upload = (size_t)(d * 1024 * 1024);
+        } else if (!strcmp(a, "--max-audio-seconds")) {
+            if (!cli_parse_double(a, v, 1, 1e7, &o->max_audio_s)) return -1;
+        } else if (!strcmp(a, "--timeout")) {
+            if (!cli_parse_double(a, v, 0, 1e7, &o->timeout_s)) return -1;
+        } else if (!strcmp(a, "--alias")) {
+            if (!v || !*v || o->n_aliases >= SRV_MAX_ALIASES) {
+                cli_err("encdec serve: --alias needs a name (at most %d)\n", SRV_MAX_ALIASES);
+                return -1;
+            }
+            if (o->n_aliases == 1 && !strcmp(o->aliases[0], "whisper-1") && o->aliases[0] != v)
+                o->n_aliases = 0;   /* the first --alias replaces the default */
+            o->aliases[o->n_aliases++] = v;
+        } else {
+            cli_err("encdec serve: unknown option %s (encdec serve --help)\n", a);
+            return -1;
+        }
+        i++;   /* the value */
+    }
+    return 0;
+}
+
+/* The model's id: the last component of its path. */
+static void model_name(const char *path, char *out, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)(n - b), path + b);
+}
+
+int srv_main(int argc, char **argv) {
+    static srv s;   /* the signal-driven shutdown reads it; one server per process */
+    memset(&s, 0, sizeof s);
+    srv_opts *o = &s.o;
+    *o = (srv_opts){"127.0.0.1", 8080, cli_default_threads(), 8, 64, 25u << 20, 900, 10800, 256,
+                    {"whisper-1"}, 1, 0};
+    const char *given = NULL;
+    encdec_model_params mp = {0};
+    encdec_kv_type kv = ENCDEC_KV_F32;
+    int rc = parse(argc, argv, o, &given, &mp, &kv);
+    if (rc) return rc > 0 ? 0 : CLI_USAGE_ERR;
+    /* signals go to the thread that waits for them; block them before any thread starts */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char buf[4096];
+    const char *path = cli_model_path(given, buf, sizeof buf);
+    double load_ms;
+    encdec_model *m = path ? cli_load_model(path, &mp, &load_ms) : NULL;
+    if (!m) return 1;
+    encdec_model_info mi;
+    encdec_model_get_info(m, &mi);
+    if (strcmp(mi.family, "whisper")) {
+        cli_err("encdec serve: %s is a %s model; the server serves Whisper models (T5 "
+                "completions are not served yet)\n", path, mi.model_type);
+        encdec_model_free(m);
+        return CLI_USAGE_ERR;
+    }
+    s.model = m;
+    s.multilingual = mi.multilingual;
+    model_name(path, s.name, sizeof s.name);
+    encdec_engine_params ep = {o->threads, o->max_active, kv};
+    encdec_status st = encdec_engine_new(m, &ep, &s.engine);
+    if (st) {
+        cli_err("encdec serve: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        encdec_model_free(m);
+        return 1;
+    }
+    if (srv_start(&s)) {
+        encdec_engine_free(s.engine);
+        encdec_model_free(m);
+        return 1;
+    }
+    printf("encdec serve: %s (%s, %s, %d threads) listening on http://%s:%d\n", s.name,
+           mi.compute, mi.isa, o->threads, o->host, s.port);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&set, &sig);
+    /* drain: refuse new work, let the requests in flight finish */
+    atomic_store(&s.draining, 1);
+    srv_quiesce(&s);
+    fprintf(stderr, "encdec serve: %s: finishing %d requests in flight\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&s.inflight));
+    while (atomic_load(&s.inflight) > 0) usleep(20000);
+    srv_stop(&s);
+    encdec_engine_free(s.engine);
+    encdec_model_free(m);
+    fprintf(stderr, "encdec serve: stopped\n");
+    return 0;
+}
