@@ -29,7 +29,7 @@ void srv_form_init(srv_form *f, size_t max_upload) {
 
 void srv_form_free(srv_form *f) {
     char *s[] = {f->file_name, f->model, f->language, f->prompt, f->response_format,
-                 f->temperature, f->stream};
+                 f->temperature, f->stream, f->gran[0], f->gran[1], f->gran[2], f->gran[3]};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
     free(f->file);
     memset(f, 0, sizeof *f);
@@ -97,6 +97,9 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
                  uint64_t off, size_t size) {
     if (!key) return 1;
     if (!data) size = 0;
+    /* libmicrohttpd may announce a part with an empty first piece, then
+     * hand its first bytes at offset 0 again: a part starts with its data */
+    if (size == 0) return 1;
     if (!strcmp(key, "file")) return add_file(f, filename, data, off, size);
     struct { const char *name; char **dst; } text[] = {
         {"model", &f->model}, {"language", &f->language}, {"prompt", &f->prompt},
@@ -106,18 +109,16 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if (!strcmp(key, text[i].name)) return add_text(f, key, text[i].dst, data, off, size);
     if (!strcmp(key, "timestamp_granularities[]") || !strcmp(key, "timestamp_granularities")) {
-        /* one value per part; a piece past the first is part of a bad value */
-        if (off > 0) {
-            f->gran_bad = 1;
-            return 1;
+        /* a value per part, each possibly in pieces */
+        if (off == 0) {
+            if (f->n_gran == 4) {
+                f->gran_many = 1;
+                return 1;
+            }
+            f->n_gran++;
         }
-        if (size == 7 && !memcmp(data, "segment", 7)) f->gran_segment = 1;
-        else if (size == 4 && !memcmp(data, "word", 4)) f->gran_word = 1;
-        else {
-            f->gran_bad = 1;
-            snprintf(f->gran_bad_value, sizeof f->gran_bad_value, "%.*s", (int)(size < 40 ? size : 40), data);
-        }
-        return 1;
+        if (f->gran_many || f->n_gran == 0) return 1;
+        return add_text(f, key, &f->gran[f->n_gran - 1], data, off, size);
     }
     return 1;   /* fields OpenAI has and this server ignores (user, include[], ...) */
 }
@@ -176,15 +177,23 @@ int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
                             f->temperature);
         q->temperature = (float)t;
     }
-    if (f->gran_bad)
+    if (f->gran_many)
         return srv_fail(e, 400, "invalid_request_error", "timestamp_granularities", NULL,
-                        "timestamp_granularities must be 'segment' or 'word' (got '%.40s')",
-                        f->gran_bad_value);
-    if ((f->gran_word || f->gran_segment) && q->format != SRV_VERBOSE_JSON)
+                        "more than 4 timestamp_granularities");
+    int seg = 0, word = 0;
+    for (int i = 0; i < f->n_gran; i++) {
+        const char *g = f->gran[i] ? f->gran[i] : "";
+        if (!strcmp(g, "segment")) seg = 1;
+        else if (!strcmp(g, "word")) word = 1;
+        else
+            return srv_fail(e, 400, "invalid_request_error", "timestamp_granularities", NULL,
+                            "timestamp_granularities must be 'segment' or 'word' (got '%.40s')", g);
+    }
+    if ((word || seg) && q->format != SRV_VERBOSE_JSON)
         return srv_fail(e, 400, "invalid_request_error", "timestamp_granularities", NULL,
                         "timestamp_granularities needs response_format verbose_json");
-    q->words = f->gran_word;
-    q->segments = f->gran_segment || !f->gran_word;
+    q->words = word;
+    q->segments = seg || !word;
     if (f->stream && !parse_bool(f->stream, &q->stream))
         return srv_fail(e, 400, "invalid_request_error", "stream", NULL,
                         "stream must be true or false (got '%.40s')", f->stream);

@@ -42,8 +42,8 @@ typedef struct {
     int n_file;               /* file fields seen */
     /* text fields, as sent (NUL-terminated) */
     char *model, *language, *prompt, *response_format, *temperature, *stream;
-    int gran_segment, gran_word, gran_bad;   /* timestamp_granularities[] */
-    char gran_bad_value[64];
+    char *gran[4];            /* timestamp_granularities[] values, in order */
+    int n_gran, gran_many;
     int too_large;            /* the file passed max_upload */
     int field_too_long;       /* a text field passed SRV_MAX_FIELD */
     char long_field[64];

@@ -1,0 +1,449 @@
+"""encdec serve against OpenAI's official Python client (tests/server/requirements.txt).
+
+    test_openai.py ENCDEC_BINARY [--sanitized]
+
+Starts servers on loopback (free ports) over whisper tiny.en, and whisper base
+when installed, and checks through the client: every response format, segment
+and word granularities, streaming, translations on the multilingual model,
+models; every error (unknown model, bad format, temperature, granularity,
+undecodable audio, no file, malformed multipart, wrong method and path, upload
+over the limit 413, a full queue 503 with Retry-After, the deadline 504), a
+client that hangs up (its request is cancelled and counted 499), SIGTERM
+draining what is in flight then exiting 0; last, two replicas behind Debian's
+nginx (round-robin upstream, started here) pass the client checks too.
+Exits 0, 1 on a failure, 77 when the client or the model is missing.
+"""
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import warnings
+import wave
+
+try:
+    import openai
+    from openai import OpenAI
+except ImportError:
+    print("skip: the openai client is not installed (scripts/venv-client.sh)")
+    sys.exit(77)
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)   # the client marks translations
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("ENCDEC_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
+AUDIO = os.path.join(SHARED, "audio")
+JFK = os.path.join(AUDIO, "jfk.wav")
+JFK_TEXT = "And so my fellow Americans ask not what your country can do for you ask what you can do for your country"
+FAILED = []
+
+
+def check(cond, what):
+    if cond:
+        print("  ok   " + what)
+    else:
+        print("  FAIL " + what)
+        FAILED.append(what)
+
+
+def model_dir(env, name):
+    d = os.environ.get(env)
+    if d:
+        return d
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    d = os.path.join(cache, "encdec", "models", name)
+    return d if os.path.isdir(d) else None
+
+
+class Server:
+    """encdec serve on a free port; .url, .stop(sig) -> exit status."""
+
+    def __init__(self, binary, model, *args):
+        self.p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-t", "2", *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        m = re.search(r"http://([^ :]+):(\d+)", line)
+        if not m:
+            err = self.p.stderr.read()
+            raise RuntimeError("the server did not start: " + line + err)
+        self.port = int(m.group(2))
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.p.stderr:
+            self.log.append(line)
+
+    def client(self, **kw):
+        return OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0, **kw)
+
+    def metrics(self):
+        with urllib.request.urlopen(self.url + "/metrics") as r:
+            out = {}
+            for line in r.read().decode().splitlines():
+                if line and not line.startswith("#"):
+                    k, v = line.rsplit(" ", 1)
+                    out[k] = float(v)
+            return out
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return -1
+
+
+def long_wav(repeats):
+    """jfk.wav repeated: a recording of several windows, as bytes."""
+    with wave.open(JFK, "rb") as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setparams(params)
+        for _ in range(repeats):
+            w.writeframes(frames)
+    return out.getvalue()
+
+
+def raw_post(url, body, ctype, timeout=60):
+    """(status, headers, body) of a POST with the given body."""
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def multipart(fields, boundary="encdecboundary"):
+    b = io.BytesIO()
+    for name, value in fields:
+        b.write(("--%s\r\n" % boundary).encode())
+        if isinstance(value, tuple):
+            fname, data = value
+            b.write(('Content-Disposition: form-data; name="%s"; filename="%s"\r\n'
+                     "Content-Type: application/octet-stream\r\n\r\n" % (name, fname)).encode())
+            b.write(data)
+        else:
+            b.write(('Content-Disposition: form-data; name="%s"\r\n\r\n' % name).encode())
+            b.write(value.encode())
+        b.write(b"\r\n")
+    b.write(("--%s--\r\n" % boundary).encode())
+    return b.getvalue(), "multipart/form-data; boundary=" + boundary
+
+
+def error_of(e):
+    body = e.response.json()
+    return e.status_code, body["error"]
+
+
+def formats(s, label=""):
+    """Every format and granularity, streaming, models: through the client."""
+    c = s.client()
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f)
+    check(r.text == JFK_TEXT, label + "json: the text")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="text")
+    check(r.strip() == JFK_TEXT, label + "text")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="srt")
+    check(r.startswith("1\n00:00:00,000 --> 00:00:0") and "\n\n2\n" in r, label + "srt")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="vtt")
+    check(r.startswith("WEBVTT\n\n00:00.000 --> ") and "ask what you can do" in r, label + "vtt")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="verbose_json")
+    seg = r.segments[0] if r.segments else None
+    check(r.language == "english" and abs(r.duration - 11.0) < 0.01 and r.text == JFK_TEXT,
+          label + "verbose_json: language, duration, text")
+    check(seg is not None and len(r.segments) == 2 and seg.id == 0 and seg.seek == 0
+          and seg.start == 0.0 and 7.0 < seg.end < 8.5 and seg.text.startswith(" And so")
+          and len(seg.tokens) > 10 and seg.temperature == 0.0 and seg.avg_logprob < 0
+          and seg.compression_ratio > 1 and 0 <= seg.no_speech_prob < 0.1,
+          label + "verbose_json: segments with OpenAI's fields")
+    check(r.words is None, label + "verbose_json: no words unless asked")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="verbose_json",
+                                          timestamp_granularities=["word"])
+    words = r.words or []
+    check(len(words) == 22 and words[0].word == "And" and words[-1].word == "country"
+          and all(w.start <= w.end for w in words)
+          and all(a.end <= b.start + 1e-9 for a, b in zip(words, words[1:]))
+          and r.segments is None, label + "word granularity: 22 words in order, no segments")
+    with open(JFK, "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, response_format="verbose_json",
+                                          timestamp_granularities=["word", "segment"])
+    check(len(r.words or []) == 22 and len(r.segments or []) == 2, label + "word and segment granularities")
+    with open(JFK, "rb") as f:
+        events = list(c.audio.transcriptions.create(model="whisper-1", file=f, stream=True))
+    deltas = [e.delta for e in events if e.type == "transcript.text.delta"]
+    check(len(events) == 3 and events[-1].type == "transcript.text.done"
+          and events[-1].text == JFK_TEXT and "".join(deltas).strip() == JFK_TEXT,
+          label + "stream: a delta per segment, then done")
+    with open(os.path.join(AUDIO, "jfk.mp3"), "rb") as f:
+        r = c.audio.transcriptions.create(model="whisper-1", file=f, prompt="Americans, country.",
+                                          temperature=0.3)
+    check("ask not what your country" in r.text, label + "mp3, prompt, temperature")
+    ids = [m.id for m in c.models.list().data]
+    check("whisper-1" in ids and len(ids) == 2, label + "models: the model and its alias")
+
+
+def errors(s):
+    c = s.client()
+    t = s.url + "/v1/audio/transcriptions"
+
+    def expect(fn, status, param, what, code=None):
+        try:
+            fn()
+            check(False, what + ": no error")
+        except openai.APIStatusError as e:
+            st, err = error_of(e)
+            check(st == status and err.get("param") == param and err["type"]
+                  and err["message"] and (code is None or err.get("code") == code),
+                  "%s: %d %s" % (what, st, err["message"][:70]))
+
+    def tr(**kw):
+        with open(JFK, "rb") as f:
+            return c.audio.transcriptions.create(file=f, **{"model": "whisper-1", **kw})
+
+    expect(lambda: tr(model="gpt-4o"), 404, "model", "unknown model", "model_not_found")
+    expect(lambda: tr(response_format="xml"), 400, "response_format", "unknown response_format")
+    expect(lambda: tr(temperature=1.5), 400, "temperature", "temperature out of range")
+    expect(lambda: tr(timestamp_granularities=["word"]), 400, "timestamp_granularities",
+           "granularities without verbose_json")
+    expect(lambda: tr(language="xx"), 400, "language", "unknown language")
+    expect(lambda: c.audio.translations.create(model="whisper-1", file=open(JFK, "rb")), 400,
+           "model", "translation on an English-only model")
+    expect(lambda: c.audio.transcriptions.create(model="whisper-1", file=("a.wav", b"RIFF junk")),
+           400, "file", "undecodable audio", "invalid_audio")
+    body, ct = multipart([("model", "whisper-1")])
+    st, _, out = raw_post(t, body, ct)
+    check(st == 400 and json.loads(out)["error"]["param"] == "file", "no file field: 400")
+    body, ct = multipart([("model", "whisper-1"), ("file", ("a.wav", open(JFK, "rb").read()))])
+    st, _, out = raw_post(t, body[: len(body) // 2], ct)
+    check(st == 400 and "error" in json.loads(out), "a multipart body cut in half: 400")
+    st, _, out = raw_post(t, b'{"model": "whisper-1"}', "application/json")
+    check(st == 400 and "multipart" in json.loads(out)["error"]["message"], "JSON body: 400")
+    st, _, out = raw_post(t, body, "multipart/form-data; boundary=other")
+    check(st == 400, "a boundary that is not in the body: 400")
+    st, _, out = raw_post(s.url + "/v1/nothing", body, ct)
+    check(st == 404 and json.loads(out)["error"]["code"] == "not_found", "unknown path: 404")
+    try:
+        urllib.request.urlopen(t)
+        check(False, "GET on transcriptions")
+    except urllib.error.HTTPError as e:
+        check(e.code == 405, "GET on transcriptions: 405")
+    big = os.urandom(26 << 20)
+    expect(lambda: c.audio.transcriptions.create(model="whisper-1", file=("big.wav", big)), 413,
+           "file", "a 26 MB upload", "file_too_large")
+    with urllib.request.urlopen(s.url + "/health") as r:
+        check(r.status == 200 and json.loads(r.read())["status"] == "ok", "health")
+
+
+def limits(binary, tiny, sanitized):
+    """A full queue (503, Retry-After), the deadline (504), a client that
+    hangs up (cancelled, 499), then SIGTERM: in-flight work finishes, exit 0."""
+    long = long_wav(6 if sanitized else 12)
+    s = Server(binary, tiny, "--max-queue", "1", "--max-active", "1")
+    try:
+        c = s.client()
+        done = {}
+
+        def slow():
+            done["r"] = c.audio.transcriptions.create(model="whisper-1", file=("long.wav", long))
+
+        th = threading.Thread(target=slow)
+        th.start()
+        while s.metrics().get("encdec_inflight_requests", 0) < 1:
+            time.sleep(0.01)
+        try:
+            with open(JFK, "rb") as f:
+                c.audio.transcriptions.create(model="whisper-1", file=f)
+            check(False, "a full queue refuses")
+        except openai.APIStatusError as e:
+            check(e.status_code == 503 and e.response.headers.get("retry-after") == "1"
+                  and error_of(e)[1]["code"] == "server_overloaded", "a full queue: 503 + Retry-After")
+        # SIGTERM while the long one runs: it finishes, new connections are refused
+        time.sleep(0.2)
+        s.p.send_signal(signal.SIGTERM)
+        th.join(300)
+        check("r" in done and "ask not what your country" in done["r"].text,
+              "SIGTERM: the request in flight finished")
+        check(s.p.wait(60) == 0, "SIGTERM: exit status 0")
+        check(any("finishing 1 requests in flight" in l for l in s.log), "SIGTERM: said so")
+    finally:
+        s.stop(signal.SIGKILL)
+
+    s = Server(binary, tiny, "--timeout", "0.5")
+    try:
+        try:
+            s.client().audio.transcriptions.create(model="whisper-1", file=("long.wav", long))
+            check(False, "the deadline")
+        except openai.APIStatusError as e:
+            check(e.status_code == 504 and error_of(e)[1]["code"] == "timeout", "past the deadline: 504")
+        # a client that hangs up: its request is cancelled, the place freed at once
+        body, ct = multipart([("model", "whisper-1"), ("file", ("long.wav", long))])
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        sock.sendall(("POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+                      "Content-Length: %d\r\n\r\n" % (ct, len(body))).encode() + body)
+        while s.metrics().get("encdec_active_requests", 0) < 1:
+            time.sleep(0.01)
+        t0 = time.time()
+        sock.close()
+        m = s.metrics()
+        while (m.get("encdec_active_requests", 1) > 0 or m.get("encdec_inflight_requests", 1) > 0) \
+                and time.time() - t0 < 30:
+            time.sleep(0.02)
+            m = s.metrics()
+        check(m.get("encdec_active_requests") == 0 and time.time() - t0 < 5,
+              "a client that hangs up: its request ends (%.2f s)" % (time.time() - t0))
+        check(m.get('encdec_requests_total{status="499"}') == 1, "counted as 499")
+        check(m.get('encdec_requests_total{status="504"}') == 1, "the 504 counted")
+    finally:
+        check(s.stop() == 0, "exit status 0")
+
+
+def multilingual(binary, base):
+    s = Server(binary, base)
+    try:
+        c = s.client()
+        with open(JFK, "rb") as f:
+            r = c.audio.translations.create(model="whisper-1", file=f, response_format="verbose_json")
+        check(r.language == "english" and "ask not what your country" in r.text.lower()
+              and r.task == "translate", "base: translations (verbose_json, task translate)")
+        with open(JFK, "rb") as f:
+            r = c.audio.transcriptions.create(model="whisper-base", file=f, language="en",
+                                              response_format="verbose_json")
+        check(r.language == "english" and r.task == "transcribe" and "country" in r.text,
+              "base: transcription with a language, by the model's own name")
+        with open(JFK, "rb") as f:
+            r = c.audio.translations.create(model="whisper-1", file=f, response_format="text")
+        check("country" in r, "base: translations as text")
+    finally:
+        check(s.stop() == 0, "base: exit status 0")
+
+
+NGINX_CONF = """
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+daemon off;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    upstream encdec {{
+        server 127.0.0.1:{a};
+        server 127.0.0.1:{b};
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 26m;
+        client_body_buffer_size 26m;
+        location / {{
+            proxy_pass http://encdec;
+            proxy_http_version 1.1;
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_read_timeout 900s;
+        }}
+    }}
+}}
+"""
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def behind_nginx(binary, tiny):
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if not nginx:
+        check(False, "nginx: not installed (scripts/deps.sh installs nginx-light)")
+        return
+    a, b = Server(binary, tiny, "-q"), Server(binary, tiny, "-q")
+    d = tempfile.mkdtemp(prefix="encdec-nginx-")
+    os.chmod(d, 0o755)   # nginx's workers may run as another user
+    port = free_port()
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF.format(dir=d, a=a.port, b=b.port, port=port))
+    ng = subprocess.Popen([nginx, "-c", os.path.join(d, "nginx.conf"), "-p", d],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port)).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+
+        class Front:
+            url = "http://127.0.0.1:%d" % port
+
+            def client(self, **kw):
+                return OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0, **kw)
+
+        try:
+            formats(Front(), "nginx: ")
+        except Exception as e:
+            check(False, "nginx: %r" % e)
+            with open(os.path.join(d, "error.log")) as f:
+                print(f.read()[-3000:])
+        served = [x.metrics().get('encdec_requests_total{status="200"}', 0) for x in (a, b)]
+        check(all(n >= 3 for n in served), "nginx: both replicas served (%d, %d)" % tuple(served))
+    finally:
+        ng.terminate()
+        ng.wait(30)
+        check(a.stop() == 0 and b.stop() == 0, "nginx: replicas exit 0")
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    binary, sanitized = sys.argv[1], "--sanitized" in sys.argv
+    tiny = model_dir("ENCDEC_TINY_EN", "whisper-tiny.en")
+    if not tiny or not os.path.exists(JFK):
+        print("skip: needs whisper tiny.en and ../shared/audio")
+        return 77
+    print("openai", openai.__version__)
+    s = Server(binary, tiny)
+    try:
+        formats(s)
+        errors(s)
+    finally:
+        check(s.stop() == 0, "exit status 0")
+    limits(binary, tiny, sanitized)
+    base = model_dir("ENCDEC_BASE", "whisper-base")
+    if base:
+        multilingual(binary, base)
+    else:
+        print("  (whisper base not installed: translations not checked)")
+    if not sanitized:
+        behind_nginx(binary, tiny)
+    print("%d failed" % len(FAILED))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
