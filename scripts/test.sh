@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/fetch-model.sh tiny.en
 scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
+scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
+scripts/venv-client.sh           # OpenAI's Python client for them
 jobs=$(nproc)
 
 echo "== release build (-Werror) ==" >&2

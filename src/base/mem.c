@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void *ed_alloc(size_t bytes, const char *what) {
     void *p = NULL;
@@ -20,6 +21,20 @@ void *ed_calloc(size_t bytes, const char *what) {
     void *p = ed_alloc(bytes, what);
     if (p) memset(p, 0, bytes);
     return p;
+}
+
+void *ed_map(size_t bytes, const char *what) {
+    void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                    : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s (%zu bytes)", what, bytes);
+        return NULL;
+    }
+    return p;
+}
+
+void ed_unmap(void *p, size_t bytes) {
+    if (p) munmap(p, bytes);
 }
 
 int ed_mul_ok(size_t a, size_t b, size_t *out) {

@@ -14,6 +14,12 @@
 
 void *ed_alloc(size_t bytes, const char *what);
 void *ed_calloc(size_t bytes, const char *what);
+/* Big buffers that come and go (a request's caches): zero-filled pages
+ * straight from the system and given back on ed_unmap, so that freeing
+ * them lowers the resident size (malloc would keep them in its heap once
+ * its mmap threshold has grown past their size). bytes > 0. */
+void *ed_map(size_t bytes, const char *what);
+void ed_unmap(void *p, size_t bytes);
 /* *out = a * b; returns 0 on overflow. */
 int ed_mul_ok(size_t a, size_t b, size_t *out);
 char *ed_strdup(const char *s);

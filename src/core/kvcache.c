@@ -4,8 +4,11 @@
 #include "base/mem.h"
 #include "kern/attn_h.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static size_t self_layer_floats(const kv_self *c) {
     return (size_t)c->n_slots * c->n_ctx * c->d;
@@ -34,6 +37,24 @@ encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int 
         return ENCDEC_ERR_NOMEM;
     }
     return ENCDEC_OK;
+}
+
+/* The whole pages inside [p, p + bytes) back to the system (read as zeros
+ * if touched again). */
+static void release_pages(void *p, size_t bytes) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~(uintptr_t)(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void kv_self_release(const kv_self *c, int slot0, int n) {
+    if (!c->k || slot0 < 0 || n <= 0 || slot0 + n > c->n_slots) return;
+    size_t run = (size_t)n * c->n_ctx * c->d * sizeof(float);
+    for (int l = 0; l < c->n_layer; l++) {
+        release_pages(kv_self_k(c, l, slot0), run);
+        release_pages(kv_self_v(c, l, slot0), run);
+    }
 }
 
 void kv_self_free(kv_self *c) {
@@ -65,17 +86,20 @@ encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int
                        n_layer, n_head, n_ctx, dh);
     kv_cross_view(c, NULL, n_layer, n_head, n_ctx, dh, type);
     c->n_valid = 0;
-    c->kv = ed_calloc(n, "cross-attention K/V cache");
+    c->kv = ed_map(n, "cross-attention K/V cache");
+    c->owned = n;
     return c->kv ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
 }
 
 void kv_cross_free(kv_cross *c) {
-    free(c->kv);
+    if (c->owned) ed_unmap(c->kv, c->owned);
     c->kv = NULL;
+    c->owned = 0;
 }
 
 void kv_cross_view(kv_cross *c, void *buf, int n_layer, int n_head, int n_ctx, int dh,
                    kv_dtype type) {
+    c->owned = 0;
     c->n_layer = n_layer;
     c->n_head = n_head;
     c->n_ctx = n_ctx;

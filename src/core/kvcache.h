@@ -33,6 +33,11 @@ typedef struct {
 
 encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int d);
 void kv_self_free(kv_self *c);
+/* Slots [slot0, slot0 + n) of every layer are not needed any more: their
+ * memory goes back to the system (an engine's request that left), whole
+ * pages only. The slots may be used again (their cells are written before
+ * they are read, as ever). */
+void kv_self_release(const kv_self *c, int slot0, int n);
 /* Start of slot `slot` of layer l: [n_ctx, d]. */
 float *kv_self_k(const kv_self *c, int l, int slot);
 float *kv_self_v(const kv_self *c, int l, int slot);
@@ -46,6 +51,7 @@ typedef struct {
     int n_valid;   /* positions filled by the last compute (<= n_ctx) */
     kv_dtype type;
     void *kv;      /* [n_layer, 2, n_head, n_ctx, dh] of type: K then V per layer */
+    size_t owned;  /* bytes mapped by kv_cross_init (0: a view) */
 } kv_cross;
 
 encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh,

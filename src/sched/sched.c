@@ -293,6 +293,10 @@ void sch_client_free(sch_client *c) {
     sch_engine *e = c->e;
     rn_free(&c->view);
     kv_cross_free(&e->xc[c->idx]);
+    /* its self-cache rows go back to the system: memory follows the requests
+     * decoding now, not every place ever used (no pass reads them: the
+     * request is idle, and the place is not given out before it is free) */
+    kv_self_release(&e->st->self, c->idx * e->p.slots, e->p.slots);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_lock(&e->mu);
     e->used[c->idx] = 0;

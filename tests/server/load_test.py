@@ -1,0 +1,210 @@
+"""A load test of encdec serve on loopback (the standard library only).
+
+    load_test.py ENCDEC_BINARY [--requests N] [--clients C] [--long K] [--rss-mb MB]
+
+Starts the server over whisper tiny.en, runs every kind of request once alone
+(the references), then N requests from C concurrent clients (default 1000 and
+64): short clips of ../shared/audio with several parameter sets (greedy,
+words, beam 5, sampling, no timestamps, text and srt formats) and K
+2-minute recordings. Checks: no request fails, every answer is the same
+bytes as the same request's alone (verbose_json: tokens, times, words), the
+server's peak RSS stays under MB (default 1024), and it exits 0 on SIGTERM.
+Prints p50 / p90 / p99 latency per kind and the throughput.
+"""
+import io
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+import wave
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("ENCDEC_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
+AUDIO = os.path.join(SHARED, "audio")
+
+
+def model_dir():
+    d = os.environ.get("ENCDEC_TINY_EN")
+    if d:
+        return d
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    d = os.path.join(cache, "encdec", "models", "whisper-tiny.en")
+    return d if os.path.isdir(d) else None
+
+
+def wav_concat(paths, seconds):
+    """The files one after the other, repeated to `seconds` (16 kHz mono s16)."""
+    frames, params = [], None
+    for p in paths:
+        with wave.open(p, "rb") as w:
+            if w.getframerate() != 16000 or w.getnchannels() != 1 or w.getsampwidth() != 2:
+                continue
+            params = w.getparams()
+            frames.append(w.readframes(w.getnframes()))
+    out, total = io.BytesIO(), 0
+    with wave.open(out, "wb") as w:
+        w.setparams(params)
+        while total < seconds * 16000:
+            for f in frames:
+                w.writeframes(f)
+                total += len(f) // 2
+    return out.getvalue()
+
+
+def body_of(fields, data, name):
+    boundary = uuid.uuid4().hex
+    b = io.BytesIO()
+    for k, v in fields:
+        b.write(('--%s\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n' % (boundary, k, v)).encode())
+    b.write(('--%s\r\nContent-Disposition: form-data; name="file"; filename="%s"\r\n'
+             "Content-Type: application/octet-stream\r\n\r\n" % (boundary, name)).encode())
+    b.write(data)
+    b.write(("\r\n--%s--\r\n" % boundary).encode())
+    return b.getvalue(), "multipart/form-data; boundary=" + boundary
+
+
+def post(url, fields, data, name):
+    body, ct = body_of(fields, data, name)
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ct})
+    t0 = time.time()
+    try:
+        with urllib.request.urlopen(req, timeout=1200) as r:
+            return r.status, r.read(), time.time() - t0
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), time.time() - t0
+    except Exception as e:   # connection refused, reset
+        return -1, repr(e).encode(), time.time() - t0
+
+
+def peak_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__)
+        return 2
+    binary = args[0]
+    opt = {"--requests": 1000, "--clients": 64, "--long": 8, "--rss-mb": 1024}
+    for i, a in enumerate(args):
+        if a in opt:
+            opt[a] = int(args[i + 1])
+    tiny = model_dir()
+    jfk = os.path.join(AUDIO, "jfk.wav")
+    if not tiny or not os.path.exists(jfk):
+        print("skip: needs whisper tiny.en and ../shared/audio")
+        return 77
+    clips = {os.path.basename(p): open(p, "rb").read() for p in
+             [jfk, os.path.join(AUDIO, "platforms_en.wav"), os.path.join(AUDIO, "jfk.mp3"),
+              os.path.join(AUDIO, "librispeech", "1272-128104-0000.wav")] +
+             sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
+                    if f.endswith(".wav"))}
+    lv = sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
+                if f.endswith(".wav"))
+    two_min = wav_concat([jfk] + lv, 120)
+    V = [("model", "whisper-1"), ("response_format", "verbose_json")]
+    kinds = []   # (label, fields, data, name)
+    for name, data in clips.items():
+        kinds.append(("short", V, data, name))
+    kinds += [
+        ("short-words", V + [("timestamp_granularities[]", "word"), ("timestamp_granularities[]", "segment")],
+         clips["jfk.wav"], "jfk.wav"),
+        ("short-sample", V + [("temperature", "0.4")], clips["platforms_en.wav"], "p.wav"),
+        ("short-text", [("model", "whisper-1"), ("response_format", "text")], clips["jfk.mp3"], "j.mp3"),
+        ("short-srt", [("model", "whisper-1"), ("response_format", "srt")],
+         clips["1272-128104-0000.wav"], "l.wav"),
+    ]
+    long_kind = ("2-minute", V, two_min, "two_minutes.wav")
+    kinds.append(long_kind)
+
+    p = subprocess.Popen([binary, "serve", "-m", tiny, "--port", "0", "-t", "2", "-q",
+                          "--max-active", "16", "--max-queue", "256"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"http://[^ :]+:(\d+)", p.stdout.readline())
+    if not m:
+        print("the server did not start:", p.stderr.read())
+        return 1
+    url = "http://127.0.0.1:%s/v1/audio/transcriptions" % m.group(1)
+    failures = []
+    try:
+        ref, alone = {}, {}
+        for k in kinds:
+            st, out, dt = post(url, k[1], k[2], k[3])
+            if st != 200:
+                failures.append("reference %s %s: %d %s" % (k[0], k[3], st, out[:200]))
+            ref[id(k)] = out
+            alone.setdefault(k[0], []).append(dt)
+        rng = random.Random(1)
+        n, n_long = opt["--requests"], min(opt["--long"], opt["--requests"])
+        plan = [long_kind] * n_long + [rng.choice(kinds[:-1]) for _ in range(n - n_long)]
+        rng.shuffle(plan)
+        lat, lock, nxt = {}, threading.Lock(), [0]
+
+        def client():
+            while True:
+                with lock:
+                    i = nxt[0]
+                    nxt[0] += 1
+                if i >= len(plan):
+                    return
+                k = plan[i]
+                st, out, dt = post(url, k[1], k[2], k[3])
+                with lock:
+                    lat.setdefault(k[0], []).append(dt)
+                    if st != 200:
+                        failures.append("request %d (%s %s): %d %s" % (i, k[0], k[3], st, out[:200]))
+                    elif out != ref[id(k)]:
+                        failures.append("request %d (%s %s): differs from the same request alone"
+                                        % (i, k[0], k[3]))
+
+        t0 = time.time()
+        ths = [threading.Thread(target=client) for _ in range(opt["--clients"])]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        wall = time.time() - t0
+        rss = peak_rss_mb(p.pid)
+        print("%d requests (%d 2-minute) from %d clients in %.1f s: %.2f requests/s; peak RSS %.0f MB"
+              % (n, n_long, opt["--clients"], wall, n / wall, rss))
+        print("%-14s %6s %8s %8s %8s %8s" % ("kind", "count", "alone", "p50", "p90", "p99"))
+        for kname in sorted(lat):
+            xs = lat[kname]
+            print("%-14s %6d %7.2fs %7.2fs %7.2fs %7.2fs" % (kname, len(xs), pct(alone[kname], 50),
+                                                       pct(xs, 50), pct(xs, 90), pct(xs, 99)))
+        allx = [x for xs in lat.values() for x in xs]
+        print("%-14s %6d %8s %7.2fs %7.2fs %7.2fs" % ("all", len(allx), "", pct(allx, 50),
+                                                   pct(allx, 90), pct(allx, 99)))
+        if rss > opt["--rss-mb"]:
+            failures.append("peak RSS %.0f MB over the bound of %d MB" % (rss, opt["--rss-mb"]))
+    finally:
+        if p.poll() is None:
+            p.terminate()
+        rc = p.wait(120)
+        if rc != 0:
+            failures.append("exit status %d on SIGTERM: %s" % (rc, p.stderr.read()[-2000:]))
+    for f in failures[:20]:
+        print("FAIL", f)
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
