@@ -4,6 +4,7 @@
 #include "base/isa.h"
 #include "base/mem.h"
 #include "base/pool.h"
+#include "base/clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,6 +33,10 @@ struct sch_client {
     sch_client *next;         /* the queue of encodes and passes */
 };
 
+typedef struct {
+    sch_client *head, *tail;
+} sch_queue;
+
 struct sch_engine {
     const whisper_model *m;
     sch_params p;
@@ -46,7 +51,8 @@ struct sch_engine {
     pthread_mutex_t mu;
     pthread_cond_t wake, admit;
     int stop;
-    sch_client *q_head, *q_tail;
+    sch_queue passes, encodes;      /* operations waiting, in order */
+    sch_client **cur_ops;     /* [max_clients] the turn's passes */
     sch_client **run, **cur;  /* [max_clients] tasks stepping; the turn's copy */
     int n_run;
     int *m_tok, *m_pos, *m_slot, *m_out, *m_off;   /* a merged step's rows */
@@ -131,24 +137,60 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     }
 }
 
+/* Takes the first client of queue q (NULL when empty). */
+static sch_client *pop(sch_queue *q) {
+    sch_client *c = q->head;
+    if (c) {
+        q->head = c->next;
+        if (!q->head) q->tail = NULL;
+        c->next = NULL;
+    }
+    return c;
+}
+
+static void push(sch_queue *q, sch_client *c) {
+    c->next = NULL;
+    if (q->tail) q->tail->next = c;
+    else q->head = c;
+    q->tail = c;
+}
+
+/* The scheduler's turns. Passes (prompts, alignment: a few milliseconds)
+ * run first, all of them, in order. Encoder passes (the expensive part of a
+ * window) and decode steps share the time: while tasks are decoding, an
+ * encode runs only once the steps since the last one have taken as long as
+ * it did, so neither a stream of new requests stalls the decoding ones nor
+ * the reverse (without this, every step would wait for an encode: a short
+ * request behind a long recording would crawl one token per encoder pass). */
 static void *sched_main(void *arg) {
     sch_engine *e = arg;
     ed_isa_swap(e->p.isa);
+    double credit = 0;   /* decode time owed to the last encode (< 0: steps first) */
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        while (!e->stop && !e->q_head && e->n_run == 0) pthread_cond_wait(&e->wake, &e->mu);
-        if (!e->q_head && e->n_run == 0) break;   /* stopping, nothing left */
-        sch_client *op = e->q_head;
-        if (op) {
-            e->q_head = op->next;
-            if (!e->q_head) e->q_tail = NULL;
-        }
+        while (!e->stop && !e->passes.head && !e->encodes.head && e->n_run == 0)
+            pthread_cond_wait(&e->wake, &e->mu);
+        if (!e->passes.head && !e->encodes.head && e->n_run == 0) break;   /* stopping */
+        int n_pass = 0;
+        for (sch_client *c; (c = pop(&e->passes));) e->cur_ops[n_pass++] = c;
+        sch_client *enc = e->n_run == 0 || credit >= 0 ? pop(&e->encodes) : NULL;
         int n = e->n_run;
         memcpy(e->cur, e->run, sizeof *e->cur * (size_t)n);
         pthread_mutex_unlock(&e->mu);
 
-        if (op) run_op(e, op);
-        if (n > 0) step(e, e->cur, n);
+        for (int i = 0; i < n_pass; i++) run_op(e, e->cur_ops[i]);
+        if (enc) {
+            double t0 = ed_now_ms();
+            run_op(e, enc);
+            credit = -(ed_now_ms() - t0);
+        }
+        if (n > 0) {
+            double t0 = ed_now_ms();
+            step(e, e->cur, n);
+            credit += ed_now_ms() - t0;
+        } else {
+            credit = 0;
+        }
 
         pthread_mutex_lock(&e->mu);
         e->stats.steps += e->turn.steps;
@@ -158,7 +200,8 @@ static void *sched_main(void *arg) {
         if (e->turn.steps) e->stats.last_rows = e->turn.last_rows;
         for (int b = 0; b < 9; b++) e->stats.hist[b] += e->turn.hist[b];
         memset(&e->turn, 0, sizeof e->turn);
-        if (op) pthread_cond_signal(&op->cv);
+        for (int i = 0; i < n_pass; i++) pthread_cond_signal(&e->cur_ops[i]->cv);
+        if (enc) pthread_cond_signal(&enc->cv);
         int k = 0;
         for (int i = 0; i < e->n_run; i++) {
             sch_client *c = e->run[i];
@@ -188,11 +231,8 @@ static encdec_status post(sch_client *c, int op) {
         c->fresh = 1;
         e->run[e->n_run++] = c;
         e->stats.tasks = e->n_run;
-    } else if (e->q_tail) {
-        e->q_tail->next = c;
-        e->q_tail = c;
     } else {
-        e->q_head = e->q_tail = c;
+        push(op == OP_ENCODE ? &e->encodes : &e->passes, c);
     }
     pthread_cond_signal(&e->wake);
     while (!c->done) pthread_cond_wait(&c->cv, &e->mu);
@@ -342,7 +382,7 @@ encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params
         e->xc = ed_calloc(sizeof *e->xc * (size_t)p->max_clients, "cross caches");
         e->slot_xc = ed_alloc(sizeof(int) * (size_t)S, "sequence table");
         e->used = ed_calloc((size_t)p->max_clients, "places");
-        e->run = ed_alloc(sizeof *e->run * 2 * (size_t)p->max_clients, "running tasks");
+        e->run = ed_alloc(sizeof *e->run * 3 * (size_t)p->max_clients, "running tasks");
         e->m_tok = ed_alloc(sizeof(int) * 4 * R + sizeof(int) * (size_t)p->max_clients, "rows");
         e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)m->hp.n_vocab, "step logits");
         if (!e->xc || !e->slot_xc || !e->used || !e->run || !e->m_tok || !e->m_logits)
@@ -351,6 +391,7 @@ encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params
     if (!st) {
         size_t R = (size_t)e->st->max_rows;
         e->cur = e->run + p->max_clients;
+        e->cur_ops = e->cur + p->max_clients;
         e->m_pos = e->m_tok + R;
         e->m_slot = e->m_pos + R;
         e->m_out = e->m_slot + R;
