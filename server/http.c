@@ -348,6 +348,8 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
     if (q.language && encdec_model_find_language(s->model, q.language) < 0)
         return fail(k, c, 400, "invalid_request_error", "language", NULL,
                     "unknown language '%.40s' for the model '%s'", q.language, s->name);
+    if (s->o.form_only)
+        return send_body(k, c, 200, strdup("{\"form\": \"ok\"}"), "application/json", NULL);
     float *pcm = NULL;
     size_t n = 0;
     encdec_status st = encdec_audio_load_memory(q.file, q.file_len, s->o.max_audio_s, &pcm, &n);

@@ -37,6 +37,8 @@ typedef struct {
     const char *aliases[SRV_MAX_ALIASES];   /* other model names accepted ("whisper-1") */
     int n_aliases;
     int quiet;                /* no access log */
+    int form_only;            /* answer audio requests after checking the form, without
+                                 decoding (the fuzz harness of the form path: no engine) */
 } srv_opts;
 
 typedef struct srv srv;

@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 bpe spm config t5_config)
+all=(audio safetensors ct2 bpe spm config t5_config form)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
@@ -40,7 +40,10 @@ if [ ! -f "$lib" ] || [ -n "$newest_h" ] || [ -n "$(find src -name '*.c' -newer 
   ar rcs "$lib" "$out"/obj/*.o
 fi
 for h in "${harnesses[@]}"; do
-  "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "$lib" $libs -o "$out/fuzz_$h"
+  extra=()
+  # the server's form path: its handler, collector and bodies, and libmicrohttpd
+  [ "$h" = form ] && extra=(server/http.c server/form.c server/openai.c -lmicrohttpd)
+  "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 done
 
 # Runs, two at a time; -runs replaces the time limit when FUZZ_RUNS is set.
