@@ -8,7 +8,7 @@
  * near-ties fall the same way); hypothesis scores are doubles, as HF's
  * Python floats.
  */
-#include "decode/search.h"
+#include "decode/task.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "kern/kern.h"
@@ -41,11 +41,17 @@ typedef struct {
 } hyp_list;
 
 typedef struct {
+    dec_task task;      /* first: the task's rows */
     const dec_model *m;
     const dec_rules *r;
-    const dec_beam_params *bp;
+    const dec_beam_params *bp;   /* -> bp_own */
+    dec_beam_params bp_own;
+    int *out_tok, *out_len;
+    float *out_lp, *out_score;
+    int t;              /* the step whose logits the next advance reads */
     int G, W, V, N;     /* groups, beams per group, vocabulary, max_new */
-    float *logits;      /* [n_live_beams, V]: live groups' beams, in order */
+    float *logits;      /* [G * W, V]: the prompt's; a step's are where task.logits points,
+                           the live groups' beams in order */
     float *score;       /* [G * W] running score of each slot */
     int *tok;           /* [N, G * W] token taken by each slot at step t */
     float *lp;          /* [N, G * W] its (rule-filtered) log-prob */
@@ -218,9 +224,9 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
     l->done = l->done || hyp_done(b, l, b->cands[0].score, t);
 }
 
-/* Feeds the next tokens of every live beam in one step, forking beams
- * whose parent is another slot through one reorder first. */
-static encdec_status step_live(beam_run *b, int t) {
+/* The next step's rows: every live beam's next token, forking beams whose
+ * parent is another slot through one reorder first. */
+static encdec_status step_rows(beam_run *b, int t) {
     int n = 0, nr = 0, W = b->W;
     for (int g = 0; g < b->G; g++) {
         if (b->lists[g].done) continue;
@@ -236,7 +242,7 @@ static encdec_status step_live(beam_run *b, int t) {
     }
     encdec_status st = ENCDEC_OK;
     if (nr > 0) st = b->m->reorder(b->m->ctx, nr, b->to, b->from);
-    if (!st && n > 0) st = b->m->step(b->m->ctx, n, b->seq, b->next, b->logits);
+    b->task.n = st ? 0 : n;
     return st;
 }
 
@@ -313,6 +319,7 @@ static encdec_status beam_alloc(beam_run *b) {
 }
 
 static void beam_free(beam_run *b) {
+    if (!b) return;
     free(b->logits);
     free(b->score);
     free(b->tok);
@@ -323,6 +330,71 @@ static void beam_free(beam_run *b) {
     free(b->lists);
     free(b->hyps);
     free(b->seq);
+}
+
+static void beam_free_all(beam_run *b) {
+    beam_free(b);
+    free(b);
+}
+
+/* Step t's choices from task.logits for every live group; then the end
+ * (outputs written) or the next step's rows. */
+static encdec_status hf_advance(dec_task *task) {
+    beam_run *b = (beam_run *)task;
+    int live = 0, t = b->t;
+    for (int g = 0; g < b->G; g++)
+        if (!b->lists[g].done) process_group(b, g, task->logits + (size_t)live++ * b->W * b->V, t);
+    live = 0;
+    for (int g = 0; g < b->G; g++) live += !b->lists[g].done;
+    if (t + 1 == b->N || live == 0) {
+        finalize(b, t + 1, b->out_tok, b->out_lp, b->out_len, b->out_score);
+        task->n = 0;
+        return ENCDEC_OK;
+    }
+    b->t = t + 1;
+    return step_rows(b, t);
+}
+
+static void hf_destroy(dec_task *task) { beam_free_all((beam_run *)task); }
+
+encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, float *logits,
+                            const dec_rules *r, const dec_beam_params *bp, int *out_tok,
+                            float *out_lp, int *out_len, float *out_score) {
+    *out = NULL;
+    int one = 0;
+    encdec_status st = dec_beam_params_check(bp);
+    if (st) return st;
+    if (n_groups < 1 || n_groups > (1 << 30) / bp->n_beams)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d groups of %d beams is out of range", n_groups,
+                       bp->n_beams);
+    st = dec_check_args("beam", m, n_groups * bp->n_beams, &one, 1, r, out_tok, out_lp, out_len,
+                        out_score);
+    if (st) return st;
+    if (m->n_vocab < 2)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
+    if (bp->n_beams > 1 && !m->reorder)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
+    if (r->hook || r->n_forced > 0)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: Hugging Face's beam search takes no history rules "
+                       "or forced tokens (dec_beam_ow does)");
+    beam_run *b = calloc(1, sizeof *b);
+    if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
+    *b = (beam_run){.task = {.advance = hf_advance, .destroy = hf_destroy}, .m = m, .r = r,
+                    .bp_own = *bp, .out_tok = out_tok, .out_len = out_len, .out_lp = out_lp,
+                    .out_score = out_score, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
+                    .N = r->max_new};
+    b->bp = &b->bp_own;
+    if ((st = beam_alloc(b))) {
+        beam_free_all(b);
+        return st;
+    }
+    if (logits) memcpy(b->logits, logits, sizeof(float) * (size_t)n_groups * b->W * b->V);
+    b->task.n = n_groups * b->W;   /* the prompt's logits: the first advance chooses */
+    b->task.seq = b->seq;
+    b->task.tok = b->next;
+    b->task.logits = b->logits;
+    *out = &b->task;
+    return ENCDEC_OK;
 }
 
 encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int n_prompt,
@@ -336,30 +408,12 @@ encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int 
     st = dec_check_args("beam", m, n_groups * bp->n_beams, prompt, n_prompt, r, out_tok, out_lp,
                         out_len, out_score);
     if (st) return st;
-    if (m->n_vocab < 2)
-        return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
-    if (bp->n_beams > 1 && !m->reorder)
-        return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
-    if (r->hook || r->n_forced > 0)
-        return ed_fail(ENCDEC_ERR_ARG, "beam: Hugging Face's beam search takes no history rules "
-                       "or forced tokens (dec_beam_ow does)");
-    beam_run b = {.m = m, .r = r, .bp = bp, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
-                  .N = r->max_new};
-    st = beam_alloc(&b);
-    size_t GW = (size_t)b.G * b.W;
-    if (!st) st = dec_feed_all(m, (int)GW, prompt, n_prompt, b.logits);
-    for (int t = 0; !st; t++) {
-        int live = 0;           /* the logits rows hold the live groups, in order */
-        for (int g = 0; g < b.G; g++)
-            if (!b.lists[g].done) process_group(&b, g, b.logits + (size_t)live++ * b.W * b.V, t);
-        live = 0;
-        for (int g = 0; g < b.G; g++) live += !b.lists[g].done;
-        if (t + 1 == b.N || live == 0) {
-            finalize(&b, t + 1, out_tok, out_lp, out_len, out_score);
-            break;
-        }
-        st = step_live(&b, t);
-    }
-    beam_free(&b);
+    dec_task *t;
+    if ((st = dec_beam_task(&t, m, n_groups, NULL, r, bp, out_tok, out_lp, out_len, out_score)))
+        return st;
+    beam_run *b = (beam_run *)t;
+    st = dec_feed_all(m, n_groups * bp->n_beams, prompt, n_prompt, b->logits);
+    if (!st) st = dec_task_run(t, m);
+    dec_task_free(t);
     return st;
 }

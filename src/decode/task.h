@@ -27,7 +27,7 @@
  * are independent, so a scheduler may interleave them freely.
  *
  * Each strategy's one-call function (dec_greedy_fed, dec_sample_fed,
- * dec_beam_ow) is its task run to the end; the tokens are the same.
+ * dec_beam_ow, dec_beam) is its task run to the end; the tokens are the same.
  */
 #ifndef ED_TASK_H
 #define ED_TASK_H
@@ -69,6 +69,13 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
                                    const dec_rules *r, dec_pick_fn pick, void *pick_ctx, int pure,
                                    void (*pick_free)(void *), int *out_tok, float *out_lp,
                                    int *out_len, float *out_score);
+/* Hugging Face's beam search (dec_beam's contract) after the prompt: the
+ * G x W sequences fed already, logits[G * W, V] what the prompt gave each
+ * (copied; NULL: the caller writes them into the task's t->logits before
+ * the first advance). bp is copied. */
+encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, float *logits,
+                            const dec_rules *r, const dec_beam_params *bp, int *out_tok,
+                            float *out_lp, int *out_len, float *out_score);
 /* openai-whisper's beam search after the prompt (dec_beam_ow's contract);
  * bp is copied, logits0 read during this call only. */
 encdec_status dec_beam_ow_task(dec_task **out, const dec_model *m, const float *logits0,
