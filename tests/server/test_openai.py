@@ -417,6 +417,31 @@ def behind_nginx(binary, tiny):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def start_errors(binary, tiny):
+    """Bad options, a busy port, a T5 model: the server says why and exits non-zero."""
+    def run(*args):
+        r = subprocess.run([binary, "serve", *args], capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stderr
+
+    rc, err = run("-m", tiny, "--host", "nowhere")
+    check(rc == 1 and "not an IPv4 or IPv6 address" in err, "start: a bad --host")
+    rc, err = run("-m", tiny, "--port", "99999")
+    check(rc == 2 and "--port" in err, "start: a port out of range")
+    rc, err = run("-m", tiny, "--max-upload-mb", "0")
+    check(rc == 2 and "--max-upload-mb" in err, "start: an upload limit of 0")
+    rc, err = run("-m", tiny, "--bogus")
+    check(rc == 2 and "unknown option --bogus" in err, "start: an unknown option")
+    t5 = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_0")
+    rc, err = run("-m", t5)
+    check(rc == 2 and "serves Whisper models" in err, "start: a T5 model is refused")
+    s = Server(binary, tiny, "-q")
+    try:
+        rc, err = run("-m", tiny, "--port", str(s.port))
+        check(rc == 1 and "Address already in use" in err, "start: a port in use")
+    finally:
+        s.stop()
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -433,6 +458,7 @@ def main():
         errors(s)
     finally:
         check(s.stop() == 0, "exit status 0")
+    start_errors(binary, tiny)
     limits(binary, tiny, sanitized)
     base = model_dir("ENCDEC_BASE", "whisper-base")
     if base:
