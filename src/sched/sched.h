@@ -21,12 +21,14 @@
  * - a pass (a prompt, an alignment pass): the rows the view built;
  * - a task (a step-able strategy, decode/task.h): joins the running set.
  *
- * Each turn of the scheduler runs at most one queued encode or pass (in
- * the order they came), then ONE decoder pass over the next step of every
- * running task of every request (rows grouped by request, each group
- * reading its own cross cache), then each task's choice; finished tasks
- * wake their requests. So a new request's encoder runs between two steps
- * of the others, and a short request is not queued behind a long one.
+ * Each turn of the scheduler runs every queued pass (in the order they
+ * came), at most one queued encode (when the steps since the last one have
+ * taken as long as it did, or nothing is decoding), then ONE decoder pass
+ * over the next step of every running task of every request (rows grouped
+ * by request, each group reading its own cross cache), then each task's
+ * choice; finished tasks wake their requests. So a new request's encoder
+ * runs between two steps of the others, decoding and encoding share the
+ * time under load, and a short request is not queued behind a long one.
  *
  * A request's output does not depend on what else runs: the state's
  * products are batch-invariant (op_matmul_w_inv), attention is per
