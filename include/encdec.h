@@ -394,6 +394,7 @@ typedef struct {
     int max_active;           /* requests decoding at once, 1..256 (0: 8); later ones wait
                                  their turn in order */
     encdec_kv_type cross_kv;  /* the cross caches' element type (one per active request) */
+    int max_new_tokens;       /* T5: the most tokens a request may generate, 1..4096 (0: 512) */
 } encdec_engine_params;
 
 typedef struct {
@@ -408,8 +409,8 @@ typedef struct {
     long long batch_hist[9];  /* steps of <= 1, 2, 4, 8, 16, 32, 64, 128 sequences, more */
 } encdec_engine_stats;
 
-/* A Whisper model's engine (T5 models: ENCDEC_ERR_ARG). params may be NULL.
- * The model must outlive the engine. */
+/* The engine of a model (Whisper: transcriptions; T5 family:
+ * generations). params may be NULL. The model must outlive the engine. */
 encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_params *params,
                                 encdec_engine **out);
 /* Cancels the requests not yet done, waits for their threads, frees. The
@@ -474,6 +475,15 @@ encdec_generate_params encdec_generate_default_params(void);
  * truncate, out-of-range parameters. */
 encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
                               const encdec_generate_params *params, encdec_result **out);
+
+/* Through an engine (encdec_engine_new on a T5-family model; see the engine
+ * above): submits the generation for one UTF-8 input (copied), with
+ * encdec_generate's parameters (greedy, sampling or beam search; at most 17
+ * sequences; max_new_tokens up to the engine's). Its result is
+ * encdec_generate's for that one input, token for token, whatever else the
+ * engine decodes. Several inputs: one request each (they share the steps). */
+encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
+                                     const encdec_generate_params *params, encdec_request **out);
 
 /* ---- results ------------------------------------------------------------ */
 

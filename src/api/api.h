@@ -79,6 +79,23 @@ void api_result_finish(encdec_result *r);
  * executor (a session's own state, or an engine's client). */
 typedef encdec_status (*api_asr_prep)(void *ctx, int n_slots, encdec_kv_mode mode, asr_env *env);
 encdec_status api_transcribe_check(const encdec_model *model, const encdec_transcribe_params *p);
+/* generate.c: the pieces a session and the engine share. */
+typedef struct {
+    int *ids, *start, *len;   /* the inputs packed back to back */
+    int n_tokens, t_max;
+} api_packed;
+encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults */
+encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
+                           api_packed *pk);
+void api_packed_free(api_packed *pk);
+typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t);
+/* B inputs encoded, their cross caches filled, dm the seam over their
+ * sequences (width each: beams or samples): the decoder start fed, the
+ * strategy's task run by run(run_ctx, t), the sequences added to r. */
+encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
+                                  const dec_model *dm, api_run_fn run, void *run_ctx,
+                                  encdec_result *r);
+
 encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                   asr_feed *feed, const encdec_transcribe_params *params,
                                   encdec_result **out);

@@ -4,6 +4,7 @@
 #include "api/api.h"
 #include "audio/audio.h"
 #include "base/err.h"
+#include "base/clock.h"
 #include "base/isa.h"
 #include "kern/kern.h"
 #include "sched/sched.h"
@@ -19,6 +20,7 @@ struct encdec_engine {
     const encdec_model *model;
     sch_engine *sch;
     int slots;
+    int max_new;                 /* T5: most tokens a request generates */
     pthread_mutex_t mu;
     encdec_request *live;        /* requests whose threads run (a list) */
 };
@@ -34,6 +36,9 @@ struct encdec_request {
     encdec_audio_params audio;
     int has_audio;
     encdec_audio_info info;      /* what the file held (file input) */
+    int gen;                     /* a T5 generation: */
+    char *text;                  /* its input */
+    encdec_generate_params gp;
     pthread_t th;
     atomic_int cancel;
     pthread_mutex_t mu;
@@ -92,11 +97,53 @@ static encdec_status request_body(encdec_request *q, eng_prep *c) {
     return st;
 }
 
+static encdec_status run_posted(void *ctx, dec_task *t) { return sch_client_run(ctx, t); }
+
+/* A T5 request: its input encoded into its place, then the strategy's
+ * steps with everyone else's (api_generate_decode, as a session runs it). */
+static encdec_status generate_body(encdec_request *q) {
+    const encdec_model *m = q->e->model;
+    const char *in[1] = {q->text};
+    api_packed pk;
+    encdec_status st = api_tokenize(m->t5, in, 1, q->gp.truncate, &pk);
+    sch_client *c = NULL;
+    encdec_result *r = NULL;
+    if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
+    if (!st) {
+        r = calloc(1, sizeof *r);
+        if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
+    }
+    double t0 = ed_now_ms(), t1 = t0;
+    if (!st) {
+        sch_t5_input input = {pk.ids, pk.n_tokens};
+        st = sch_client_encode(c, &input);
+        t1 = ed_now_ms();
+    }
+    if (!st) {
+        dec_runner *rn = sch_client_runner(c);
+        rn_begin(rn, ENCDEC_KV_FULL);
+        dec_model dm = rn_seam(rn);
+        st = api_generate_decode(m->t5, &q->gp, 1, &dm, run_posted, c, r);
+        r->timings.encoder_ms = t1 - t0;
+        r->timings.decode_ms = ed_now_ms() - t1;
+        r->timings.n_steps = rn->n_steps;
+    }
+    sch_client_free(c);
+    api_packed_free(&pk);
+    if (st) {
+        encdec_result_free(r);
+        return st;
+    }
+    api_result_finish(r);
+    q->result = r;
+    return ENCDEC_OK;
+}
+
 static void *request_main(void *arg) {
     encdec_request *q = arg;
     ed_isa_swap(q->e->model->isa);
     eng_prep c = {q, NULL, NULL};
-    encdec_status st = request_body(q, &c);
+    encdec_status st = q->gen ? generate_body(q) : request_body(q, &c);
     mel_free(c.mel);
     pthread_mutex_lock(&q->mu);
     q->st = st;
@@ -133,6 +180,7 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
 }
 
 static void request_release(encdec_request *q) {
+    free(q->text);
     for (int i = 0; i < 5; i++) free(q->strs[i]);
     free(q->clips);
     free(q->pcm);
@@ -145,8 +193,12 @@ static void request_release(encdec_request *q) {
 
 static encdec_status start(encdec_engine *e, encdec_request *q, encdec_request **out) {
     encdec_transcribe_params chk = q->p;
-    encdec_status st = api_transcribe_check(e->model, &chk);
-    if (!st && q->p.kv_mode != ENCDEC_KV_FULL)
+    encdec_status st = ENCDEC_OK;
+    if (!q->gen && e->model->family != API_WHISPER)
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe: this is a %s model (text to "
+                     "text); use encdec_engine_generate", e->model->t5->model_type);
+    if (!st && !q->gen) st = api_transcribe_check(e->model, &chk);
+    if (!st && !q->gen && q->p.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
                      (int)q->p.kv_mode);
     if (!st) {
@@ -230,6 +282,37 @@ encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
     return start(e, q, out);
 }
 
+encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
+                                     const encdec_generate_params *params, encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, NULL, &q, out);
+    if (st) return st;
+    q->gen = 1;
+    q->gp = params ? *params : encdec_generate_default_params();
+    if (e->model->family != API_T5)
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: this is a Whisper model (speech to "
+                     "text); use encdec_engine_transcribe");
+    if (!st) st = api_generate_check(&q->gp);
+    int width = q->gp.do_sample ? q->gp.num_return_sequences : q->gp.num_beams;
+    if (!st && q->gp.kv_mode != ENCDEC_KV_FULL)
+        st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
+                     (int)q->gp.kv_mode);
+    if (!st && width > e->slots)
+        st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes at most %d sequences per request (%s %d)",
+                     e->slots, q->gp.do_sample ? "num_return_sequences" : "num_beams", width);
+    if (!st && q->gp.max_new_tokens > e->max_new)
+        st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is over the engine's %d",
+                     q->gp.max_new_tokens, e->max_new);
+    if (!st && (!input || !*input))
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: the input is %s", input ? "empty" : "NULL");
+    if (!st && !(q->text = strdup(input))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input");
+    if (st) {
+        request_release(q);
+        return st;
+    }
+    return start(e, q, out);
+}
+
 /* ---- waiting ---- */
 
 int encdec_request_done(const encdec_request *q) {
@@ -300,9 +383,6 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: out is NULL");
     *out = NULL;
     if (!m) return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: model is NULL");
-    if (m->family != API_WHISPER)
-        return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_new: the engine serves Whisper models; this "
-                       "is a %s model", m->t5->model_type);
     encdec_engine_params p = params ? *params : (encdec_engine_params){0};
     if (p.n_threads == 0) p.n_threads = 1;
     if (p.max_active == 0) p.max_active = 8;
@@ -311,6 +391,9 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
                        ED_POOL_MAX_THREADS);
     if (p.max_active < 1 || p.max_active > 256)
         return ed_fail(ENCDEC_ERR_ARG, "max_active %d is out of range 1..256", p.max_active);
+    if (p.max_new_tokens == 0) p.max_new_tokens = 512;
+    if (p.max_new_tokens < 1 || p.max_new_tokens > 4096)
+        return ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is out of range 1..4096", p.max_new_tokens);
     if (p.cross_kv < ENCDEC_KV_F32 || p.cross_kv > ENCDEC_KV_BF16)
         return ed_fail(ENCDEC_ERR_ARG, "cross_kv %d is not a cache type (0 f32, 1 f16, 2 bf16)",
                        (int)p.cross_kv);
@@ -321,9 +404,12 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
     e->model = m;
     e->slots = API_MAX_BEAMS + 1;   /* any beam or best_of, and the prompt's sequence */
+    e->max_new = p.max_new_tokens;
     pthread_mutex_init(&e->mu, NULL);
-    sch_params sp = {p.n_threads, m->isa, (kv_dtype)p.cross_kv, p.max_active, e->slots};
-    encdec_status st = sch_new(&e->sch, m->w, &sp);
+    sch_params sp = {m->family == API_WHISPER ? m->w : NULL, m->family == API_T5 ? m->t5 : NULL,
+                     p.max_new_tokens + 1, p.n_threads, m->isa, (kv_dtype)p.cross_kv,
+                     p.max_active, e->slots};
+    encdec_status st = sch_new(&e->sch, &sp);
     if (st) {
         pthread_mutex_destroy(&e->mu);
         free(e);

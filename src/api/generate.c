@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "base/isa.h"
 #include "base/mem.h"
-#include "decode/search.h"
+#include "decode/task.h"
 #include "decode/runner.h"
 
 #include <stdlib.h>
@@ -35,7 +35,7 @@ encdec_generate_params encdec_generate_default_params(void) {
     return p;
 }
 
-static encdec_status check_params(encdec_generate_params *p) {
+encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
         return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
     if (p->max_new_tokens == 0) p->max_new_tokens = 128;
@@ -65,20 +65,15 @@ static encdec_status check_params(encdec_generate_params *p) {
     return ENCDEC_OK;
 }
 
-/* The inputs as one packed id array with per-input start and length. */
-typedef struct {
-    int *ids, *start, *len;
-    int n_tokens, t_max;
-} packed;
 
-static void packed_free(packed *pk) {
+void api_packed_free(api_packed *pk) {
     free(pk->ids);
     free(pk->start);
     free(pk->len);
 }
 
-static encdec_status tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
-                              packed *pk) {
+encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
+                           api_packed *pk) {
     memset(pk, 0, sizeof *pk);
     pk->start = ed_alloc((size_t)B * sizeof(int), "input table");
     pk->len = ed_alloc((size_t)B * sizeof(int), "input table");
@@ -130,48 +125,36 @@ static encdec_status add_token(encdec_result *r, const spm_tok *tok, int id, flo
     return api_result_add_token(r, id, lp, p, p ? n : 0, 0);
 }
 
-static encdec_status run(encdec_session *s, const packed *pk, int B,
-                         const encdec_generate_params *p, encdec_result *r) {
-    const t5_model *m = s->model->t5;
+encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
+                                  const dec_model *dm, api_run_fn run, void *run_ctx,
+                                  encdec_result *r) {
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
-    int n_ret = p->num_return_sequences, max_new = p->max_new_tokens;
-    t5_shape shape = {pk->n_tokens, pk->t_max, B, B * width, max_new + 1};
-    encdec_status st = t5_state_reserve(s->t5, &shape);
-    if (st) return st;
+    int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
     int *toks = ed_alloc(n_out * (size_t)max_new * sizeof(int), "output tokens");
     float *lps = ed_alloc(n_out * (size_t)max_new * sizeof(float), "output log-probabilities");
     int *lens = ed_alloc(n_out * sizeof(int), "output lengths");
     float *scores = ed_alloc(n_out * sizeof(float), "output scores");
-    dec_runner run;
-    memset(&run, 0, sizeof run);
-    if (!toks || !lps || !lens || !scores) st = ENCDEC_ERR_NOMEM;
-    double t0 = ed_now_ms(), t1 = t0;
+    float *logits = dec_alloc_n((size_t)W * (size_t)m->hp.n_vocab, sizeof(float), "decode logits");
+    encdec_status st = !toks || !lps || !lens || !scores || !logits ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
+    dec_rules rules = {NULL, 0, NULL, 0, m->hp.eos, max_new};
+    int prompt[1] = {m->hp.dec_start};
+    /* the decoder start for every sequence (one pass), then the strategy as a task */
+    if (!st) st = dec_feed_all(dm, W, prompt, 1, logits);
+    dec_task *t = NULL;
     if (!st) {
-        t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
-        rn_model rm = t5_rn_model(s->t5, width);
-        st = rn_init(&run, &rm, p->kv_mode);
-        if (!st) rn_begin(&run, p->kv_mode);
-        t1 = ed_now_ms();
-    }
-    if (!st) {
-        dec_model dm = rn_seam(&run);
-        dec_rules rules = {NULL, 0, NULL, 0, m->hp.eos, max_new};
-        int prompt[1] = {m->hp.dec_start};
         if (p->num_beams > 1) {
             dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, n_ret};
-            st = dec_beam(&dm, B, prompt, 1, &rules, &bp, toks, lps, lens, scores);
+            st = dec_beam_task(&t, dm, B, logits, &rules, &bp, toks, lps, lens, scores);
         } else if (p->do_sample) {
             dec_sample_params sp = {p->temperature, p->top_k, p->top_p, p->seed};
-            st = dec_sample(&dm, B, n_ret, prompt, 1, &rules, &sp, toks, lps, lens, scores);
+            st = dec_sample_task(&t, dm, B, n_ret, logits, &rules, &sp, toks, lps, lens, scores);
         } else {
-            st = dec_greedy_batch(&dm, B, prompt, 1, &rules, toks, lps, lens, scores);
+            st = dec_greedy_task(&t, dm, B, logits, &rules, toks, lps, lens, scores);
         }
     }
-    double t2 = ed_now_ms();
-    r->timings.encoder_ms = t1 - t0;
-    r->timings.decode_ms = t2 - t1;
-    r->timings.n_steps = run.n_steps;
+    if (!st) st = run(run_ctx, t);
+    dec_task_free(t);
     for (size_t i = 0; i < n_out && !st; i++) {
         const int *tk = toks + i * (size_t)max_new;
         int first = (int)r->n_tokens;
@@ -182,11 +165,38 @@ static encdec_status run(encdec_session *s, const packed *pk, int B,
                                               lens[i], text);
         r->timings.n_tokens += lens[i];
     }
-    rn_free(&run);
     free(toks);
     free(lps);
     free(lens);
     free(scores);
+    free(logits);
+    return st;
+}
+
+static encdec_status run_here(void *ctx, dec_task *t) { return dec_task_run(t, ctx); }
+
+static encdec_status run(encdec_session *s, const api_packed *pk, int B,
+                         const encdec_generate_params *p, encdec_result *r) {
+    int width = p->do_sample ? p->num_return_sequences : p->num_beams;
+    t5_shape shape = {pk->n_tokens, pk->t_max, B, B * width, p->max_new_tokens + 1};
+    encdec_status st = t5_state_reserve(s->t5, &shape);
+    if (st) return st;
+    dec_runner rn;
+    memset(&rn, 0, sizeof rn);
+    double t0 = ed_now_ms();
+    t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
+    rn_model rm = t5_rn_model(s->t5, width);
+    st = rn_init(&rn, &rm, p->kv_mode);
+    if (!st) rn_begin(&rn, p->kv_mode);
+    double t1 = ed_now_ms();
+    if (!st) {
+        dec_model dm = rn_seam(&rn);
+        st = api_generate_decode(s->model->t5, p, B, &dm, run_here, &dm, r);
+    }
+    r->timings.encoder_ms = t1 - t0;
+    r->timings.decode_ms = ed_now_ms() - t1;
+    r->timings.n_steps = rn.n_steps;
+    rn_free(&rn);
     return st;
 }
 
@@ -202,17 +212,17 @@ static encdec_status encdec_generate_body(encdec_session *s, const char *const *
     if (!inputs || n_inputs < 1 || n_inputs > GEN_MAX_INPUTS)
         return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: %d inputs (1..%d)", n_inputs, GEN_MAX_INPUTS);
     encdec_generate_params p = params ? *params : encdec_generate_default_params();
-    encdec_status st = check_params(&p);
+    encdec_status st = api_generate_check(&p);
     if (st) return st;
-    packed pk;
-    st = tokenize(s->model->t5, inputs, n_inputs, p.truncate, &pk);
+    api_packed pk;
+    st = api_tokenize(s->model->t5, inputs, n_inputs, p.truncate, &pk);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);
         if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
     }
     if (!st) st = run(s, &pk, n_inputs, &p, r);
-    packed_free(&pk);
+    api_packed_free(&pk);
     if (st) {
         encdec_result_free(r);
         return st;

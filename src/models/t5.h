@@ -138,6 +138,8 @@ typedef struct t5_state {
     size_t scores_stride;
     /* decoder scratch, [max_rows, *] */
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;
+    int invariant;           /* 1: decoder products batch-invariant (op_matmul_w_inv), the
+                                engine's state */
 } t5_state;
 
 encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_dtype cross_type);

@@ -215,6 +215,12 @@ static void dec_cross_attention(t5_state *s, int l, int R) {
                        s->row_input, l, R, 1.0f, s->scores, s->scores_stride);
 }
 
+/* The decoder's products: batch-invariant ones in the engine's state. */
+static void mm(t5_state *s, float *y, int ldy, const float *x, int ldx, k_w w, int M, int N, int K) {
+    if (s->invariant) op_matmul_w_inv(s->pool, y, ldy, x, ldx, w, NULL, M, N, K);
+    else op_matmul_w(s->pool, y, ldy, x, ldx, w, NULL, M, N, K);
+}
+
 void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *slot,
                const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
     const t5_model *m = s->m;
@@ -231,21 +237,21 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     for (int l = 0; l < h->n_dec_layer; l++) {
         const t5_dec_layer *y = &m->dec[l];
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);
-        op_matmul_w(s->pool, s->d_qkv, 3 * I, s->d_n, d, y->w_qkv, NULL, R, 3 * I, d);
+        mm(s, s->d_qkv, 3 * I, s->d_n, d, y->w_qkv, R, 3 * I, d);
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
-        op_matmul_w(s->pool, s->d_n, d, s->d_att, I, y->w_o, NULL, R, d, I);
+        mm(s, s->d_n, d, s->d_att, I, y->w_o, R, d, I);
         k_add(s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
-        op_matmul_w(s->pool, s->d_q, I, s->d_n, d, y->w_xq, NULL, R, I, d);          /* only Q */
+        mm(s, s->d_q, I, s->d_n, d, y->w_xq, R, I, d);          /* only Q */
         dec_cross_attention(s, l, R);
-        op_matmul_w(s->pool, s->d_n, d, s->d_att, I, y->w_xo, NULL, R, d, I);
+        mm(s, s->d_n, d, s->d_att, I, y->w_xo, R, d, I);
         k_add(s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln2, R, d, h->eps);
-        op_matmul_w(s->pool, s->d_h, G, s->d_n, d, y->w_wi, NULL, R, G, d);
+        mm(s, s->d_h, G, s->d_n, d, y->w_wi, R, G, d);
         op_ffn_act(s->pool, s->d_h, G, R, F, h->act, h->gated);
-        op_matmul_w(s->pool, s->d_n, d, s->d_h, G, y->w_wo, NULL, R, d, F);
+        mm(s, s->d_n, d, s->d_h, G, y->w_wo, R, d, F);
         k_add(s->d_x, s->d_n, (size_t)R * d);
     }
     float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
@@ -255,7 +261,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         if (h->tied)
             for (int j = 0; j < d; j++) y[j] *= sc;
     }
-    op_matmul_w(s->pool, logits, h->n_vocab, s->d_n, d, m->lm_head, NULL, n_out, h->n_vocab, d);
+    mm(s, logits, h->n_vocab, s->d_n, d, m->lm_head, n_out, h->n_vocab, d);
 }
 
 /* ---- behind the seam (decode/runner.h) ---- */

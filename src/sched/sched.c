@@ -1,5 +1,6 @@
 /* sched.c - the scheduler thread and the requests' executors (sched.h). */
 #include "sched/sched.h"
+#include "sched/family.h"
 #include "base/err.h"
 #include "base/isa.h"
 #include "base/mem.h"
@@ -16,6 +17,7 @@ enum { OP_ENCODE = 1, OP_PASS, OP_TASK };
 
 struct sch_client {
     sch_engine *e;
+    const void *input;        /* OP_ENCODE: the family's (Whisper: the mel) */
     const atomic_int *cancel; /* nonzero: the request ends (ENCDEC_ERR_CANCELLED) */
     int idx;                  /* its place: sequences [idx * slots, +slots), cache xc[idx] */
     dec_runner view;
@@ -23,7 +25,6 @@ struct sch_client {
     pthread_cond_t cv;        /* its operation is done */
     /* the operation posted (one at a time: the request's thread waits) */
     int op, done, fresh;
-    const float *mel;         /* OP_ENCODE */
     int R, n_out;             /* OP_PASS: the view's rows */
     const int *tok, *pos, *slot, *out_rows;
     float *logits, *scores;   /* scores: the alignment heads' (feed_scores), or NULL */
@@ -38,13 +39,11 @@ typedef struct {
 } sch_queue;
 
 struct sch_engine {
-    const whisper_model *m;
     sch_params p;
     ed_pool *pool;
-    whisper_state *st;
+    sch_family fam;           /* the model family's state and passes */
+    int have_fam;
     dec_runner root;          /* every place's histories and index rows */
-    kv_cross *xc;             /* [max_clients] */
-    int *slot_xc;             /* [max_clients * slots]: sequence -> its place's cache */
     char *used;               /* [max_clients] */
     pthread_t th;
     int started;
@@ -71,21 +70,23 @@ static void finish(sch_client *c, encdec_status st) {
 
 static void run_op(sch_engine *e, sch_client *c) {
     encdec_status st = ENCDEC_OK;
-    const whisper_hparams *h = &e->m->hp;
+    sch_family *f = &e->fam;
     if (c->op == OP_ENCODE) {
-        whisper_encode(e->st, c->mel);
-        whisper_cross_compute_into(e->st, &e->xc[c->idx]);
+        st = f->encode(f->ctx, c->idx, c->input);
         e->turn.encodes++;
     } else {
-        if (c->scores) st = whisper_align_capture(e->st, 1);
+        if (c->scores && !f->scores_on)
+            st = ed_fail(ENCDEC_ERR_ARG, "this model has no alignment heads");
+        else if (c->scores)
+            st = f->scores_on(f->ctx, 1);
         if (!st) {
-            whisper_decode(e->st, c->R, c->tok, c->pos, c->slot, e->root.tab0, h->n_text_ctx,
-                           c->n_out, c->out_rows, c->logits);
-            size_t T = (size_t)h->n_audio_ctx;
-            for (int a = 0; c->scores && a < e->m->n_align_heads; a++)
-                memcpy(c->scores + (size_t)a * c->R * T, whisper_align_scores(e->st, a),
+            f->decode(f->ctx, c->R, c->tok, c->pos, c->slot, e->root.tab0, f->n_ctx, c->n_out,
+                      c->out_rows, c->logits);
+            size_t T = (size_t)f->n_frames;
+            for (int a = 0; c->scores && a < f->n_heads; a++)
+                memcpy(c->scores + (size_t)a * c->R * T, f->scores(f->ctx, a),
                        sizeof(float) * (size_t)c->R * T);
-            if (c->scores) whisper_align_capture(e->st, 0);
+            if (c->scores) f->scores_on(f->ctx, 0);
         }
         e->turn.passes++;
     }
@@ -95,7 +96,7 @@ static void run_op(sch_engine *e, sch_client *c) {
 /* One step of every running task: new tasks first choose from their
  * prompt's logits; the others' rows go through one decoder pass. */
 static void step(sch_engine *e, sch_client **cur, int n) {
-    size_t V = (size_t)e->m->hp.n_vocab;
+    size_t V = (size_t)e->fam.n_vocab;
     for (int i = 0; i < n; i++)
         if (cur[i]->fresh) {
             cur[i]->fresh = 0;
@@ -120,8 +121,8 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     }
     if (R == 0) return;
     for (int r = 0; r < R; r++) e->m_out[r] = r;
-    whisper_decode(e->st, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->m->hp.n_text_ctx, R,
-                   e->m_out, e->m_logits);
+    e->fam.decode(e->fam.ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->fam.n_ctx, R,
+                  e->m_out, e->m_logits);
     e->turn.steps++;
     e->turn.rows += R;
     e->turn.last_rows = R;
@@ -240,20 +241,21 @@ static encdec_status post(sch_client *c, int op) {
     return c->result ? ed_fail(c->result, "%s", c->err) : ENCDEC_OK;
 }
 
-static encdec_status x_encode(void *ctx, const float *mel) {
-    sch_client *c = ctx;
-    c->mel = mel;
+encdec_status sch_client_encode(sch_client *c, const void *input) {
+    c->input = input;
     return post(c, OP_ENCODE);
 }
 
-static encdec_status x_run(void *ctx, dec_task *t) {
-    sch_client *c = ctx;
+encdec_status sch_client_run(sch_client *c, dec_task *t) {
     if (t->n <= 0) return ENCDEC_OK;
     c->task = t;
     encdec_status st = post(c, OP_TASK);
     c->task = NULL;
     return st;
 }
+
+static encdec_status x_encode(void *ctx, const float *mel) { return sch_client_encode(ctx, mel); }
+static encdec_status x_run(void *ctx, dec_task *t) { return sch_client_run(ctx, t); }
 
 static encdec_status x_feed_scores(void *ctx, const int *tokens, int n, float *logits,
                                    float *scores) {
@@ -312,14 +314,10 @@ encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client
     e->stats.clients++;
     pthread_mutex_unlock(&e->mu);
     c->idx = idx;
-    const whisper_hparams *h = &e->m->hp;
-    encdec_status st = kv_cross_init(&e->xc[idx], h->n_dec_layer, h->n_head, h->n_audio_ctx,
-                                     h->d / h->n_head, e->p.cross_type);
-    if (!st) {
-        rn_model rm = {c, h->n_vocab, e->p.slots, h->n_text_ctx, e->st->max_rows, NULL, v_cross,
-                       v_decode, e->pool};
-        st = rn_init_view(&c->view, &e->root, idx * e->p.slots, e->p.slots, &rm);
-    }
+    sch_family *f = &e->fam;
+    rn_model rm = {c, f->n_vocab, e->p.slots, f->n_ctx, f->max_rows, NULL, v_cross, v_decode,
+                   e->pool};
+    encdec_status st = rn_init_view(&c->view, &e->root, idx * e->p.slots, e->p.slots, &rm);
     if (st) {
         sch_client_free(c);
         return st;
@@ -332,11 +330,9 @@ void sch_client_free(sch_client *c) {
     if (!c) return;
     sch_engine *e = c->e;
     rn_free(&c->view);
-    kv_cross_free(&e->xc[c->idx]);
-    /* its self-cache rows go back to the system: memory follows the requests
-     * decoding now, not every place ever used (no pass reads them: the
-     * request is idle, and the place is not given out before it is free) */
-    kv_self_release(&e->st->self, c->idx * e->p.slots, e->p.slots);
+    /* its caches go back (no pass reads them: the request is idle, and the
+     * place is not given out again before it is free) */
+    e->fam.place_free(e->fam.ctx, c->idx);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_lock(&e->mu);
     e->used[c->idx] = 0;
@@ -352,7 +348,7 @@ int sch_client_slots(const sch_client *c) { return c->e->p.slots; }
 
 /* ---- the engine ---- */
 
-encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params *p) {
+encdec_status sch_new(sch_engine **out, const sch_params *p) {
     *out = NULL;
     if (p->max_clients < 1 || p->max_clients > 256 || p->slots < 2 || p->slots > 1024 ||
         p->max_clients * p->slots > 4096)
@@ -360,7 +356,6 @@ encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params
                        "(1..256 requests, 2..1024 sequences, 4096 in all)", p->max_clients, p->slots);
     sch_engine *e = calloc(1, sizeof *e);
     if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
-    e->m = m;
     e->p = *p;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->wake, NULL);
@@ -369,37 +364,33 @@ encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params
     encdec_status st = ed_pool_new(&e->pool, p->n_threads);
     if (!st) {
         ed_pool_set_isa(e->pool, p->isa);
-        int old = ed_isa_swap(p->isa);
-        st = whisper_state_new(&e->st, m, e->pool, S, p->cross_type);
-        ed_isa_swap(old);
+        st = p->t5 ? sch_fam_t5(&e->fam, p->t5, e->pool, p->max_clients, p->slots, p->n_ctx,
+                                p->cross_type, p->isa)
+                   : sch_fam_whisper(&e->fam, p->whisper, e->pool, p->max_clients, p->slots,
+                                     p->cross_type, p->isa);
+        e->have_fam = !st;
     }
     if (!st) {
-        rn_model rm = whisper_rn_model(e->st);
+        rn_model rm = {NULL, e->fam.n_vocab, S, e->fam.n_ctx, e->fam.max_rows, NULL, NULL, NULL,
+                       e->pool};
         st = rn_init(&e->root, &rm, ENCDEC_KV_FULL);
     }
     if (!st) {
-        size_t R = (size_t)e->st->max_rows;
-        e->xc = ed_calloc(sizeof *e->xc * (size_t)p->max_clients, "cross caches");
-        e->slot_xc = ed_alloc(sizeof(int) * (size_t)S, "sequence table");
+        size_t R = (size_t)e->fam.max_rows;
         e->used = ed_calloc((size_t)p->max_clients, "places");
         e->run = ed_alloc(sizeof *e->run * 3 * (size_t)p->max_clients, "running tasks");
         e->m_tok = ed_alloc(sizeof(int) * 4 * R + sizeof(int) * (size_t)p->max_clients, "rows");
-        e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)m->hp.n_vocab, "step logits");
-        if (!e->xc || !e->slot_xc || !e->used || !e->run || !e->m_tok || !e->m_logits)
-            st = ENCDEC_ERR_NOMEM;
+        e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)e->fam.n_vocab, "step logits");
+        if (!e->used || !e->run || !e->m_tok || !e->m_logits) st = ENCDEC_ERR_NOMEM;
     }
     if (!st) {
-        size_t R = (size_t)e->st->max_rows;
+        size_t R = (size_t)e->fam.max_rows;
         e->cur = e->run + p->max_clients;
         e->cur_ops = e->cur + p->max_clients;
         e->m_pos = e->m_tok + R;
         e->m_slot = e->m_pos + R;
         e->m_out = e->m_slot + R;
         e->m_off = e->m_out + R;
-        for (int q = 0; q < S; q++) e->slot_xc[q] = q / p->slots;
-        e->st->xc = e->xc;
-        e->st->slot_xc = e->slot_xc;
-        e->st->invariant = 1;
         if (pthread_create(&e->th, NULL, sched_main, e) != 0)
             st = ed_fail(ENCDEC_ERR_THREADS, "engine: the scheduler thread could not start");
         else e->started = 1;
@@ -422,10 +413,8 @@ void sch_free(sch_engine *e) {
         pthread_join(e->th, NULL);
     }
     rn_free(&e->root);
-    whisper_state_free(e->st);
+    if (e->have_fam) e->fam.free(e->fam.ctx);
     ed_pool_free(e->pool);
-    free(e->xc);
-    free(e->slot_xc);
     free(e->used);
     free(e->run);
     free(e->m_tok);

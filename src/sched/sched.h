@@ -47,6 +47,9 @@ typedef struct sch_engine sch_engine;
 typedef struct sch_client sch_client;
 
 typedef struct {
+    const whisper_model *whisper;   /* the family: one of the two */
+    const struct t5_model *t5;
+    int n_ctx;           /* T5: decoder positions per sequence (max new tokens + 1) */
     int n_threads;       /* the pool's, 1..ED_POOL_MAX_THREADS */
     int isa;             /* kernel-set limit (base/isa.h) */
     kv_dtype cross_type; /* the cross caches' element type */
@@ -66,7 +69,7 @@ typedef struct {
     long long hist[9];   /* steps of <= 1, 2, 4, ... 128 sequences, and more */
 } sch_stats;
 
-encdec_status sch_new(sch_engine **out, const whisper_model *m, const sch_params *p);
+encdec_status sch_new(sch_engine **out, const sch_params *p);
 /* Stops the thread; every client must be freed first. */
 void sch_free(sch_engine *e);
 void sch_get_stats(sch_engine *e, sch_stats *out);
@@ -80,6 +83,17 @@ encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client
 void sch_wake_waiting(sch_engine *e);
 void sch_client_free(sch_client *c);
 dec_runner *sch_client_runner(sch_client *c);
+/* The request's operations, for callers without the asr executor (T5):
+ * the encoder over its input into its place's cross caches (Whisper: the
+ * window's mel; T5: an sch_t5_input), and a task stepped to its end with
+ * everyone else's. */
+encdec_status sch_client_encode(sch_client *c, const void *input);
+encdec_status sch_client_run(sch_client *c, dec_task *t);
+
+typedef struct {
+    const int *ids;      /* one input's tokens, </s> included */
+    int n;
+} sch_t5_input;
 const asr_exec *sch_client_exec(sch_client *c);
 int sch_client_slots(const sch_client *c);
 

@@ -1,0 +1,44 @@
+/* family.h - what the scheduler needs of a model family: its decoder state
+ * for every place, the encoder into one place's cross caches, the merged
+ * decoder pass. One implementation per family (fam_whisper.c, fam_t5.c);
+ * the scheduler (sched.c) calls nothing else of the models.
+ *
+ * A place is a range of `slots` decoder sequences (place p: slots
+ * [p * slots, (p + 1) * slots)) and the cross caches of one request's input.
+ */
+#ifndef ED_SCHED_FAMILY_H
+#define ED_SCHED_FAMILY_H
+
+#include "base/pool.h"
+#include "core/kvcache.h"
+#include "encdec.h"
+
+typedef struct {
+    void *ctx;
+    int n_vocab, n_ctx, max_rows;   /* decoder: vocabulary, positions, rows a pass takes */
+    /* A decoder pass over rows of any places (global slot ids, tab the root
+     * runner's table); batch-invariant (a row's logits do not depend on the
+     * other rows). */
+    void (*decode)(void *ctx, int R, const int *tok, const int *pos, const int *slot,
+                   const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
+    /* The encoder over a request's input (the family's kind), into place's
+     * cross caches. */
+    encdec_status (*encode)(void *ctx, int place, const void *input);
+    /* The place's caches are no longer needed (its request left). */
+    void (*place_free)(void *ctx, int place);
+    /* Whisper's alignment heads (NULL elsewhere): capture on/off; head a's
+     * scores of the last pass's rows, [rows, n_frames] */
+    encdec_status (*scores_on)(void *ctx, int on);
+    const float *(*scores)(const void *ctx, int a);
+    int n_heads, n_frames;
+    void (*free)(void *ctx);
+} sch_family;
+
+/* The families, over S = places x slots sequences, on pool, kernel-set
+ * limit isa (their states are made under it). */
+encdec_status sch_fam_whisper(sch_family *f, const void *whisper_model, ed_pool *pool, int places,
+                              int slots, kv_dtype cross_type, int isa);
+encdec_status sch_fam_t5(sch_family *f, const void *t5_model, ed_pool *pool, int places,
+                         int slots, int n_ctx, kv_dtype cross_type, int isa);
+
+#endif
