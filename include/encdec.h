@@ -330,6 +330,7 @@ typedef struct {
     int n_fallbacks;     /* windows decoded more than once */
     int n_loops;         /* decodes stopped by the loop detector */
     double audio_seconds;  /* length of the audio transcribed */
+    int n_input_tokens;    /* generation: tokens of the inputs (</s> included) */
 } encdec_timings;
 
 /* One output sequence: a transcript, or one generation for one input. */

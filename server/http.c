@@ -1,6 +1,7 @@
 /* http.c - the HTTP side of encdec serve (server.h). */
 #define _GNU_SOURCE   /* POLLRDHUP */
 #include "server.h"
+#include "completions.h"
 #include "form.h"
 #include "openai.h"
 
@@ -36,6 +37,9 @@ typedef struct {
     int status;
     size_t bytes;
     int counted;              /* in s->inflight */
+    char *body;               /* a JSON body (completions), up to 1 MB */
+    size_t body_len;
+    int body_big;
 } conn;
 
 static double now_ms(void) {
@@ -434,6 +438,157 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
     return send_body(k, c, 200, body, ctype, NULL);
 }
 
+/* ---- completions (T5 family) ---- */
+
+typedef struct {
+    srv_completion cp;
+    encdec_request *q[64];
+    encdec_result *r[64];
+    int n_tok[64];
+    int next;                 /* stream: the next prompt whose chunk goes out */
+    int done_sent;
+    char *pending;
+    size_t len, sent;
+    srv *s;
+    struct MHD_Connection *c;
+    double deadline;
+} comp_st;
+
+static void comp_free(comp_st *cs) {
+    for (int i = 0; i < cs->cp.n_prompts; i++) {
+        encdec_request_free(cs->q[i]);   /* cancels the ones still running */
+        encdec_result_free(cs->r[i]);
+    }
+    srv_completion_free(&cs->cp);
+    free(cs->pending);
+    free(cs);
+}
+
+/* The stream: each prompt's choices as it finishes (in order), then [DONE]. */
+static ssize_t comp_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    comp_st *cs = cls;
+    for (;;) {
+        if (cs->sent < cs->len) {
+            size_t n = cs->len - cs->sent < max ? cs->len - cs->sent : max;
+            memcpy(buf, cs->pending + cs->sent, n);
+            cs->sent += n;
+            return (ssize_t)n;
+        }
+        free(cs->pending);
+        cs->pending = NULL;
+        cs->len = cs->sent = 0;
+        if (cs->done_sent) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (cs->next == cs->cp.n_prompts) {
+            cs->pending = strdup("data: [DONE]\n\n");
+            cs->len = cs->pending ? strlen(cs->pending) : 0;
+            cs->done_sent = 1;
+            continue;
+        }
+        encdec_request *q = cs->q[cs->next];
+        if (encdec_request_done(q)) {
+            encdec_result *r = NULL;
+            encdec_status st = encdec_request_wait(q, &r);
+            if (st) {
+                srv_error e = {500, "", "server_error", NULL, NULL};
+                snprintf(e.message, sizeof e.message, "%s", encdec_last_error());
+                cs->pending = srv_sse_error(&e);
+                cs->done_sent = 1;
+            } else {
+                cs->pending = srv_completion_chunk(&cs->cp, r, cs->next, cs->s->name);
+                atomic_fetch_add(&cs->s->tokens, encdec_result_timings(r)->n_tokens);
+                cs->next++;
+            }
+            encdec_result_free(r);
+            cs->len = cs->pending ? strlen(cs->pending) : 0;
+            if (!cs->pending) return MHD_CONTENT_READER_END_WITH_ERROR;
+            continue;
+        }
+        if (client_gone(cs->c) || (cs->deadline > 0 && now_ms() > cs->deadline))
+            return MHD_CONTENT_READER_END_WITH_ERROR;   /* comp_free cancels the rest */
+        usleep(10000);
+    }
+}
+
+static void comp_stream_free(void *cls) {
+    comp_st *cs = cls;
+    atomic_fetch_sub(&cs->s->inflight, 1);
+    comp_free(cs);
+}
+
+static enum MHD_Result completions(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    if (k->body_big)
+        return fail(k, c, 413, "invalid_request_error", NULL, "request_too_large",
+                    "the request body is over 1 MB");
+    comp_st *cs = calloc(1, sizeof *cs);
+    if (!cs) return fail(k, c, 500, "server_error", NULL, NULL, "out of memory");
+    cs->s = s;
+    cs->c = c;
+    cs->deadline = s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0;
+    srv_error e;
+    if (!srv_completion_parse(k->body ? k->body : "", k->body_len, &cs->cp, &e)) {
+        comp_free(cs);
+        return send_error(k, c, &e);
+    }
+    if (!model_known(s, cs->cp.model)) {
+        enum MHD_Result r = fail(k, c, 404, "invalid_request_error", "model", "model_not_found",
+                                 "the model '%.100s' does not exist here; this server has '%s'",
+                                 cs->cp.model, s->name);
+        comp_free(cs);
+        return r;
+    }
+    for (int i = 0; i < cs->cp.n_prompts; i++) {
+        encdec_status st = encdec_engine_generate(s->engine, cs->cp.prompts[i], &cs->cp.p, &cs->q[i]);
+        if (st) {
+            enum MHD_Result r = fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500,
+                                     st == ENCDEC_ERR_ARG ? "invalid_request_error" : "server_error",
+                                     NULL, NULL, "prompt %d: %s", i, encdec_last_error());
+            comp_free(cs);
+            return r;
+        }
+    }
+    if (cs->cp.stream) {
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+                                                                      comp_read, cs, comp_stream_free);
+        if (!resp) {
+            comp_free(cs);
+            return MHD_NO;
+        }
+        k->counted = 0;   /* the stream holds the in-flight count from here */
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        k->answered = 1;
+        k->status = 200;
+        return ok;
+    }
+    for (int i = 0; i < cs->cp.n_prompts; i++) {
+        int timeout;
+        if (!wait_request(cs->q[i], c, cs->deadline, &timeout)) {
+            comp_free(cs);
+            if (timeout)
+                return fail(k, c, 504, "server_error", NULL, "timeout",
+                            "the request took longer than the server's limit of %g s", s->o.timeout_s);
+            k->status = 499;
+            return MHD_NO;
+        }
+        encdec_status st = encdec_request_wait(cs->q[i], &cs->r[i]);
+        if (st) {
+            enum MHD_Result r = fail(k, c, 500, "server_error", NULL, NULL, "prompt %d: %s", i,
+                                     encdec_last_error());
+            comp_free(cs);
+            return r;
+        }
+        cs->n_tok[i] = encdec_result_timings(cs->r[i])->n_input_tokens;
+        atomic_fetch_add(&s->tokens, encdec_result_timings(cs->r[i])->n_tokens);
+    }
+    char *body = srv_completion_body(&cs->cp, cs->r, s->name, cs->n_tok);
+    comp_free(cs);
+    return send_body(k, c, 200, body, "application/json", NULL);
+}
+
 /* ---- routing ---- */
 
 static int route_of(const char *url, int *known_path) {
@@ -465,10 +620,13 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
     if (post != is_post_route(k->route) || (!post && strcmp(method, "GET") && strcmp(method, "HEAD")))
         return fail(k, c, 405, "invalid_request_error", NULL, "method_not_allowed",
                     "%.100s does not take %.16s", url, method);
-    if (k->route == R_COMPLETIONS)
+    if (k->route == R_COMPLETIONS && !s->text)
         return fail(k, c, 404, "invalid_request_error", "model", "model_not_found",
                     "the model '%s' transcribes speech: /v1/completions serves text-to-text "
                     "(T5) models", s->name);
+    if ((k->route == R_TRANSCRIBE || k->route == R_TRANSLATE) && s->text)
+        return fail(k, c, 404, "invalid_request_error", "model", "model_not_found",
+                    "the model '%s' is text to text: use /v1/completions", s->name);
     if (!post) return MHD_YES;
     if (atomic_load(&s->draining))
         return fail(k, c, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
@@ -487,6 +645,7 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
                         "the request body of %llu bytes is over this server's limit of %zu bytes",
                         v, s->o.max_upload);
     }
+    if (k->route == R_COMPLETIONS) return MHD_YES;   /* a JSON body, collected as it comes */
     srv_form_init(&k->form, s->o.max_upload);
     k->form_on = 1;
     k->pp = MHD_create_post_processor(c, 65536, post_iter, k);
@@ -514,9 +673,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return begin(k, c, url, method);
     }
     if (*upload_size) {   /* a piece of the body */
-        if (!k->answered && k->pp && !k->pp_bad &&
-            MHD_post_process(k->pp, upload, *upload_size) != MHD_YES)
+        if (k->route == R_COMPLETIONS && !k->answered) {
+            if (k->body_len + *upload_size > (1u << 20)) {
+                k->body_big = 1;
+            } else if (!k->body_big) {
+                char *b = realloc(k->body, k->body_len + *upload_size + 1);
+                if (b) {
+                    memcpy(b + k->body_len, upload, *upload_size);
+                    k->body = b;
+                    k->body_len += *upload_size;
+                    b[k->body_len] = 0;
+                } else {
+                    k->body_big = 1;
+                }
+            }
+        } else if (!k->answered && k->pp && !k->pp_bad &&
+                   MHD_post_process(k->pp, upload, *upload_size) != MHD_YES) {
             k->pp_bad = 1;
+        }
         *upload_size = 0;
         return MHD_YES;
     }
@@ -528,6 +702,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             return send_body(k, c, 503, strdup("{\"status\": \"draining\"}"), "application/json", NULL);
         return send_body(k, c, 200, strdup("{\"status\": \"ok\"}"), "application/json", NULL);
     case R_METRICS: return metrics(k, c);
+    case R_COMPLETIONS: return completions(k, c);
     default: return audio(k, c);
     }
 }
@@ -552,6 +727,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx,
     }
     if (k->pp) MHD_destroy_post_processor(k->pp);
     if (k->form_on) srv_form_free(&k->form);
+    free(k->body);
     if (k->counted) atomic_fetch_sub(&s->inflight, 1);
     free(k);
     *ctx = NULL;

@@ -13,15 +13,18 @@
 static const char *HELP =
     "usage: encdec serve [options]\n"
     "\n"
-    "An OpenAI-compatible HTTP server for a Whisper model: every request shares the\n"
-    "engine's decode steps (one pass of the model per step for all the requests being\n"
-    "decoded), so a short clip is not queued behind a long recording.\n"
+    "An OpenAI-compatible HTTP server for a Whisper or T5-family model: every request\n"
+    "shares the engine's decode steps (one pass of the model per step for all the\n"
+    "requests being decoded), so a short clip is not queued behind a long recording.\n"
     "\n"
     "  POST /v1/audio/transcriptions   multipart: file, model, language, prompt,\n"
     "                                  response_format (json, text, srt, vtt, verbose_json),\n"
     "                                  temperature, timestamp_granularities[] (segment, word),\n"
     "                                  stream (server-sent events)\n"
     "  POST /v1/audio/translations     the same, to English (multilingual models)\n"
+    "  POST /v1/completions            T5-family models: JSON prompt (a string or a list),\n"
+    "                                  max_tokens, temperature (0: greedy), top_p, n, seed,\n"
+    "                                  best_of (beam search with that many beams), stream\n"
     "  GET  /v1/models, /health, /metrics (Prometheus)\n"
     "\n"
     "  -m, --model PATH        model directory (default: whisper tiny.en in the cache)\n"
@@ -138,13 +141,10 @@ int srv_main(int argc, char **argv) {
     if (!m) return 1;
     encdec_model_info mi;
     encdec_model_get_info(m, &mi);
-    if (strcmp(mi.family, "whisper")) {
-        cli_err("encdec serve: %s is a %s model; the server serves Whisper models (T5 "
-                "completions are not served yet)\n", path, mi.model_type);
-        encdec_model_free(m);
-        return CLI_USAGE_ERR;
-    }
     s.model = m;
+    s.text = strcmp(mi.family, "whisper") != 0;
+    if (s.text && o->n_aliases == 1 && !strcmp(o->aliases[0], "whisper-1"))
+        o->n_aliases = 0;   /* the default alias names a speech model */
     s.multilingual = mi.multilingual;
     model_name(path, s.name, sizeof s.name);
     encdec_engine_params ep = {o->threads, o->max_active, kv};

@@ -7,6 +7,7 @@
  *              waiting with disconnect and deadline, streaming), models,
  *              health, metrics, the access log
  *   form.c     the multipart fields of an audio request, checked
+ *   completions.c  /v1/completions (T5 family): the JSON body, the bodies
  *   openai.c   response and error bodies in OpenAI's shapes
  *
  * Threads: libmicrohttpd runs a thread per connection; an audio request's
@@ -49,6 +50,7 @@ struct srv {
     encdec_engine *engine;
     char name[256];           /* the model's id: its directory's name */
     int multilingual;
+    int text;                 /* a T5-family model: /v1/completions, no audio */
     void *daemon;             /* struct MHD_Daemon */
     int port;                 /* bound */
     atomic_int inflight;      /* audio requests accepted, not yet answered */

@@ -127,6 +127,7 @@ static encdec_status generate_body(encdec_request *q) {
         r->timings.encoder_ms = t1 - t0;
         r->timings.decode_ms = ed_now_ms() - t1;
         r->timings.n_steps = rn->n_steps;
+        r->timings.n_input_tokens = pk.n_tokens;
     }
     sch_client_free(c);
     api_packed_free(&pk);

@@ -196,6 +196,7 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     r->timings.encoder_ms = t1 - t0;
     r->timings.decode_ms = ed_now_ms() - t1;
     r->timings.n_steps = rn.n_steps;
+    r->timings.n_input_tokens = pk->n_tokens;
     rn_free(&rn);
     return st;
 }

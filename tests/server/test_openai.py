@@ -431,15 +431,71 @@ def start_errors(binary, tiny):
     check(rc == 2 and "--max-upload-mb" in err, "start: an upload limit of 0")
     rc, err = run("-m", tiny, "--bogus")
     check(rc == 2 and "unknown option --bogus" in err, "start: an unknown option")
-    t5 = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_0")
-    rc, err = run("-m", t5)
-    check(rc == 2 and "serves Whisper models" in err, "start: a T5 model is refused")
     s = Server(binary, tiny, "-q")
     try:
         rc, err = run("-m", tiny, "--port", str(s.port))
         check(rc == 1 and "Address already in use" in err, "start: a port in use")
     finally:
         s.stop()
+
+
+def completions(binary):
+    """A T5 model (the seeded random T5 v1.1 of tests/data): /v1/completions
+    through the client; greedy as `encdec generate` decodes it (the session
+    test_t5_golden pins against transformers), sampling reproducible by seed,
+    best_of as beam search, streaming, the errors."""
+    t5 = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_1")
+    name = "tiny-random-t5-v1_1"
+    prompts = ["translate English to German: The house is wonderful.", "summarize: a dog is good"]
+    want = []
+    for p in prompts:
+        r = subprocess.run([binary, "generate", "-m", t5, "--max-new-tokens", "8", p],
+                           capture_output=True, text=True, timeout=60)
+        want.append(r.stdout.strip())
+    s = Server(binary, t5)
+    try:
+        c = s.client()
+        r = c.completions.create(model=name, prompt=prompts[0], max_tokens=8, temperature=0)
+        check(r.choices[0].text == want[0] and r.object == "text_completion"
+              and r.usage.completion_tokens == 8 and r.usage.prompt_tokens > 5,
+              "completions: greedy = encdec generate (%r)" % r.choices[0].text)
+        r = c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0)
+        check([ch.text for ch in r.choices] == want and [ch.index for ch in r.choices] == [0, 1],
+              "completions: a list of prompts, in order")
+        a = c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0.8, n=3, seed=5)
+        b = c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0.8, n=3, seed=5)
+        check(len(a.choices) == 6 and [x.text for x in a.choices] == [x.text for x in b.choices],
+              "completions: n samples per prompt, the same for the same seed")
+        r = c.completions.create(model=name, prompt=prompts[1], max_tokens=8, best_of=4, n=2,
+                                 temperature=0)
+        check(len(r.choices) == 2 and r.choices[0].text != r.choices[1].text,
+              "completions: best_of as beam search, the n best")
+        chunks = list(c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0,
+                                           stream=True))
+        check([ch.choices[0].text for ch in chunks] == want, "completions: stream, a chunk per choice")
+
+        def expect(fn, status, param, what):
+            try:
+                fn()
+                check(False, what + ": no error")
+            except openai.APIStatusError as e:
+                st, err = error_of(e)
+                check(st == status and err.get("param") == param, "%s: %d %s" % (what, st, err["message"][:60]))
+
+        expect(lambda: c.completions.create(model="gpt-3.5-turbo-instruct", prompt="x"), 404, "model",
+               "completions: unknown model")
+        expect(lambda: c.completions.create(model=name, prompt="x", max_tokens=0), 400, "max_tokens",
+               "completions: max_tokens 0")
+        expect(lambda: c.completions.create(model=name, prompt="x", n=40), 400, "n", "completions: n 40")
+        expect(lambda: c.completions.create(model=name, prompt="x", temperature=3), 400, "temperature",
+               "completions: temperature 3")
+        expect(lambda: c.completions.create(model=name, prompt=""), 400, "prompt", "completions: empty prompt")
+        st, _, out = raw_post(s.url + "/v1/completions", b"{not json", "application/json")
+        check(st == 400 and "JSON" in json.loads(out)["error"]["message"], "completions: malformed JSON")
+        expect(lambda: c.audio.transcriptions.create(model=name, file=open(JFK, "rb")), 404, "model",
+               "a T5 model: no audio endpoints")
+    finally:
+        check(s.stop() == 0, "completions: exit status 0")
 
 
 def main():
@@ -459,6 +515,7 @@ def main():
     finally:
         check(s.stop() == 0, "exit status 0")
     start_errors(binary, tiny)
+    completions(binary)
     limits(binary, tiny, sanitized)
     base = model_dir("ENCDEC_BASE", "whisper-base")
     if base:
