@@ -1,5 +1,7 @@
-/* sched.h - the engine's scheduler: many Whisper requests share one
- * decoder state, and every decode step of all of them is one pass.
+/* sched.h - the engine's scheduler: many requests (Whisper transcriptions,
+ * or T5-family generations) share one decoder state, and every decode step
+ * of all of them is one pass. The family is reached only through
+ * sched/family.h.
  *
  *   sch_engine *e;  sch_new(&e, model, &params);          one thread, one pool, one state
  *   per request, on its own thread:

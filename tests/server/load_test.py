@@ -1,14 +1,18 @@
 """A load test of encdec serve on loopback (the standard library only).
 
-    load_test.py ENCDEC_BINARY [--requests N] [--clients C] [--long K] [--rss-mb MB]
+    load_test.py ENCDEC_BINARY [--requests N] [--clients C] [--long K] [--t5 T] [--rss-mb MB]
 
 Starts the server over whisper tiny.en, runs every kind of request once alone
 (the references), then N requests from C concurrent clients (default 1000 and
 64): short clips of ../shared/audio with several parameter sets (greedy,
 words, beam 5, sampling, no timestamps, text and srt formats) and K
-2-minute recordings. Checks: no request fails, every answer is the same
-bytes as the same request's alone (verbose_json: tokens, times, words), the
-server's peak RSS stays under MB (default 1024), and it exits 0 on SIGTERM.
+2-minute recordings; and T of them (default 100) T5 completions (greedy,
+sampling with n, best_of, a list of prompts) to a second server over the
+seeded random T5 of tests/data, at the same time. Checks: no request fails,
+every answer is the same as the same request's alone (transcripts: the same
+bytes, verbose_json's tokens, times, words; completions: all but id and
+time), the servers' peak RSS together stays under MB (default 1024), and
+both exit 0 on SIGTERM.
 Prints p50 / p90 / p99 latency per kind and the throughput.
 """
 import io
@@ -71,7 +75,10 @@ def body_of(fields, data, name):
 
 
 def post(url, fields, data, name):
-    body, ct = body_of(fields, data, name)
+    if fields is None:   # a completion: data is the JSON body
+        body, ct = data, "application/json"
+    else:
+        body, ct = body_of(fields, data, name)
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ct})
     t0 = time.time()
     try:
@@ -81,6 +88,14 @@ def post(url, fields, data, name):
         return e.code, e.read(), time.time() - t0
     except Exception as e:   # connection refused, reset
         return -1, repr(e).encode(), time.time() - t0
+
+
+def strip_ids(body):
+    """A completion without what differs by design between two answers (id, created)."""
+    j = json.loads(body)
+    j.pop("id", None)
+    j.pop("created", None)
+    return j
 
 
 def peak_rss_mb(pid):
@@ -102,7 +117,7 @@ def main():
         print(__doc__)
         return 2
     binary = args[0]
-    opt = {"--requests": 1000, "--clients": 64, "--long": 8, "--rss-mb": 1024}
+    opt = {"--requests": 1000, "--clients": 64, "--long": 8, "--t5": 100, "--rss-mb": 1024}
     for i, a in enumerate(args):
         if a in opt:
             opt[a] = int(args[i + 1])
@@ -133,6 +148,15 @@ def main():
     ]
     long_kind = ("2-minute", V, two_min, "two_minutes.wav")
     kinds.append(long_kind)
+    t5_dir = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_1")
+    t5_kinds = []   # (label, None, json body, "t5")
+    for i, (prompt, extra) in enumerate([
+            ("translate English to German: The house is wonderful.", {"temperature": 0}),
+            ("summarize: studies have shown that owning a dog is good for you", {"temperature": 0.7, "n": 3, "seed": 4}),
+            ("question: what is the capital of France?", {"best_of": 4, "n": 2}),
+            (["a list of prompts", "the second one"], {"temperature": 0})]):
+        body = dict({"model": "tiny-random-t5-v1_1", "prompt": prompt, "max_tokens": 24}, **extra)
+        t5_kinds.append(("t5", None, json.dumps(body).encode(), "t5"))
 
     p = subprocess.Popen([binary, "serve", "-m", tiny, "--port", "0", "-t", "2", "-q",
                           "--max-active", "16", "--max-queue", "256"],
@@ -142,18 +166,33 @@ def main():
         print("the server did not start:", p.stderr.read())
         return 1
     url = "http://127.0.0.1:%s/v1/audio/transcriptions" % m.group(1)
+    p5 = subprocess.Popen([binary, "serve", "-m", t5_dir, "--port", "0", "-t", "2", "-q",
+                           "--max-active", "16", "--max-queue", "256"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m5 = re.search(r"http://[^ :]+:(\d+)", p5.stdout.readline())
+    if not m5:
+        print("the T5 server did not start:", p5.stderr.read())
+        p.terminate()
+        return 1
+    url5 = "http://127.0.0.1:%s/v1/completions" % m5.group(1)
+
+    def target(k):
+        return url5 if k[1] is None else url
+
     failures = []
     try:
         ref, alone = {}, {}
-        for k in kinds:
-            st, out, dt = post(url, k[1], k[2], k[3])
+        for k in kinds + t5_kinds:
+            st, out, dt = post(target(k), k[1], k[2], k[3])
             if st != 200:
                 failures.append("reference %s %s: %d %s" % (k[0], k[3], st, out[:200]))
             ref[id(k)] = out
             alone.setdefault(k[0], []).append(dt)
         rng = random.Random(1)
         n, n_long = opt["--requests"], min(opt["--long"], opt["--requests"])
-        plan = [long_kind] * n_long + [rng.choice(kinds[:-1]) for _ in range(n - n_long)]
+        n_t5 = min(opt["--t5"], n - n_long)
+        plan = [long_kind] * n_long + [rng.choice(t5_kinds) for _ in range(n_t5)] + \
+            [rng.choice(kinds[:-1]) for _ in range(n - n_long - n_t5)]
         rng.shuffle(plan)
         lat, lock, nxt = {}, threading.Lock(), [0]
 
@@ -165,12 +204,14 @@ def main():
                 if i >= len(plan):
                     return
                 k = plan[i]
-                st, out, dt = post(url, k[1], k[2], k[3])
+                st, out, dt = post(target(k), k[1], k[2], k[3])
                 with lock:
                     lat.setdefault(k[0], []).append(dt)
                     if st != 200:
                         failures.append("request %d (%s %s): %d %s" % (i, k[0], k[3], st, out[:200]))
-                    elif out != ref[id(k)]:
+                    elif k[1] is None and strip_ids(out) != strip_ids(ref[id(k)]):
+                        failures.append("request %d (%s): differs from the same request alone" % (i, k[0]))
+                    elif k[1] is not None and out != ref[id(k)]:
                         failures.append("request %d (%s %s): differs from the same request alone"
                                         % (i, k[0], k[3]))
 
@@ -181,9 +222,9 @@ def main():
         for t in ths:
             t.join()
         wall = time.time() - t0
-        rss = peak_rss_mb(p.pid)
-        print("%d requests (%d 2-minute) from %d clients in %.1f s: %.2f requests/s; peak RSS %.0f MB"
-              % (n, n_long, opt["--clients"], wall, n / wall, rss))
+        rss = peak_rss_mb(p.pid) + peak_rss_mb(p5.pid)
+        print("%d requests (%d 2-minute, %d T5) from %d clients in %.1f s: %.2f requests/s; "
+              "peak RSS %.0f MB (both servers)" % (n, n_long, n_t5, opt["--clients"], wall, n / wall, rss))
         print("%-14s %6s %8s %8s %8s %8s" % ("kind", "count", "alone", "p50", "p90", "p99"))
         for kname in sorted(lat):
             xs = lat[kname]
@@ -195,11 +236,12 @@ def main():
         if rss > opt["--rss-mb"]:
             failures.append("peak RSS %.0f MB over the bound of %d MB" % (rss, opt["--rss-mb"]))
     finally:
-        if p.poll() is None:
-            p.terminate()
-        rc = p.wait(120)
-        if rc != 0:
-            failures.append("exit status %d on SIGTERM: %s" % (rc, p.stderr.read()[-2000:]))
+        for proc in (p, p5):
+            if proc.poll() is None:
+                proc.terminate()
+            rc = proc.wait(120)
+            if rc != 0:
+                failures.append("exit status %d on SIGTERM: %s" % (rc, proc.stderr.read()[-2000:]))
     for f in failures[:20]:
         print("FAIL", f)
     print("%d failures" % len(failures))
