@@ -48,6 +48,34 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* ---- tokens per second: answered tokens in per-second buckets ---- */
+
+#define RATE_SECONDS 10
+
+static void add_tokens(srv *s, long long n) {
+    atomic_fetch_add(&s->tokens, n);
+    long now = (long)time(NULL);
+    pthread_mutex_lock(&s->rate_mu);
+    int b = (int)(now % SRV_RATE_BUCKETS);
+    if (s->rate_sec[b] != now) {
+        s->rate_sec[b] = now;
+        s->rate_tok[b] = 0;
+    }
+    s->rate_tok[b] += n;
+    pthread_mutex_unlock(&s->rate_mu);
+}
+
+/* Tokens answered per second over the last RATE_SECONDS whole seconds. */
+static double token_rate(srv *s) {
+    long now = (long)time(NULL);
+    long long sum = 0;
+    pthread_mutex_lock(&s->rate_mu);
+    for (int b = 0; b < SRV_RATE_BUCKETS; b++)
+        if (s->rate_sec[b] < now && s->rate_sec[b] >= now - RATE_SECONDS) sum += s->rate_tok[b];
+    pthread_mutex_unlock(&s->rate_mu);
+    return (double)sum / RATE_SECONDS;
+}
+
 /* ---- responses ---- */
 
 static enum MHD_Result send_body(conn *k, struct MHD_Connection *c, int status, char *body,
@@ -157,6 +185,9 @@ static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
     OUT("# HELP encdec_generated_tokens_total Tokens in the transcripts answered (rate(): tokens/s).\n"
         "# TYPE encdec_generated_tokens_total counter\nencdec_generated_tokens_total %lld\n",
         atomic_load(&s->tokens));
+    OUT("# HELP encdec_tokens_per_second Tokens answered per second over the last %d seconds.\n"
+        "# TYPE encdec_tokens_per_second gauge\nencdec_tokens_per_second %.2f\n", RATE_SECONDS,
+        token_rate(s));
     OUT("# HELP encdec_audio_seconds_total Seconds of audio transcribed.\n"
         "# TYPE encdec_audio_seconds_total counter\nencdec_audio_seconds_total %.3f\n",
         atomic_load(&s->audio_ms) / 1000.0);
@@ -242,7 +273,7 @@ static void stream_finish(stream_st *ss) {
     char *ev;
     if (!st) {
         ev = srv_sse_done(encdec_result_text(r));
-        atomic_fetch_add(&ss->s->tokens, encdec_result_n_tokens(r));
+        add_tokens(ss->s, encdec_result_n_tokens(r));
         atomic_fetch_add(&ss->s->audio_ms, (long long)(encdec_result_timings(r)->audio_seconds * 1000));
     } else {
         srv_error e = {500, "", "server_error", NULL, NULL};
@@ -430,7 +461,7 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
                     st == ENCDEC_ERR_AUDIO || st == ENCDEC_ERR_ARG ? "invalid_request_error"
                                                                     : "server_error",
                     NULL, NULL, "%s", encdec_last_error());
-    atomic_fetch_add(&s->tokens, encdec_result_n_tokens(res));
+    add_tokens(s, encdec_result_n_tokens(res));
     atomic_fetch_add(&s->audio_ms, (long long)(encdec_result_timings(res)->audio_seconds * 1000));
     const char *ctype;
     char *body = srv_body(res, &q, translate ? "translate" : "transcribe", &ctype);
@@ -496,7 +527,7 @@ static ssize_t comp_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 cs->done_sent = 1;
             } else {
                 cs->pending = srv_completion_chunk(&cs->cp, r, cs->next, cs->s->name);
-                atomic_fetch_add(&cs->s->tokens, encdec_result_timings(r)->n_tokens);
+                add_tokens(cs->s, encdec_result_timings(r)->n_tokens);
                 cs->next++;
             }
             encdec_result_free(r);
@@ -582,7 +613,7 @@ static enum MHD_Result completions(conn *k, struct MHD_Connection *c) {
             return r;
         }
         cs->n_tok[i] = encdec_result_timings(cs->r[i])->n_input_tokens;
-        atomic_fetch_add(&s->tokens, encdec_result_timings(cs->r[i])->n_tokens);
+        add_tokens(s, encdec_result_timings(cs->r[i])->n_tokens);
     }
     char *body = srv_completion_body(&cs->cp, cs->r, s->name, cs->n_tok);
     comp_free(cs);

@@ -119,6 +119,7 @@ static void model_name(const char *path, char *out, size_t cap) {
 int srv_main(int argc, char **argv) {
     static srv s;   /* the signal-driven shutdown reads it; one server per process */
     memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.rate_mu, NULL);
     srv_opts *o = &s.o;
     *o = (srv_opts){"127.0.0.1", 8080, cli_default_threads(), 8, 64, 25u << 20, 900, 10800, 256,
                     {"whisper-1"}, 1, 0};

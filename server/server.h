@@ -20,10 +20,12 @@
 
 #include "encdec.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
 #define SRV_MAX_ALIASES 8
+#define SRV_RATE_BUCKETS 16
 
 typedef struct {
     const char *host;         /* listen address (default 127.0.0.1) */
@@ -57,6 +59,9 @@ struct srv {
     atomic_int draining;      /* SIGTERM: new requests get 503 */
     atomic_llong by_status[600];
     atomic_llong tokens, audio_ms, requests_done;
+    pthread_mutex_t rate_mu;  /* tokens answered per second (the last seconds' buckets) */
+    long rate_sec[SRV_RATE_BUCKETS];
+    long long rate_tok[SRV_RATE_BUCKETS];
 };
 
 /* http.c */

@@ -20,6 +20,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     g_srv.o = (srv_opts){"127.0.0.1", 0, 1, 1, 64, 1 << 20, 0, 0, 64, {"whisper-1"}, 1, 1, 1};
     snprintf(g_srv.name, sizeof g_srv.name, "fuzz-model");
+    pthread_mutex_init(&g_srv.rate_mu, NULL);
     if (srv_start(&g_srv)) {
         fprintf(stderr, "fuzz_form: the server did not start\n");
         exit(1);

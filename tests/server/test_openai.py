@@ -251,6 +251,14 @@ def errors(s):
            "file", "a 26 MB upload", "file_too_large")
     with urllib.request.urlopen(s.url + "/health") as r:
         check(r.status == 200 and json.loads(r.read())["status"] == "ok", "health")
+    with open(JFK, "rb") as f:
+        c.audio.transcriptions.create(model="whisper-1", file=f)
+    time.sleep(1.05)   # the rate counts the last whole seconds
+    m = s.metrics()
+    check(m.get('encdec_requests_total{status="200"}', 0) >= 10 and m.get("encdec_tokens_per_second", 0) > 0
+          and m.get("encdec_decode_steps_total", 0) > 0 and m.get("encdec_resident_memory_bytes", 0) > 1e7
+          and m.get('encdec_step_batch_size_bucket{le="+Inf"}') == m.get("encdec_step_batch_size_count"),
+          "metrics: requests, tokens/s, steps, batch histogram, RSS")
 
 
 def limits(binary, tiny, sanitized):
