@@ -104,6 +104,29 @@ static enum MHD_Result send_body(conn *k, struct MHD_Connection *c, int status, 
     return ok;
 }
 
+/* A server-sent-events response read from reader(cls, ...); done(cls)
+ * runs when it is over, and from here holds the request's in-flight count
+ * (it runs at once, and the answer is MHD_NO, when the response cannot be
+ * made). */
+static enum MHD_Result send_stream(conn *k, struct MHD_Connection *c,
+                                   MHD_ContentReaderCallback reader, void *cls,
+                                   MHD_ContentReaderFreeCallback done) {
+    k->counted = 0;
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader,
+                                                                  cls, done);
+    if (!resp) {
+        done(cls);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    k->answered = 1;
+    k->status = 200;
+    return ok;
+}
+
 static enum MHD_Result send_error(conn *k, struct MHD_Connection *c, const srv_error *e) {
     return send_body(k, c, e->status, srv_error_body(e), "application/json",
                      e->status == 503 ? "1" : NULL);
@@ -428,20 +451,7 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
     }
     if (ss) {
         ss->q = r;
-        k->counted = 0;   /* the stream holds the in-flight count from here */
-        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-                                                                      stream_read, ss, stream_free);
-        if (!resp) {
-            stream_free(ss);
-            return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
-        MHD_add_response_header(resp, "Cache-Control", "no-cache");
-        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        k->answered = 1;
-        k->status = 200;
-        return ok;
+        return send_stream(k, c, stream_read, ss, stream_free);
     }
     int timeout;
     double deadline = s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0;
@@ -579,22 +589,7 @@ static enum MHD_Result completions(conn *k, struct MHD_Connection *c) {
             return r;
         }
     }
-    if (cs->cp.stream) {
-        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-                                                                      comp_read, cs, comp_stream_free);
-        if (!resp) {
-            comp_free(cs);
-            return MHD_NO;
-        }
-        k->counted = 0;   /* the stream holds the in-flight count from here */
-        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
-        MHD_add_response_header(resp, "Cache-Control", "no-cache");
-        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        k->answered = 1;
-        k->status = 200;
-        return ok;
-    }
+    if (cs->cp.stream) return send_stream(k, c, comp_read, cs, comp_stream_free);
     for (int i = 0; i < cs->cp.n_prompts; i++) {
         int timeout;
         if (!wait_request(cs->q[i], c, cs->deadline, &timeout)) {

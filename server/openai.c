@@ -136,9 +136,8 @@ char *srv_error_body(const srv_error *e) {
     return print(j);
 }
 
-/* "data: " + json + "\n\n" */
-static char *event(cJSON *j) {
-    char *s = print(j);
+/* "data: " + s + "\n\n" (s freed) */
+static char *data_line(char *s) {
     if (!s) return NULL;
     size_t n = strlen(s);
     char *e = malloc(n + 9);
@@ -146,6 +145,8 @@ static char *event(cJSON *j) {
     free(s);
     return e;
 }
+
+static char *event(cJSON *j) { return data_line(print(j)); }
 
 char *srv_sse_delta(const char *text) {
     cJSON *j = cJSON_CreateObject();
@@ -163,12 +164,4 @@ char *srv_sse_done(const char *text) {
     return event(j);
 }
 
-char *srv_sse_error(const srv_error *e) {
-    char *body = srv_error_body(e);
-    if (!body) return NULL;
-    size_t n = strlen(body);
-    char *s = malloc(n + 9);
-    if (s) snprintf(s, n + 9, "data: %s\n\n", body);
-    free(body);
-    return s;
-}
+char *srv_sse_error(const srv_error *e) { return data_line(srv_error_body(e)); }
