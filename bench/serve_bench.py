@@ -10,7 +10,6 @@ Starts the server on loopback and measures, checking every answer first:
 Prints a table with the CPU's vector extensions.
 """
 import argparse
-import io
 import os
 import re
 import statistics
@@ -20,10 +19,11 @@ import threading
 import time
 import urllib.request
 import uuid
-import wave
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+from load_test import wav_concat as wav_of   # noqa: E402  (the load test's recordings)
 AUDIO = os.path.join(os.environ.get("ENCDEC_SHARED_DIR", os.path.join(ROOT, "..", "shared")), "audio")
 
 
@@ -35,24 +35,6 @@ def cpu_flags():
     model = re.search(r"model name\s*:\s*(.*)", text)
     flags = sorted(set(re.findall(r"\b(avx512[a-z_0-9]*|amx[a-z_0-9]*|avx2|avx_vnni|fma|f16c)\b", text)))
     return "%s; %s" % (model.group(1).strip() if model else "?", " ".join(flags))
-
-
-def wav_of(paths, seconds):
-    frames, params = [], None
-    for p in paths:
-        with wave.open(p, "rb") as w:
-            if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (16000, 1, 2):
-                continue
-            params = w.getparams()
-            frames.append(w.readframes(w.getnframes()))
-    out, total = io.BytesIO(), 0
-    with wave.open(out, "wb") as w:
-        w.setparams(params)
-        while total < seconds * 16000:
-            for f in frames:
-                w.writeframes(f)
-                total += len(f) // 2
-    return out.getvalue()
 
 
 def post(url, data, name="a.wav"):
