@@ -30,6 +30,7 @@ struct sch_client {
     float *logits, *scores;   /* scores: the alignment heads' (feed_scores), or NULL */
     dec_task *task;           /* OP_TASK */
     encdec_status result;
+    encdec_status pass_st;    /* the last feed pass's (v_decode has no status to return) */
     char err[512];
     sch_client *next;         /* the queue of encodes and passes */
 };
@@ -261,9 +262,10 @@ static encdec_status x_feed_scores(void *ctx, const int *tokens, int n, float *l
                                    float *scores) {
     sch_client *c = ctx;
     c->scores = scores;
+    c->pass_st = ENCDEC_OK;
     encdec_status st = rn_feed_logits(&c->view, 0, tokens, n, 0, logits);
     c->scores = NULL;
-    return st;
+    return st ? st : c->pass_st;   /* its message was recorded on this thread by post */
 }
 
 /* The view's decoder pass (its feeds): run by the scheduler. */
@@ -279,7 +281,11 @@ static void v_decode(void *ctx, int R, const int *tok, const int *pos, const int
     c->n_out = n_out;
     c->out_rows = out_rows;
     c->logits = logits;
-    post(c, OP_PASS);   /* cannot fail but for the alignment buffer: then it says so */
+    /* a cancelled request (or no room for alignment scores) gets no pass: its
+     * logits are zeros, not stale memory, and its next operation (the task
+     * or encode that follows every feed) reports the error */
+    c->pass_st = post(c, OP_PASS);
+    if (c->pass_st) memset(logits, 0, sizeof(float) * (size_t)n_out * (size_t)c->e->fam.n_vocab);
 }
 
 /* The encode operation fills the place's cross cache: nothing left here. */
