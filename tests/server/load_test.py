@@ -90,6 +90,19 @@ def post(url, fields, data, name):
         return -1, repr(e).encode(), time.time() - t0
 
 
+def start_server(binary, model):
+    """(process, port) of `encdec serve` over model on a free port, or (None, 0)."""
+    p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-t", "2", "-q",
+                          "--max-active", "16", "--max-queue", "256"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"http://[^ :]+:(\d+)", p.stdout.readline())
+    if not m:
+        print("the server over %s did not start:" % model, p.stderr.read())
+        p.kill()
+        return None, 0
+    return p, int(m.group(1))
+
+
 def strip_ids(body):
     """A completion without what differs by design between two answers (id, created)."""
     j = json.loads(body)
@@ -158,23 +171,15 @@ def main():
         body = dict({"model": "tiny-random-t5-v1_1", "prompt": prompt, "max_tokens": 24}, **extra)
         t5_kinds.append(("t5", None, json.dumps(body).encode(), "t5"))
 
-    p = subprocess.Popen([binary, "serve", "-m", tiny, "--port", "0", "-t", "2", "-q",
-                          "--max-active", "16", "--max-queue", "256"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    m = re.search(r"http://[^ :]+:(\d+)", p.stdout.readline())
-    if not m:
-        print("the server did not start:", p.stderr.read())
+    p, port = start_server(binary, tiny)
+    if not p:
         return 1
-    url = "http://127.0.0.1:%s/v1/audio/transcriptions" % m.group(1)
-    p5 = subprocess.Popen([binary, "serve", "-m", t5_dir, "--port", "0", "-t", "2", "-q",
-                           "--max-active", "16", "--max-queue", "256"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    m5 = re.search(r"http://[^ :]+:(\d+)", p5.stdout.readline())
-    if not m5:
-        print("the T5 server did not start:", p5.stderr.read())
+    url = "http://127.0.0.1:%d/v1/audio/transcriptions" % port
+    p5, port5 = start_server(binary, t5_dir)
+    if not p5:
         p.terminate()
         return 1
-    url5 = "http://127.0.0.1:%s/v1/completions" % m5.group(1)
+    url5 = "http://127.0.0.1:%d/v1/completions" % port5
 
     def target(k):
         return url5 if k[1] is None else url
