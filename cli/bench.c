@@ -129,6 +129,7 @@ int cli_bench(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "-l") || !strcmp(a, "--language")) {
             if (!v) { cli_err("encdec: %s needs a language\n", a); return CLI_USAGE_ERR; }
+            if (!cli_check_language_name(v)) return CLI_USAGE_ERR;
             tp.language = v; i++;
         } else if (!strcmp(a, "--modes")) {
             if (!v) { cli_err("encdec: --modes needs a list\n"); return CLI_USAGE_ERR; }

@@ -26,6 +26,7 @@ int cli_parse_kv(const char *s, encdec_kv_mode *out);
 const char *cli_kv_name(encdec_kv_mode m);
 int cli_default_threads(void);
 /* Loads the model, printing an error on failure. */
+int cli_check_language_name(const char *lang);
 encdec_model *cli_load_model(const char *path, const encdec_model_params *mp, double *load_ms);
 /* --compute f32|bf16|int8 and --cross-kv f32|f16|bf16 (message on error). */
 int cli_parse_compute(const char *s, encdec_compute *out);

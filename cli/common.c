@@ -150,8 +150,14 @@ encdec_model *cli_load_model(const char *path, const encdec_model_params *mp, do
     encdec_status st = encdec_model_load_ex(path, mp, &m);
     if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st) {
-        cli_err("encdec: cannot load model %s: %s: %s\n", path, encdec_status_str(st),
-                encdec_last_error());
+        /* the detail names the path and often the status already: say each once */
+        const char *d = encdec_last_error(), *what = encdec_status_str(st);
+        size_t n = strlen(path);
+        if (!strncmp(d, path, n) && d[n] == ':' && d[n + 1] == ' ') d += n + 2;
+        if (strstr(d, what))
+            cli_err("encdec: cannot load model %s: %s\n", path, d);
+        else
+            cli_err("encdec: cannot load model %s: %s: %s\n", path, what, d);
         return NULL;
     }
     return m;
@@ -210,4 +216,16 @@ int cli_parse_list(const char *opt, const char *s, double *out, int cap) {
         p = *end ? end + 1 : end;
     }
     return n;
+}
+
+/* A language argument that names none of Whisper's languages is a usage
+ * error before any model loads; the codes are listed. */
+int cli_check_language_name(const char *lang) {
+    if (!lang || encdec_language_name(lang)) return 1;
+    cli_err("encdec: unknown language \"%.40s\": give a code or an English name "
+            "(de, German; case ignored), one of:", lang);
+    for (int i = 0; encdec_language_code(i); i++)
+        fprintf(stderr, "%s %s", i ? "," : "", encdec_language_code(i));
+    fputc('\n', stderr);
+    return 0;
 }

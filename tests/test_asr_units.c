@@ -169,6 +169,13 @@ static void test_languages(void) {
     CHECK_EQ_INT(asr_lang_find("xx"), -1);
     CHECK_EQ_INT(asr_lang_find(""), -1);
     CHECK_EQ_INT(asr_lang_find(NULL), -1);
+    /* the public face of the same table */
+    CHECK_STR(encdec_language_code(0), "en");
+    CHECK_STR(encdec_language_code(99), "yue");
+    CHECK(encdec_language_code(100) == NULL && encdec_language_code(-1) == NULL);
+    CHECK_STR(encdec_language_name("DE"), "german");
+    CHECK_STR(encdec_language_name("German"), "german");
+    CHECK(encdec_language_name("klingon") == NULL && encdec_language_name(NULL) == NULL);
 }
 
 int main(void) {

@@ -115,6 +115,10 @@ static void test_files(void) {
     snprintf(args, sizeof args, "transcribe -m %s %s", tmp_dir, good);   /* a directory, no model */
     CHECK_EQ_INT(run(args), 1);
     CHECK(said("no model found"));
+    {   /* ... said once, with the path once */
+        const char *a = strstr(g_out, "no model found");
+        CHECK(a && !strstr(a + 1, "no model found") && !strstr(g_out, ": no model found:"));
+    }
 
     snprintf(args, sizeof args, "transcribe -m %s %s", MODEL, missing);
     CHECK_EQ_INT(run(args), 1);
@@ -139,6 +143,21 @@ static void test_files(void) {
     snprintf(args, sizeof args, "transcribe -m %s -l de %s", MODEL, good);
     CHECK_EQ_INT(run(args), 2);
     CHECK(said("this model is English-only; -l de is not available"));
+    /* a language no Whisper model knows is a usage error before the model loads
+       (no model error though the model is missing); codes and names in any case */
+    snprintf(args, sizeof args, "transcribe -m /nonexistent/model-dir -l klingon %s", good);
+    CHECK_EQ_INT(run(args), 2);
+    CHECK(said("unknown language \"klingon\"") && said(" en, zh, de,") && said(", yue") &&
+          !strstr(g_out, "cannot load model"));
+    snprintf(args, sizeof args, "bench -m /nonexistent/model-dir -l xx %s", good);
+    CHECK_EQ_INT(run(args), 2);
+    CHECK(said("unknown language \"xx\"") && !strstr(g_out, "cannot load model"));
+    const char *spellings[] = {"DE", "german", "GERMAN", "De"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(args, sizeof args, "transcribe -m /nonexistent/model-dir -l %s %s", spellings[k], good);
+        CHECK_EQ_INT(run(args), 1);
+        CHECK(said("cannot load model") && !strstr(g_out, "unknown language"));
+    }
     snprintf(args, sizeof args, "transcribe -m %s --translate %s", MODEL, good);
     CHECK_EQ_INT(run(args), 2);
     CHECK(said("it cannot translate"));
