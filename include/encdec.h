@@ -17,6 +17,16 @@
  * Errors: every function that can fail returns an encdec_status; the detail
  * ("model.bin: tensor encoder/conv1/weight has shape [...], expected [...]")
  * is kept per calling thread and read with encdec_last_error().
+ * Parameters: every parameter struct is made by its *_default_params()
+ * (or *_default_options()) function and then changed field by field
+ * (encdec_model_params, encdec_session_params, encdec_audio_params,
+ * encdec_engine_params and encdec_format_options also take all zeros as
+ * their defaults). New fields are only ever appended, with a default that
+ * keeps the earlier behaviour, so a program that starts from the defaults
+ * compiles and runs unchanged against a newer header. The structs' sizes
+ * are part of the binary interface: a release that grows one changes the
+ * library's SONAME (libencdec.so.0 -> .1), so an old binary never meets a
+ * larger struct. ENCDEC_VERSION_MAJOR/MINOR/PATCH name the header's release.
  */
 #ifndef ENCDEC_H
 #define ENCDEC_H
@@ -29,6 +39,17 @@ extern "C" {
 #endif
 
 #define ENCDEC_VERSION "0.1.0"
+#define ENCDEC_VERSION_MAJOR 0
+#define ENCDEC_VERSION_MINOR 1
+#define ENCDEC_VERSION_PATCH 0
+
+/* The library's exported functions (the shared library exports these and
+ * nothing else). */
+#if defined(_WIN32)
+#define ENCDEC_API
+#else
+#define ENCDEC_API __attribute__((visibility("default")))
+#endif
 
 typedef enum {
     ENCDEC_OK = 0,
@@ -47,17 +68,17 @@ typedef enum {
 } encdec_status;
 
 /* A static name for a status ("invalid argument", ...). Never NULL. */
-const char *encdec_status_str(encdec_status st);
+ENCDEC_API const char *encdec_status_str(encdec_status st);
 
 /* The detail message of the last failed call on this thread, or "" if the
  * last call succeeded. Valid until the next encdec call on this thread. */
-const char *encdec_last_error(void);
+ENCDEC_API const char *encdec_last_error(void);
 
 /* A static description of the build: version, the kernel set this CPU
  * gets by default (ENCDEC_ISA_AUTO) and the BLAS used, e.g. "encdec 0.1.0,
  * kernels avx2 (this CPU: avx2), BLIS 0.9.0 (sequential, reentrant;
  * kernels: zen3)". */
-const char *encdec_build_info(void);
+ENCDEC_API const char *encdec_build_info(void);
 
 /* ---- model: read-only, shareable ---------------------------------------- */
 
@@ -70,8 +91,8 @@ typedef struct encdec_model encdec_model;
  * "umt5"; a CTranslate2 directory is Whisper). Weights are memory-mapped
  * where they can be used as stored, converted once otherwise.
  * On success *out is owned by the caller (encdec_model_free). */
-encdec_status encdec_model_load(const char *path, encdec_model **out);
-void encdec_model_free(encdec_model *m);
+ENCDEC_API encdec_status encdec_model_load(const char *path, encdec_model **out);
+ENCDEC_API void encdec_model_free(encdec_model *m);
 
 /* How the weight matrices are held and multiplied (norms, biases,
  * embeddings' positions and the convolution stay f32 in every mode). */
@@ -110,15 +131,16 @@ typedef struct {
                              reads every weight once at load (+19 ms for tiny.en's 75 MB,
                              +39 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
 } encdec_model_params;
+ENCDEC_API encdec_model_params encdec_model_default_params(void);   /* f32, auto, checked */
 
 /* "auto", "c", "avx2", "avx512", "amx", "neon"; NULL for another value. */
-const char *encdec_isa_name(encdec_isa isa);
+ENCDEC_API const char *encdec_isa_name(encdec_isa isa);
 /* The set of a name (as above), or -1. */
-int encdec_isa_parse(const char *name);
+ENCDEC_API int encdec_isa_parse(const char *name);
 
 /* encdec_model_load with options; params NULL = defaults (f32). */
-encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
-                                   encdec_model **out);
+ENCDEC_API encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
+                                              encdec_model **out);
 
 typedef struct {
     const char *family;       /* "whisper" or "t5" */
@@ -137,18 +159,22 @@ typedef struct {
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */
-void encdec_model_get_info(const encdec_model *m, encdec_model_info *info);
+ENCDEC_API void encdec_model_get_info(const encdec_model *m, encdec_model_info *info);
 
 /* Whisper: the code of the model's i-th language ("en", "zh", ... in the
  * tokenizer's order; English-only models: "en" alone), NULL past the end
  * or for other families. */
-const char *encdec_model_language(const encdec_model *m, int i);
+ENCDEC_API const char *encdec_model_language(const encdec_model *m, int i);
 /* The index of a language by code or English name ("de", "German"; case
  * ignored) among the model's, or -1. */
-int encdec_model_find_language(const encdec_model *m, const char *name);
+ENCDEC_API int encdec_model_find_language(const encdec_model *m, const char *name);
 /* The English name, lower case, of a Whisper language given by code or
  * name ("de" -> "german"), or NULL when there is no such language. */
-const char *encdec_language_name(const char *code);
+ENCDEC_API const char *encdec_language_name(const char *code);
+/* The code of Whisper's i-th language (0: "en", 1: "zh", ... in the
+ * tokenizer's order, 100 in all), NULL past the end: the languages any
+ * multilingual model knows, for checking an argument before loading one. */
+ENCDEC_API const char *encdec_language_code(int i);
 
 /* ---- session: per request ----------------------------------------------- */
 
@@ -170,16 +196,17 @@ typedef struct {
     int n_threads;            /* worker threads incl. the caller: 1..256; 0 = 1 */
     encdec_kv_type cross_kv;  /* cross-attention cache storage (default f32) */
 } encdec_session_params;
+ENCDEC_API encdec_session_params encdec_session_default_params(void);   /* 1 thread, f32 cache */
 
 typedef struct encdec_session encdec_session;
 
 /* Creates a session bound to m (borrowed: m must outlive the session). The
  * caches and scratch are allocated here, once, for the model's limits.
  * params may be NULL for defaults. */
-encdec_status encdec_session_new(const encdec_model *m,
-                                 const encdec_session_params *params,
-                                 encdec_session **out);
-void encdec_session_free(encdec_session *s);
+ENCDEC_API encdec_status encdec_session_new(const encdec_model *m,
+                                            const encdec_session_params *params,
+                                            encdec_session **out);
+ENCDEC_API void encdec_session_free(encdec_session *s);
 
 /* ---- audio -------------------------------------------------------------- */
 
@@ -187,13 +214,13 @@ void encdec_session_free(encdec_session *s);
  * to mono and resamples to 16 kHz. max_seconds > 0 rejects longer audio
  * (0 = no limit). On success *pcm (caller frees with encdec_free) holds
  * *n_samples samples in [-1, 1]. */
-encdec_status encdec_audio_load(const char *path, double max_seconds,
-                                float **pcm, size_t *n_samples);
+ENCDEC_API encdec_status encdec_audio_load(const char *path, double max_seconds,
+                                           float **pcm, size_t *n_samples);
 /* The same from an encoded file held in memory (data[len], e.g. read from
  * a pipe or an upload); messages call it "audio data". */
-encdec_status encdec_audio_load_memory(const void *data, size_t len, double max_seconds,
-                                       float **pcm, size_t *n_samples);
-void encdec_free(void *p);
+ENCDEC_API encdec_status encdec_audio_load_memory(const void *data, size_t len, double max_seconds,
+                                                  float **pcm, size_t *n_samples);
+ENCDEC_API void encdec_free(void *p);
 
 /* Options of encdec_audio_load_ex; zeros are the defaults. */
 typedef struct {
@@ -208,6 +235,7 @@ typedef struct {
     double fifo_wait_s;      /* a named FIFO that gives no data for this long (no writer)
                                 is ENCDEC_ERR_IO (0: 10 s) */
 } encdec_audio_params;
+ENCDEC_API encdec_audio_params encdec_audio_default_params(void);   /* all zeros */
 
 /* What encdec_audio_load_ex read. */
 typedef struct {
@@ -222,8 +250,9 @@ typedef struct {
  * (info may be NULL). path "-" reads standard input (refused when it is a
  * terminal); a block device, a directory or an empty file is refused with
  * a message that says so. */
-encdec_status encdec_audio_load_ex(const char *path, const encdec_audio_params *params,
-                                   float **pcm, size_t *n_samples, encdec_audio_info *info);
+ENCDEC_API encdec_status encdec_audio_load_ex(const char *path, const encdec_audio_params *params,
+                                              float **pcm, size_t *n_samples,
+                                              encdec_audio_info *info);
 
 /* ---- transcription (Whisper) -------------------------------------------- */
 
@@ -264,6 +293,10 @@ typedef struct {
 typedef int (*encdec_segment_fn)(const encdec_segment *segment, void *user);
 /* Called after each window: how far into the audio the transcription is. */
 typedef void (*encdec_progress_fn)(double done_seconds, double total_seconds, void *user);
+/* Called once, before the first segment, when the language is known: its
+ * code ("en", ...) and probability (detected: the detection's; given, or an
+ * English-only model: 1). The code is static. */
+typedef void (*encdec_language_fn)(const char *code, float probability, void *user);
 
 typedef struct {
     encdec_kv_mode kv_mode;
@@ -310,13 +343,14 @@ typedef struct {
     encdec_segment_fn on_segment; /* may be NULL */
     encdec_progress_fn on_progress;   /* may be NULL */
     void *user;                   /* passed to the callbacks */
+    encdec_language_fn on_language;   /* may be NULL */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected
  * (multilingual) or English, timestamps, greedy at temperature 0 with
  * fallback to 0.2 ... 1.0 (best of 5 samples), thresholds 2.4 / -1 / 0.6,
  * conditioning on previous text, no word times; loop detection on. */
-encdec_transcribe_params encdec_transcribe_default_params(void);
+ENCDEC_API encdec_transcribe_params encdec_transcribe_default_params(void);
 
 typedef struct {
     double mel_ms, encoder_ms, decode_ms;  /* wall time spent in each stage */
@@ -351,9 +385,9 @@ typedef struct {
  * On success *out is owned by the caller (encdec_result_free). Errors:
  * ENCDEC_ERR_ARG naming a bad parameter (an unknown language lists the
  * codes), ENCDEC_ERR_AUDIO, ENCDEC_ERR_CANCELLED when on_segment stopped it. */
-encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
-                                const encdec_transcribe_params *params,
-                                encdec_result **out);
+ENCDEC_API encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_samples,
+                                           const encdec_transcribe_params *params,
+                                           encdec_result **out);
 
 /* Transcribes the audio file at path (read as encdec_audio_load_ex reads it:
  * any format, "-" for standard input, streams, the truncation report)
@@ -363,10 +397,11 @@ encdec_status encdec_transcribe(encdec_session *s, const float *pcm, size_t n_sa
  * whatever the length (streams and standard input: their encoded bytes are
  * held). The same result as encdec_audio_load + encdec_transcribe. audio
  * and params may be NULL; info (may be NULL) gets what was read. */
-encdec_status encdec_transcribe_file(encdec_session *s, const char *path,
-                                     const encdec_audio_params *audio,
-                                     const encdec_transcribe_params *params, encdec_result **out,
-                                     encdec_audio_info *info);
+ENCDEC_API encdec_status encdec_transcribe_file(encdec_session *s, const char *path,
+                                                const encdec_audio_params *audio,
+                                                const encdec_transcribe_params *params,
+                                                encdec_result **out,
+                                                encdec_audio_info *info);
 
 /* ---- the engine: many requests, one model, shared decode steps ---------- */
 
@@ -397,6 +432,8 @@ typedef struct {
     encdec_kv_type cross_kv;  /* the cross caches' element type (one per active request) */
     int max_new_tokens;       /* T5: the most tokens a request may generate, 1..4096 (0: 512) */
 } encdec_engine_params;
+/* 1 thread, 8 active requests, f32 cross caches, 512 new tokens */
+ENCDEC_API encdec_engine_params encdec_engine_default_params(void);
 
 typedef struct {
     long long steps;          /* merged decoder steps run */
@@ -412,37 +449,39 @@ typedef struct {
 
 /* The engine of a model (Whisper: transcriptions; T5 family:
  * generations). params may be NULL. The model must outlive the engine. */
-encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_params *params,
-                                encdec_engine **out);
+ENCDEC_API encdec_status encdec_engine_new(const encdec_model *m,
+                                           const encdec_engine_params *params,
+                                           encdec_engine **out);
 /* Cancels the requests not yet done, waits for their threads, frees. The
  * requests' handles stay valid until encdec_request_free. */
-void encdec_engine_free(encdec_engine *e);
+ENCDEC_API void encdec_engine_free(encdec_engine *e);
 /* Submits the transcription of pcm[n_samples] (copied; encdec_transcribe's
  * input) or of the audio file at path (encdec_transcribe_file's: read on
  * the request's thread, errors reported by encdec_request_wait). Checks the
  * parameters at once (ENCDEC_ERR_ARG); kv_mode must be ENCDEC_KV_FULL. */
-encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm, size_t n_samples,
-                                       const encdec_transcribe_params *params,
-                                       encdec_request **out);
-encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
-                                            const encdec_audio_params *audio,
-                                            const encdec_transcribe_params *params,
-                                            encdec_request **out);
+ENCDEC_API encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm,
+                                                  size_t n_samples,
+                                                  const encdec_transcribe_params *params,
+                                                  encdec_request **out);
+ENCDEC_API encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
+                                                       const encdec_audio_params *audio,
+                                                       const encdec_transcribe_params *params,
+                                                       encdec_request **out);
 /* 1 when the request has finished (its result or error is ready), else 0. */
-int encdec_request_done(const encdec_request *q);
+ENCDEC_API int encdec_request_done(const encdec_request *q);
 /* Waits for the request; *out: its result (the caller's, encdec_result_free)
  * or NULL with its error (the message in encdec_last_error() of the calling
  * thread). May be called once. */
-encdec_status encdec_request_wait(encdec_request *q, encdec_result **out);
+ENCDEC_API encdec_status encdec_request_wait(encdec_request *q, encdec_result **out);
 /* A file request's audio, as encdec_transcribe_file's info (zeros until the
  * request is done, and for memory input). */
-void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out);
+ENCDEC_API void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out);
 /* Asks the request to stop: it ends with ENCDEC_ERR_CANCELLED at its next
  * step (its caches are freed then); a finished request is not changed. */
-void encdec_request_cancel(encdec_request *q);
+ENCDEC_API void encdec_request_cancel(encdec_request *q);
 /* Cancels the request if it is running, waits for it, frees the handle. */
-void encdec_request_free(encdec_request *q);
-void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out);
+ENCDEC_API void encdec_request_free(encdec_request *q);
+ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out);
 
 /* ---- text generation (T5 family) ---------------------------------------- */
 
@@ -466,7 +505,7 @@ typedef struct {
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
  * length_penalty 1, early_stopping 0, one sequence; sampling temperature 1, top_k 0, top_p 1,
  * seed 0; no truncation. */
-encdec_generate_params encdec_generate_default_params(void);
+ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
 
 /* Generates text for n_inputs UTF-8 inputs at once (encoded as one packed
  * batch, decoded together): the result holds n_inputs x num_return_sequences
@@ -474,8 +513,8 @@ encdec_generate_params encdec_generate_default_params(void);
  * that is not text-to-text, an empty input, invalid UTF-8 (ENCDEC_ERR_ARG
  * with the input and byte), an input longer than the model accepts without
  * truncate, out-of-range parameters. */
-encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
-                              const encdec_generate_params *params, encdec_result **out);
+ENCDEC_API encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
+                                         const encdec_generate_params *params, encdec_result **out);
 
 /* Through an engine (encdec_engine_new on a T5-family model; see the engine
  * above): submits the generation for one UTF-8 input (copied), with
@@ -483,34 +522,36 @@ encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int 
  * sequences; max_new_tokens up to the engine's). Its result is
  * encdec_generate's for that one input, token for token, whatever else the
  * engine decodes. Several inputs: one request each (they share the steps). */
-encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
-                                     const encdec_generate_params *params, encdec_request **out);
+ENCDEC_API encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
+                                                const encdec_generate_params *params,
+                                                encdec_request **out);
 
 /* ---- results ------------------------------------------------------------ */
 
 /* The text of sequence 0: the transcript as Whisper emits it (usually with
  * a leading space), or the first input's best generation. Borrowed from r. */
-const char *encdec_result_text(const encdec_result *r);
+ENCDEC_API const char *encdec_result_text(const encdec_result *r);
 /* Tokens of all sequences, in sequence order. i in [0, n_tokens); NULL
  * when out of range. Borrowed from r. */
-int encdec_result_n_tokens(const encdec_result *r);
-const encdec_token *encdec_result_token(const encdec_result *r, int i);
+ENCDEC_API int encdec_result_n_tokens(const encdec_result *r);
+ENCDEC_API const encdec_token *encdec_result_token(const encdec_result *r, int i);
 /* Sequences: 1 for a transcript, n_inputs x num_return_sequences for
  * generation. i in [0, n); NULL when out of range. Borrowed from r. */
-int encdec_result_n_sequences(const encdec_result *r);
-const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i);
+ENCDEC_API int encdec_result_n_sequences(const encdec_result *r);
+ENCDEC_API const encdec_sequence *encdec_result_sequence(const encdec_result *r, int i);
 /* Segments of a transcript (0 for generation), in time order. */
-int encdec_result_n_segments(const encdec_result *r);
-const encdec_segment *encdec_result_segment(const encdec_result *r, int i);
+ENCDEC_API int encdec_result_n_segments(const encdec_result *r);
+ENCDEC_API const encdec_segment *encdec_result_segment(const encdec_result *r, int i);
 /* The language transcribed ("en", ...; NULL for generation). */
-const char *encdec_result_language(const encdec_result *r);
+ENCDEC_API const char *encdec_result_language(const encdec_result *r);
 /* Language detection's probabilities, most likely first (0 entries when the
  * language was given or the model is English-only): code and probability
  * of entry i; 0, or -1 when i is out of range. */
-int encdec_result_n_language_probs(const encdec_result *r);
-int encdec_result_language_prob(const encdec_result *r, int i, const char **code, float *prob);
-const encdec_timings *encdec_result_timings(const encdec_result *r);
-void encdec_result_free(encdec_result *r);
+ENCDEC_API int encdec_result_n_language_probs(const encdec_result *r);
+ENCDEC_API int encdec_result_language_prob(const encdec_result *r, int i, const char **code,
+                                           float *prob);
+ENCDEC_API const encdec_timings *encdec_result_timings(const encdec_result *r);
+ENCDEC_API void encdec_result_free(encdec_result *r);
 
 /* ---- writing results ------------------------------------------------------ */
 
@@ -528,16 +569,17 @@ typedef struct {
     int max_words_per_line;  /* 0: no limit */
     int highlight_words;     /* 1: a cue per word, the word underlined (<u>...</u>) */
 } encdec_format_options;
+ENCDEC_API encdec_format_options encdec_format_default_options(void);   /* all zeros */
 
 /* A transcript in format f, as openai-whisper's writers lay it out (the line
  * options need word_timestamps; without words a subtitle is a segment).
  * *out: NUL-terminated, caller frees with encdec_free. o may be NULL.
  * ENCDEC_ERR_ARG for an unknown format or negative options. */
-encdec_status encdec_result_format(const encdec_result *r, encdec_format f,
-                                   const encdec_format_options *o, char **out);
+ENCDEC_API encdec_status encdec_result_format(const encdec_result *r, encdec_format f,
+                                              const encdec_format_options *o, char **out);
 /* "txt", "srt", "vtt", "tsv", "json" -> *f; 0 on success, -1 otherwise. */
-int encdec_format_parse(const char *name, encdec_format *f);
-const char *encdec_format_name(encdec_format f);
+ENCDEC_API int encdec_format_parse(const char *name, encdec_format *f);
+ENCDEC_API const char *encdec_format_name(encdec_format f);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,19 @@ static void golden_logits(void) {
     whisper_free(m);
 }
 
+/* on_language: the code, probability and call count, and whether a
+ * segment came before it */
+typedef struct { const char *code; float prob; int calls, segments_before; } lang_seen;
+static void seen_language(const char *code, float prob, void *user) {
+    lang_seen *l = user;
+    l->code = code, l->prob = prob, l->calls++;
+}
+static int seen_segment(const encdec_segment *g, void *user) {
+    lang_seen *l = user;
+    if (!l->calls) l->segments_before++;
+    return 0;
+}
+
 static void transcripts(void) {
     encdec_model *em;
     encdec_session *es;
@@ -111,9 +124,18 @@ static void transcripts(void) {
     size_t n;
     CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &pcm, &n), ENCDEC_OK);
     encdec_transcribe_params dp = golden_decode_params();   /* language detected: en */
+    lang_seen ls = {0};
+    dp.on_language = seen_language, dp.on_segment = seen_segment, dp.user = &ls;
     CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &dp, &res), ENCDEC_OK);
     CHECK_STR(encdec_result_text(res), JFK_HF);
     CHECK_STR(encdec_result_language(res), "en");
+    {   /* told once, before any segment, with the detection's probability */
+        const char *code = NULL;
+        float pr = 0;
+        CHECK(encdec_result_language_prob(res, 0, &code, &pr) == 0);
+        CHECK(ls.calls == 1 && ls.segments_before == 0 && ls.code && !strcmp(ls.code, "en"));
+        CHECK(code && !strcmp(code, "en") && ls.prob == pr && pr > 0.5f && pr < 1.0f);
+    }
     golden_check_tokens(res, gold("tokens"), 50257, "jfk.wav");
     encdec_result_free(res);
 
@@ -134,11 +156,14 @@ static void transcripts(void) {
             tp.language = "de";
             tp.translate = translate;
             tp.kv_mode = (encdec_kv_mode)mode;
+            lang_seen lg = {0};
+            tp.on_language = seen_language, tp.user = &lg;
             char label[64];
             snprintf(label, sizeof label, "de %s kv mode %d", translate ? "translate" : "transcribe", mode);
             CHECK_EQ_INT(encdec_transcribe(es, pcm, n, &tp, &res), ENCDEC_OK);
             CHECK_STR(encdec_result_text(res), translate ? DE_TRANSLATE_HF : DE_TRANSCRIBE_HF);
             golden_check_tokens(res, gold(translate ? "de_translate" : "de_transcribe"), 50257, label);
+            CHECK(lg.calls == 1 && lg.code && !strcmp(lg.code, "de") && lg.prob == 1.0f);
             if (mode == ENCDEC_KV_FULL) printf("%s: \"%s\"\n", label, encdec_result_text(res));
             encdec_result_free(res);
         }

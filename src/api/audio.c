@@ -19,6 +19,11 @@ encdec_status encdec_audio_load(const char *path, double max_seconds, float **pc
     return audio_load(path, MEL_SAMPLE_RATE, max_seconds, pcm, n_samples);
 }
 
+encdec_audio_params encdec_audio_default_params(void) {
+    encdec_audio_params p = {0};
+    return p;
+}
+
 encdec_status encdec_audio_load_ex(const char *path, const encdec_audio_params *params,
                                    float **pcm, size_t *n_samples, encdec_audio_info *info) {
     ed_err_clear();

@@ -378,6 +378,12 @@ void encdec_request_free(encdec_request *q) {
 
 /* ---- the engine ---- */
 
+encdec_engine_params encdec_engine_default_params(void) {
+    encdec_engine_params p = {.n_threads = 1, .max_active = 8, .cross_kv = ENCDEC_KV_F32,
+                              .max_new_tokens = 512};
+    return p;
+}
+
 encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_params *params,
                                 encdec_engine **out) {
     ed_err_clear();

@@ -123,6 +123,11 @@ const char *api_isa_running(int lim) {
     return k_isa_name(level);
 }
 
+encdec_model_params encdec_model_default_params(void) {
+    encdec_model_params p = {.compute = ENCDEC_COMPUTE_F32, .isa = ENCDEC_ISA_AUTO};
+    return p;
+}
+
 encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
                                    encdec_model **out) {
     ed_err_clear();
@@ -227,6 +232,8 @@ const char *encdec_model_language(const encdec_model *m, int i) {
 const char *encdec_language_name(const char *code) {
     return code && strlen(code) <= 32 ? asr_lang_name(asr_lang_find(code)) : NULL;
 }
+
+const char *encdec_language_code(int i) { return asr_lang_code(i); }
 
 int encdec_model_find_language(const encdec_model *m, const char *name) {
     if (!m || m->family != API_WHISPER || !name || strlen(name) > 32) return -1;

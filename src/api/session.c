@@ -8,6 +8,11 @@
 
 #include <stdlib.h>
 
+encdec_session_params encdec_session_default_params(void) {
+    encdec_session_params p = {.n_threads = 1, .cross_kv = ENCDEC_KV_F32};
+    return p;
+}
+
 encdec_status encdec_session_new(const encdec_model *m, const encdec_session_params *params,
                                  encdec_session **out) {
     ed_err_clear();

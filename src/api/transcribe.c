@@ -230,6 +230,17 @@ static void on_progress(void *user, double done, double total) {
     if (c->p->on_progress) c->p->on_progress(done, total, c->p->user);
 }
 
+/* The language, once known: its code and probability (1 when it was
+ * given; English-only models: "en", 1). */
+static void on_language(void *user, int token, const float *probs, int n_langs) {
+    const sink_ctx *c = user;
+    if (!c->p->on_language) return;
+    int i = token >= 0 ? token - c->w->sp.lang_first : 0;
+    float pr = probs && i >= 0 && i < n_langs ? probs[i] : 1.0f;
+    const char *code = asr_lang_code(i);
+    c->p->on_language(code ? code : "en", pr, c->p->user);
+}
+
 /* The whole transcript as sequence 0: every segment's text tokens decoded together. */
 static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
     int *ids = malloc(sizeof *ids * (r->n_tokens + 1));
@@ -361,7 +372,7 @@ encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, 
     sink_ctx c = {r, w, &p, 0, -1, NULL, NULL, 0};
     asr_report rep;
     if (!st) {
-        asr_sink sink = {on_segment, on_progress, &c};
+        asr_sink sink = {on_segment, on_progress, &c, on_language};
         st = asr_transcribe_feed(&env, feed, &a, &sink, &rep);
     }
     free(c.view_tok);

@@ -135,6 +135,10 @@ typedef struct {
     encdec_status (*segment)(void *user, const asr_segment *s);
     void (*progress)(void *user, double done_s, double total_s);
     void *user;
+    /* once, before the first segment: the language token decoded with (-1:
+     * an English-only model) and, when it was detected, the probabilities
+     * (rep->lang_probs[n_langs]; NULL when it was given) */
+    void (*language)(void *user, int token, const float *probs, int n_langs);
 } asr_sink;
 
 typedef struct {

@@ -384,6 +384,9 @@ encdec_status asr_transcribe_feed(const asr_env *env, asr_feed *feed, const asr_
         if (p->language >= 0) rep->language = p->language;
         else st = detect_language(&r);
     }
+    if (!st && sink && sink->language)
+        sink->language(sink->user, rep->language, rep->detected ? rep->lang_probs : NULL,
+                       rep->detected ? rep->n_langs : 0);
     r.sot_seq[r.n_sot_seq++] = m->sp.sot;
     if (m->multilingual) {
         r.sot_seq[r.n_sot_seq++] = rep->language;

@@ -180,6 +180,11 @@ const char *encdec_format_name(encdec_format f) {
     return f >= ENCDEC_FORMAT_TXT && f <= ENCDEC_FORMAT_JSON ? NAMES[f] : "unknown";
 }
 
+encdec_format_options encdec_format_default_options(void) {
+    encdec_format_options o = {0};
+    return o;
+}
+
 encdec_status encdec_result_format(const encdec_result *r, encdec_format f,
                                    const encdec_format_options *o, char **out) {
     ed_err_clear();
