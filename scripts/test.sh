@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # README command 2: the whole test suite, as CI runs it. Installs the
 # dependencies and the default model, builds with warnings as errors and runs
-# every test (ctest); then builds again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs every test there too; then every fuzz
+# every test (ctest: the C tests, the server's, the Python package's from
+# `pip install .` into a fresh venv, the installed C library's); then builds
+# again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
+# test there too (but the Python and install tests: plain builds); then every fuzz
 # harness for 45 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
@@ -13,6 +15,7 @@ scripts/fetch-model.sh tiny.en
 scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
 scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
 scripts/venv-client.sh           # OpenAI's Python client for them
+scripts/venv-python.sh           # pip install . (the Python package) + pytest, faster-whisper
 jobs=$(nproc)
 
 echo "== release build (-Werror) ==" >&2

@@ -1,0 +1,94 @@
+"""Loading a model: names and paths, compute types, the info struct."""
+
+import ctypes
+import os
+
+from . import _native as N
+
+# faster-whisper's compute types (and encdec's own names) -> encdec's modes.
+# encdec computes in f32, bf16 or int8; "float16" keeps f16 weights as stored
+# and multiplies in f32 (the CPU has no f16 arithmetic to speak of).
+_COMPUTE = {
+    "default": "f32", "auto": "f32", "float32": "f32", "float16": "f32", "f32": "f32",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "int8": "int8", "int8_float32": "int8", "int8_float16": "int8", "int8_bfloat16": "int8",
+}
+
+
+def cache_root():
+    """Where scripts/fetch-model.sh installs models."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "encdec", "models")
+
+
+def resolve(name_or_path, download_root=None, prefix=""):
+    """A model directory (or file) from a path, or from a name installed by
+    scripts/fetch-model.sh ("tiny.en" -> <cache>/whisper-tiny.en). Nothing
+    is downloaded: an unknown name is an error that says how to get it."""
+    p = os.fspath(name_or_path)
+    if os.path.exists(p):
+        return p
+    roots = [r for r in (download_root, cache_root()) if r]
+    for root in roots:
+        for cand in (p, prefix + p, p.split("/")[-1]):
+            d = os.path.join(root, cand)
+            if os.path.isdir(d):
+                return d
+    raise N.EncdecError(N.ERR_NO_MODEL,
+                        f"no model '{p}': not a path, and not installed in "
+                        f"{' or '.join(roots)} (scripts/fetch-model.sh {p} installs it)")
+
+
+def compute_mode(compute_type):
+    try:
+        return N.COMPUTE[_COMPUTE[compute_type]]
+    except KeyError:
+        raise ValueError(f"compute_type={compute_type!r}: one of "
+                         f"{', '.join(sorted(_COMPUTE))}") from None
+
+
+class Model:
+    """A loaded model (read-only; freed with the object or by close())."""
+
+    handle = None
+
+    def __init__(self, path, compute_type="default", isa=None, family=None):
+        mp = N.lib.encdec_model_default_params()
+        mp.compute = compute_mode(compute_type)
+        if isa is not None:
+            k = N.lib.encdec_isa_parse(isa.encode())
+            if k < 0:
+                raise ValueError(f"isa={isa!r}: one of auto, c, avx2, avx512, amx, neon")
+            mp.isa = k
+        h = ctypes.c_void_p()
+        N.check(N.lib.encdec_model_load_ex(os.fsencode(path), ctypes.byref(mp), ctypes.byref(h)),
+                f"cannot load model {path}")
+        self.handle = h
+        info = N.ModelInfo()
+        N.lib.encdec_model_get_info(h, ctypes.byref(info))
+        self.info = {k: (N.text(v) if isinstance(v, bytes) else v)
+                     for k, v in ((f, getattr(info, f)) for f, _ in N.ModelInfo._fields_)}
+        if family and self.info["family"] != family:
+            self.close()
+            raise N.EncdecError(N.ERR_ARG, f"{path} is a {self.info['model_type']} model, "
+                                f"not {family}")
+
+    def close(self):
+        if self.handle:
+            N.lib.encdec_model_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+
+def default_threads(cpu_threads):
+    if cpu_threads is None or cpu_threads <= 0:   # 0: every core this process may use
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:
+            n = os.cpu_count() or 1
+        return max(1, min(n, 256))
+    if cpu_threads > 256:
+        raise ValueError(f"cpu_threads={cpu_threads}: at most 256")
+    return int(cpu_threads)

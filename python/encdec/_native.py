@@ -1,0 +1,242 @@
+"""The C library through ctypes: the structs of include/encdec.h, the
+functions' signatures, and errors as exceptions.
+
+ctypes releases the GIL for every call into a CDLL, so transcriptions and
+generations run while other Python threads go on; callbacks from the
+library's threads take the GIL back for as long as they run.
+"""
+
+import ctypes
+import os
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int,
+                    c_longlong, c_size_t, c_uint64, c_void_p)
+
+# ---- the library --------------------------------------------------------------
+
+
+def _load():
+    path = os.environ.get("ENCDEC_LIBRARY") or os.path.join(os.path.dirname(__file__),
+                                                            "libencdec.so.0")
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"encdec: cannot load the C library {path}: {e}") from None
+
+
+lib = _load()
+
+# ---- errors ---------------------------------------------------------------------
+
+OK, ERR_ARG, ERR_NOMEM, ERR_IO, ERR_NO_MODEL, ERR_FORMAT, ERR_DTYPE, ERR_SHAPE, \
+    ERR_CONFIG, ERR_AUDIO, ERR_TOKENIZER, ERR_THREADS, ERR_CANCELLED = range(13)
+
+
+class EncdecError(RuntimeError):
+    """A failure the library reported: `status` is its encdec_status number,
+    `status_name` its name ("no model found", ...), the message its detail."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = lib.encdec_status_str(status).decode()
+        super().__init__(message)
+
+
+class ArgumentError(EncdecError, ValueError):
+    """ENCDEC_ERR_ARG: an argument out of range (also a ValueError)."""
+
+
+class CancelledError(EncdecError):
+    """ENCDEC_ERR_CANCELLED: the request was cancelled."""
+
+
+def error(status, what=None):
+    """The exception for a failed call (read on the thread that made it:
+    the library keeps the detail per thread)."""
+    detail = lib.encdec_last_error().decode("utf-8", "replace")
+    name = lib.encdec_status_str(status).decode()
+    msg = detail if name in detail else f"{name}: {detail}" if detail else name
+    if what:
+        msg = f"{what}: {msg}"
+    cls = {ERR_ARG: ArgumentError, ERR_CANCELLED: CancelledError}.get(status, EncdecError)
+    return cls(status, msg)
+
+
+def check(status, what=None):
+    if status:
+        raise error(status, what)
+
+
+# ---- structs (field for field as in include/encdec.h) -------------------------
+
+
+class ModelParams(Structure):
+    _fields_ = [("compute", c_int), ("isa", c_int), ("no_weight_check", c_int)]
+
+
+class ModelInfo(Structure):
+    _fields_ = [("family", c_char_p), ("model_type", c_char_p), ("format", c_char_p),
+                ("n_mels", c_int), ("n_audio_ctx", c_int), ("n_text_ctx", c_int),
+                ("d_model", c_int), ("n_enc_layer", c_int), ("n_dec_layer", c_int),
+                ("n_head", c_int), ("n_vocab", c_int), ("multilingual", c_int),
+                ("weight_bytes", c_size_t), ("compute", c_char_p), ("isa", c_char_p)]
+
+
+class SessionParams(Structure):
+    _fields_ = [("n_threads", c_int), ("cross_kv", c_int)]
+
+
+class AudioParams(Structure):
+    _fields_ = [("max_seconds", c_double), ("strict", c_int), ("max_stream_bytes", c_size_t),
+                ("fifo_wait_s", c_double)]
+
+
+class AudioInfo(Structure):
+    _fields_ = [("sample_rate", c_int), ("channels", c_int), ("seconds", c_double),
+                ("truncated", c_int), ("expected_seconds", c_double), ("stream", c_int)]
+
+
+class Token(Structure):
+    _fields_ = [("id", c_int), ("logprob", c_float), ("text", c_char_p), ("window", c_int)]
+
+
+class Word(Structure):
+    _fields_ = [("word", c_char_p), ("start", c_double), ("end", c_double),
+                ("probability", c_float)]
+
+
+class Segment(Structure):
+    _fields_ = [("id", c_int), ("seek", c_int), ("start", c_double), ("end", c_double),
+                ("text", c_char_p), ("n_tokens", c_int), ("tokens", POINTER(Token)),
+                ("temperature", c_float), ("avg_logprob", c_float),
+                ("compression_ratio", c_float), ("no_speech_prob", c_float),
+                ("n_words", c_int), ("words", POINTER(Word))]
+
+
+SEGMENT_FN = CFUNCTYPE(c_int, POINTER(Segment), c_void_p)
+PROGRESS_FN = CFUNCTYPE(None, c_double, c_double, c_void_p)
+LANGUAGE_FN = CFUNCTYPE(None, c_char_p, c_float, c_void_p)
+
+
+class TranscribeParams(Structure):
+    _fields_ = [("kv_mode", c_int), ("language", c_char_p), ("translate", c_int),
+                ("max_tokens", c_int), ("beam_size", c_int), ("timestamps", c_int),
+                ("patience", c_float), ("best_of", c_int), ("temperature", c_float),
+                ("temperature_increment", c_float), ("compression_ratio_threshold", c_float),
+                ("logprob_threshold", c_float), ("no_speech_threshold", c_float),
+                ("condition_on_previous_text", c_int), ("initial_prompt", c_char_p),
+                ("prefix", c_char_p), ("clip_timestamps", POINTER(c_double)),
+                ("n_clip_timestamps", c_int), ("word_timestamps", c_int),
+                ("prepend_punctuations", c_char_p), ("append_punctuations", c_char_p),
+                ("loop_detection", c_int), ("silence_threshold_db", c_float),
+                ("seed", c_uint64), ("on_segment", SEGMENT_FN), ("on_progress", PROGRESS_FN),
+                ("user", c_void_p), ("on_language", LANGUAGE_FN)]
+
+
+class Timings(Structure):
+    _fields_ = [("mel_ms", c_double), ("encoder_ms", c_double), ("decode_ms", c_double),
+                ("n_windows", c_int), ("n_tokens", c_int), ("n_steps", c_int),
+                ("align_ms", c_double), ("n_encodes", c_int), ("n_decodes", c_int),
+                ("n_fallbacks", c_int), ("n_loops", c_int), ("audio_seconds", c_double),
+                ("n_input_tokens", c_int)]
+
+
+class Sequence(Structure):
+    _fields_ = [("input", c_int), ("rank", c_int), ("text", c_char_p), ("score", c_float),
+                ("n_tokens", c_int), ("tokens", POINTER(Token))]
+
+
+class EngineParams(Structure):
+    _fields_ = [("n_threads", c_int), ("max_active", c_int), ("cross_kv", c_int),
+                ("max_new_tokens", c_int)]
+
+
+class EngineStats(Structure):
+    _fields_ = [("steps", c_longlong), ("rows", c_longlong), ("passes", c_longlong),
+                ("encodes", c_longlong), ("active", c_int), ("waiting", c_int),
+                ("decoding", c_int), ("last_rows", c_int), ("batch_hist", c_longlong * 9)]
+
+
+class GenerateParams(Structure):
+    _fields_ = [("kv_mode", c_int), ("max_new_tokens", c_int), ("num_beams", c_int),
+                ("length_penalty", c_float), ("early_stopping", c_int),
+                ("num_return_sequences", c_int), ("do_sample", c_int), ("temperature", c_float),
+                ("top_k", c_int), ("top_p", c_float), ("seed", c_uint64), ("truncate", c_int)]
+
+
+# The structs checked against the C compiler's layout by tests/python/test_layout.py.
+STRUCTS = {
+    "encdec_model_params": ModelParams, "encdec_model_info": ModelInfo,
+    "encdec_session_params": SessionParams, "encdec_audio_params": AudioParams,
+    "encdec_audio_info": AudioInfo, "encdec_token": Token, "encdec_word": Word,
+    "encdec_segment": Segment, "encdec_transcribe_params": TranscribeParams,
+    "encdec_timings": Timings, "encdec_sequence": Sequence,
+    "encdec_engine_params": EngineParams, "encdec_engine_stats": EngineStats,
+    "encdec_generate_params": GenerateParams,
+}
+
+# ---- functions ------------------------------------------------------------------
+
+P = POINTER
+_status = c_int
+
+
+def _fn(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+_fn("encdec_status_str", c_char_p, c_int)
+_fn("encdec_last_error", c_char_p)
+_fn("encdec_build_info", c_char_p)
+_fn("encdec_model_default_params", ModelParams)
+_fn("encdec_model_load_ex", _status, c_char_p, P(ModelParams), P(c_void_p))
+_fn("encdec_model_free", None, c_void_p)
+_fn("encdec_model_get_info", None, c_void_p, P(ModelInfo))
+_fn("encdec_model_language", c_char_p, c_void_p, c_int)
+_fn("encdec_model_find_language", c_int, c_void_p, c_char_p)
+_fn("encdec_language_name", c_char_p, c_char_p)
+_fn("encdec_language_code", c_char_p, c_int)
+_fn("encdec_isa_parse", c_int, c_char_p)
+_fn("encdec_session_default_params", SessionParams)
+_fn("encdec_session_new", _status, c_void_p, P(SessionParams), P(c_void_p))
+_fn("encdec_session_free", None, c_void_p)
+_fn("encdec_audio_default_params", AudioParams)
+_fn("encdec_audio_load_ex", _status, c_char_p, P(AudioParams), P(P(c_float)), P(c_size_t),
+    P(AudioInfo))
+_fn("encdec_audio_load_memory", _status, c_void_p, c_size_t, c_double, P(P(c_float)),
+    P(c_size_t))
+_fn("encdec_free", None, c_void_p)
+_fn("encdec_transcribe_default_params", TranscribeParams)
+_fn("encdec_engine_default_params", EngineParams)
+_fn("encdec_engine_new", _status, c_void_p, P(EngineParams), P(c_void_p))
+_fn("encdec_engine_free", None, c_void_p)
+_fn("encdec_engine_transcribe", _status, c_void_p, P(c_float), c_size_t, P(TranscribeParams),
+    P(c_void_p))
+_fn("encdec_request_done", c_int, c_void_p)
+_fn("encdec_request_wait", _status, c_void_p, P(c_void_p))
+_fn("encdec_request_cancel", None, c_void_p)
+_fn("encdec_request_free", None, c_void_p)
+_fn("encdec_engine_get_stats", None, c_void_p, P(EngineStats))
+_fn("encdec_generate_default_params", GenerateParams)
+_fn("encdec_generate", _status, c_void_p, P(c_char_p), c_int, P(GenerateParams), P(c_void_p))
+_fn("encdec_result_text", c_char_p, c_void_p)
+_fn("encdec_result_n_sequences", c_int, c_void_p)
+_fn("encdec_result_sequence", P(Sequence), c_void_p, c_int)
+_fn("encdec_result_n_segments", c_int, c_void_p)
+_fn("encdec_result_segment", P(Segment), c_void_p, c_int)
+_fn("encdec_result_language", c_char_p, c_void_p)
+_fn("encdec_result_n_language_probs", c_int, c_void_p)
+_fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
+_fn("encdec_result_timings", P(Timings), c_void_p)
+_fn("encdec_result_free", None, c_void_p)
+
+COMPUTE = {"f32": 0, "bf16": 1, "int8": 2}
+KV_TYPE = {"f32": 0, "f16": 1, "bf16": 2}
+
+
+def text(b):
+    """A C string from the library as str (invalid UTF-8 replaced: a
+    token's bytes may be part of a character)."""
+    return b.decode("utf-8", "replace") if b is not None else None

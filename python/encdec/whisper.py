@@ -1,0 +1,462 @@
+"""WhisperModel: faster-whisper's API over encdec's engine.
+
+    model = encdec.WhisperModel("tiny.en", compute_type="int8", cpu_threads=4)
+    segments, info = model.transcribe("audio.flac", beam_size=5, word_timestamps=True)
+    for s in segments:                    # lazy: each arrives as it is decoded
+        print(s.start, s.end, s.text)
+
+Each transcribe() is one request of the model's engine (encdec_engine_*):
+requests made from several Python threads at once share the decoder steps,
+and each gets the tokens it would get alone. The call returns once the
+language is known (detected from the first 30 s, or given); the segments
+follow through the library's segment callback while the caller iterates.
+"""
+
+import atexit
+import ctypes
+import math
+import queue
+import sys
+import threading
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional, Tuple
+
+from . import _native as N
+from . import audio as A
+from ._model import Model, default_threads, resolve
+
+
+@dataclass
+class Word:
+    start: float
+    end: float
+    word: str
+    probability: float
+
+    def _asdict(self):
+        return asdict(self)
+
+
+@dataclass
+class Segment:
+    id: int                  # 1, 2, ... (faster-whisper's numbering)
+    seek: int                # first mel frame (10 ms) of the window that produced it
+    start: float
+    end: float
+    text: str
+    tokens: List[int]        # its token ids, timestamp tokens included
+    avg_logprob: float
+    compression_ratio: float
+    no_speech_prob: float
+    words: Optional[List[Word]]
+    temperature: Optional[float]
+
+    def _asdict(self):
+        return asdict(self)
+
+
+@dataclass
+class TranscriptionInfo:
+    language: str
+    language_probability: float
+    duration: float
+    duration_after_vad: float
+    # the detection's probabilities, most likely first: filled in when the
+    # transcription has finished (None while it runs, and when the language
+    # was given or the model is English-only)
+    all_language_probs: Optional[List[Tuple[str, float]]] = None
+    transcription_options: dict = field(default_factory=dict)
+    vad_options: None = None
+
+
+_DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def _temperatures(temperature):
+    """faster-whisper's temperature schedule -> (first, increment). encdec
+    steps by a fixed increment up to 1.0, so a list must be such a ramp."""
+    if isinstance(temperature, (int, float)):
+        ts = [float(temperature)]
+    else:
+        ts = [float(t) for t in temperature]
+    if not ts or any(not 0.0 <= t <= 1.0 for t in ts):
+        raise ValueError(f"temperature={temperature!r}: values in [0, 1]")
+    if len(ts) == 1:
+        return ts[0], 0.0
+    step = ts[1] - ts[0]
+    ramp = []
+    t = ts[0]
+    while t <= 1.0 + 1e-6 and len(ramp) <= len(ts):
+        ramp.append(t)
+        t = ts[0] + len(ramp) * step
+    if step <= 0 or len(ramp) != len(ts) or any(abs(a - b) > 1e-6 for a, b in zip(ramp, ts)):
+        raise ValueError(f"temperature={temperature!r}: encdec falls back along an evenly "
+                         "spaced ramp that ends at or before 1.0 (such as 0.0, 0.2, ..., 1.0)")
+    return ts[0], step
+
+
+def _unsupported(name, value, default):
+    if value != default:
+        raise ValueError(f"{name}={value!r} is not supported by encdec (only {default!r})")
+
+
+def _clips(clip_timestamps):
+    if isinstance(clip_timestamps, str):
+        parts = [p for p in clip_timestamps.split(",") if p.strip()]
+        vals = [float(p) for p in parts]
+    else:
+        vals = [float(v) for v in clip_timestamps]
+    if vals == [0.0]:
+        return None
+    if len(vals) > 2 * 64 or any(v < 0 or math.isnan(v) for v in vals):
+        raise ValueError(f"clip_timestamps={clip_timestamps!r}: seconds >= 0, at most 64 clips")
+    return vals
+
+
+_END = object()
+
+
+class _Request:
+    """One transcription in flight: the request, its callbacks, the queue
+    the segments go through, the thread that waits for its end."""
+
+    def __init__(self, engine, pcm, tp, keep, info, log_progress):
+        self.queue = queue.Queue()
+        self.language = threading.Event()
+        self.error = None
+        self.info = info
+        self.cancelled = False
+        self.language_known = False
+        self._words = bool(tp.word_timestamps)
+        self._lock = threading.Lock()
+        self._keep = keep            # strings and arrays the params point into
+        self._pcm = pcm
+        self._log = log_progress
+        self._cb_error = None
+        # the callbacks must live as long as the request
+        self._on_segment = N.SEGMENT_FN(self._segment)
+        self._on_language = N.LANGUAGE_FN(self._language)
+        self._on_progress = N.PROGRESS_FN(self._progress)
+        tp.on_segment, tp.on_language = self._on_segment, self._on_language
+        if log_progress:
+            tp.on_progress = self._on_progress
+        q = ctypes.c_void_p()
+        N.check(N.lib.encdec_engine_transcribe(engine, pcm.ptr, pcm.n, ctypes.byref(tp),
+                                               ctypes.byref(q)))
+        self._q = q
+        self._thread = threading.Thread(target=self._wait, name="encdec-request", daemon=True)
+        self._thread.start()
+
+    # -- the library's threads --
+    def _segment(self, sp, user):
+        try:
+            s = sp.contents
+            words = None
+            if self._words:
+                words = [Word(w.start, w.end, N.text(w.word), w.probability)
+                         for w in (s.words[i] for i in range(s.n_words))]
+            self.queue.put(Segment(
+                id=s.id + 1, seek=s.seek, start=s.start, end=s.end, text=N.text(s.text),
+                tokens=[s.tokens[i].id for i in range(s.n_tokens)], avg_logprob=s.avg_logprob,
+                compression_ratio=s.compression_ratio, no_speech_prob=s.no_speech_prob,
+                words=words, temperature=s.temperature))
+            return 1 if self.cancelled else 0
+        except BaseException as e:     # never into C: stop the request, report it
+            self._cb_error = e
+            return 1
+
+    def _language(self, code, prob, user):
+        self.info.language = N.text(code)
+        self.info.language_probability = float(prob)
+        self.language_known = True
+        self.language.set()
+
+    def _progress(self, done, total, user):
+        pct = 100.0 * done / total if total > 0 else 100.0
+        sys.stderr.write(f"\rencdec: {pct:5.1f}% ({done:.1f} / {total:.1f} s)")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    # -- the waiting thread --
+    def _wait(self):
+        r = ctypes.c_void_p()
+        st = N.lib.encdec_request_wait(self._q, ctypes.byref(r))
+        if st:
+            self.error = self._cb_error or N.error(st)
+        else:
+            try:
+                n = N.lib.encdec_result_n_language_probs(r)
+                if n > 0:
+                    code, p = ctypes.c_char_p(), ctypes.c_float()
+                    probs = []
+                    for i in range(n):
+                        N.lib.encdec_result_language_prob(r, i, ctypes.byref(code), ctypes.byref(p))
+                        probs.append((N.text(code.value), float(p.value)))
+                    self.info.all_language_probs = probs
+            finally:
+                N.lib.encdec_result_free(r)
+        with self._lock:
+            N.lib.encdec_request_free(self._q)
+            self._q = None
+        self._pcm = None
+        self.language.set()
+        self.queue.put(_END)
+
+    def cancel(self):
+        with self._lock:
+            self.cancelled = True
+            if self._q:
+                N.lib.encdec_request_cancel(self._q)
+
+
+class _Segments:
+    """The lazy iterator transcribe() returns: each segment as soon as the
+    library has it. Leaving it (break, close(), garbage collection) cancels
+    the rest of the transcription."""
+
+    def __init__(self, req):
+        self._req = req
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        item = self._req.queue.get()
+        if item is _END:
+            self._done = True
+            err = self._req.error
+            if err is not None and not (self._req.cancelled and
+                                        isinstance(err, N.CancelledError)):
+                raise err
+            raise StopIteration
+        return item
+
+    def close(self):
+        if not self._done:
+            self._req.cancel()
+            self._done = True
+
+    def __del__(self):
+        self.close()
+
+
+_live = weakref.WeakSet()
+
+
+def _close_all():
+    # before the interpreter goes: no library thread may call back into it later
+    for m in list(_live):
+        m.close()
+
+
+atexit.register(_close_all)
+
+
+class WhisperModel:
+    """A Whisper model and its engine.
+
+    model_size_or_path: a model directory (Hugging Face safetensors or
+    CTranslate2 / faster-whisper), or the name of one installed by
+    scripts/fetch-model.sh ("tiny.en", "base"; looked for in download_root,
+    then ~/.cache/encdec/models). Nothing is downloaded.
+    compute_type: "float32" / "default" (weights as stored, f32 arithmetic),
+    "bfloat16", "int8" (faster-whisper's other names map to these).
+    cpu_threads: the engine's threads (0: every core this process may use).
+    num_workers: transcriptions decoded at once (more wait their turn; at
+    least 8 run together: they share the decoder steps).
+    """
+
+    def __init__(self, model_size_or_path, device="auto", device_index=0,
+                 compute_type="default", cpu_threads=0, num_workers=1, download_root=None,
+                 local_files_only=False, isa=None, cross_kv="f32"):
+        if device not in ("auto", "cpu"):
+            raise ValueError(f"device={device!r}: encdec runs on the CPU ('cpu' or 'auto')")
+        self._model = Model(resolve(model_size_or_path, download_root, "whisper-"), compute_type,
+                            isa, family="whisper")
+        ep = N.lib.encdec_engine_default_params()
+        ep.n_threads = default_threads(cpu_threads)
+        ep.max_active = max(8, min(int(num_workers), 256))
+        if cross_kv not in N.KV_TYPE:
+            raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
+        ep.cross_kv = N.KV_TYPE[cross_kv]
+        e = ctypes.c_void_p()
+        try:
+            N.check(N.lib.encdec_engine_new(self._model.handle, ctypes.byref(ep), ctypes.byref(e)))
+        except BaseException:
+            self._model.close()
+            raise
+        self._engine = e
+        self.cpu_threads = ep.n_threads
+        _live.add(self)
+
+    @property
+    def info(self):
+        """The model's description (family, format, sizes, compute, kernel set)."""
+        return dict(self._model.info)
+
+    @property
+    def is_multilingual(self):
+        return bool(self._model.info["multilingual"])
+
+    @property
+    def supported_languages(self):
+        out, i = [], 0
+        while True:
+            c = N.lib.encdec_model_language(self._model.handle, i)
+            if c is None:
+                return out
+            out.append(N.text(c))
+            i += 1
+
+    def stats(self):
+        """The engine's counters (encdec_engine_stats) as a dict."""
+        s = N.EngineStats()
+        N.lib.encdec_engine_get_stats(self._engine, ctypes.byref(s))
+        d = {f: getattr(s, f) for f, _ in N.EngineStats._fields_}
+        d["batch_hist"] = list(s.batch_hist)
+        return d
+
+    def close(self):
+        """Cancels what runs, frees the engine and the model."""
+        e, self._engine = getattr(self, "_engine", None), None
+        if e:
+            N.lib.encdec_engine_free(e)
+        m = getattr(self, "_model", None)
+        if m is not None:
+            m.close()
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _check_language(self, language):
+        if language is None:
+            return None
+        if N.lib.encdec_model_find_language(self._model.handle, language.encode()) >= 0:
+            return language
+        if N.lib.encdec_language_name(language.encode()) is None:
+            codes = []
+            i = 0
+            while N.lib.encdec_language_code(i) is not None:
+                codes.append(N.text(N.lib.encdec_language_code(i)))
+                i += 1
+            raise ValueError(f"language={language!r}: not a Whisper language; a code or English "
+                             f"name, one of {', '.join(codes)}")
+        raise ValueError(f"language={language!r}: this model is English-only")
+
+    def transcribe(self, audio, language=None, task="transcribe", log_progress=False,
+                   beam_size=5, best_of=5, patience=1, length_penalty=1, repetition_penalty=1,
+                   no_repeat_ngram_size=0, temperature=_DEFAULT_TEMPERATURES,
+                   compression_ratio_threshold=2.4, log_prob_threshold=-1.0,
+                   no_speech_threshold=0.6, condition_on_previous_text=True,
+                   prompt_reset_on_temperature=0.5, initial_prompt=None, prefix=None,
+                   suppress_blank=True, suppress_tokens=(-1,), without_timestamps=False,
+                   max_initial_timestamp=1.0, word_timestamps=False,
+                   prepend_punctuations="\"'“¿([{-",
+                   append_punctuations="\"'.。,，!！?？:：”)]}、", multilingual=False,
+                   vad_filter=False, vad_parameters=None, max_new_tokens=None,
+                   chunk_length=None, clip_timestamps="0", hallucination_silence_threshold=None,
+                   hotwords=None, language_detection_threshold=0.5,
+                   language_detection_segments=1, seed=0, loop_detection=True):
+        """faster-whisper's transcribe(): returns (segments, info) where
+        segments is a lazy iterator. audio: a path, a file-like object,
+        bytes of an encoded file, or a float32 NumPy array at 16 kHz.
+        Options encdec does not have raise ValueError when set to anything
+        but their default; seed (sampling at temperature > 0) and
+        loop_detection are encdec's own."""
+        if not self._engine:
+            raise ValueError("the model is closed")
+        _unsupported("length_penalty", length_penalty, 1)
+        _unsupported("repetition_penalty", repetition_penalty, 1)
+        _unsupported("no_repeat_ngram_size", no_repeat_ngram_size, 0)
+        _unsupported("prompt_reset_on_temperature", prompt_reset_on_temperature, 0.5)
+        _unsupported("suppress_blank", suppress_blank, True)
+        _unsupported("suppress_tokens", list(suppress_tokens or []), [-1])
+        _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
+        _unsupported("multilingual", multilingual, False)
+        _unsupported("vad_filter", vad_filter, False)
+        _unsupported("vad_parameters", vad_parameters, None)
+        _unsupported("chunk_length", chunk_length, None)
+        _unsupported("hallucination_silence_threshold", hallucination_silence_threshold, None)
+        _unsupported("hotwords", hotwords, None)
+        _unsupported("language_detection_segments", language_detection_segments, 1)
+        if task not in ("transcribe", "translate"):
+            raise ValueError(f"task={task!r}: 'transcribe' or 'translate'")
+        if initial_prompt is not None and not isinstance(initial_prompt, str):
+            raise ValueError("initial_prompt: text (token ids are not supported by encdec)")
+        t0, dt = _temperatures(temperature)
+        if not 1 <= int(beam_size) <= 16:
+            raise ValueError(f"beam_size={beam_size}: 1..16")
+        if not 1 <= int(best_of) <= 16:
+            raise ValueError(f"best_of={best_of}: 1..16")
+        if max_new_tokens is not None and not 1 <= int(max_new_tokens) <= 448:
+            raise ValueError(f"max_new_tokens={max_new_tokens}: 1..448")
+        language = self._check_language(language)
+        clips = _clips(clip_timestamps)
+
+        def nan_if_none(v):
+            return float("nan") if v is None else float(v)
+
+        keep = []
+
+        def cstr(s):
+            if s is None:
+                return None
+            b = s.encode("utf-8")
+            keep.append(b)
+            return b
+
+        tp = N.lib.encdec_transcribe_default_params()
+        tp.language = cstr(language)
+        tp.translate = int(task == "translate")
+        tp.max_tokens = int(max_new_tokens or 0)
+        tp.beam_size = int(beam_size)
+        tp.patience = float(patience)
+        tp.best_of = int(best_of)
+        tp.temperature, tp.temperature_increment = t0, dt
+        tp.timestamps = int(not without_timestamps)
+        tp.compression_ratio_threshold = nan_if_none(compression_ratio_threshold)
+        tp.logprob_threshold = nan_if_none(log_prob_threshold)
+        tp.no_speech_threshold = nan_if_none(no_speech_threshold)
+        tp.condition_on_previous_text = int(bool(condition_on_previous_text))
+        tp.initial_prompt = cstr(initial_prompt)
+        tp.prefix = cstr(prefix)
+        if clips:
+            arr = (ctypes.c_double * len(clips))(*clips)
+            keep.append(arr)
+            tp.clip_timestamps, tp.n_clip_timestamps = arr, len(clips)
+        tp.word_timestamps = int(bool(word_timestamps))
+        tp.prepend_punctuations = cstr(prepend_punctuations)
+        tp.append_punctuations = cstr(append_punctuations)
+        tp.loop_detection = int(bool(loop_detection))
+        tp.seed = int(seed)
+
+        pcm = A.load(audio)
+        options = dict(beam_size=beam_size, best_of=best_of, patience=patience,
+                       temperatures=list(temperature) if not isinstance(temperature, (int, float))
+                       else [temperature], compression_ratio_threshold=compression_ratio_threshold,
+                       log_prob_threshold=log_prob_threshold,
+                       no_speech_threshold=no_speech_threshold,
+                       condition_on_previous_text=condition_on_previous_text,
+                       initial_prompt=initial_prompt, prefix=prefix,
+                       without_timestamps=without_timestamps, word_timestamps=word_timestamps,
+                       max_new_tokens=max_new_tokens, clip_timestamps=clip_timestamps,
+                       task=task, language=language)
+        info = TranscriptionInfo(language=language or "", language_probability=1.0,
+                                 duration=pcm.seconds, duration_after_vad=pcm.seconds,
+                                 transcription_options=options)
+        req = _Request(self._engine, pcm, tp, keep, info, log_progress)
+        req.language.wait()
+        if not req.language_known and req.error is not None:
+            raise req.error     # bad audio, ...: at once, as faster-whisper does
+        return _Segments(req), info
