@@ -289,6 +289,52 @@ static void bad_input(const encdec_model *m) {
     encdec_engine_free(NULL);
 }
 
+/* A thread waiting on its request (encdec_request_wait joins the request's
+ * thread) while another frees the engine: both end (the engine's free once
+ * spun for ever when the waiter had started joining first). */
+typedef struct {
+    encdec_request *q;
+    encdec_status st;
+    int started;
+} waiter;
+
+static void *wait_main(void *arg) {
+    waiter *w = arg;
+    encdec_result *r = NULL;
+    __atomic_store_n(&w->started, 1, __ATOMIC_SEQ_CST);
+    w->st = encdec_request_wait(w->q, &r);
+    encdec_result_free(r);
+    return NULL;
+}
+
+static void free_while_waited(const encdec_model *m) {
+    encdec_engine_params ep = {2, 2, ENCDEC_KV_F32};
+    encdec_engine *e;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (!e) return;
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    int segs = 0;
+    p.on_segment = on_seg_count;
+    p.user = &segs;
+    waiter w[3] = {{0}};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(encdec_engine_transcribe(e, g_rec, g_rec_n, &p, &w[i].q), ENCDEC_OK);
+        pthread_create(&th[i], NULL, wait_main, &w[i]);
+    }
+    while (segs == 0) usleep(2000);   /* decoding; the waiters are joining */
+    for (int i = 0; i < 3; i++)
+        while (!__atomic_load_n(&w[i].started, __ATOMIC_SEQ_CST)) usleep(1000);
+    usleep(20000);
+    encdec_engine_free(e);            /* must return: every request ends cancelled */
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].st == ENCDEC_ERR_CANCELLED || w[i].st == ENCDEC_OK);
+        CHECK_EQ_INT(encdec_request_done(w[i].q), 1);
+        encdec_request_free(w[i].q);
+    }
+}
+
 int main(void) {
     char tiny[1024];
     if (!golden_find_model(tiny, sizeof tiny, "ENCDEC_TINY_EN", "whisper-tiny.en"))
@@ -353,6 +399,7 @@ int main(void) {
     if (k_isa() > K_ISA_C) property_isa(tiny, ENCDEC_ISA_C, "c", two, 2);
 #endif
     cancelling(m);
+    free_while_waited(m);
     bad_input(m);
     encdec_model_free(m);
     free(g_rec);

@@ -22,7 +22,8 @@ struct encdec_engine {
     int slots;
     int max_new;                 /* T5: most tokens a request generates */
     pthread_mutex_t mu;
-    encdec_request *live;        /* requests whose threads run (a list) */
+    pthread_cond_t gone;         /* a request left live */
+    encdec_request *live;        /* requests whose threads run or are not yet joined (a list) */
 };
 
 struct encdec_request {
@@ -324,23 +325,26 @@ int encdec_request_done(const encdec_request *q) {
     return d;
 }
 
-/* Joins q's thread and takes it off the engine's list (once). */
-static void reap(encdec_request *q) {
+/* Joins q's thread and takes it off the engine's list, once: the first
+ * caller does it and returns 1; any other returns 0 at once (the engine
+ * outlives the list: encdec_engine_free waits until it is empty). */
+static int reap(encdec_request *q) {
     pthread_mutex_lock(&q->mu);
     int first = !q->waited;
     q->waited = 1;
     pthread_mutex_unlock(&q->mu);
-    if (!first) return;
+    if (!first) return 0;
     pthread_join(q->th, NULL);
     encdec_engine *e = q->e;
-    if (!e) return;
     pthread_mutex_lock(&e->mu);
     for (encdec_request **p = &e->live; *p; p = &(*p)->next)
         if (*p == q) {
             *p = q->next;
             break;
         }
+    pthread_cond_broadcast(&e->gone);
     pthread_mutex_unlock(&e->mu);
+    return 1;
 }
 
 encdec_status encdec_request_wait(encdec_request *q, encdec_result **out) {
@@ -413,11 +417,13 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     e->slots = API_MAX_BEAMS + 1;   /* any beam or best_of, and the prompt's sequence */
     e->max_new = p.max_new_tokens;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->gone, NULL);
     sch_params sp = {m->family == API_WHISPER ? m->w : NULL, m->family == API_T5 ? m->t5 : NULL,
                      p.max_new_tokens + 1, p.n_threads, m->isa, (kv_dtype)p.cross_kv,
                      p.max_active, e->slots};
     encdec_status st = sch_new(&e->sch, &sp);
     if (st) {
+        pthread_cond_destroy(&e->gone);
         pthread_mutex_destroy(&e->mu);
         free(e);
         return st;
@@ -431,14 +437,24 @@ void encdec_engine_free(encdec_engine *e) {
     for (;;) {   /* cancel and join every request still running */
         pthread_mutex_lock(&e->mu);
         encdec_request *q = e->live;
-        if (q) atomic_store(&q->cancel, 1);
+        for (encdec_request *r = q; r; r = r->next) atomic_store(&r->cancel, 1);
         pthread_mutex_unlock(&e->mu);
         if (!q) break;
         sch_wake_waiting(e->sch);
-        reap(q);
-        q->e = NULL;
+        if (reap(q)) continue;
+        /* another thread (encdec_request_wait / _free) is joining q: wait until
+           it has taken q off the list */
+        pthread_mutex_lock(&e->mu);
+        for (;;) {
+            encdec_request *r = e->live;
+            while (r && r != q) r = r->next;
+            if (!r) break;
+            pthread_cond_wait(&e->gone, &e->mu);
+        }
+        pthread_mutex_unlock(&e->mu);
     }
     sch_free(e->sch);
+    pthread_cond_destroy(&e->gone);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
