@@ -159,16 +159,16 @@ static void test_segments(void) {
 }
 
 static void test_languages(void) {
-    CHECK_STR(asr_lang_code(0), "en");
-    CHECK_STR(asr_lang_code(2), "de");
-    CHECK_STR(asr_lang_code(99), "yue");
-    CHECK(asr_lang_code(100) == NULL && asr_lang_code(-1) == NULL);
-    CHECK_EQ_INT(asr_lang_find("de"), 2);
-    CHECK_EQ_INT(asr_lang_find("German"), 2);
-    CHECK_EQ_INT(asr_lang_find("MANDARIN"), 1);
-    CHECK_EQ_INT(asr_lang_find("xx"), -1);
-    CHECK_EQ_INT(asr_lang_find(""), -1);
-    CHECK_EQ_INT(asr_lang_find(NULL), -1);
+    CHECK_STR(wlang_code(0), "en");
+    CHECK_STR(wlang_code(2), "de");
+    CHECK_STR(wlang_code(99), "yue");
+    CHECK(wlang_code(100) == NULL && wlang_code(-1) == NULL);
+    CHECK_EQ_INT(wlang_find("de"), 2);
+    CHECK_EQ_INT(wlang_find("German"), 2);
+    CHECK_EQ_INT(wlang_find("MANDARIN"), 1);
+    CHECK_EQ_INT(wlang_find("xx"), -1);
+    CHECK_EQ_INT(wlang_find(""), -1);
+    CHECK_EQ_INT(wlang_find(NULL), -1);
     /* the public face of the same table */
     CHECK_STR(encdec_language_code(0), "en");
     CHECK_STR(encdec_language_code(99), "yue");

@@ -20,6 +20,7 @@
 static encdec_status detect_family(const char *path, api_family *fam) {
     char dir[4096], cfg[4200];
     *fam = API_WHISPER;
+    if (ed_is_file(path) && ggml_is_file(path)) return ENCDEC_OK;   /* whisper.cpp's: Whisper */
     snprintf(dir, sizeof dir, "%s", path);
     if (!ed_is_dir(path)) {
         char *slash = strrchr(dir, '/');
@@ -226,17 +227,17 @@ const char *encdec_build_info(void) {
 const char *encdec_model_language(const encdec_model *m, int i) {
     if (!m || m->family != API_WHISPER) return NULL;
     if (!m->w->multilingual) return i == 0 ? "en" : NULL;
-    return i >= 0 && i < m->w->sp.n_langs ? asr_lang_code(i) : NULL;
+    return i >= 0 && i < m->w->sp.n_langs ? wlang_code(i) : NULL;
 }
 
 const char *encdec_language_name(const char *code) {
-    return code && strlen(code) <= 32 ? asr_lang_name(asr_lang_find(code)) : NULL;
+    return code && strlen(code) <= 32 ? wlang_name(wlang_find(code)) : NULL;
 }
 
-const char *encdec_language_code(int i) { return asr_lang_code(i); }
+const char *encdec_language_code(int i) { return wlang_code(i); }
 
 int encdec_model_find_language(const encdec_model *m, const char *name) {
     if (!m || m->family != API_WHISPER || !name || strlen(name) > 32) return -1;
-    int i = asr_lang_find(name);
+    int i = wlang_find(name);
     return encdec_model_language(m, i) ? i : -1;
 }

@@ -40,7 +40,7 @@ static void lang_list(const whisper_model *w, char *buf, size_t cap) {
     size_t n = 0;
     buf[0] = 0;
     for (int i = 0; i < w->sp.n_langs && n + 8 < cap; i++) {
-        const char *c = asr_lang_code(i);
+        const char *c = wlang_code(i);
         if (c) n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", c);
     }
 }
@@ -49,7 +49,7 @@ static void lang_list(const whisper_model *w, char *buf, size_t cap) {
 static encdec_status language_token(const whisper_model *w, const char *lang, int *tok) {
     *tok = -1;
     if (!lang) return ENCDEC_OK;
-    int i = strlen(lang) < 32 ? asr_lang_find(lang) : -1;
+    int i = strlen(lang) < 32 ? wlang_find(lang) : -1;
     if (!w->multilingual) {
         if (i != 0)
             return ed_fail(ENCDEC_ERR_ARG, "this model is English-only; language \"%.32s\" is not "
@@ -237,7 +237,7 @@ static void on_language(void *user, int token, const float *probs, int n_langs) 
     if (!c->p->on_language) return;
     int i = token >= 0 ? token - c->w->sp.lang_first : 0;
     float pr = probs && i >= 0 && i < n_langs ? probs[i] : 1.0f;
-    const char *code = asr_lang_code(i);
+    const char *code = wlang_code(i);
     c->p->on_language(code ? code : "en", pr, c->p->user);
 }
 
@@ -271,7 +271,7 @@ static void report(encdec_result *r, const whisper_model *w, const asr_report *r
     t->n_fallbacks = rep->n_fallbacks;
     t->n_loops = rep->n_loops;
     t->audio_seconds = n / (double)MEL_SAMPLE_RATE;
-    r->language = rep->language >= 0 ? asr_lang_code(rep->language - w->sp.lang_first) : "en";
+    r->language = rep->language >= 0 ? wlang_code(rep->language - w->sp.lang_first) : "en";
     if (!rep->detected) return;
     int L = rep->n_langs;   /* most likely first */
     for (int i = 0; i < L; i++) {
@@ -282,7 +282,7 @@ static void report(encdec_result *r, const whisper_model *w, const asr_report *r
             k--;
         }
         r->lang_prob[k] = rep->lang_probs[i];
-        r->lang_code[k] = asr_lang_code(i);
+        r->lang_code[k] = wlang_code(i);
     }
 }
 

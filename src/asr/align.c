@@ -242,7 +242,7 @@ encdec_status asr_align_window(asr_aligner *a, const asr_env *env, const asr_par
     /* words of the text tokens (and eot, which closes the last one) */
     int by_unicode = 0;
     if (m->multilingual && sot_seq[1] >= m->sp.lang_first) {
-        const char *code = asr_lang_code(sot_seq[1] - m->sp.lang_first);
+        const char *code = wlang_code(sot_seq[1] - m->sp.lang_first);
         static const char *const NO_SPACES[] = {"zh", "ja", "th", "lo", "my", "yue"};
         for (size_t i = 0; code && i < sizeof NO_SPACES / sizeof NO_SPACES[0]; i++)
             by_unicode |= !strcmp(code, NO_SPACES[i]);

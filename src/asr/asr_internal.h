@@ -7,6 +7,7 @@
 #define ED_ASR_INTERNAL_H
 
 #include "asr/asr.h"
+#include "tok/lang.h"
 
 #include <stddef.h>
 
@@ -37,17 +38,6 @@ double asr_compression_ratio(const char *text, size_t len);
 /* text without leading and trailing ASCII white space: *len updated, the
  * start returned. */
 const char *asr_strip(const char *text, size_t *len);
-
-/* ---- lang.c ---- */
-
-/* The language code of Whisper's i-th language ("en", "zh", ...; 100 of
- * them, in the tokenizer's order), or NULL past the end. */
-const char *asr_lang_code(int i);
-/* Its English name in lower case ("english", "chinese", ...), or NULL. */
-const char *asr_lang_name(int i);
-/* The index of a language code or English name ("de", "German", case
- * insensitive), or -1. */
-int asr_lang_find(const char *name);
 
 /* ---- dtw.c ---- */
 

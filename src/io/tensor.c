@@ -15,6 +15,7 @@
  */
 #include "io/tensor.h"
 #include "base/err.h"
+#include "base/half.h"
 #include "base/mem.h"
 
 #include <stdio.h>
@@ -255,24 +256,6 @@ const char *ed_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) 
     return buf;
 }
 
-/* IEEE half: 1 sign, 5 exponent (bias 15), 10 mantissa bits. Exact in f32. */
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);          /* inf, nan (payload kept) */
-    } else if (exp) {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    } else {
-        float v = (float)man * 0x1p-24f;                  /* zero or subnormal: man * 2^-24 */
-        return sign ? -v : v;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 encdec_status ed_to_f32(float *dst, const void *src, ed_dtype dt, size_t n) {
     const uint8_t *s = src;
     switch (dt) {
@@ -283,7 +266,7 @@ encdec_status ed_to_f32(float *dst, const void *src, ed_dtype dt, size_t n) {
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = f16_to_f32(h);
+            dst[i] = ed_h2f(h);
         }
         return ENCDEC_OK;
     case ED_BF16:

@@ -1,4 +1,4 @@
-/* tensor.h - the weight table: every loader (safetensors, CTranslate2) fills
+/* tensor.h - the weight table: every loader (safetensors, CTranslate2, ggml) fills
  * one, and model code looks tensors up by name in it.
  *
  *   ed_wtab *t = wtab_new();
@@ -88,5 +88,19 @@ encdec_status st_load_dir(ed_wtab *t, const char *dir);
  * "encoder/layer_0/self_attention/linear_0/weight"; aliases resolved; scalar
  * attributes such as "encoder/num_heads" become 0-d tensors). */
 encdec_status ct2_load_file(ed_wtab *t, const char *path);
+
+/* ggml.c: a whisper.cpp ggml-*.bin Whisper file (f32, f16; q4_0, q4_1,
+ * q5_0, q5_1, q8_0 expanded to f16); tensors under Hugging Face's names.
+ * What the file says besides its tensors: */
+typedef struct {
+    int32_t n_vocab, n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
+    int32_t n_text_ctx, n_text_state, n_text_head, n_text_layer, n_mels, ftype;
+    int32_t n_tokens;           /* tokens listed: ids 0 .. n_tokens-1 */
+    const char **tok;           /* [n_tokens] their bytes (into the mapping) */
+    uint32_t *tok_len;          /* [n_tokens] (tok and tok_len owned by the table) */
+} ggml_whisper;
+encdec_status ggml_load_file(ed_wtab *t, const char *path, ggml_whisper *g);
+/* 1 when path is a file that starts with ggml's magic. */
+int ggml_is_file(const char *path);
 
 #endif

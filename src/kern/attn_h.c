@@ -55,39 +55,11 @@
 /* ---- conversions ---- */
 
 
-/* Round to nearest even on the bits; the carry out of the mantissa moves
- * into the exponent (so 65520 and up become inf, 0x3ff subnormals the
- * smallest normal). NaN keeps its top payload bits and turns quiet. */
-static inline uint16_t f2h(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00 | ((a >> 13) & 0x3ff));
-    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);   /* >= 65520 (and inf) */
-    if (a < 0x38800000u) {                                  /* below 2^-14: subnormal */
-        if (a < 0x33000000u) return (uint16_t)s;            /* <= 2^-25 rounds to 0 */
-        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, sh = 126 - e;   /* 14..24 */
-        uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-        r += rem > half || (rem == half && (r & 1));
-        return (uint16_t)(s | r);
-    }
-    uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fff;   /* rebias 127 -> 15 */
-    h += rem > 0x1000 || (rem == 0x1000 && (h & 1));
-    return (uint16_t)(s | h);
-}
-
-static inline uint16_t f2bf(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
 static void f32_to_h_c(uint16_t *dst, const float *src, size_t n, int bf16) {
     if (bf16)
-        for (size_t i = 0; i < n; i++) dst[i] = f2bf(src[i]);
+        for (size_t i = 0; i < n; i++) dst[i] = ed_f2bf(src[i]);
     else
-        for (size_t i = 0; i < n; i++) dst[i] = f2h(src[i]);
+        for (size_t i = 0; i < n; i++) dst[i] = ed_f2h(src[i]);
 }
 
 #ifdef K_X86

@@ -248,7 +248,7 @@ encdec_status t5_load(t5_model **out, const char *path) {
     char dir[4096];
     int hf = 0;
     const char *file = "";
-    encdec_status st = wl_open(m->wt, path, 0, dir, sizeof dir, &hf, &file);
+    encdec_status st = wl_open(m->wt, path, 0, dir, sizeof dir, &hf, &file, NULL);
     if (!st) st = read_config(m, dir);
     if (!st) st = spm_load_dir(&m->tok, dir);
     if (!st) st = check_tokenizer(m);

@@ -75,7 +75,7 @@ typedef struct whisper_model {
     whisper_hparams hp;
     whisper_special sp;
     int multilingual;
-    const char *format;                  /* "safetensors" or "ctranslate2" */
+    const char *format;                  /* "safetensors", "ctranslate2" or "ggml" */
     k_w conv1_w;                         /* [d, 3, n_mels]: tap-major (see encode) */
     const float *conv1_b;                /* [d] */
     k_w conv2_w;                         /* [d, 3, d] */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static encdec_status check_hparams(const whisper_hparams *h, const char *file) {
+encdec_status whisper_cfg_check(const whisper_hparams *h, const char *file) {
     if (h->n_mels != 80 && h->n_mels != 128)
         return ed_fail(ENCDEC_ERR_CONFIG, "%s: %d mel bins; Whisper uses 80 or 128", file, h->n_mels);
     if (h->n_audio_ctx * 2 != MEL_CHUNK_FRAMES)
@@ -174,7 +174,7 @@ encdec_status whisper_cfg_hf(whisper_model *m, const char *dir) {
         st = ed_fail(ENCDEC_ERR_CONFIG, "config.json: encoder and decoder differ in heads or "
                      "ffn width (%d/%d, %d/%d); not a Whisper layout",
                      h->n_head, dec_heads, h->ffn, dec_ffn);
-    if (!st) st = check_hparams(h, "config.json");
+    if (!st) st = whisper_cfg_check(h, "config.json");
     if (!st) st = read_rules(m, c, path, "suppress_tokens", "begin_suppress_tokens");
     cJSON_Delete(c);
     if (st) return st;
@@ -245,7 +245,7 @@ encdec_status whisper_cfg_ct2(whisper_model *m, const char *dir) {
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: encoder/num_heads and decoder/num_heads "
                        "must be equal integer scalars in 1..256");
     h->n_head = (int)he;
-    st = check_hparams(h, "model.bin");
+    st = whisper_cfg_check(h, "model.bin");
     if (st) return st;
     m->multilingual = h->n_vocab >= 51865;
 
@@ -311,5 +311,60 @@ encdec_status whisper_cfg_tokens(whisper_model *m, const char *dir, int hf) {
     if (m->multilingual && (s->n_langs < 1 || s->transcribe < 0))
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: a multilingual model needs language and task "
                        "tokens (<|en|> ... <|translate|>, <|transcribe|>)", dir);
+    return ENCDEC_OK;
+}
+
+/* openai-whisper's non-speech symbols (tokenizer.non_speech_tokens): each
+ * alone and after a space, where it is one token; the music notes' first
+ * token always. */
+static const char *const SYMBOLS[] = {
+    "\"", "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]", "^", "_",
+    "`", "{", "|", "}", "~", "\u300c", "\u300d", "\u300e", "\u300f", "<<", ">>", "<<<", ">>>",
+    "--", "---", "-(", "-[", "('", "(\"", "((", "))", "(((", ")))", "[[", "]]", "{{", "}}",
+    "\u266a\u266a", "\u266a\u266a\u266a"};
+static const char *const NOTES[] = {"\u2669", "\u266a", "\u266b", "\u266c", "\u266d",
+                                    "\u266e", "\u266f"};
+
+static int cmp_int(const void *a, const void *b) {
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+encdec_status whisper_cfg_rules_default(whisper_model *m) {
+    if (m->suppress && m->begin_suppress) return ENCDEC_OK;
+    int cap = 2 * (int)(sizeof SYMBOLS / sizeof SYMBOLS[0] + sizeof NOTES / sizeof NOTES[0]) + 2;
+    int *out = malloc(sizeof(int) * (size_t)cap), n = 0, ids[16], k;
+    if (!out) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: suppressed tokens");
+    char buf[32];
+    const char *const lead[] = {" -", " '"};
+    for (int i = 0; i < 2; i++)
+        if (!bpe_encode(m->tok, lead[i], ids, 16, &k) && k >= 1) out[n++] = ids[0];
+    int n_sym = (int)(sizeof SYMBOLS / sizeof SYMBOLS[0]), n_notes = (int)(sizeof NOTES / sizeof NOTES[0]);
+    for (int i = 0; i < n_sym + n_notes; i++) {
+        const char *s = i < n_sym ? SYMBOLS[i] : NOTES[i - n_sym];
+        for (int sp = 0; sp < 2; sp++) {
+            snprintf(buf, sizeof buf, "%s%s", sp ? " " : "", s);
+            if (bpe_encode(m->tok, buf, ids, 16, &k) || k < 1) continue;
+            if (k == 1 || i >= n_sym) out[n++] = ids[0];
+        }
+    }
+    qsort(out, (size_t)n, sizeof *out, cmp_int);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (!u || out[i] != out[u - 1]) out[u++] = out[i];
+    if (!m->suppress) {
+        m->suppress = out;
+        m->n_suppress = u;
+    } else {
+        free(out);
+    }
+    if (!m->begin_suppress) {
+        int *b = malloc(sizeof(int) * 2);
+        if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: suppressed tokens");
+        int nb = 0;
+        if (!bpe_encode(m->tok, " ", ids, 16, &k) && k == 1) b[nb++] = ids[0];
+        b[nb++] = m->sp.eot;
+        m->begin_suppress = b;
+        m->n_begin_suppress = nb;
+    }
     return ENCDEC_OK;
 }

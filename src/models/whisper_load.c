@@ -229,13 +229,19 @@ encdec_status whisper_load(whisper_model **out, const char *path) {
     char dir[4096];
     int hf = 0;
     const char *file = "";
-    encdec_status st = wl_open(m->wt, path, 1, dir, sizeof dir, &hf, &file);
-    if (!st) {
+    ggml_whisper gg;
+    encdec_status st = wl_open(m->wt, path, 1, dir, sizeof dir, &hf, &file, &gg);
+    if (!st && hf == WL_GGML) {   /* one file: hyper-parameters, tokenizer and weights */
+        m->format = "ggml";
+        st = whisper_cfg_ggml(m, &gg, path);
+        if (!st) st = whisper_cfg_tokens(m, path, 0);
+    } else if (!st) {
         m->format = hf ? "safetensors" : "ctranslate2";
         st = hf ? whisper_cfg_hf(m, dir) : whisper_cfg_ct2(m, dir);
+        if (!st) st = bpe_load_dir(&m->tok, dir);
+        if (!st) st = whisper_cfg_tokens(m, dir, hf);
     }
-    if (!st) st = bpe_load_dir(&m->tok, dir);
-    if (!st) st = whisper_cfg_tokens(m, dir, hf);
+    if (!st) st = whisper_cfg_rules_default(m);
     if (!st) st = whisper_cfg_align_default(m);
     if (!st) {
         loader L = {{m->wt, file, ENCDEC_OK, 0}, m, hf};

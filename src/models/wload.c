@@ -126,18 +126,26 @@ void wl_put(float *dst, const float *src, size_t n) {
 }
 
 encdec_status wl_open(ed_wtab *wt, const char *path, int allow_ct2, char *dir, size_t cap,
-                      int *hf, const char **file) {
+                      int *hf, const char **file, ggml_whisper *gg) {
     char p[4096];
     if (ed_is_file(path)) {
         size_t n = strlen(path);
-        if (n < 12 || strcmp(path + n - 12, ".safetensors") != 0)
-            return ed_fail(ENCDEC_ERR_NO_MODEL, "%s: not a model directory or .safetensors file", path);
         snprintf(dir, cap, "%s", path);
         char *slash = strrchr(dir, '/');
         if (slash) *slash = 0;
         else snprintf(dir, cap, ".");
-        *hf = 1;
         *file = ed_basename(path);
+        if (ggml_is_file(path)) {
+            if (!gg)
+                return ed_fail(ENCDEC_ERR_NO_MODEL, "%s: a whisper.cpp ggml file holds a Whisper "
+                               "model; this is the T5 family's loader", path);
+            *hf = WL_GGML;
+            return ggml_load_file(wt, path, gg);
+        }
+        if (n < 12 || strcmp(path + n - 12, ".safetensors") != 0)
+            return ed_fail(ENCDEC_ERR_NO_MODEL, "%s: not a model directory, a .safetensors file "
+                           "or a whisper.cpp ggml file", path);
+        *hf = 1;
         return st_load_file(wt, path);
     }
     if (!ed_is_dir(path)) return ed_fail(ENCDEC_ERR_IO, "%s: no such file or directory", path);

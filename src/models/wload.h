@@ -99,10 +99,13 @@ void wl_put(float *dst, const float *src, size_t n);
 
 /* Opens the weights at path into wt: a directory holding model.safetensors,
  * model.safetensors.index.json (+ shards) or, when allow_ct2, a CTranslate2
- * model.bin; or a .safetensors file. dir gets the directory of the
- * configuration files, *hf 1 for safetensors (0 for CTranslate2), *file the
- * name for messages (static or borrowed from path). */
+ * model.bin; or a .safetensors file; or (gg not NULL: Whisper) a
+ * whisper.cpp ggml file, whose hyper-parameters and vocabulary go to *gg.
+ * dir gets the directory of the configuration files, *hf 1 for safetensors,
+ * 0 for CTranslate2, WL_GGML for ggml (its tensors carry Hugging Face's
+ * names), *file the name for messages (static or borrowed from path). */
+#define WL_GGML 2
 encdec_status wl_open(ed_wtab *wt, const char *path, int allow_ct2, char *dir, size_t cap,
-                      int *hf, const char **file);
+                      int *hf, const char **file, ggml_whisper *gg);
 
 #endif

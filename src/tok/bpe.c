@@ -96,6 +96,21 @@ encdec_status bpe_put(bpe_tok *t, int id, const char *s, size_t n, int special, 
     return ENCDEC_OK;
 }
 
+encdec_status bpe_put_bytes(bpe_tok *t, int id, const uint8_t *b, size_t n, const char *file) {
+    char stack[256], *sp = n * 2 < sizeof stack ? stack : malloc(n * 2 + 1);
+    if (!sp) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory for a token", file);
+    memset(sp, 0, n * 2 < sizeof stack ? sizeof stack : n * 2 + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {   /* code points below U+0800: one or two bytes */
+        uint32_t cp = byte_to_cp(b[i]);
+        if (cp < 0x80) sp[k++] = (char)cp;
+        else sp[k++] = (char)(0xc0 | cp >> 6), sp[k++] = (char)(0x80 | (cp & 0x3f));
+    }
+    encdec_status st = bpe_put(t, id, sp, k, 0, file);
+    if (sp != stack) free(sp);
+    return st;
+}
+
 void bpe_set_special(bpe_tok *t, int id) {
     if (id >= 0 && id < t->voc.n) t->special[id] = 1;
 }

@@ -14,6 +14,7 @@
 
 #include "encdec.h"
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct bpe_tok bpe_tok;
 
@@ -25,6 +26,13 @@ typedef struct bpe_tok bpe_tok;
  * timestamp tokens <|0.00|> ... <|30.00|> follow <|notimestamps|>; they are
  * added when the files lack them. Errors: ENCDEC_ERR_TOKENIZER naming the file. */
 encdec_status bpe_load_dir(bpe_tok **out, const char *dir);
+/* A vocabulary given as raw token bytes in rank order, ids 0 .. n-1 (a
+ * tiktoken-style list: whisper.cpp's ggml files), then the special tokens
+ * spelled in specials[n_specials] as ids n, n+1, ...; the timestamps follow
+ * a last <|notimestamps|>; merges are derived from the order. Errors:
+ * ENCDEC_ERR_TOKENIZER naming file. */
+encdec_status bpe_load_bytes(bpe_tok **out, const char *const *tok, const uint32_t *len, int n,
+                             const char *const *specials, int n_specials, const char *file);
 /* Loads from an in-memory tokenizer.json document (for tests). */
 encdec_status bpe_load_json(bpe_tok **out, const char *json, size_t len, const char *name);
 void bpe_free(bpe_tok *t);

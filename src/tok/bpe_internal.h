@@ -23,6 +23,10 @@ encdec_status bpe_put(bpe_tok *t, int id, const char *s, size_t n, int special, 
 /* Id of the n-byte spelling s, or -1. Valid at any stage. */
 int bpe_lookup(const bpe_tok *t, const char *s, size_t n);
 
+/* bpe_put of a token given as raw bytes (b[n]): spelled in GPT-2's
+ * byte-to-unicode alphabet. */
+encdec_status bpe_put_bytes(bpe_tok *t, int id, const uint8_t *b, size_t n, const char *file);
+
 void bpe_set_special(bpe_tok *t, int id);
 
 /* Ends the token stage: appends the timestamp tokens <|0.00|> ... <|30.00|>

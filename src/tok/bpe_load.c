@@ -304,6 +304,28 @@ static encdec_status load_ct2(bpe_tok *t, const char *dir) {
     return bpe_derive_merges(t, path);
 }
 
+/* ---- raw bytes in rank order (whisper.cpp's ggml files) ---------------------- */
+
+encdec_status bpe_load_bytes(bpe_tok **out, const char *const *tok, const uint32_t *len, int n,
+                             const char *const *specials, int n_specials, const char *file) {
+    *out = NULL;
+    bpe_tok *t = bpe_alloc();
+    if (!t) return ENCDEC_ERR_NOMEM;
+    encdec_status st = ENCDEC_OK;
+    for (int id = 0; id < n && !st; id++)
+        st = bpe_put_bytes(t, id, (const uint8_t *)tok[id], len[id], file);
+    for (int i = 0; i < n_specials && !st; i++)
+        st = bpe_put(t, n + i, specials[i], strlen(specials[i]), 1, file);
+    if (!st) st = bpe_finish(t, file);
+    if (!st) st = bpe_derive_merges(t, file);
+    if (st) {
+        bpe_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
+
 /* ---- entry ----------------------------------------------------------------- */
 
 encdec_status bpe_load_dir(bpe_tok **out, const char *dir) {

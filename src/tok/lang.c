@@ -1,6 +1,6 @@
 /* lang.c - Whisper's languages: codes in the tokenizer's order, English
  * names, and the other names openai-whisper accepts for some of them. */
-#include "asr/asr_internal.h"
+#include "tok/lang.h"
 
 #include <stddef.h>
 #include <strings.h>
@@ -40,14 +40,16 @@ static const struct { const char *name, *code; } ALIASES[] = {
 
 #define N_LANGS ((int)(sizeof LANGS / sizeof LANGS[0]))
 
-const char *asr_lang_code(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].code : NULL; }
-const char *asr_lang_name(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].name : NULL; }
+const char *wlang_code(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].code : NULL; }
+const char *wlang_name(int i) { return i >= 0 && i < N_LANGS ? LANGS[i].name : NULL; }
 
-int asr_lang_find(const char *name) {
+int wlang_find(const char *name) {
     if (!name) return -1;
     for (int i = 0; i < N_LANGS; i++)
         if (!strcasecmp(name, LANGS[i].code) || !strcasecmp(name, LANGS[i].name)) return i;
     for (size_t a = 0; a < sizeof ALIASES / sizeof ALIASES[0]; a++)
-        if (!strcasecmp(name, ALIASES[a].name)) return asr_lang_find(ALIASES[a].code);
+        if (!strcasecmp(name, ALIASES[a].name)) return wlang_find(ALIASES[a].code);
     return -1;
 }
+
+int wlang_count(void) { return N_LANGS; }
