@@ -1,7 +1,7 @@
 /* test_ggml.c - whisper.cpp's model files (ggml-*.bin) against Hugging Face
  * transformers: tests/data/tiny-random-ggml/ holds one small random Whisper
  * as whisper.cpp's own converter and quantize tool wrote it (f32, f16,
- * q8_0, q5_0, q5_1, q4_0; tools/gen_ggml_fixture.py) and transformers'
+ * q8_0, q5_0, q5_1, q4_0, q4_1; tools/gen_ggml_fixture.py) and transformers'
  * float64 outputs on jfk.wav (golden.safetensors): for the model itself,
  * and for each quantized file, for the model holding that file's weights
  * as ggml's own Python package (gguf.quants) decodes them, rounded to f16
@@ -19,8 +19,10 @@
  * Then the public API loads one and transcribes.
  */
 #include "golden.h"
+#include "modeldir.h"
 
 #include "base/pool.h"
+#include "models/whisper_cfg.h"
 #include "tok/bpe.h"
 
 #include <stdlib.h>
@@ -158,6 +160,119 @@ static void one_file(const ftype_case *c, const ed_wtab *g, const float *mel) {
     whisper_free(m);
 }
 
+/* The rules derived for files without them (ggml) are openai-whisper's: on
+ * tiny.en and base, the derived non-speech list equals the one their
+ * CTranslate2 config.json carries (written by faster-whisper's converter from
+ * openai-whisper's), special tokens aside (they are added per window). */
+static void rules_as_openai(const char *name) {
+    char dir[1024];
+    if (!golden_find_model(dir, sizeof dir, strcmp(name, "whisper-base") ? "ENCDEC_TINY_EN" : "ENCDEC_BASE", name)) {
+        printf("%s not installed: derived rules not compared\n", name);
+        return;
+    }
+    whisper_model *m = NULL;
+    CHECK_EQ_INT(whisper_load(&m, dir), ENCDEC_OK);
+    if (!m) return;
+    int n = 0, *want = malloc(sizeof(int) * (size_t)(m->n_suppress + 1));
+    for (int i = 0; i < m->n_suppress; i++)
+        if (m->suppress[i] < m->sp.eot) want[n++] = m->suppress[i];
+    int b0 = m->begin_suppress[0], b1 = m->begin_suppress[1], nb = m->n_begin_suppress;
+    free(m->suppress);
+    free(m->begin_suppress);
+    m->suppress = m->begin_suppress = NULL;
+    m->n_suppress = m->n_begin_suppress = 0;
+    CHECK_EQ_INT(whisper_cfg_rules_default(m), ENCDEC_OK);
+    CHECK_EQ_INT(m->n_suppress, n);
+    CHECK(m->n_suppress == n && !memcmp(m->suppress, want, sizeof(int) * (size_t)n));
+    CHECK(m->n_begin_suppress == nb && m->begin_suppress[0] == b0 && m->begin_suppress[1] == b1);
+    printf("%s: the derived non-speech list equals the file's (%d tokens)\n", name, n);
+    free(want);
+    whisper_free(m);
+}
+
+/* ---- files that are cut short or lie: a named error each, nothing leaks ---- */
+
+static uint8_t *g_file;   /* ggml-q8_0.bin */
+static size_t g_size;
+
+static int32_t i32_at(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+static void put_i32(uint8_t *p, int32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)((uint32_t)v >> (8 * i));
+}
+
+/* Offsets: the vocabulary's count, the first tensor's header. */
+static size_t vocab_at(void) { return 48 + 8 + 4 * (size_t)i32_at(g_file + 48) * (size_t)i32_at(g_file + 52); }
+static size_t tensor_at(void) {
+    size_t p = vocab_at(), n = (size_t)i32_at(g_file + p);
+    p += 4;
+    for (size_t i = 0; i < n; i++) p += 4 + (size_t)i32_at(g_file + p);
+    return p;
+}
+
+/* encdec_model_load of g_file with bytes [at, at + 4) set to v (at == SIZE_MAX:
+ * unchanged), cut to len bytes. */
+static encdec_status load_edited(size_t at, int32_t v, size_t len) {
+    uint8_t *f = malloc(g_size);
+    memcpy(f, g_file, g_size);
+    if (at != SIZE_MAX) put_i32(f + at, v);
+    const char *path = tmp_path("edited.bin");
+    tmp_write(path, f, len);
+    free(f);
+    encdec_model *m = NULL;
+    encdec_status st = encdec_model_load(path, &m);
+    encdec_model_free(m);
+    return st;
+}
+
+static void lying_files(void) {
+    size_t n = g_size, voc = vocab_at(), ten = tensor_at();
+    int32_t dims = i32_at(g_file + ten), name_len = i32_at(g_file + ten + 4);
+    size_t name_at = ten + 12 + 4 * (size_t)dims, data_at = name_at + (size_t)name_len;
+    /* cut short: at every stage, the field named */
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, 4), ENCDEC_ERR_FORMAT, "edited.bin: truncated at byte 4: n_vocab");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, 60), ENCDEC_ERR_FORMAT, "truncated at byte 56: mel filters");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, voc + 100), ENCDEC_ERR_FORMAT, "truncated at byte");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, ten + 6), ENCDEC_ERR_FORMAT, "tensor 0 name length needs");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, data_at + 10), ENCDEC_ERR_FORMAT, "data needs");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, n - 1), ENCDEC_ERR_FORMAT, "truncated at byte");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, voc + 4), ENCDEC_ERR_FORMAT, "token 0 length");
+    /* a header that lies */
+    CHECK_STATUS(load_edited(4, -5, n), ENCDEC_ERR_FORMAT, "n_vocab is -5 at byte 4");
+    CHECK_STATUS(load_edited(4 + 4 * 9, 100000, n), ENCDEC_ERR_FORMAT, "n_mels is 100000");
+    CHECK_STATUS(load_edited(voc, 1 << 30, n), ENCDEC_ERR_FORMAT, "token count");
+    CHECK_STATUS(load_edited(voc + 4, 1 << 20, n), ENCDEC_ERR_FORMAT, "token 0 length");
+    CHECK_STATUS(load_edited(ten, 9, n), ENCDEC_ERR_FORMAT, "tensor 0 dimension count is 9");
+    CHECK_STATUS(load_edited(ten + 4, 0, n), ENCDEC_ERR_FORMAT, "tensor 0 name length is 0");
+    CHECK_STATUS(load_edited(ten + 8, 13, n), ENCDEC_ERR_DTYPE, "has ggml type 13");
+    /* the vocabulary size no longer leaves Whisper's specials */
+    CHECK_STATUS(load_edited(4, 3000, n), ENCDEC_ERR_TOKENIZER, "not Whisper's layout");
+    /* the width says 64: the tensors' shapes do not */
+    CHECK_STATUS(load_edited(4 + 4 * 2, 64, n), ENCDEC_ERR_CONFIG, "");
+    CHECK_STATUS(load_edited(4 + 4 * 2, 64, n), ENCDEC_ERR_CONFIG, "differ in width");
+    /* not ggml: no magic */
+    CHECK_STATUS(load_edited(0, 0x12345678, n), ENCDEC_ERR_NO_MODEL, "whisper.cpp ggml file");
+    CHECK_STATUS(load_edited(SIZE_MAX, 0, 0), ENCDEC_ERR_NO_MODEL, "edited.bin");
+    /* a ggml file is a Whisper model, whatever config.json lies beside it */
+    tmp_write(tmp_path("config.json"), "{\"model_type\": \"t5\"}", 22);
+    CHECK_EQ_INT(load_edited(SIZE_MAX, 0, n), ENCDEC_OK);
+    /* a NaN weight (the token embedding's first q8 block scale) */
+    size_t emb = 0;
+    for (size_t p = ten; p + 31 < n; p++)
+        if (!memcmp(g_file + p, "decoder.token_embedding.weight", 30)) { emb = p + 30; break; }
+    CHECK(emb > 0);
+    uint8_t *f = malloc(n);
+    memcpy(f, g_file, n);
+    f[emb] = 0x00, f[emb + 1] = 0x7e;   /* f16 NaN */
+    tmp_write(tmp_path("nan.bin"), f, n);
+    free(f);
+    encdec_model *m = NULL;
+    CHECK_STATUS(encdec_model_load(tmp_path("nan.bin"), &m), ENCDEC_ERR_FORMAT,
+                 "model.decoder.embed_tokens.weight");
+    encdec_model_free(m);
+}
+
 /* Through the public API: loads by path, reports the format, transcribes. */
 static void public_api(void) {
     encdec_model *em;
@@ -193,11 +308,20 @@ int main(void) {
     CHECK_EQ_INT(golden_mel(ED_SHARED_DIR "/audio/jfk.wav", 80, &mel, NULL, NULL), ENCDEC_OK);
     int nf;
     CHECK(golden_mel_diff(mel, 80, g, &nf) < 1e-4);
-    static const ftype_case cases[] = {   /* measured: 1.8e-2, 1.3e-1, 2.1e-1, 3.7e-1 */
+    static const ftype_case cases[] = {   /* measured: 1.8e-2, 1.3e-1, 2.1e-1, 3.7e-1, ... */
         {"f32", 0}, {"f16", 0}, {"q8_0", 4e-2}, {"q5_1", 2.5e-1}, {"q5_0", 4e-1}, {"q4_0", 6e-1},
+        {"q4_1", 6e-1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one_file(&cases[i], g, mel);
     public_api();
+    if (tmp_new("encdec-ggml")) {
+        g_file = md_read_all(DIR "/ggml-q8_0.bin", &g_size);
+        lying_files();
+        free(g_file);
+        tmp_remove(tmp_dir);
+    }
+    rules_as_openai("whisper-tiny.en");
+    rules_as_openai("whisper-base");
     free(mel);
     wtab_free(g);
     return check_done();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/data/tiny-random-ggml/: a small random Whisper as whisper.cpp's own
-tools write it (f32, f16, q8_0, q5_0, q5_1, q4_0), and Hugging Face
+tools write it (f32, f16, q8_0, q5_0, q5_1, q4_0, q4_1), and Hugging Face
 transformers' outputs for it (the golden the C loader is checked against).
 
 Usage (from the repository root; .venv from scripts/venv.sh, and a
@@ -20,7 +20,8 @@ What it does:
      (whisper_oracle.random_weights), rounded to f16 so that the f16 file is exact.
   2. whisper.cpp's models/convert-h5-to-ggml.py on it (run from WHISPER_CPP_DIR, not
      copied): ggml-f16.bin, and with its use-f32 argument ggml-f32.bin; then whisper.cpp's
-     quantize on ggml-f16.bin: ggml-q8_0.bin, ggml-q5_0.bin, ggml-q5_1.bin, ggml-q4_0.bin.
+     quantize on ggml-f16.bin: ggml-q8_0.bin, ggml-q5_0.bin, ggml-q5_1.bin, ggml-q4_0.bin,
+     ggml-q4_1.bin.
   3. golden.safetensors: transformers in float64 on ../shared/audio/jfk.wav's log-mel
      (whisper_oracle.log_mel): encoder rows and cross K/V (encoder_goldens), the prompt
      [<|startoftranscript|>, <|notimestamps|>], 8 greedy steps without suppression
@@ -65,7 +66,7 @@ VOCAB = N_REGULAR + len(SPECIALS) + len(TIMESTAMPS)
 EOT, SOT = N_REGULAR, N_REGULAR + 1
 NOTIMESTAMPS = N_REGULAR + len(SPECIALS) - 1
 MAX_NEW = 8
-TYPES = ["q8_0", "q5_0", "q5_1", "q4_0"]
+TYPES = ["q8_0", "q5_0", "q5_1", "q4_0", "q4_1"]
 
 # openai-whisper's tensor names (as convert-h5-to-ggml.py writes them) -> Hugging Face's
 WHOLE = {
@@ -128,7 +129,8 @@ def read_ggml(path):
             pos += count * np.dtype(dt).itemsize
         else:
             qt = Q(ttype)
-            block, size = {Q.Q4_0: (32, 18), Q.Q5_0: (32, 22), Q.Q5_1: (32, 24), Q.Q8_0: (32, 34)}[qt]
+            block, size = {Q.Q4_0: (32, 18), Q.Q4_1: (32, 20), Q.Q5_0: (32, 22), Q.Q5_1: (32, 24),
+                           Q.Q8_0: (32, 34)}[qt]
             nbytes = count // block * size
             raw = np.frombuffer(data, np.uint8, nbytes, pos).reshape(-1, ne[0] // block * size)
             a = quants.dequantize(raw, qt).astype(np.float32)

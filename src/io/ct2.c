@@ -35,6 +35,11 @@
  *   decoder/layer_N/ffn/... as in the encoder; decoder/layer_norm final norm
  *   alias decoder/projection/weight -> decoder/embeddings/weight (tied; the
  *       output projection has no bias)
+ * Quantized models (--quantization int8 / int8_float16 / int8_bfloat16):
+ *   every weight matrix (linear layers, the convolutions, the embeddings) is
+ *   int8 "X/weight" followed by f32 "X/weight_scale" [rows]: w = q / scale
+ *   per row. The pair is read here as one f16 "X/weight" (in memory the
+ *   table owns), so the loaders see an f16 model; the scale stays too.
  * Scalars: {encoder,decoder}/num_heads int16 (6); decoder/pre_norm int8 1,
  *   activation int8 3 (GELU), alibi 0, scale_embeddings 0,
  *   start_from_zero_embedding 0, alignment_heads int16, alignment_layer
@@ -42,6 +47,7 @@
  */
 #include "io/tensor.h"
 #include "base/err.h"
+#include "base/half.h"
 #include "base/mem.h"
 
 #include <stdio.h>
@@ -131,6 +137,36 @@ static encdec_status read_var(ct2_reader *r, ed_tensor *x) {
     return ENCDEC_OK;
 }
 
+/* An int8 "X/weight" x and its f32 "X/weight_scale" sc: x becomes the f16
+ * weight q / scale (rows: x's first dimension). */
+static encdec_status dequantize(ed_wtab *t, ed_tensor *x, const ed_tensor *sc, const char *path) {
+    size_t rows = x->ndim ? (size_t)x->shape[0] : 0, n = x->nbytes, cols = rows ? n / rows : 0;
+    if (x->ndim < 2 || sc->dtype != ED_F32 || sc->ndim != 1 || (size_t)sc->shape[0] != rows)
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: %s is int8 but %s is not an f32 vector of its %zu "
+                       "rows", path, x->name, sc->name, rows);
+    uint16_t *h = wtab_alloc(t, n * 2, "dequantized int8 weights");
+    if (!h) return ENCDEC_ERR_NOMEM;
+    const int8_t *q = x->data;
+    const uint8_t *sb = sc->data;
+    for (size_t r = 0; r < rows; r++) {
+        float s;
+        memcpy(&s, sb + 4 * r, 4);
+        if (!(s > 0) || s != s || s > 3e38f)
+            return ed_fail(ENCDEC_ERR_FORMAT, "%s: %s row %zu has scale %g (must be positive and "
+                           "finite)", path, sc->name, r, (double)s);
+        for (size_t c = 0; c < cols; c++) h[r * cols + c] = ed_f2h((float)q[r * cols + c] / s);
+    }
+    x->dtype = ED_F16;
+    x->nbytes = n * 2;
+    x->data = h;
+    return ENCDEC_OK;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && !strcmp(s + a - b, tail);
+}
+
 /* Reads the whole mapped file into t. */
 static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
     uint32_t version, revision, n_vars, n_alias;
@@ -144,6 +180,8 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
     if ((st = read_str(r, &spec, "spec name")) || (st = read_uint(r, 4, &revision, "spec revision")) ||
         (st = read_uint(r, 4, &n_vars, "variable count")))
         return st;
+    ed_tensor held = {0};   /* an int8 X/weight waiting for X/weight_scale (names are sorted) */
+    char held_name[512];
     for (uint32_t i = 0; i < n_vars; i++) {
         ed_tensor x = {.file = r->path};
         char what[48];
@@ -153,10 +191,32 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
             return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %u of %u at byte %zu has an empty name",
                            r->path, i, n_vars, r->pos - 3);
         if ((st = read_var(r, &x))) return st;
+        if (held.name) {
+            size_t k = strlen(held.name);
+            if (!strncmp(x.name, held.name, k) && !strcmp(x.name + k, "_scale") &&
+                (st = dequantize(t, &held, &x, r->path)))
+                return st;
+            if ((st = wtab_add(t, &held))) {
+                ed_err_prefix("%s", r->path);
+                return st;
+            }
+            held.name = NULL;
+        }
+        if (x.dtype == ED_I8 && x.ndim >= 2 && ends_with(x.name, "/weight") &&
+            strlen(x.name) < sizeof held_name) {
+            held = x;
+            snprintf(held_name, sizeof held_name, "%s", x.name);
+            held.name = held_name;
+            continue;
+        }
         if ((st = wtab_add(t, &x))) {
             ed_err_prefix("%s", r->path);
             return st;
         }
+    }
+    if (held.name && (st = wtab_add(t, &held))) {
+        ed_err_prefix("%s", r->path);
+        return st;
     }
     if ((st = read_uint(r, 4, &n_alias, "alias count"))) return st;
     for (uint32_t i = 0; i < n_alias; i++) {

@@ -110,6 +110,7 @@ encdec_status wl_check(const ed_wtab *wt) {
     encdec_status st = ENCDEC_OK;
     for (int i = 0; !st && i < wtab_count(wt); i++) {
         const ed_tensor *t = wtab_at(wt, i);
+        if (!t->data) continue;   /* converted into another layout and dropped (wtab_drop) */
         if (t->dtype == ED_F32 || t->dtype == ED_F16 || t->dtype == ED_BF16 || t->dtype == ED_F64)
             st = check_tensor(t, buf);
     }

@@ -34,7 +34,8 @@ const float *wl_get(wload *L, const char *name, int ndim, const int64_t *e) {
     if (t->dtype != ED_F32 && t->dtype != ED_F16 && t->dtype != ED_BF16) {
         L->st = ed_fail(ENCDEC_ERR_DTYPE, "%s: tensor %s has dtype %s, expected F32, F16 or BF16%s",
                         ed_basename(t->file), name, ed_dtype_name(t->dtype),
-                        t->dtype == ED_I8 ? " (int8-quantized models are not supported yet)" : "");
+                        t->dtype == ED_I8 ? " (an int8 weight is read with its weight_scale; "
+                                            "this one has none)" : "");
         return NULL;
     }
     size_t n = t->nbytes / ed_dtype_size(t->dtype);
