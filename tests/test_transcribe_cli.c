@@ -214,10 +214,16 @@ static void test_bad_requests(void) {
     CHECK_EQ_INT(run("-l English " JFK), 0);
     if (g_base[0]) {
         char cmd[2048];
+        /* no Whisper language: refused before the model loads, every code listed */
         snprintf(cmd, sizeof cmd, "'%s' transcribe -m '%s' -l xx " JFK " 2>&1", ED_CLI_PATH, g_base);
         CHECK_EQ_INT(cli_sh(cmd), 2);
-        CHECK(cli_said("unknown language \"xx\" for this model; it knows: en, zh, de, es"));
-        CHECK(strstr(cli_out, ", jw, su") != NULL);   /* base has 99: no yue */
+        CHECK(cli_said("unknown language \"xx\": give a code or an English name"));
+        CHECK(cli_said(", jw, su, yue"));
+        /* a Whisper language this model lacks (base has 99: no Cantonese) */
+        snprintf(cmd, sizeof cmd, "'%s' transcribe -m '%s' -l yue " JFK " 2>&1", ED_CLI_PATH, g_base);
+        CHECK_EQ_INT(cli_sh(cmd), 2);
+        CHECK(cli_said("unknown language \"yue\" for this model; it knows: en, zh, de, es"));
+        CHECK(strstr(cli_out, ", jw, su\n") != NULL);
     }
     CHECK_EQ_INT(count_files(tmp_dir), before);
 }
