@@ -255,7 +255,8 @@ static void lying_files(void) {
     CHECK_STATUS(load_edited(0, 0x12345678, n), ENCDEC_ERR_NO_MODEL, "whisper.cpp ggml file");
     CHECK_STATUS(load_edited(SIZE_MAX, 0, 0), ENCDEC_ERR_NO_MODEL, "edited.bin");
     /* a ggml file is a Whisper model, whatever config.json lies beside it */
-    tmp_write(tmp_path("config.json"), "{\"model_type\": \"t5\"}", 22);
+    const char *t5cfg = "{\"model_type\": \"t5\"}";
+    tmp_write(tmp_path("config.json"), t5cfg, strlen(t5cfg));
     CHECK_EQ_INT(load_edited(SIZE_MAX, 0, n), ENCDEC_OK);
     /* a NaN weight (the token embedding's first q8 block scale) */
     size_t emb = 0;
