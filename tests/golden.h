@@ -39,6 +39,18 @@ static inline const ed_tensor *golden_need(const ed_wtab *g, const char *name) {
     return t;
 }
 
+/* max |a - b| over n, divided by max |b| (a NaN in a: NaN): an error
+ * relative to the reference's scale. */
+static inline double golden_rel_diff(const float *a, const float *b, size_t n) {
+    double worst = 0, mag = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= worst)) worst = d;
+        if (fabs(b[i]) > mag) mag = fabs(b[i]);
+    }
+    return mag > 0 ? worst / mag : worst;
+}
+
 /* A real model installed outside the repository: dir gets $env when set,
  * else $HOME/.cache/encdec/models/<name>. Returns 1 when dir/model.bin is
  * readable. */

@@ -22,16 +22,6 @@
 
 #define DIR ED_TEST_DATA "/tiny-random-ct2-int8"
 
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double worst = 0, mag = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= worst)) worst = d;
-        if (fabs(b[i]) > mag) mag = fabs(b[i]);
-    }
-    return mag > 0 ? worst / mag : worst;
-}
-
 static void one_type(const char *type, const ed_wtab *g, const float *mel) {
     char path[1024], nm[64];
     snprintf(path, sizeof path, DIR "/%s", type);
@@ -58,7 +48,7 @@ static void one_type(const char *type, const ed_wtab *g, const float *mel) {
     int *ours = calloc((size_t)nt, sizeof(int));
     float *lg = malloc(sizeof(float) * (size_t)nt * V);
     golden_decode(s, ENCDEC_KV_FULL, golden_need(g, "prompt"), gt, gl, ours, lg);
-    double d = rel_diff(lg, gl->data, (size_t)nt * V);
+    double d = golden_rel_diff(lg, gl->data, (size_t)nt * V);
     int same = 0;
     for (int i = 0; i < nt; i++) same += k_argmax(lg + (size_t)i * V, V) == ((const int *)gt->data)[i];
     printf("%-13s logits vs CTranslate2: %.2e of the largest, argmax %d/%d\n", type, d, same, nt);

@@ -36,17 +36,6 @@ typedef struct {
     double quant;   /* bound of the logits' distance from the unquantized model (relative) */
 } ftype_case;
 
-/* max |a - b| over n, divided by max |b| */
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double worst = 0, mag = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= worst)) worst = d;   /* NaN too */
-        if (fabs(b[i]) > mag) mag = fabs(b[i]);
-    }
-    return mag > 0 ? worst / mag : worst;
-}
-
 static void check_layout(const whisper_model *m) {
     const whisper_hparams *h = &m->hp;
     CHECK_STR(m->format, "ggml");
@@ -112,7 +101,7 @@ static void one_file(const ftype_case *c, const ed_wtab *g, const float *mel) {
     const int *rows = gri->data;
     float *have = malloc(sizeof(float) * (size_t)nr * d);
     for (int k = 0; k < nr; k++) memcpy(have + (size_t)k * d, s->enc_out + (size_t)rows[k] * d, sizeof(float) * d);
-    double enc = rel_diff(have, ge->data, (size_t)nr * d), cross = 0;
+    double enc = golden_rel_diff(have, ge->data, (size_t)nr * d), cross = 0;
     for (int l = 0; l < h->n_dec_layer; l++)
         for (int kv = 0; kv < 2; kv++) {
             char nm[32];
@@ -122,7 +111,7 @@ static void one_file(const ftype_case *c, const ed_wtab *g, const float *mel) {
                     const float *x = kv ? kv_cross_v(&s->cross, l, hd) : kv_cross_k(&s->cross, l, hd);
                     memcpy(have + (size_t)k * d + hd * dh, x + (size_t)rows[k] * dh, sizeof(float) * dh);
                 }
-            double r = rel_diff(have, golden_need(g, nm)->data, (size_t)nr * d);
+            double r = golden_rel_diff(have, golden_need(g, nm)->data, (size_t)nr * d);
             if (r > cross) cross = r;
         }
     const ed_tensor *gt = golden_need(g, "tokens"), *gl = golden_need(g, "logits");
@@ -130,7 +119,7 @@ static void one_file(const ftype_case *c, const ed_wtab *g, const float *mel) {
     int *ours = calloc((size_t)nt, sizeof(int));
     float *lg = malloc(sizeof(float) * (size_t)nt * V);
     golden_decode(s, ENCDEC_KV_FULL, golden_need(g, "prompt"), gt, gl, ours, lg);
-    double logits = rel_diff(lg, gl->data, (size_t)nt * V);
+    double logits = golden_rel_diff(lg, gl->data, (size_t)nt * V);
     int quantized = c->quant > 0;
     if (!quantized) {   /* exact weights: the model's own golden, and its greedy choices */
         const int *raw = golden_need(g, "raw_argmax")->data;
@@ -144,9 +133,9 @@ static void one_file(const ftype_case *c, const ed_wtab *g, const float *mel) {
         char nm[64];
         for (int k = 0; k < nr; k++) memcpy(have + (size_t)k * d, s->enc_out + (size_t)rows[k] * d, sizeof(float) * d);
         snprintf(nm, sizeof nm, "%s.encoder_out", c->type);
-        double qenc = rel_diff(have, golden_need(g, nm)->data, (size_t)nr * d);
+        double qenc = golden_rel_diff(have, golden_need(g, nm)->data, (size_t)nr * d);
         snprintf(nm, sizeof nm, "%s.logits", c->type);
-        double qlog = rel_diff(lg, golden_need(g, nm)->data, (size_t)nt * V);
+        double qlog = golden_rel_diff(lg, golden_need(g, nm)->data, (size_t)nt * V);
         printf("%-5s vs gguf's decoding: encoder %.2e  logits %.2e;  vs the unquantized model: "
                "encoder %.2e  logits %.2e (bound %.0e)\n", c->type, qenc, qlog, enc, logits, c->quant);
         CHECK(qenc < 1e-5 && qlog < 1e-5);

@@ -92,3 +92,33 @@ def default_threads(cpu_threads):
     if cpu_threads > 256:
         raise ValueError(f"cpu_threads={cpu_threads}: at most 256")
     return int(cpu_threads)
+
+
+class Owner:
+    """What WhisperModel and T5Model share: a Model and the native object
+    that runs it (an engine, a session), freed by close(), at the end of a
+    `with` block, or with the object."""
+
+    _model = None
+
+    def _release(self):
+        """Frees the engine or session (subclasses)."""
+
+    @property
+    def info(self):
+        """The model's description (family, format, sizes, compute, kernel set)."""
+        return dict(self._model.info)
+
+    def close(self):
+        self._release()
+        if self._model is not None:
+            self._model.close()
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

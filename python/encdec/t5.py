@@ -13,10 +13,10 @@ import ctypes
 import threading
 
 from . import _native as N
-from ._model import Model, default_threads, resolve
+from ._model import Model, Owner, default_threads, resolve
 
 
-class T5Model:
+class T5Model(Owner):
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32"):
         self._model = Model(resolve(path, None), compute_type, isa, family="t5")
         sp = N.lib.encdec_session_default_params()
@@ -33,26 +33,10 @@ class T5Model:
         self._session = s
         self._lock = threading.Lock()
 
-    @property
-    def info(self):
-        return dict(self._model.info)
-
-    def close(self):
+    def _release(self):   # close(): frees the session (then the model)
         s, self._session = getattr(self, "_session", None), None
         if s:
             N.lib.encdec_session_free(s)
-        m = getattr(self, "_model", None)
-        if m is not None:
-            m.close()
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,

@@ -24,7 +24,7 @@ from typing import List, Optional, Tuple
 
 from . import _native as N
 from . import audio as A
-from ._model import Model, default_threads, resolve
+from ._model import Model, Owner, default_threads, resolve
 
 
 @dataclass
@@ -257,7 +257,7 @@ def _close_all():
 atexit.register(_close_all)
 
 
-class WhisperModel:
+class WhisperModel(Owner):
     """A Whisper model and its engine.
 
     model_size_or_path: a model directory (Hugging Face safetensors or
@@ -295,11 +295,6 @@ class WhisperModel:
         _live.add(self)
 
     @property
-    def info(self):
-        """The model's description (family, format, sizes, compute, kernel set)."""
-        return dict(self._model.info)
-
-    @property
     def is_multilingual(self):
         return bool(self._model.info["multilingual"])
 
@@ -321,23 +316,10 @@ class WhisperModel:
         d["batch_hist"] = list(s.batch_hist)
         return d
 
-    def close(self):
-        """Cancels what runs, frees the engine and the model."""
+    def _release(self):   # close(): cancels what runs, frees the engine (then the model)
         e, self._engine = getattr(self, "_engine", None), None
         if e:
             N.lib.encdec_engine_free(e)
-        m = getattr(self, "_model", None)
-        if m is not None:
-            m.close()
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def _check_language(self, language):
         if language is None:
