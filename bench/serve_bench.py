@@ -1,12 +1,20 @@
 """encdec serve under concurrent load (the standard library only).
 
-    python3 bench/serve_bench.py [-m MODEL_DIR] [-t THREADS] [--binary build/encdec]
+    python3 bench/serve_bench.py [-m MODEL] [-t THREADS] [--binary build/encdec]
+                                 [--whisper-server PATH]
 
 Starts the server on loopback and measures, checking every answer first:
   1. throughput: 32 short clips of ../shared/audio sent one at a time, then
      by 16 concurrent clients: requests/s of each and their ratio;
-  2. head-of-line blocking: the latency of a short clip (jfk.wav) alone, and
-     while a 10-minute recording is being transcribed (median of 5 each).
+  2. head-of-line blocking: the latency of a short clip (jfk.wav) alone
+     (median of 5), and while a 10-minute recording is being transcribed
+     (the median of the requests sent while it runs, at most 5: a server
+     that serves one request at a time answers the first only after it).
+With --whisper-server (whisper.cpp's examples/server binary, built from its
+source beside this project; MODEL must then be a ggml-*.bin file, which both
+servers load), the same measurements against it, same model file and
+threads, greedy decoding on both (its default), its answers checked against
+encdec's (the same words, case and punctuation aside, for most clips).
 Prints a table with the CPU's vector extensions.
 """
 import argparse
@@ -37,11 +45,13 @@ def cpu_flags():
     return "%s; %s" % (model.group(1).strip() if model else "?", " ".join(flags))
 
 
-def post(url, data, name="a.wav"):
+def post(url, data, name="a.wav", fields=None):
     boundary = uuid.uuid4().hex
-    body = ('--%s\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'
+    extra = "".join('--%s\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n' % (boundary, k, v)
+                    for k, v in (fields or {}).items())
+    body = ('--%s\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n%s'
             '--%s\r\nContent-Disposition: form-data; name="file"; filename="%s"\r\n\r\n'
-            % (boundary, boundary, name)).encode() + data + ("\r\n--%s--\r\n" % boundary).encode()
+            % (boundary, extra, boundary, name)).encode() + data + ("\r\n--%s--\r\n" % boundary).encode()
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"Content-Type": "multipart/form-data; boundary=" + boundary})
     t0 = time.time()
@@ -50,29 +60,64 @@ def post(url, data, name="a.wav"):
     return out, time.time() - t0
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-m", "--model", default=os.path.expanduser("~/.cache/encdec/models/whisper-tiny.en"))
-    ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "encdec"))
-    a = ap.parse_args()
+def words(text):
+    return re.sub(r"[^a-z0-9' ]", " ", text.decode("utf-8", "replace").lower()).split()
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_encdec(a):
     p = subprocess.Popen([a.binary, "serve", "-m", a.model, "--port", "0", "-t", str(a.threads), "-q",
                           "--max-active", "16"], stdout=subprocess.PIPE, text=True)
     port = re.search(r"http://[^ :]+:(\d+)", p.stdout.readline()).group(1)
-    url = "http://127.0.0.1:%s/v1/audio/transcriptions" % port
+    return p, "http://127.0.0.1:%s/v1/audio/transcriptions" % port, {"response_format": "text"}
+
+
+def start_whisper_server(a):
+    port = free_port()
+    p = subprocess.Popen([a.whisper_server, "-m", a.model, "-t", str(a.threads), "--port", str(port),
+                          "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=1).read()
+            break
+        except Exception:
+            time.sleep(0.1)
+    return p, "http://127.0.0.1:%d/inference" % port, {"response_format": "text", "temperature": "0.0"}
+
+
+def measure(name, start, a, files, clips, reference=None):
+    """The measurements against one server; returns its answers and rows."""
+    p, url, fields = start(a)
+    rows = []
     try:
-        files = [os.path.join(AUDIO, f) for f in ("jfk.wav", "platforms_en.wav")]
-        files += sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
-                        if f.endswith(".wav"))
-        files.append(os.path.join(AUDIO, "librispeech", "1272-128104-0000.wav"))
-        clips = [open(f, "rb").read() for f in files]
-        want = {i: post(url, c)[0] for i, c in enumerate(clips)}   # warm-up and the answers
+        want = {i: post(url, c, fields=fields)[0] for i, c in enumerate(clips)}   # warm-up, answers
+        tally = [0, 0]
+
+        def check(i, out):
+            """encdec: every answer is the one it gives alone (its outputs do not depend on
+            what else it runs); the peer: most answers carry encdec's words (whisper.cpp's
+            server reuses the previous request's text as context, so its own answers vary
+            with the order of requests)."""
+            if reference is None:
+                assert out == want[i], "an answer differs under load"
+                return
+            tally[0] += words(out) == words(reference[i])
+            tally[1] += 1
+
+        for i in want:
+            check(i, want[i])
         plan = [i % len(clips) for i in range(32)]
 
         t0 = time.time()
         for i in plan:
-            out, _ = post(url, clips[i])
-            assert out == want[i], "an answer differs"
+            out, _ = post(url, clips[i], fields=fields)
+            check(i, out)
         seq = len(plan) / (time.time() - t0)
 
         nxt, lock = [0], threading.Lock()
@@ -84,8 +129,8 @@ def main():
                     nxt[0] += 1
                 if k >= len(plan):
                     return
-                out, _ = post(url, clips[plan[k]])
-                assert out == want[plan[k]], "an answer differs under load"
+                out, _ = post(url, clips[plan[k]], fields=fields)
+                check(plan[k], out)
 
         t0 = time.time()
         th = [threading.Thread(target=client) for _ in range(16)]
@@ -96,34 +141,66 @@ def main():
         conc = len(plan) / (time.time() - t0)
 
         jfk = clips[0]
-        alone = statistics.median(post(url, jfk)[1] for _ in range(5))
+        alone = statistics.median(post(url, jfk, fields=fields)[1] for _ in range(5))
         ten = wav_of(files, 600)
         done = {}
-        long_t = threading.Thread(target=lambda: done.update(r=post(url, ten, "ten.wav")))
+        long_t = threading.Thread(target=lambda: done.update(r=post(url, ten, "ten.wav", fields)))
         t0 = time.time()
         long_t.start()
         time.sleep(2.0)
-        during = []
+        during = []     # the latencies of requests sent while the long one runs
         for _ in range(5):
-            out, dt = post(url, jfk)
-            assert out == want[0]
+            if not long_t.is_alive():
+                break
+            out, dt = post(url, jfk, fields=fields)
+            check(0, out)
             during.append(dt)
-        still = long_t.is_alive()
         long_t.join()
         long_s = time.time() - t0
-        print("CPU: %s" % cpu_flags())
-        print("model %s, %d threads" % (os.path.basename(a.model.rstrip("/")), a.threads))
-        print("| measure | value |\n|---|---|")
-        print("| 32 short clips one at a time | %.2f requests/s |" % seq)
-        print("| the same from 16 concurrent clients | %.2f requests/s (%.2fx) |" % (conc, conc / seq))
-        print("| jfk.wav alone (median of 5) | %.2f s |" % alone)
-        print("| jfk.wav while a 10-minute recording is transcribed (median of 5) | %.2f s (%.1fx)%s |"
-              % (statistics.median(during), statistics.median(during) / alone,
-                 "" if still else " [the long one had finished]"))
-        print("| the 10-minute recording, sharing with them | %.1f s |" % long_s)
+        if reference is not None:   # correctness first: the peer hears what encdec hears
+            print("%s: %d of %d answers carry encdec's words" % (name, tally[0], tally[1]))
+            assert tally[0] * 2 > tally[1], "the peer's answers differ from encdec's"
+        d = statistics.median(during)
+        rows = [("32 short clips one at a time", "%.2f requests/s" % seq, seq),
+                ("the same from 16 concurrent clients", "%.2f requests/s (%.2fx)" % (conc, conc / seq), conc),
+                ("jfk.wav alone (median of 5)", "%.2f s" % alone, alone),
+                ("jfk.wav while a 10-minute recording is transcribed (median of those sent "
+                 "while it ran, at most 5)",
+                 "%.2f s (%.1fx, %d sent)" % (d, d / alone, len(during)), d),
+                ("the 10-minute recording, sharing with them", "%.1f s" % long_s, long_s)]
+        return want, rows
     finally:
         p.terminate()
         p.wait(60)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-m", "--model", default=os.path.expanduser("~/.cache/encdec/models/whisper-tiny.en"))
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "encdec"))
+    ap.add_argument("--whisper-server", help="whisper.cpp's server binary: measure it too")
+    a = ap.parse_args()
+    files = [os.path.join(AUDIO, f) for f in ("jfk.wav", "platforms_en.wav")]
+    files += sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
+                    if f.endswith(".wav"))
+    files.append(os.path.join(AUDIO, "librispeech", "1272-128104-0000.wav"))
+    clips = [open(f, "rb").read() for f in files]
+    want, ours = measure("encdec", start_encdec, a, files, clips)
+    peer = None
+    if a.whisper_server:
+        _, peer = measure("whisper.cpp", start_whisper_server, a, files, clips, reference=want)
+    print("CPU: %s" % cpu_flags())
+    print("model %s, %d threads" % (os.path.basename(a.model.rstrip("/")), a.threads))
+    if not peer:
+        print("| measure | value |\n|---|---|")
+        for name, text, _ in ours:
+            print("| %s | %s |" % (name, text))
+        return
+    print("| measure | encdec serve | whisper.cpp server | encdec / whisper.cpp |\n|---|---|---|---|")
+    for (name, text, v), (_, ptext, pv) in zip(ours, peer):
+        better = v / pv if "requests/s" in text else pv / v
+        print("| %s | %s | %s | %.2fx |" % (name, text, ptext, better))
 
 
 if __name__ == "__main__":
