@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The ARM64 (aarch64) check: cross-compiles encdec with Debian's
 # aarch64-linux-gnu-gcc (cmake/aarch64-linux-gnu.cmake) and runs the kernel
-# tests and the tiny.en end-to-end test (test_isa: every kernel set, 1 and 3
-# threads) under qemu-user. Emulated timing means nothing; correctness is the
+# tests, the tiny.en end-to-end test (test_isa: every kernel set, 1 and 3
+# threads) and the ggml / CTranslate2 int8 loaders against their goldens
+# (test_ggml, test_ct2_int8) under qemu-user. Emulated timing means nothing; correctness is the
 # point. qemu's default CPU has the dot-product extension; the tests force
 # it off to run the path beneath (kern.h k_feat_mask).
 # Called by scripts/test.sh; needs the default model (scripts/fetch-model.sh).
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh arm64
 jobs=$(nproc)
-tests=(test_kern test_q8 test_matmul_hp test_attn_h test_isa)
+tests=(test_kern test_q8 test_matmul_hp test_attn_h test_isa test_ggml test_ct2_int8)
 
 echo "== aarch64 cross build (-Werror), tests under qemu-user ==" >&2
 cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
