@@ -51,6 +51,32 @@ static inline double golden_rel_diff(const float *a, const float *b, size_t n) {
     return mag > 0 ? worst / mag : worst;
 }
 
+/* Through the public API: loads path (CHECKed), its format as
+ * encdec_model_info names it, and transcribes jfk.wav (8 tokens at most,
+ * no fallback) without error; the values themselves are checked by the
+ * caller's golden comparisons on the same model. */
+static inline void golden_public_smoke(const char *path, const char *format) {
+    encdec_model *em = NULL;
+    encdec_session *s = NULL;
+    CHECK_EQ_INT(encdec_model_load(path, &em), ENCDEC_OK);
+    if (!em) return;
+    encdec_model_info mi;
+    encdec_model_get_info(em, &mi);
+    CHECK_STR(mi.format, format);
+    CHECK_STR(mi.family, "whisper");
+    CHECK_EQ_INT(encdec_session_new(em, NULL, &s), ENCDEC_OK);
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.max_tokens = 8;
+    p.temperature_increment = 0;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_transcribe_file(s, ED_SHARED_DIR "/audio/jfk.wav", NULL, &p, &r, NULL),
+                 ENCDEC_OK);
+    CHECK(r && encdec_result_n_tokens(r) > 0);
+    encdec_result_free(r);
+    encdec_session_free(s);
+    encdec_model_free(em);
+}
+
 /* A real model installed outside the repository: dir gets $env when set,
  * else $HOME/.cache/encdec/models/<name>. Returns 1 when dir/model.bin is
  * readable. */

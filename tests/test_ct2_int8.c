@@ -60,20 +60,7 @@ static void one_type(const char *type, const ed_wtab *g, const float *mel) {
     ed_pool_free(pool);
     whisper_free(m);
 
-    encdec_model *em;
-    CHECK_EQ_INT(encdec_model_load(path, &em), ENCDEC_OK);
-    encdec_session *es;
-    if (em && encdec_session_new(em, NULL, &es) == ENCDEC_OK) {
-        encdec_transcribe_params p = golden_decode_params();
-        p.max_tokens = 6;
-        encdec_result *r = NULL;
-        CHECK_EQ_INT(encdec_transcribe_file(es, ED_SHARED_DIR "/audio/jfk.wav", NULL, &p, &r, NULL),
-                     ENCDEC_OK);
-        CHECK(r && encdec_result_n_tokens(r) > 0);
-        encdec_result_free(r);
-        encdec_session_free(es);
-    }
-    encdec_model_free(em);
+    golden_public_smoke(path, "ctranslate2");
 }
 
 int main(void) {

@@ -109,8 +109,8 @@ def _clips(clip_timestamps):
         vals = [float(v) for v in clip_timestamps]
     if vals == [0.0]:
         return None
-    if len(vals) > 2 * 64 or any(v < 0 or math.isnan(v) for v in vals):
-        raise ValueError(f"clip_timestamps={clip_timestamps!r}: seconds >= 0, at most 64 clips")
+    if len(vals) > 2 * 256 or any(v < 0 or math.isnan(v) for v in vals):
+        raise ValueError(f"clip_timestamps={clip_timestamps!r}: seconds >= 0, at most 256 clips")
     return vals
 
 
