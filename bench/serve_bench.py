@@ -1,7 +1,7 @@
 """encdec serve under concurrent load (the standard library only).
 
     python3 bench/serve_bench.py [-m MODEL] [-t THREADS] [--binary build/encdec]
-                                 [--whisper-server PATH]
+                                 [--whisper-server PATH] [--t5 DIR [--t5-tokens N]] [--t5-only]
 
 Starts the server on loopback and measures, checking every answer first:
   1. throughput: 32 short clips of ../shared/audio sent one at a time, then
@@ -10,6 +10,10 @@ Starts the server on loopback and measures, checking every answer first:
      (median of 5), and while a 10-minute recording is being transcribed
      (the median of the requests sent while it runs, at most 5: a server
      that serves one request at a time answers the first only after it).
+  3. with --t5 DIR (a T5-family model), completions: 64 prompts (greedy,
+     --t5-tokens new tokens) one at a time, then by 16 concurrent clients:
+     requests/s of each, their ratio, and the encoder passes the engine ran
+     for them (/metrics: several prompts packed into one pass).
 With --whisper-server (whisper.cpp's examples/server binary, built from its
 source beside this project; MODEL must then be a ggml-*.bin file, which both
 servers load), the same measurements against it, same model file and
@@ -91,6 +95,29 @@ def start_whisper_server(a):
     return p, "http://127.0.0.1:%d/inference" % port, {"response_format": "text", "temperature": "0.0"}
 
 
+def concurrently(n_clients, n_jobs, job):
+    """job(0..n_jobs-1) from n_clients threads, each taking the next job as it
+    finishes one; returns the seconds it took."""
+    nxt, lock = [0], threading.Lock()
+
+    def client():
+        while True:
+            with lock:
+                k = nxt[0]
+                nxt[0] += 1
+            if k >= n_jobs:
+                return
+            job(k)
+
+    t0 = time.time()
+    th = [threading.Thread(target=client) for _ in range(n_clients)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    return time.time() - t0
+
+
 def measure(name, start, a, files, clips, reference=None):
     """The measurements against one server; returns its answers and rows."""
     p, url, fields = start(a)
@@ -120,25 +147,11 @@ def measure(name, start, a, files, clips, reference=None):
             check(i, out)
         seq = len(plan) / (time.time() - t0)
 
-        nxt, lock = [0], threading.Lock()
+        def job(k):
+            out, _ = post(url, clips[plan[k]], fields=fields)
+            check(plan[k], out)
 
-        def client():
-            while True:
-                with lock:
-                    k = nxt[0]
-                    nxt[0] += 1
-                if k >= len(plan):
-                    return
-                out, _ = post(url, clips[plan[k]], fields=fields)
-                check(plan[k], out)
-
-        t0 = time.time()
-        th = [threading.Thread(target=client) for _ in range(16)]
-        for t in th:
-            t.start()
-        for t in th:
-            t.join()
-        conc = len(plan) / (time.time() - t0)
+        conc = len(plan) / concurrently(16, len(plan), job)
 
         jfk = clips[0]
         alone = statistics.median(post(url, jfk, fields=fields)[1] for _ in range(5))
@@ -174,19 +187,93 @@ def measure(name, start, a, files, clips, reference=None):
         p.wait(60)
 
 
+T5_WORDS = ("the house is wonderful and the garden is green in the early summer while a cat sleeps "
+            "under an old tree near the river where children play with a small red ball after school "
+            "and their parents talk about the weather the news and the price of bread").split()
+
+
+def t5_prompts(n):
+    """n prompts of 6..40 words, the same every run."""
+    out = []
+    for i in range(n):
+        k = 6 + (i * 7) % 35
+        out.append("summarize: " + " ".join(T5_WORDS[(i * 5 + j) % len(T5_WORDS)] for j in range(k)))
+    return out
+
+
+def metric(url, name):
+    text = urllib.request.urlopen(url + "/metrics", timeout=60).read().decode()
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def measure_t5(a):
+    """Completions on a T5-family model: one at a time, then 16 clients."""
+    import json
+    p = subprocess.Popen([a.binary, "serve", "-m", a.t5, "--port", "0", "-t", str(a.threads), "-q",
+                          "--max-active", "16"], stdout=subprocess.PIPE, text=True)
+    base = "http://127.0.0.1:%s" % re.search(r"http://[^ :]+:(\d+)", p.stdout.readline()).group(1)
+    name = json.loads(urllib.request.urlopen(base + "/v1/models", timeout=60).read())["data"][0]["id"]
+
+    def ask(prompt):
+        body = json.dumps({"model": name, "prompt": prompt, "max_tokens": a.t5_tokens,
+                           "temperature": 0}).encode()
+        req = urllib.request.Request(base + "/v1/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=3600) as r:
+            return json.loads(r.read())["choices"][0]["text"]
+
+    try:
+        prompts = t5_prompts(64)
+        want = [ask(q) for q in prompts]       # warm-up; the answers alone
+        t0 = time.time()
+        for i, q in enumerate(prompts):
+            assert ask(q) == want[i], "a completion differs from its first answer"
+        seq = len(prompts) / (time.time() - t0)
+        e0 = metric(base, "encdec_encoder_passes_total")
+        bad = []
+
+        def job(k):
+            if ask(prompts[k]) != want[k]:
+                bad.append(k)
+
+        conc = len(prompts) / concurrently(16, len(prompts), job)
+        passes = metric(base, "encdec_encoder_passes_total") - e0
+        assert not bad, "completions differ under load: %s" % bad
+        what = "%s, %d prompts, greedy, %d tokens" % (os.path.basename(a.t5.rstrip("/")), len(prompts),
+                                                     a.t5_tokens)
+        return [("T5 completions (%s), one at a time" % what, "%.1f requests/s" % seq, seq),
+                ("the same from 16 concurrent clients (every answer as alone)",
+                 "%.1f requests/s (%.2fx), %d encoder passes" % (conc, conc / seq, passes), conc)]
+    finally:
+        p.terminate()
+        p.wait(60)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-m", "--model", default=os.path.expanduser("~/.cache/encdec/models/whisper-tiny.en"))
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "encdec"))
     ap.add_argument("--whisper-server", help="whisper.cpp's server binary: measure it too")
+    ap.add_argument("--t5", help="a T5-family model directory: measure completions too")
+    ap.add_argument("--t5-tokens", type=int, default=64)
+    ap.add_argument("--t5-only", action="store_true", help="only the T5 measurements")
     a = ap.parse_args()
+    if a.t5_only:
+        print("CPU: %s" % cpu_flags())
+        print("%d threads\n| measure | value |\n|---|---|" % a.threads)
+        for name, text, _ in measure_t5(a):
+            print("| %s | %s |" % (name, text))
+        return
     files = [os.path.join(AUDIO, f) for f in ("jfk.wav", "platforms_en.wav")]
     files += sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
                     if f.endswith(".wav"))
     files.append(os.path.join(AUDIO, "librispeech", "1272-128104-0000.wav"))
     clips = [open(f, "rb").read() for f in files]
     want, ours = measure("encdec", start_encdec, a, files, clips)
+    if a.t5:
+        ours += measure_t5(a)
     peer = None
     if a.whisper_server:
         _, peer = measure("whisper.cpp", start_whisper_server, a, files, clips, reference=want)

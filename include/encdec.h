@@ -485,6 +485,16 @@ ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *o
 
 /* ---- text generation (T5 family) ---------------------------------------- */
 
+/* Generation token by token (encdec_generate_params.on_token): token id
+ * (log-probability logprob) was chosen for sequence `sequence` (its rank
+ * among the input's returns) of input `input`; text is what it adds to that
+ * sequence's text: UTF-8, complete characters only (empty while a
+ * character's bytes are still coming, or for a token with no text, as
+ * </s>). Concatenated, a sequence's texts are its final text. Return
+ * nonzero to stop: the call ends with ENCDEC_ERR_CANCELLED. */
+typedef int (*encdec_token_fn)(int input, int sequence, int id, float logprob, const char *text,
+                               void *user);
+
 typedef struct {
     encdec_kv_mode kv_mode;
     int max_new_tokens;        /* per sequence, </s> included: 1..4096; 0 = 128 */
@@ -500,11 +510,19 @@ typedef struct {
     uint64_t seed;             /* sampling: the same seed gives the same output */
     int truncate;              /* inputs longer than the model accepts: 0 = error,
                                   1 = keep the first tokens and </s> */
+    /* Streaming (greedy and sampling, where a token is final once chosen; a
+     * beam's are final only at the end: ENCDEC_ERR_ARG with num_beams > 1):
+     * called for every token as the steps choose them, in order within a
+     * sequence, on the caller's thread (an engine request: the request's
+     * own thread, never the engine's; a slow callback delays only its own
+     * request's deliveries, which then come several tokens at a time). */
+    encdec_token_fn on_token;
+    void *user;                /* passed to on_token */
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
  * length_penalty 1, early_stopping 0, one sequence; sampling temperature 1, top_k 0, top_p 1,
- * seed 0; no truncation. */
+ * seed 0; no truncation; no on_token. */
 ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
 
 /* Generates text for n_inputs UTF-8 inputs at once (encoded as one packed

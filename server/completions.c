@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,11 +111,16 @@ static const char *finish_reason(const encdec_sequence *q, int max_new) {
     return q->n_tokens < max_new ? "stop" : "length";
 }
 
+void srv_completion_id(char *id, size_t n) {
+    static atomic_uint seq;
+    snprintf(id, n, "cmpl-%lx%04x", (unsigned long)time(NULL), atomic_fetch_add(&seq, 1) & 0xffff);
+}
+
 char *srv_completion_body(const srv_completion *c, encdec_result *const *res, const char *model,
                           const int *prompt_tokens) {
     cJSON *j = cJSON_CreateObject(), *choices = cJSON_CreateArray();
     char id[48];
-    snprintf(id, sizeof id, "cmpl-%lx%04x", (unsigned long)time(NULL), (unsigned)rand() & 0xffff);
+    srv_completion_id(id, sizeof id);
     cJSON_AddStringToObject(j, "id", id);
     cJSON_AddStringToObject(j, "object", "text_completion");
     cJSON_AddNumberToObject(j, "created", (double)time(NULL));
@@ -144,44 +150,49 @@ char *srv_completion_body(const srv_completion *c, encdec_result *const *res, co
     return s;
 }
 
+char *srv_completion_event(const char *id, const char *model, int index, const char *text,
+                           const char *finish_reason) {
+    cJSON *j = cJSON_CreateObject(), *choices = cJSON_CreateArray(), *ch = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "id", id);
+    cJSON_AddStringToObject(j, "object", "text_completion");
+    cJSON_AddNumberToObject(j, "created", (double)time(NULL));
+    cJSON_AddStringToObject(j, "model", model);
+    cJSON_AddStringToObject(ch, "text", text);
+    cJSON_AddNumberToObject(ch, "index", index);
+    cJSON_AddNullToObject(ch, "logprobs");
+    if (finish_reason) cJSON_AddStringToObject(ch, "finish_reason", finish_reason);
+    else cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(choices, ch);
+    cJSON_AddItemToObject(j, "choices", choices);
+    char *body = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!body) return NULL;
+    size_t n = strlen(body) + 9;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "data: %s\n\n", body);
+    free(body);
+    return out;
+}
+
 char *srv_completion_chunk(const srv_completion *c, const encdec_result *r, int prompt,
-                           const char *model) {
-    size_t cap = 256, n = 0;
-    char *out = malloc(cap);
-    if (!out) return NULL;
-    out[0] = 0;
-    for (int k = 0; k < c->p.num_return_sequences; k++) {
+                           const char *id, const char *model, int whole) {
+    size_t n = 0;
+    char *out = calloc(1, 1);
+    for (int k = 0; out && k < c->p.num_return_sequences; k++) {
         const encdec_sequence *q = encdec_result_sequence(r, k);
-        cJSON *j = cJSON_CreateObject(), *choices = cJSON_CreateArray(), *ch = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "id", "cmpl-stream");
-        cJSON_AddStringToObject(j, "object", "text_completion");
-        cJSON_AddNumberToObject(j, "created", (double)time(NULL));
-        cJSON_AddStringToObject(j, "model", model);
-        cJSON_AddStringToObject(ch, "text", q ? q->text : "");
-        cJSON_AddNumberToObject(ch, "index", prompt * c->p.num_return_sequences + k);
-        cJSON_AddNullToObject(ch, "logprobs");
-        cJSON_AddStringToObject(ch, "finish_reason", q ? finish_reason(q, c->p.max_new_tokens) : "stop");
-        cJSON_AddItemToArray(choices, ch);
-        cJSON_AddItemToObject(j, "choices", choices);
-        char *s = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-        if (!s) {
+        char *ev = srv_completion_event(id, model, prompt * c->p.num_return_sequences + k,
+                                        whole && q ? q->text : "",
+                                        q ? finish_reason(q, c->p.max_new_tokens) : "stop");
+        char *o = ev ? realloc(out, n + strlen(ev) + 1) : NULL;
+        if (!o) {
+            free(ev);
             free(out);
             return NULL;
         }
-        size_t need = n + strlen(s) + 9;
-        if (need > cap) {
-            char *o = realloc(out, need * 2);
-            if (!o) {
-                free(s);
-                free(out);
-                return NULL;
-            }
-            out = o;
-            cap = need * 2;
-        }
-        n += (size_t)snprintf(out + n, cap - n, "data: %s\n\n", s);
-        free(s);
+        out = o;
+        memcpy(out + n, ev, strlen(ev) + 1);
+        n += strlen(ev);
+        free(ev);
     }
     return out;
 }

@@ -203,7 +203,7 @@ static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
         "# TYPE encdec_decode_steps_total counter\nencdec_decode_steps_total %lld\n", st.steps);
     OUT("# HELP encdec_decoded_sequences_total Sequences stepped (tokens computed).\n"
         "# TYPE encdec_decoded_sequences_total counter\nencdec_decoded_sequences_total %lld\n", st.rows);
-    OUT("# HELP encdec_encoder_passes_total Encoder passes (30 s windows).\n"
+    OUT("# HELP encdec_encoder_passes_total Encoder passes (Whisper: a 30 s window each; T5: one prompt, or several packed).\n"
         "# TYPE encdec_encoder_passes_total counter\nencdec_encoder_passes_total %lld\n", st.encodes);
     OUT("# HELP encdec_generated_tokens_total Tokens in the transcripts answered (rate(): tokens/s).\n"
         "# TYPE encdec_generated_tokens_total counter\nencdec_generated_tokens_total %lld\n",
@@ -253,40 +253,84 @@ static int client_gone(struct MHD_Connection *c) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-/* A streamed transcription: segments from the request's thread, events to
- * the connection's. */
-struct stream_st {
+/* The events of a streamed response: appended by the requests' threads
+ * (and the connection's), sent by the connection's. */
+typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char *pending;            /* events not yet sent */
     size_t len, sent;
-    int finished;             /* the last event is in pending */
+} ev_queue;
+
+static void evq_init(ev_queue *q) {
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+}
+
+static void evq_destroy(ev_queue *q) {
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q->pending);
+}
+
+/* Appends ev (taking it; NULL: nothing). */
+static void evq_push(ev_queue *q, char *ev) {
+    if (!ev) return;
+    pthread_mutex_lock(&q->mu);
+    size_t n = strlen(ev);
+    char *p = realloc(q->pending, q->len + n + 1);
+    if (p) {
+        memcpy(p + q->len, ev, n + 1);
+        q->pending = p;
+        q->len += n;
+    }
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    free(ev);
+}
+
+/* Copies up to max bytes not yet sent into buf; how many (0: none wait). */
+static size_t evq_take(ev_queue *q, char *buf, size_t max) {
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->len - q->sent < max ? q->len - q->sent : max;
+    if (n) memcpy(buf, q->pending + q->sent, n);
+    q->sent += n;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* Waits until an event is pushed or ms pass. */
+static void evq_wait(ev_queue *q, int ms) {
+    pthread_mutex_lock(&q->mu);
+    if (q->sent == q->len) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += ms * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&q->cv, &q->mu, &t);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* A streamed transcription: segments from the request's thread, events to
+ * the connection's. */
+struct stream_st {
+    ev_queue ev;
+    int finished;             /* the last event is in ev (the connection's thread's) */
     encdec_request *q;
     srv *s;
     conn *k;
     struct MHD_Connection *c;
     double deadline;
-    char *text;               /* the whole transcript so far */
 };
-
-static void stream_push(stream_st *ss, char *ev) {
-    if (!ev) return;
-    pthread_mutex_lock(&ss->mu);
-    size_t n = strlen(ev);
-    char *p = realloc(ss->pending, ss->len + n + 1);
-    if (p) {
-        memcpy(p + ss->len, ev, n + 1);
-        ss->pending = p;
-        ss->len += n;
-    }
-    pthread_cond_broadcast(&ss->cv);
-    pthread_mutex_unlock(&ss->mu);
-    free(ev);
-}
 
 static int on_stream_segment(const encdec_segment *g, void *user) {
     stream_st *ss = user;
-    stream_push(ss, srv_sse_delta(g->text));
+    evq_push(&ss->ev, srv_sse_delta(g->text));
     return 0;
 }
 
@@ -304,28 +348,20 @@ static void stream_finish(stream_st *ss) {
         ev = srv_sse_error(&e);
     }
     encdec_result_free(r);
-    stream_push(ss, ev);
-    pthread_mutex_lock(&ss->mu);
+    evq_push(&ss->ev, ev);
     ss->finished = 1;
-    pthread_mutex_unlock(&ss->mu);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_st *ss = cls;
     for (;;) {
-        pthread_mutex_lock(&ss->mu);
-        if (ss->sent < ss->len) {
-            size_t n = ss->len - ss->sent < max ? ss->len - ss->sent : max;
-            memcpy(buf, ss->pending + ss->sent, n);
-            ss->sent += n;
-            pthread_mutex_unlock(&ss->mu);
+        size_t n = evq_take(&ss->ev, buf, max);
+        if (n) {
             ss->k->bytes += n;   /* k lives until the response is sent */
             return (ssize_t)n;
         }
-        int fin = ss->finished;
-        pthread_mutex_unlock(&ss->mu);
-        if (fin) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (ss->finished) return MHD_CONTENT_READER_END_OF_STREAM;
         if (encdec_request_done(ss->q)) {
             stream_finish(ss);
             continue;
@@ -334,18 +370,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             encdec_request_cancel(ss->q);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        pthread_mutex_lock(&ss->mu);
-        if (ss->sent == ss->len && !ss->finished) {
-            struct timespec t;
-            clock_gettime(CLOCK_REALTIME, &t);
-            t.tv_nsec += 50 * 1000000L;
-            if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec++;
-                t.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&ss->cv, &ss->mu, &t);
-        }
-        pthread_mutex_unlock(&ss->mu);
+        evq_wait(&ss->ev, 50);
     }
 }
 
@@ -354,9 +379,7 @@ static void stream_free(void *cls) {
     stream_st *ss = cls;
     encdec_request_free(ss->q);   /* cancels it if it still runs, waits for its thread */
     atomic_fetch_sub(&ss->s->inflight, 1);   /* the stream held the request's count */
-    pthread_cond_destroy(&ss->cv);
-    pthread_mutex_destroy(&ss->mu);
-    free(ss->pending);
+    evq_destroy(&ss->ev);
     free(ss);
 }
 
@@ -427,8 +450,7 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
             encdec_free(pcm);
             return fail(k, c, 500, "server_error", NULL, NULL, "out of memory");
         }
-        pthread_mutex_init(&ss->mu, NULL);
-        pthread_cond_init(&ss->cv, NULL);
+        evq_init(&ss->ev);
         ss->s = s;
         ss->k = k;
         ss->c = c;
@@ -441,8 +463,7 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
     encdec_free(pcm);
     if (st) {
         if (ss) {
-            pthread_cond_destroy(&ss->cv);
-            pthread_mutex_destroy(&ss->mu);
+            evq_destroy(&ss->ev);
             free(ss);
         }
         return fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500,
@@ -481,73 +502,99 @@ static enum MHD_Result audio(conn *k, struct MHD_Connection *c) {
 
 /* ---- completions (T5 family) ---- */
 
+typedef struct comp_st comp_st;
+
+/* on_token's user: a prompt of a streamed completion */
 typedef struct {
+    comp_st *cs;
+    int prompt;
+} comp_tok;
+
+struct comp_st {
     srv_completion cp;
     encdec_request *q[64];
     encdec_result *r[64];
     int n_tok[64];
-    int next;                 /* stream: the next prompt whose chunk goes out */
-    int done_sent;
-    char *pending;
-    size_t len, sent;
+    comp_tok tok[64];
+    char fin[64];             /* stream: the prompt's last events are out */
+    char id[48];
+    int tokens;               /* stream: choices go out token by token (not beams) */
+    int finished;             /* stream: the last event ([DONE] or an error) is in ev */
+    ev_queue ev;              /* stream: the requests' threads add tokens */
     srv *s;
     struct MHD_Connection *c;
     double deadline;
-} comp_st;
+};
 
 static void comp_free(comp_st *cs) {
     for (int i = 0; i < cs->cp.n_prompts; i++) {
-        encdec_request_free(cs->q[i]);   /* cancels the ones still running */
+        encdec_request_free(cs->q[i]);   /* cancels the ones still running; no callback after */
         encdec_result_free(cs->r[i]);
     }
     srv_completion_free(&cs->cp);
-    free(cs->pending);
+    evq_destroy(&cs->ev);
     free(cs);
 }
 
-/* The stream: each prompt's choices as it finishes (in order), then [DONE]. */
+/* A token of a streamed prompt (on its request's thread): its text as a
+ * chunk of its choice. */
+static int on_comp_token(int input, int sequence, int id, float lp, const char *text, void *user) {
+    (void)input, (void)id, (void)lp;
+    comp_tok *t = user;
+    comp_st *cs = t->cs;
+    if (*text)
+        evq_push(&cs->ev, srv_completion_event(cs->id, cs->s->name,
+                                           t->prompt * cs->cp.p.num_return_sequences + sequence,
+                                           text, NULL));
+    return 0;
+}
+
+/* The prompts whose requests ended: their last events (an error ends the
+ * stream). Returns how many ended now. */
+static int comp_reap(comp_st *cs) {
+    int ended = 0;
+    for (int i = 0; i < cs->cp.n_prompts && !cs->finished; i++) {
+        if (cs->fin[i] || !encdec_request_done(cs->q[i])) continue;
+        encdec_result *r = NULL;
+        encdec_status st = encdec_request_wait(cs->q[i], &r);
+        char *ev;
+        if (st) {
+            srv_error e = {500, "", "server_error", NULL, NULL};
+            snprintf(e.message, sizeof e.message, "prompt %d: %s", i, encdec_last_error());
+            ev = srv_sse_error(&e);
+            cs->finished = 1;
+        } else {
+            ev = srv_completion_chunk(&cs->cp, r, i, cs->id, cs->s->name, !cs->tokens);
+            add_tokens(cs->s, encdec_result_timings(r)->n_tokens);
+        }
+        encdec_result_free(r);
+        evq_push(&cs->ev, ev ? ev : srv_sse_error(&(srv_error){500, "out of memory", "server_error", NULL, NULL}));
+        cs->fin[i] = 1;
+        ended++;
+    }
+    int all = !cs->finished;
+    for (int i = 0; i < cs->cp.n_prompts && all; i++) all = cs->fin[i];
+    if (all) {
+        evq_push(&cs->ev, strdup("data: [DONE]\n\n"));
+        cs->finished = 1;
+    }
+    return ended;
+}
+
+/* The stream: each choice's tokens as they come (greedy, sampling) or its
+ * whole text once final (beam search), its finish_reason when its prompt
+ * ends, then [DONE]. */
 static ssize_t comp_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     comp_st *cs = cls;
     for (;;) {
-        if (cs->sent < cs->len) {
-            size_t n = cs->len - cs->sent < max ? cs->len - cs->sent : max;
-            memcpy(buf, cs->pending + cs->sent, n);
-            cs->sent += n;
-            return (ssize_t)n;
-        }
-        free(cs->pending);
-        cs->pending = NULL;
-        cs->len = cs->sent = 0;
-        if (cs->done_sent) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (cs->next == cs->cp.n_prompts) {
-            cs->pending = strdup("data: [DONE]\n\n");
-            cs->len = cs->pending ? strlen(cs->pending) : 0;
-            cs->done_sent = 1;
-            continue;
-        }
-        encdec_request *q = cs->q[cs->next];
-        if (encdec_request_done(q)) {
-            encdec_result *r = NULL;
-            encdec_status st = encdec_request_wait(q, &r);
-            if (st) {
-                srv_error e = {500, "", "server_error", NULL, NULL};
-                snprintf(e.message, sizeof e.message, "%s", encdec_last_error());
-                cs->pending = srv_sse_error(&e);
-                cs->done_sent = 1;
-            } else {
-                cs->pending = srv_completion_chunk(&cs->cp, r, cs->next, cs->s->name);
-                add_tokens(cs->s, encdec_result_timings(r)->n_tokens);
-                cs->next++;
-            }
-            encdec_result_free(r);
-            cs->len = cs->pending ? strlen(cs->pending) : 0;
-            if (!cs->pending) return MHD_CONTENT_READER_END_WITH_ERROR;
-            continue;
-        }
+        size_t n = evq_take(&cs->ev, buf, max);
+        if (n) return (ssize_t)n;
+        if (cs->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (comp_reap(cs)) continue;
         if (client_gone(cs->c) || (cs->deadline > 0 && now_ms() > cs->deadline))
             return MHD_CONTENT_READER_END_WITH_ERROR;   /* comp_free cancels the rest */
-        usleep(10000);
+        evq_wait(&cs->ev, 20);
     }
 }
 
@@ -564,6 +611,8 @@ static enum MHD_Result completions(conn *k, struct MHD_Connection *c) {
                     "the request body is over 1 MB");
     comp_st *cs = calloc(1, sizeof *cs);
     if (!cs) return fail(k, c, 500, "server_error", NULL, NULL, "out of memory");
+    evq_init(&cs->ev);
+    srv_completion_id(cs->id, sizeof cs->id);
     cs->s = s;
     cs->c = c;
     cs->deadline = s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0;
@@ -579,8 +628,15 @@ static enum MHD_Result completions(conn *k, struct MHD_Connection *c) {
         comp_free(cs);
         return r;
     }
+    cs->tokens = cs->cp.stream && cs->cp.p.num_beams == 1;
     for (int i = 0; i < cs->cp.n_prompts; i++) {
-        encdec_status st = encdec_engine_generate(s->engine, cs->cp.prompts[i], &cs->cp.p, &cs->q[i]);
+        encdec_generate_params p = cs->cp.p;
+        if (cs->tokens) {
+            cs->tok[i] = (comp_tok){cs, i};
+            p.on_token = on_comp_token;
+            p.user = &cs->tok[i];
+        }
+        encdec_status st = encdec_engine_generate(s->engine, cs->cp.prompts[i], &p, &cs->q[i]);
         if (st) {
             enum MHD_Result r = fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500,
                                      st == ENCDEC_ERR_ARG ? "invalid_request_error" : "server_error",

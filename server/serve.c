@@ -25,6 +25,7 @@ static const char *HELP =
     "  POST /v1/completions            T5-family models: JSON prompt (a string or a list),\n"
     "                                  max_tokens, temperature (0: greedy), top_p, n, seed,\n"
     "                                  best_of (beam search with that many beams), stream\n"
+    "                                  (token by token; with best_of, each choice whole)\n"
     "  GET  /v1/models, /health, /metrics (Prometheus)\n"
     "\n"
     "  -m, --model PATH        model directory or file, as transcribe takes (default: whisper\n"

@@ -8,13 +8,27 @@
  * 3 + 9 + 12 + 24 sequences), and through two places on 3 threads (the rest
  * queued): every sequence's tokens, log-probs and score identical,
  * bit for bit, and the same as a session's encdec_generate of that input
- * alone (test_t5_golden pins the session against transformers). Then the
- * engine's refusals.
+ * alone (test_t5_golden pins the session against transformers). Requests
+ * submitted together share encoder passes (their inputs packed, where the
+ * products are row-invariant: every set but the portable one), so this
+ * also holds each input's encoding packed against alone, in f32, bf16 and
+ * int8 and on the AVX2 set. Greedy and sampling requests stream their
+ * tokens (on_token) meanwhile. Streaming itself: on a session and an
+ * engine, every token told once, in order, with its log-prob, the texts
+ * joined equal to the sequence's, each a complete UTF-8 piece (byte-piece
+ * characters held back until complete, on mT5's tokenizer); stopping from
+ * the callback; beams refused. Then the engine's refusals.
  */
 #include "check.h"
 #include "encdec.h"
+#include "api/gen_stream.h"
+#include "base/utf8.h"
+#include "kern/gemm.h"
+#include "kern/kern.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define N_IN 3
@@ -27,9 +41,20 @@ static const char *g_inputs[N_IN] = {
     "Mr. Dashwood had then leisure to consider",
 };
 
+static atomic_long g_streamed;   /* tokens told to count_token, every thread */
+
+static int count_token(int input, int sequence, int id, float lp, const char *text, void *user) {
+    (void)input, (void)sequence, (void)id, (void)lp, (void)text, (void)user;
+    atomic_fetch_add(&g_streamed, 1);
+    return 0;
+}
+
+/* Greedy and sampling stream their tokens (on_token, on the engine's
+ * watched path), which must not change them. */
 static encdec_generate_params params_of(int kind) {
     encdec_generate_params p = encdec_generate_default_params();
     p.max_new_tokens = 24;
+    if (kind < 2) p.on_token = count_token;
     if (kind == 1) {
         p.do_sample = 1;
         p.temperature = 0.8f;
@@ -77,11 +102,169 @@ static void all_at_once(encdec_engine *e, encdec_result **res) {
     }
 }
 
-static void variant(const char *name, encdec_isa isa) {
+/* ---- streaming (on_token) ---- */
+
+typedef struct {
+    char text[8][1024];      /* [input * 4 + sequence] the deltas joined */
+    int ids[8][64], n[8];
+    float lps[8][64];
+    int bad_utf8, calls, stop_after;
+} streamed;
+
+static int valid_utf8(const char *s) {
+    size_t n = strlen(s);
+    for (size_t at = 0; at < n;) {
+        uint32_t cp;
+        int k = ed_utf8_next((const uint8_t *)s + at, n - at, &cp);
+        if (k <= 0) return 0;
+        at += (size_t)k;
+    }
+    return 1;
+}
+
+static int on_token(int input, int sequence, int id, float lp, const char *text, void *user) {
+    streamed *s = user;
+    int q = input * 4 + sequence;
+    if (q < 0 || q >= 8 || s->n[q] >= 64) return 1;
+    s->bad_utf8 += !valid_utf8(text);
+    if (strlen(s->text[q]) + strlen(text) < sizeof s->text[q]) strcat(s->text[q], text);
+    s->lps[q][s->n[q]] = lp;
+    s->ids[q][s->n[q]++] = id;
+    return ++s->calls == s->stop_after;
+}
+
+/* What on_token told equals the result: per sequence, the token ids and
+ * log-probs in order, and the deltas joined are the sequence's text. */
+static void check_streamed(const streamed *s, const encdec_result *r, int n_ret) {
+    CHECK_EQ_INT(s->bad_utf8, 0);
+    int told = 0;
+    for (int i = 0; r && i < encdec_result_n_sequences(r); i++) {
+        const encdec_sequence *q = encdec_result_sequence(r, i);
+        int k = q->input * 4 + i % n_ret;
+        CHECK_STR(s->text[k], q->text);
+        CHECK_EQ_INT(s->n[k], q->n_tokens);
+        for (int t = 0; t < q->n_tokens && t < s->n[k]; t++) {
+            CHECK_EQ_INT(s->ids[k][t], q->tokens[t].id);
+            CHECK(memcmp(&s->lps[k][t], &q->tokens[t].logprob, sizeof(float)) == 0);
+        }
+        told += s->n[k];
+    }
+    CHECK_EQ_INT(s->calls, told);
+}
+
+/* on_token through a session (two inputs at once) and an engine request:
+ * greedy and three samples; stopping from the callback; beams refused. */
+static void check_stream(encdec_model *m, encdec_session *s, encdec_engine *e) {
+    const char *in[2] = {g_inputs[0], g_inputs[2]};
+    for (int kind = 0; kind < 2; kind++) {
+        encdec_generate_params p = params_of(kind);
+        streamed *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+        p.on_token = on_token;
+        p.user = a;
+        encdec_result *r = NULL;
+        CHECK_EQ_INT(encdec_generate(s, in, 2, &p, &r), ENCDEC_OK);
+        check_streamed(a, r, p.num_return_sequences);
+        encdec_result_free(r);
+        p.user = b;
+        encdec_request *q = NULL;
+        r = NULL;
+        CHECK_EQ_INT(encdec_engine_generate(e, in[1], &p, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+        encdec_request_free(q);
+        check_streamed(b, r, p.num_return_sequences);
+        /* the engine's input 0 is the session's input 1 */
+        for (int k = 0; k < p.num_return_sequences; k++) CHECK_STR(b->text[k], a->text[4 + k]);
+        encdec_result_free(r);
+        free(a);
+        free(b);
+    }
+    /* a callback that stops after 5 tokens */
+    encdec_generate_params p = params_of(0);
+    streamed *st = calloc(1, sizeof *st);
+    st->stop_after = 5;
+    p.on_token = on_token;
+    p.user = st;
+    encdec_result *r = NULL;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_CANCELLED, "stop");
+    CHECK(r == NULL && st->calls == 5);
+    memset(st, 0, sizeof *st);
+    st->stop_after = 5;
+    encdec_request *q = NULL;
+    CHECK_EQ_INT(encdec_engine_generate(e, in[0], &p, &q), ENCDEC_OK);
+    if (q) CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_CANCELLED, "stop");
+    encdec_request_free(q);
+    CHECK(r == NULL && st->calls >= 5 && st->calls < 24);
+    /* beams: refused at once */
+    p = params_of(2);
+    p.on_token = on_token;
+    p.user = st;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "beam");
+    q = NULL;
+    CHECK_STATUS(encdec_engine_generate(e, in[0], &p, &q), ENCDEC_ERR_ARG, "beam");
+    CHECK(q == NULL);
+    free(st);
+    (void)m;
+}
+
+/* Characters spelled by byte pieces (mT5's tokenizer falls back to bytes:
+ * 鼈 is 3 pieces, 😀 4): gen_stream holds back a character's first bytes
+ * (U+FFFD in the decoded text) until its last arrives, and at the end of a
+ * sequence cut inside a character gives the U+FFFD the decoded text has. */
+static void check_holdback(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tiny-random-mt5", ED_TEST_DATA);
+    spm_tok *t = NULL;
+    CHECK_EQ_INT(spm_load_dir(&t, dir), ENCDEC_OK);
+    if (!t) return;
+    const char *text = "a 老 鼈 😀 é";
+    int *ids = NULL, n = 0;
+    CHECK_EQ_INT(spm_encode(t, text, strlen(text), 1, &ids, &n), ENCDEC_OK);
+    CHECK_EQ_INT(n, 14);   /* a, 老, space, 3 bytes, space, 4 bytes, space, é, </s> */
+    const int cuts[2] = {14, 5};   /* all of it; cut after 鼈's 2nd byte */
+    for (int c = 0; c < 2 && n == 14; c++) {
+        int cut = cuts[c];
+        streamed *sd = calloc(1, sizeof *sd);
+        encdec_generate_params p = encdec_generate_default_params();
+        p.on_token = on_token;
+        p.user = sd;
+        p.max_new_tokens = cut;
+        float lps[14] = {0};
+        gen_stream g;
+        CHECK_EQ_INT(gen_stream_init(&g, t, spm_eos(t), &p, 1, ids, lps), ENCDEC_OK);
+        int pieces[14];
+        for (int k = 1; k <= cut; k++) {   /* one token a step */
+            CHECK_EQ_INT(gen_stream_flush(&g, &k), 0);
+            pieces[k - 1] = (int)strlen(sd->text[0]);
+        }
+        gen_stream_free(&g);
+        char *whole = NULL;
+        CHECK_EQ_INT(gen_text(t, ids, cut, &whole), ENCDEC_OK);
+        CHECK_STR(sd->text[0], whole ? whole : "");
+        CHECK_EQ_INT(sd->bad_utf8, 0);
+        CHECK_EQ_INT(sd->calls, cut);
+        if (cut == n) {
+            /* (a space shows with the token after it, as the decoded text has it) */
+            CHECK(pieces[4] == pieces[3] && pieces[5] == pieces[3] + 3);
+            CHECK(pieces[8] == pieces[7] && pieces[9] == pieces[7] && pieces[10] == pieces[7] + 4);
+        } else {
+            CHECK(strstr(sd->text[0], "\xef\xbf\xbd") != NULL);   /* the cut character */
+        }
+        free(whole);
+        free(sd);
+    }
+    free(ids);
+    spm_free(t);
+}
+
+/* requests submitted together and encoder passes they took, where the
+ * engine packs inputs (not the portable set) */
+static long long g_packable, g_passes;
+
+static void variant(const char *name, encdec_isa isa, encdec_compute compute) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/%s", ED_TEST_DATA, name);
     encdec_model *m = NULL;
-    encdec_model_params mp = {ENCDEC_COMPUTE_F32, isa};
+    encdec_model_params mp = {compute, isa};
     CHECK_EQ_INT(encdec_model_load_ex(dir, &mp, &m), ENCDEC_OK);
     if (!m) return;
     encdec_session *s = NULL;
@@ -101,6 +284,7 @@ static void variant(const char *name, encdec_isa isa) {
         encdec_request_free(q);
         if (ref[i] && alone[i]) CHECK(same(ref[i], alone[i]));
     }
+    if (e && isa == ENCDEC_ISA_AUTO && compute == ENCDEC_COMPUTE_F32) check_stream(m, s, e);
     encdec_engine_stats st0, st1;
     /* together on one thread: the products then see every row of a step at
      * once (more than 16: the row-major kernels' choice would change) */
@@ -111,9 +295,14 @@ static void variant(const char *name, encdec_isa isa) {
     if (e) all_at_once(e, mixed);
     encdec_engine_get_stats(e, &st1);
     double per = st1.steps > st0.steps ? (double)(st1.rows - st0.rows) / (st1.steps - st0.steps) : 0;
-    fprintf(stderr, "%s (%s): %d requests together, %.2f sequences a step; \"%s\"\n", name,
-            encdec_isa_name(isa), N_REQ, per, alone[0] ? encdec_result_text(alone[0]) : "");
+    fprintf(stderr, "%s (%s, %s): %d requests together, %.2f sequences a step, %lld encoder "
+            "passes; \"%s\"\n", name, encdec_isa_name(isa), compute == ENCDEC_COMPUTE_F32 ? "f32" : compute == ENCDEC_COMPUTE_BF16 ? "bf16" : "int8", N_REQ, per, st1.encodes - st0.encodes,
+            alone[0] ? encdec_result_text(alone[0]) : "");
     CHECK(per > 3);
+    if (isa != ENCDEC_ISA_C) {
+        g_packable += N_REQ;
+        g_passes += st1.encodes - st0.encodes;
+    }
     for (int i = 0; e && i < N_REQ; i++) {
         if (alone[i] && mixed[i]) CHECK(same(alone[i], mixed[i]));
         encdec_result_free(mixed[i]);
@@ -156,10 +345,26 @@ static void variant(const char *name, encdec_isa isa) {
 }
 
 int main(void) {
-    variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO);
-    variant("tiny-random-umt5", ENCDEC_ISA_AUTO);
+    check_holdback();
+    variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_F32);
+    variant("tiny-random-umt5", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_F32);
+    /* the packed encoder's other weight layouts: bf16 (AMX-packed where the
+     * tiles run) and int8 */
+    variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_BF16);
+    variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_INT8);
+    /* AVX2's packed GEMM where the CPU has more (an AVX2-only CPU runs it as
+     * AUTO) */
+    if (k_isa_cpu() > K_ISA_VEC) variant("tiny-random-t5-v1_1", ENCDEC_ISA_AVX2, ENCDEC_COMPUTE_F32);
     /* the portable set: BLIS's gemv (one row) and gemm (more) round differently,
-     * which the engine's products must not let through */
-    variant("tiny-random-t5-v1_1", ENCDEC_ISA_C);
+     * which the engine's products must not let through (its encoder passes
+     * are not packed there) */
+    variant("tiny-random-t5-v1_1", ENCDEC_ISA_C, ENCDEC_COMPUTE_F32);
+    /* inputs submitted at once were packed into shared encoder passes (each
+     * variant's requests queue while the first encodes: all 60 going one
+     * by one would mean no packing at all) */
+    fprintf(stderr, "%lld requests submitted together took %lld encoder passes; %ld tokens "
+            "streamed\n", g_packable, g_passes, atomic_load(&g_streamed));
+    CHECK(atomic_load(&g_streamed) > 0);
+    if (k_gemm_path(k_isa_cpu(), K_GEMM_F32) >= 1) CHECK(g_passes < g_packable);
     return check_done();
 }

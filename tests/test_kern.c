@@ -7,7 +7,9 @@
 #include "base/pool.h"
 #include "base/isa.h"
 #include "core/ops.h"
+#include "kern/gemm.h"
 #include "kern/kern.h"
+#include "kern/q8.h"
 #include "io/tensor.h"
 
 #include <math.h>
@@ -150,6 +152,37 @@ static void test_matmul_h(ed_pool *pool) {
         }
 }
 
+/* wf's values as f16 (wh) and as bf16 (wb, truncated). */
+static void halves_of(const float *wf, uint16_t *wh, uint16_t *wb, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &wf[i], 4);
+        wb[i] = (uint16_t)(u >> 16);
+        wh[i] = (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+    }
+}
+
+typedef void (*mm_op)(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                      const float *b, int M, int N, int K);
+
+/* How many of the runs {first row, rows} of x give rows other than, bit
+ * for bit, the same rows of op's product over all M rows (into all). */
+static int runs_differ(ed_pool *pool, mm_op op, k_w w, const float *x, const float *b, int M,
+                       int N, int K, const int (*runs)[2], int n_runs, float *all, const char *name) {
+    float *part = malloc(sizeof(float) * (size_t)M * N);
+    op(pool, all, N, x, K, w, b, M, N, K);
+    int bad = 0;
+    for (int r = 0; r < n_runs; r++) {
+        int a = runs[r][0], m = runs[r][1];
+        op(pool, part, N, x + (size_t)a * K, K, w, b, m, N, K);
+        int d = memcmp(part, all + (size_t)a * N, sizeof(float) * (size_t)m * N) != 0;
+        if (d) fprintf(stderr, "%s: rows %d..%d differ\n", name, a, a + m - 1);
+        bad += d;
+    }
+    free(part);
+    return bad;
+}
+
 /* Batch invariance (what the engine's merged decode steps need): row r of
  * op_matmul_w_inv over 40 rows is, bit for bit, row r of the product over
  * any run of 1..16 of those rows, for every weight type; the same for
@@ -159,34 +192,54 @@ static void test_matmul_inv(ed_pool *pool) {
     enum { M = 40, N = 100, K = 96 };
     float *x = rnd((size_t)M * K), *wf = rnd((size_t)N * K), *b = rnd(N);
     uint16_t *wh = malloc(sizeof(uint16_t) * N * K), *wb = malloc(sizeof(uint16_t) * N * K);
-    for (int i = 0; i < N * K; i++) {
-        uint32_t u;
-        memcpy(&u, &wf[i], 4);
-        wb[i] = (uint16_t)(u >> 16);
-        wh[i] = (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
-    }
+    halves_of(wf, wh, wb, N * K);
     k_w ws[] = {{wf, K_F32}, {wh, K_F16}, {wb, K_BF16}};
-    float *all = malloc(sizeof(float) * M * N), *part = malloc(sizeof(float) * M * N);
-    int runs[][2] = {{0, 1}, {3, 5}, {7, 16}, {16, 16}, {23, 9}, {39, 1}, {24, 16}};
-    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++) {
-        op_matmul_w_inv(pool, all, N, x, K, ws[t], b, M, N, K);
-        int bad = 0;
-        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-            int a = runs[r][0], m = runs[r][1];
-            op_matmul_w_inv(pool, part, N, x + (size_t)a * K, K, ws[t], b, m, N, K);
-            int d = memcmp(part, all + (size_t)a * N, sizeof(float) * (size_t)m * N) != 0;
-            if (d) fprintf(stderr, "matmul_inv: type %zu, rows %d..%d differ\n", t, a, a + m - 1);
-            bad += d;
-        }
-        CHECK_EQ_INT(bad, 0);
-    }
+    const char *names[] = {"matmul_inv f32", "matmul_inv f16", "matmul_inv bf16"};
+    float *all = malloc(sizeof(float) * M * N);
+    const int runs[][2] = {{0, 1}, {3, 5}, {7, 16}, {16, 16}, {23, 9}, {39, 1}, {24, 16}};
+    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++)
+        CHECK_EQ_INT(runs_differ(pool, op_matmul_w_inv, ws[t], x, b, M, N, K, runs, 7, all, names[t]), 0);
     float *g = rnd(7 * 1536), *g1 = malloc(sizeof(float) * 1536);
     for (int i = 0; i < 7 * 1536; i++) g[i] *= 4;
     memcpy(g1, g + 3 * 1536, sizeof(float) * 1536);
     op_gelu(pool, g, 7, 1536);
     op_gelu(pool, g1, 1, 1536);
     CHECK(memcmp(g1, g + 3 * 1536, sizeof(float) * 1536) == 0);
-    free(x); free(wf); free(b); free(wh); free(wb); free(all); free(part); free(g); free(g1);
+    free(x); free(wf); free(b); free(wh); free(wb); free(all); free(g); free(g1);
+}
+
+/* Row invariance for many rows (what packing several requests' inputs into
+ * one encoder pass needs): where op_rows_invariant says so, row r of
+ * op_matmul_w_rows over 40 rows is, bit for bit, row r of the product over
+ * any run of those rows, short (column slices) or long (row slices), for
+ * every weight layout this kernel set reads; and it is the product. */
+static void test_matmul_rows(ed_pool *pool) {
+    enum { M = 40, N = 100, K = 96 };
+    float *x = rnd((size_t)M * K), *wf = rnd((size_t)N * K), *b = rnd(N);
+    uint16_t *wh = malloc(sizeof(uint16_t) * N * K), *wb = malloc(sizeof(uint16_t) * N * K);
+    halves_of(wf, wh, wb, N * K);
+    void *q8 = aligned_alloc(64, (k_q8_bytes(N, K) + 63) / 64 * 64);
+    k_q8 q = k_q8_pack(q8, (k_w){wf, K_F32, 0}, N, K);
+    void *amx = k_gemm_has_amx() ? aligned_alloc(64, (k_gemm_amx_bytes(N, K) + 63) / 64 * 64) : NULL;
+    if (amx) k_gemm_amx_pack(amx, (k_w){wb, K_BF16, 1}, N, K);
+    k_w ws[] = {{wf, K_F32, 0}, {wh, K_F16, 0}, {wb, K_BF16, 0}, {wb, K_BF16, 1}, {q.data, K_Q8, 0},
+                {amx, K_BF16A, 1}};
+    const char *names[] = {"matmul_rows f32", "matmul_rows f16", "matmul_rows bf16",
+                           "matmul_rows bf16 lowp", "matmul_rows int8", "matmul_rows bf16 AMX"};
+    float *all = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
+    const int runs[][2] = {{0, 1}, {3, 5}, {7, 16}, {0, 17}, {5, 30}, {23, 17}, {39, 1}, {1, 39}};
+    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++) {
+        if (!ws[t].p || !op_rows_invariant(ws[t])) continue;
+        CHECK_EQ_INT(runs_differ(pool, op_matmul_w_rows, ws[t], x, b, M, N, K, runs, 8, all, names[t]), 0);
+        k_w w = ws[t].t == K_Q8 ? ws[0] : ws[t].t == K_BF16A ? ws[3] : ws[t];
+        k_gemm_ref(ref, N, x, K, w, b, M, N, K, w.lowp ? K_GEMM_BF16 : K_GEMM_F32, 0);
+        double d = check_max_abs_diff(all, ref, (size_t)M * N, NULL);
+        if (!(d < (ws[t].t == K_Q8 ? 0.3 : 1e-3))) fprintf(stderr, "%s: off by %g\n", names[t], d);
+        CHECK(d < (ws[t].t == K_Q8 ? 0.3 : 1e-3));
+    }
+    /* the portable set packs nothing: it says so */
+    if (k_isa() == K_ISA_C) CHECK(!op_rows_invariant(ws[0]));
+    free(x); free(wf); free(b); free(wh); free(wb); free(q8); free(amx); free(all); free(ref);
 }
 
 /* The T5 kernels: attention with a Toeplitz bias and through an index
@@ -612,6 +665,7 @@ int main(void) {
         test_matmul_epi(pool);
         test_matmul_h(pool);
         test_matmul_inv(pool);
+        test_matmul_rows(pool);
         test_t5_kernels(pool);
         test_attention(pool);
         test_attention_flash();

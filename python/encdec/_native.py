@@ -156,11 +156,15 @@ class EngineStats(Structure):
                 ("decoding", c_int), ("last_rows", c_int), ("batch_hist", c_longlong * 9)]
 
 
+TOKEN_FN = CFUNCTYPE(c_int, c_int, c_int, c_int, c_float, c_char_p, c_void_p)
+
+
 class GenerateParams(Structure):
     _fields_ = [("kv_mode", c_int), ("max_new_tokens", c_int), ("num_beams", c_int),
                 ("length_penalty", c_float), ("early_stopping", c_int),
                 ("num_return_sequences", c_int), ("do_sample", c_int), ("temperature", c_float),
-                ("top_k", c_int), ("top_p", c_float), ("seed", c_uint64), ("truncate", c_int)]
+                ("top_k", c_int), ("top_p", c_float), ("seed", c_uint64), ("truncate", c_int),
+                ("on_token", TOKEN_FN), ("user", c_void_p)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.

@@ -40,14 +40,18 @@ class T5Model(Owner):
 
     def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,
-                 early_stopping=False, truncate=False, return_scores=False):
+                 early_stopping=False, truncate=False, return_scores=False, on_token=None):
         """Generates for one text (a str: returns a str, or a list of
         num_return_sequences strs) or a list of texts (returns a list of
         those, one per text). Greedy by default; num_beams > 1: beam search
         (Hugging Face's); do_sample: sampling with temperature, top_k, top_p
         and seed (the same seed gives the same output). return_scores: each
         output is a (text, score) pair (greedy and sampling: the sum of the
-        tokens' log-probabilities; beam search: the length-normalised score)."""
+        tokens' log-probabilities; beam search: the length-normalised score).
+        on_token (greedy and sampling): on_token(text_index, sequence_index,
+        piece) for every token as it is chosen, piece the text it adds (whole
+        characters; may be empty); a true return stops the generation
+        (EncdecError, status "cancelled"). Called on this thread."""
         if not self._session:
             raise ValueError("the model is closed")
         single = isinstance(texts, str)
@@ -68,12 +72,23 @@ class T5Model(Owner):
         gp.length_penalty = float(length_penalty)
         gp.early_stopping = int(bool(early_stopping))
         gp.truncate = int(bool(truncate))
+        failure = []
+        if on_token is not None:
+            def tell(i, k, tok, lp, text, user):
+                try:
+                    return 1 if on_token(i, k, text.decode("utf-8")) else 0
+                except BaseException as e:   # re-raised after the call; stop now
+                    failure.append(e)
+                    return 1
+            gp.on_token = N.TOKEN_FN(tell)
         enc = [t.encode("utf-8") for t in items]
         arr = (ctypes.c_char_p * len(enc))(*enc)
         r = ctypes.c_void_p()
         with self._lock:
-            N.check(N.lib.encdec_generate(self._session, arr, len(enc), ctypes.byref(gp),
-                                          ctypes.byref(r)))
+            st = N.lib.encdec_generate(self._session, arr, len(enc), ctypes.byref(gp), ctypes.byref(r))
+        if failure:
+            raise failure[0]
+        N.check(st)
         try:
             out = [[] for _ in items]
             for i in range(N.lib.encdec_result_n_sequences(r)):

@@ -88,10 +88,21 @@ encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults
 encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
                            api_packed *pk);
 void api_packed_free(api_packed *pk);
-typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t);
+/* What a task's runner tells after every choice (streaming): fn(ctx, l)
+ * with l[0, n) each output's length so far (a copy of len, the task's, or
+ * len itself), on the caller's thread; nonzero: stop (ENCDEC_ERR_CANCELLED). */
+typedef struct {
+    int (*fn)(void *ctx, const int *len);
+    void *ctx;
+    const int *len;
+    int n;
+} api_watch;
+/* Runs task t to its end (w: NULL, or told after every choice). */
+typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t, const api_watch *w);
 /* B inputs encoded, their cross caches filled, dm the seam over their
  * sequences (width each: beams or samples): the decoder start fed, the
- * strategy's task run by run(run_ctx, t), the sequences added to r. */
+ * strategy's task run by run(run_ctx, t, watch), the sequences added to r;
+ * p->on_token called for every token on the way (gen_stream.h). */
 encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r);

@@ -98,7 +98,10 @@ static encdec_status request_body(encdec_request *q, eng_prep *c) {
     return st;
 }
 
-static encdec_status run_posted(void *ctx, dec_task *t) { return sch_client_run(ctx, t); }
+static encdec_status run_posted(void *ctx, dec_task *t, const api_watch *w) {
+    if (!w) return sch_client_run(ctx, t);
+    return sch_client_run_watch(ctx, t, w->fn, w->ctx, w->len, w->n);
+}
 
 /* A T5 request: its input encoded into its place, then the strategy's
  * steps with everyone else's (api_generate_decode, as a session runs it). */

@@ -8,6 +8,7 @@
  * seen and are reused.
  */
 #include "api/api.h"
+#include "api/gen_stream.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/isa.h"
@@ -54,6 +55,9 @@ encdec_status api_generate_check(encdec_generate_params *p) {
                        !p->do_sample ? " (more sequences need more beams, or sampling)" : "");
     if (p->truncate != 0 && p->truncate != 1)
         return ed_fail(ENCDEC_ERR_ARG, "truncate must be 0 or 1, not %d", p->truncate);
+    if (p->on_token && p->num_beams > 1)
+        return ed_fail(ENCDEC_ERR_ARG, "on_token streams greedy or sampled tokens: beam search's "
+                       "tokens are final only at the end (num_beams %d)", p->num_beams);
     if (p->num_beams > 1) {
         dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, p->num_return_sequences};
         return dec_beam_params_check(&bp);
@@ -125,6 +129,8 @@ static encdec_status add_token(encdec_result *r, const spm_tok *tok, int id, flo
     return api_result_add_token(r, id, lp, p, p ? n : 0, 0);
 }
 
+static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len); }
+
 encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r) {
@@ -153,14 +159,18 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
             st = dec_greedy_task(&t, dm, B, logits, &rules, toks, lps, lens, scores);
         }
     }
-    if (!st) st = run(run_ctx, t);
+    gen_stream gs = {0};
+    api_watch w = {flush, &gs, lens, (int)n_out};
+    if (!st && p->on_token) st = gen_stream_init(&gs, m->tok, m->hp.eos, p, (int)n_out, toks, lps);
+    if (!st) st = run(run_ctx, t, p->on_token ? &w : NULL);
+    gen_stream_free(&gs);
     dec_task_free(t);
     for (size_t i = 0; i < n_out && !st; i++) {
         const int *tk = toks + i * (size_t)max_new;
         int first = (int)r->n_tokens;
         for (int j = 0; j < lens[i] && !st; j++) st = add_token(r, m->tok, tk[j], lps[i * (size_t)max_new + j]);
         char *text = NULL;
-        if (!st) st = spm_decode(m->tok, tk, lens[i], 1, &text);
+        if (!st) st = gen_text(m->tok, tk, lens[i], &text);
         if (!st) st = api_result_add_sequence(r, (int)i / n_ret, (int)i % n_ret, scores[i], first,
                                               lens[i], text);
         r->timings.n_tokens += lens[i];
@@ -173,7 +183,21 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
     return st;
 }
 
-static encdec_status run_here(void *ctx, dec_task *t) { return dec_task_run(t, ctx); }
+/* The task run here (dec_task_run's loop), the watch told after every
+ * choice. */
+static encdec_status run_here(void *ctx, dec_task *t, const api_watch *w) {
+    const dec_model *m = ctx;
+    encdec_status st = t->n > 0 ? dec_task_advance(t) : ENCDEC_OK;   /* the prompt's logits */
+    for (;;) {
+        if (!st && w && w->fn(w->ctx, w->len))
+            st = ed_fail(ENCDEC_ERR_CANCELLED, "on_token asked to stop");
+        if (st || t->n == 0) break;
+        st = m->step(m->ctx, t->n, t->seq, t->tok, t->logits);
+        if (!st) st = dec_task_advance(t);
+    }
+    t->n = 0;
+    return st;
+}
 
 static encdec_status run(encdec_session *s, const api_packed *pk, int B,
                          const encdec_generate_params *p, encdec_result *r) {

@@ -290,6 +290,28 @@ void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w
     }
 }
 
+/* Weights whose products op_matmul_w runs row-invariantly for any M. */
+static int w_invariant(k_w w) {
+    return w.t == K_F16P || w.t == K_BF16P || w.t == K_Q8 || w.t == K_BF16A;
+}
+
+int op_rows_invariant(k_w w) {
+    return w_invariant(w) || k_gemm_path(k_isa(), gemm_mode(w)) >= 1;
+}
+
+void op_matmul_w_rows(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                      const float *b, int M, int N, int K) {
+    if (w_invariant(w) || !op_rows_invariant(w)) {
+        op_matmul_w(p, y, ldy, x, ldx, w, b, M, N, K);
+        return;
+    }
+    /* the packed GEMM for every M: its sums follow K's blocking only (rows
+     * are split across threads, or columns for few rows; neither changes a
+     * value's order of additions) */
+    gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0};
+    ed_pool_run(p, gemm_task, &c);
+}
+
 typedef struct {
     float *y;
     const float *x, *g, *b;

@@ -39,6 +39,17 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
 #define OP_INV_ROWS 16
 void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K);
+/* op_matmul_w for many rows (encoders), batch-invariant where
+ * op_rows_invariant(w): row r of y is the same bitwise whatever M is and
+ * wherever r sits, so inputs packed together encode as they do alone. f32 /
+ * f16 / bf16 weights then go through the packed GEMM (kern/gemm.h) on
+ * AVX2 and AVX-512, whether or not it is faster than BLAS there (on AVX2
+ * it matches BLIS); panel-major, int8 and AMX-packed weights are invariant
+ * as they are. Elsewhere (the portable set: BLIS, whose kernels change
+ * with the shape) it is op_matmul_w and op_rows_invariant says 0. */
+void op_matmul_w_rows(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                      const float *b, int M, int N, int K);
+int op_rows_invariant(k_w w);
 /* op_matmul_w with an epilogue: epi = K_GEMM_GELU | K_GEMM_ACC (kern/gemm.h:
  * GELU after the bias; ACC: y += x . w^T + b). Fused into the packed GEMM's
  * tile epilogue where that runs (many rows, AVX-512); elsewhere a pass of

@@ -151,8 +151,15 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need);
 /* Encoder over B inputs packed back to back: ids[Ttot], input b at rows
  * [start[b], start[b] + len[b]). Each input attends only to itself (the
  * padding mask, without the padding). Result in s->enc_out [Ttot, d]. Also
- * computes the encoder bias table for the longest input, once. */
+ * computes the encoder bias table for the longest input, once. The
+ * products are op_matmul_w_rows (see t5_encode_invariant). */
 void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, int B);
+
+/* 1 when t5_encode and t5_cross_compute give each input of a pack,
+ * bitwise, what they give it alone (their products are row-invariant here:
+ * core/ops.h op_rows_invariant, under the calling thread's kernel-set
+ * limit); then a scheduler may pack the inputs of different requests. */
+int t5_encode_invariant(const t5_model *m);
 
 /* Cross K/V of every input and decoder layer from s->enc_out: one
  * [Ttot, d] x [d, L*2I] product, then a re-layout to head-major per input. */

@@ -150,19 +150,29 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
         const t5_enc_layer *y = &m->enc[l];
         const float *bias = s->enc_bias + (h->bias_every_layer ? (size_t)l * h->n_head * blen : 0);
         op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln1, T, d, h->eps);
-        op_matmul_w(s->pool, s->e_qkv, 3 * I, s->e_n, d, y->w_qkv, NULL, T, 3 * I, d);
+        op_matmul_w_rows(s->pool, s->e_qkv, 3 * I, s->e_n, d, y->w_qkv, NULL, T, 3 * I, d);
         op_attention_seg(s->pool, s->e_att, I, s->e_qkv, 3 * I, s->e_qkv + I, 3 * I,
                          s->e_qkv + 2 * I, 3 * I, B, start, len, h->n_head, h->d_kv, 1.0f, bias,
                          (size_t)blen, tm - 1, s->scores, s->scores_stride);
-        op_matmul_w(s->pool, s->e_n, d, s->e_att, I, y->w_o, NULL, T, d, I);
+        op_matmul_w_rows(s->pool, s->e_n, d, s->e_att, I, y->w_o, NULL, T, d, I);
         k_add(s->e_x, s->e_n, (size_t)T * d);
         op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln2, T, d, h->eps);
-        op_matmul_w(s->pool, s->e_h, G, s->e_n, d, y->w_wi, NULL, T, G, d);
+        op_matmul_w_rows(s->pool, s->e_h, G, s->e_n, d, y->w_wi, NULL, T, G, d);
         op_ffn_act(s->pool, s->e_h, G, T, F, h->act, h->gated);
-        op_matmul_w(s->pool, s->e_n, d, s->e_h, G, y->w_wo, NULL, T, d, F);
+        op_matmul_w_rows(s->pool, s->e_n, d, s->e_h, G, y->w_wo, NULL, T, d, F);
         k_add(s->e_x, s->e_n, (size_t)T * d);
     }
     op_rmsnorm(s->pool, s->enc_out, s->e_x, m->enc_ln, T, d, h->eps);
+}
+
+int t5_encode_invariant(const t5_model *m) {
+    int ok = op_rows_invariant(m->w_xkv);
+    for (int l = 0; l < m->hp.n_enc_layer; l++) {
+        const t5_enc_layer *y = &m->enc[l];
+        ok = ok && op_rows_invariant(y->w_qkv) && op_rows_invariant(y->w_o) &&
+             op_rows_invariant(y->w_wi) && op_rows_invariant(y->w_wo);
+    }
+    return ok;
 }
 
 /* xkv [Ttot, L*2I] -> each input's [L, 2, H, T_b, dh]; one work item per
@@ -184,7 +194,7 @@ static void relayout_task(void *arg, int ith, int nth) {
 void t5_cross_compute(t5_state *s) {
     const t5_hparams *h = &s->m->hp;
     int T = s->cur.n_tokens, n = h->n_dec_layer * 2 * h->inner;
-    op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, s->m->w_xkv, NULL, T, n, h->d);
+    op_matmul_w_rows(s->pool, s->xkv, n, s->enc_out, h->d, s->m->w_xkv, NULL, T, n, h->d);
     for (int b = 0; b < s->cur.n_inputs; b++)
         kv_cross_view(&s->cross[b],
                       (char *)s->cross_buf + (size_t)n * s->in_start[b] * kv_dtype_size(s->cross_type),

@@ -1,10 +1,11 @@
 /* fam_t5.c - the T5 family behind the scheduler (family.h). Two states:
- * `enc` runs one request's encoder and cross product (its buffers grow to
- * the longest input seen); `dec` holds every place's self cache and
- * decoder scratch at a fixed shape (places x slots sequences, n_ctx
- * positions), so that a new request never reallocates what others are
- * decoding with. encode copies the input's cross cache into the place's
- * own; dec's cross table points at the places' caches (input p = place p). */
+ * `dec` holds every place's self cache and decoder scratch at a fixed
+ * shape (places x slots sequences, n_ctx positions), so that a new request
+ * never reallocates what others are decoding with; `enc` runs the encoder
+ * over one request's input, or over several requests' inputs packed into
+ * one pass (its buffers grow to the largest pack seen). Each input's cross
+ * cache is then copied into its place's own; dec's cross table points at
+ * the places' caches (input p = place p). */
 #include "sched/family.h"
 #include "base/err.h"
 #include "base/isa.h"
@@ -15,12 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define T5_MAX_PACK 16          /* inputs in one encoder pass */
+#define T5_MAX_PACK_ROWS 1024   /* and their tokens (one input alone may have more) */
+
 typedef struct {
     const t5_model *m;
     t5_state *enc, *dec;
     kv_cross *xc;        /* [places] each place's input's cache */
     int places, slots, n_ctx;
     kv_dtype cross_type;
+    int *ids;            /* a pack's tokens [cap_ids], then start and len [cap_in] each */
+    int cap_ids, cap_in;
 } tfam;
 
 static void t_decode(void *ctx, int R, const int *tok, const int *pos, const int *slot,
@@ -28,25 +34,65 @@ static void t_decode(void *ctx, int R, const int *tok, const int *pos, const int
     t5_decode(((tfam *)ctx)->dec, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
 }
 
-static encdec_status t_encode(void *ctx, int place, const void *input) {
-    tfam *t = ctx;
-    const sch_t5_input *in = input;
-    const t5_hparams *h = &t->m->hp;
-    t5_shape shape = {in->n, in->n, 1, 1, 2};
-    encdec_status st = t5_state_reserve(t->enc, &shape);
-    if (st) return st;
-    int start = 0, len = in->n;
-    t5_encode(t->enc, in->ids, &start, &len, 1);
-    t5_cross_compute(t->enc);
-    kv_cross_free(&t->xc[place]);
-    st = kv_cross_init(&t->xc[place], h->n_dec_layer, h->n_head, in->n, h->d_kv, t->cross_type);
-    if (st) return st;
-    memcpy(t->xc[place].kv, t->enc->cross[0].kv, kv_cross_bytes(&t->enc->cross[0]));
-    t->xc[place].n_valid = in->n;
-    t->dec->cross[place] = t->xc[place];
-    t->dec->cross[place].owned = 0;   /* a view: the place owns it */
+/* The pack's inputs back to back: ids, start and len of each. */
+static encdec_status pack(tfam *t, int n, const void *const *inputs, t5_shape *shape) {
+    *shape = (t5_shape){0, 0, n, 1, 2};
+    for (int i = 0; i < n; i++) {
+        const sch_t5_input *in = inputs[i];
+        shape->n_tokens += in->n;
+        if (in->n > shape->t_max) shape->t_max = in->n;
+    }
+    if (shape->n_tokens > t->cap_ids || n > t->cap_in) {
+        free(t->ids);
+        t->cap_ids = shape->n_tokens > t->cap_ids ? shape->n_tokens : t->cap_ids;
+        t->cap_in = n > t->cap_in ? n : t->cap_in;
+        t->ids = ed_alloc(sizeof(int) * ((size_t)t->cap_ids + 2 * (size_t)t->cap_in), "encoder inputs");
+        if (!t->ids) {
+            t->cap_ids = t->cap_in = 0;
+            return ENCDEC_ERR_NOMEM;
+        }
+    }
+    int *start = t->ids + t->cap_ids, *len = start + t->cap_in, at = 0;
+    for (int i = 0; i < n; i++) {
+        const sch_t5_input *in = inputs[i];
+        memcpy(t->ids + at, in->ids, sizeof(int) * (size_t)in->n);
+        start[i] = at;
+        len[i] = in->n;
+        at += in->n;
+    }
     return ENCDEC_OK;
 }
+
+/* The encoder over n inputs in one pass (one when the products are not
+ * row-invariant here), then each input's cross cache into its place. */
+static encdec_status t_encode_many(void *ctx, int n, const int *places, const void *const *inputs) {
+    tfam *t = ctx;
+    const t5_hparams *h = &t->m->hp;
+    t5_shape shape;
+    encdec_status st = pack(t, n, inputs, &shape);
+    if (!st) st = t5_state_reserve(t->enc, &shape);
+    if (st) return st;
+    int *start = t->ids + t->cap_ids, *len = start + t->cap_in;
+    t5_encode(t->enc, t->ids, start, len, n);
+    t5_cross_compute(t->enc);
+    for (int i = 0; i < n; i++) {
+        int p = places[i];
+        kv_cross_free(&t->xc[p]);
+        st = kv_cross_init(&t->xc[p], h->n_dec_layer, h->n_head, len[i], h->d_kv, t->cross_type);
+        if (st) return st;
+        memcpy(t->xc[p].kv, t->enc->cross[i].kv, kv_cross_bytes(&t->enc->cross[i]));
+        t->xc[p].n_valid = len[i];
+        t->dec->cross[p] = t->xc[p];
+        t->dec->cross[p].owned = 0;   /* a view: the place owns it */
+    }
+    return ENCDEC_OK;
+}
+
+static encdec_status t_encode(void *ctx, int place, const void *input) {
+    return t_encode_many(ctx, 1, &place, &input);
+}
+
+static int t_encode_rows(const void *input) { return ((const sch_t5_input *)input)->n; }
 
 static void t_place_free(void *ctx, int place) {
     tfam *t = ctx;
@@ -62,6 +108,7 @@ static void t_free(void *ctx) {
     t5_state_free(t->enc);
     t5_state_free(t->dec);
     free(t->xc);
+    free(t->ids);
     free(t);
 }
 
@@ -72,6 +119,10 @@ encdec_status sch_fam_t5(sch_family *f, const void *model, ed_pool *pool, int pl
     if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine state");
     *t = (tfam){.m = m, .places = places, .slots = slots, .n_ctx = n_ctx, .cross_type = cross_type};
     int S = places * slots, old = ed_isa_swap(isa);
+    /* inputs of different requests share an encoder pass where each then
+     * gets what it gets alone: the weights are read once for all (a short
+     * text's products are bound by that read) */
+    int many = t5_encode_invariant(m);
     encdec_status st = t5_state_new(&t->enc, m, pool, cross_type);
     if (!st) st = t5_state_new(&t->dec, m, pool, cross_type);
     t5_shape shape = {1, 1, places, S, n_ctx};
@@ -85,7 +136,10 @@ encdec_status sch_fam_t5(sch_family *f, const void *model, ed_pool *pool, int pl
     }
     for (int q = 0; q < S; q++) t->dec->slot_input[q] = q / slots;
     t->dec->invariant = 1;
-    *f = (sch_family){t, m->hp.n_vocab, n_ctx, t->dec->max_rows, t_decode, t_encode, t_place_free,
-                      NULL, NULL, 0, 0, t_free};
+    *f = (sch_family){.ctx = t, .n_vocab = m->hp.n_vocab, .n_ctx = n_ctx,
+                      .max_rows = t->dec->max_rows, .decode = t_decode, .encode = t_encode,
+                      .encode_many = many ? t_encode_many : NULL, .encode_rows = t_encode_rows,
+                      .max_encode = many ? T5_MAX_PACK : 1, .max_encode_rows = T5_MAX_PACK_ROWS,
+                      .place_free = t_place_free, .free = t_free};
     return ENCDEC_OK;
 }

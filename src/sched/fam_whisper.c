@@ -77,8 +77,13 @@ encdec_status sch_fam_whisper(sch_family *f, const void *model, ed_pool *pool, i
     w->st->xc = w->xc;
     w->st->slot_xc = w->slot_xc;
     w->st->invariant = 1;
-    *f = (sch_family){w, m->hp.n_vocab, m->hp.n_text_ctx, w->st->max_rows, w_decode, w_encode,
-                      w_place_free, w_scores_on, w_scores, m->n_align_heads, m->hp.n_audio_ctx,
-                      w_free};
+    /* one window at a time: its encoder is already 1500 rows of every
+     * product (the GEMM's ceiling), so a second window in the pass would
+     * save only the weights' packing, and delay the first request's steps */
+    *f = (sch_family){.ctx = w, .n_vocab = m->hp.n_vocab, .n_ctx = m->hp.n_text_ctx,
+                      .max_rows = w->st->max_rows, .decode = w_decode, .encode = w_encode,
+                      .max_encode = 1, .place_free = w_place_free, .scores_on = w_scores_on,
+                      .scores = w_scores, .n_heads = m->n_align_heads,
+                      .n_frames = m->hp.n_audio_ctx, .free = w_free};
     return ENCDEC_OK;
 }

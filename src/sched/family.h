@@ -24,6 +24,14 @@ typedef struct {
     /* The encoder over a request's input (the family's kind), into place's
      * cross caches. */
     encdec_status (*encode)(void *ctx, int place, const void *input);
+    /* The encoder over n inputs packed into one pass (n <= max_encode),
+     * input i into places[i]'s caches, each bitwise as encode would make
+     * it alone; NULL (max_encode 1) where that is not so or does not pay.
+     * encode_rows: an input's rows in the pass; a pack holds at most
+     * max_encode_rows (an input alone may hold more). */
+    encdec_status (*encode_many)(void *ctx, int n, const int *places, const void *const *inputs);
+    int (*encode_rows)(const void *input);
+    int max_encode, max_encode_rows;
     /* The place's caches are no longer needed (its request left). */
     void (*place_free)(void *ctx, int place);
     /* Whisper's alignment heads (NULL elsewhere): capture on/off; head a's

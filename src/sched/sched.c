@@ -31,6 +31,12 @@ struct sch_client {
     dec_task *task;           /* OP_TASK */
     encdec_status result;
     encdec_status pass_st;    /* the last feed pass's (v_decode has no status to return) */
+    /* OP_TASK watched (sch_client_run_watch): the task's lengths, copied
+     * into snap under mu after every turn (tick counts the copies) */
+    const int *w_len;
+    int *w_snap, w_n;
+    long w_tick;
+    atomic_int halt;          /* the watcher asked to stop */
     char err[512];
     sch_client *next;         /* the queue of encodes and passes */
 };
@@ -54,6 +60,9 @@ struct sch_engine {
     sch_queue passes, encodes;      /* operations waiting, in order */
     sch_client **cur_ops;     /* [max_clients] the turn's passes */
     sch_client **run, **cur;  /* [max_clients] tasks stepping; the turn's copy */
+    sch_client **cur_enc;     /* [max_clients] the turn's encodes (packed when several) */
+    int *enc_places;          /* [max_clients] their places, */
+    const void **enc_inputs;  /* and inputs, for the family */
     int n_run;
     int *m_tok, *m_pos, *m_slot, *m_out, *m_off;   /* a merged step's rows */
     float *m_logits;          /* [max_clients * slots, V] */
@@ -94,6 +103,23 @@ static void run_op(sch_engine *e, sch_client *c) {
     finish(c, st);
 }
 
+/* The turn's encodes: one, or several packed into one pass where the
+ * family packs them (each input's caches as alone, family.h). */
+static void run_encodes(sch_engine *e, sch_client **c, int n) {
+    sch_family *f = &e->fam;
+    if (n == 1) {
+        run_op(e, c[0]);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        e->enc_places[i] = c[i]->idx;
+        e->enc_inputs[i] = c[i]->input;
+    }
+    encdec_status st = f->encode_many(f->ctx, n, e->enc_places, e->enc_inputs);
+    e->turn.encodes++;
+    for (int i = 0; i < n; i++) finish(c[i], st);
+}
+
 /* One step of every running task: new tasks first choose from their
  * prompt's logits; the others' rows go through one decoder pass. */
 static void step(sch_engine *e, sch_client **cur, int n) {
@@ -109,6 +135,8 @@ static void step(sch_engine *e, sch_client **cur, int n) {
         sch_client *c = cur[i];
         if (!c->done && c->cancel && atomic_load(c->cancel))
             finish(c, ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled"));
+        if (!c->done && atomic_load(&c->halt))
+            finish(c, ed_fail(ENCDEC_ERR_CANCELLED, "the request's watcher asked to stop"));
         if (c->done) continue;
         dec_task *t = c->task;
         encdec_status st = rn_step_rows(&c->view, t->n, t->seq, t->tok, R, e->m_tok, e->m_pos,
@@ -150,6 +178,23 @@ static sch_client *pop(sch_queue *q) {
     return c;
 }
 
+/* Takes the turn's encodes into cur_enc: the first waiting, and as many
+ * more as the family packs into one pass. */
+static int pop_encodes(sch_engine *e) {
+    const sch_family *f = &e->fam;
+    sch_client *c = pop(&e->encodes);
+    if (!c) return 0;
+    e->cur_enc[0] = c;
+    int n = 1, rows = f->encode_rows ? f->encode_rows(c->input) : 0;
+    while (n < f->max_encode && e->encodes.head &&
+           rows + f->encode_rows(e->encodes.head->input) <= f->max_encode_rows) {
+        c = pop(&e->encodes);
+        rows += f->encode_rows(c->input);
+        e->cur_enc[n++] = c;
+    }
+    return n;
+}
+
 static void push(sch_queue *q, sch_client *c) {
     c->next = NULL;
     if (q->tail) q->tail->next = c;
@@ -160,10 +205,11 @@ static void push(sch_queue *q, sch_client *c) {
 /* The scheduler's turns. Passes (prompts, alignment: a few milliseconds)
  * run first, all of them, in order. Encoder passes (the expensive part of a
  * window) and decode steps share the time: while tasks are decoding, an
- * encode runs only once the steps since the last one have taken as long as
- * it did, so neither a stream of new requests stalls the decoding ones nor
- * the reverse (without this, every step would wait for an encode: a short
- * request behind a long recording would crawl one token per encoder pass). */
+ * encoder pass (one input, or several packed: pop_encodes) runs only once
+ * the steps since the last one have taken as long as it did, so neither a
+ * stream of new requests stalls the decoding ones nor the reverse (without
+ * this, every step would wait for an encode: a short request behind a long
+ * recording would crawl one token per encoder pass). */
 static void *sched_main(void *arg) {
     sch_engine *e = arg;
     ed_isa_swap(e->p.isa);
@@ -175,15 +221,16 @@ static void *sched_main(void *arg) {
         if (!e->passes.head && !e->encodes.head && e->n_run == 0) break;   /* stopping */
         int n_pass = 0;
         for (sch_client *c; (c = pop(&e->passes));) e->cur_ops[n_pass++] = c;
-        sch_client *enc = e->n_run == 0 || credit >= 0 ? pop(&e->encodes) : NULL;
+        int n_enc = 0;
+        if (e->n_run == 0 || credit >= 0) n_enc = pop_encodes(e);
         int n = e->n_run;
         memcpy(e->cur, e->run, sizeof *e->cur * (size_t)n);
         pthread_mutex_unlock(&e->mu);
 
         for (int i = 0; i < n_pass; i++) run_op(e, e->cur_ops[i]);
-        if (enc) {
+        if (n_enc) {
             double t0 = ed_now_ms();
-            run_op(e, enc);
+            run_encodes(e, e->cur_enc, n_enc);
             credit = -(ed_now_ms() - t0);
         }
         if (n > 0) {
@@ -203,12 +250,16 @@ static void *sched_main(void *arg) {
         for (int b = 0; b < 9; b++) e->stats.hist[b] += e->turn.hist[b];
         memset(&e->turn, 0, sizeof e->turn);
         for (int i = 0; i < n_pass; i++) pthread_cond_signal(&e->cur_ops[i]->cv);
-        if (enc) pthread_cond_signal(&enc->cv);
+        for (int i = 0; i < n_enc; i++) pthread_cond_signal(&e->cur_enc[i]->cv);
         int k = 0;
         for (int i = 0; i < e->n_run; i++) {
             sch_client *c = e->run[i];
-            if (c->done) pthread_cond_signal(&c->cv);
-            else e->run[k++] = c;
+            if (c->w_len) {   /* a watched task: its lengths as this turn left them */
+                memcpy(c->w_snap, c->w_len, sizeof(int) * (size_t)c->w_n);
+                c->w_tick++;
+            }
+            if (c->done || c->w_len) pthread_cond_signal(&c->cv);
+            if (!c->done) e->run[k++] = c;
         }
         e->n_run = k;
         e->stats.tasks = k;
@@ -240,6 +291,59 @@ static encdec_status post(sch_client *c, int op) {
     while (!c->done) pthread_cond_wait(&c->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
     return c->result ? ed_fail(c->result, "%s", c->err) : ENCDEC_OK;
+}
+
+encdec_status sch_client_run_watch(sch_client *c, dec_task *t, int (*fn)(void *ctx, const int *len),
+                                   void *ctx, const int *len, int n) {
+    if (t->n <= 0) return fn(ctx, len) ? ed_fail(ENCDEC_ERR_CANCELLED, "stopped") : ENCDEC_OK;
+    sch_engine *e = c->e;
+    int *snap = ed_alloc(sizeof(int) * 2 * (size_t)n, "watched lengths");
+    if (!snap) return ENCDEC_ERR_NOMEM;
+    int *mine = snap + n;
+    if (c->cancel && atomic_load(c->cancel)) {
+        free(snap);
+        return ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled");
+    }
+    memcpy(snap, len, sizeof(int) * (size_t)n);
+    int stop = 0;
+    long seen = 0;
+    pthread_mutex_lock(&e->mu);
+    c->task = t;
+    c->op = OP_TASK;
+    c->done = 0;
+    c->result = ENCDEC_OK;
+    c->next = NULL;
+    c->fresh = 1;
+    c->w_len = len;
+    c->w_snap = snap;
+    c->w_n = n;
+    c->w_tick = 0;
+    atomic_store(&c->halt, 0);
+    e->run[e->n_run++] = c;
+    e->stats.tasks = e->n_run;
+    pthread_cond_signal(&e->wake);
+    for (;;) {
+        if (seen != c->w_tick) {   /* the lengths moved: tell fn, unlocked */
+            seen = c->w_tick;
+            memcpy(mine, snap, sizeof(int) * (size_t)n);
+            pthread_mutex_unlock(&e->mu);
+            if (!stop && fn(ctx, mine)) {
+                stop = 1;
+                atomic_store(&c->halt, 1);
+            }
+            pthread_mutex_lock(&e->mu);
+            continue;
+        }
+        if (c->done) break;
+        pthread_cond_wait(&c->cv, &e->mu);
+    }
+    c->w_len = NULL;
+    c->w_snap = NULL;
+    pthread_mutex_unlock(&e->mu);
+    c->task = NULL;
+    free(snap);
+    if (c->result) return ed_fail(c->result, "%s", c->err);
+    return stop ? ed_fail(ENCDEC_ERR_CANCELLED, "on_token asked to stop") : ENCDEC_OK;
 }
 
 encdec_status sch_client_encode(sch_client *c, const void *input) {
@@ -384,15 +488,19 @@ encdec_status sch_new(sch_engine **out, const sch_params *p) {
     if (!st) {
         size_t R = (size_t)e->fam.max_rows;
         e->used = ed_calloc((size_t)p->max_clients, "places");
-        e->run = ed_alloc(sizeof *e->run * 3 * (size_t)p->max_clients, "running tasks");
+        e->run = ed_alloc(sizeof *e->run * 4 * (size_t)p->max_clients, "running tasks");
+        e->enc_places = ed_alloc(sizeof(int) * (size_t)p->max_clients, "encode places");
+        e->enc_inputs = ed_alloc(sizeof(void *) * (size_t)p->max_clients, "encode inputs");
         e->m_tok = ed_alloc(sizeof(int) * 4 * R + sizeof(int) * (size_t)p->max_clients, "rows");
         e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)e->fam.n_vocab, "step logits");
-        if (!e->used || !e->run || !e->m_tok || !e->m_logits) st = ENCDEC_ERR_NOMEM;
+        if (!e->used || !e->run || !e->m_tok || !e->m_logits || !e->enc_places || !e->enc_inputs)
+            st = ENCDEC_ERR_NOMEM;
     }
     if (!st) {
         size_t R = (size_t)e->fam.max_rows;
         e->cur = e->run + p->max_clients;
         e->cur_ops = e->cur + p->max_clients;
+        e->cur_enc = e->cur_ops + p->max_clients;
         e->m_pos = e->m_tok + R;
         e->m_slot = e->m_pos + R;
         e->m_out = e->m_slot + R;
@@ -423,6 +531,8 @@ void sch_free(sch_engine *e) {
     ed_pool_free(e->pool);
     free(e->used);
     free(e->run);
+    free(e->enc_places);
+    free(e->enc_inputs);
     free(e->m_tok);
     free(e->m_logits);
     pthread_cond_destroy(&e->wake);

@@ -24,8 +24,10 @@
  * - a task (a step-able strategy, decode/task.h): joins the running set.
  *
  * Each turn of the scheduler runs every queued pass (in the order they
- * came), at most one queued encode (when the steps since the last one have
- * taken as long as it did, or nothing is decoding), then ONE decoder pass
+ * came), one encoder pass (when the steps since the last one have taken as
+ * long as it did, or nothing is decoding) over the first queued encode and,
+ * where the family packs inputs (T5 where its products are row-invariant:
+ * family.h), the ones queued behind it, then ONE decoder pass
  * over the next step of every running task of every request (rows grouped
  * by request, each group reading its own cross cache), then each task's
  * choice; finished tasks wake their requests. So a new request's encoder
@@ -33,9 +35,9 @@
  * time under load, and a short request is not queued behind a long one.
  *
  * A request's output does not depend on what else runs: the state's
- * products are batch-invariant (op_matmul_w_inv), attention is per
- * request, and choices see only their own rows (test_engine checks it
- * token for token).
+ * products are batch-invariant (op_matmul_w_inv; a packed encoder's
+ * op_matmul_w_rows), attention is per request, and choices see only their
+ * own rows (test_engine and test_engine_t5 check it token for token).
  */
 #ifndef ED_SCHED_H
 #define ED_SCHED_H
@@ -91,6 +93,15 @@ dec_runner *sch_client_runner(sch_client *c);
  * everyone else's. */
 encdec_status sch_client_encode(sch_client *c, const void *input);
 encdec_status sch_client_run(sch_client *c, dec_task *t);
+
+/* sch_client_run, telling fn after every step of the task, on this
+ * thread (never the scheduler's): fn(ctx, l) with l[0, n) a copy of len
+ * (the task's output lengths) as the step left it; a step the request's
+ * thread was too busy to see is told with the next (fn sees the lengths
+ * grow by more than one). fn nonzero: the task stops at its next step and
+ * this returns ENCDEC_ERR_CANCELLED. */
+encdec_status sch_client_run_watch(sch_client *c, dec_task *t, int (*fn)(void *ctx, const int *len),
+                                   void *ctx, const int *len, int n);
 
 typedef struct {
     const int *ids;      /* one input's tokens, </s> included */

@@ -45,6 +45,33 @@ def test_sampling_is_seeded(t5):
     assert a != t5.generate(GOLD["inputs"], seed=2, **kw)
 
 
+def test_on_token_streams_the_greedy_text(t5):
+    """The pieces on_token gets, joined per text, are transformers' greedy
+    texts; a true return stops; an exception in it comes out of generate."""
+    got = {}
+    calls = []
+
+    def tell(i, k, piece):
+        calls.append(threading.get_ident())
+        got[i] = got.get(i, "") + piece
+
+    out = t5.generate(GOLD["inputs"], max_new_tokens=GOLD["max_new_tokens"], on_token=tell)
+    assert out == GOLD["greedy"]["text"]
+    assert [got[i] for i in range(len(out))] == GOLD["greedy"]["text"]
+    assert len(calls) > len(out) and set(calls) == {threading.get_ident()}
+    with pytest.raises(encdec.EncdecError) as e:
+        t5.generate(GOLD["inputs"][0], max_new_tokens=16, on_token=lambda i, k, p: True)
+    assert e.value.status_name == "cancelled"
+
+    def boom(i, k, p):
+        raise KeyError("from the callback")
+
+    with pytest.raises(KeyError, match="from the callback"):
+        t5.generate(GOLD["inputs"][0], max_new_tokens=16, on_token=boom)
+    with pytest.raises(encdec.ArgumentError, match="beam"):
+        t5.generate(GOLD["inputs"][0], num_beams=2, on_token=tell)
+
+
 def test_errors(t5):
     with pytest.raises(encdec.ArgumentError, match="empty"):
         t5.generate([""])

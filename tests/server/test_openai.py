@@ -480,7 +480,28 @@ def completions(binary):
               "completions: best_of as beam search, the n best")
         chunks = list(c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0,
                                            stream=True))
-        check([ch.choices[0].text for ch in chunks] == want, "completions: stream, a chunk per choice")
+        texts, ends, late = ["", ""], [None, None], 0
+        for ch in chunks:
+            x = ch.choices[0]
+            late += ends[x.index] is not None     # a chunk after its choice's finish_reason
+            texts[x.index] += x.text
+            ends[x.index] = x.finish_reason
+        check(texts == want and ends == ["length", "length"] and len(chunks) >= 8 and not late
+              and len({ch.id for ch in chunks}) == 1,
+              "completions: stream, token by token (%d chunks for 2 x 8 tokens), then each "
+              "choice's finish_reason" % len(chunks))
+        one = c.completions.create(model=name, prompt=prompts[1], max_tokens=8, temperature=0.8, n=2,
+                                   seed=7)
+        texts = ["", ""]
+        for ch in c.completions.create(model=name, prompt=prompts[1], max_tokens=8, temperature=0.8,
+                                       n=2, seed=7, stream=True):
+            texts[ch.choices[0].index] += ch.choices[0].text
+        check(texts == [x.text for x in one.choices], "completions: stream, samples token by token")
+        beams = [ch.choices[0] for ch in c.completions.create(
+            model=name, prompt=prompts[1], max_tokens=8, best_of=4, n=2, temperature=0, stream=True)]
+        check([x.text for x in beams] == [x.text for x in r.choices]
+              and all(x.finish_reason for x in beams),
+              "completions: stream with best_of (beams): each choice whole, once final")
 
         def expect(fn, status, param, what):
             try:
