@@ -1,7 +1,10 @@
 /* q8_bench.c - int8 weights (kern/q8.h) against the machine's read bandwidth
  * and against the half-precision kernels, correctness first.
  *
- *   build/bench/q8_bench [-r REPEATS] [--hot]
+ *   build/bench/q8_bench [-r REPEATS] [--hot] [--isa c|avx2|neon|avx512] [--no-avxvnni]
+ *
+ * --isa caps the kernel set (an AVX-512 machine measuring the AVX2 code);
+ * --no-avxvnni keeps the AVX2 level off AVX-VNNI (vpmaddubsw + vpmaddwd).
  *
  * 1. Read bandwidth: a streaming sum over a 1 GiB buffer (1 and 2 threads),
  *    as roofline.c measures it.
@@ -24,6 +27,7 @@
 #endif
 #include "bandwidth.h"
 #include "stats.h"
+#include "base/isa.h"
 #include "base/pool.h"
 #include "kern/kern.h"
 #include "kern/q8.h"
@@ -36,7 +40,7 @@
 
 #define COPY_BYTES ((size_t)1 << 30)
 
-static int g_reps = 7, g_hot = 0;
+static int g_reps = 7, g_hot = 0, g_isa = ED_ISA_ANY;
 
 /* ---- bandwidth (bandwidth.h) ---- */
 
@@ -152,17 +156,26 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-r") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hot")) g_hot = 1;
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc && k_isa_parse(argv[i + 1]) >= 0)
+            g_isa = k_isa_parse(argv[++i]);
+        else if (!strcmp(argv[i], "--no-avxvnni")) k_feat_mask(K_FEAT_ALL & ~(unsigned)K_FEAT_AVXVNNI);
         else {
-            fprintf(stderr, "usage: q8_bench [-r REPEATS] [--hot]\n");
+            fprintf(stderr, "usage: q8_bench [-r REPEATS] [--hot] [--isa c|avx2|neon|avx512] "
+                            "[--no-avxvnni]\n");
             return 2;
         }
     }
+    ed_isa_swap(g_isa);
     if (g_reps < 1 || g_reps > 64) {
         fprintf(stderr, "q8_bench: 1 <= -r <= 64\n");
         return 2;
     }
     ed_pool *pools[2];
     if (ed_pool_new(&pools[0], 1) || ed_pool_new(&pools[1], 2)) return 1;
+    ed_pool_set_isa(pools[0], g_isa);
+    ed_pool_set_isa(pools[1], g_isa);
+    printf("kernel set %s%s\n", k_isa_name(k_isa()),
+           k_isa() == K_ISA_VEC && k_feat(K_FEAT_AVXVNNI) ? " + AVX-VNNI" : "");
     g_bw.n = COPY_BYTES / sizeof(float);
     float *bwbuf = malloc(g_bw.n * sizeof(float));
     for (size_t i = 0; i < g_bw.n; i++) bwbuf[i] = (float)(i & 3);

@@ -385,6 +385,12 @@ int main(void) {
         run_all();
         k_feat_mask(old);
     }
+    if (k_feat_cpu() & K_FEAT_AVXVNNI) {   /* x86 AVX-VNNI: run the plain AVX2 tiles too */
+        printf("again without AVX-VNNI (vpmaddubsw + vpmaddwd)\n");
+        unsigned old = k_feat_mask(0);
+        run_all();
+        k_feat_mask(old);
+    }
     printf("ISAs run: C %s, vector (AVX2 / NEON) %s, AVX-512 VNNI %s\n", g_isa_seen[0] ? "yes" : "no",
            g_isa_seen[1] ? "yes" : "no", g_isa_seen[2] ? "yes" : "no");
     if (k_isa_cpu() >= K_ISA_VEC) CHECK(g_isa_seen[1]);

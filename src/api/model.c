@@ -213,9 +213,15 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
 
 static char g_build_info[256];
 
+/* "encdec 0.1.0, kernels avx2 (this CPU: avx2 + avx-vnni), BLIS ...": the
+ * set the kernels run, and the CPU's best set with the extensions inside
+ * its level that kernels use (kern.h K_FEAT_*). */
 static void build_info_init(void) {
-    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s), %s",
-             ENCDEC_VERSION, api_isa_running(ED_ISA_ANY), k_isa_name(k_isa_cpu()), k_blas_info());
+    unsigned f = k_feat_cpu();
+    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s%s%s), %s",
+             ENCDEC_VERSION, api_isa_running(ED_ISA_ANY), k_isa_name(k_isa_cpu()),
+             f & K_FEAT_AVXVNNI ? " + avx-vnni" : "", f & K_FEAT_DOTPROD ? " + dotprod" : "",
+             k_blas_info());
 }
 
 const char *encdec_build_info(void) {

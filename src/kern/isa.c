@@ -90,6 +90,9 @@ static unsigned detect_feat(void) {
 #endif
     (void)hw;
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) f |= K_FEAT_AVXVNNI;
+#endif
     return f;
 }
 

@@ -1,5 +1,6 @@
-/* q8_avx2.c - the int8 product in AVX2 (no VNNI): the same packed layout
- * and the same exact int32 sums as q8.c's other versions.
+/* q8_avx2.c - the int8 product in AVX2 (and AVX-VNNI where the CPU has it,
+ * below): the same packed layout and the same exact int32 sums as q8.c's
+ * other versions.
  *
  * AVX2's byte product, vpmaddubsw, multiplies unsigned by signed bytes and
  * adds pairs into int16 with saturation: with q8.c's biased activations
@@ -60,6 +61,13 @@ V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int
     }
 }
 
+/* The lanes of columns col .. col + 7 the tile stores: those in [n0, n1). */
+V2 static inline __attribute__((always_inline)) __m256i q8_cols(const q8v_tile *t, int col) {
+    __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(col), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t->n1), lane),
+                            _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(t->n0 - 1)));
+}
+
 #define Q8A_DOT(r)                                                                            \
     if (R > r) {                                                                              \
         int32_t xv;                                                                           \
@@ -78,10 +86,7 @@ V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int
 #define Q8A_EPI(h)                                                                            \
     {                                                                                         \
         int col = t->col + 8 * (h);                                                           \
-        __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(col),                               \
-                                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));           \
-        __m256i mask = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t->n1), lane),   \
-                                        _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(t->n0 - 1))); \
+        __m256i mask = q8_cols(t, col);                                                       \
         if (!_mm256_testz_si256(mask, mask)) {                                                \
             __m256 sw = _mm256_loadu_ps(t->s + col);                                          \
             __m256 bv = t->b ? _mm256_maskload_ps(t->b + col, mask) : _mm256_setzero_ps();    \
@@ -111,8 +116,76 @@ V2 static void q8a_tile_3(const q8v_tile *t) { q8a_tile_run(3, t); }
 V2 static void q8a_tile_4(const q8v_tile *t) { q8a_tile_run(4, t); }
 static const q8v_tile_fn q8a_tiles[Q8A_ROWS] = {q8a_tile_1, q8a_tile_2, q8a_tile_3, q8a_tile_4};
 
+/* ---- AVX-VNNI (K_FEAT_AVXVNNI): vpdpbusd on ymm ----
+ * vpdpbusd multiplies unsigned by signed bytes and adds each group of four
+ * straight into an int32 lane, without the int16 step that forces the
+ * sign moves above: so the activations go in biased, x + 128 (one xor of
+ * the four bytes before the broadcast), the weights as they are, and the
+ * epilogue takes off 128 x the output's weight sum (the packed matrix's
+ * c[]), as the AVX-512 version does. Every sum is the same exact int32
+ * (|x + 128| <= 255, |w| <= 127: no wrap up to K_Q8_MAX_K), so the result
+ * is bitwise the twin's. Per row and group: one broadcast and two vpdpbusd
+ * (the plain AVX2 tile: two sign moves, two vpmaddubsw, two vpmaddwd, two
+ * adds); 6-row tiles: 12 accumulators, the group's two halves, the
+ * broadcast. */
+#define VN __attribute__((target("avx2,fma,avxvnni")))
+#define Q8V_ROWS 6
+
+#define Q8V_DOT(r)                                                                            \
+    if (R > r) {                                                                              \
+        uint32_t xv;                                                                          \
+        memcpy(&xv, xq + (size_t)r * xs + (size_t)g * 4, 4);                                  \
+        __m256i xb = _mm256_set1_epi32((int)(xv ^ 0x80808080u));                             \
+        c##r##0 = _mm256_dpbusd_avx_epi32(c##r##0, xb, w0);                                   \
+        c##r##1 = _mm256_dpbusd_avx_epi32(c##r##1, xb, w1);                                   \
+    }
+#define Q8V_STORE(r, h)                                                                       \
+    if (R > r)                                                                                \
+        _mm256_maskstore_ps(t->y + (size_t)r * t->ldy + col, mask,                            \
+                            _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c##r##h, cv)), \
+                                            _mm256_mul_ps(_mm256_set1_ps(t->sx[r]), sw), bv));
+#define Q8V_EPI(h)                                                                            \
+    {                                                                                         \
+        int col = t->col + 8 * (h);                                                           \
+        __m256i mask = q8_cols(t, col);                                                       \
+        if (!_mm256_testz_si256(mask, mask)) {                                                \
+            __m256 sw = _mm256_loadu_ps(t->s + col);                                          \
+            __m256i cv = _mm256_loadu_si256((const __m256i *)(t->c + col));                   \
+            __m256 bv = t->b ? _mm256_maskload_ps(t->b + col, mask) : _mm256_setzero_ps();    \
+            Q8V_STORE(0, h) Q8V_STORE(1, h) Q8V_STORE(2, h) Q8V_STORE(3, h) Q8V_STORE(4, h)    \
+            Q8V_STORE(5, h)                                                                   \
+        }                                                                                     \
+    }
+
+/* c[] is padded to Np like s[]: its 8-lane loads stay inside. */
+VN static inline __attribute__((always_inline)) void q8v_tile_run(const int R, const q8v_tile *t) {
+    const __m256i z = _mm256_setzero_si256();
+    __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
+            c41 = z, c50 = z, c51 = z;
+    const int8_t *wp = t->wp, *xq = t->xq;
+    size_t xs = t->xs;
+    for (int g = 0; g < t->G; g++) {
+        __m256i w0 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64));
+        __m256i w1 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64 + 32));
+        Q8V_DOT(0) Q8V_DOT(1) Q8V_DOT(2) Q8V_DOT(3) Q8V_DOT(4) Q8V_DOT(5)
+    }
+    Q8V_EPI(0) Q8V_EPI(1)
+}
+
+VN static void q8v_tile_1(const q8v_tile *t) { q8v_tile_run(1, t); }
+VN static void q8v_tile_2(const q8v_tile *t) { q8v_tile_run(2, t); }
+VN static void q8v_tile_3(const q8v_tile *t) { q8v_tile_run(3, t); }
+VN static void q8v_tile_4(const q8v_tile *t) { q8v_tile_run(4, t); }
+VN static void q8v_tile_5(const q8v_tile *t) { q8v_tile_run(5, t); }
+VN static void q8v_tile_6(const q8v_tile *t) { q8v_tile_run(6, t); }
+static const q8v_tile_fn q8v_tiles[Q8V_ROWS] = {q8v_tile_1, q8v_tile_2, q8v_tile_3,
+                                                q8v_tile_4, q8v_tile_5, q8v_tile_6};
+
+/* The AVX-VNNI tiles where the CPU has them (and the feature mask lets
+ * them), else the plain AVX2 ones: one dispatch point, the same results. */
 void q8_matmul_avx2(float *y, int ldy, const int8_t *xq, size_t xs, const float *sx, k_q8 w,
                     const float *b, int M, int n0, int nn) {
-    q8_drive(q8a_tiles, Q8A_ROWS, y, ldy, xq, xs, sx, w, b, M, n0, nn);
+    if (k_feat(K_FEAT_AVXVNNI)) q8_drive(q8v_tiles, Q8V_ROWS, y, ldy, xq, xs, sx, w, b, M, n0, nn);
+    else q8_drive(q8a_tiles, Q8A_ROWS, y, ldy, xq, xs, sx, w, b, M, n0, nn);
 }
 #endif

@@ -73,6 +73,7 @@ typedef struct {
     const int8_t *wp;      /* the panel */
     int G;                 /* groups of 4 k */
     const float *s, *b;
+    const int32_t *c;      /* c[Np]: 128 x each output's weight sum (biased activations) */
     int col;               /* absolute column of the panel */
     int n0, n1;            /* store columns [n0, n1) only */
 } q8v_tile;
@@ -93,7 +94,7 @@ static inline void q8_drive(const q8v_tile_fn *tiles, int rows, float *y, int ld
     if (M <= rows) blk = p1 - p0;   /* one sweep: the weights are read once anyway */
     int chunks = (M + rows - 1) / rows;
     q8v_tile t = {0};
-    t.ldy = ldy, t.xs = xs, t.G = p.Kp / 4, t.s = p.s, t.b = b, t.n0 = n0, t.n1 = n0 + nn;
+    t.ldy = ldy, t.xs = xs, t.G = p.Kp / 4, t.s = p.s, t.b = b, t.c = p.c, t.n0 = n0, t.n1 = n0 + nn;
     for (int pb = p0; pb < p1; pb += blk) {
         int pe = p1 - pb < blk ? p1 : pb + blk;
         for (int ch = 0, m0 = 0; ch < chunks; ch++) {
