@@ -48,6 +48,9 @@ static const char *HELP =
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
     "      --json             one JSON object per input: its sequences with text, score,\n"
     "                         tokens and log-probabilities, and the batch's timings\n"
+    "      --stream           print each input's text as the tokens come (inputs one at a\n"
+    "                         time; greedy or --sample, one sequence per input; not with\n"
+    "                         --json)\n"
     "  -h, --help             this help\n"
     "\n"
     "Output: one line per input (with --num-return N, N lines per input, best first).\n"
@@ -57,7 +60,7 @@ static const char *HELP =
 
 typedef struct {
     const char *model;
-    int threads, json, batch;
+    int threads, json, batch, stream;
     encdec_generate_params gp;
     encdec_model_params mp;   /* compute mode, kernel set */
     encdec_kv_type cross_kv;
@@ -79,6 +82,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->model = NULL;
     o->threads = cli_default_threads();
     o->json = 0;
+    o->stream = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
     o->mp.compute = ENCDEC_COMPUTE_F32;
@@ -96,6 +100,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
         if (pr > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
         else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!strcmp(a, "--stream")) o->stream = 1;
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
         else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1;
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
@@ -142,6 +147,12 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
         cli_err("encdec: --sample and --beam N > 1 do not combine\n");
         return -1;
     }
+    if (o->stream && (o->json || o->gp.num_beams > 1 || o->gp.num_return_sequences > 1)) {
+        cli_err("encdec: --stream prints one greedy or sampled sequence per input as it comes: "
+                "not with --json, --beam N > 1 or --num-return N > 1\n");
+        return -1;
+    }
+    if (o->stream) o->batch = 1;   /* one input's tokens at a time, in order */
     *first_text = i;
     return 1;
 }
@@ -206,16 +217,35 @@ static void print_failed(long line, const char *input, const char *why, const op
     (void)input;
 }
 
+/* --stream: a token's text as it comes (*user: whether any was printed). */
+static int print_piece(int input, int sequence, int id, float lp, const char *text, void *user) {
+    (void)input, (void)sequence, (void)id, (void)lp;
+    if (*text) {
+        fputs(text, stdout);
+        fflush(stdout);
+        *(int *)user = 1;
+    }
+    return 0;
+}
+
 /* Runs inputs[0, n) (numbered first_line...) as one batch; when the batch
  * fails on an input, runs them one by one so that the others still print. */
 static int run_batch(encdec_session *s, const char *const *inputs, int n, long first_line,
                      const opts *o) {
     encdec_result *r = NULL;
-    encdec_status st = encdec_generate(s, inputs, n, &o->gp, &r);
+    encdec_generate_params gp = o->gp;
+    int printed = 0;
+    if (o->stream) {
+        gp.on_token = print_piece;
+        gp.user = &printed;
+    }
+    encdec_status st = encdec_generate(s, inputs, n, &gp, &r);
     int n_ret = o->gp.num_return_sequences, failed = 0;
+    if (printed && st) putchar('\n');   /* the line cut short by the error */
     if (!st) {
         for (int k = 0; k < n; k++) {
             if (o->json) print_json(r, k, n_ret, first_line + k, inputs[k], o);
+            else if (o->stream) putchar('\n');
             else print_plain(r, k, n_ret);
         }
         encdec_result_free(r);

@@ -126,10 +126,32 @@ static void test_outputs(void) {
     CHECK_EQ_INT(sh(script), 0);
     CHECK_STR(g_out, first);
     free(first);
+    /* --stream: the same lines (transformers' greedy texts), printed as the
+     * tokens come; sampled, what the same seed prints without it */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 --stream < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    expect_lines(g, 3);
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --sample --seed 4 --batch 1 < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    first = strdup(g_out);
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --sample --seed 4 --stream < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    CHECK_STR(g_out, first);
+    free(first);
+    /* an input that fails among them keeps its line, empty */
+    snprintf(script, sizeof script, "printf \"%%s\\n\\n%%s\\n\" \"%s\" \"%s\" | \"$CLI\" generate -m "
+             "\"$M\" --max-new-tokens 16 --stream 2>/dev/null", input(0), input(1));
+    CHECK_EQ_INT(sh(script), 1);
+    CHECK(strstr(g_out, g[0]) == g_out);
+    char want[1024];
+    snprintf(want, sizeof want, "%s\n\n%s\n", g[0], g[1]);
+    CHECK_STR(g_out, want);
 }
 
 static void test_errors(void) {
     CHECK_SH("\"$CLI\" generate -m \"$M\" --beam 0 x", 2, "--beam expects an integer in 1..64, got \"0\"");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --stream --beam 2 x", 2, "--stream prints one greedy");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --stream --json x", 2, "not with --json");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --max-new-tokens -1 x", 2,
              "--max-new-tokens expects an integer in 1..4096, got \"-1\"");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --top-p 0 x", 2, "--top-p expects a number");
