@@ -7,11 +7,12 @@ Starts the server over whisper tiny.en, runs every kind of request once alone
 64): short clips of ../shared/audio with several parameter sets (greedy,
 words, beam 5, sampling, no timestamps, text and srt formats) and K
 2-minute recordings; and T of them (default 100) T5 completions (greedy,
-sampling with n, best_of, a list of prompts) to a second server over the
+sampling with n, best_of, a list of prompts, a list streamed token by
+token) to a second server over the
 seeded random T5 of tests/data, at the same time. Checks: no request fails,
 every answer is the same as the same request's alone (transcripts: the same
 bytes, verbose_json's tokens, times, words; completions: all but id and
-time), the servers' peak RSS together stays under MB (default 1024), and
+time; streamed: each choice's text and finish_reason), the servers' peak RSS together stays under MB (default 1024), and
 both exit 0 on SIGTERM.
 Prints p50 / p90 / p99 latency per kind and the throughput.
 """
@@ -104,7 +105,20 @@ def start_server(binary, model):
 
 
 def strip_ids(body):
-    """A completion without what differs by design between two answers (id, created)."""
+    """A completion without what differs by design between two answers (id,
+    created); a streamed one as each choice's text joined and its
+    finish_reason (how its chunks interleave depends on the timing)."""
+    if body.startswith(b"data: "):
+        events = [e[6:] for e in body.decode().split("\n\n") if e.startswith("data: ")]
+        if not events or events[-1] != "[DONE]":
+            return "no [DONE] at the end"
+        texts, ends, late = {}, {}, 0
+        for e in events[:-1]:
+            c = json.loads(e)["choices"][0]
+            late += c["index"] in ends and ends[c["index"]] is not None
+            texts[c["index"]] = texts.get(c["index"], "") + c["text"]
+            ends[c["index"]] = c["finish_reason"]
+        return texts, ends, late
     j = json.loads(body)
     j.pop("id", None)
     j.pop("created", None)
@@ -167,7 +181,9 @@ def main():
             ("translate English to German: The house is wonderful.", {"temperature": 0}),
             ("summarize: studies have shown that owning a dog is good for you", {"temperature": 0.7, "n": 3, "seed": 4}),
             ("question: what is the capital of France?", {"best_of": 4, "n": 2}),
-            (["a list of prompts", "the second one"], {"temperature": 0})]):
+            (["a list of prompts", "the second one"], {"temperature": 0}),
+            (["streamed token by token", "and sampled"], {"temperature": 0.9, "n": 2, "seed": 9,
+                                                           "stream": True})]):
         body = dict({"model": "tiny-random-t5-v1_1", "prompt": prompt, "max_tokens": 24}, **extra)
         t5_kinds.append(("t5", None, json.dumps(body).encode(), "t5"))
 
