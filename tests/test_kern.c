@@ -9,6 +9,7 @@
 #include "core/ops.h"
 #include "kern/gemm.h"
 #include "kern/kern.h"
+#include "kern/matmul_hp.h"
 #include "kern/q8.h"
 #include "io/tensor.h"
 
@@ -193,12 +194,27 @@ static void test_matmul_inv(ed_pool *pool) {
     float *x = rnd((size_t)M * K), *wf = rnd((size_t)N * K), *b = rnd(N);
     uint16_t *wh = malloc(sizeof(uint16_t) * N * K), *wb = malloc(sizeof(uint16_t) * N * K);
     halves_of(wf, wh, wb, N * K);
-    k_w ws[] = {{wf, K_F32}, {wh, K_F16}, {wb, K_BF16}};
-    const char *names[] = {"matmul_inv f32", "matmul_inv f16", "matmul_inv bf16"};
-    float *all = malloc(sizeof(float) * M * N);
+    /* and the panel-major halves, the bf16 mode's (lowp: x may be rounded to
+     * bf16, AMX or ARM's BFDOT where the CPU has them) */
+    uint16_t *ph = aligned_alloc(64, k_hp_bytes(N, K)), *pb = aligned_alloc(64, k_hp_bytes(N, K));
+    CHECK_EQ_INT(k_hp_pack(ph, (k_w){wh, K_F16, 0}, N, K), 0);
+    CHECK_EQ_INT(k_hp_pack(pb, (k_w){wb, K_BF16, 0}, N, K), 0);
+    k_w ws[] = {{wf, K_F32}, {wh, K_F16}, {wb, K_BF16}, {ph, K_F16P, 0}, {pb, K_BF16P, 1}};
+    const char *names[] = {"matmul_inv f32", "matmul_inv f16", "matmul_inv bf16",
+                           "matmul_inv f16 panels", "matmul_inv bf16 panels, lowp"};
+    float *all = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
     const int runs[][2] = {{0, 1}, {3, 5}, {7, 16}, {16, 16}, {23, 9}, {39, 1}, {24, 16}};
-    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++)
+    for (size_t t = 0; t < sizeof ws / sizeof ws[0]; t++) {
         CHECK_EQ_INT(runs_differ(pool, op_matmul_w_inv, ws[t], x, b, M, N, K, runs, 7, all, names[t]), 0);
+        if (t < 3) continue;   /* the panels: the product (lowp: to x's bf16 rounding) */
+        k_gemm_ref(ref, N, x, K, ws[t - 2], b, M, N, K, K_GEMM_F32, 0);
+        double big = 1;   /* (a few of these halves are large: relative to the largest) */
+        for (int i = 0; i < M * N; i++) big = fabs(ref[i]) > big ? fabs(ref[i]) : big;
+        double d = check_max_abs_diff(all, ref, (size_t)M * N, NULL) / big;
+        if (!(d < (t == 4 ? 1e-2 : 1e-5))) fprintf(stderr, "%s: off by %g\n", names[t], d);
+        CHECK(d < (t == 4 ? 1e-2 : 1e-5));
+    }
+    free(ph), free(pb), free(ref);
     float *g = rnd(7 * 1536), *g1 = malloc(sizeof(float) * 1536);
     for (int i = 0; i < 7 * 1536; i++) g[i] *= 4;
     memcpy(g1, g + 3 * 1536, sizeof(float) * 1536);

@@ -252,16 +252,21 @@ static void test_batch_invariance(void) {
     CHECK_EQ_INT(bad, 0);
 }
 
-/* The AMX path of the bf16 mode: against its scalar twin (x rounded to
- * bf16, double sums; 1e-5 of sum |x||w|), against the plain row-major
- * product (to the bf16 rounding of x), bitwise batch invariance, K past the
- * 2048 held at once and not a multiple of 32, column slices. */
-static void test_amx(void) {
-    if (!k_matmul_hp_amx_has()) {
-        printf("AMX: not on this machine, skipped\n");
+typedef int (*lowp_fn)(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                       const float *b, int M, int n0, int nn, int N, int K);
+
+/* A path of the bf16 mode's product (x rounded to bf16: AMX, ARM's BFDOT):
+ * against its scalar twin (x rounded to bf16, double sums; 1e-5 of
+ * sum |x||w|), against the plain row-major product (to the bf16 rounding of
+ * x), bitwise batch invariance, K past the blocks held at once (AMX 2048,
+ * BFDOT 1024) and not a multiple of 32 (odd too), column slices. `ret`: what
+ * the path returns. */
+static void test_lowp(const char *name, lowp_fn fn, int has, int ret) {
+    if (!has) {
+        printf("%s: not on this machine, skipped\n", name);
         return;
     }
-    const int Ks[] = {40, 64, 513, 1024, 2100, 4500};
+    const int Ks[] = {40, 64, 513, 1024, 1025, 2100, 4500};
     const int Ms[] = {1, 3, 8, 16, 17, 40};
     int N = 100, bad = 0, inv = 0;
     double worst = 0;
@@ -275,7 +280,7 @@ static void test_amx(void) {
         for (size_t i = 0; i < 40 * (size_t)K; i++) x[i] = frand();
         for (int n = 0; n < N; n++) b[n] = frand();
         for (int r = 0; r < 40; r++)
-            CHECK_EQ_INT(k_matmul_hp_amx(y1 + (size_t)r * N, N, x + (size_t)r * K, K, wp, b, 1, 0, N, N, K), 3);
+            CHECK_EQ_INT(fn(y1 + (size_t)r * N, N, x + (size_t)r * K, K, wp, b, 1, 0, N, N, K), ret);
         k_matmul_hp_amx_ref(yr, N, x, K, wp, b, 40, 0, N, N, K);
         for (int n = 0; n < N; n++) {
             k_h_to_f32(wf, w + (size_t)n * K, (size_t)K, 1);
@@ -295,7 +300,7 @@ static void test_amx(void) {
         for (size_t im = 0; im < sizeof Ms / sizeof *Ms; im++) {
             int M = Ms[im], n0 = im % 2 ? 5 : 0, nn = im % 2 ? N - 5 - 11 : N;
             for (size_t i = 0; i < (size_t)M * N; i++) y[i] = -7.0f;
-            CHECK_EQ_INT(k_matmul_hp_amx(y, N, x + (size_t)(40 - M) * K, K, wp, b, M, n0, nn, N, K), 3);
+            CHECK_EQ_INT(fn(y, N, x + (size_t)(40 - M) * K, K, wp, b, M, n0, nn, N, K), ret);
             for (int r = 0; r < M; r++)
                 for (int n = 0; n < N; n++) {
                     float want = n >= n0 && n < n0 + nn ? y1[(size_t)(40 - M + r) * N + n] : -7.0f;
@@ -304,17 +309,40 @@ static void test_amx(void) {
         }
         free(w), free(wp), free(x), free(b), free(y1), free(y), free(yr), free(wf);
     }
-    printf("AMX: worst |y - x.w| / sum |x||w| %.3g (x rounded to bf16)\n", worst);
+    printf("%s: worst |y - x.w| / sum |x||w| %.3g (x rounded to bf16)\n", name, worst);
     CHECK_EQ_INT(bad, 0);
     CHECK_EQ_INT(inv, 0);
     float y[4], x[4];
     uint16_t wp[16];
-    CHECK_EQ_INT(k_matmul_hp_amx(y, 4, x, 1, wp, NULL, 1, 0, 2, 1, 1), -1);
-    CHECK_EQ_INT(k_matmul_hp_amx(y, 4, x, 1, NULL, NULL, 1, 0, 1, 1, 1), -1);
+    CHECK_EQ_INT(fn(y, 4, x, 1, wp, NULL, 1, 0, 2, 1, 1), -1);
+    CHECK_EQ_INT(fn(y, 4, x, 1, NULL, NULL, 1, 0, 1, 1, 1), -1);
+}
+
+/* k_matmul_hp_lowp gives the path's bits; with neither path (and with the
+ * feature masked off on ARM) it declines, and the caller's f32 product runs. */
+static void test_lowp_dispatch(void) {
+    int N = 40, K = 96;
+    uint16_t *w = make_w(N, K, 1), *wp = amalloc(k_hp_bytes(N, K));
+    CHECK_EQ_INT(k_hp_pack(wp, (k_w){.p = w, .t = K_BF16}, N, K), 0);
+    float *x = malloc(sizeof(float) * 3 * (size_t)K), y[3 * 40], z[3 * 40];
+    for (int i = 0; i < 3 * K; i++) x[i] = frand();
+    int r = k_matmul_hp_lowp(y, N, x, K, wp, NULL, 3, 0, N, N, K);
+    int want = k_matmul_hp_amx_has() ? k_matmul_hp_amx(z, N, x, K, wp, NULL, 3, 0, N, N, K)
+                                     : k_matmul_hp_bfdot(z, N, x, K, wp, NULL, 3, 0, N, N, K);
+    CHECK(r >= 0 && r == want && memcmp(y, z, sizeof y) == 0);
+    if (k_matmul_hp_bfdot_has()) {
+        unsigned old = k_feat_mask(0);
+        CHECK_EQ_INT(k_matmul_hp_lowp(y, N, x, K, wp, NULL, 3, 0, N, N, K), -1);
+        k_feat_mask(old);
+    }
+    free(w), free(wp), free(x);
 }
 
 int main(void) {
-    test_amx();
+    test_lowp("AMX", k_matmul_hp_amx, k_matmul_hp_amx_has(), 3);
+    test_lowp("BFDOT", k_matmul_hp_bfdot, k_matmul_hp_bfdot_has(), 1);
+    /* the one dispatch point: whichever runs here, the same bits */
+    if (k_matmul_hp_amx_has() || k_matmul_hp_bfdot_has()) test_lowp_dispatch();
     test_batch_invariance();
     test_pack();
     test_negative();

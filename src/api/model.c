@@ -218,10 +218,10 @@ static char g_build_info[256];
  * its level that kernels use (kern.h K_FEAT_*). */
 static void build_info_init(void) {
     unsigned f = k_feat_cpu();
-    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s%s%s), %s",
+    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s%s%s%s), %s",
              ENCDEC_VERSION, api_isa_running(ED_ISA_ANY), k_isa_name(k_isa_cpu()),
              f & K_FEAT_AVXVNNI ? " + avx-vnni" : "", f & K_FEAT_DOTPROD ? " + dotprod" : "",
-             k_blas_info());
+             f & K_FEAT_BF16 ? " + bf16" : "", k_blas_info());
 }
 
 const char *encdec_build_info(void) {

@@ -176,7 +176,7 @@ static void mmp_task(void *arg, int ith, int nth) {
     ed_split(c->N, ith, nth, 16, &lo, &hi);
     if (hi <= lo) return;
     if (c->w.t == K_BF16P && c->w.lowp &&
-        k_matmul_hp_amx(c->y, c->ldy, c->x, c->ldx, c->w.p, c->b, c->M, lo, hi - lo, c->N, c->K) >= 0)
+        k_matmul_hp_lowp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->b, c->M, lo, hi - lo, c->N, c->K) >= 0)
         return;
     k_matmul_hp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
                 c->N, c->K);

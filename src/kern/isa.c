@@ -88,6 +88,9 @@ static unsigned detect_feat(void) {
 #ifdef HWCAP_ASIMDDP
     if (hw & HWCAP_ASIMDDP) f |= K_FEAT_DOTPROD;
 #endif
+#ifdef HWCAP2_BF16
+    if (getauxval(AT_HWCAP2) & HWCAP2_BF16) f |= K_FEAT_BF16;
+#endif
     (void)hw;
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -33,13 +33,14 @@ int k_isa_parse(const char *name);   /* the level of a name, -1 if none */
 
 /* Optional extensions inside a level, each used by the kernels that gain
  * from it and only where the CPU reports it (aarch64: getauxval(AT_HWCAP)):
- * K_FEAT_DOTPROD (aarch64 sdot: the int8 product), K_FEAT_AVXVNNI (x86-64
+ * K_FEAT_DOTPROD (aarch64 sdot: the int8 product), K_FEAT_BF16 (aarch64
+ * BFDOT: the bf16 mode's decode product), K_FEAT_AVXVNNI (x86-64
  * AVX-VNNI, vpdpbusd on ymm without AVX-512: the int8 product on Intel
  * client CPUs from Alder Lake, AMD Zen 5). k_feat(f): 1 when the CPU has every extension in f, the
  * level is K_ISA_VEC or higher, and the process-wide mask allows them.
  * k_feat_mask(m) lets only the extensions in m be used (tests force a path
  * off with it to run the one beneath); returns the previous mask. */
-enum { K_FEAT_DOTPROD = 1u, K_FEAT_AVXVNNI = 2u, K_FEAT_ALL = ~0u };
+enum { K_FEAT_DOTPROD = 1u, K_FEAT_AVXVNNI = 2u, K_FEAT_BF16 = 4u, K_FEAT_ALL = ~0u };
 unsigned k_feat_cpu(void);
 int k_feat(unsigned f);
 unsigned k_feat_mask(unsigned mask);

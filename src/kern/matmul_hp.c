@@ -382,6 +382,13 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
     return 0;
 }
 
+int k_matmul_hp_lowp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                     const float *b, int M, int n0, int nn, int N, int K) {
+    if (k_matmul_hp_amx_has())
+        return k_matmul_hp_amx(y, ldy, x, ldx, wp, b, M, n0, nn, N, K);
+    return k_matmul_hp_bfdot(y, ldy, x, ldx, wp, b, M, n0, nn, N, K);
+}
+
 int k_hp_fast(void) {
 #ifdef K_HAVE_VEC
     return k_isa() >= K_ISA_VEC;

@@ -77,6 +77,20 @@ int k_matmul_hp_amx_has(void);
 /* Its scalar twin: double sums of bf16(x) * w. */
 void k_matmul_hp_amx_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                          const float *b, int M, int n0, int nn, int N, int K);
+/* The same product on ARM64 with the BF16 extension (BFDOT by element, x
+ * rounded to bf16 to nearest even; each row's bits do not depend on M; the
+ * twin is k_matmul_hp_amx_ref). Returns 1, or -1 where it does not run
+ * (k_matmul_hp_bfdot_has: aarch64, the vector set, K_FEAT_BF16) or for bad
+ * arguments. Sequential; 16 KB of stack. matmul_hp_bfdot.c. */
+int k_matmul_hp_bfdot(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                      const float *b, int M, int n0, int nn, int N, int K);
+int k_matmul_hp_bfdot_has(void);
+/* The bf16 mode's product on a bf16 panel matrix (x may be rounded to bf16,
+ * as k_w.lowp allows), on the best of the above this CPU runs: AMX (3),
+ * BFDOT (1); -1 where neither does (the caller then takes k_matmul_hp, f32
+ * x). The one dispatch point of the two. */
+int k_matmul_hp_lowp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                     const float *b, int M, int n0, int nn, int N, int K);
 
 
 /* internal: the vector level's version (matmul_hp_avx2.c, matmul_hp_neon.c;
