@@ -94,7 +94,11 @@ static unsigned detect_feat(void) {
     (void)hw;
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) f |= K_FEAT_AVXVNNI;
+    /* AVX-VNNI: CPUID leaf 7 sub-leaf 1, EAX bit 4 (clang 14 has no name for
+     * it in __builtin_cpu_supports); the OS's ymm state comes with AVX2's */
+    unsigned a, b, c, d;
+    if (__builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1))
+        f |= K_FEAT_AVXVNNI;
 #endif
     return f;
 }
