@@ -105,7 +105,7 @@ static void all_at_once(encdec_engine *e, encdec_result **res) {
 /* ---- streaming (on_token) ---- */
 
 typedef struct {
-    char text[8][1024];      /* [input * 4 + sequence] the deltas joined */
+    char text[8][4096];      /* [input * 4 + sequence] the deltas joined */
     int ids[8][64], n[8];
     float lps[8][64];
     int bad_utf8, calls, stop_after;
@@ -204,6 +204,44 @@ static void check_stream(encdec_model *m, encdec_session *s, encdec_engine *e) {
     CHECK(q == NULL);
     free(st);
     (void)m;
+}
+
+/* Streaming against decoding the whole sequence, where the decoders' context
+ * matters: hot sampling (every kind of token: byte pieces, sentinels, </s>'s
+ * neighbours, padding ids past the tokenizer, spaces alone) on each tokenizer
+ * style (mT5: sentencepiece with byte fallback and sentinels past its
+ * pieces; umT5: tokenizer.json; T5 v1.0: spiece.model), 2 inputs x 4
+ * samples x 60 tokens x 4 seeds: the pieces joined are the final text. */
+static void check_stream_decoders(void) {
+    const char *models[] = {"tiny-random-mt5", "tiny-random-umt5", "tiny-random-t5-v1_0"};
+    for (int mi = 0; mi < 3; mi++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/%s", ED_TEST_DATA, models[mi]);
+        encdec_model *m = NULL;
+        encdec_session *s = NULL;
+        CHECK_EQ_INT(encdec_model_load(dir, &m), ENCDEC_OK);
+        encdec_session_params sp = {1};
+        if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+        const char *in[2] = {g_inputs[1], g_inputs[2]};
+        for (int seed = 1; s && seed <= 4; seed++) {
+            encdec_generate_params p = encdec_generate_default_params();
+            p.max_new_tokens = 60;
+            p.do_sample = 1;
+            p.temperature = 4.0f;
+            p.num_return_sequences = 4;
+            p.seed = (uint64_t)seed;
+            streamed *sd = calloc(1, sizeof *sd);
+            p.on_token = on_token;
+            p.user = sd;
+            encdec_result *r = NULL;
+            CHECK_EQ_INT(encdec_generate(s, in, 2, &p, &r), ENCDEC_OK);
+            check_streamed(sd, r, 4);
+            encdec_result_free(r);
+            free(sd);
+        }
+        encdec_session_free(s);
+        encdec_model_free(m);
+    }
 }
 
 /* Characters spelled by byte pieces (mT5's tokenizer falls back to bytes:
@@ -346,6 +384,7 @@ static void variant(const char *name, encdec_isa isa, encdec_compute compute) {
 
 int main(void) {
     check_holdback();
+    check_stream_decoders();
     variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_F32);
     variant("tiny-random-umt5", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_F32);
     /* the packed encoder's other weight layouts: bf16 (AMX-packed where the

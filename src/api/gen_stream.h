@@ -11,7 +11,10 @@
  * sequence with and without it. The decoder turns the bytes of a character
  * still incomplete (byte-fallback pieces) into U+FFFD, which the next
  * token may complete: trailing U+FFFD are held back until the sequence
- * ends (</s> or max_new_tokens) or text follows them.
+ * ends (</s> or max_new_tokens) or text follows them. A normal piece after
+ * a normal piece, nothing held back, gets its text from the pair alone
+ * (exact there: local_piece); the others decode the whole sequence again,
+ * so a stream costs about what its tokens do, not its length squared.
  */
 #ifndef ED_API_GEN_STREAM_H
 #define ED_API_GEN_STREAM_H
@@ -30,6 +33,7 @@ typedef struct {
     const float *lps;
     int *done;            /* [n_out] tokens delivered */
     size_t *sent;         /* [n_out] text bytes delivered */
+    char *whole;          /* [n_out] the text so far is all delivered (nothing held back) */
 } gen_stream;
 
 /* The decoded text of generated ids (a malloc'd string). Ids past the

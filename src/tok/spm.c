@@ -44,6 +44,10 @@ int spm_is_special(const spm_tok *t, int id) {
     return id >= 0 && id < t->voc.n && t->special[id];
 }
 
+int spm_is_normal(const spm_tok *t, int id) {
+    return id >= 0 && id < t->voc.n && !t->special[id] && t->type[id] == SPM_NORMAL;
+}
+
 /* ---- scratch ------------------------------------------------------------------------ */
 
 typedef struct {

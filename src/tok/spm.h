@@ -52,6 +52,9 @@ const char *spm_piece(const spm_tok *t, int id);   /* NULL when out of range; bo
 int spm_piece_id(const spm_tok *t, const char *piece);
 /* 1 for the tokens decoding skips with skip_special (pad, eos, unk, sentinels). */
 int spm_is_special(const spm_tok *t, int id);
+/* 1 for a normal piece: text of its own (not a byte piece, a control, special,
+ * user-defined or added token). */
+int spm_is_normal(const spm_tok *t, int id);
 
 /* text[0, len) (UTF-8) -> ids, with </s> appended when add_eos. *ids is malloc'd
  * (caller frees); an empty text gives just [eos] (or nothing). Invalid UTF-8 ->
