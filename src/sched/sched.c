@@ -24,7 +24,10 @@ struct sch_client {
     asr_exec x;
     pthread_cond_t cv;        /* its operation is done */
     /* the operation posted (one at a time: the request's thread waits) */
-    int op, done, fresh;
+    /* ended: the scheduler's own mark, set while it works unlocked; done:
+     * published under mu at the end of the turn, what the request's thread
+     * waits for (it may free the client as soon as it sees it) */
+    int op, ended, done, fresh;
     int R, n_out;             /* OP_PASS: the view's rows */
     const int *tok, *pos, *slot, *out_rows;
     float *logits, *scores;   /* scores: the alignment heads' (feed_scores), or NULL */
@@ -75,7 +78,7 @@ struct sch_engine {
 static void finish(sch_client *c, encdec_status st) {
     c->result = st;
     if (st) snprintf(c->err, sizeof c->err, "%s", ed_err_msg());
-    c->done = 1;
+    c->ended = 1;
 }
 
 static void run_op(sch_engine *e, sch_client *c) {
@@ -133,11 +136,11 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     int R = 0;
     for (int i = 0; i < n; i++) {
         sch_client *c = cur[i];
-        if (!c->done && c->cancel && atomic_load(c->cancel))
+        if (!c->ended && c->cancel && atomic_load(c->cancel))
             finish(c, ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled"));
-        if (!c->done && atomic_load(&c->halt))
+        if (!c->ended && atomic_load(&c->halt))
             finish(c, ed_fail(ENCDEC_ERR_CANCELLED, "the request's watcher asked to stop"));
-        if (c->done) continue;
+        if (c->ended) continue;
         dec_task *t = c->task;
         encdec_status st = rn_step_rows(&c->view, t->n, t->seq, t->tok, R, e->m_tok, e->m_pos,
                                         e->m_slot);
@@ -160,7 +163,7 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     e->turn.hist[b]++;
     for (int i = 0; i < n; i++) {
         sch_client *c = cur[i];
-        if (c->done) continue;
+        if (c->ended) continue;
         c->task->logits = e->m_logits + (size_t)e->m_off[i] * V;
         encdec_status st = dec_task_advance(c->task);
         if (st || c->task->n == 0) finish(c, st);
@@ -249,8 +252,14 @@ static void *sched_main(void *arg) {
         if (e->turn.steps) e->stats.last_rows = e->turn.last_rows;
         for (int b = 0; b < 9; b++) e->stats.hist[b] += e->turn.hist[b];
         memset(&e->turn, 0, sizeof e->turn);
-        for (int i = 0; i < n_pass; i++) pthread_cond_signal(&e->cur_ops[i]->cv);
-        for (int i = 0; i < n_enc; i++) pthread_cond_signal(&e->cur_enc[i]->cv);
+        for (int i = 0; i < n_pass; i++) {
+            e->cur_ops[i]->done = 1;
+            pthread_cond_signal(&e->cur_ops[i]->cv);
+        }
+        for (int i = 0; i < n_enc; i++) {
+            e->cur_enc[i]->done = 1;
+            pthread_cond_signal(&e->cur_enc[i]->cv);
+        }
         int k = 0;
         for (int i = 0; i < e->n_run; i++) {
             sch_client *c = e->run[i];
@@ -258,6 +267,7 @@ static void *sched_main(void *arg) {
                 memcpy(c->w_snap, c->w_len, sizeof(int) * (size_t)c->w_n);
                 c->w_tick++;
             }
+            c->done = c->ended;   /* the last look at c, unless it goes on */
             if (c->done || c->w_len) pthread_cond_signal(&c->cv);
             if (!c->done) e->run[k++] = c;
         }
@@ -277,7 +287,7 @@ static encdec_status post(sch_client *c, int op) {
         return ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled");
     pthread_mutex_lock(&e->mu);
     c->op = op;
-    c->done = 0;
+    c->done = c->ended = 0;
     c->result = ENCDEC_OK;
     c->next = NULL;
     if (op == OP_TASK) {
@@ -310,7 +320,7 @@ encdec_status sch_client_run_watch(sch_client *c, dec_task *t, int (*fn)(void *c
     pthread_mutex_lock(&e->mu);
     c->task = t;
     c->op = OP_TASK;
-    c->done = 0;
+    c->done = c->ended = 0;
     c->result = ENCDEC_OK;
     c->next = NULL;
     c->fresh = 1;
