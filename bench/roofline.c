@@ -2,7 +2,13 @@
  * ceilings, per precision mode, all measured in one run.
  *
  *   build/bench/roofline [-m MODEL] [-t THREADS] [-r REPEATS] [--configs LIST]
- *                        [--wer DIR] [--json] AUDIO
+ *                        [--isa SET[,-EXT...]] [--wer DIR] [--json] AUDIO
+ *
+ * --isa caps the kernel sets of everything measured, ceilings included (the
+ * register peak in ymm registers at avx2 or below), and ,-EXT turns an
+ * extension off (encdec_isa_disable_ext): `--isa avx2,-avx-vnni` measures,
+ * on an AVX-512 machine, the code an AVX2-only CPU without AVX-VNNI runs
+ * (not that CPU: its clock, caches and memory stay this machine's).
  *
  * Ceilings, measured first with the session's kind of thread pool:
  *   - the register peak of f32 FMA and of bf16 dot products (vdpbf16ps),
@@ -30,6 +36,7 @@
 #include "stats.h"
 #include "wer.h"
 #include "api/api.h"
+#include "base/isa.h"
 #include "base/pool.h"
 #include "core/ops.h"
 #include "kern/kern.h"
@@ -84,7 +91,7 @@ static double gemm_gflops(ed_pool *p, int M, int N, int K, int reps, k_wtype t, 
 
 /* Register peaks: 12 independent accumulator chains per thread for ~0.2 s. */
 typedef struct {
-    int bf16;
+    int bf16, ymm;   /* ymm: AVX2 registers even where AVX-512 exists */
     double flops[256];
 } peak_ctx;
 
@@ -134,7 +141,7 @@ static void peak_task(void *arg, int ith, int nth) {
     peak_ctx *c = arg;
     c->flops[ith] = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (c->bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512f"))
+    if (!c->ymm && (c->bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512f")))
         c->flops[ith] = c->bf16 ? peak_bf16(20L << 20) : peak_f32(20L << 20);
     else if (!c->bf16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         c->flops[ith] = peak_f32_avx2(20L << 20);
@@ -142,8 +149,8 @@ static void peak_task(void *arg, int ith, int nth) {
 }
 
 /* GFLOP/s of all threads together (0: the instructions are missing). */
-static double peak_gflops(ed_pool *p, int bf16, int reps) {
-    peak_ctx c = {bf16, {0}};
+static double peak_gflops(ed_pool *p, int bf16, int ymm, int reps) {
+    peak_ctx c = {bf16, ymm, {0}};
     double best = 0;
     for (int r = 0; r < reps; r++) {
         double t0 = bench_now_ms();
@@ -253,9 +260,9 @@ static int time_transcribe(encdec_session *s, const float *pcm, size_t n, int be
     return 1;
 }
 
-static int run_config(config *c, const char *model, int threads, int reps, const float *pcm,
-                      size_t n, double bw, const wer_set *ws, char **first_texts) {
-    encdec_model_params mp = {c->compute};
+static int run_config(config *c, const char *model, encdec_isa isa, int threads, int reps,
+                      const float *pcm, size_t n, double bw, const wer_set *ws, char **first_texts) {
+    encdec_model_params mp = {c->compute, isa};
     encdec_session_params sp = {threads, c->kv};
     encdec_model *m = NULL;
     encdec_session *s = NULL;
@@ -293,10 +300,28 @@ static int run_config(config *c, const char *model, int threads, int reps, const
     return ok;
 }
 
+/* SET[,-EXT...] as encdec's --isa: the set, or -1; the extensions named
+ * after it are turned off for the process. */
+static int parse_isa(const char *s) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *comma = strchr(buf, ',');
+    if (comma) *comma = 0;
+    int v = encdec_isa_parse(buf);
+    if (v < 0 || !comma) return v;
+    char off[128] = "";
+    for (char *t = strtok(comma + 1, ","); t; t = strtok(NULL, ",")) {
+        if (t[0] != '-') return -1;
+        if (*off) strncat(off, ",", sizeof off - strlen(off) - 1);
+        strncat(off, t + 1, sizeof off - strlen(off) - 1);
+    }
+    return encdec_isa_disable_ext(off) ? -1 : v;
+}
+
 int main(int argc, char **argv) {
-    const char *model = getenv("ENCDEC_MODEL"), *audio = NULL, *wer_dir = NULL;
+    const char *model = getenv("ENCDEC_MODEL"), *audio = NULL, *wer_dir = NULL, *isa_arg = "auto";
     const char *configs = "f32:f32,f32:f16,bf16:bf16,int8:f16";
-    int threads = 2, reps = 5, json = 0;
+    int threads = 2, reps = 5, json = 0, isa = ENCDEC_ISA_AUTO;
     char dflt[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -305,11 +330,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--configs") && i + 1 < argc) configs = argv[++i];
         else if (!strcmp(a, "--wer") && i + 1 < argc) wer_dir = argv[++i];
+        else if (!strcmp(a, "--isa") && i + 1 < argc) isa = parse_isa(isa_arg = argv[++i]);
         else if (!strcmp(a, "--json")) json = 1;
         else if (a[0] != '-' && !audio) audio = a;
         else {
             fprintf(stderr, "usage: roofline [-m MODEL] [-t THREADS] [-r REPEATS] [--configs "
-                            "COMPUTE:KV,...] [--wer DIR] [--json] AUDIO\n");
+                            "COMPUTE:KV,...] [--isa SET[,-EXT...]] [--wer DIR] [--json] AUDIO\n");
             return 2;
         }
     }
@@ -320,9 +346,9 @@ int main(int argc, char **argv) {
     }
     config cfg[8];
     int n_cfg = parse_configs(configs, cfg, 8);
-    if (!audio || threads < 1 || threads > 256 || reps < 1 || reps > 64 || n_cfg <= 0) {
+    if (!audio || threads < 1 || threads > 256 || reps < 1 || reps > 64 || n_cfg <= 0 || isa < 0) {
         fprintf(stderr, "roofline: need AUDIO; 1 <= -t <= 256, 1 <= -r <= 64; configs like "
-                        "f32:f32,bf16:bf16,int8:f16\n");
+                        "f32:f32,bf16:bf16,int8:f16; --isa like avx2 or avx2,-avx-vnni\n");
         return 2;
     }
     whisper_model *wm = NULL;
@@ -342,6 +368,13 @@ int main(int argc, char **argv) {
     }
     ed_pool *pool;
     if (ed_pool_new(&pool, threads)) return 1;
+    int lim = isa == ENCDEC_ISA_AUTO ? ED_ISA_ANY : k_isa_parse(encdec_isa_name(isa));
+    if (lim < 0 || lim > k_isa_cpu()) {
+        fprintf(stderr, "roofline: this CPU has no kernel set %s\n", encdec_isa_name(isa));
+        return 1;
+    }
+    ed_pool_set_isa(pool, lim);   /* the ceilings run the kernels the configurations will */
+    int old_lim = ed_isa_swap(lim), ymm = k_isa() <= K_ISA_VEC;
     const whisper_hparams *h = &wm->hp;
     /* ceilings: the best of the encoder's own shapes and a large square one */
     int shapes[3][3] = {{h->n_audio_ctx, 3 * h->d, h->d}, {h->n_audio_ctx, h->ffn, h->d}, {1536, 1536, 1536}};
@@ -355,14 +388,15 @@ int main(int argc, char **argv) {
         if ((g = gemm_gflops(pool, M, N, K, reps, K_Q8, 0, 0)) > g_int8) g_int8 = g;
     }
     double ceil_f32 = g_f32 > g_blis ? g_f32 : g_blis;
-    double pk_f32 = peak_gflops(pool, 0, 3), pk_bf16 = peak_gflops(pool, 1, 3);
+    double pk_f32 = peak_gflops(pool, 0, ymm, 3), pk_bf16 = ymm ? 0 : peak_gflops(pool, 1, 0, 3);
     double bw = read_gbps(pool, reps);
+    ed_isa_swap(old_lim);
     ed_pool_free(pool);
 
     char **first = ws ? calloc((size_t)ws->n, sizeof *first) : NULL;
     double flops = encoder_flops(h);
     for (int i = 0; i < n_cfg; i++)
-        if (!run_config(&cfg[i], model, threads, reps, pcm, n, bw, ws, first)) {
+        if (!run_config(&cfg[i], model, (encdec_isa)isa, threads, reps, pcm, n, bw, ws, first)) {
             fprintf(stderr, "roofline: %s: %s\n", cfg[i].name, encdec_last_error());
             return 1;
         }
@@ -371,6 +405,7 @@ int main(int argc, char **argv) {
         cJSON_AddStringToObject(j, "model", model);
         cJSON_AddStringToObject(j, "audio", audio);
         cJSON_AddStringToObject(j, "build", encdec_build_info());
+        cJSON_AddStringToObject(j, "isa", isa_arg);
         cJSON_AddNumberToObject(j, "threads", threads);
         cJSON_AddNumberToObject(j, "peak_f32_gflops", pk_f32);
         cJSON_AddNumberToObject(j, "peak_bf16_gflops", pk_bf16);
@@ -407,7 +442,7 @@ int main(int argc, char **argv) {
         free(o);
         cJSON_Delete(j);
     } else {
-        printf("%s, %d threads, medians of %d\n", encdec_build_info(), threads, reps);
+        printf("%s, %d threads, medians of %d, --isa %s\n", encdec_build_info(), threads, reps, isa_arg);
         printf("peaks      f32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s (registers only)\n", pk_f32, pk_bf16);
         printf("GEMM       f32 %.0f GFLOP/s (BLIS %.0f, ours %.0f), bf16 %.0f, int8 %.0f GOP/s "
                "(best of [%d,%d]x[%d,%d], [%d,%d]x[%d,%d], 1536^3)\n", ceil_f32, g_blis, g_f32, g_bf16,

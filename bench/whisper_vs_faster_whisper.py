@@ -7,7 +7,8 @@ Usage (from the repository root, after scripts/venv.sh and a build):
     .venv/bin/python bench/whisper_vs_faster_whisper.py [--model DIR] [--threads 2]
         [--repeats 3] [--beams 1,5] [--long-minutes 10] [--mode longform|window]
         [--precisions f32:f32=float32,int8:f16=int8]
-        [--whisper-cpp PATH/whisper-cli --ggml f32:f32=FILE,int8:f16=FILE] [AUDIO...]
+        [--whisper-cpp PATH/whisper-cli --ggml f32:f32=FILE,int8:f16=FILE]
+        [--isa avx2[,-avx-vnni]] [AUDIO...]
 
 The model defaults to ~/.cache/encdec/models/whisper-tiny.en (faster-whisper's own
 tiny.en directory: both engines read the very same model.bin). AUDIO defaults to
@@ -45,6 +46,13 @@ its own:
                    its release source with its own CPU paths (GGML_NATIVE, here AVX2 + FMA
                    + F16C) and convert the same weights with its convert-h5-to-ggml.py
                    (f16; int8 as its quantize tool's q8_0).
+--isa SET[,-EXT] caps both engines' instruction sets, to compare, on an AVX-512 machine,
+the code an AVX2-only CPU runs (not that CPU: clock, caches and memory stay this one's):
+encdec gets --isa as given; faster-whisper CT2_FORCE_CPU_ISA (AVX2, AVX512 or GENERIC),
+MKL_ENABLE_INSTRUCTIONS (AVX2 without AVX-VNNI, AVX2_E1 with it; its GEMMs) and
+ONEDNN_MAX_CPU_ISA (its convolutions) to match. whisper.cpp is capped by how it was built
+(GGML_NATIVE=OFF with GGML_AVX2=ON, GGML_AVX512 off).
+
 faster-whisper and encdec both follow openai-whisper's algorithm, but faster-whisper differs
 in details (its beam search, how it pads the last window's features, prompt and prefix
 handling), so the transcripts' word-level agreement (aligned, case and punctuation ignored)
@@ -116,6 +124,8 @@ def run_encdec(a, audio, beam, prec):
     exe = os.path.join(ROOT, "build", "encdec")
     compute, kv = prec.split(":")
     opts = ["--compute", compute, "--cross-kv", kv, "--language", "en"]
+    if a.isa:
+        opts += ["--isa", a.isa]
     if a.mode == "window":
         opts += ["--no-timestamps", "--no-fallback"]
     elif a.word_timestamps:
@@ -131,10 +141,28 @@ def run_encdec(a, audio, beam, prec):
             "windows": j.get("n_windows"), "decodes": j.get("n_decodes")}
 
 
+def fw_env(isa):
+    """CTranslate2 and the libraries under it capped at encdec's --isa SET[,-EXT]."""
+    env = dict(os.environ)
+    if not isa:
+        return env
+    parts = isa.split(",")
+    base, vnni = parts[0], "-avx-vnni" not in parts[1:]
+    if base == "avx2":
+        env.update(CT2_FORCE_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2_E1" if vnni else "AVX2",
+                   ONEDNN_MAX_CPU_ISA="AVX2_VNNI" if vnni else "AVX2")
+    elif base in ("avx512", "amx"):
+        env.update(CT2_FORCE_CPU_ISA="AVX512")
+    elif base == "c":
+        env.update(CT2_FORCE_CPU_ISA="GENERIC", MKL_ENABLE_INSTRUCTIONS="SSE4_2",
+                   ONEDNN_MAX_CPU_ISA="SSE41")
+    return env
+
+
 def run_fw(a, audio, beam, ct):
     out = subprocess.run([sys.executable, "-c", FW_CHILD, a.model, audio, str(beam), str(a.threads),
                           str(a.repeats), ct, a.mode, "1" if a.word_timestamps else "0"],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, env=fw_env(a.isa))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -180,6 +208,7 @@ def main():
     p.add_argument("--whisper-cpp", help="whisper.cpp's whisper-cli: also run it")
     p.add_argument("--ggml", default="",
                    help="whisper.cpp model per encdec precision: COMPUTE:CROSSKV=FILE, comma-separated")
+    p.add_argument("--isa", help="cap both engines' instruction sets: avx2, avx2,-avx-vnni, ...")
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument("audio", nargs="*")
     a = p.parse_args()
@@ -189,7 +218,8 @@ def main():
         audios.append(long_recording(a.long_minutes, os.path.join(tmp, f"long-{a.long_minutes:g}min.wav")))
     rows = []
     print(f"model {a.model}, {a.threads} threads, medians of {a.repeats}, mode {a.mode}"
-          + (" with word timestamps" if a.word_timestamps else ""))
+          + (" with word timestamps" if a.word_timestamps else "")
+          + (f", instruction sets capped at {a.isa}" if a.isa else ""))
     ggml = dict(g.split("=", 1) for g in a.ggml.split(",") if g) if a.whisper_cpp else {}
     print(f"{'audio':24s} {'precision':>18s} {'beam':>4s} {'encdec ms':>10s} {'f-w ms':>10s} "
           f"{'speed-up':>9s} {'encdec MB':>10s} {'f-w MB':>8s} {'words agree':>11s}"

@@ -40,7 +40,8 @@ const char *cli_kvtype_name(encdec_kv_type t);
     CLI_ISA_HELP
 #define CLI_ISA_HELP \
     "      --isa SET        kernel set: auto (the CPU's best; default), c, avx2, avx512,\n" \
-    "                       amx, neon (for tests and comparisons; --version names auto's)\n" \
+    "                       amx, neon (for tests and comparisons; --version names auto's);\n" \
+    "                       SET,-EXT also turns off an extension: avx-vnni, dotprod, bf16\n" \
     CLI_CHECK_HELP
 #define CLI_CHECK_HELP \
     "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n" \

@@ -134,10 +134,30 @@ double cli_peak_rss_mb(void) {
 }
 
 int cli_parse_isa(const char *s, encdec_isa *out) {
-    int v = encdec_isa_parse(s);
+    /* SET[,-EXT...]: a kernel set, then extensions turned off (process-wide) */
+    char set[32] = "";
+    const char *comma = s ? strchr(s, ',') : NULL;
+    size_t n = s ? (comma ? (size_t)(comma - s) : strlen(s)) : 0;
+    if (s && n < sizeof set) memcpy(set, s, n), set[n] = 0;
+    int v = s && n < sizeof set ? encdec_isa_parse(set) : -1;
     if (v < 0) {
-        cli_err("encdec: --isa expects auto, c, avx2, avx512, amx or neon, got \"%s\"\n",
-                s ? s : "");
+        cli_err("encdec: --isa expects auto, c, avx2, avx512, amx or neon (then optionally "
+                ",-EXT,...), got \"%s\"\n", s ? s : "");
+        return 0;
+    }
+    char off[128] = "";
+    for (const char *p = comma; p; p = strchr(p + 1, ',')) {
+        size_t k = strcspn(p + 1, ",");
+        if (p[1] != '-' || k < 2 || strlen(off) + k + 1 >= sizeof off) {
+            cli_err("encdec: --isa: after the set, expected ,-EXT (an extension to turn off: "
+                    "avx-vnni, dotprod, bf16), got \"%s\"\n", s);
+            return 0;
+        }
+        if (*off) strcat(off, ",");
+        strncat(off, p + 2, k - 1);
+    }
+    if (encdec_isa_disable_ext(off)) {
+        cli_err("encdec: --isa: unknown extension in \"%s\" (known: avx-vnni, dotprod, bf16)\n", s);
         return 0;
     }
     *out = (encdec_isa)v;

@@ -137,6 +137,14 @@ ENCDEC_API encdec_model_params encdec_model_default_params(void);   /* f32, auto
 ENCDEC_API const char *encdec_isa_name(encdec_isa isa);
 /* The set of a name (as above), or -1. */
 ENCDEC_API int encdec_isa_parse(const char *name);
+/* Optional extensions inside a set, which the kernels use where the CPU has
+ * them: "avx-vnni" (x86-64, AVX2 set: the int8 product), "dotprod" and
+ * "bf16" (aarch64: the int8 and bf16 products). For tests and comparisons
+ * (an AVX2 CPU without AVX-VNNI, say): turns off, for the whole process and
+ * every model, the extensions in a comma-separated list of these names; ""
+ * or NULL turns them all back on. Results stay the same bit for bit. 0, or
+ * -1 for an unknown name (then nothing changes). */
+ENCDEC_API int encdec_isa_disable_ext(const char *names);
 
 /* encdec_model_load with options; params NULL = defaults (f32). */
 ENCDEC_API encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,

@@ -75,6 +75,11 @@ static void test_usage(void) {
     CHECK_RUN("bench --beam x a.wav", 2, "--beam expects an integer");
     CHECK_RUN("transcribe --compute fp8 a.wav", 2, "--compute expects f32, bf16 or int8, got \"fp8\"");
     CHECK_RUN("transcribe --compute", 2, "--compute expects");
+    CHECK_RUN("transcribe --isa sse4 a.wav", 2, "--isa expects auto, c, avx2, avx512, amx or neon");
+    CHECK_RUN("transcribe --isa avx2,-foo a.wav", 2, "unknown extension in \"avx2,-foo\"");
+    CHECK_RUN("transcribe --isa=auto, a.wav", 2, "after the set, expected ,-EXT");
+    CHECK_RUN("bench --isa auto,avx-vnni a.wav", 2, "expected ,-EXT");
+    CHECK_RUN("bench --isa avx2,-avx-vnni,-avx-vnnix a.wav", 2, "unknown extension");
     CHECK_RUN("bench --cross-kv=f8 a.wav", 2, "--cross-kv expects f32, f16 or bf16, got \"f8\"");
     CHECK_RUN("bench a.wav --language", 2, "--language needs a language");
     CHECK_RUN("generate --cross-kv q4 x", 2, "--cross-kv expects");

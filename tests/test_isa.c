@@ -173,6 +173,45 @@ static void bad_sets(void) {
     CHECK(encdec_isa_name((encdec_isa)77) == NULL);
 }
 
+/* encdec_isa_disable_ext: the named extensions off for the process (the
+ * kernels' k_feat says so), an unknown name changes nothing, "" restores;
+ * with AVX-VNNI (or sdot) off, int8 gives the same tokens on the level
+ * beneath it. */
+static void extensions_off(void) {
+    unsigned cpu = k_feat_cpu();
+    CHECK_EQ_INT(encdec_isa_disable_ext("avx-vnni,dotprod"), 0);
+    CHECK(!k_feat(K_FEAT_AVXVNNI) && !k_feat(K_FEAT_DOTPROD));
+    CHECK_EQ_INT(k_feat(K_FEAT_BF16), !!(cpu & K_FEAT_BF16));
+    CHECK_EQ_INT(encdec_isa_disable_ext("bf16,sse9"), -1);
+    CHECK(!k_feat(K_FEAT_AVXVNNI) && !k_feat(K_FEAT_DOTPROD));   /* unchanged */
+    CHECK_EQ_INT(encdec_isa_disable_ext(",bf16"), -1);
+    CHECK_EQ_INT(encdec_isa_disable_ext(""), 0);
+    CHECK_EQ_INT(k_feat(K_FEAT_AVXVNNI), !!(cpu & K_FEAT_AVXVNNI));
+    CHECK_EQ_INT(k_feat(K_FEAT_DOTPROD), !!(cpu & K_FEAT_DOTPROD));
+    if (!(cpu & (K_FEAT_AVXVNNI | K_FEAT_DOTPROD))) return;
+    encdec_model_params mp = {ENCDEC_COMPUTE_INT8, set_of(K_ISA_VEC)};
+    encdec_model *m = NULL;
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    if (!s) {
+        encdec_model_free(m);
+        return;
+    }
+    int n[2], *tok[2];
+    for (int off = 0; off < 2; off++) {
+        CHECK_EQ_INT(encdec_isa_disable_ext(off ? "avx-vnni,dotprod" : NULL), 0);
+        tok[off] = transcribe(s, 0, &n[off]);
+    }
+    encdec_isa_disable_ext(NULL);
+    CHECK(tok[0] && tok[1] && same_tokens(tok[0], n[0], tok[1], n[1]));
+    printf("int8 %s: jfk.wav's tokens the same with its extension off\n", k_isa_name(K_ISA_VEC));
+    free(tok[0]), free(tok[1]);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
 int main(void) {
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en"))
         return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
@@ -186,6 +225,7 @@ int main(void) {
         CHECK_EQ_INT(encdec_audio_load(path, 0, &g_pcm[f], &g_n[f]), ENCDEC_OK);
     }
     bad_sets();
+    extensions_off();
     printf("this CPU's best kernel set: %s\n", k_isa_name(k_isa_cpu()));
 #ifdef ED_EMULATED
     for (int l = k_isa_cpu(); l <= k_isa_cpu(); l++) {

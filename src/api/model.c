@@ -84,6 +84,24 @@ int encdec_isa_parse(const char *name) {
 
 /* The public set as a kernel level (kern.h K_ISA_*), or an error when this
  * CPU (or architecture) does not have it. */
+static const struct {
+    const char *name;
+    unsigned feat;
+} ext_names[] = {{"avx-vnni", K_FEAT_AVXVNNI}, {"dotprod", K_FEAT_DOTPROD}, {"bf16", K_FEAT_BF16}};
+
+int encdec_isa_disable_ext(const char *names) {
+    unsigned off = 0;
+    for (const char *p = names ? names : ""; *p;) {
+        size_t n = strcspn(p, ","), k = 0, count = sizeof ext_names / sizeof ext_names[0];
+        while (k < count && !(strlen(ext_names[k].name) == n && !strncmp(p, ext_names[k].name, n))) k++;
+        if (k == count) return -1;
+        off |= ext_names[k].feat;
+        p += n + (p[n] == ',');
+    }
+    k_feat_mask(K_FEAT_ALL & ~off);
+    return 0;
+}
+
 static encdec_status isa_limit(encdec_isa isa, int *lim) {
     *lim = ED_ISA_ANY;
     if (isa == ENCDEC_ISA_AUTO) return ENCDEC_OK;
