@@ -4,7 +4,8 @@
 # every test (ctest: the C tests, the server's, the Python package's from
 # `pip install .` into a fresh venv, the installed C library's); then builds
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
-# test there too (but the Python and install tests: plain builds); then every fuzz
+# test there too (but the Python and install tests: plain builds); then
+# ThreadSanitizer over the threaded parts (scripts/test-tsan.sh); then every fuzz
 # harness for 45 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
@@ -28,6 +29,10 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SA
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# ThreadSanitizer over the pool, the engine's scheduler and the server
+# (scripts/test-tsan.sh: any data race or lock-order report fails).
+scripts/test-tsan.sh
 
 # Every parser under libFuzzer (ASan + UBSan) for a bounded time: any
 # crash, leak or undefined behaviour fails the suite.

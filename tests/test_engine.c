@@ -23,6 +23,7 @@
 #include "kern/kern.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -194,9 +195,10 @@ static void property_isa(const char *tiny, encdec_isa isa, const char *name, con
     encdec_model_free(m);
 }
 
+/* Counts segments (from the request's thread; the test's polls it). */
 static int on_seg_count(const encdec_segment *s, void *user) {
     (void)s;
-    (*(int *)user)++;
+    atomic_fetch_add((atomic_int *)user, 1);
     return 0;
 }
 
@@ -208,13 +210,13 @@ static void cancelling(const encdec_model *m) {
     CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (!e) return;
     encdec_transcribe_params p = encdec_transcribe_default_params();
-    int segs = 0;
+    atomic_int segs = 0;
     p.on_segment = on_seg_count;
     p.user = &segs;
     encdec_request *run, *queued, *after;
     CHECK_EQ_INT(encdec_engine_transcribe(e, g_rec, g_rec_n, &p, &run), ENCDEC_OK);
     CHECK_EQ_INT(encdec_engine_transcribe(e, g_rec, g_rec_n, &p, &queued), ENCDEC_OK);
-    while (segs == 0) usleep(2000);   /* the first is decoding, the second waits for the place */
+    while (atomic_load(&segs) == 0) usleep(2000);   /* the first is decoding, the second waits for the place */
     CHECK_EQ_INT(encdec_request_done(queued), 0);
     encdec_request_cancel(queued);
     encdec_request_cancel(run);
@@ -313,7 +315,7 @@ static void free_while_waited(const encdec_model *m) {
     CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (!e) return;
     encdec_transcribe_params p = encdec_transcribe_default_params();
-    int segs = 0;
+    atomic_int segs = 0;
     p.on_segment = on_seg_count;
     p.user = &segs;
     waiter w[3] = {{0}};
@@ -322,7 +324,7 @@ static void free_while_waited(const encdec_model *m) {
         CHECK_EQ_INT(encdec_engine_transcribe(e, g_rec, g_rec_n, &p, &w[i].q), ENCDEC_OK);
         pthread_create(&th[i], NULL, wait_main, &w[i]);
     }
-    while (segs == 0) usleep(2000);   /* decoding; the waiters are joining */
+    while (atomic_load(&segs) == 0) usleep(2000);   /* decoding; the waiters are joining */
     for (int i = 0; i < 3; i++)
         while (!__atomic_load_n(&w[i].started, __ATOMIC_SEQ_CST)) usleep(1000);
     usleep(20000);

@@ -8,8 +8,10 @@
 
 /* Hot element-wise loops are cloned per instruction set and picked at load
  * time by the CPU (GCC function multi-versioning): portable binaries that
- * still use AVX2 / AVX-512 where present. Sanitizer builds keep one copy. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * still use AVX2 / AVX-512 where present. Sanitizer builds keep one copy
+ * (ThreadSanitizer's runtime is not ready when the resolvers run). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define K_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define K_CLONES
