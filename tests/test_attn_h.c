@@ -151,6 +151,8 @@ static void test_conversions(void) {
                 bad += h_is_nan(all[i], bf) ? !h_is_nan(back[i], bf) : back[i] != all[i];
             CHECK_EQ_INT(bad, 0);
         }
+    /* the vector level has its own converters (AVX2 + F16C, NEON) */
+    if (k_isa_cpu() >= K_ISA_VEC) CHECK_EQ_INT(k_f32_to_h_isa(1, back, f, 16, 1), 1);
 
     /* f16: every tie between neighbours (and the overflow tie 65520), one
      * f32 ulp either side, signed; specials; random magnitudes */

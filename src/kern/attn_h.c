@@ -97,16 +97,24 @@ K_AVX512 static void f32_to_h_avx512(uint16_t *dst, const float *src, size_t n, 
 }
 #endif
 
-int k_f32_to_h_isa(int isa, uint16_t *dst, const float *src, size_t n, int bf16) {
+typedef void (*f32_to_h_fn)(uint16_t *dst, const float *src, size_t n, int bf16);
+
+/* The one dispatch point of the converters: the best at or below isa. */
+static f32_to_h_fn f32_to_h_pick(int isa, int *used) {
     isa = k_isa_at(isa);
 #ifdef K_X86
-    if (isa >= 2 && have_avx512()) {
-        f32_to_h_avx512(dst, src, n, bf16);
-        return 2;
-    }
+    if (isa >= 2 && have_avx512()) return *used = 2, f32_to_h_avx512;
 #endif
-    f32_to_h_c(dst, src, n, bf16);
-    return 0;
+#ifdef K_HAVE_VEC
+    if (isa >= K_ISA_VEC) return *used = 1, K_VEC(k_f32_to_h);
+#endif
+    return *used = 0, f32_to_h_c;
+}
+
+int k_f32_to_h_isa(int isa, uint16_t *dst, const float *src, size_t n, int bf16) {
+    int used;
+    f32_to_h_pick(isa, &used)(dst, src, n, bf16);
+    return used;
 }
 
 void k_f32_to_h(uint16_t *dst, const float *src, size_t n, int bf16) {
@@ -115,13 +123,9 @@ void k_f32_to_h(uint16_t *dst, const float *src, size_t n, int bf16) {
 
 void k_f32_to_h_rows(uint16_t *dst, size_t ldd, const float *src, size_t lds, int rows,
                      size_t n, int bf16) {
-#ifdef K_X86
-    if (have_avx512()) {   /* one dispatch for all rows (rows are short: a head's 64) */
-        for (int r = 0; r < rows; r++) f32_to_h_avx512(dst + r * ldd, src + r * lds, n, bf16);
-        return;
-    }
-#endif
-    for (int r = 0; r < rows; r++) f32_to_h_c(dst + r * ldd, src + r * lds, n, bf16);
+    int used;
+    f32_to_h_fn f = f32_to_h_pick(2, &used);   /* one dispatch for all rows (a head's 64 each) */
+    for (int r = 0; r < rows; r++) f(dst + r * ldd, src + r * lds, n, bf16);
 }
 
 /* ---- attention: portable C ---- */

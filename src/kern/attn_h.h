@@ -24,8 +24,8 @@
  * -> inf, subnormals kept, NaN -> quiet NaN) or bf16 (round to nearest
  * even, overflow -> inf, NaN stays NaN). */
 void k_f32_to_h(uint16_t *dst, const float *src, size_t n, int bf16);
-/* The same on the best instruction set up to isa (0 C, 2 AVX-512) that this
- * CPU has; returns the one used (for tests). */
+/* The same on the best instruction set up to isa (0 C, 1 AVX2 + F16C or
+ * NEON, 2 AVX-512) that this CPU has; returns the one used (for tests). */
 int k_f32_to_h_isa(int isa, uint16_t *dst, const float *src, size_t n, int bf16);
 /* k_f32_to_h over rows: dst[r * ldd + i] = src[r * lds + i], i < n, r < rows
  * (a head's columns of a product into a cache block). */
@@ -65,6 +65,8 @@ int k_attention_kv_isa(int isa, float *o, int ldo, const float *q, int ldq, cons
 #ifdef K_HAVE_VEC
 void K_VEC(k_attention_kv)(float *o, int ldo, const float *q, int ldq, const void *k,
                            const void *v, k_wtype t, int Mq, int Tk, float scale, float *scratch);
+/* k_f32_to_h's vector-level version: the same halves, bit for bit. */
+void K_VEC(k_f32_to_h)(uint16_t *dst, const float *src, size_t n, int bf16);
 #endif
 
 #endif

@@ -15,6 +15,7 @@
  * always). Every row's sums are the same whichever way. */
 #include "kern/attn_h.h"
 #include "kern/vec.h"
+#include "base/half.h"
 
 #if defined(K_HAVE_VEC) && defined(__x86_64__)
 #include <immintrin.h>
@@ -140,5 +141,35 @@ V2 void k_attention_kv_avx2(float *o, int ldo, const float *q, int ldq, const vo
     else if (Mq <= A2_DIRECT) kv_body(o, ldo, q, ldq, k, v, K_BF16, 1, Mq, Tk, scale, s, kb, vb);
     else if (t == K_F16) kv_body(o, ldo, q, ldq, k, v, K_F16, 0, Mq, Tk, scale, s, kb, vb);
     else kv_body(o, ldo, q, ldq, k, v, K_BF16, 0, Mq, Tk, scale, s, kb, vb);
+}
+/* f16: F16C's vcvtps2ph (round to nearest even: the reference's rounding,
+ * subnormals, overflow and quiet NaNs alike). bf16: the reference's integer
+ * rounding in lanes (a NaN keeps its top half, made quiet); 16 values per
+ * round, packed to halves in order. The tail goes through the scalar forms. */
+V2 void k_f32_to_h_avx2(uint16_t *dst, const float *src, size_t n, int bf16) {
+    size_t i = 0;
+    if (bf16) {
+        const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+        const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+        const __m256i quiet = _mm256_set1_epi32(0x40);
+        __m256i r[2];
+        for (; i + 16 <= n; i += 16) {
+            for (int j = 0; j < 2; j++) {
+                __m256i u = _mm256_loadu_si256((const __m256i *)(src + i + 8 * j));
+                __m256i hi = _mm256_srli_epi32(u, 16);
+                __m256i v = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))), 16);
+                __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+                r[j] = _mm256_blendv_epi8(v, _mm256_or_si256(hi, quiet), nan);
+            }
+            __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+            _mm256_storeu_si256((__m256i *)(dst + i), p);
+        }
+        for (; i < n; i++) dst[i] = ed_f2bf(src[i]);
+        return;
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = ed_f2h(src[i]);
 }
 #endif

@@ -11,6 +11,7 @@
  * are read from memory once per call for all query rows. */
 #include "kern/attn_h.h"
 #include "kern/vec.h"
+#include "base/half.h"
 
 #if defined(K_HAVE_VEC) && defined(__aarch64__)
 #include <arm_neon.h>
@@ -85,5 +86,27 @@ void k_attention_kv_neon(float *o, int ldo, const float *q, int ldq, const void 
             for (int c = 0; c < 16; c++) vst1q_f32(oi + 4 * c, a[c]);
         }
     }
+}
+/* f16: the FPU's conversion (round to nearest even, IEEE: subnormals,
+ * overflow to inf, NaNs quieted with their payload's top bits, as the
+ * reference). bf16: the reference's integer rounding in lanes. The tail
+ * goes through the scalar forms. */
+void k_f32_to_h_neon(uint16_t *dst, const float *src, size_t n, int bf16) {
+    size_t i = 0;
+    if (bf16) {
+        const uint32x4_t bias = vdupq_n_u32(0x7fff), one = vdupq_n_u32(1);
+        const uint32x4_t abs = vdupq_n_u32(0x7fffffff), inf = vdupq_n_u32(0x7f800000);
+        const uint32x4_t quiet = vdupq_n_u32(0x40);
+        for (; i + 4 <= n; i += 4) {
+            uint32x4_t u = vreinterpretq_u32_f32(vld1q_f32(src + i)), hi = vshrq_n_u32(u, 16);
+            uint32x4_t v = vshrq_n_u32(vaddq_u32(u, vaddq_u32(bias, vandq_u32(hi, one))), 16);
+            uint32x4_t nan = vcgtq_u32(vandq_u32(u, abs), inf);
+            vst1_u16(dst + i, vmovn_u32(vbslq_u32(nan, vorrq_u32(hi, quiet), v)));
+        }
+        for (; i < n; i++) dst[i] = ed_f2bf(src[i]);
+        return;
+    }
+    for (; i + 4 <= n; i += 4) vst1_u16(dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
+    for (; i < n; i++) dst[i] = ed_f2h(src[i]);
 }
 #endif
