@@ -4,39 +4,64 @@ umT5), with Hugging Face generate()'s parameter names.
     model = encdec.T5Model("models/flan-t5-small")
     model.generate(["translate English to German: Hello."], max_new_tokens=32)
 
-One call encodes its inputs as one packed batch and decodes them together
-(encdec_generate). The model's session is used by one call at a time; the
-GIL is released while it runs.
+The model runs on an engine (encdec_engine_*): every text of a call is one
+request, and the requests of all calls, from any number of Python threads,
+share the engine's encoder passes and decode steps (up to num_workers
+decoding at once, the rest queued in order). A text's output is the same,
+token for token, whatever else runs. The GIL is released while the engine
+works; on_token is called on the calling thread.
 """
 
 import ctypes
+import queue
 import threading
 
 from . import _native as N
 from ._model import Model, Owner, default_threads, resolve
+from .whisper import _live
+
+_IN_FLIGHT = 64   # requests a call keeps submitted at once (one library thread each)
 
 
 class T5Model(Owner):
-    def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32"):
-        self._model = Model(resolve(path, None), compute_type, isa, family="t5")
-        sp = N.lib.encdec_session_default_params()
-        sp.n_threads = default_threads(cpu_threads)
+    """cpu_threads: the engine's threads (0: every core this process may
+    use). num_workers: requests decoding at once (1..256). max_new_tokens:
+    the most any generate() may ask for (1..4096; the engine sizes its
+    self-attention caches by it)."""
+
+    def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
+                 num_workers=8, max_new_tokens=512):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
-        sp.cross_kv = N.KV_TYPE[cross_kv]
-        s = ctypes.c_void_p()
+        self._model = Model(resolve(path, None), compute_type, isa, family="t5")
+        ep = N.lib.encdec_engine_default_params()
+        ep.n_threads = default_threads(cpu_threads)
+        ep.max_active = int(num_workers)
+        ep.cross_kv = N.KV_TYPE[cross_kv]
+        ep.max_new_tokens = int(max_new_tokens)
+        e = ctypes.c_void_p()
         try:
-            N.check(N.lib.encdec_session_new(self._model.handle, ctypes.byref(sp), ctypes.byref(s)))
+            N.check(N.lib.encdec_engine_new(self._model.handle, ctypes.byref(ep), ctypes.byref(e)))
         except BaseException:
             self._model.close()
             raise
-        self._session = s
-        self._lock = threading.Lock()
+        self._engine = e
+        self.cpu_threads = ep.n_threads
+        self.max_new_tokens = ep.max_new_tokens
+        _live.add(self)
 
-    def _release(self):   # close(): frees the session (then the model)
-        s, self._session = getattr(self, "_session", None), None
-        if s:
-            N.lib.encdec_session_free(s)
+    def _release(self):   # close(): cancels what runs, frees the engine (then the model)
+        e, self._engine = getattr(self, "_engine", None), None
+        if e:
+            N.lib.encdec_engine_free(e)
+
+    def stats(self):
+        """The engine's counters (encdec_engine_stats) as a dict."""
+        s = N.EngineStats()
+        N.lib.encdec_engine_get_stats(self._engine, ctypes.byref(s))
+        d = {f: getattr(s, f) for f, _ in N.EngineStats._fields_}
+        d["batch_hist"] = list(s.batch_hist)
+        return d
 
     def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,
@@ -50,9 +75,10 @@ class T5Model(Owner):
         tokens' log-probabilities; beam search: the length-normalised score).
         on_token (greedy and sampling): on_token(text_index, sequence_index,
         piece) for every token as it is chosen, piece the text it adds (whole
-        characters; may be empty); a true return stops the generation
-        (EncdecError, status "cancelled"). Called on this thread."""
-        if not self._session:
+        characters; may be empty), in order per sequence; a true return
+        stops the generation (EncdecError, status "cancelled"). Called on
+        this thread."""
+        if not self._engine:
             raise ValueError("the model is closed")
         single = isinstance(texts, str)
         items = [texts] if single else list(texts)
@@ -72,31 +98,112 @@ class T5Model(Owner):
         gp.length_penalty = float(length_penalty)
         gp.early_stopping = int(bool(early_stopping))
         gp.truncate = int(bool(truncate))
-        failure = []
-        if on_token is not None:
-            def tell(i, k, tok, lp, text, user):
-                try:
-                    return 1 if on_token(i, k, text.decode("utf-8")) else 0
-                except BaseException as e:   # re-raised after the call; stop now
-                    failure.append(e)
-                    return 1
-            gp.on_token = N.TOKEN_FN(tell)
-        enc = [t.encode("utf-8") for t in items]
-        arr = (ctypes.c_char_p * len(enc))(*enc)
-        r = ctypes.c_void_p()
-        with self._lock:
-            st = N.lib.encdec_generate(self._session, arr, len(enc), ctypes.byref(gp), ctypes.byref(r))
-        if failure:
-            raise failure[0]
-        N.check(st)
-        try:
-            out = [[] for _ in items]
-            for i in range(N.lib.encdec_result_n_sequences(r)):
-                sq = N.lib.encdec_result_sequence(r, i).contents
-                t = N.text(sq.text)
-                out[sq.input].append((t, float(sq.score)) if return_scores else t)
-        finally:
-            N.lib.encdec_result_free(r)
+        call = _Call(self._engine, gp, [t.encode("utf-8") for t in items], on_token,
+                     bool(return_scores))
+        out = call.run()
         if num_return_sequences == 1:
             out = [o[0] for o in out]
         return out[0] if single else out
+
+
+class _Call:
+    """One generate(): its texts submitted as requests (at most _IN_FLIGHT
+    at a time), a waiting thread per request, and the calling thread taking
+    tokens and ends off one queue (so on_token runs on it)."""
+
+    def __init__(self, engine, gp, texts, on_token, scores):
+        self.engine, self.gp, self.texts = engine, gp, texts
+        self.on_token, self.scores = on_token, scores
+        self.events = queue.Queue()
+        self.stop = False
+        self.failure = None                 # on_token's exception
+        self.stopped = False                # on_token returned true
+        self.reqs = {}                      # text index -> request handle
+        self.fns = []                       # the callbacks, alive while the requests are
+
+    def _token_fn(self, i):
+        def tell(inp, k, tok, lp, text, user):   # a library thread
+            self.events.put(("token", i, k, text))
+            return 1 if self.stop else 0
+        return N.TOKEN_FN(tell)
+
+    def _submit(self, i):
+        if self.on_token is not None:
+            fn = self._token_fn(i)
+            self.fns.append(fn)
+            self.gp.on_token = fn
+        q = ctypes.c_void_p()
+        st = N.lib.encdec_engine_generate(self.engine, self.texts[i], ctypes.byref(self.gp),
+                                          ctypes.byref(q))
+        if st:
+            raise N.error(st, f"text {i}" if len(self.texts) > 1 else None)
+        self.reqs[i] = q
+        threading.Thread(target=self._wait, args=(i, q), name="encdec-generate",
+                         daemon=True).start()
+
+    def _wait(self, i, q):   # a waiting thread: the request's end onto the queue
+        r = ctypes.c_void_p()
+        st = N.lib.encdec_request_wait(q, ctypes.byref(r))
+        out, err = [], None
+        if st:
+            err = N.error(st, f"text {i}" if len(self.texts) > 1 else None)
+        else:
+            try:
+                for k in range(N.lib.encdec_result_n_sequences(r)):
+                    sq = N.lib.encdec_result_sequence(r, k).contents
+                    t = N.text(sq.text)
+                    out.append((t, float(sq.score)) if self.scores else t)
+            finally:
+                N.lib.encdec_result_free(r)
+        self.events.put(("end", i, out, err))
+
+    def _cancel_all(self):
+        self.stop = True
+        for q in self.reqs.values():
+            N.lib.encdec_request_cancel(q)
+
+    def run(self):
+        n, nxt, ended = len(self.texts), 0, 0
+        outs, err = [None] * n, None
+        try:
+            while ended < nxt or nxt < n:
+                while err is None and not self.stop and nxt < n and nxt - ended < _IN_FLIGHT:
+                    self._submit(nxt)
+                    nxt += 1
+                if ended == nxt:   # a failed submission left nothing running
+                    break
+                ev = self.events.get()
+                if ev[0] == "token":
+                    _, i, k, piece = ev
+                    if self.stop or self.on_token is None:
+                        continue
+                    try:
+                        if self.on_token(i, k, N.text(piece)):
+                            self.stopped = True
+                            self._cancel_all()
+                    except BaseException as e:   # re-raised below; stop now
+                        self.failure = e
+                        self._cancel_all()
+                    continue
+                _, i, out, e = ev
+                q = self.reqs.pop(i)
+                N.lib.encdec_request_free(q)
+                ended += 1
+                outs[i] = out
+                if e is not None and err is None:
+                    err = e
+                    self._cancel_all()
+        except BaseException as e:   # a failed submission (or KeyboardInterrupt): end the rest
+            err = err or e
+            self._cancel_all()
+            while self.reqs:
+                ev = self.events.get()
+                if ev[0] == "end":
+                    N.lib.encdec_request_free(self.reqs.pop(ev[1]))
+        if self.failure is not None:
+            raise self.failure
+        if self.stopped:   # whether or not the engine had finished by then
+            raise N.CancelledError(N.ERR_CANCELLED, "on_token stopped the generation")
+        if err is not None:
+            raise err
+        return outs
