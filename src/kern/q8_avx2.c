@@ -14,7 +14,12 @@
  * A panel's 64-byte group (16 outputs x 4 k) is two ymm halves of 8 outputs;
  * a tile is R rows (1..4) x one panel: 2R int32 accumulators, the group's
  * |w| halves shared by the rows, one broadcast of 4 activation bytes per row.
- * q8_drive (q8_impl.h) runs the tiles over the columns and rows. */
+ * q8_drive (q8_impl.h) runs the tiles over the columns and rows. Both tile
+ * kinds prefetch the weights Q8_PF bytes ahead, one line per group: the
+ * panels lie end to end, so a sweep is one stream. Without it the hardware
+ * prefetchers left the loads waiting on memory: the 5-row vocabulary
+ * product of Whisper base ([51866 x 384], 2 threads, AVX2 without AVX-VNNI)
+ * took 2.25 ms, now 1.40; one row 1.11 -> 0.95 ms; 1500 rows unchanged. */
 #include "kern/q8_impl.h"
 
 #if defined(K_HAVE_VEC) && defined(__x86_64__)
@@ -23,6 +28,7 @@
 
 #define V2 __attribute__((target("avx2,fma")))
 #define Q8A_ROWS 4
+#define Q8_PF 2048   /* bytes ahead along the packed weights (1, 2 and 4 KB measured: 2 best) */
 
 V2 void q8_quant_rows_avx2(int8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M,
                            int K) {
@@ -102,6 +108,7 @@ V2 static inline __attribute__((always_inline)) void q8a_tile_run(const int R, c
     const int8_t *wp = t->wp, *xq = t->xq;
     size_t xs = t->xs;
     for (int g = 0; g < t->G; g++) {
+        _mm_prefetch((const char *)(wp + (size_t)g * 64 + Q8_PF), _MM_HINT_T0);
         __m256i w0 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64));
         __m256i w1 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64 + 32));
         __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
@@ -165,6 +172,7 @@ VN static inline __attribute__((always_inline)) void q8v_tile_run(const int R, c
     const int8_t *wp = t->wp, *xq = t->xq;
     size_t xs = t->xs;
     for (int g = 0; g < t->G; g++) {
+        _mm_prefetch((const char *)(wp + (size_t)g * 64 + Q8_PF), _MM_HINT_T0);
         __m256i w0 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64));
         __m256i w1 = _mm256_load_si256((const __m256i *)(wp + (size_t)g * 64 + 32));
         Q8V_DOT(0) Q8V_DOT(1) Q8V_DOT(2) Q8V_DOT(3) Q8V_DOT(4) Q8V_DOT(5)
