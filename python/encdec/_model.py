@@ -95,14 +95,22 @@ def default_threads(cpu_threads):
 
 
 class Owner:
-    """What WhisperModel and T5Model share: a Model and the native object
-    that runs it (an engine, a session), freed by close(), at the end of a
-    `with` block, or with the object."""
+    """What WhisperModel and T5Model share: a Model and the engine that runs
+    it, freed by close(), at the end of a `with` block, or with the object."""
 
     _model = None
+    _engine = None
 
     def _release(self):
         """Frees the engine or session (subclasses)."""
+
+    def stats(self):
+        """The engine's counters (encdec_engine_stats) as a dict."""
+        s = N.EngineStats()
+        N.lib.encdec_engine_get_stats(self._engine, ctypes.byref(s))
+        d = {f: getattr(s, f) for f, _ in N.EngineStats._fields_}
+        d["batch_hist"] = list(s.batch_hist)
+        return d
 
     @property
     def info(self):

@@ -55,13 +55,6 @@ class T5Model(Owner):
         if e:
             N.lib.encdec_engine_free(e)
 
-    def stats(self):
-        """The engine's counters (encdec_engine_stats) as a dict."""
-        s = N.EngineStats()
-        N.lib.encdec_engine_get_stats(self._engine, ctypes.byref(s))
-        d = {f: getattr(s, f) for f, _ in N.EngineStats._fields_}
-        d["batch_hist"] = list(s.batch_hist)
-        return d
 
     def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,

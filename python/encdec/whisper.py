@@ -308,13 +308,6 @@ class WhisperModel(Owner):
             out.append(N.text(c))
             i += 1
 
-    def stats(self):
-        """The engine's counters (encdec_engine_stats) as a dict."""
-        s = N.EngineStats()
-        N.lib.encdec_engine_get_stats(self._engine, ctypes.byref(s))
-        d = {f: getattr(s, f) for f, _ in N.EngineStats._fields_}
-        d["batch_hist"] = list(s.batch_hist)
-        return d
 
     def _release(self):   # close(): cancels what runs, frees the engine (then the model)
         e, self._engine = getattr(self, "_engine", None), None
