@@ -174,6 +174,7 @@ encdec_status wtab_add(ed_wtab *t, const ed_tensor *tensor) {
             return ENCDEC_ERR_NOMEM;
         }
         memcpy(copy, x->data, x->nbytes);
+        wtab_release(t, x->data, x->nbytes);   /* the file's pages: read once */
         x->data = copy;
     }
     st = put_key(t, tensor->name, t->n_tensors, &x->name);
@@ -287,15 +288,7 @@ void wtab_drop_maps(ed_wtab *t) {
         if (t->maps[i].data) madvise((void *)t->maps[i].data, t->maps[i].size, MADV_DONTNEED);
 }
 
-void wtab_drop(ed_wtab *t, const void *p, size_t bytes) {
-    for (int i = 0; i < t->n_blocks; i++)
-        if (t->blocks[i] == p) {
-            free(t->blocks[i]);
-            t->blocks[i] = t->blocks[--t->n_blocks];
-            for (int j = 0; j < t->n_tensors; j++)   /* no entry may point into it */
-                if (t->tensors[j]->data == p) t->tensors[j]->data = NULL;
-            return;
-        }
+void wtab_release(const ed_wtab *t, const void *p, size_t bytes) {
     const uint8_t *a = p, *b = a + bytes;
     for (int i = 0; i < t->n_maps; i++) {
         const uint8_t *m0 = t->maps[i].data, *m1 = m0 + t->maps[i].size;
@@ -305,4 +298,16 @@ void wtab_drop(ed_wtab *t, const void *p, size_t bytes) {
         if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
         return;
     }
+}
+
+void wtab_drop(ed_wtab *t, const void *p, size_t bytes) {
+    for (int i = 0; i < t->n_blocks; i++)
+        if (t->blocks[i] == p) {
+            free(t->blocks[i]);
+            t->blocks[i] = t->blocks[--t->n_blocks];
+            for (int j = 0; j < t->n_tensors; j++)   /* no entry may point into it */
+                if (t->tensors[j]->data == p) t->tensors[j]->data = NULL;
+            return;
+        }
+    wtab_release(t, p, bytes);
 }

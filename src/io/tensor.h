@@ -58,6 +58,13 @@ void *wtab_alloc(ed_wtab *t, size_t bytes, const char *what);
  * (wtab_alloc: a fused or realigned copy), the block is freed, and no
  * tensor of the table may be read through it any more. Else nothing. */
 void wtab_drop(ed_wtab *t, const void *p, size_t bytes);
+/* The bytes [p, p + bytes) are read and will not be needed soon: when they
+ * lie in one of t's file mappings, its whole pages among them leave the
+ * process's memory (they come back from the page cache if read again); else
+ * nothing. Loading calls it behind every pass over the file (a realigned
+ * copy, the weight check), so that the file's pages do not add up in the
+ * peak resident size on top of what is built from them. */
+void wtab_release(const ed_wtab *t, const void *p, size_t bytes);
 /* Every page of t's file mappings leaves the process's memory (loading is
  * done: what is still borrowed from them comes back on first use, from the
  * page cache). */

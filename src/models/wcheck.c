@@ -111,8 +111,10 @@ encdec_status wl_check(const ed_wtab *wt) {
     for (int i = 0; !st && i < wtab_count(wt); i++) {
         const ed_tensor *t = wtab_at(wt, i);
         if (!t->data) continue;   /* converted into another layout and dropped (wtab_drop) */
-        if (t->dtype == ED_F32 || t->dtype == ED_F16 || t->dtype == ED_BF16 || t->dtype == ED_F64)
+        if (t->dtype == ED_F32 || t->dtype == ED_F16 || t->dtype == ED_BF16 || t->dtype == ED_F64) {
             st = check_tensor(t, buf);
+            wtab_release(wt, t->data, t->nbytes);   /* read again, if at all, when converted */
+        }
     }
     free(buf);
     return st;

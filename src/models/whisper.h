@@ -127,7 +127,9 @@ typedef struct whisper_state {
     float *e_mel;         /* [2T + 2, n_mels] the mel frames time-major, a zero frame each end */
     float *e_col;         /* [2T, max(n_mels, d) * 3] conv windows where not read in place */
     float *e_conv;        /* [2T + 2, d] conv1 output, a zero frame each end */
-    float *xkv;           /* [T, L * 2d] all layers' cross K|V before re-layout */
+    float *xkv;           /* [xkv_rows, L * 2d] all layers' cross K|V of a block of
+                             frames before re-layout (e_col's memory) */
+    int xkv_rows;
     float *scores;        /* [n_threads, OP_ATTN_ROWS * max(T, n_ctx)] */
     size_t scores_stride;
     /* decoder scratch, [max_rows, *] */

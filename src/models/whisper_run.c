@@ -49,7 +49,6 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
         {&s->e_mel, (2 * T + 2) * (size_t)h->n_mels, "time-major mel"},
         {&s->e_col, 2 * T * max_sz((size_t)h->n_mels, d) * 3, "convolution columns"},
         {&s->e_conv, (2 * T + 2) * d, "conv1 output"},
-        {&s->xkv, T * L * 2 * d, "cross K|V product"},
         {&s->scores, (size_t)nth * s->scores_stride, "attention scores"},
         {&s->d_x, R * d, "decoder residual"},
         {&s->d_ln, R * d, "decoder norm"},
@@ -70,6 +69,14 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
             return ENCDEC_ERR_NOMEM;
         }
     }
+    /* The cross K|V product runs in blocks of frames through the convolution
+     * columns, idle once the encoder's layers run: all layers' K|V of every
+     * frame would take T * L * 2d floats more (37 MB for base, 490 MB for
+     * large-v3); e_col holds 3T / L frames of it or more (1125 for tiny, 140
+     * for large-v3). */
+    size_t xn = L * 2 * d, col = 2 * T * max_sz((size_t)h->n_mels, d) * 3, rows = col / xn;
+    s->xkv = s->e_col;
+    s->xkv_rows = (int)(rows < 1 ? 1 : rows < T ? rows : T);
     *out = s;
     return ENCDEC_OK;
 }
@@ -78,7 +85,7 @@ void whisper_state_free(whisper_state *s) {
     if (!s) return;
     kv_self_free(&s->self);
     kv_cross_free(&s->cross);
-    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv, s->xkv,
+    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv,
                      s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q, s->align_qk};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->row_xc);
@@ -137,29 +144,31 @@ void whisper_encode(whisper_state *s, const float *mel) {
     op_layernorm(s->pool, s->enc_out, s->e_x, m->enc_ln_g, m->enc_ln_b, T, d, LN_EPS);
 }
 
-/* Re-layout of xkv [T, L*2d] into the cross cache [L, 2, H, T, dh]: each
- * thread takes a range of rows, and per 16 rows (in cache after the first
- * block reads them) stores every (layer, K or V, head) block's part, so
- * xkv is read in order rather than one 256-byte column run per row. */
+/* Re-layout of xkv [rows, L*2d] (frames t0 ...) into the cross cache
+ * [L, 2, H, T, dh]: each thread takes a range of rows, and per 16 rows (in
+ * cache after the first block reads them) stores every (layer, K or V, head)
+ * block's part, so xkv is read in order rather than one 256-byte column run
+ * per row. */
 #define RELAYOUT_ROWS 16
 typedef struct {
     whisper_state *s;
     kv_cross *dst;
+    int t0, rows;
 } relayout_ctx;
 
 static void relayout_task(void *arg, int ith, int nth) {
-    whisper_state *s = ((relayout_ctx *)arg)->s;
-    kv_cross *dst = ((relayout_ctx *)arg)->dst;
+    const relayout_ctx *c = arg;
+    whisper_state *s = c->s;
     const whisper_hparams *h = &s->m->hp;
-    int T = h->n_audio_ctx, d = h->d, H = h->n_head, dh = d / H, lo, hi;
+    int d = h->d, H = h->n_head, dh = d / H, lo, hi;
     size_t ld = (size_t)h->n_dec_layer * 2 * d;
-    ed_split(T, ith, nth, RELAYOUT_ROWS, &lo, &hi);
-    for (int t0 = lo; t0 < hi; t0 += RELAYOUT_ROWS) {
-        int n = hi - t0 < RELAYOUT_ROWS ? hi - t0 : RELAYOUT_ROWS;
-        const float *src = s->xkv + (size_t)t0 * ld;
+    ed_split(c->rows, ith, nth, RELAYOUT_ROWS, &lo, &hi);
+    for (int r0 = lo; r0 < hi; r0 += RELAYOUT_ROWS) {
+        int n = hi - r0 < RELAYOUT_ROWS ? hi - r0 : RELAYOUT_ROWS;
+        const float *src = s->xkv + (size_t)r0 * ld;
         for (int it = 0; it < h->n_dec_layer * 2 * H; it++) {   /* column block it * dh */
             int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
-            kv_cross_put(dst, l, kv, hd, src + (size_t)it * dh, ld, t0, n);
+            kv_cross_put(c->dst, l, kv, hd, src + (size_t)it * dh, ld, c->t0 + r0, n);
         }
     }
 }
@@ -168,10 +177,15 @@ void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
     int T = h->n_audio_ctx, n = h->n_dec_layer * 2 * h->d;
-    /* One product for every layer's K and V: [T, d] x [d, L*2d]. */
-    op_matmul_w(s->pool, s->xkv, n, s->enc_out, h->d, m->w_xkv, m->b_xkv, T, n, h->d);
-    relayout_ctx c = {s, dst};
-    ed_pool_run(s->pool, relayout_task, &c);
+    /* One product for every layer's K and V, [T, d] x [d, L*2d], in blocks of
+     * xkv_rows frames (each row of the product depends on its own row only). */
+    for (int t0 = 0; t0 < T; t0 += s->xkv_rows) {
+        int rows = T - t0 < s->xkv_rows ? T - t0 : s->xkv_rows;
+        op_matmul_w(s->pool, s->xkv, n, s->enc_out + (size_t)t0 * h->d, h->d, m->w_xkv, m->b_xkv,
+                    rows, n, h->d);
+        relayout_ctx c = {s, dst, t0, rows};
+        ed_pool_run(s->pool, relayout_task, &c);
+    }
     dst->n_valid = T;
 }
 
