@@ -71,10 +71,10 @@ static inline void prefetch_floats(const float *p, int n) {
  * run of nh * dh floats, so it is read once, in order, for all of them (the
  * rows are ld apart and come from other slots: prefetched ahead). Each head
  * does exactly what k_attention_gather does alone. */
-K_CLONES void k_attention_gather_heads(float *o, const float *q, const float *k, const float *v,
-                                       size_t slot_stride, int ld, const int *slot, int Tk,
-                                       int nh, int dh, float scale, const float *bias,
-                                       size_t bias_hstride, float *s) {
+K_CLONED(, void, k_attention_gather_heads, (float *o, const float *q, const float *k,
+         const float *v, size_t slot_stride, int ld, const int *slot, int Tk, int nh, int dh,
+         float scale, const float *bias, size_t bias_hstride, float *s),
+         (o, q, k, v, slot_stride, ld, slot, Tk, nh, dh, scale, bias, bias_hstride, s)) {
     int span = nh * dh;
     for (int j = 0; j < Tk && j < GATHER_AHEAD; j++)
         prefetch_floats(k + (size_t)slot[j] * slot_stride + (size_t)j * ld, span);

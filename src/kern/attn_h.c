@@ -175,9 +175,9 @@ static inline float dot8(const float *a, const float *b, int n) {
 /* Key row r is expanded (64 columns at a time) once, then dotted with
  * every query row; likewise value row r is expanded once and accumulated
  * into every output row. The softmax is k_softmax itself. Tk >= 1. */
-K_CLONES static void attn_c(float *o, int ldo, const float *q, int ldq, const void *k,
-                            const void *v, k_wtype t, int Mq, int Tk, int dh, float scale,
-                            float *s) {
+K_CLONED(static, void, attn_c, (float *o, int ldo, const float *q, int ldq, const void *k,
+         const void *v, k_wtype t, int Mq, int Tk, int dh, float scale, float *s),
+         (o, ldo, q, ldq, k, v, t, Mq, Tk, dh, scale, s)) {
     float buf[C_W];
     for (int r = 0; r < Tk; r++)
         for (int j0 = 0; j0 < dh; j0 += C_W) {

@@ -53,8 +53,9 @@ void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, in
 
 /* Sums in double over K_NORM_LANES independent lanes (one vector of
  * doubles), so the loops vectorise and no add waits on the previous one. */
-K_CLONES void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D,
-                          float eps) {
+K_CLONED(, void, k_layernorm, (float *y, const float *x, const float *g, const float *b, int M,
+         int D, float eps),
+         (y, x, g, b, M, D, eps)) {
     for (int i = 0; i < M; i++) {
         const float *xi = x + (size_t)i * D;
         float *yi = y + (size_t)i * D;
@@ -168,8 +169,9 @@ void k_softmax(float *x, int n) {
     softmax_c(x, n);
 }
 
-K_CLONES int k_shifted_above(float *s, const float *x, int n, float base, float mx, float lse,
-                             float thr) {
+K_CLONED(, int, k_shifted_above, (float *s, const float *x, int n, float base, float mx, float lse,
+         float thr),
+         (s, x, n, base, mx, lse, thr)) {
     int above = 0;
     for (int i = 0; i < n; i++) {
         s[i] = base + ((x[i] - mx) - lse);
@@ -300,7 +302,8 @@ const char *k_blas_info(void) {
 /* 16 lanes, each the first maximum of its elements; the lanes then meet
  * by value, ties to the lower index: the first maximum, as the plain loop
  * (a NaN is never taken, except at x[0], which then stays). */
-K_CLONES int k_argmax(const float *x, int n) {
+K_CLONED(, int, k_argmax, (const float *x, int n),
+         (x, n)) {
     int best = 0, i = 1;
     if (n >= 32) {
         float bm[16];

@@ -10,7 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-K_CLONES void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, float eps) {
+K_CLONED(, void, k_rmsnorm, (float *y, const float *x, const float *g, int M, int D, float eps),
+         (y, x, g, M, D, eps)) {
     for (int i = 0; i < M; i++) {   /* lanes as k_layernorm's */
         const float *xi = x + (size_t)i * D;
         float *yi = y + (size_t)i * D;
@@ -25,7 +26,8 @@ K_CLONES void k_rmsnorm(float *y, const float *x, const float *g, int M, int D, 
     }
 }
 
-K_CLONES void k_relu(float *x, size_t n) {
+K_CLONED(, void, k_relu, (float *x, size_t n),
+         (x, n)) {
     for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
@@ -75,7 +77,8 @@ void k_silu_ref(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(x[i] / (1.0 + exp(-(double)x[i])));
 }
 
-K_CLONES void k_mul(float *y, const float *x, size_t n) {
+K_CLONED(, void, k_mul, (float *y, const float *x, size_t n),
+         (y, x, n)) {
     for (size_t i = 0; i < n; i++) y[i] *= x[i];
 }
 

@@ -6,15 +6,36 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Hot element-wise loops are cloned per instruction set and picked at load
- * time by the CPU (GCC function multi-versioning): portable binaries that
- * still use AVX2 / AVX-512 where present. Sanitizer builds keep one copy
- * (ThreadSanitizer's runtime is not ready when the resolvers run). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define K_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* Hot element-wise loops are compiled once per instruction set and the copy
+ * picked on every call by k_isa(), like every kernel: one portable binary
+ * that uses AVX-512 / AVX2 where present, and that the thread's limit (the
+ * model's isa, --isa, the tests' forced sets) reaches. Written
+ *
+ *     K_CLONED(static, int, name, (const float *x, int n), (x, n)) { body }
+ *
+ * (storage class, which may be empty, return type, name, parameters,
+ * arguments): the body becomes an always-inline function, inlined into an
+ * AVX-512 (F/BW/DQ/VL), an AVX2 + FMA + F16C and a baseline x86-64 copy,
+ * where the compiler vectorises it for each; `name` calls one. Elsewhere
+ * (aarch64: NEON is the baseline) the body is the function itself. */
+#include "kern/kern.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#define K_CLONED(sc, ret, name, params, args)                                                  \
+    static inline __attribute__((always_inline)) ret name##_body params;                       \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))) static ret     \
+        name##_z params { return name##_body args; }                                           \
+    __attribute__((target("avx2,fma,f16c"))) static ret name##_y params {                      \
+        return name##_body args;                                                               \
+    }                                                                                          \
+    static ret name##_c params { return name##_body args; }                                    \
+    sc ret name params {                                                                       \
+        int isa_ = k_isa();                                                                    \
+        return isa_ >= K_ISA_AVX512 ? name##_z args : isa_ >= K_ISA_VEC ? name##_y args        \
+                                                                        : name##_c args;       \
+    }                                                                                          \
+    static inline __attribute__((always_inline)) ret name##_body params
 #else
-#define K_CLONES
+#define K_CLONED(sc, ret, name, params, args) sc ret name params
 #endif
 
 /* Independent partial sums of the norms' reductions (8 doubles: a zmm). */

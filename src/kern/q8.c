@@ -52,7 +52,8 @@ size_t k_q8_bytes(int N, int K) {
 /* kk values f / sn -> q8_round, into out[kk] (the loop vectorises once
  * q8_round is inlined: the same division and rounding per element, lane by
  * lane); returns their sum. */
-K_CLONES static int32_t q8_quant_chunk(int8_t *out, const float *f, int kk, float sn) {
+K_CLONED(static, int32_t, q8_quant_chunk, (int8_t *out, const float *f, int kk, float sn),
+         (out, f, kk, sn)) {
     int32_t sum = 0;
     for (int k = 0; k < kk; k++) {
         int v = q8_round(f[k] / sn);
@@ -63,7 +64,8 @@ K_CLONES static int32_t q8_quant_chunk(int8_t *out, const float *f, int kk, floa
 }
 
 /* max |f[k]| over kk values, at least m (NaNs skipped), in 16 lanes. */
-K_CLONES static float q8_absmax(const float *f, int kk, float m) {
+K_CLONED(static, float, q8_absmax, (const float *f, int kk, float m),
+         (f, kk, m)) {
     float l[16] = {0};
     int k = 0;
     for (; k + 16 <= kk; k += 16)

@@ -9,7 +9,8 @@
 /* Independent lanes so the loop vectorises; a NaN makes its lane's sum NaN,
  * an Inf makes its lane's maximum (and sum) Inf, so one test at the end
  * covers every element. */
-K_CLONES int k_scan_stats(const float *x, size_t n, float *amax, double *sumsq) {
+K_CLONED(, int, k_scan_stats, (const float *x, size_t n, float *amax, double *sumsq),
+         (x, n, amax, sumsq)) {
     float m[SCAN_LANES] = {0}, s[SCAN_LANES] = {0};
     size_t i = 0;
     for (; i + SCAN_LANES <= n; i += SCAN_LANES)
