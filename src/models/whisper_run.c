@@ -47,7 +47,8 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
         {&s->e_h, T * max_sz(3 * d, F), "encoder hidden"},
         {&s->e_a, T * d, "encoder attention"},
         {&s->e_mel, (2 * T + 2) * (size_t)h->n_mels, "time-major mel"},
-        {&s->e_col, 2 * T * max_sz((size_t)h->n_mels, d) * 3, "convolution columns"},
+        {&s->e_col, max_sz(2 * T * max_sz((size_t)h->n_mels, d) * 3, L * 2 * d),
+         "convolution columns"},   /* and a frame or more of the cross K|V product */
         {&s->e_conv, (2 * T + 2) * d, "conv1 output"},
         {&s->scores, (size_t)nth * s->scores_stride, "attention scores"},
         {&s->d_x, R * d, "decoder residual"},
@@ -74,9 +75,9 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
      * frame would take T * L * 2d floats more (37 MB for base, 490 MB for
      * large-v3); e_col holds 3T / L frames of it or more (1125 for tiny, 140
      * for large-v3). */
-    size_t xn = L * 2 * d, col = 2 * T * max_sz((size_t)h->n_mels, d) * 3, rows = col / xn;
+    size_t xn = L * 2 * d, rows = max_sz(2 * T * max_sz((size_t)h->n_mels, d) * 3, xn) / xn;
     s->xkv = s->e_col;
-    s->xkv_rows = (int)(rows < 1 ? 1 : rows < T ? rows : T);
+    s->xkv_rows = (int)(rows < T ? rows : T);
     *out = s;
     return ENCDEC_OK;
 }
