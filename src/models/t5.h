@@ -37,6 +37,11 @@
 #include "models/wload.h"
 #include "tok/spm.h"
 
+/* The cross K|V product of a pass runs in blocks of this many tokens (its
+ * output for every packed token at once would take as much memory as the
+ * cross caches themselves: 74 KB a token for t5-base). */
+#define T5_XKV_ROWS 256
+
 typedef struct {
     const float *ln1;             /* [d] RMSNorm weight, self-attention block */
     k_w w_qkv;                    /* [3I, d] */
@@ -130,7 +135,8 @@ typedef struct t5_state {
     int enc_bias_len, dec_bias_len;   /* lengths they were computed for (0: none) */
     /* caches */
     kv_self self;            /* [L, n_slots, n_ctx, I] x 2 */
-    float *xkv;              /* [Ttot, L * 2I] the fused product before re-layout */
+    float *xkv;              /* [min(Ttot, T5_XKV_ROWS), L * 2I] the fused product of a
+                                block of tokens before re-layout */
     kv_dtype cross_type;     /* element type of the cross cache */
     float *cross_buf;        /* room for [L * 2I * Ttot] f32: input b's [L, 2, H, T_b, dh] at L*2I*start[b] */
     kv_cross *cross;         /* [n_inputs] views into cross_buf */

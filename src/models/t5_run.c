@@ -83,7 +83,7 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
         s->e_h = falloc(T, G, "encoder feed-forward");
         s->enc_bias = falloc(nbe * H, 2 * (size_t)n.t_max - 1, "encoder position bias");
         s->dec_bias = falloc(nbd * H, (size_t)n.n_ctx, "decoder position bias");
-        s->xkv = falloc(T, L2I, "cross K|V product");
+        s->xkv = falloc(T < T5_XKV_ROWS ? T : T5_XKV_ROWS, L2I, "cross K|V product rows");
         s->cross_buf = falloc(T, L2I, "cross cache");
         s->scores = falloc((size_t)nth, s->scores_stride, "attention scores");
         s->d_x = falloc(R, d, "decoder activations");
@@ -175,31 +175,48 @@ int t5_encode_invariant(const t5_model *m) {
     return ok;
 }
 
-/* xkv [Ttot, L*2I] -> each input's [L, 2, H, T_b, dh]; one work item per
- * (input, layer, K or V, head). */
+/* xkv [rows, L*2I], tokens [t0, t0 + rows) of the pass -> each input's
+ * [L, 2, H, T_b, dh]; one work item per (input, layer, K or V, head), for the
+ * inputs those tokens belong to. */
+typedef struct {
+    t5_state *s;
+    int t0, rows;
+} xkv_block;
+
 static void relayout_task(void *arg, int ith, int nth) {
-    t5_state *s = arg;
+    const xkv_block *c = arg;
+    t5_state *s = c->s;
     const t5_hparams *h = &s->m->hp;
-    int I = h->inner, H = h->n_head, dh = h->d_kv, L = h->n_dec_layer;
+    int I = h->inner, H = h->n_head, dh = h->d_kv, L = h->n_dec_layer, t1 = c->t0 + c->rows;
     size_t ld = (size_t)L * 2 * I;
     int items = s->cur.n_inputs * L * 2 * H;
     for (int it = ith; it < items; it += nth) {
         int b = it / (L * 2 * H), l = (it / (2 * H)) % L, kv = (it / H) % 2, hd = it % H;
-        const float *src = s->xkv + (size_t)s->in_start[b] * ld + (size_t)l * 2 * I +
+        int a = s->in_start[b] > c->t0 ? s->in_start[b] : c->t0;
+        int e = s->in_start[b] + s->in_len[b] < t1 ? s->in_start[b] + s->in_len[b] : t1;
+        if (e <= a) continue;   /* not among these tokens */
+        const float *src = s->xkv + (size_t)(a - c->t0) * ld + (size_t)l * 2 * I +
                            (size_t)kv * I + (size_t)hd * dh;
-        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, 0, s->in_len[b]);
+        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, a - s->in_start[b], e - a);
     }
 }
 
 void t5_cross_compute(t5_state *s) {
     const t5_hparams *h = &s->m->hp;
     int T = s->cur.n_tokens, n = h->n_dec_layer * 2 * h->inner;
-    op_matmul_w_rows(s->pool, s->xkv, n, s->enc_out, h->d, s->m->w_xkv, NULL, T, n, h->d);
     for (int b = 0; b < s->cur.n_inputs; b++)
         kv_cross_view(&s->cross[b],
                       (char *)s->cross_buf + (size_t)n * s->in_start[b] * kv_dtype_size(s->cross_type),
                       h->n_dec_layer, h->n_head, s->in_len[b], h->d_kv, s->cross_type);
-    ed_pool_run(s->pool, relayout_task, s);
+    /* One product for every layer's K and V, in blocks of T5_XKV_ROWS tokens
+     * (rows independent of each other: op_matmul_w_rows) */
+    for (int t0 = 0; t0 < T; t0 += T5_XKV_ROWS) {
+        int rows = T - t0 < T5_XKV_ROWS ? T - t0 : T5_XKV_ROWS;
+        op_matmul_w_rows(s->pool, s->xkv, n, s->enc_out + (size_t)t0 * h->d, h->d, s->m->w_xkv,
+                         NULL, rows, n, h->d);
+        xkv_block c = {s, t0, rows};
+        ed_pool_run(s->pool, relayout_task, &c);
+    }
 }
 
 static void dec_self_attention(t5_state *s, int l, int R, const int *pos, const int *slot,
