@@ -411,9 +411,8 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     if (p.cross_kv < ENCDEC_KV_F32 || p.cross_kv > ENCDEC_KV_BF16)
         return ed_fail(ENCDEC_ERR_ARG, "cross_kv %d is not a cache type (0 f32, 1 f16, 2 bf16)",
                        (int)p.cross_kv);
-    if (!k_blas_env_ok())
-        return ed_fail(ENCDEC_ERR_CONFIG, "BLIS_ARCH_TYPE is set in the environment; the BLIS "
-                       "library encdec uses aborts the process on it: unset it");
+    char why[512];
+    if (k_blas_env_check(why, sizeof why)) return ed_fail(ENCDEC_ERR_CONFIG, "%s", why);
     encdec_engine *e = calloc(1, sizeof *e);
     if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
     e->model = m;

@@ -19,9 +19,8 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: out is NULL");
     *out = NULL;
     if (!m) return ed_fail(ENCDEC_ERR_ARG, "encdec_session_new: model is NULL");
-    if (!k_blas_env_ok())
-        return ed_fail(ENCDEC_ERR_CONFIG, "BLIS_ARCH_TYPE is set in the environment; the BLIS "
-                       "library encdec uses aborts the process on it: unset it");
+    char why[512];
+    if (k_blas_env_check(why, sizeof why)) return ed_fail(ENCDEC_ERR_CONFIG, "%s", why);
     int nt = params ? params->n_threads : 0;
     encdec_kv_type kt = params ? params->cross_kv : ENCDEC_KV_F32;
     if (kt < ENCDEC_KV_F32 || kt > ENCDEC_KV_BF16)

@@ -1,6 +1,9 @@
-/* ops.c - slicing kernels over the pool. A slice is chosen so that every
- * thread gets a contiguous block: rows when M is large (encoder), output
- * columns when M is small (decode steps, where the weight read dominates). */
+/* ops.c - slicing kernels over the pool. Every thread gets contiguous work:
+ * rows when M is large (encoder), output columns when M is small (decode
+ * steps, where the weight read dominates), or a run of fixed tiles (BLAS).
+ * Whatever the thread count, every output value is summed in the same order
+ * (tests/test_threads.c): slices only decide who computes a value, never
+ * which kernel or blocking does. */
 #include "core/ops.h"
 #include "kern/attn_amx.h"
 #include "kern/attn_h.h"
@@ -11,6 +14,41 @@
 
 #include <string.h>
 
+/* Products that BLAS runs (f32 weights where our packed GEMM does not, the
+ * halves of mmh_task, every product of the C set) are cut into tiles whose
+ * sizes follow the product's shape only, never the thread count, and each
+ * tile is one BLAS call; threads take runs of whole tiles. BLIS picks its
+ * kernels by the shape of a call (its small-matrix "sup" kernels, which sum
+ * in another order, below a size that differs by configuration: 512 rows on
+ * Zen 3), so slices that followed the thread count made the bits follow it
+ * too. Tiles are numbered column block by column block (a thread's run of
+ * tiles reads few columns of w). */
+#define OP_TILE_ROWS 256    /* rows of a tile, at most (many-row products) */
+#define OP_TILE_COLS 512    /* columns of a tile, at most */
+#define OP_TILE_COLS_FEW 128   /* ... for K_MF_ROWS rows or fewer (decode steps) */
+
+typedef struct {
+    int rb, cb;   /* rows, columns of a tile (the last ones may be smaller) */
+    int nr, nc;   /* tiles down, across */
+} op_tiling;
+
+static op_tiling tiling(int M, int N, int max_cols) {
+    op_tiling t;
+    t.nr = (M + OP_TILE_ROWS - 1) / OP_TILE_ROWS;
+    t.rb = (M + t.nr - 1) / t.nr;
+    int nc = (N + max_cols - 1) / max_cols;
+    t.cb = ((N + nc - 1) / nc + 15) & ~15;
+    t.nc = (N + t.cb - 1) / t.cb;
+    return t;
+}
+
+/* Tile i of t over an M x N product: rows [*r0, *r1), columns [*c0, *c1). */
+static void tile_at(const op_tiling *t, int i, int M, int N, int *r0, int *r1, int *c0, int *c1) {
+    int c = i / t->nr, r = i % t->nr;
+    *r0 = r * t->rb, *r1 = *r0 + t->rb < M ? *r0 + t->rb : M;
+    *c0 = c * t->cb, *c1 = *c0 + t->cb < N ? *c0 + t->cb : N;
+}
+
 typedef struct {
     float *y;
     const float *x, *w, *b;
@@ -20,16 +58,21 @@ typedef struct {
 static void mm_task(void *arg, int ith, int nth) {
     mm_ctx *c = arg;
     int lo, hi;
-    if (c->M >= 4 * nth) {
-        ed_split(c->M, ith, nth, 4, &lo, &hi);
-        if (hi > lo)
-            k_matmul_ex(c->y + (size_t)lo * c->ldy, c->ldy, c->x + (size_t)lo * c->ldx, c->ldx,
-                        c->w, c->ldw, c->b, hi - lo, c->N, c->K);
-    } else {
+    if (c->M <= K_MF_ROWS && k_isa() >= K_ISA_VEC) {   /* our few-row kernel: column slices */
         ed_split(c->N, ith, nth, 16, &lo, &hi);
         if (hi > lo)
             k_matmul_ex(c->y + lo, c->ldy, c->x, c->ldx, c->w + (size_t)lo * c->ldw, c->ldw,
                         c->b ? c->b + lo : NULL, c->M, hi - lo, c->K);
+        return;
+    }
+    op_tiling t = tiling(c->M, c->N, c->M <= K_MF_ROWS ? OP_TILE_COLS_FEW : OP_TILE_COLS);
+    ed_split(t.nr * t.nc, ith, nth, 1, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
+        int r0, r1, c0, c1;
+        tile_at(&t, i, c->M, c->N, &r0, &r1, &c0, &c1);
+        k_matmul_ex(c->y + (size_t)r0 * c->ldy + c0, c->ldy, c->x + (size_t)r0 * c->ldx, c->ldx,
+                    c->w + (size_t)c0 * c->ldw, c->ldw, c->b ? c->b + c0 : NULL, r1 - r0,
+                    c1 - c0, c->K);
     }
 }
 
@@ -66,22 +109,31 @@ static void mmh_task(void *arg, int ith, int nth) {
                        c->b ? c->b + lo : NULL, c->M, hi - lo, c->K);
         return;
     }
-    ed_split(c->M, ith, nth, 4, &lo, &hi);
-    if (hi <= lo) return;
-    int rows = OP_H_PANEL_FLOATS / c->K;
-    if (rows > c->N) rows = c->N;
-    if (rows < 16) rows = 16;
-    float *panel = ed_pool_scratch(c->p, ith, sizeof(float) * (size_t)rows * (size_t)c->K);
-    float *y = c->y + (size_t)lo * c->ldy;
-    const float *x = c->x + (size_t)lo * c->ldx;
-    if (!panel) {   /* no scratch: slower, still right */
-        k_matmul_h(y, c->ldy, x, c->ldx, c->w, c->K, c->bf16, c->b, hi - lo, c->N, c->K);
-        return;
-    }
-    for (int n0 = 0; n0 < c->N; n0 += rows) {
-        int nn = c->N - n0 < rows ? c->N - n0 : rows;
-        k_h_to_f32(panel, c->w + (size_t)n0 * c->K, (size_t)nn * c->K, c->bf16);
-        k_matmul_ex(y + n0, c->ldy, x, c->ldx, panel, c->K, c->b ? c->b + n0 : NULL, hi - lo, nn, c->K);
+    /* BLAS over tiles (above), each tile's columns of w expanded once per
+     * run of tiles that share them */
+    int cols = OP_H_PANEL_FLOATS / c->K;
+    if (cols > OP_TILE_COLS) cols = OP_TILE_COLS;
+    if (cols < 16) cols = 16;
+    op_tiling t = tiling(c->M, c->N, cols);
+    ed_split(t.nr * t.nc, ith, nth, 1, &lo, &hi);
+    float *panel = hi > lo ? ed_pool_scratch(c->p, ith, sizeof(float) * (size_t)t.cb * (size_t)c->K)
+                           : NULL;
+    int have = -1;   /* the column tile whose weights are in panel */
+    for (int i = lo; i < hi; i++) {
+        int r0, r1, c0, c1;
+        tile_at(&t, i, c->M, c->N, &r0, &r1, &c0, &c1);
+        float *y = c->y + (size_t)r0 * c->ldy + c0;
+        const float *x = c->x + (size_t)r0 * c->ldx, *b = c->b ? c->b + c0 : NULL;
+        if (!panel) {   /* no scratch: slower, still right */
+            k_matmul_h(y, c->ldy, x, c->ldx, c->w + (size_t)c0 * c->K, c->K, c->bf16, b, r1 - r0,
+                       c1 - c0, c->K);
+            continue;
+        }
+        if (have != c0 / t.cb) {
+            k_h_to_f32(panel, c->w + (size_t)c0 * c->K, (size_t)(c1 - c0) * c->K, c->bf16);
+            have = c0 / t.cb;
+        }
+        k_matmul_ex(y, c->ldy, x, c->ldx, panel, c->K, b, r1 - r0, c1 - c0, c->K);
     }
 }
 
@@ -479,6 +531,10 @@ static void attn_fused_task(void *arg, int ith, int nth) {
     }
 }
 
+/* Attention by heads through k_gemm pays on AVX-512; beneath it the fused
+ * (flash) kernel is faster. */
+static int attn_gemm_pays(k_gemm_mode mode) { return k_gemm_path(K_ISA_AMX, mode) >= 2; }
+
 static void attn_gemm_task(void *arg, int ith, int nth) {
     attn_gemm_ctx *c = arg;
     for (int h = ith; h < c->a.n_head; h += nth)
@@ -505,7 +561,7 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
         ed_pool_run(p, attn_fused_task, &g);
         return;
     }
-    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(mode)) {
+    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && attn_gemm_pays(mode)) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, mode};
         ed_pool_run(p, attn_gemm_task, &g);
@@ -518,7 +574,7 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
 void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride) {
-    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && k_gemm_has(K_GEMM_F32)) {
+    if (!causal && Mq >= 256 && Tk >= 256 && n_head >= ed_pool_size(p) && attn_gemm_pays(K_GEMM_F32)) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, K_GEMM_F32};
         ed_pool_run(p, attn_gemm_task, &g);

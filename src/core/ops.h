@@ -1,7 +1,8 @@
 /* ops.h - the kernels of kern.h run across a session's pool. Each wrapper
- * slices the work by rows (many rows) or output columns (few rows) so that
- * every thread runs the sequential kernel on its own slice; BLAS starts no
- * threads of its own (we link the sequential, reentrant BLIS).
+ * slices the work by rows (many rows), output columns (few rows) or tiles
+ * of a size set by the shape (BLAS) so that every thread runs the sequential
+ * kernel on its own slice, and no output's bits depend on the thread count;
+ * BLAS starts no threads of its own (we link the sequential, reentrant BLIS).
  *
  *   op_matmul(pool, y, x, w, b, M, N, K);      y[M,N] = x[M,K] . w[N,K]^T + b
  *   op_gelu(pool, x, M, N);
@@ -22,10 +23,13 @@ void op_matmul(ed_pool *p, float *y, const float *x, const float *w, const float
                int M, int N, int K);
 void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const float *w,
                   int ldw, const float *b, int M, int N, int K);
-/* The same with a weight as stored (kern.h k_w; ldw = K): f32 goes to
- * op_matmul_ex; f16/bf16 to k_matmul_h over column slices when M is small
- * (decode), else each thread expands panels of w into its pool scratch and
- * runs BLAS on its rows (encoder, prompts; the expansion is 1/M of the work). */
+/* The same with a weight as stored (kern.h k_w; ldw = K): many rows
+ * (encoders, prompts) go to the packed GEMM (kern/gemm.h) on the vector
+ * sets; few rows to our few-row kernels over column slices (f32: k_matmul_f,
+ * f16/bf16: k_matmul_h); the rest (the C set) to BLAS over tiles of a size
+ * set by the shape alone (f16/bf16: each thread expands the tile's columns
+ * of w into its pool scratch first). The bits of y never depend on the
+ * pool's thread count. */
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K);
 /* op_matmul_w, batch-invariant: row r of y depends on row r of x only,

@@ -64,9 +64,9 @@ float k_gemm_amx_at(const void *p, int K, int n, int k);
  * 2 AVX-512 (bf16 mode: AVX512_BF16), 1 AVX2 + FMA (bf16 mode as f32
  * products of bf16-rounded values), 0 portable C. */
 int k_gemm_path(int isa, k_gemm_mode mode);
-/* 1 when a path faster than BLAS runs mode's products here (AVX-512, AMX):
- * the op layer then prefers k_gemm to BLAS. AVX2's is slower than BLIS's
- * still (gemm_bench), so not on AVX2-only CPUs. */
+/* 1 when a vector path runs mode's products here (AVX2, AVX-512, AMX): the
+ * op layer then prefers k_gemm to BLAS (at or near BLIS's speed, and its
+ * sums do not depend on the shape of a call: see gemm.c). */
 int k_gemm_has(k_gemm_mode mode);
 /* 1 when the AMX path (bf16 mode) runs here: AMX-TILE and AMX-BF16, and
  * Linux granted the tile data state (asked once per process, thread-safe). */

@@ -7,7 +7,6 @@
 #include <blis.h>
 #include <cblas.h>
 #include <float.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
@@ -275,29 +274,6 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
     }
 }
 
-static char g_blas_info[160];
-
-static void blas_info_init(void) {
-    if (!k_blas_env_ok()) {   /* querying the kernels would abort the process */
-        snprintf(g_blas_info, sizeof g_blas_info, "BLIS %s (unusable: BLIS_ARCH_TYPE is set)",
-                 bli_info_get_version_str());
-        return;
-    }
-    snprintf(g_blas_info, sizeof g_blas_info, "BLIS %s (%s; kernels: %s)", bli_info_get_version_str(),
-             bli_info_get_enable_threading() ? "threaded" : "sequential, reentrant",
-             bli_arch_string(bli_arch_query_id()));
-}
-
-int k_blas_env_ok(void) {
-    const char *a = getenv("BLIS_ARCH_TYPE");
-    return !a || !*a;
-}
-
-const char *k_blas_info(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_info_init);
-    return g_blas_info;
-}
 
 /* 16 lanes, each the first maximum of its elements; the lanes then meet
  * by value, ties to the lower index: the first maximum, as the plain loop

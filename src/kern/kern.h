@@ -201,10 +201,20 @@ void k_im2col_1d(float *col, const float *x, int x_chan_major, int C_in, int T_i
 /* "BLIS 0.9.0 (sequential, reentrant; kernels: haswell)": the BLAS behind
  * k_matmul, for --version and benchmarks. Static storage. */
 const char *k_blas_info(void);
-/* 0 when the environment would make BLIS abort the process on its first
- * call: Debian's BLIS 0.9 aborts whenever BLIS_ARCH_TYPE is set (any value:
- * the override path finds an uninitialised kernel context). */
-int k_blas_env_ok(void);
+/* BLIS picks its kernels (a "configuration": haswell, zen3, skx, ...) by
+ * the CPU, or by the environment variable BLIS_ARCH_TYPE, which BLIS 0.9
+ * reads as the number of a configuration (a name reads as 0, skx) and
+ * aborts the process on, or runs into an illegal instruction, when that
+ * configuration is missing or above this CPU. Returns 0 when the
+ * environment is safe (unset, or the number of a configuration in
+ * k_blas_configs), else -1 with the reason in why[cap]. */
+int k_blas_env_check(char *why, size_t cap);
+/* The configurations this CPU can run that BLIS_ARCH_TYPE may name: up to
+ * cap names into names[]; returns their count. Tests force each in turn
+ * (kernels that differ between CPUs, run on one). */
+int k_blas_configs(const char **names, int cap);
+/* BLIS's number of configuration name (BLIS_ARCH_TYPE's value), or -1. */
+int k_blas_config_id(const char *name);
 
 /* Index of the maximum of x[0, n) (first on ties). */
 int k_argmax(const float *x, int n);
