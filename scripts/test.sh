@@ -9,36 +9,71 @@
 # harness for 45 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
+# At the end (also after a failure) it prints each stage's wall time, the CPU
+# and the total. Every test gives the same verdict on a busy machine as on a
+# quiet one: no test times itself against a fixed clock, only against what
+# it measured in the same run, or by an order of magnitude.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
-scripts/fetch-model.sh tiny.en
-scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
-scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
-scripts/venv-client.sh           # OpenAI's Python client for them
-scripts/venv-python.sh           # pip install . (the Python package) + pytest, faster-whisper
 jobs=$(nproc)
 
-echo "== release build (-Werror) ==" >&2
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON >/dev/null
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
+# Each stage's wall time, printed at the end (also when a stage fails).
+stages=() current="" t_start=$(date +%s)
+stage() {   # stage NAME COMMAND...
+  current=$1
+  local t0
+  t0=$(date +%s)
+  echo "== $1 ==" >&2
+  "${@:2}"
+  stages+=("$(printf '%-46s %6d s' "$1" $(( $(date +%s) - t0 )))")
+  current=""
+}
+report() {
+  local rc=$?
+  echo "== stage times ($(uname -m); $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(nproc) cores) ==" >&2
+  local l
+  for l in "${stages[@]}"; do echo "  $l" >&2; done
+  [ -n "$current" ] && echo "  $current: FAILED" >&2
+  printf '  %-46s %6d s\n' "total" $(( $(date +%s) - t_start )) >&2
+  return $rc
+}
+trap report EXIT
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build ==" >&2
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+setup() {
+  scripts/deps.sh
+  scripts/fetch-model.sh tiny.en
+  scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
+  scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
+  scripts/venv-client.sh           # OpenAI's Python client for them
+  scripts/venv-python.sh           # pip install . (the Python package) + pytest, faster-whisper
+}
+stage "set-up (packages, models, venvs)" setup
+
+build() {   # build DIR CMAKE-OPTIONS...
+  cmake -S . -B "$1" "${@:2}" >/dev/null
+  cmake --build "$1" -j"$jobs"
+}
+stage "release build (-Werror)" build build -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON
+stage "release tests (ctest)" ctest --test-dir build --output-on-failure -j"$jobs"
+
+stage "AddressSanitizer + UBSan build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON
+asan() {
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+}
+stage "AddressSanitizer + UBSan tests" asan
 
 # ThreadSanitizer over the pool, the engine's scheduler and the server
 # (scripts/test-tsan.sh: any data race or lock-order report fails).
-scripts/test-tsan.sh
+stage "ThreadSanitizer (build and tests)" scripts/test-tsan.sh
 
 # Every parser under libFuzzer (ASan + UBSan) for a bounded time: any
 # crash, leak or undefined behaviour fails the suite.
-echo "== fuzzing: every harness for ${ENCDEC_FUZZ_SECONDS:-45} s ==" >&2
-scripts/deps.sh fuzz
-tests/fuzz/build.sh "${ENCDEC_FUZZ_SECONDS:-45}"
+fuzz() {
+  scripts/deps.sh fuzz
+  tests/fuzz/build.sh "${ENCDEC_FUZZ_SECONDS:-45}"
+}
+stage "fuzzing: every harness ${ENCDEC_FUZZ_SECONDS:-45} s" fuzz
 
 # ARM64: the cross build and its kernel + tiny.en tests under qemu-user.
-scripts/test-arm64.sh
+stage "ARM64 cross build + tests under qemu" scripts/test-arm64.sh

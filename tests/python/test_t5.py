@@ -134,7 +134,7 @@ def test_gil_is_released_during_generate(t5):
     t5.generate(texts, max_new_tokens=64)
     alone_call = time.perf_counter() - t0
     t0, n = time.perf_counter(), 0
-    while time.perf_counter() - t0 < 0.2:
+    while time.perf_counter() - t0 < 0.5:
         n += 1
     rate = n / (time.perf_counter() - t0)
     done = threading.Event()
@@ -146,6 +146,9 @@ def test_gil_is_released_during_generate(t5):
     busy = n / (time.perf_counter() - t0)
     th.join()
     # measured (2-core Xeon VM): 0.9-1.1 of the rate alone; with the GIL held
-    # (the same call through ctypes.PyDLL) 0.02-0.09
+    # (the same call through ctypes.PyDLL) 0.02-0.09. A busy machine (other
+    # programs on every core) lowers both rates by a factor that moves
+    # between the two samples: the bound sits between the two cases, not
+    # near the first
     assert alone_call > 0.05
-    assert busy > 0.3 * rate, (busy, rate, alone_call)
+    assert busy > 0.15 * rate, (busy, rate, alone_call)
