@@ -156,6 +156,7 @@ static void int8_threads(int level) {
     encdec_model_free(m);
 }
 
+#if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
 /* Every recording under dir (wav, flac, mp3), recursively: paths into
  * out[cap] (malloc'd); returns their count. */
 static int find_recordings(const char *dir, char **out, int n, int cap) {
@@ -219,6 +220,7 @@ static void int8_every_recording(void) {
     for (int t = 0; t < 3; t++) encdec_session_free(s[t]);
     encdec_model_free(m);
 }
+#endif
 
 static void bad_sets(void) {
     encdec_model *m = NULL;
