@@ -61,7 +61,13 @@ static const char *HELP =
     "                       log-probability is silence (default 0.6); \"none\" turns any of\n"
     "                       the three thresholds off\n"
     "      --no-loop-detection  decode repeating windows to the end before judging them\n"
-    "                       (by default a window that starts looping stops at once)\n"
+    "                       (by default a decode that starts looping stops where that\n"
+    "                       cannot change the output: the same text, sooner)\n"
+    "      --keep-last-attempt  a window that fails at every temperature keeps its last\n"
+    "                       decode (openai-whisper); by default the best one (faster-\n"
+    "                       whisper: the highest average log-probability, preferring\n"
+    "                       decodes under the compression threshold); JSON marks such\n"
+    "                       segments \"all_temperatures_failed\"\n"
     "      --silence-threshold DB  a window quieter than DB dBFS (RMS; default -60) whose\n"
     "                       no-speech probability is high is skipped without decoding;\n"
     "                       \"none\": only openai-whisper's rule\n"
@@ -177,6 +183,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--no-timestamps", &p->timestamps, 0}, {"--word-timestamps", &p->word_timestamps, 1},
         {"--no-condition-on-previous-text", &p->condition_on_previous_text, 0},
         {"--no-loop-detection", &p->loop_detection, 0},
+        {"--keep-last-attempt", &p->fallback_keep_last, 1},
         {"--highlight-words", &o->out.fmt.highlight_words, 1},
         {"-v", &o->verbose, 1}, {"--verbose", &o->verbose, 1},
         {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}, {"--strict", &o->strict, 1}};

@@ -294,6 +294,9 @@ typedef struct {
     float no_speech_prob;         /* probability of <|nospeech|> at its window's start */
     int n_words;
     const encdec_word *words;     /* [n_words] with word_timestamps, else NULL */
+    int all_failed;               /* every temperature failed its window's thresholds: this
+                                     decode is the one kept (fallback_keep_last), its
+                                     temperature the one it was decoded at */
 } encdec_segment;
 
 /* Called with each segment as soon as it is final (pointers valid during
@@ -340,8 +343,10 @@ typedef struct {
     int word_timestamps;          /* 1: each segment's words with their times */
     const char *prepend_punctuations;  /* NULL: "\"'“¿([{-" join the next word */
     const char *append_punctuations;   /* NULL: "\"'.。,，!！?？:：”)]}、" join the previous one */
-    int loop_detection;           /* 1 (default): a window that starts repeating itself stops
-                                     and goes to the next temperature at once */
+    int loop_detection;           /* 1 (default): a decode that starts repeating itself stops
+                                     where that cannot change what is transcribed or skipped
+                                     (it fails as the whole decode would); 0: every decode runs
+                                     to its end. The same output either way, faster with it */
     float silence_threshold_db;   /* a window quieter than this (RMS in dBFS; default -60)
                                      whose <|nospeech|> probability is above no_speech_threshold
                                      is skipped after the first step, without decoding (or
@@ -352,12 +357,17 @@ typedef struct {
     encdec_progress_fn on_progress;   /* may be NULL */
     void *user;                   /* passed to the callbacks */
     encdec_language_fn on_language;   /* may be NULL */
+    int fallback_keep_last;       /* when every temperature fails a window: 0 (default) keeps
+                                     the attempt with the highest average log-probability
+                                     among those under the compression threshold, else among
+                                     all (faster-whisper); 1 keeps the last (openai-whisper) */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected
  * (multilingual) or English, timestamps, greedy at temperature 0 with
  * fallback to 0.2 ... 1.0 (best of 5 samples), thresholds 2.4 / -1 / 0.6,
- * conditioning on previous text, no word times; loop detection on. */
+ * conditioning on previous text, no word times; loop detection on; a
+ * window whose every temperature fails keeps faster-whisper's choice. */
 ENCDEC_API encdec_transcribe_params encdec_transcribe_default_params(void);
 
 typedef struct {

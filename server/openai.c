@@ -52,6 +52,7 @@ static cJSON *segment_json(const encdec_segment *g) {
     cJSON_AddItemToObject(s, "avg_logprob", num_f(g->avg_logprob));
     cJSON_AddItemToObject(s, "compression_ratio", num_f(g->compression_ratio));
     cJSON_AddItemToObject(s, "no_speech_prob", num_f(g->no_speech_prob));
+    if (g->all_failed) cJSON_AddTrueToObject(s, "all_temperatures_failed");
     return s;
 }
 

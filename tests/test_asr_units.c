@@ -158,6 +158,23 @@ static void test_segments(void) {
     CHECK(fabs(s[0].end - 8.0) < 1e-12);
 }
 
+/* Times past a window's audio: a 4.75 s clip whose segments the model
+ * timed to 20.92 s. */
+static void test_clamp(void) {
+    asr_word w1[] = {{"a", 3.0, 4.0, 1}, {"b", 4.5, 6.0, 1}, {"c", 7.0, 8.0, 1}};
+    asr_word w2[] = {{"d", 9.0, 10.0, 1}};
+    asr_wseg g[] = {{0, 2, 0.0, 2.0, NULL, 0}, {2, 3, 2.0, 20.92, w1, 3}, {5, 1, 4.75, 21.0, w2, 1},
+                    {6, 1, 9.0, 10.0, NULL, 0}};
+    CHECK_EQ_INT(asr_clamp_segments(g, 4, 4.75), 2);
+    CHECK(g[0].start == 0.0 && g[0].end == 2.0);   /* untouched */
+    CHECK(g[1].first == 2 && g[1].end == 4.75 && g[1].n_words == 3);
+    CHECK(w1[0].start == 3.0 && w1[0].end == 4.0);
+    CHECK(w1[1].start == 4.5 && w1[1].end == 4.75);
+    CHECK(w1[2].start == 4.75 && w1[2].end == 4.75 && !strcmp(w1[2].text, "c"));
+    CHECK_EQ_INT(asr_clamp_segments(g, 2, 100.0), 2);   /* nothing past: nothing changes */
+    CHECK(g[1].end == 4.75);
+}
+
 static void test_languages(void) {
     CHECK_STR(wlang_code(0), "en");
     CHECK_STR(wlang_code(2), "de");
@@ -189,6 +206,7 @@ int main(void) {
     test_compression(cJSON_GetObjectItem(js, "compression"));
     test_words(cJSON_GetObjectItem(js, "words"));
     test_segments();
+    test_clamp();
     test_languages();
     cJSON_Delete(js);
     return check_done();

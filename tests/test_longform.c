@@ -236,20 +236,37 @@ static void fallback(const cJSON *js) {
     encdec_transcribe_params p = encdec_transcribe_default_params();
     encdec_result *r = NULL;
     CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &r), ENCDEC_OK);
-    if (r) {
+    for (int keep_last = 0; keep_last < 2; keep_last++) {
+        p.fallback_keep_last = keep_last;
+        if (keep_last) {
+            encdec_result_free(r);
+            r = NULL;
+            CHECK_EQ_INT(encdec_transcribe(g_sess, pcm, n, &p, &r), ENCDEC_OK);
+        }
+        if (!r) break;
         const encdec_timings *t = encdec_result_timings(r);
-        int hot = 0;
-        for (int i = 0; i < encdec_result_n_segments(r); i++) hot += encdec_result_segment(r, i)->temperature > 0;
-        printf("  reversed speech: %d windows, %d encoder passes, %d decodes (%d windows fell back, "
-               "%d decodes stopped looping); %d of %d segments from a temperature above 0\n",
+        int hot = 0, failed = 0, last = 0;
+        for (int i = 0; i < encdec_result_n_segments(r); i++) {
+            const encdec_segment *g = encdec_result_segment(r, i);
+            hot += g->temperature > 0;
+            failed += g->all_failed;
+            last += g->all_failed && g->temperature == 1.0f;
+        }
+        printf("  reversed speech, %s: %d windows, %d encoder passes, %d decodes (%d windows fell "
+               "back, %d decodes stopped looping); %d of %d segments from a temperature above 0, "
+               "%d where every temperature failed\n", keep_last ? "the last attempt kept" : "the best attempt kept",
                t->n_windows, t->n_encodes, t->n_decodes, t->n_fallbacks, t->n_loops, hot,
-               encdec_result_n_segments(r));
+               encdec_result_n_segments(r), failed);
         CHECK_EQ_INT(t->n_encodes, t->n_windows);   /* once per window */
         CHECK(t->n_fallbacks >= 1);
         CHECK(t->n_decodes > t->n_windows + 1);
-        CHECK(hot >= 1);
+        CHECK(failed >= 1);
+        /* openai-whisper's rule keeps the last attempt (1.0); faster-whisper's
+         * the best one, here one below 1.0 */
+        CHECK(keep_last ? last == failed && hot >= 1 : last < failed);
     }
     encdec_result_free(r);
+    p.fallback_keep_last = 0;
     /* without fallback: one decode per window */
     p.temperature_increment = 0;
     r = NULL;

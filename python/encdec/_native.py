@@ -109,7 +109,7 @@ class Segment(Structure):
                 ("text", c_char_p), ("n_tokens", c_int), ("tokens", POINTER(Token)),
                 ("temperature", c_float), ("avg_logprob", c_float),
                 ("compression_ratio", c_float), ("no_speech_prob", c_float),
-                ("n_words", c_int), ("words", POINTER(Word))]
+                ("n_words", c_int), ("words", POINTER(Word)), ("all_failed", c_int)]
 
 
 SEGMENT_FN = CFUNCTYPE(c_int, POINTER(Segment), c_void_p)
@@ -129,7 +129,7 @@ class TranscribeParams(Structure):
                 ("prepend_punctuations", c_char_p), ("append_punctuations", c_char_p),
                 ("loop_detection", c_int), ("silence_threshold_db", c_float),
                 ("seed", c_uint64), ("on_segment", SEGMENT_FN), ("on_progress", PROGRESS_FN),
-                ("user", c_void_p), ("on_language", LANGUAGE_FN)]
+                ("user", c_void_p), ("on_language", LANGUAGE_FN), ("fallback_keep_last", c_int)]
 
 
 class Timings(Structure):

@@ -50,7 +50,8 @@ class Segment:
     compression_ratio: float
     no_speech_prob: float
     words: Optional[List[Word]]
-    temperature: Optional[float]
+    temperature: Optional[float]   # of the decode kept (faster-whisper: of the last one tried)
+    all_failed: bool = False       # every temperature failed: the best attempt was kept
 
     def _asdict(self):
         return asdict(self)
@@ -160,7 +161,7 @@ class _Request:
                 id=s.id + 1, seek=s.seek, start=s.start, end=s.end, text=N.text(s.text),
                 tokens=[s.tokens[i].id for i in range(s.n_tokens)], avg_logprob=s.avg_logprob,
                 compression_ratio=s.compression_ratio, no_speech_prob=s.no_speech_prob,
-                words=words, temperature=s.temperature))
+                words=words, temperature=s.temperature, all_failed=bool(s.all_failed)))
             return 1 if self.cancelled else 0
         except BaseException as e:     # never into C: stop the request, report it
             self._cb_error = e
@@ -342,13 +343,16 @@ class WhisperModel(Owner):
                    vad_filter=False, vad_parameters=None, max_new_tokens=None,
                    chunk_length=None, clip_timestamps="0", hallucination_silence_threshold=None,
                    hotwords=None, language_detection_threshold=0.5,
-                   language_detection_segments=1, seed=0, loop_detection=True):
+                   language_detection_segments=1, seed=0, loop_detection=True,
+                   fallback_keep_last=False):
         """faster-whisper's transcribe(): returns (segments, info) where
         segments is a lazy iterator. audio: a path, a file-like object,
         bytes of an encoded file, or a float32 NumPy array at 16 kHz.
         Options encdec does not have raise ValueError when set to anything
-        but their default; seed (sampling at temperature > 0) and
-        loop_detection are encdec's own."""
+        but their default; seed (sampling at temperature > 0),
+        loop_detection (faster, the same output) and fallback_keep_last
+        (when every temperature fails a window: keep the last attempt, as
+        openai-whisper, not the best, as faster-whisper) are encdec's own."""
         if not self._engine:
             raise ValueError("the model is closed")
         _unsupported("length_penalty", length_penalty, 1)
@@ -414,6 +418,7 @@ class WhisperModel(Owner):
         tp.prepend_punctuations = cstr(prepend_punctuations)
         tp.append_punctuations = cstr(append_punctuations)
         tp.loop_detection = int(bool(loop_detection))
+        tp.fallback_keep_last = int(bool(fallback_keep_last))
         tp.seed = int(seed)
 
         pcm = A.load(audio)

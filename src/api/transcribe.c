@@ -203,7 +203,7 @@ static encdec_status on_segment(void *user, const asr_segment *g) {
     if (!st) st = api_result_add_str(r, g->text, strlen(g->text), &text_off);
     encdec_segment seg = {(int)r->n_segs, g->seek, g->start, g->end, NULL, g->n_tokens, NULL,
                           g->temperature, g->avg_logprob, g->compression_ratio, g->no_speech_prob,
-                          g->n_words, NULL};
+                          g->n_words, NULL, g->all_failed};
     if (!st) st = api_result_add_segment(r, &seg, text_off, first_tok, first_word);
     if (st || !c->p->on_segment) return st;
     /* the caller's view: pointers into the result as it is now */
@@ -329,6 +329,7 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     if (p->prepend_punctuations) a->prepend_punctuations = p->prepend_punctuations;
     if (p->append_punctuations) a->append_punctuations = p->append_punctuations;
     a->loop_detect = p->loop_detection;
+    a->keep_last = p->fallback_keep_last != 0;
     a->silence_rms = isnan(p->silence_threshold_db) ? 0.0f : powf(10.0f, p->silence_threshold_db / 20.0f);
     a->seed = p->seed;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);

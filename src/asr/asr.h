@@ -97,7 +97,12 @@ typedef struct {
     int word_timestamps;
     const char *prepend_punctuations;    /* UTF-8 characters merged into the next word */
     const char *append_punctuations;     /* ... into the previous word */
-    int loop_detect;                     /* stop a window that repeats itself (see window.c) */
+    int loop_detect;                     /* stop a decode that repeats itself where that cannot
+                                            change the outcome (window.h) */
+    int keep_last;                       /* every temperature failed: 1 keeps the last attempt
+                                            (openai-whisper), 0 the best (faster-whisper: the
+                                            highest average log-probability among those under
+                                            the compression threshold, else among all) */
     float silence_rms;                   /* a window of lower RMS with a high no-speech
                                             probability is skipped undecoded; 0: off */
     uint64_t seed;                       /* sampling */
@@ -105,7 +110,8 @@ typedef struct {
 
 /* openai-whisper's defaults: timestamps, temperatures 0, 0.2 ... 1.0,
  * thresholds 2.4 / -1.0 / 0.6, conditioning, best_of 5, greedy, loop
- * detection on, punctuation sets as openai-whisper's. */
+ * detection on, punctuation sets as openai-whisper's; when every
+ * temperature fails, faster-whisper's choice (params.c). */
 void asr_params_default(asr_params *p);
 /* Sequences the state must hold: max(beam, best_of) + 1 (the prompt's slot). */
 int asr_slots_needed(const asr_params *p);
@@ -126,6 +132,7 @@ typedef struct {
     float temperature, avg_logprob, compression_ratio, no_speech_prob;   /* of its window */
     const asr_word *words;    /* [n_words] when word timestamps were asked */
     int n_words;
+    int all_failed;           /* every temperature failed: the decode kept by the rule */
 } asr_segment;
 
 /* Where results go, as soon as they are final. Every pointer in a segment

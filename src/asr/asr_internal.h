@@ -88,6 +88,13 @@ typedef struct {
     int n_words;
 } asr_wseg;
 
+/* (segments.c) Nothing ends after a window's audio (the recording's or the
+ * clip's end; the model's timestamps can run past it): a segment that
+ * starts at or after `limit` seconds goes, the others and their words end
+ * there at the latest (a word past it keeps its text, at the limit, so the
+ * words still spell the segment). Compacts segs; returns how many stay. */
+int asr_clamp_segments(asr_wseg *segs, int n, double limit);
+
 typedef struct {
     size_t cap_rows, cap_cells;
     float *logits;            /* [32, V] one pass's */

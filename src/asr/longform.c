@@ -20,34 +20,6 @@
 #define N_FRAMES MEL_CHUNK_FRAMES               /* 3000 mel frames: one window */
 #define FRAMES_PER_SECOND (MEL_SAMPLE_RATE / MEL_HOP)   /* 100 */
 
-void asr_params_default(asr_params *p) {
-    memset(p, 0, sizeof *p);
-    p->kv_mode = ENCDEC_KV_FULL;
-    p->language = -1;
-    p->timestamps = 1;
-    p->patience = 1.0f;
-    p->length_penalty = -1.0f;
-    p->best_of = 5;
-    static const float T[] = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
-    for (int i = 0; i < 6; i++) p->temperatures[i] = T[i];
-    p->n_temperatures = 6;
-    p->compression_ratio_threshold = 2.4f;
-    p->logprob_threshold = -1.0f;
-    p->no_speech_threshold = 0.6f;
-    p->condition_on_previous_text = 1;
-    p->prepend_punctuations = "\"'\xe2\x80\x9c\xc2\xbf([{-";
-    p->append_punctuations = "\"'.\xe3\x80\x82,\xef\xbc\x8c!\xef\xbc\x81?\xef\xbc\x9f:\xef\xbc\x9a\xe2\x80\x9d)]}\xe3\x80\x81";
-    p->loop_detect = 1;
-}
-
-int asr_slots_needed(const asr_params *p) {
-    int n = 1;
-    if (p->beam_size > n) n = p->beam_size;
-    for (int i = 0; i < p->n_temperatures; i++)
-        if (p->temperatures[i] > 0 && p->best_of > n) n = p->best_of;
-    return n + 1;
-}
-
 /* A growing list of ints (the transcript's tokens, for prompts). */
 typedef struct {
     int *v;
@@ -193,7 +165,7 @@ static encdec_status emit(lf_run *r, const asr_window_result *res, int n_seg, in
             asr_segment s = {seek, g->start, g->end, text, res->tok + g->first, res->lp + g->first,
                              g->n, res->temperature, (float)res->avg_logprob,
                              (float)res->compression_ratio, res->no_speech_prob, g->words,
-                             g->n_words};
+                             g->n_words, res->all_failed};
             st = ivec_push(&r->all, res->tok + g->first, (size_t)g->n);
             if (!st && r->sink && r->sink->segment) st = r->sink->segment(r->sink->user, &s);
         }
@@ -307,8 +279,9 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         if (!single_end && !isnan(end) && end > offset) *next = (int)nearbyint(end * FRAMES_PER_SECOND);
         if (!isnan(end)) r->last_speech = end;
     }
+    n_seg = asr_clamp_segments(r->segs, n_seg, offset + size / (double)FRAMES_PER_SECOND);
     st = emit(r, &res, n_seg, seek);
-    if (!p->condition_on_previous_text || res.temperature > 0.5f) r->prompt_from = r->all.n;
+    if (!p->condition_on_previous_text || res.last_temperature > 0.5f) r->prompt_from = r->all.n;
     return st;
 }
 

@@ -38,3 +38,18 @@ int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, asr_
     return 1;
 #undef IS_TS
 }
+
+int asr_clamp_segments(asr_wseg *segs, int n, double limit) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        asr_wseg g = segs[i];
+        if (g.start >= limit) continue;
+        if (g.end > limit) g.end = limit;
+        for (int k = 0; k < g.n_words; k++) {
+            if (g.words[k].start > limit) g.words[k].start = limit;
+            if (g.words[k].end > limit) g.words[k].end = limit;
+        }
+        segs[kept++] = g;
+    }
+    return kept;
+}

@@ -39,7 +39,7 @@ static void hook_apply(const void *ctx, float *x, int V, const int *gen, int n) 
 
 static int hook_stop(const void *ctx, const int *gen, int n) {
     const asr_work *w = ctx;
-    if (!w->p->loop_detect) return 0;
+    if (!w->loop_on) return 0;
     const whisper_model *m = w->env->m;
     int period, span = dec_repeat_tail(gen, n, m->sp.eot, LOOP_MAX_PERIOD, &period);
     if (span < LOOP_MIN_SPAN || span < LOOP_MIN_REPEATS * period) return 0;
@@ -91,7 +91,12 @@ encdec_status asr_work_init(asr_work *w, const asr_env *env, const asr_params *p
     w->lp = ed_alloc(sizeof(float) * W * N, "window log-probs");
     w->len = ed_alloc(sizeof(int) * W * 3, "window sequence lists");
     w->score = ed_alloc(sizeof(float) * W, "window scores");
-    if (!w->logits || !w->tok || !w->lp || !w->len || !w->score || build_suppress(w)) {
+    w->att_tok = ed_alloc(sizeof(int) * ASR_MAX_TEMPS * N, "window attempts");
+    w->att_lp = ed_alloc(sizeof(float) * ASR_MAX_TEMPS * N, "window attempts");
+    w->att = ed_alloc(sizeof *w->att * ASR_MAX_TEMPS, "window attempts");
+    if (!w->logits || !w->tok || !w->lp || !w->len || !w->score || !w->att_tok || !w->att_lp ||
+        !w->att ||
+        build_suppress(w)) {
         asr_work_free(w);
         return ENCDEC_ERR_NOMEM;
     }
@@ -109,6 +114,9 @@ void asr_work_free(asr_work *w) {
     free(w->lp);
     free(w->len);
     free(w->score);
+    free(w->att_tok);
+    free(w->att_lp);
+    free(w->att);
     free(w->suppress);
     memset(w, 0, sizeof *w);
 }
@@ -147,39 +155,41 @@ typedef struct {
     int idx;            /* the sequence chosen */
     int n_text;         /* its tokens without eot */
     double sum;
-    int looped;
+    int looped;         /* the loop detector stopped it: its figures are a prefix's */
 } pick;
 
 /* openai-whisper's MaximumLikelihoodRanker without a length penalty:
- * sum_logprobs / tokens (eot excluded), the first best; sequences the loop
- * detector stopped lose to any that ended normally. Sequence i's tokens
- * are at w->tok + i * max_new (the strategies' layout). */
+ * sum_logprobs / tokens (eot excluded), the first best. Sequence i's tokens
+ * are at w->tok + i * max_new (the strategies' layout). The loop detector
+ * stops a decode's sequences only all together, before any has ended
+ * (decode/search.h), so either none or all of them are stopped ones. */
 static pick rank(const asr_work *w, int n_seq, int max_new) {
-    pick best = {-1, 0, -INFINITY, 1};
+    pick best = {-1, 0, -INFINITY, 0};
     double best_s = 0;
     for (int i = 0; i < n_seq; i++) {
         int len = w->len[i];
         int eot = len > 0 && w->tok[(size_t)i * max_new + len - 1] == w->env->m->sp.eot;
-        int looped = !eot && len < max_new;
         int nt = len - eot;
         double s = nt > 0 ? w->score[i] / (double)nt : -INFINITY;
-        if (best.idx < 0 || (best.looped && !looped) || (looped == best.looped && s > best_s)) {
-            best = (pick){i, nt, w->score[i], looped};
+        if (best.idx < 0 || s > best_s) {
+            best = (pick){i, nt, w->score[i], !eot && len < max_new};
             best_s = s;
         }
     }
     return best;
 }
 
-/* One decode at temperature T into res (tokens borrowed from w). */
+/* One decode at temperature T into res (tokens borrowed from w); the loop
+ * detector may stop its sequences when loop_ok. */
 static encdec_status decode_once(asr_work *w, float T, uint64_t seed, const dec_rules *rules,
-                                 asr_window_result *res, asr_report *rep) {
+                                 int loop_ok, asr_window_result *res, asr_report *rep) {
     const asr_params *p = w->p;
     dec_model dm = rn_seam(w->env->rn);
     int beam = T == 0 && p->beam_size > 1;
     int n_seq = T > 0 ? p->best_of : beam ? p->beam_size : 1;
     encdec_status st = share_prompt(w, n_seq);
     if (st) return st;
+    w->loop_on = loop_ok;
     dec_task *t = NULL;
     if (beam) {
         dec_ow_beam_params bp = {p->beam_size, p->patience, p->length_penalty};
@@ -195,6 +205,7 @@ static encdec_status decode_once(asr_work *w, float T, uint64_t seed, const dec_
     }
     if (!st) st = w->env->x->run(w->env->x->ctx, t);   /* the steps: here, or by the engine */
     dec_task_free(t);
+    w->loop_on = 0;
     rep->n_decodes++;
     rep->n_steps += w->env->rn->n_steps;
     if (st) return st;
@@ -213,6 +224,80 @@ static encdec_status decode_once(asr_work *w, float T, uint64_t seed, const dec_
     return ENCDEC_OK;
 }
 
+/* openai-whisper's verdict on a decode: 1 when it needs the next
+ * temperature. A decode the loop detector stopped fails (its text went on
+ * repeating: too repetitive); it is stopped only where the silence rule
+ * cannot apply (below), which would need the whole decode's figures. */
+static int needs_fallback(const asr_params *p, const asr_window_result *r) {
+    int fail = r->looped;
+    if (!isnan(p->compression_ratio_threshold) && r->compression_ratio > p->compression_ratio_threshold)
+        fail = 1;   /* too repetitive */
+    if (!isnan(p->logprob_threshold) && r->avg_logprob < p->logprob_threshold)
+        fail = 1;   /* too improbable */
+    if (!isnan(p->no_speech_threshold) && r->no_speech_prob > p->no_speech_threshold &&
+        !isnan(p->logprob_threshold) && r->avg_logprob < p->logprob_threshold)
+        fail = 0;   /* silence: the caller skips the window */
+    return fail;
+}
+
+/* Attempt i's decode kept (tokens copied out of the work's rows, which the
+ * next attempt reuses). */
+static void keep_attempt(asr_work *w, int i, asr_window_result *res) {
+    int *tok = w->att_tok + (size_t)i * w->N;
+    float *lp = w->att_lp + (size_t)i * w->N;
+    memcpy(tok, res->tok, sizeof *tok * (size_t)res->n);
+    memcpy(lp, res->lp, sizeof *lp * (size_t)res->n);
+    w->att[i] = *res;
+    w->att[i].tok = tok;
+    w->att[i].lp = lp;
+}
+
+/* Every temperature failed: faster-whisper keeps the attempt with the
+ * highest average log-probability among those under the compression
+ * threshold, else among all (the first such, as Python's max). A decode the
+ * loop detector stopped is above the threshold (its text went on
+ * repeating), so it is weighed only when no attempt is under it: then the
+ * stopped ones are decoded again whole first, and the choice is made on
+ * the figures a decode without the detector has. */
+static int best_attempt(const asr_work *w, int n, int *under) {
+    const asr_params *p = w->p;
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+        for (int i = 0; i < n; i++) {
+            int u = !isnan(p->compression_ratio_threshold) && !w->att[i].looped &&
+                    !(w->att[i].compression_ratio > p->compression_ratio_threshold);
+            if (pass == 0 && !u) continue;
+            if (best < 0 || w->att[i].avg_logprob > w->att[best].avg_logprob) best = i;
+            *under = pass == 0;
+        }
+    return best;
+}
+
+static encdec_status pick_best_attempt(asr_work *w, int n, int seek, const dec_rules *rules,
+                                       asr_window_result *res, asr_report *rep) {
+    const asr_params *p = w->p;
+    int under = 0, looped = 0, best = best_attempt(w, n, &under);
+    for (int i = 0; i < n; i++) looped += w->att[i].looped;
+    if (under || !looped) {
+        *res = w->att[best];
+        return ENCDEC_OK;
+    }
+    for (int i = 0; i < n; i++) {   /* none under the threshold: every decode whole */
+        if (!w->att[i].looped) continue;
+        float ns = w->att[i].no_speech_prob;
+        encdec_status st = decode_once(w, p->temperatures[i], asr_seed(p, seek, i), rules, 0, res, rep);
+        if (st) return st;
+        res->no_speech_prob = ns;
+        keep_attempt(w, i, res);
+    }
+    *res = w->att[best_attempt(w, n, &under)];
+    return ENCDEC_OK;
+}
+
+uint64_t asr_seed(const asr_params *p, int seek, int attempt) {
+    return p->seed ^ ((uint64_t)(unsigned)seek << 20) ^ (uint64_t)attempt;
+}
+
 encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_window_result *res,
                                 asr_report *rep) {
     const asr_params *p = w->p;
@@ -226,24 +311,31 @@ encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_wind
     if (w->n_forced >= rules.max_new)
         return ed_fail(ENCDEC_ERR_ARG, "asr: a prefix of %d tokens leaves no room", w->n_forced);
     memset(res, 0, sizeof *res);
-    for (int i = 0; i < p->n_temperatures; i++) {
-        float T = p->temperatures[i];
-        uint64_t seed = p->seed ^ ((uint64_t)(unsigned)seek << 20) ^ (uint64_t)i;
-        encdec_status st = decode_once(w, T, seed, &rules, res, rep);
+    /* The loop detector stops a decode only where its verdict (fail) is the
+     * whole decode's: not when the silence rule may apply (that needs the
+     * whole decode's log-probability), and not on the last temperature
+     * (whose decode is kept, or weighed, whatever it scores). */
+    int silence = !isnan(p->no_speech_threshold) && no_speech > p->no_speech_threshold &&
+                  !isnan(p->logprob_threshold);
+    int n = p->n_temperatures, i;
+    for (i = 0; i < n; i++) {
+        int loop_ok = p->loop_detect && !silence && i + 1 < n;
+        encdec_status st = decode_once(w, p->temperatures[i], asr_seed(p, seek, i), &rules, loop_ok,
+                                       res, rep);
         if (st) return st;
         res->no_speech_prob = no_speech;
-        res->attempts = i + 1;
-        int fail = res->looped;
-        if (!isnan(p->compression_ratio_threshold) &&
-            res->compression_ratio > p->compression_ratio_threshold)
-            fail = 1;   /* too repetitive */
-        if (!isnan(p->logprob_threshold) && res->avg_logprob < p->logprob_threshold)
-            fail = 1;   /* too improbable */
-        if (!isnan(p->no_speech_threshold) && no_speech > p->no_speech_threshold &&
-            !isnan(p->logprob_threshold) && res->avg_logprob < p->logprob_threshold)
-            fail = 0;   /* silence: the caller skips the window */
-        if (!fail) break;
+        if (!needs_fallback(p, res)) break;
+        if (n > 1 && !p->keep_last) keep_attempt(w, i, res);
     }
-    if (res->attempts > 1) rep->n_fallbacks++;
+    if (i > 0) rep->n_fallbacks++;
+    if (i == n) {   /* every temperature failed */
+        if (!p->keep_last && n > 1) {
+            encdec_status st = pick_best_attempt(w, n, seek, &rules, res, rep);
+            if (st) return st;
+        }
+        res->all_failed = 1;
+    }
+    res->attempts = i < n ? i + 1 : n;
+    res->last_temperature = p->temperatures[res->attempts - 1];
     return ENCDEC_OK;
 }

@@ -113,9 +113,11 @@ typedef struct {
     void *pick_ctx;
     void (*pick_free)(void *);
     int pure, n_seq, pos, n_live;
+    int n_ended;              /* sequences that ended by eot or max_new */
     int *out_tok, *out_len;
     float *out_lp, *out_score;
     int *live, *next, *toks;   /* [n_seq] each: live sequences, their next tokens, choices */
+    int *looping;             /* [n_seq] 1 once the hook said stop for that sequence */
     float *lps;
 } ind_task;
 
@@ -128,7 +130,10 @@ static void ind_destroy(dec_task *t) {
 }
 
 /* Picks position q->pos for every live sequence from t->logits, then lists
- * the sequences that go on (t.n = 0 when none does). */
+ * the sequences that go on (t.n = 0 when none does). The hook's stop ends
+ * the decode when it holds for every live sequence (each since some step)
+ * and none has ended: a sequence that ended could be chosen over the
+ * others only on their whole decodes' scores. */
 static encdec_status ind_advance(dec_task *t) {
     ind_task *q = (ind_task *)t;
     const dec_rules *r = q->r;
@@ -145,11 +150,18 @@ static encdec_status ind_advance(dec_task *t) {
         q->out_lp[(size_t)s * N + pos] = lp;
         q->out_len[s] = pos + 1;
         q->out_score[s] += lp;
-        if (tok != r->eot && pos + 1 < N && !dec_should_stop(r, q->out_tok + (size_t)s * N, pos + 1)) {
-            q->live[k] = s;
-            q->next[k++] = tok;
+        if (tok == r->eot || pos + 1 >= N) {
+            q->n_ended++;
+            continue;
         }
+        if (!q->looping[s] && q->n_ended == 0)
+            q->looping[s] = dec_should_stop(r, q->out_tok + (size_t)s * N, pos + 1);
+        q->live[k] = s;
+        q->next[k++] = tok;
     }
+    int all_loop = k > 0 && q->n_ended == 0;
+    for (int i = 0; i < k && all_loop; i++) all_loop = q->looping[q->live[i]];
+    if (all_loop) k = 0;
     q->n_live = k;
     q->pos = pos + 1;
     t->n = k;
@@ -171,7 +183,7 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
     ind_task *q = st ? NULL : calloc(1, sizeof *q);
     if (!st && !q) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: decode task");
     if (!st) {
-        q->live = dec_alloc_n((size_t)n_seq * 3, sizeof *q->live, "decode sequence lists");
+        q->live = dec_alloc_n((size_t)n_seq * 4, sizeof *q->live, "decode sequence lists");
         q->lps = dec_alloc_n((size_t)n_seq, sizeof *q->lps, "decode log-probs");
         if (!q->live || !q->lps) st = ENCDEC_ERR_NOMEM;
     }
@@ -189,7 +201,8 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
                     .n_seq = n_seq, .pos = F, .n_live = n_seq,
                     .out_tok = out_tok, .out_len = out_len, .out_lp = out_lp,
                     .out_score = out_score, .live = q->live, .next = q->live + n_seq,
-                    .toks = q->live + 2 * n_seq, .lps = q->lps};
+                    .toks = q->live + 2 * n_seq, .looping = q->live + 3 * n_seq, .lps = q->lps};
+    memset(q->looping, 0, sizeof *q->looping * (size_t)n_seq);
     int N = r->max_new;
     for (int s = 0; s < n_seq; s++) {
         for (int k = 0; k < F; k++) {   /* fed already: the outputs start with them */

@@ -267,6 +267,17 @@ static void ow_finish(ow_run *b, int stopped) {
     write_out(&b->fin[best], b->out_tok, b->out_lp, b->out_len, b->out_sum);
 }
 
+/* 1 when the search can stop for the hook: no hypothesis has finished
+ * (one could win over a live beam's result) and the hook stops every live
+ * beam (any of them could become the best). */
+static int all_loop(const ow_run *b) {
+    if (b->n_fin > 0 || !b->r->hook || !b->r->hook->stop) return 0;
+    for (int j = 0; j < b->W; j++)
+        if (b->sum[j] > -INFINITY && !dec_should_stop(b->r, b->hist + (size_t)j * b->N, b->t))
+            return 0;
+    return 1;
+}
+
 /* One position: the rules and choices over b->logits, then either the end
  * (task.n = 0, outputs written) or the reorder and the next step's rows. */
 static encdec_status ow_position(ow_run *b) {
@@ -283,7 +294,7 @@ static encdec_status ow_position(ow_run *b) {
         ow_finish(b, 0);
         return ENCDEC_OK;
     }
-    if (dec_should_stop(b->r, b->hist, b->t)) {   /* the best live beam loops */
+    if (all_loop(b)) {   /* nothing finished, and every live beam repeats itself */
         ow_finish(b, 1);
         return ENCDEC_OK;
     }

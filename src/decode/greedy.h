@@ -20,8 +20,10 @@
 typedef struct {
     /* Modifies logits[n_vocab] in place, after the suppressions. */
     void (*apply)(const void *ctx, float *logits, int n_vocab, const int *gen, int n_gen);
-    /* Nonzero: the sequence stops now, after gen[n_gen - 1] (it then ends
-     * without eot and before max_new tokens: a caller can tell). */
+    /* Nonzero: the sequence may stop now, after gen[n_gen - 1] (it then
+     * ends without eot and before max_new tokens: a caller can tell). A
+     * decode of one sequence stops; one of several stops when the hook
+     * has said so for every live sequence and none has ended (search.h). */
     int (*stop)(const void *ctx, const int *gen, int n_gen);
     const void *ctx;
 } dec_hook;

@@ -99,8 +99,9 @@ typedef struct {
  * than n_beams finished, the live beams join (best first, eot appended with
  * log-prob 0). The best hypothesis by the length-normalised score wins
  * (length without eot); ties go to the one that finished first. A stop from
- * r->hook on the best live beam ends the search at once with that beam as
- * the result (no eot, fewer than max_new tokens). Outputs: tokens (eot
+ * r->hook on every live beam while none has finished ends the search at
+ * once with the best live beam as the result (no eot, fewer than max_new
+ * tokens). Outputs: tokens (eot
  * included when it ended with one), their log-probs, count, and *out_sum,
  * the sum of the log-probs (eot's too when it was chosen). Needs dm->reorder
  * for n_beams > 1. */
@@ -157,7 +158,9 @@ encdec_status dec_independent(const dec_model *m, int n_seq, const int *prompt, 
 
 /* The same after the prompt: sequences 0..n_seq-1 are fed already and
  * logits[n_seq, n_vocab] (used as scratch from then on) hold what the
- * prompt gave each. A sequence also stops when r->hook says so. */
+ * prompt gave each. The decode stops early when r->hook's stop has held
+ * for every live sequence (each since some step of its own) while none has
+ * ended by eot or max_new: the live ones end there. */
 encdec_status dec_independent_fed(const dec_model *m, int n_seq, float *logits, const dec_rules *r,
                                   dec_pick_fn pick, void *pick_ctx, int pure, int *out_tok,
                                   float *out_lp, int *out_len, float *out_score);

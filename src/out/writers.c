@@ -139,6 +139,7 @@ void out_json(out_buf *b, const encdec_result *r) {
         cJSON_AddNumberToObject(e, "avg_logprob", g->avg_logprob);
         cJSON_AddNumberToObject(e, "compression_ratio", g->compression_ratio);
         cJSON_AddNumberToObject(e, "no_speech_prob", g->no_speech_prob);
+        if (g->all_failed) cJSON_AddTrueToObject(e, "all_temperatures_failed");
         if (words > 0) {
             cJSON *ws = cJSON_AddArrayToObject(e, "words");
             for (int k = 0; k < g->n_words; k++) {

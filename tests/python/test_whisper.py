@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import encdec
-from conftest import DATA, THREADS, TINY_EN, need
+from conftest import DATA, SHARED, THREADS, TINY_EN, need
 
 
 def same_segments(a, b, words=False, no_speech=True):
@@ -74,6 +74,39 @@ def test_long_recording_as_faster_whisper(fw_tiny_en, tiny_en, long_recording, k
     # <|startoftranscript|> as openai-whisper does; the texts agree)
     same_segments(a, b, words=kw.get("word_timestamps", False),
                   no_speech=not kw.get("without_timestamps"))
+
+
+def test_every_temperature_failing_as_faster_whisper(fw_tiny_en, tiny_en):
+    """Every window fails at every temperature (a log-probability
+    threshold no decode can meet, no silence rule to rescue it): both
+    engines keep the attempt with the best average log-probability. On
+    these recordings (the cards, jfk.wav, LibriSpeech, platforms: 39 s, two
+    windows) that is the beam search at temperature 0 in both, so their
+    segments agree. (With greedy decoding a sample at 0.2 or 0.4 can score
+    better, and the two engines draw different samples.) encdec marks the
+    segments and reports the temperature the kept text was decoded at;
+    faster-whisper reports the last one tried, 1.0. openai-whisper's rule
+    keeps the last attempt instead."""
+    audio = need(SHARED / "audio")
+    files = sorted((audio / "cards").glob("*.wav")) + [audio / "jfk.wav",
+                                                        audio / "librispeech" / "1272-128104-0000.wav",
+                                                        audio / "platforms_en.wav"]
+    rng = np.random.default_rng(7)
+    parts = []
+    for f in files:
+        parts.append(encdec.decode_audio(str(f)))
+        parts.append((rng.integers(-3, 4, 16000) / 32768.0).astype(np.float32))
+    x = np.concatenate(parts)
+    kw = dict(beam_size=5, log_prob_threshold=0.0, no_speech_threshold=None)
+    a, _, b, _ = both(fw_tiny_en, tiny_en, x, **kw)
+    assert len(b) >= 8
+    assert all(s.temperature == 1.0 for s in a)
+    assert all(s.all_failed and s.temperature == 0.0 for s in b)
+    for s in b:
+        s.temperature = 1.0
+    same_segments(a, b)
+    c = list(tiny_en.transcribe(x, fallback_keep_last=True, seed=3, **kw)[0])
+    assert all(s.all_failed and s.temperature == 1.0 for s in c)
 
 
 def test_language_detection_as_faster_whisper(fw_base, base, long_recording):
