@@ -474,8 +474,11 @@ ENCDEC_API encdec_status encdec_engine_new(const encdec_model *m,
  * requests' handles stay valid until encdec_request_free. */
 ENCDEC_API void encdec_engine_free(encdec_engine *e);
 /* Submits the transcription of pcm[n_samples] (copied; encdec_transcribe's
- * input) or of the audio file at path (encdec_transcribe_file's: read on
- * the request's thread, errors reported by encdec_request_wait). Checks the
+ * input), of the audio file at path (encdec_transcribe_file's), or of an
+ * encoded file held in memory, data[len] (copied: an upload; any format
+ * encdec_audio_load_memory reads). Files and encoded bytes are read on the
+ * request's thread once it holds its place (cancellable while it waits and
+ * while it reads), errors reported by encdec_request_wait. Checks the
  * parameters at once (ENCDEC_ERR_ARG); kv_mode must be ENCDEC_KV_FULL. */
 ENCDEC_API encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm,
                                                   size_t n_samples,
@@ -485,6 +488,11 @@ ENCDEC_API encdec_status encdec_engine_transcribe_file(encdec_engine *e, const c
                                                        const encdec_audio_params *audio,
                                                        const encdec_transcribe_params *params,
                                                        encdec_request **out);
+ENCDEC_API encdec_status encdec_engine_transcribe_memory(encdec_engine *e, const void *data,
+                                                         size_t len,
+                                                         const encdec_audio_params *audio,
+                                                         const encdec_transcribe_params *params,
+                                                         encdec_request **out);
 /* 1 when the request has finished (its result or error is ready), else 0. */
 ENCDEC_API int encdec_request_done(const encdec_request *q);
 /* Waits for the request; *out: its result (the caller's, encdec_result_free)

@@ -5,13 +5,14 @@
 # with Whisper requests (test_engine) and with T5 requests packed into shared
 # encoder passes and streamed token by token (test_engine_t5), and the HTTP
 # server under concurrent clients, streamed completions included
-# (test_server_load, its sanitizers' size) and every endpoint, error and
-# drain of test_server_openai. Any report fails.
+# (test_server_load, its sanitizers' size), every endpoint, error and
+# drain of test_server_openai, and the watcher of parked connections under
+# slow and misbehaving clients (test_server_hostile). Any report fails.
 # Called by scripts/test.sh after the ASan pass; needs the default model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-tests=(test_kern test_engine test_engine_t5 test_server_load test_server_openai)
+tests=(test_kern test_engine test_engine_t5 test_server_load test_server_openai test_server_hostile)
 
 echo "== ThreadSanitizer build: ${tests[*]} ==" >&2
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCDEC_WERROR=ON -DENCDEC_TSAN=ON >/dev/null

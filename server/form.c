@@ -35,6 +35,12 @@ void srv_form_free(srv_form *f) {
     memset(f, 0, sizeof *f);
 }
 
+void srv_form_drop_file(srv_form *f) {
+    free(f->file);
+    f->file = NULL;
+    f->file_len = f->file_cap = 0;
+}
+
 /* Appends data[size] at offset off of a text field (*dst grows). */
 static int add_text(srv_form *f, const char *key, char **dst, const char *data, uint64_t off,
                     size_t size) {

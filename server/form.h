@@ -64,6 +64,8 @@ typedef struct {
 
 void srv_form_init(srv_form *f, size_t max_upload);
 void srv_form_free(srv_form *f);
+/* Frees the upload (its copy went elsewhere); the text fields stay. */
+void srv_form_drop_file(srv_form *f);
 /* One piece of field key (data[size] at offset off of the field's value;
  * filename non-NULL for a file part). Returns 0 when the form is beyond
  * repair (stop parsing), else 1. */

@@ -1,5 +1,5 @@
 /* serve.c - encdec serve: options, the model and its engine, the signals
- * (SIGTERM / SIGINT: stop accepting, finish what is in flight, exit 0). */
+ * (SIGTERM / SIGINT: new requests 503, finish what is in flight, exit 0). */
 #include "server.h"
 #include "../cli/cli.h"
 
@@ -41,7 +41,15 @@ static const char *HELP =
     "      --timeout S         a request's deadline in seconds (default 900; 0: none): 504\n"
     "      --alias NAME        another model name requests may use (default: whisper-1;\n"
     "                          repeatable, up to 8)\n"
-    "      --max-connections N open connections at most (default 256)\n"
+    "      --max-connections N open connections at most (default 2048): 503 beyond\n"
+    "      --max-connections-per-client N  open connections from one address at most\n"
+    "                          (default 128; 0: no limit, e.g. behind a proxy): 503 beyond\n"
+    "      --header-timeout S  a request's headers must arrive within S seconds, and a\n"
+    "                          kept-alive connection may wait that long for the next\n"
+    "                          (default 30; 0: none): the connection is cut\n"
+    "      --body-timeout S    its body within S seconds more (default 300; 0: none): cut\n"
+    "      --http-threads N    threads serving the connections (default 2; event-driven:\n"
+    "                          none waits, however many connections are open)\n"
     "  -q, --quiet             no access log (one line per request on standard error:\n"
     "                          time, method, path, status, bytes, latency)\n"
     CLI_PRECISION_HELP
@@ -84,7 +92,15 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, encdec_
         } else if (!strcmp(a, "--max-queue")) {
             if (!cli_parse_int(a, v, 1, 100000, &o->max_queue)) return -1;
         } else if (!strcmp(a, "--max-connections")) {
-            if (!cli_parse_int(a, v, 1, 100000, &o->max_connections)) return -1;
+            if (!cli_parse_int(a, v, 1, 1000000, &o->max_connections)) return -1;
+        } else if (!strcmp(a, "--max-connections-per-client")) {
+            if (!cli_parse_int(a, v, 0, 1000000, &o->max_per_client)) return -1;
+        } else if (!strcmp(a, "--header-timeout")) {
+            if (!cli_parse_double(a, v, 0, 1e6, &o->header_timeout_s)) return -1;
+        } else if (!strcmp(a, "--body-timeout")) {
+            if (!cli_parse_double(a, v, 0, 1e7, &o->body_timeout_s)) return -1;
+        } else if (!strcmp(a, "--http-threads")) {
+            if (!cli_parse_int(a, v, 1, 64, &o->http_threads)) return -1;
         } else if (!strcmp(a, "--max-upload-mb")) {
             if (!cli_parse_double(a, v, 0.001, 4096, &d)) return -1;
             o->max_upload = (size_t)(d * 1024 * 1024);
@@ -123,8 +139,11 @@ int srv_main(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.rate_mu, NULL);
     srv_opts *o = &s.o;
-    *o = (srv_opts){"127.0.0.1", 8080, cli_default_threads(), 8, 64, 25u << 20, 900, 10800, 256,
-                    {"whisper-1"}, 1, 0};
+    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = cli_default_threads(),
+                    .max_active = 8, .max_queue = 64, .max_upload = 25u << 20, .timeout_s = 900,
+                    .max_audio_s = 10800, .max_connections = 2048, .aliases = {"whisper-1"},
+                    .n_aliases = 1, .max_per_client = 128, .header_timeout_s = 30,
+                    .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2};
     const char *given = NULL;
     encdec_model_params mp = {0};
     encdec_kv_type kv = ENCDEC_KV_F32;
@@ -167,9 +186,9 @@ int srv_main(int argc, char **argv) {
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);
-    /* drain: refuse new work, let the requests in flight finish */
+    /* drain: new requests are answered 503 (the socket stays open: a client
+     * sees why), the requests in flight finish */
     atomic_store(&s.draining, 1);
-    srv_quiesce(&s);
     fprintf(stderr, "encdec serve: %s: finishing %d requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&s.inflight));
     while (atomic_load(&s.inflight) > 0) usleep(20000);

@@ -3,17 +3,25 @@
  * the program's option helpers, cli.h), never the library's insides.
  *
  *   serve.c    options, the model and engine, signals, draining, exit
- *   http.c     the daemon: routes, the audio endpoints (form, limits,
- *              waiting with disconnect and deadline, streaming), models,
- *              health, metrics, the access log
+ *   http.c     the daemon, the request's life (refusals, body, endpoint,
+ *              access log), responses, models, health, metrics
+ *   park.c     the watcher: connections parked while their answer is not
+ *              ready; every connection's count and deadlines
+ *   sse.c      the event queue of a streamed answer
+ *   ep_audio.c the audio endpoints; ep_text.c /v1/completions
  *   form.c     the multipart fields of an audio request, checked
- *   completions.c  /v1/completions (T5 family): the JSON body, the bodies
+ *   completions.c  /v1/completions' JSON body and response bodies
  *   openai.c   response and error bodies in OpenAI's shapes
+ *   (http.h: what these files share)
  *
- * Threads: libmicrohttpd runs a thread per connection; an audio request's
- * connection thread decodes the upload, submits it to the engine and waits
- * (watching the socket for a client that went away, and the deadline);
- * the engine decodes every request's steps together.
+ * Threads: libmicrohttpd's event-driven mode (epoll) with a small pool of
+ * threads serves every connection, however many: none waits. An upload is
+ * collected as it arrives; the request is handed to the engine, which reads
+ * the audio on the request's own thread once it holds a place; the
+ * connection is suspended meanwhile and parked, and one watcher thread
+ * resumes it when the answer is ready (or events of a stream wait, or its
+ * deadline passed, or its client hung up). The engine decodes every
+ * request's steps together.
  */
 #ifndef SRV_SERVER_H
 #define SRV_SERVER_H
@@ -36,12 +44,18 @@ typedef struct {
     size_t max_upload;        /* bytes of an upload (413 beyond) */
     double timeout_s;         /* a request's deadline (504 beyond); 0: none */
     double max_audio_s;       /* longest audio accepted (400 beyond); 0: none */
-    int max_connections;      /* libmicrohttpd's connection limit */
+    int max_connections;      /* open connections at most (503 beyond) */
     const char *aliases[SRV_MAX_ALIASES];   /* other model names accepted ("whisper-1") */
     int n_aliases;
     int quiet;                /* no access log */
     int form_only;            /* answer audio requests after checking the form, without
                                  decoding (the fuzz harness of the form path: no engine) */
+    int max_per_client;       /* open connections from one address at most (503 beyond); 0: any */
+    double header_timeout_s;  /* a request's headers must be in within this (connection cut);
+                                 also how long an idle kept-alive connection stays; 0: none */
+    double body_timeout_s;    /* its body within this once its headers are in; 0: none */
+    int idle_timeout_s;       /* a connection silent this long is closed (libmicrohttpd's) */
+    int http_threads;         /* libmicrohttpd's pool (0: 2) */
 } srv_opts;
 
 typedef struct srv srv;
@@ -62,12 +76,19 @@ struct srv {
     pthread_mutex_t rate_mu;  /* tokens answered per second (the last seconds' buckets) */
     long rate_sec[SRV_RATE_BUCKETS];
     long long rate_tok[SRV_RATE_BUCKETS];
+    /* park.c's: under watch_mu */
+    pthread_mutex_t watch_mu;
+    pthread_t watch_th;
+    int watching, watch_stop;
+    void *parked;             /* srv_park list: suspended connections */
+    void *conns;              /* srv_conn list: every open connection */
+    int n_conns;
+    long long n_cut;          /* connections cut off at a deadline */
 };
 
 /* http.c */
 int srv_start(srv *s);        /* 0: listening on s->port */
-void srv_stop(srv *s);        /* stops accepting, waits for connections, frees the daemon */
-void srv_quiesce(srv *s);     /* stops accepting new connections */
+void srv_stop(srv *s);        /* stops the watcher and the daemon (connections closed) */
 
 int srv_main(int argc, char **argv);
 

@@ -283,6 +283,27 @@ static void bad_input(const encdec_model *m) {
     CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_IO, "/nonexistent/a.wav");
     CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_IO, "/nonexistent/a.wav");   /* again */
     encdec_request_free(q);
+    /* encoded bytes in memory: read on the request's thread, as a file's */
+    CHECK_STATUS(encdec_engine_transcribe_memory(e, "x", 0, NULL, NULL, &q), ENCDEC_ERR_AUDIO, "empty");
+    CHECK_EQ_INT(encdec_engine_transcribe_memory(e, "not audio at all", 16, NULL, NULL, &q), ENCDEC_OK);
+    CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_AUDIO, "Format not recognised");
+    encdec_request_free(q);
+    FILE *f = fopen(ED_SHARED_DIR "/audio/jfk.mp3", "rb");
+    static unsigned char mp3[1 << 20];
+    size_t n_mp3 = f ? fread(mp3, 1, sizeof mp3, f) : 0;
+    if (f) fclose(f);
+    CHECK(n_mp3 > 1000);
+    encdec_audio_params ap = encdec_audio_default_params();
+    ap.max_seconds = 5;   /* 11 s of speech: too long, told by wait */
+    CHECK_EQ_INT(encdec_engine_transcribe_memory(e, mp3, n_mp3, &ap, NULL, &q), ENCDEC_OK);
+    CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_AUDIO, "5");
+    encdec_request_free(q);
+    CHECK_EQ_INT(encdec_engine_transcribe_memory(e, mp3, n_mp3, NULL, NULL, &q), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+    CHECK(r && strstr(encdec_result_text(r), "ask not what your country can do for you"));
+    encdec_result_free(r);
+    r = NULL;
+    encdec_request_free(q);
     CHECK_STATUS(encdec_request_wait(NULL, &r), ENCDEC_ERR_ARG, "NULL");
     encdec_request_free(NULL);
     encdec_request_cancel(NULL);

@@ -34,6 +34,8 @@ struct encdec_request {
     float *pcm;                  /* memory input (copied) */
     size_t n;
     char *path;                  /* file input */
+    unsigned char *bytes;        /* encoded input in memory (copied) */
+    size_t n_bytes;
     encdec_audio_params audio;
     int has_audio;
     encdec_audio_info info;      /* what the file held (file input) */
@@ -72,28 +74,29 @@ static encdec_status prep_engine(void *ctx, int n_slots, encdec_kv_mode mode, as
     return ENCDEC_OK;
 }
 
+/* A transcription: its place first (it waits there, cancellable, in turn
+ * with the others), then its audio read and measured (the first pass, which
+ * checks for cancellation as it goes), then the windows. */
 static encdec_status request_body(encdec_request *q, eng_prep *c) {
     const encdec_model *m = q->e->model;
     c->mel = mel_new(m->w->hp.n_mels);
     if (!c->mel) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: mel");
+    encdec_status st = sch_client_new(q->e->sch, &q->cancel, &c->c);
+    if (st) return st;
     audio_stream *as = NULL;
     asr_feed f;
-    encdec_status st;
-    if (q->path) {
-        st = audio_stream_open(&as, q->path, MEL_SAMPLE_RATE, q->has_audio ? &q->audio : NULL);
-        if (!st) st = asr_feed_stream(&f, as, c->mel);   /* the first pass: before a place */
-        if (as) q->info = *audio_stream_info(as);
-    } else {
-        st = asr_feed_memory(&f, q->pcm, q->n, c->mel);
+    const encdec_audio_params *ap = q->has_audio ? &q->audio : NULL;
+    if (q->path) st = audio_stream_open(&as, q->path, MEL_SAMPLE_RATE, ap);
+    else if (q->bytes) st = audio_stream_open_memory(&as, q->bytes, q->n_bytes, "the audio",
+                                                     MEL_SAMPLE_RATE, ap);
+    if (!st) st = as ? asr_feed_stream(&f, as, c->mel, &q->cancel)
+                     : asr_feed_memory(&f, q->pcm, q->n, c->mel, &q->cancel);
+    if (as) q->info = *audio_stream_info(as);
+    if (!st) {
+        st = api_transcribe_feed(m, prep_engine, c, &f, &q->p, &q->result);
+        asr_feed_free(&f);
     }
-    if (st) {
-        audio_stream_close(as);
-        return st;
-    }
-    st = sch_client_new(q->e->sch, &q->cancel, &c->c);
-    if (!st) st = api_transcribe_feed(m, prep_engine, c, &f, &q->p, &q->result);
     sch_client_free(c->c);
-    asr_feed_free(&f);
     audio_stream_close(as);
     return st;
 }
@@ -190,6 +193,7 @@ static void request_release(encdec_request *q) {
     free(q->clips);
     free(q->pcm);
     free(q->path);
+    free(q->bytes);
     encdec_result_free(q->result);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
@@ -262,20 +266,16 @@ encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm, size_
     return start(e, q, out);
 }
 
-encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
-                                            const encdec_audio_params *audio,
-                                            const encdec_transcribe_params *params,
-                                            encdec_request **out) {
-    encdec_request *q;
-    encdec_status st = new_request(e, params, &q, out);
-    if (st) return st;
-    if (!path || !*path) st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_file: empty path");
+/* An encoded input (a file's path, or bytes): the audio parameters checked
+ * and kept, the request started; or q released. */
+static encdec_status start_encoded(encdec_engine *e, encdec_request *q, encdec_status st,
+                                   const char *who, const encdec_audio_params *audio,
+                                   encdec_request **out) {
     if (!st && audio &&
         (!(audio->max_seconds >= 0) || isinf(audio->max_seconds) || !(audio->fifo_wait_s >= 0) ||
          isinf(audio->fifo_wait_s)))
-        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_file: max_seconds %g / fifo_wait_s "
-                     "%g must be finite numbers >= 0", audio->max_seconds, audio->fifo_wait_s);
-    if (!st && !(q->path = strdup(path))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: path");
+        st = ed_fail(ENCDEC_ERR_ARG, "%s: max_seconds %g / fifo_wait_s %g must be finite numbers "
+                     ">= 0", who, audio->max_seconds, audio->fifo_wait_s);
     if (st) {
         request_release(q);
         return st;
@@ -285,6 +285,34 @@ encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
         q->has_audio = 1;
     }
     return start(e, q, out);
+}
+
+encdec_status encdec_engine_transcribe_file(encdec_engine *e, const char *path,
+                                            const encdec_audio_params *audio,
+                                            const encdec_transcribe_params *params,
+                                            encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, params, &q, out);
+    if (st) return st;
+    if (!path || !*path) st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_file: empty path");
+    if (!st && !(q->path = strdup(path))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: path");
+    return start_encoded(e, q, st, "encdec_engine_transcribe_file", audio, out);
+}
+
+encdec_status encdec_engine_transcribe_memory(encdec_engine *e, const void *data, size_t len,
+                                              const encdec_audio_params *audio,
+                                              const encdec_transcribe_params *params,
+                                              encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, params, &q, out);
+    if (st) return st;
+    if (!data || len == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "the audio is empty (0 bytes)");
+    if (!st && !(q->bytes = malloc(len))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %zu bytes", len);
+    if (!st) {
+        memcpy(q->bytes, data, len);
+        q->n_bytes = len;
+    }
+    return start_encoded(e, q, st, "encdec_engine_transcribe_memory", audio, out);
 }
 
 encdec_status encdec_engine_generate(encdec_engine *e, const char *input,

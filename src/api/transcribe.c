@@ -424,7 +424,7 @@ static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm,
         if (!isfinite(pcm[i]))
             return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
     asr_feed f;
-    st = asr_feed_memory(&f, pcm, n_samples, s->mel);
+    st = asr_feed_memory(&f, pcm, n_samples, s->mel, NULL);
     if (!st) st = transcribe_feed(s, &f, params, out);
     asr_feed_free(&f);
     return st;
@@ -446,7 +446,7 @@ static encdec_status transcribe_file_body(encdec_session *s, const char *path,
     audio_stream *as;
     if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
     asr_feed f;
-    st = asr_feed_stream(&f, as, s->mel);   /* the first pass: length, log-mel maximum */
+    st = asr_feed_stream(&f, as, s->mel, NULL);   /* the first pass: length, log-mel maximum */
     if (info) *info = *audio_stream_info(as);
     if (!st) st = transcribe_feed(s, &f, params, out);
     asr_feed_free(&f);

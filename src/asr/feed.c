@@ -12,16 +12,25 @@
 #define HALF_WIN (MEL_N_FFT / 2)                 /* 200: samples a frame sees on each side */
 #define STREAM_CAP ((size_t)MEL_CHUNK_SAMPLES + 2 * 16384)   /* a window and a block or two */
 
+static encdec_status cancelled(const atomic_int *cancel) {
+    return cancel && atomic_load(cancel) ? ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled")
+                                         : ENCDEC_OK;
+}
+
 /* Frames [t, t_hi) of the signal held in x[x0, x0 + nx) into the running
  * maximum *mx (scratch: [n_mels, PASS_FRAMES]). */
-static void pass_frames(const mel_ctx *mel, const float *x, size_t x0, size_t nx, size_t n_total,
-                        long long *t, long long t_hi, float *scratch, double *mx) {
+static encdec_status pass_frames(const mel_ctx *mel, const float *x, size_t x0, size_t nx,
+                                 size_t n_total, long long *t, long long t_hi, float *scratch,
+                                 double *mx, const atomic_int *cancel) {
     while (*t < t_hi) {
+        encdec_status st = cancelled(cancel);
+        if (st) return st;
         int k = t_hi - *t < PASS_FRAMES ? (int)(t_hi - *t) : PASS_FRAMES;
         double v = mel_frames_log(mel, x, x0, nx, n_total, *t, k, scratch, PASS_FRAMES);
         if (v > *mx) *mx = v;
         *t += k;
     }
+    return ENCDEC_OK;
 }
 
 /* The frames that see real samples are [0, last_frame(n)]; every later one
@@ -30,7 +39,8 @@ static long long frames_seeing(size_t n) { return (long long)((n + HALF_WIN - 1)
 
 static double zero_frame(void) { return log10(1e-10); }
 
-encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel_ctx *mel) {
+encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel_ctx *mel,
+                              const atomic_int *cancel) {
     memset(f, 0, sizeof *f);
     f->pcm = pcm;
     f->n = n;
@@ -38,11 +48,11 @@ encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel
     if (!scratch) return ENCDEC_ERR_NOMEM;
     double t0 = ed_now_ms(), mx = zero_frame();
     long long t = 0;
-    pass_frames(mel, pcm, 0, n, n, &t, frames_seeing(n), scratch, &mx);
+    encdec_status st = pass_frames(mel, pcm, 0, n, n, &t, frames_seeing(n), scratch, &mx, cancel);
     free(scratch);
     f->log_max = mx;
     f->mel_ms = ed_now_ms() - t0;
-    return ENCDEC_OK;
+    return st;
 }
 
 /* Drops the samples before `from` (kept: [from, b0 + bn)). */
@@ -64,7 +74,8 @@ static encdec_status read_more(asr_feed *f, int *end) {
     return ENCDEC_OK;
 }
 
-encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel) {
+encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
+                              const atomic_int *cancel) {
     memset(f, 0, sizeof *f);
     f->as = as;
     f->cap = STREAM_CAP;
@@ -79,7 +90,9 @@ encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel)
         /* the frames whose samples are all here (all of them at the end) */
         long long t_hi = end ? frames_seeing(have)
                              : have >= HALF_WIN ? (long long)((have - HALF_WIN) / MEL_HOP) + 1 : 0;
-        pass_frames(mel, f->buf, f->b0, f->bn, end ? have : (size_t)-1, &t, t_hi, scratch, &mx);
+        if ((st = pass_frames(mel, f->buf, f->b0, f->bn, end ? have : (size_t)-1, &t, t_hi, scratch,
+                              &mx, cancel)))
+            break;
         long long keep = t * MEL_HOP - HALF_WIN;
         if (keep > 0) drop_before(f, (size_t)keep);
         if (!end && f->bn == f->cap) st = ed_fail(ENCDEC_ERR_AUDIO, "asr: audio window overflow");

@@ -25,6 +25,7 @@
 #include "audio/audio.h"
 #include "audio/mel.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef struct {
@@ -37,8 +38,13 @@ typedef struct {
     double mel_ms;           /* time of the first pass's mel */
 } asr_feed;
 
-encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel_ctx *mel);
-encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel);
+/* The first pass: the length and the log-mel's maximum. cancel (may be
+ * NULL): checked between blocks; once set, the pass ends with
+ * ENCDEC_ERR_CANCELLED (an engine's request asked to stop). */
+encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel_ctx *mel,
+                              const atomic_int *cancel);
+encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
+                              const atomic_int *cancel);
 /* Samples [a, min(b, n)) of the recording: *x holds [*x0, *x0 + *nx), a
  * range that contains them (valid until the next call). */
 encdec_status asr_feed_get(asr_feed *f, size_t a, size_t b, const float **x, size_t *x0,

@@ -333,7 +333,7 @@ static encdec_status lf_init(lf_run *r) {
 encdec_status asr_transcribe(const asr_env *env, const float *pcm, size_t n, const asr_params *p,
                              const asr_sink *sink, asr_report *rep) {
     asr_feed f;
-    encdec_status st = asr_feed_memory(&f, pcm, n, env->mel);
+    encdec_status st = asr_feed_memory(&f, pcm, n, env->mel, NULL);
     if (!st) st = asr_transcribe_feed(env, &f, p, sink, rep);
     asr_feed_free(&f);
     return st;

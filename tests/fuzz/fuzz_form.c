@@ -18,7 +18,9 @@ static srv g_srv;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    g_srv.o = (srv_opts){"127.0.0.1", 0, 1, 1, 64, 1 << 20, 0, 0, 64, {"whisper-1"}, 1, 1, 1};
+    g_srv.o = (srv_opts){.host = "127.0.0.1", .threads = 1, .max_active = 1, .max_queue = 64,
+                         .max_upload = 1 << 20, .max_connections = 64, .aliases = {"whisper-1"},
+                         .n_aliases = 1, .quiet = 1, .form_only = 1, .http_threads = 1};
     snprintf(g_srv.name, sizeof g_srv.name, "fuzz-model");
     pthread_mutex_init(&g_srv.rate_mu, NULL);
     if (srv_start(&g_srv)) {

@@ -37,18 +37,7 @@ import urllib.request
 import uuid
 import wave
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.environ.get("ENCDEC_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
-AUDIO = os.path.join(SHARED, "audio")
-
-
-def model_dir():
-    d = os.environ.get("ENCDEC_TINY_EN")
-    if d:
-        return d
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
-    d = os.path.join(cache, "encdec", "models", "whisper-tiny.en")
-    return d if os.path.isdir(d) else None
+from common import AUDIO, HERE, model_dir
 
 
 def wav_concat(paths, seconds):

@@ -13,11 +13,9 @@ draining what is in flight then exiting 0; last, two replicas behind Debian's
 nginx (round-robin upstream, started here) pass the client checks too.
 Exits 0, 1 on a failure, 77 when the client or the model is missing.
 """
-import io
 import json
 import math
 import os
-import re
 import shutil
 import signal
 import socket
@@ -29,7 +27,6 @@ import time
 import urllib.error
 import urllib.request
 import warnings
-import wave
 
 try:
     import openai
@@ -38,11 +35,9 @@ except ImportError:
     print("skip: the openai client is not installed (scripts/venv-client.sh)")
     sys.exit(77)
 
+from common import AUDIO, HERE, JFK, Server, long_wav, model_dir, multipart
+
 warnings.filterwarnings("ignore", category=DeprecationWarning)   # the client marks translations
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.environ.get("ENCDEC_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
-AUDIO = os.path.join(SHARED, "audio")
-JFK = os.path.join(AUDIO, "jfk.wav")
 JFK_TEXT = "And so my fellow Americans ask not what your country can do for you ask what you can do for your country"
 FAILED = []
 
@@ -55,69 +50,6 @@ def check(cond, what):
         FAILED.append(what)
 
 
-def model_dir(env, name):
-    d = os.environ.get(env)
-    if d:
-        return d
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
-    d = os.path.join(cache, "encdec", "models", name)
-    return d if os.path.isdir(d) else None
-
-
-class Server:
-    """encdec serve on a free port; .url, .stop(sig) -> exit status."""
-
-    def __init__(self, binary, model, *args):
-        self.p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-t", "2", *args],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        m = re.search(r"http://([^ :]+):(\d+)", line)
-        if not m:
-            err = self.p.stderr.read()
-            raise RuntimeError("the server did not start: " + line + err)
-        self.port = int(m.group(2))
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log = []
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.p.stderr:
-            self.log.append(line)
-
-    def client(self, **kw):
-        return OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0, **kw)
-
-    def metrics(self):
-        with urllib.request.urlopen(self.url + "/metrics") as r:
-            out = {}
-            for line in r.read().decode().splitlines():
-                if line and not line.startswith("#"):
-                    k, v = line.rsplit(" ", 1)
-                    out[k] = float(v)
-            return out
-
-    def stop(self, sig=signal.SIGTERM, timeout=60):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            return -1
-
-
-def long_wav(repeats):
-    """jfk.wav repeated: a recording of several windows, as bytes."""
-    with wave.open(JFK, "rb") as w:
-        params, frames = w.getparams(), w.readframes(w.getnframes())
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setparams(params)
-        for _ in range(repeats):
-            w.writeframes(frames)
-    return out.getvalue()
-
-
 def raw_post(url, body, ctype, timeout=60):
     """(status, headers, body) of a POST with the given body."""
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
@@ -126,23 +58,6 @@ def raw_post(url, body, ctype, timeout=60):
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read()
-
-
-def multipart(fields, boundary="encdecboundary"):
-    b = io.BytesIO()
-    for name, value in fields:
-        b.write(("--%s\r\n" % boundary).encode())
-        if isinstance(value, tuple):
-            fname, data = value
-            b.write(('Content-Disposition: form-data; name="%s"; filename="%s"\r\n'
-                     "Content-Type: application/octet-stream\r\n\r\n" % (name, fname)).encode())
-            b.write(data)
-        else:
-            b.write(('Content-Disposition: form-data; name="%s"\r\n\r\n' % name).encode())
-            b.write(value.encode())
-        b.write(b"\r\n")
-    b.write(("--%s--\r\n" % boundary).encode())
-    return b.getvalue(), "multipart/form-data; boundary=" + boundary
 
 
 def error_of(e):

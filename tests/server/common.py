@@ -1,0 +1,109 @@
+"""What the server tests share (the standard library only; OpenAI's client
+is imported when a test asks for one): where the audio and the models are,
+a server on a free port, recordings and multipart bodies."""
+import io
+import os
+import re
+import signal
+import subprocess
+import threading
+import urllib.request
+import wave
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("ENCDEC_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
+AUDIO = os.path.join(SHARED, "audio")
+JFK = os.path.join(AUDIO, "jfk.wav")
+
+
+def model_dir(env="ENCDEC_TINY_EN", name="whisper-tiny.en"):
+    """An installed model: $env, else the cache's; None when absent."""
+    d = os.environ.get(env)
+    if d:
+        return d
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    d = os.path.join(cache, "encdec", "models", name)
+    return d if os.path.isdir(d) else None
+
+
+class Server:
+    """encdec serve on a free port; .url, .port, .log (its standard error),
+    .stop(sig) -> exit status."""
+
+    def __init__(self, binary, model, *args):
+        self.p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-t", "2", *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        m = re.search(r"http://([^ :]+):(\d+)", line)
+        if not m:
+            err = self.p.stderr.read()
+            raise RuntimeError("the server did not start: " + line + err)
+        self.port = int(m.group(2))
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.p.stderr:
+            self.log.append(line)
+
+    def client(self, **kw):
+        from openai import OpenAI
+        return OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0, **kw)
+
+    def metrics(self):
+        with urllib.request.urlopen(self.url + "/metrics", timeout=60) as r:
+            out = {}
+            for line in r.read().decode().splitlines():
+                if line and not line.startswith("#"):
+                    k, v = line.rsplit(" ", 1)
+                    out[k] = float(v)
+            return out
+
+    def proc_status(self, key):
+        """A field of /proc/PID/status (VmRSS in kB, Threads, ...)."""
+        with open("/proc/%d/status" % self.p.pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self, sig=signal.SIGTERM, timeout=120):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return -1
+
+
+def long_wav(repeats):
+    """jfk.wav repeated: a recording of several windows, as bytes."""
+    with wave.open(JFK, "rb") as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setparams(params)
+        for _ in range(repeats):
+            w.writeframes(frames)
+    return out.getvalue()
+
+
+def multipart(fields, boundary="encdecboundary"):
+    """A multipart/form-data body of fields [(name, text or (filename, bytes))]
+    and its Content-Type."""
+    b = io.BytesIO()
+    for name, value in fields:
+        b.write(("--%s\r\n" % boundary).encode())
+        if isinstance(value, tuple):
+            fname, data = value
+            b.write(('Content-Disposition: form-data; name="%s"; filename="%s"\r\n'
+                     "Content-Type: application/octet-stream\r\n\r\n" % (name, fname)).encode())
+            b.write(data)
+        else:
+            b.write(('Content-Disposition: form-data; name="%s"\r\n\r\n' % name).encode())
+            b.write(value.encode())
+        b.write(b"\r\n")
+    b.write(("--%s--\r\n" % boundary).encode())
+    return b.getvalue(), "multipart/form-data; boundary=" + boundary
