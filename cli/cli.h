@@ -68,6 +68,9 @@ typedef struct {
 int cli_out_parse_formats(const char *list, unsigned *mask);
 /* Makes dir if missing and checks it is a writable directory (message on failure). */
 int cli_out_check_dir(const char *dir);
+/* 0 (message printed) when two of inputs[n] would write the same files of
+ * o's directory (a/x.wav and b/x.wav: x.txt). */
+int cli_out_check_names(const cli_outputs *o, char **inputs, int n);
 /* Every format of o for the input's result: files named after the input,
  * written whole or not at all; 0 on failure (message printed). */
 int cli_out_write(const cli_outputs *o, const char *input, const encdec_result *r);

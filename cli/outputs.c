@@ -78,7 +78,7 @@ static void base_name(const char *path, char *dst, size_t cap) {
 static int write_file(const char *dir, const char *name, const char *text) {
     char path[4352], tmp[4400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.encdec-XXXXXX", dir);   /* short: any name that fits does */
     int fd = mkstemp(tmp);
     if (fd < 0) {
         cli_err("encdec: %s: cannot write: %s\n", path, strerror(errno));
@@ -95,6 +95,22 @@ static int write_file(const char *dir, const char *name, const char *text) {
         unlink(tmp);
     }
     return ok;
+}
+
+int cli_out_check_names(const cli_outputs *o, char **inputs, int n) {
+    if (!o->dir) return 1;
+    for (int i = 0; i < n; i++) {
+        char a[1024], b[1024];
+        base_name(inputs[i], a, sizeof a);
+        for (int j = 0; j < i; j++) {
+            base_name(inputs[j], b, sizeof b);
+            if (strcmp(a, b)) continue;
+            cli_err("encdec: %s and %s would both be written as %s/%s.* (one over the other): "
+                    "transcribe them into different --output-dir\n", inputs[j], inputs[i], o->dir, a);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int cli_out_write(const cli_outputs *o, const char *input, const encdec_result *r) {

@@ -473,6 +473,7 @@ int cli_transcribe(int argc, char **argv) {
     int rc = parse(argc, argv, &o, &first);
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
     if (o.out.dir && !cli_out_check_dir(o.out.dir)) return CLI_USAGE_ERR;
+    if (!cli_out_check_names(&o.out, argv + first, argc - first)) return CLI_USAGE_ERR;
     if (!cli_check_language_name(o.tp.language)) return CLI_USAGE_ERR;
     int *bad = calloc((size_t)argc, sizeof *bad), failed = 0;
     if (!bad) return 1;

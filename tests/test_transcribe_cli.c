@@ -143,6 +143,31 @@ static void test_files(void) {
     snprintf(args, sizeof args, "'%s' transcribe -m '%s' - < /dev/null 2>&1", ED_CLI_PATH, g_model);
     CHECK_EQ_INT(cli_sh(args), 1);
     CHECK(cli_said("encdec: standard input: bad audio: no data (0 bytes)"));
+    /* two inputs named alike in other folders would write the same files:
+     * refused before any work, nothing written */
+    const char *two = tmp_path("two"), *d1 = tmp_path("d1"), *d2 = tmp_path("d2");
+    char l1[600], l2[600];
+    mkdir(d1, 0777);
+    mkdir(d2, 0777);
+    snprintf(l1, sizeof l1, "%s/x.wav", d1);
+    snprintf(l2, sizeof l2, "%s/x.wav", d2);
+    CHECK(symlink(JFK, l1) == 0 && symlink(ED_SHARED_DIR "/audio/platforms_en.wav", l2) == 0);
+    snprintf(args, sizeof args, "-o '%s' -f txt '%s' '%s'", two, l1, l2);
+    CHECK_EQ_INT(run(args), 2);
+    CHECK(cli_said("would both be written as") && cli_said("/x.*"));
+    CHECK_EQ_INT(count_files(two), 0);
+    snprintf(args, sizeof args, "-f txt '%s' '%s'", l1, l2);   /* on standard output: fine */
+    CHECK_EQ_INT(run(args), 0);
+    /* a long input name (245 characters): its outputs are written (the
+     * temporary name is short whatever the final one) */
+    char name[300], longp[900];
+    memset(name, 'n', 245);
+    memcpy(name + 241, ".wav", 5);
+    snprintf(longp, sizeof longp, "%s/%s", d1, name);
+    CHECK(symlink(JFK, longp) == 0);
+    snprintf(args, sizeof args, "-o '%s' -f srt '%s'", two, longp);
+    CHECK_EQ_INT(run(args), 0);
+    CHECK_EQ_INT(count_files(two), 1);
 }
 
 /* Several files: decoded at once through the engine (-P 3), printed in

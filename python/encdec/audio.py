@@ -33,21 +33,43 @@ class _Pcm:
             self.ptr = None
 
 
+# integer PCM as audio files hold it: the value of full scale, and the
+# middle (8-bit PCM is unsigned, 128 its zero)
+_PCM_SCALE = {np.dtype(np.int16): (32768.0, 0.0), np.dtype(np.int32): (2147483648.0, 0.0),
+              np.dtype(np.int8): (128.0, 0.0), np.dtype(np.uint8): (128.0, 128.0)}
+
+
+def _as_float_samples(a):
+    """An array of samples as float32 in [-1, 1]: floats as they are (what
+    faster-whisper takes), 16- and 32-bit integers scaled by their range,
+    8-bit ones as WAV holds them (unsigned, around 128). Other types have no
+    agreed meaning as audio: refused, saying what to do."""
+    if a.dtype.kind == "f":
+        return np.ascontiguousarray(a, dtype=np.float32)
+    if a.dtype in _PCM_SCALE:
+        full, mid = _PCM_SCALE[a.dtype]
+        return ((a.astype(np.float32) - np.float32(mid)) / np.float32(full)).astype(np.float32)
+    if a.dtype.kind in "iu":
+        raise ValueError(f"audio: samples of type {a.dtype} have no standard scale (int16 and "
+                         f"int32 are scaled by their range, floats taken as they are): convert "
+                         f"them, e.g. audio.astype(np.int16) if they hold 16-bit values, or "
+                         f"audio / full_scale as float32")
+    raise ValueError(f"audio: an array of {a.dtype} is not audio: 16 kHz samples as float32 "
+                     f"(or float64, int16, int32, int8, uint8) are expected")
+
+
 def load(audio, max_seconds=0.0):
     """A path (str or os.PathLike; "-" is standard input), a
     file-like object open for binary reading, bytes holding an encoded file,
-    or an array of 16 kHz samples (any float or int dtype: converted to
-    float32; 1-D) -> _Pcm. Decoding is the library's (libsndfile: WAV, FLAC,
+    or a 1-D array of 16 kHz samples (floats as they are; int16, int32 scaled
+    by their range; int8, uint8 as 8-bit PCM; other types refused) -> _Pcm. Decoding is the library's (libsndfile: WAV, FLAC,
     OGG, MP3; resampled with libsoxr), so a file gives the same samples as
     the encdec program reads."""
     if isinstance(audio, np.ndarray):
         if audio.ndim != 1:
             raise ValueError(f"audio: a 1-D array of 16 kHz samples is expected, "
                              f"not shape {audio.shape}")
-        a = audio
-        if a.dtype.kind in "iu":   # integer PCM: scaled to [-1, 1]
-            a = a.astype(np.float32) / float(np.iinfo(a.dtype).max)
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        a = _as_float_samples(audio)
         if a.size == 0:
             raise N.EncdecError(N.ERR_AUDIO, "audio: the array is empty")
         return _Pcm(a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size, a)

@@ -136,12 +136,15 @@ encdec_status audio_source(const char *path, const encdec_audio_params *p, unsig
     if (S_ISDIR(sb.st_mode)) return ed_fail(ENCDEC_ERR_IO, "%s: is a directory, not an audio file", path);
     if (S_ISBLK(sb.st_mode))
         return ed_fail(ENCDEC_ERR_IO, "%s: is a block device, not an audio file", path);
+    if (S_ISCHR(sb.st_mode))   /* /dev/zero, /dev/urandom, a terminal: nothing that ends */
+        return ed_fail(ENCDEC_ERR_IO, "%s: is a character device, not an audio file (pipe a "
+                       "recording in through a FIFO or standard input)", path);
     if (S_ISREG(sb.st_mode)) {
         if (access(path, R_OK) != 0) return ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));
         if (sb.st_size == 0) return ed_fail(ENCDEC_ERR_AUDIO, "%s: the file is empty (0 bytes)", path);
         return ENCDEC_OK;   /* libsndfile opens it */
     }
-    /* FIFO, character device, socket: a stream. O_NONBLOCK so that opening a
+    /* FIFO, socket: a stream. O_NONBLOCK so that opening a
      * FIFO without a writer returns; reads block again after the wait. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ed_fail(ENCDEC_ERR_IO, "%s: %s", path, strerror(errno));

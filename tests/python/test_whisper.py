@@ -156,6 +156,37 @@ def test_audio_inputs_agree(tiny_en, jfk):
     assert got == [t for _, _, t in want]
 
 
+def test_audio_arrays_by_type(tiny_en, jfk):
+    """Integer arrays as audio files hold them: int16 / int32 by their range,
+    8-bit PCM unsigned around 128 (not / 255, which moved every sample up by
+    half of full scale); types with no meaning as audio refused with a clear
+    error (int64 was divided by 2^63: silence without a word); a character
+    device is refused at once, not read to the 2 GiB stream limit."""
+    pcm = encdec.decode_audio(jfk)
+    scaled = {
+        np.int16: (np.round(pcm * 32767).astype(np.int16), 32768.0, 0),
+        np.int32: (np.round(pcm.astype(np.float64) * 2147483647).astype(np.int32), 2147483648.0, 0),
+        np.int8: (np.round(pcm * 127).astype(np.int8), 128.0, 0),
+        np.uint8: (np.round(pcm * 127 + 128).astype(np.uint8), 128.0, 128),
+    }
+    for t, (a, full, mid) in scaled.items():
+        got = encdec.audio.load(a).array()
+        want = (a.astype(np.float64) - mid) / full
+        assert got.dtype == np.float32 and np.allclose(got, want, atol=1e-6), t
+        assert abs(float(got.mean())) < 0.01, t   # no DC offset
+    text = " ".join(s.text for s in tiny_en.transcribe(scaled[np.uint8][0], beam_size=1)[0])
+    assert "ask not what your country" in text.lower()
+    for bad, what in [(np.round(pcm * 32767).astype(np.int64), "int64"),
+                      (np.zeros(16000, np.uint16), "uint16"), (np.zeros(16000, bool), "bool"),
+                      (pcm.astype(np.complex64), "complex64"), (np.array(["a", "b"]), "<U1")]:
+        with pytest.raises(ValueError, match=what):
+            tiny_en.transcribe(bad)
+    t0 = time.perf_counter()
+    with pytest.raises(encdec.EncdecError, match="character device"):
+        tiny_en.transcribe("/dev/zero")
+    assert time.perf_counter() - t0 < 5
+
+
 def test_segments_are_lazy_and_leaving_cancels(tiny_en, long_recording):
     segs, info = tiny_en.transcribe(long_recording, beam_size=1)
     assert info.duration == pytest.approx(len(long_recording) / 16000)
