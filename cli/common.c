@@ -31,6 +31,28 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
     return NULL;
 }
 
+encdec_vad *cli_load_vad(const char *given) {
+    char buf[4096];
+    const char *path = given, *env = getenv("ENCDEC_VAD");
+    if (!path && env && *env) path = env;
+    if (!path) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/encdec/models/silero-vad-v6", xdg);
+        else snprintf(buf, sizeof buf, "%s/.cache/encdec/models/silero-vad-v6", home ? home : ".");
+        path = buf;
+        if (!is_dir(path)) {
+            cli_err("encdec: --vad: the Silero VAD model is not at %s\n"
+                    "  fetch it with:  scripts/fetch-model.sh vad   (from the encdec source tree)\n",
+                    path);
+            return NULL;
+        }
+    }
+    encdec_vad *v = NULL;
+    encdec_status st = encdec_vad_load(path, &v);
+    if (st) cli_err("encdec: cannot load the VAD model %s: %s\n", path, encdec_last_error());
+    return v;
+}
+
 void cli_err(const char *fmt, ...) {
     va_list ap, aq;
     va_start(ap, fmt);

@@ -68,6 +68,14 @@ static const char *HELP =
     "                       whisper: the highest average log-probability, preferring\n"
     "                       decodes under the compression threshold); JSON marks such\n"
     "                       segments \"all_temperatures_failed\"\n"
+    "      --vad            decode only the speech Silero VAD finds (faster-whisper's\n"
+    "                       vad_filter: its spans put end to end, times mapped back;\n"
+    "                       scripts/fetch-model.sh vad installs the model); its options,\n"
+    "                       faster-whisper's VadOptions: --vad-threshold X (0.5),\n"
+    "                       --vad-neg-threshold X (threshold - 0.15), --vad-min-speech-ms N\n"
+    "                       (0), --vad-max-speech-s X (no limit), --vad-min-silence-ms N\n"
+    "                       (2000), --vad-pad-ms N (400); --vad-model DIR (default:\n"
+    "                       silero-vad-v6 in the model cache)\n"
     "      --silence-threshold DB  a window quieter than DB dBFS (RMS; default -60) whose\n"
     "                       no-speech probability is high is skipped without decoding;\n"
     "                       \"none\": only openai-whisper's rule\n"
@@ -110,6 +118,8 @@ typedef struct {
     double clips[512];
     cli_outputs out;
     const char *format_list;
+    int vad;                  /* --vad: decode only the speech Silero VAD finds */
+    const char *vad_model;    /* its directory (default: the cache's silero-vad-v6) */
 } opts;
 
 /* Option tables: name, field, range. */
@@ -158,7 +168,10 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--max-tokens", &p->max_tokens, 1, 448},
         {"--max-line-width", &o->out.fmt.max_line_width, 1, 100000},
         {"--max-line-count", &o->out.fmt.max_line_count, 1, 100000},
-        {"--max-words-per-line", &o->out.fmt.max_words_per_line, 1, 100000}};
+        {"--max-words-per-line", &o->out.fmt.max_words_per_line, 1, 100000},
+        {"--vad-min-speech-ms", &p->vad_params.min_speech_duration_ms, 0, 3600000},
+        {"--vad-min-silence-ms", &p->vad_params.min_silence_duration_ms, 0, 3600000},
+        {"--vad-pad-ms", &p->vad_params.speech_pad_ms, 0, 60000}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (!strcmp(a, ints[k].name)) {
             if (!cli_parse_int(a, v, ints[k].lo, ints[k].hi, ints[k].dst)) return -1;
@@ -171,7 +184,10 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--compression-ratio-threshold", &p->compression_ratio_threshold, -1e9, 1e9, 1},
         {"--logprob-threshold", &p->logprob_threshold, -1e9, 1e9, 1},
         {"--no-speech-threshold", &p->no_speech_threshold, -1e9, 1e9, 1},
-        {"--silence-threshold", &p->silence_threshold_db, -200, 0, 1}};
+        {"--silence-threshold", &p->silence_threshold_db, -200, 0, 1},
+        {"--vad-threshold", &p->vad_params.threshold, 0.001, 0.999, 0},
+        {"--vad-neg-threshold", &p->vad_params.neg_threshold, 0.001, 0.999, 0},
+        {"--vad-max-speech-s", &p->vad_params.max_speech_duration_s, 0.1, 1e9, 0}};
     for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
         if (!strcmp(a, floats[k].name)) {
             if (!parse_float_opt(&floats[k], v)) return -1;
@@ -183,7 +199,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--no-timestamps", &p->timestamps, 0}, {"--word-timestamps", &p->word_timestamps, 1},
         {"--no-condition-on-previous-text", &p->condition_on_previous_text, 0},
         {"--no-loop-detection", &p->loop_detection, 0},
-        {"--keep-last-attempt", &p->fallback_keep_last, 1},
+        {"--keep-last-attempt", &p->fallback_keep_last, 1}, {"--vad", &o->vad, 1},
         {"--highlight-words", &o->out.fmt.highlight_words, 1},
         {"-v", &o->verbose, 1}, {"--verbose", &o->verbose, 1},
         {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}, {"--strict", &o->strict, 1}};
@@ -198,6 +214,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {NULL, "--initial-prompt", &p->initial_prompt, "a text"},
         {NULL, "--prefix", &p->prefix, "a text"},
         {"-o", "--output-dir", &o->out.dir, "a directory"},
+        {NULL, "--vad-model", &o->vad_model, "a directory"},
         {"-f", "--output-format", &o->format_list, "txt, srt, vtt, tsv, json, a list or all"}};
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if ((strs[k].s && !strcmp(a, strs[k].s)) || !strcmp(a, strs[k].l)) {
@@ -345,6 +362,10 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "n_loops", tm->n_loops);
     cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
     cJSON_AddNumberToObject(t, "n_steps", tm->n_steps);
+    if (o->vad) {
+        cJSON_AddNumberToObject(t, "speech_seconds", tm->speech_seconds);
+        cJSON_AddNumberToObject(t, "vad_ms", tm->vad_ms);
+    }
     cJSON_AddStringToObject(j, "kv_cache", cli_kv_name(o->tp.kv_mode));
     cJSON_AddNumberToObject(j, "beam", o->tp.beam_size);
     cJSON_AddStringToObject(j, "compute", o->mp.compute == ENCDEC_COMPUTE_BF16 ? "bf16" :
@@ -497,10 +518,18 @@ int cli_transcribe(int argc, char **argv) {
         free(bad);
         return CLI_USAGE_ERR;
     }
+    encdec_vad *vad = NULL;
+    if (o.vad && !(vad = cli_load_vad(o.vad_model))) {
+        encdec_model_free(m);
+        free(bad);
+        return 1;
+    }
+    o.tp.vad = vad;
     int n_files = argc - first;
     if (n_files > 1 && o.parallel > 1 && !o.verbose && o.tp.kv_mode == ENCDEC_KV_FULL) {
         failed = !run_engine(m, argv + first, bad + first, n_files, &o, load_ms);
         free(bad);
+        encdec_vad_free(vad);
         encdec_model_free(m);
         return failed;
     }
@@ -509,6 +538,7 @@ int cli_transcribe(int argc, char **argv) {
     encdec_status st = encdec_session_new(m, &sp, &s);
     if (st) {
         cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        encdec_vad_free(vad);
         encdec_model_free(m);
         free(bad);
         return 1;
@@ -523,6 +553,7 @@ int cli_transcribe(int argc, char **argv) {
     }
     free(bad);
     encdec_session_free(s);
+    encdec_vad_free(vad);
     encdec_model_free(m);
     return failed;
 }

@@ -262,6 +262,54 @@ ENCDEC_API encdec_status encdec_audio_load_ex(const char *path, const encdec_aud
                                               float **pcm, size_t *n_samples,
                                               encdec_audio_info *info);
 
+/* ---- speech detection (Silero VAD) ----------------------------------------- */
+
+/* Silero VAD v6 (the network faster-whisper runs before Whisper): which
+ * stretches of a recording are speech. Loaded once, read-only, shareable
+ * by any number of threads; a transcription given one decodes only the
+ * speech (encdec_transcribe_params.vad).
+ *
+ *   encdec_vad *v;  encdec_vad_load("~/.cache/encdec/models/silero-vad-v6", &v);
+ *   encdec_span *sp;  int n;
+ *   encdec_vad_speech(v, pcm, n_samples, NULL, 2, &sp, &n);   ... encdec_free(sp);
+ *   encdec_vad_free(v);
+ *
+ * The model is installed by scripts/fetch-model.sh vad (converted from the
+ * ONNX graph faster-whisper 1.2.1 ships). */
+typedef struct encdec_vad encdec_vad;
+
+/* faster-whisper's VadOptions, the same defaults (all zeros is not valid:
+ * start from encdec_vad_default_params()). */
+typedef struct {
+    float threshold;              /* a 32 ms frame at or above is speech (0.5) */
+    float neg_threshold;          /* below it silence; NAN (default): threshold - 0.15, >= 0.01 */
+    int min_speech_duration_ms;   /* shorter spans are dropped (0) */
+    float max_speech_duration_s;  /* longer ones are split at their last pause over 98 ms, else
+                                     just before the limit (INFINITY) */
+    int min_silence_duration_ms;  /* silence this long ends a span (2000) */
+    int speech_pad_ms;            /* added on each side of a span (400) */
+} encdec_vad_params;
+ENCDEC_API encdec_vad_params encdec_vad_default_params(void);
+
+/* A span of speech: samples [start, end) of 16 kHz audio. */
+typedef struct {
+    size_t start, end;
+} encdec_span;
+
+/* The model directory at path (model.safetensors, config.json). */
+ENCDEC_API encdec_status encdec_vad_load(const char *path, encdec_vad **out);
+ENCDEC_API void encdec_vad_free(encdec_vad *v);
+/* The speech spans of pcm[n_samples] (16 kHz mono) with params (NULL:
+ * defaults), faster-whisper's get_speech_timestamps: *out (encdec_free; NULL
+ * when none) and *n_out. n_threads (1..256) run the network's products. */
+ENCDEC_API encdec_status encdec_vad_speech(const encdec_vad *v, const float *pcm, size_t n_samples,
+                                           const encdec_vad_params *params, int n_threads,
+                                           encdec_span **out, int *n_out);
+/* The speech probability of every 32 ms frame (512 samples; the last one
+ * zero-padded): *probs (encdec_free), *n_frames. */
+ENCDEC_API encdec_status encdec_vad_probs(const encdec_vad *v, const float *pcm, size_t n_samples,
+                                          int n_threads, float **probs, size_t *n_frames);
+
 /* ---- transcription (Whisper) -------------------------------------------- */
 
 typedef struct encdec_result encdec_result;
@@ -361,6 +409,17 @@ typedef struct {
                                      the attempt with the highest average log-probability
                                      among those under the compression threshold, else among
                                      all (faster-whisper); 1 keeps the last (openai-whisper) */
+    const encdec_vad *vad;        /* not NULL: only the speech this VAD finds is decoded
+                                     (faster-whisper's vad_filter): its spans are put end to
+                                     end, transcribed, and every time mapped back to the
+                                     recording's; ignored when clip_timestamps are given.
+                                     Borrowed for the call (the engine: until the request
+                                     ends). The audio is held whole in memory then */
+    encdec_vad_params vad_params; /* the VAD's options (default: faster-whisper's) */
+    const encdec_span *speech;    /* not NULL: the speech spans to decode, as vad's would be
+                                     (from encdec_vad_speech, or the caller's own: samples,
+                                     increasing, not overlapping); vad is then not run */
+    int n_speech;                 /* their count (0 with speech set: nothing is speech) */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected
@@ -383,6 +442,8 @@ typedef struct {
     int n_loops;         /* decodes stopped by the loop detector */
     double audio_seconds;  /* length of the audio transcribed */
     int n_input_tokens;    /* generation: tokens of the inputs (</s> included) */
+    double speech_seconds; /* with a VAD: the speech it kept (what was decoded); else 0 */
+    double vad_ms;         /* with a VAD: its time */
 } encdec_timings;
 
 /* One output sequence: a transcript, or one generation for one input. */

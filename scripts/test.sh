@@ -43,6 +43,7 @@ setup() {
   scripts/deps.sh
   scripts/fetch-model.sh tiny.en
   scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
+  scripts/fetch-model.sh vad       # Silero VAD: tests/test_vad.c, --vad, vad_filter
   scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
   scripts/venv-client.sh           # OpenAI's Python client for them
   scripts/venv-python.sh           # pip install . (the Python package) + pytest, faster-whisper

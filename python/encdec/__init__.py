@@ -15,6 +15,7 @@ from ._native import ArgumentError, CancelledError, EncdecError
 from ._native import lib as _lib
 from .audio import decode_audio
 from .t5 import T5Model
+from .vad import VadOptions, get_speech_timestamps
 from .whisper import Segment, TranscriptionInfo, WhisperModel, Word
 
 __version__ = "0.1.0"
@@ -26,4 +27,5 @@ def build_info():
 
 
 __all__ = ["WhisperModel", "T5Model", "Segment", "Word", "TranscriptionInfo", "decode_audio",
+           "VadOptions", "get_speech_timestamps",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

@@ -117,6 +117,16 @@ PROGRESS_FN = CFUNCTYPE(None, c_double, c_double, c_void_p)
 LANGUAGE_FN = CFUNCTYPE(None, c_char_p, c_float, c_void_p)
 
 
+class VadParams(Structure):
+    _fields_ = [("threshold", c_float), ("neg_threshold", c_float),
+                ("min_speech_duration_ms", c_int), ("max_speech_duration_s", c_float),
+                ("min_silence_duration_ms", c_int), ("speech_pad_ms", c_int)]
+
+
+class Span(Structure):
+    _fields_ = [("start", c_size_t), ("end", c_size_t)]
+
+
 class TranscribeParams(Structure):
     _fields_ = [("kv_mode", c_int), ("language", c_char_p), ("translate", c_int),
                 ("max_tokens", c_int), ("beam_size", c_int), ("timestamps", c_int),
@@ -129,7 +139,9 @@ class TranscribeParams(Structure):
                 ("prepend_punctuations", c_char_p), ("append_punctuations", c_char_p),
                 ("loop_detection", c_int), ("silence_threshold_db", c_float),
                 ("seed", c_uint64), ("on_segment", SEGMENT_FN), ("on_progress", PROGRESS_FN),
-                ("user", c_void_p), ("on_language", LANGUAGE_FN), ("fallback_keep_last", c_int)]
+                ("user", c_void_p), ("on_language", LANGUAGE_FN), ("fallback_keep_last", c_int),
+                ("vad", c_void_p), ("vad_params", VadParams), ("speech", POINTER(Span)),
+                ("n_speech", c_int)]
 
 
 class Timings(Structure):
@@ -137,7 +149,7 @@ class Timings(Structure):
                 ("n_windows", c_int), ("n_tokens", c_int), ("n_steps", c_int),
                 ("align_ms", c_double), ("n_encodes", c_int), ("n_decodes", c_int),
                 ("n_fallbacks", c_int), ("n_loops", c_int), ("audio_seconds", c_double),
-                ("n_input_tokens", c_int)]
+                ("n_input_tokens", c_int), ("speech_seconds", c_double), ("vad_ms", c_double)]
 
 
 class Sequence(Structure):
@@ -175,7 +187,8 @@ STRUCTS = {
     "encdec_segment": Segment, "encdec_transcribe_params": TranscribeParams,
     "encdec_timings": Timings, "encdec_sequence": Sequence,
     "encdec_engine_params": EngineParams, "encdec_engine_stats": EngineStats,
-    "encdec_generate_params": GenerateParams,
+    "encdec_generate_params": GenerateParams, "encdec_vad_params": VadParams,
+    "encdec_span": Span,
 }
 
 # ---- functions ------------------------------------------------------------------
@@ -236,6 +249,13 @@ _fn("encdec_result_n_language_probs", c_int, c_void_p)
 _fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
 _fn("encdec_result_timings", P(Timings), c_void_p)
 _fn("encdec_result_free", None, c_void_p)
+_fn("encdec_vad_default_params", VadParams)
+_fn("encdec_vad_load", _status, c_char_p, P(c_void_p))
+_fn("encdec_vad_free", None, c_void_p)
+_fn("encdec_vad_speech", _status, c_void_p, P(c_float), c_size_t, P(VadParams), c_int,
+    P(P(Span)), P(c_int))
+_fn("encdec_vad_probs", _status, c_void_p, P(c_float), c_size_t, c_int, P(P(c_float)),
+    P(c_size_t))
 
 COMPUTE = {"f32": 0, "bf16": 1, "int8": 2}
 KV_TYPE = {"f32": 0, "f16": 1, "bf16": 2}

@@ -24,6 +24,7 @@ from typing import List, Optional, Tuple
 
 from . import _native as N
 from . import audio as A
+from . import vad as V
 from ._model import Model, Owner, default_threads, resolve
 
 
@@ -68,7 +69,7 @@ class TranscriptionInfo:
     # was given or the model is English-only)
     all_language_probs: Optional[List[Tuple[str, float]]] = None
     transcription_options: dict = field(default_factory=dict)
-    vad_options: None = None
+    vad_options: Optional[V.VadOptions] = None
 
 
 _DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -363,8 +364,6 @@ class WhisperModel(Owner):
         _unsupported("suppress_tokens", list(suppress_tokens or []), [-1])
         _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
         _unsupported("multilingual", multilingual, False)
-        _unsupported("vad_filter", vad_filter, False)
-        _unsupported("vad_parameters", vad_parameters, None)
         _unsupported("chunk_length", chunk_length, None)
         _unsupported("hallucination_silence_threshold", hallucination_silence_threshold, None)
         _unsupported("hotwords", hotwords, None)
@@ -421,7 +420,17 @@ class WhisperModel(Owner):
         tp.fallback_keep_last = int(bool(fallback_keep_last))
         tp.seed = int(seed)
 
+        vad_opts = V.options(vad_parameters) if vad_filter else None   # before any work
         pcm = A.load(audio)
+        after_vad = pcm.seconds
+        if vad_filter and not clips:
+            # faster-whisper's vad_filter: the speech spans put end to end are
+            # transcribed, every time mapped back (clip_timestamps win over it)
+            spans = V.speech_spans(pcm, vad_opts, self.cpu_threads)
+            arr = (N.Span * max(1, len(spans)))(*[N.Span(a, b) for a, b in spans])
+            keep.append(arr)
+            tp.speech, tp.n_speech = ctypes.cast(arr, ctypes.POINTER(N.Span)), len(spans)
+            after_vad = sum(b - a for a, b in spans) / A.SAMPLE_RATE
         options = dict(beam_size=beam_size, best_of=best_of, patience=patience,
                        temperatures=list(temperature) if not isinstance(temperature, (int, float))
                        else [temperature], compression_ratio_threshold=compression_ratio_threshold,
@@ -433,8 +442,8 @@ class WhisperModel(Owner):
                        max_new_tokens=max_new_tokens, clip_timestamps=clip_timestamps,
                        task=task, language=language)
         info = TranscriptionInfo(language=language or "", language_probability=1.0,
-                                 duration=pcm.seconds, duration_after_vad=pcm.seconds,
-                                 transcription_options=options)
+                                 duration=pcm.seconds, duration_after_vad=after_vad,
+                                 transcription_options=options, vad_options=vad_opts)
         req = _Request(self._engine, pcm, tp, keep, info, log_progress)
         req.language.wait()
         if not req.language_known and req.error is not None:

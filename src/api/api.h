@@ -8,6 +8,9 @@
 #include "models/whisper.h"
 #include "models/t5.h"
 #include "asr/asr.h"
+#include "asr/speech.h"
+
+#include <stdatomic.h>
 
 typedef enum { API_WHISPER, API_T5 } api_family;
 
@@ -110,5 +113,28 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
 encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                   asr_feed *feed, const encdec_transcribe_params *params,
                                   encdec_result **out);
+
+/* vad.c: a transcription of the speech alone. The speech spans of a
+ * recording (samples), its length and the VAD's time. */
+typedef struct {
+    const asr_span *spans;
+    int n;
+    size_t n_samples;
+    double vad_ms;
+} api_speech;
+/* The speech of pcm[n] (p->vad's spans, on pool) put end to end and
+ * transcribed (prep as api_transcribe_feed's), every time of the result
+ * mapped back to pcm's; no speech: a result with no segments. */
+encdec_status api_transcribe_speech(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
+                                    const mel_ctx *mel, ed_pool *pool, const float *pcm, size_t n,
+                                    const encdec_transcribe_params *p, const atomic_int *cancel,
+                                    encdec_result **out);
+encdec_status api_vad_check(const encdec_vad_params *p);
+/* transcribe.c: api_transcribe_feed over the joined speech of sp (feed NULL:
+ * there was none). */
+encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep prep,
+                                         void *prep_ctx, asr_feed *feed,
+                                         const encdec_transcribe_params *params,
+                                         const api_speech *sp, encdec_result **out);
 
 #endif

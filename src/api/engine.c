@@ -31,6 +31,7 @@ struct encdec_request {
     encdec_transcribe_params p;  /* texts copied into strs */
     char *strs[5];               /* language, initial_prompt, prefix, punctuations */
     double *clips;
+    encdec_span *speech;         /* the caller's speech spans (copied) */
     float *pcm;                  /* memory input (copied) */
     size_t n;
     char *path;                  /* file input */
@@ -74,6 +75,25 @@ static encdec_status prep_engine(void *ctx, int n_slots, encdec_kv_mode mode, as
     return ENCDEC_OK;
 }
 
+/* With a VAD: the whole recording in memory, its speech alone transcribed
+ * (the VAD's products on a pool of the request's own). */
+static encdec_status speech_body(encdec_request *q, eng_prep *c) {
+    const encdec_audio_params *ap = q->has_audio ? &q->audio : NULL;
+    float *pcm = q->pcm;
+    size_t n = q->n;
+    encdec_status st = ENCDEC_OK;
+    if (q->path) st = encdec_audio_load_ex(q->path, ap, &pcm, &n, &q->info);
+    else if (q->bytes)
+        st = encdec_audio_load_memory(q->bytes, q->n_bytes, ap ? ap->max_seconds : 0, &pcm, &n);
+    ed_pool *pool = NULL;
+    if (!st) st = ed_pool_new(&pool, 1);
+    if (!st) st = api_transcribe_speech(q->e->model, prep_engine, c, c->mel, pool, pcm, n, &q->p,
+                                        &q->cancel, &q->result);
+    ed_pool_free(pool);
+    if (pcm != q->pcm) encdec_free(pcm);
+    return st;
+}
+
 /* A transcription: its place first (it waits there, cancellable, in turn
  * with the others), then its audio read and measured (the first pass, which
  * checks for cancellation as it goes), then the windows. */
@@ -83,6 +103,11 @@ static encdec_status request_body(encdec_request *q, eng_prep *c) {
     if (!c->mel) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: mel");
     encdec_status st = sch_client_new(q->e->sch, &q->cancel, &c->c);
     if (st) return st;
+    if ((q->p.vad || q->p.speech) && q->p.n_clip_timestamps == 0) {
+        st = speech_body(q, c);
+        sch_client_free(c->c);
+        return st;
+    }
     audio_stream *as = NULL;
     asr_feed f;
     const encdec_audio_params *ap = q->has_audio ? &q->audio : NULL;
@@ -184,6 +209,12 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
         else fail = 1;
         q->p.clip_timestamps = q->clips;
     }
+    if (q->p.speech && q->p.n_speech > 0 && q->p.n_speech <= (1 << 24)) {
+        q->speech = malloc(sizeof *q->speech * (size_t)q->p.n_speech);
+        if (q->speech) memcpy(q->speech, q->p.speech, sizeof *q->speech * (size_t)q->p.n_speech);
+        else fail = 1;
+        q->p.speech = q->speech;
+    }
     return fail ? ed_fail(ENCDEC_ERR_NOMEM, "out of memory: request parameters") : ENCDEC_OK;
 }
 
@@ -191,6 +222,7 @@ static void request_release(encdec_request *q) {
     free(q->text);
     for (int i = 0; i < 5; i++) free(q->strs[i]);
     free(q->clips);
+    free(q->speech);
     free(q->pcm);
     free(q->path);
     free(q->bytes);

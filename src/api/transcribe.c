@@ -32,6 +32,7 @@ encdec_transcribe_params encdec_transcribe_default_params(void) {
     p.condition_on_previous_text = 1;
     p.loop_detection = 1;
     p.silence_threshold_db = -60.0f;
+    p.vad_params = encdec_vad_default_params();
     return p;
 }
 
@@ -106,6 +107,7 @@ encdec_status api_transcribe_check(const encdec_model *model, const encdec_trans
         (p->n_clip_timestamps > 0 && !p->clip_timestamps))
         return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps: %d values (0..%d)", p->n_clip_timestamps,
                        2 * ASR_MAX_CLIPS);
+    if (p->vad) return api_vad_check(&p->vad_params);
     return ENCDEC_OK;
 }
 
@@ -165,6 +167,7 @@ typedef struct {
     encdec_result *r;
     const whisper_model *w;
     const encdec_transcribe_params *p;
+    const asr_speech_map *speech;   /* with a VAD: joined speech -> the recording's time */
     int window, last_seek;
     encdec_token *view_tok;   /* the callback's copy of a segment's tokens, pointers resolved */
     encdec_word *view_words;
@@ -194,14 +197,26 @@ static encdec_status on_segment(void *user, const asr_segment *g) {
         const char *b = bpe_token_bytes(c->w->tok, g->tokens[i], &len);
         st = api_result_add_token(r, g->tokens[i], g->logprobs[i], b, b ? len : 0, c->window - 1);
     }
+    double start = g->start, end = g->end;
+    if (c->speech && g->n_words == 0) {   /* faster-whisper's restore_speech_timestamps */
+        start = asr_speech_time(c->speech, g->start, -1, 0);
+        end = asr_speech_time(c->speech, g->end, -1, 1);
+    }
     for (int i = 0; i < g->n_words && !st; i++) {
         size_t off;
+        double ws = g->words[i].start, we = g->words[i].end;
+        if (c->speech) {   /* both ends in the span of the word's middle */
+            int k = asr_speech_chunk(c->speech, (ws + we) / 2, 0);
+            ws = asr_speech_time(c->speech, ws, k, 0);
+            we = asr_speech_time(c->speech, we, k, 0);
+            if (i == 0) start = ws;
+            if (i == g->n_words - 1) end = we;
+        }
         st = api_result_add_str(r, g->words[i].text, strlen(g->words[i].text), &off);
-        if (!st) st = api_result_add_word(r, off, g->words[i].start, g->words[i].end,
-                                          g->words[i].probability);
+        if (!st) st = api_result_add_word(r, off, ws, we, g->words[i].probability);
     }
     if (!st) st = api_result_add_str(r, g->text, strlen(g->text), &text_off);
-    encdec_segment seg = {(int)r->n_segs, g->seek, g->start, g->end, NULL, g->n_tokens, NULL,
+    encdec_segment seg = {(int)r->n_segs, g->seek, start, end, NULL, g->n_tokens, NULL,
                           g->temperature, g->avg_logprob, g->compression_ratio, g->no_speech_prob,
                           g->n_words, NULL, g->all_failed};
     if (!st) st = api_result_add_segment(r, &seg, text_off, first_tok, first_word);
@@ -356,7 +371,14 @@ static encdec_status check_session(const encdec_session *s, encdec_result **out)
 encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                   asr_feed *feed, const encdec_transcribe_params *params,
                                   encdec_result **out) {
-    size_t n_samples = feed->n;
+    return api_transcribe_feed_speech(model, prep, prep_ctx, feed, params, NULL, out);
+}
+
+encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep prep,
+                                         void *prep_ctx, asr_feed *feed,
+                                         const encdec_transcribe_params *params,
+                                         const api_speech *sp, encdec_result **out) {
+    size_t n_samples = feed ? feed->n : 0;
     encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
     const whisper_model *w = model->w;
     asr_params a;
@@ -364,25 +386,38 @@ encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, 
     int *prompt = NULL, *prefix = NULL;
     encdec_status st = api_transcribe_check(model, &p);
     if (!st) st = to_asr(model, &p, n_samples, &a, &prompt, &prefix);
-    if (!st) st = prep(prep_ctx, asr_slots_needed(&a), a.kv_mode, &env);
+    if (!st && feed) st = prep(prep_ctx, asr_slots_needed(&a), a.kv_mode, &env);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);
         if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
     }
-    sink_ctx c = {r, w, &p, 0, -1, NULL, NULL, 0};
+    double *work = sp && sp->n ? malloc(sizeof(double) * 2 * (size_t)sp->n) : NULL;
+    asr_speech_map map;
+    if (!st && sp && sp->n && !work) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: speech map");
+    if (!st && work) asr_speech_map_init(&map, sp->spans, sp->n, MEL_SAMPLE_RATE, work);
+    sink_ctx c = {r, w, &p, work ? &map : NULL, 0, -1, NULL, NULL, 0};
     asr_report rep;
-    if (!st) {
+    memset(&rep, 0, sizeof rep);
+    rep.language = a.language;
+    if (!st && feed) {
         asr_sink sink = {on_segment, on_progress, &c, on_language};
         st = asr_transcribe_feed(&env, feed, &a, &sink, &rep);
+    } else if (!st) {   /* no speech: nothing to detect the language on */
+        on_language(&c, a.language, NULL, 0);
     }
+    free(work);
     free(c.view_tok);
     free(c.view_words);
     free(prompt);
     free(prefix);
     if (!st) st = finish_text(r, w);
     if (!st) {
-        report(r, w, &rep, n_samples);
+        report(r, w, &rep, sp ? sp->n_samples : n_samples);
+        if (sp) {
+            r->timings.speech_seconds = n_samples / (double)MEL_SAMPLE_RATE;
+            r->timings.vad_ms = sp->vad_ms;
+        }
         api_result_finish(r);
         *out = r;
         return ENCDEC_OK;
@@ -423,6 +458,11 @@ static encdec_status encdec_transcribe_body(encdec_session *s, const float *pcm,
     for (size_t i = 0; i < n_samples; i++)
         if (!isfinite(pcm[i]))
             return ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
+    if (params && (params->vad || params->speech) && params->n_clip_timestamps == 0) {
+        session_prep c = {s};
+        return api_transcribe_speech(s->model, prep_session, &c, s->mel, s->pool, pcm, n_samples,
+                                     params, NULL, out);
+    }
     asr_feed f;
     st = asr_feed_memory(&f, pcm, n_samples, s->mel, NULL);
     if (!st) st = transcribe_feed(s, &f, params, out);
@@ -443,6 +483,14 @@ static encdec_status transcribe_file_body(encdec_session *s, const char *path,
                        "must be finite numbers >= 0", ap->max_seconds, ap->fifo_wait_s);
     encdec_transcribe_params pc = params ? *params : encdec_transcribe_default_params();
     if ((st = api_transcribe_check(s->model, &pc))) return st;   /* before reading hours of audio */
+    if ((pc.vad || pc.speech) && pc.n_clip_timestamps == 0) {   /* the speech of the whole recording, in memory */
+        float *pcm = NULL;
+        size_t n = 0;
+        st = encdec_audio_load_ex(path, ap, &pcm, &n, info);
+        if (!st) st = encdec_transcribe_body(s, pcm, n, &pc, out);
+        encdec_free(pcm);
+        return st;
+    }
     audio_stream *as;
     if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
     asr_feed f;

@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 ggml bpe spm config t5_config form)
+all=(audio safetensors ct2 ggml bpe spm config t5_config form vad)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
@@ -42,7 +42,8 @@ fi
 for h in "${harnesses[@]}"; do
   extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
-  [ "$h" = form ] && extra=(server/http.c server/form.c server/openai.c server/completions.c -lmicrohttpd)
+  [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
+                            server/form.c server/openai.c server/completions.c -lmicrohttpd)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 done
 

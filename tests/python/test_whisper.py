@@ -109,6 +109,51 @@ def test_every_temperature_failing_as_faster_whisper(fw_tiny_en, tiny_en):
     assert all(s.all_failed and s.temperature == 1.0 for s in c)
 
 
+@pytest.fixture(scope="session")
+def gappy_recording():
+    """Speech with pauses of silence and of noise (30 s and more): jfk.wav,
+    3 s of silence, the LibriSpeech utterance, 4 s of loud noise, the
+    platforms announcement, 2.5 s of silence, a card."""
+    audio = need(SHARED / "audio")
+    rng = np.random.default_rng(3)
+    parts = [encdec.decode_audio(str(audio / "jfk.wav")), np.zeros(48000, np.float32),
+             encdec.decode_audio(str(audio / "librispeech" / "1272-128104-0000.wav")),
+             (rng.standard_normal(64000) * 0.05).astype(np.float32),
+             encdec.decode_audio(str(audio / "platforms_en.wav")), np.zeros(40000, np.float32),
+             encdec.decode_audio(str(audio / "cards" / "003.wav"))]
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("vad", [None, {"min_silence_duration_ms": 500, "speech_pad_ms": 200},
+                                 {"threshold": 0.6, "max_speech_duration_s": 5.0}],
+                         ids=["defaults", "short-silence", "split"])
+def test_vad_as_faster_whisper(fw_tiny_en, tiny_en, gappy_recording, vad):
+    """vad_filter=True: the same speech spans (get_speech_timestamps, sample
+    for sample), the same segments and words in the recording's time."""
+    from faster_whisper import vad as fwvad
+    o = encdec.VadOptions(**(vad or {}))
+    want = fwvad.get_speech_timestamps(gappy_recording, fwvad.VadOptions(**(vad or {})))
+    got = encdec.get_speech_timestamps(gappy_recording, o)
+    assert got == want and len(got) >= 2
+    for words in (False, True) if vad and "speech_pad_ms" in vad else (False,):
+        a, ai, b, bi = both(fw_tiny_en, tiny_en, gappy_recording, vad_filter=True,
+                            vad_parameters=vad, word_timestamps=words)
+        for x in a:   # encdec ends nothing past the audio (faster-whisper's last can)
+            x.end = min(x.end, ai.duration)
+            for w in x.words or []:
+                w.start, w.end = min(w.start, ai.duration), min(w.end, ai.duration)
+        same_segments(a, b, words=words)
+        assert bi.duration_after_vad == pytest.approx(ai.duration_after_vad, abs=1e-6)
+        assert bi.duration == pytest.approx(ai.duration) and bi.duration_after_vad < bi.duration
+        assert isinstance(bi.vad_options, encdec.VadOptions)
+    # noise alone: no speech, no segments, nothing decoded
+    noise = (np.random.default_rng(5).standard_normal(16000 * 20) * 0.01).astype(np.float32)
+    segs, info = tiny_en.transcribe(noise, vad_filter=True)
+    assert list(segs) == [] and info.duration_after_vad == 0
+    with pytest.raises(ValueError, match="unknown"):
+        tiny_en.transcribe(noise, vad_filter=True, vad_parameters={"treshold": 0.5})
+
+
 def test_language_detection_as_faster_whisper(fw_base, base, long_recording):
     # (30 s or more: faster-whisper pads shorter audio in mel space, not as
     # openai-whisper does, so short clips' probabilities differ by design)
@@ -288,8 +333,8 @@ def test_errors(tiny_en, jfk, tmp_path):
         tiny_en.transcribe(jfk, language="de")
     with pytest.raises(encdec.ArgumentError, match="translate"):
         tiny_en.transcribe(jfk, task="translate")
-    with pytest.raises(ValueError, match="vad_filter"):
-        tiny_en.transcribe(jfk, vad_filter=True)
+    with pytest.raises(ValueError, match="hotwords"):
+        tiny_en.transcribe(jfk, hotwords="Kennedy")
     with pytest.raises(ValueError, match="ramp"):
         tiny_en.transcribe(jfk, temperature=[0.0, 0.5, 0.7])
     with pytest.raises(ValueError, match="beam_size"):
