@@ -58,8 +58,10 @@ unsigned cli_umask(void);
 /* A comma list of numbers ("0,30.5,60") into out[cap]; -1 when malformed. */
 int cli_parse_list(const char *opt, const char *s, double *out, int cap);
 
-/* The Silero VAD at path (NULL: $ENCDEC_VAD, else the cache's
- * silero-vad-v6), or NULL with the reason printed. */
+/* The Silero VAD's directory: path given, else $ENCDEC_VAD, else the
+ * cache's silero-vad-v6 when it is there (NULL when not; buf[cap] holds it). */
+const char *cli_vad_path(const char *given, char *buf, size_t cap);
+/* The Silero VAD at path (NULL: as cli_vad_path), or NULL with the reason printed. */
 encdec_vad *cli_load_vad(const char *path);
 
 /* ---- outputs.c: transcripts as files or on standard output ---- */

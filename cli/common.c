@@ -31,21 +31,24 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
     return NULL;
 }
 
+const char *cli_vad_path(const char *given, char *buf, size_t cap) {
+    const char *env = getenv("ENCDEC_VAD");
+    if (given) return given;
+    if (env && *env) return env;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models/silero-vad-v6", xdg);
+    else snprintf(buf, cap, "%s/.cache/encdec/models/silero-vad-v6", home ? home : ".");
+    return is_dir(buf) ? buf : NULL;
+}
+
 encdec_vad *cli_load_vad(const char *given) {
     char buf[4096];
-    const char *path = given, *env = getenv("ENCDEC_VAD");
-    if (!path && env && *env) path = env;
+    const char *path = cli_vad_path(given, buf, sizeof buf);
     if (!path) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/encdec/models/silero-vad-v6", xdg);
-        else snprintf(buf, sizeof buf, "%s/.cache/encdec/models/silero-vad-v6", home ? home : ".");
-        path = buf;
-        if (!is_dir(path)) {
-            cli_err("encdec: --vad: the Silero VAD model is not at %s\n"
-                    "  fetch it with:  scripts/fetch-model.sh vad   (from the encdec source tree)\n",
-                    path);
-            return NULL;
-        }
+        cli_err("encdec: --vad: the Silero VAD model is not at %s\n"
+                "  fetch it with:  scripts/fetch-model.sh vad   (from the encdec source tree)\n",
+                buf);
+        return NULL;
     }
     encdec_vad *v = NULL;
     encdec_status st = encdec_vad_load(path, &v);

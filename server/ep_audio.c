@@ -139,6 +139,10 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     if (q.language && encdec_model_find_language(s->model, q.language) < 0)
         return srv_fail_req(k, c, 400, "invalid_request_error", "language", NULL,
                             "unknown language '%.40s' for the model '%s'", q.language, s->name);
+    if (q.vad && !s->vad && !s->o.form_only)
+        return srv_fail_req(k, c, 400, "invalid_request_error", "vad_filter", NULL,
+                            "this server has no VAD model: start it with --vad-model DIR "
+                            "(scripts/fetch-model.sh vad installs Silero VAD)");
     if (s->o.form_only)
         return srv_send_body(k, c, 200, strdup("{\"form\": \"ok\"}"), "application/json", NULL);
     audio_st *a = calloc(1, sizeof *a);
@@ -157,6 +161,10 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     tp.initial_prompt = q.prompt;
     if (q.temperature > 0) tp.temperature = q.temperature;
     tp.word_timestamps = q.words;
+    if (q.vad) {
+        tp.vad = s->vad;
+        tp.vad_params = q.vad_params;
+    }
     if (q.stream) {
         tp.on_segment = on_stream_segment;
         tp.user = a;

@@ -1,6 +1,8 @@
 /* form.c - collecting and checking an audio request's fields (form.h). */
 #include "form.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,7 +31,8 @@ void srv_form_init(srv_form *f, size_t max_upload) {
 
 void srv_form_free(srv_form *f) {
     char *s[] = {f->file_name, f->model, f->language, f->prompt, f->response_format,
-                 f->temperature, f->stream, f->gran[0], f->gran[1], f->gran[2], f->gran[3]};
+                 f->temperature, f->stream, f->gran[0], f->gran[1], f->gran[2], f->gran[3],
+                 f->vad_filter, f->vad_parameters};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
     free(f->file);
     memset(f, 0, sizeof *f);
@@ -110,7 +113,8 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
     struct { const char *name; char **dst; } text[] = {
         {"model", &f->model}, {"language", &f->language}, {"prompt", &f->prompt},
         {"response_format", &f->response_format}, {"temperature", &f->temperature},
-        {"stream", &f->stream},
+        {"stream", &f->stream}, {"vad_filter", &f->vad_filter},
+        {"vad_parameters", &f->vad_parameters},
     };
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if (!strcmp(key, text[i].name)) return add_text(f, key, text[i].dst, data, off, size);
@@ -140,6 +144,44 @@ static int parse_bool(const char *s, int *out) {
     else if (!strcasecmp(s, "false") || !strcmp(s, "0") || !*s) *out = 0;
     else return 0;
     return 1;
+}
+
+/* vad_parameters: a JSON object with faster-whisper's VadOptions keys
+ * (numbers; neg_threshold may be null). 0 with the error in e. */
+static int vad_parameters(const char *js, encdec_vad_params *p, srv_error *e) {
+    cJSON *o = cJSON_Parse(js);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return srv_fail(e, 400, "invalid_request_error", "vad_parameters", NULL,
+                        "vad_parameters must be a JSON object of VadOptions");
+    }
+    const cJSON *v;
+    int ok = 1;
+    cJSON_ArrayForEach(v, o) {
+        const char *k = v->string;
+        double d = v->valuedouble;
+        if (!strcmp(k, "neg_threshold") && cJSON_IsNull(v)) continue;
+        if (!cJSON_IsNumber(v)) {
+            ok = srv_fail(e, 400, "invalid_request_error", "vad_parameters", NULL,
+                          "vad_parameters: %.40s must be a number", k);
+            break;
+        }
+        if (!strcmp(k, "threshold")) p->threshold = (float)d;
+        else if (!strcmp(k, "neg_threshold")) p->neg_threshold = (float)d;
+        else if (!strcmp(k, "min_speech_duration_ms")) p->min_speech_duration_ms = (int)fmin(fmax(d, -1), 1e9);
+        else if (!strcmp(k, "max_speech_duration_s")) p->max_speech_duration_s = (float)d;
+        else if (!strcmp(k, "min_silence_duration_ms")) p->min_silence_duration_ms = (int)fmin(fmax(d, -1), 1e9);
+        else if (!strcmp(k, "speech_pad_ms")) p->speech_pad_ms = (int)fmin(fmax(d, -1), 1e9);
+        else {
+            ok = srv_fail(e, 400, "invalid_request_error", "vad_parameters", NULL,
+                          "vad_parameters: unknown %.40s (threshold, neg_threshold, "
+                          "min_speech_duration_ms, max_speech_duration_s, "
+                          "min_silence_duration_ms, speech_pad_ms)", k);
+            break;
+        }
+    }
+    cJSON_Delete(o);
+    return ok;
 }
 
 int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
@@ -207,6 +249,12 @@ int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
         return srv_fail(e, 400, "invalid_request_error", "stream", NULL,
                         "streaming is for the json and text formats (got %s)",
                         srv_format_name(q->format));
+    if (f->vad_filter && !parse_bool(f->vad_filter, &q->vad))
+        return srv_fail(e, 400, "invalid_request_error", "vad_filter", NULL,
+                        "vad_filter must be true or false (got '%.40s')", f->vad_filter);
+    q->vad_params = encdec_vad_default_params();
+    if (f->vad_parameters && *f->vad_parameters && !vad_parameters(f->vad_parameters, &q->vad_params, e))
+        return 0;
     q->language = f->language && *f->language ? f->language : NULL;
     q->prompt = f->prompt && *f->prompt ? f->prompt : NULL;
     q->file = f->file;

@@ -13,6 +13,8 @@
 #ifndef SRV_FORM_H
 #define SRV_FORM_H
 
+#include "encdec.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +44,7 @@ typedef struct {
     int n_file;               /* file fields seen */
     /* text fields, as sent (NUL-terminated) */
     char *model, *language, *prompt, *response_format, *temperature, *stream;
+    char *vad_filter, *vad_parameters;   /* extensions: faster-whisper's vad_filter */
     char *gran[4];            /* timestamp_granularities[] values, in order */
     int n_gran, gran_many;
     int too_large;            /* the file passed max_upload */
@@ -58,6 +61,8 @@ typedef struct {
     float temperature;        /* 0..1 */
     int words, segments;      /* granularities asked (verbose_json) */
     int stream;
+    int vad;                  /* vad_filter: the speech alone (faster-whisper's) */
+    encdec_vad_params vad_params;   /* vad_parameters: a JSON object of VadOptions */
     const unsigned char *file;
     size_t file_len;
 } srv_audio_req;

@@ -20,7 +20,10 @@ static const char *HELP =
     "  POST /v1/audio/transcriptions   multipart: file, model, language, prompt,\n"
     "                                  response_format (json, text, srt, vtt, verbose_json),\n"
     "                                  temperature, timestamp_granularities[] (segment, word),\n"
-    "                                  stream (server-sent events)\n"
+    "                                  stream (server-sent events); extensions:\n"
+    "                                  vad_filter (true: only the speech Silero VAD finds\n"
+    "                                  is decoded, as faster-whisper's), vad_parameters\n"
+    "                                  (a JSON object of faster-whisper's VadOptions)\n"
     "  POST /v1/audio/translations     the same, to English (multilingual models)\n"
     "  POST /v1/completions            T5-family models: JSON prompt (a string or a list),\n"
     "                                  max_tokens, temperature (0: greedy), top_p, n, seed,\n"
@@ -30,6 +33,9 @@ static const char *HELP =
     "\n"
     "  -m, --model PATH        model directory or file, as transcribe takes (default: whisper\n"
     "                          tiny.en in the cache)\n"
+    "      --vad-model DIR     the Silero VAD for vad_filter (default: $ENCDEC_VAD, else\n"
+    "                          silero-vad-v6 in the cache when fetched: scripts/fetch-model.sh\n"
+    "                          vad; without one, vad_filter requests get 400)\n"
     "      --host ADDR         listen address, IPv4 or IPv6 (default 127.0.0.1)\n"
     "      --port N            TCP port (default 8080; 0: any free one, printed)\n"
     "  -t, --threads N         worker threads of the engine (default: CPUs online, at most 8)\n"
@@ -57,8 +63,8 @@ static const char *HELP =
     "It prints \"listening on http://HOST:PORT\" on standard output when ready. SIGTERM or\n"
     "SIGINT: no new requests (503), the ones in flight finish, then exit status 0.\n";
 
-static int parse(int argc, char **argv, srv_opts *o, const char **model, encdec_model_params *mp,
-                 encdec_kv_type *kv) {
+static int parse(int argc, char **argv, srv_opts *o, const char **model, const char **vad,
+                 encdec_model_params *mp, encdec_kv_type *kv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int pr = cli_parse_precision(argc, argv, &i, mp, kv);
@@ -77,6 +83,12 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, encdec_
                 return -1;
             }
             *model = v;
+        } else if (!strcmp(a, "--vad-model")) {
+            if (!v || !*v) {
+                cli_err("encdec serve: --vad-model needs a directory\n");
+                return -1;
+            }
+            *vad = v;
         } else if (!strcmp(a, "--host")) {
             if (!v || !*v) {
                 cli_err("encdec serve: --host needs an address\n");
@@ -144,10 +156,10 @@ int srv_main(int argc, char **argv) {
                     .max_audio_s = 10800, .max_connections = 2048, .aliases = {"whisper-1"},
                     .n_aliases = 1, .max_per_client = 128, .header_timeout_s = 30,
                     .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2};
-    const char *given = NULL;
+    const char *given = NULL, *vad_given = NULL;
     encdec_model_params mp = {0};
     encdec_kv_type kv = ENCDEC_KV_F32;
-    int rc = parse(argc, argv, o, &given, &mp, &kv);
+    int rc = parse(argc, argv, o, &given, &vad_given, &mp, &kv);
     if (rc) return rc > 0 ? 0 : CLI_USAGE_ERR;
     /* signals go to the thread that waits for them; block them before any thread starts */
     sigset_t set;
@@ -163,6 +175,14 @@ int srv_main(int argc, char **argv) {
     if (!m) return 1;
     encdec_model_info mi;
     encdec_model_get_info(m, &mi);
+    encdec_vad *vad = NULL;
+    char vbuf[4096];
+    const char *vpath = cli_vad_path(vad_given, vbuf, sizeof vbuf);
+    if (vpath && strcmp(mi.family, "whisper") == 0 && !(vad = cli_load_vad(vpath))) {
+        encdec_model_free(m);
+        return 1;
+    }
+    s.vad = vad;
     s.model = m;
     s.text = strcmp(mi.family, "whisper") != 0;
     if (s.text && o->n_aliases == 1 && !strcmp(o->aliases[0], "whisper-1"))
@@ -173,11 +193,13 @@ int srv_main(int argc, char **argv) {
     encdec_status st = encdec_engine_new(m, &ep, &s.engine);
     if (st) {
         cli_err("encdec serve: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        encdec_vad_free(vad);
         encdec_model_free(m);
         return 1;
     }
     if (srv_start(&s)) {
         encdec_engine_free(s.engine);
+        encdec_vad_free(vad);
         encdec_model_free(m);
         return 1;
     }
@@ -194,6 +216,7 @@ int srv_main(int argc, char **argv) {
     while (atomic_load(&s.inflight) > 0) usleep(20000);
     srv_stop(&s);
     encdec_engine_free(s.engine);
+    encdec_vad_free(vad);
     encdec_model_free(m);
     fprintf(stderr, "encdec serve: stopped\n");
     return 0;

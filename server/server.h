@@ -64,6 +64,7 @@ struct srv {
     srv_opts o;
     const encdec_model *model;
     encdec_engine *engine;
+    const encdec_vad *vad;    /* vad_filter's model; NULL: none installed (400) */
     char name[256];           /* the model's id: its directory's name */
     int multilingual;
     int text;                 /* a T5-family model: /v1/completions, no audio */

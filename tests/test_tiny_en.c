@@ -19,7 +19,7 @@
  * The transcript HF gives on these weights (and this engine with it) is
  * " And so my fellow Americans ask not what your country can do for you, ask
  * what you can do for your country." - one comma fewer than OpenAI's original
- * tiny.en checkpoint gives; see README ("Accuracy").
+ * tiny.en checkpoint gives; see docs/ACCURACY.md.
  */
 #include "golden.h"
 #include "tmpdir.h"

@@ -1,6 +1,7 @@
 """What the server tests share (the standard library only; OpenAI's client
 is imported when a test asks for one): where the audio and the models are,
 a server on a free port, recordings and multipart bodies."""
+import array
 import io
 import os
 import re
@@ -30,9 +31,10 @@ class Server:
     """encdec serve on a free port; .url, .port, .log (its standard error),
     .stop(sig) -> exit status."""
 
-    def __init__(self, binary, model, *args):
+    def __init__(self, binary, model, *args, env=None):
         self.p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-t", "2", *args],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env)
         line = self.p.stdout.readline()
         m = re.search(r"http://([^ :]+):(\d+)", line)
         if not m:
@@ -88,6 +90,35 @@ def long_wav(repeats):
         for _ in range(repeats):
             w.writeframes(frames)
     return out.getvalue()
+
+
+def vad_model():
+    """The Silero VAD's directory (scripts/fetch-model.sh vad); None when absent."""
+    return model_dir("ENCDEC_VAD", "silero-vad-v6")
+
+
+def pieces_wav(pieces):
+    """A 16 kHz recording of tests/data/vad-golden.json's pieces (files of
+    ../shared/audio, and gaps of tools/golden_vad.py's seeded noise, whole
+    16-bit steps at scale 1), as WAV bytes."""
+    out = array.array("h")
+    for p in pieces:
+        if isinstance(p, str):
+            with wave.open(os.path.join(AUDIO, p), "rb") as w:
+                assert w.getframerate() == 16000 and w.getnchannels() == 1
+                out.frombytes(w.readframes(w.getnframes()))
+        else:
+            s = p["seed"]
+            for _ in range(int(round(p["seconds"] * 16000))):
+                s = (s * 1664525 + 1013904223) & 0xFFFFFFFF
+                out.append(int(round(((s >> 16) % 7 - 3) * p["scale"])))
+    b = io.BytesIO()
+    with wave.open(b, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(out.tobytes())
+    return b.getvalue()
 
 
 def multipart(fields, boundary="encdecboundary"):

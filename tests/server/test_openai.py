@@ -5,7 +5,7 @@
 Starts servers on loopback (free ports) over whisper tiny.en, and whisper base
 when installed, and checks through the client: every response format, segment
 and word granularities, streaming, translations on the multilingual model,
-models; every error (unknown model, bad format, temperature, granularity,
+models; vad_filter and vad_parameters; every error (unknown model, bad format, temperature, granularity,
 undecodable audio, no file, malformed multipart, wrong method and path, upload
 over the limit 413, a full queue 503 with Retry-After, the deadline 504), a
 client that hangs up (its request is cancelled and counted 499), SIGTERM
@@ -35,7 +35,8 @@ except ImportError:
     print("skip: the openai client is not installed (scripts/venv-client.sh)")
     sys.exit(77)
 
-from common import AUDIO, HERE, JFK, Server, long_wav, model_dir, multipart
+from common import (AUDIO, HERE, JFK, Server, long_wav, model_dir, multipart, pieces_wav,
+                    vad_model)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)   # the client marks translations
 JFK_TEXT = "And so my fellow Americans ask not what your country can do for you ask what you can do for your country"
@@ -264,6 +265,70 @@ def hang_up(binary, tiny):
         check(s.stop() == 0, "exit status 0")
 
 
+def vad(binary, tiny):
+    """vad_filter / vad_parameters: the words of a recording with gaps lie in
+    the speech faster-whisper 1.2.1 finds in it (tests/data/vad-golden.json),
+    options reach the VAD, bad ones are 400; a server without the model says so."""
+    golden = json.load(open(os.path.join(HERE, "..", "data", "vad-golden.json")))
+    rec = golden["recordings"]["speech_gaps"]
+    spans = [sp for sp in rec["speech"] if not sp["options"]][0]["spans"]
+    wav = pieces_wav(rec["pieces"])
+    t = None
+    s = Server(binary, tiny, "-q")
+    try:
+        t = s.url + "/v1/audio/transcriptions"
+
+        def post(*fields):
+            body, ct = multipart([("model", "whisper-1"), ("file", ("gaps.wav", wav)), *fields])
+            st, _, out = raw_post(t, body, ct, timeout=300)
+            return st, json.loads(out) if out.startswith(b"{") else out
+
+        st, r = post(("vad_filter", "true"), ("response_format", "verbose_json"),
+                     ("timestamp_granularities[]", "word"))
+        words = r.get("words", []) if st == 200 else []
+        inside = lambda x: any(a / 16000 - 0.05 <= x <= b / 16000 + 0.05 for a, b in spans)
+        check(st == 200 and len(words) > 40 and "ask not what your country" in r["text"]
+              and abs(r["duration"] - rec["n_samples"] / 16000) < 0.01
+              and all(inside(w["start"]) and inside(w["end"]) for w in words),
+              "vad_filter: %d words, every one in faster-whisper's speech spans" % len(words))
+        st, r = post(("vad_filter", "true"), ("response_format", "verbose_json"),
+                     ("vad_parameters", json.dumps({"min_speech_duration_ms": 60000})))
+        check(st == 200 and r["text"] == "" and r["segments"] == [],
+              "vad_parameters reach the VAD: no span of a minute, no text")
+        st, r = post(("vad_filter", "false"), ("response_format", "json"))
+        check(st == 200 and "ask not what your country" in r["text"], "vad_filter false")
+        for fields, param, what in [
+                ((("vad_filter", "maybe"),), "vad_filter", "vad_filter maybe"),
+                ((("vad_filter", "true"), ("vad_parameters", "[1]")), "vad_parameters",
+                 "vad_parameters a list"),
+                ((("vad_filter", "true"), ("vad_parameters", "{\"threshold\": ")), "vad_parameters",
+                 "vad_parameters cut short"),
+                ((("vad_filter", "true"), ("vad_parameters", "{\"bogus\": 1}")), "vad_parameters",
+                 "vad_parameters an unknown key"),
+                ((("vad_filter", "true"), ("vad_parameters", "{\"threshold\": \"high\"}")),
+                 "vad_parameters", "vad_parameters a string for a number"),
+                ((("vad_filter", "true"), ("vad_parameters", "{\"threshold\": 2}")), None,
+                 "vad_parameters threshold 2")]:
+            st, r = post(*fields)
+            check(st == 400 and r["error"]["param"] == param and r["error"]["message"],
+                  "%s: %d %s" % (what, st, r["error"]["message"][:70] if st == 400 else r))
+    finally:
+        check(s.stop() == 0, "vad: exit status 0")
+    with tempfile.TemporaryDirectory() as empty:
+        env = {k: v for k, v in os.environ.items() if k != "ENCDEC_VAD"}
+        env["XDG_CACHE_HOME"] = empty
+        s = Server(binary, tiny, "-q", env=env)
+        try:
+            body, ct = multipart([("model", "whisper-1"), ("file", ("gaps.wav", wav)),
+                                  ("vad_filter", "true")])
+            st, _, out = raw_post(s.url + "/v1/audio/transcriptions", body, ct)
+            err = json.loads(out)["error"]
+            check(st == 400 and err["param"] == "vad_filter" and "--vad-model" in err["message"],
+                  "no VAD model: 400 that says how to give one")
+        finally:
+            s.stop()
+
+
 def multilingual(binary, base):
     s = Server(binary, base)
     try:
@@ -377,6 +442,8 @@ def start_errors(binary, tiny):
     check(rc == 2 and "--port" in err, "start: a port out of range")
     rc, err = run("-m", tiny, "--max-upload-mb", "0")
     check(rc == 2 and "--max-upload-mb" in err, "start: an upload limit of 0")
+    rc, err = run("-m", tiny, "--vad-model", "/nonexistent")
+    check(rc == 1 and "/nonexistent" in err, "start: a VAD model that is not there")
     rc, err = run("-m", tiny, "--bogus")
     check(rc == 2 and "unknown option --bogus" in err, "start: an unknown option")
     s = Server(binary, tiny, "-q")
@@ -485,6 +552,10 @@ def main():
         check(s.stop() == 0, "exit status 0")
     start_errors(binary, tiny)
     completions(binary)
+    if vad_model():
+        vad(binary, tiny)
+    else:
+        print("  (the Silero VAD is not installed: vad_filter not checked)")
     limits(binary, tiny, sanitized)
     base = model_dir("ENCDEC_BASE", "whisper-base")
     if base:
