@@ -305,6 +305,14 @@ ENCDEC_API void encdec_vad_free(encdec_vad *v);
 ENCDEC_API encdec_status encdec_vad_speech(const encdec_vad *v, const float *pcm, size_t n_samples,
                                            const encdec_vad_params *params, int n_threads,
                                            encdec_span **out, int *n_out);
+/* The same for an audio file (any format and rate encdec_audio_load reads;
+ * audio: its limits, may be NULL), read in blocks, never held whole:
+ * *n_samples (may be NULL) the recording's length at 16 kHz, which the
+ * spans index. */
+ENCDEC_API encdec_status encdec_vad_speech_file(const encdec_vad *v, const char *path,
+                                                const encdec_audio_params *audio,
+                                                const encdec_vad_params *params, int n_threads,
+                                                encdec_span **out, int *n_out, size_t *n_samples);
 /* The speech probability of every 32 ms frame (512 samples; the last one
  * zero-padded): *probs (encdec_free), *n_frames. */
 ENCDEC_API encdec_status encdec_vad_probs(const encdec_vad *v, const float *pcm, size_t n_samples,
@@ -414,7 +422,8 @@ typedef struct {
                                      end, transcribed, and every time mapped back to the
                                      recording's; ignored when clip_timestamps are given.
                                      Borrowed for the call (the engine: until the request
-                                     ends). The audio is held whole in memory then */
+                                     ends). A file is read in blocks as without it (the
+                                     VAD's pass, then the speech through its spans) */
     encdec_vad_params vad_params; /* the VAD's options (default: faster-whisper's) */
     const encdec_span *speech;    /* not NULL: the speech spans to decode, as vad's would be
                                      (from encdec_vad_speech, or the caller's own: samples,

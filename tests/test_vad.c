@@ -13,11 +13,25 @@
  * 4. Bad model directories: a named error, nothing loaded.
  * 5. A transcription of speech between silence and noise with the VAD
  *    (tiny.en): a session, the engine and the spans given by the caller
- *    give the same result; its times are the recording's; 20 s of noise
- *    alone decode no window; bad options are named.
+ *    give the same result, from memory and from a file (read in blocks
+ *    through the spans, never whole); its times are the recording's; the
+ *    file's spans (encdec_vad_speech_file) are the samples'; 20 s of noise
+ *    alone decode no window; bad options and spans past the file's end are
+ *    named.
+ * 6. Silence costs nothing: 2 hours of noise, music-like tones and
+ *    silence from a file (10 minutes in the sanitizer build), with the VAD
+ *    on: no window decoded, in a child whose peak RSS may grow by at most
+ *    32 MB over the loaded model (the recording's samples would be 460 MB);
+ *    its time is printed.
  */
 #include "check.h"
 #include "tmpdir.h"
+
+#include <sndfile.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "asr/speech.h"
 #include "base/json.h"
@@ -238,6 +252,83 @@ static int same_result(const encdec_result *a, const encdec_result *b) {
     return 1;
 }
 
+static int write_wav(const char *path, const float *x, size_t n) {
+    SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf) return 0;
+    int ok = sf_writef_float(sf, x, (sf_count_t)n) == (sf_count_t)n;
+    sf_close(sf);
+    return ok;
+}
+
+/* The same through files: the session's and the engine's (x[n] written as
+ * float WAV: the same samples), the VAD's spans of the file, given spans. */
+static void from_file(const encdec_vad *v, encdec_session *s, encdec_engine *e, const float *x,
+                      size_t n, const encdec_transcribe_params *p, const encdec_result *want,
+                      const encdec_span *spans, int k) {
+    if (!tmp_new("encdec-test-vad")) return;
+    const char *path = tmp_path("speech.wav");
+    CHECK(write_wav(path, x, n));
+    encdec_result *r1 = NULL, *r2 = NULL, *r3 = NULL;
+    encdec_audio_info info;
+    CHECK_EQ_INT(encdec_transcribe_file(s, path, NULL, p, &r1, &info), ENCDEC_OK);
+    CHECK_NEAR(info.seconds, n / 16000.0, 1e-9);
+    encdec_request *q = NULL;
+    CHECK_EQ_INT(encdec_engine_transcribe_file(e, path, NULL, p, &q), ENCDEC_OK);
+    if (q) CHECK_EQ_INT(encdec_request_wait(q, &r2), ENCDEC_OK);
+    encdec_request_free(q);
+    encdec_span *fs = NULL;
+    int fk = -1;
+    size_t fn = 0;
+    CHECK_EQ_INT(encdec_vad_speech_file(v, path, NULL, &p->vad_params, 2, &fs, &fk, &fn), ENCDEC_OK);
+    CHECK_EQ_INT(fk, k);
+    CHECK_EQ_INT((long)fn, (long)n);
+    int same = fk == k;
+    for (int i = 0; same && i < k; i++) same = fs[i].start == spans[i].start && fs[i].end == spans[i].end;
+    CHECK(same);
+    encdec_transcribe_params p3 = *p;
+    p3.vad = NULL;
+    p3.speech = spans;
+    p3.n_speech = k;
+    CHECK_EQ_INT(encdec_transcribe_file(s, path, NULL, &p3, &r3, NULL), ENCDEC_OK);
+    if (r1 && r2 && r3) {
+        CHECK(same_result(want, r1));
+        CHECK(same_result(want, r2));
+        CHECK(same_result(want, r3));
+        CHECK_STR(encdec_result_text(r1), encdec_result_text(want));
+        printf("from a file: the session, the engine and given spans as from memory\n");
+    }
+    encdec_result_free(r1);
+    encdec_result_free(r2);
+    encdec_result_free(r3);
+    encdec_free(fs);
+    /* a span past the file's end: named */
+    encdec_span past = {n - 100, n + 16000};
+    p3.speech = &past;
+    p3.n_speech = 1;
+    CHECK_STATUS(encdec_transcribe_file(s, path, NULL, &p3, &r3, NULL), ENCDEC_ERR_ARG, "passes");
+    CHECK_STATUS(encdec_vad_speech_file(v, tmp_path("missing.wav"), NULL, NULL, 1, &fs, &fk, NULL),
+                 ENCDEC_ERR_IO, "missing.wav");
+    /* three times over: the joined speech takes two windows, the second
+     * read through spans the feed has moved past */
+    float *x3 = malloc(sizeof *x3 * n * 3);
+    for (int i = 0; i < 3; i++) memcpy(x3 + i * n, x, sizeof *x3 * n);
+    const char *path3 = tmp_path("speech3.wav");
+    CHECK(write_wav(path3, x3, 3 * n));
+    CHECK_EQ_INT(encdec_transcribe(s, x3, 3 * n, p, &r1), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_transcribe_file(s, path3, NULL, p, &r2, NULL), ENCDEC_OK);
+    if (r1 && r2) {
+        CHECK(encdec_result_timings(r1)->n_windows >= 2);
+        CHECK(same_result(r1, r2));
+        printf("three times over: %d windows, from the file as from memory\n",
+               encdec_result_timings(r2)->n_windows);
+    }
+    encdec_result_free(r1);
+    encdec_result_free(r2);
+    free(x3);
+    tmp_remove(tmp_dir);
+}
+
 /* A transcription with the VAD: 4 s of silence, jfk.wav, 6 s of low noise,
  * platforms_en.wav. The session, the engine, and the spans given instead
  * of the VAD all give the same result; every time is in the recording's
@@ -303,6 +394,7 @@ static void transcription(const encdec_vad *v, const char *tiny) {
         CHECK_NEAR(t->audio_seconds, n / 16000.0, 1e-9);
         CHECK_NEAR(t->speech_seconds, speech, 1e-9);
         CHECK(gl->end <= n / 16000.0);
+        from_file(v, s, e, x, n, &p, r1, spans, k);
     }
     encdec_result_free(r1);
     encdec_result_free(r2);
@@ -334,6 +426,107 @@ out:
     encdec_free(b);
 }
 
+#ifdef ED_SANITIZED
+#define QUIET_S (10 * 60)
+#else
+#define QUIET_S (2 * 3600)
+#endif
+#define QUIET_RSS_MB 32
+
+/* seconds of non-speech at 16 kHz, 16-bit, in blocks: a minute at a time,
+ * 20 s of noise (the seeded LCG, +-0.09 of full scale), 20 s of
+ * music-like notes (three harmonics of one of 24 semitones from 220 Hz,
+ * a new note every half second, an attack and decay), 20 s of silence. */
+static int write_non_speech(const char *path, int seconds) {
+    SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf) return 0;
+    short *b = malloc(sizeof *b * 16000);
+    uint32_t seed = 5;
+    int ok = b != NULL;
+    for (int t = 0; ok && t < seconds; t++) {
+        int part = (t % 60) / 20;
+        for (int i = 0; i < 16000; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            double v = 0;
+            if (part == 0) v = ((int)((seed >> 16) % 7) - 3) * 1000.0;
+            if (part == 1) {
+                int note = (int)(((uint32_t)(t * 2 + i / 8000) * 2654435761u) >> 27) % 24;
+                double f = 220.0 * pow(2.0, note / 12.0), u = (i % 8000) / 16000.0;
+                double env = fmin(1.0, u * 50) * exp(-u * 3) * 6000.0;
+                for (int h = 1; h <= 3; h++) v += sin(2 * 3.14159265358979 * f * h * u) / h * env;
+            }
+            b[i] = (short)lrint(v);
+        }
+        ok = sf_writef_short(sf, b, 16000) == 16000;
+    }
+    free(b);
+    sf_close(sf);
+    return ok;
+}
+
+/* Part 6 in a child (its own peak RSS): "growth windows segments speech ms"
+ * on fd; exit 0, or 2 when the transcription failed. */
+static void quiet_child(const char *path, const encdec_vad *v, int fd) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    if (encdec_model_load(ED_TEST_DATA "/tiny-random-whisper", &m) ||
+        encdec_session_new(m, &sp, &s))
+        _exit(2);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long before = ru.ru_maxrss;
+    encdec_transcribe_params tp = encdec_transcribe_default_params();
+    tp.vad = v;
+    encdec_result *r = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    encdec_status st = encdec_transcribe_file(s, path, NULL, &tp, &r, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    getrusage(RUSAGE_SELF, &ru);
+    const encdec_timings *t = r ? encdec_result_timings(r) : NULL;
+    char line[160];
+    int len = snprintf(line, sizeof line, "%.1f %d %d %.3f %.0f %.1f\n",
+                       (ru.ru_maxrss - before) / 1024.0, t ? t->n_windows : -1,
+                       r ? encdec_result_n_segments(r) : -1, t ? t->speech_seconds : -1,
+                       t ? t->vad_ms : -1,
+                       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    if (write(fd, line, (size_t)len) != len) _exit(2);
+    _exit(st ? 2 : 0);
+}
+
+static void silence_costs_nothing(const encdec_vad *v) {
+    if (!tmp_new("encdec-test-vad-quiet")) return;
+    const char *path = tmp_path("non-speech.wav");
+    CHECK(write_non_speech(path, QUIET_S));
+    int fds[2];
+    if (pipe(fds) != 0) exit(2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        quiet_child(path, v, fds[1]);
+    }
+    close(fds[1]);
+    char line[160] = {0};
+    ssize_t got = read(fds[0], line, sizeof line - 1);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    double mb = -1, speech = -1, vad_ms = -1, secs = -1;
+    int windows = -1, segments = -1;
+    if (got > 0) sscanf(line, "%lf %d %d %lf %lf %lf", &mb, &windows, &segments, &speech, &vad_ms, &secs);
+    printf("%d s of noise, notes and silence with the VAD: %d windows, %d segments, %.2f s of "
+           "speech; %.1f s (VAD %.1f s), peak RSS +%.1f MB (bound %d)\n", QUIET_S, windows,
+           segments, speech, secs, vad_ms / 1e3, mb, QUIET_RSS_MB);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ_INT(windows, 0);
+    CHECK_EQ_INT(segments, 0);
+    CHECK(speech == 0);
+    CHECK(mb >= 0 && mb <= QUIET_RSS_MB);
+    tmp_remove(tmp_dir);
+}
+
 int main(void) {
     if (!find_vad()) return check_skip("Silero VAD not installed (scripts/fetch-model.sh vad)");
     if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
@@ -352,6 +545,7 @@ int main(void) {
     else snprintf(tiny, sizeof tiny, "%s/.cache/encdec/models/whisper-tiny.en", home ? home : ".");
     if (v && access(tiny, R_OK) == 0) transcription(v, tiny);
     else printf("tiny.en not installed: the transcription part skipped\n");
+    if (v) silence_costs_nothing(v);
     encdec_vad_free(v);
     return check_done();
 }

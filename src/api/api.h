@@ -3,6 +3,7 @@
 #define ED_API_H
 
 #include "encdec.h"
+#include "audio/audio.h"
 #include "audio/mel.h"
 #include "base/pool.h"
 #include "models/whisper.h"
@@ -114,22 +115,37 @@ encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, 
                                   asr_feed *feed, const encdec_transcribe_params *params,
                                   encdec_result **out);
 
-/* vad.c: a transcription of the speech alone. The speech spans of a
- * recording (samples), its length and the VAD's time. */
+/* A transcription of the speech alone. The speech spans of a recording
+ * (samples), its length and the VAD's time. */
 typedef struct {
     const asr_span *spans;
     int n;
     size_t n_samples;
     double vad_ms;
 } api_speech;
-/* The speech of pcm[n] (p->vad's spans, on pool) put end to end and
- * transcribed (prep as api_transcribe_feed's), every time of the result
- * mapped back to pcm's; no speech: a result with no segments. */
+/* transcribe_speech.c: the speech of pcm[n] (p->speech, else p->vad's
+ * spans on pool) put end to end and transcribed (prep as
+ * api_transcribe_feed's), every time of the result mapped back to pcm's; no
+ * speech: a result with no segments. */
 encdec_status api_transcribe_speech(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                     const mel_ctx *mel, ed_pool *pool, const float *pcm, size_t n,
                                     const encdec_transcribe_params *p, const atomic_int *cancel,
                                     encdec_result **out);
+/* The same from a stream at its start, never held whole: read once for
+ * the spans (or its length, with the caller's), then through them. */
+encdec_status api_transcribe_speech_stream(const encdec_model *model, api_asr_prep prep,
+                                           void *prep_ctx, const mel_ctx *mel, ed_pool *pool,
+                                           audio_stream *as,
+                                           const encdec_transcribe_params *p,
+                                           const atomic_int *cancel, encdec_result **out);
+/* vad.c: the parameters checked; the speech spans of pcm[n], or of the
+ * stream as (pcm NULL; read from its start, rewound after; *n_samples its
+ * length): *spans malloc'd (NULL when none), *n_spans. */
 encdec_status api_vad_check(const encdec_vad_params *p);
+encdec_status api_vad_spans(const encdec_vad *v, ed_pool *pool, const float *pcm, size_t n,
+                            audio_stream *as, const encdec_vad_params *p,
+                            const atomic_int *cancel, asr_span **spans, int *n_spans,
+                            size_t *n_samples);
 /* transcribe.c: api_transcribe_feed over the joined speech of sp (feed NULL:
  * there was none). */
 encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep prep,

@@ -77,20 +77,16 @@ static encdec_status prep_engine(void *ctx, int n_slots, encdec_kv_mode mode, as
 
 /* With a VAD: the whole recording in memory, its speech alone transcribed
  * (the VAD's products on a pool of the request's own). */
-static encdec_status speech_body(encdec_request *q, eng_prep *c) {
-    const encdec_audio_params *ap = q->has_audio ? &q->audio : NULL;
-    float *pcm = q->pcm;
-    size_t n = q->n;
-    encdec_status st = ENCDEC_OK;
-    if (q->path) st = encdec_audio_load_ex(q->path, ap, &pcm, &n, &q->info);
-    else if (q->bytes)
-        st = encdec_audio_load_memory(q->bytes, q->n_bytes, ap ? ap->max_seconds : 0, &pcm, &n);
+static encdec_status speech_body(encdec_request *q, eng_prep *c, audio_stream *as) {
     ed_pool *pool = NULL;
-    if (!st) st = ed_pool_new(&pool, 1);
-    if (!st) st = api_transcribe_speech(q->e->model, prep_engine, c, c->mel, pool, pcm, n, &q->p,
-                                        &q->cancel, &q->result);
+    encdec_status st = ed_pool_new(&pool, 1);
+    if (!st && as)
+        st = api_transcribe_speech_stream(q->e->model, prep_engine, c, c->mel, pool, as, &q->p,
+                                          &q->cancel, &q->result);
+    else if (!st)
+        st = api_transcribe_speech(q->e->model, prep_engine, c, c->mel, pool, q->pcm, q->n, &q->p,
+                                   &q->cancel, &q->result);
     ed_pool_free(pool);
-    if (pcm != q->pcm) encdec_free(pcm);
     return st;
 }
 
@@ -103,17 +99,19 @@ static encdec_status request_body(encdec_request *q, eng_prep *c) {
     if (!c->mel) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: mel");
     encdec_status st = sch_client_new(q->e->sch, &q->cancel, &c->c);
     if (st) return st;
-    if ((q->p.vad || q->p.speech) && q->p.n_clip_timestamps == 0) {
-        st = speech_body(q, c);
-        sch_client_free(c->c);
-        return st;
-    }
     audio_stream *as = NULL;
     asr_feed f;
     const encdec_audio_params *ap = q->has_audio ? &q->audio : NULL;
     if (q->path) st = audio_stream_open(&as, q->path, MEL_SAMPLE_RATE, ap);
     else if (q->bytes) st = audio_stream_open_memory(&as, q->bytes, q->n_bytes, "the audio",
                                                      MEL_SAMPLE_RATE, ap);
+    if (!st && (q->p.vad || q->p.speech) && q->p.n_clip_timestamps == 0) {   /* the speech alone */
+        st = speech_body(q, c, as);
+        if (as) q->info = *audio_stream_info(as);
+        sch_client_free(c->c);
+        audio_stream_close(as);
+        return st;
+    }
     if (!st) st = as ? asr_feed_stream(&f, as, c->mel, &q->cancel)
                      : asr_feed_memory(&f, q->pcm, q->n, c->mel, &q->cancel);
     if (as) q->info = *audio_stream_info(as);

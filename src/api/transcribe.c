@@ -483,16 +483,16 @@ static encdec_status transcribe_file_body(encdec_session *s, const char *path,
                        "must be finite numbers >= 0", ap->max_seconds, ap->fifo_wait_s);
     encdec_transcribe_params pc = params ? *params : encdec_transcribe_default_params();
     if ((st = api_transcribe_check(s->model, &pc))) return st;   /* before reading hours of audio */
-    if ((pc.vad || pc.speech) && pc.n_clip_timestamps == 0) {   /* the speech of the whole recording, in memory */
-        float *pcm = NULL;
-        size_t n = 0;
-        st = encdec_audio_load_ex(path, ap, &pcm, &n, info);
-        if (!st) st = encdec_transcribe_body(s, pcm, n, &pc, out);
-        encdec_free(pcm);
-        return st;
-    }
     audio_stream *as;
     if ((st = audio_stream_open(&as, path, MEL_SAMPLE_RATE, ap))) return st;
+    if ((pc.vad || pc.speech) && pc.n_clip_timestamps == 0) {   /* the speech alone */
+        session_prep c = {s};
+        st = api_transcribe_speech_stream(s->model, prep_session, &c, s->mel, s->pool, as, &pc,
+                                          NULL, out);
+        if (info) *info = *audio_stream_info(as);
+        audio_stream_close(as);
+        return st;
+    }
     asr_feed f;
     st = asr_feed_stream(&f, as, s->mel, NULL);   /* the first pass: length, log-mel maximum */
     if (info) *info = *audio_stream_info(as);

@@ -1,6 +1,7 @@
-/* vad.c - the public speech detector (encdec_vad_*), and a transcription
- * that decodes only the speech it finds (api.h api_transcribe_speech). */
+/* vad.c - the public speech detector (encdec_vad_*) and the speech spans
+ * of a recording in memory or read from a stream (api.h api_vad_spans). */
 #include "api/api.h"
+#include "audio/audio.h"
 #include "asr/speech.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -123,26 +124,97 @@ static void to_opts(const encdec_vad_params *p, asr_speech_opts *o) {
     o->pad_ms = p->speech_pad_ms;
 }
 
-/* The spans of pcm[n] on pool: *spans malloc'd (NULL when none), *n_spans. */
-static encdec_status spans_of(const encdec_vad *v, ed_pool *pool, const float *pcm, size_t n,
-                              const encdec_vad_params *p, asr_span **spans, int *n_spans) {
-    *spans = NULL;
-    *n_spans = 0;
-    float *probs;
-    size_t nf;
-    encdec_status st = api_vad_check(p);
-    if (!st) st = frame_probs(v->m, pool, pcm, n, &probs, &nf);
-    if (st) return st;
+/* The spans of n samples whose frames have probs[nf]. */
+static encdec_status spans_from(const float *probs, size_t nf, size_t n, const encdec_vad_params *p,
+                                asr_span **spans, int *n_spans) {
     asr_speech_opts o;
     to_opts(p, &o);
     int k = asr_speech_spans(probs, nf, n, VAD_FRAME, &o, NULL, 0);
     asr_span *sp = k ? ed_alloc(sizeof *sp * (size_t)k, "speech spans") : NULL;
-    if (k && !sp) st = ENCDEC_ERR_NOMEM;
-    if (!st && k) asr_speech_spans(probs, nf, n, VAD_FRAME, &o, sp, k);
-    free(probs);
-    if (st) return st;
+    if (k && !sp) return ENCDEC_ERR_NOMEM;
+    if (k) asr_speech_spans(probs, nf, n, VAD_FRAME, &o, sp, k);
     *spans = sp;
     *n_spans = k;
+    return ENCDEC_OK;
+}
+
+#define STREAM_FRAMES 256   /* frames read from a stream at once */
+
+/* frame_probs of a stream's samples, read in blocks (the network's state
+ * carried across them: the same numbers), *n its length; rewound after. */
+static encdec_status stream_probs(const vad_model *m, ed_pool *pool, audio_stream *as,
+                                  const atomic_int *cancel, float **probs, size_t *nf, size_t *n) {
+    *probs = NULL;
+    *nf = *n = 0;
+    vad_state *s = NULL;
+    float *buf = ed_alloc(sizeof(float) * VAD_FRAME * STREAM_FRAMES, "VAD block"), *p = NULL;
+    size_t have = 0, cap = 0;
+    encdec_status st = buf ? vad_state_new(m, &s) : ENCDEC_ERR_NOMEM;
+    for (int end = 0; !st && !end;) {
+        size_t got = 0;
+        if (cancel && atomic_load(cancel)) st = ed_fail(ENCDEC_ERR_CANCELLED, "the request was cancelled");
+        if (!st) st = audio_stream_read(as, buf + have, VAD_FRAME * STREAM_FRAMES - have, &got);
+        if (st) break;
+        end = got == 0;
+        have += got;
+        *n += got;
+        size_t k = have / VAD_FRAME + (end ? 1 : 0);   /* the last one zero-padded */
+        if (*nf + k > cap) {
+            cap = (*nf + k) * 2;
+            float *q = realloc(p, sizeof(float) * cap);
+            if (!q) {
+                st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: VAD probabilities");
+                break;
+            }
+            p = q;
+        }
+        if (end) memset(buf + have, 0, sizeof(float) * (k * VAD_FRAME - have));
+        if (k) st = vad_probs(s, pool, buf, k, p + *nf);
+        *nf += k;
+        have -= have < k * VAD_FRAME ? have : k * VAD_FRAME;
+        if (have) memmove(buf, buf + k * VAD_FRAME, sizeof(float) * have);
+    }
+    vad_state_free(s);
+    free(buf);
+    if (!st) st = audio_stream_rewind(as);
+    if (st) {
+        free(p);
+        *nf = 0;
+        return st;
+    }
+    *probs = p;
+    return ENCDEC_OK;
+}
+
+encdec_status api_vad_spans(const encdec_vad *v, ed_pool *pool, const float *pcm, size_t n,
+                            audio_stream *as, const encdec_vad_params *p, const atomic_int *cancel,
+                            asr_span **spans, int *n_spans, size_t *n_samples) {
+    *spans = NULL;
+    *n_spans = 0;
+    float *probs = NULL;
+    size_t nf = 0;
+    encdec_status st = api_vad_check(p);
+    if (st) return st;
+    if (as) st = stream_probs(v->m, pool, as, cancel, &probs, &nf, &n);
+    else st = frame_probs(v->m, pool, pcm, n, &probs, &nf);
+    if (!st && n == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
+    if (!st) st = spans_from(probs, nf, n, p, spans, n_spans);
+    free(probs);
+    if (n_samples) *n_samples = n;
+    return st;
+}
+
+/* The public spans of sp[k] (freed). */
+static encdec_status public_spans(asr_span *sp, int k, encdec_span **out, int *n_out) {
+    encdec_span *o = k ? ed_alloc(sizeof *o * (size_t)k, "speech spans") : NULL;
+    if (k && !o) {
+        free(sp);
+        return ENCDEC_ERR_NOMEM;
+    }
+    for (int i = 0; i < k; i++) o[i] = (encdec_span){sp[i].start, sp[i].end};
+    free(sp);
+    *out = o;
+    *n_out = k;
     return ENCDEC_OK;
 }
 
@@ -159,72 +231,31 @@ encdec_status encdec_vad_speech(const encdec_vad *v, const float *pcm, size_t n_
     int k = 0;
     encdec_status st = check_pcm(v, pcm, n_samples);
     if (!st) st = pool_for(n_threads, &pool);
-    if (!st) st = spans_of(v, pool, pcm, n_samples, &p, &sp, &k);
+    if (!st) st = api_vad_spans(v, pool, pcm, n_samples, NULL, &p, NULL, &sp, &k, NULL);
     ed_pool_free(pool);
-    if (st) return st;
-    encdec_span *o = k ? ed_alloc(sizeof *o * (size_t)k, "speech spans") : NULL;
-    if (k && !o) {
-        free(sp);
-        return ENCDEC_ERR_NOMEM;
-    }
-    for (int i = 0; i < k; i++) o[i] = (encdec_span){sp[i].start, sp[i].end};
-    free(sp);
-    *out = o;
-    *n_out = k;
-    return ENCDEC_OK;
+    return st ? st : public_spans(sp, k, out, n_out);
 }
 
-/* The caller's spans, checked against the audio (n samples). */
-static encdec_status given_spans(const encdec_transcribe_params *p, size_t n, asr_span **out,
-                                 int *n_out) {
+encdec_status encdec_vad_speech_file(const encdec_vad *v, const char *path,
+                                     const encdec_audio_params *audio,
+                                     const encdec_vad_params *params, int n_threads,
+                                     encdec_span **out, int *n_out, size_t *n_samples) {
+    ed_err_clear();
+    if (!out || !n_out) return ed_fail(ENCDEC_ERR_ARG, "encdec_vad_speech_file: an output is NULL");
     *out = NULL;
     *n_out = 0;
-    if (p->n_speech < 0 || p->n_speech > (1 << 24))
-        return ed_fail(ENCDEC_ERR_ARG, "n_speech %d is out of range", p->n_speech);
-    asr_span *sp = p->n_speech ? ed_alloc(sizeof *sp * (size_t)p->n_speech, "speech spans") : NULL;
-    if (p->n_speech && !sp) return ENCDEC_ERR_NOMEM;
-    for (int i = 0; i < p->n_speech; i++) {
-        const encdec_span *s = &p->speech[i];
-        if (!(s->start < s->end) || s->end > n || (i > 0 && s->start < p->speech[i - 1].end)) {
-            free(sp);
-            return ed_fail(ENCDEC_ERR_ARG, "speech span %d [%zu, %zu) is empty, overlaps the one "
-                           "before or passes the audio's %zu samples", i, s->start, s->end, n);
-        }
-        sp[i] = (asr_span){s->start, s->end};
-    }
-    *out = sp;
-    *n_out = p->n_speech;
-    return ENCDEC_OK;
-}
-
-encdec_status api_transcribe_speech(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
-                                    const mel_ctx *mel, ed_pool *pool, const float *pcm, size_t n,
-                                    const encdec_transcribe_params *p, const atomic_int *cancel,
-                                    encdec_result **out) {
-    double t0 = ed_now_ms();
+    if (n_samples) *n_samples = 0;
+    if (!v) return ed_fail(ENCDEC_ERR_ARG, "encdec_vad: the VAD is NULL");
+    if (!path || !*path) return ed_fail(ENCDEC_ERR_ARG, "encdec_vad_speech_file: empty path");
+    encdec_vad_params p = params ? *params : encdec_vad_default_params();
+    ed_pool *pool = NULL;
+    audio_stream *as = NULL;
     asr_span *sp = NULL;
     int k = 0;
-    encdec_status st = ENCDEC_OK;
-    if (p->speech) st = given_spans(p, n, &sp, &k);
-    else st = spans_of(p->vad, pool, pcm, n, &p->vad_params, &sp, &k);
-    if (st) return st;
-    size_t total = 0;
-    for (int i = 0; i < k; i++) total += sp[i].end - sp[i].start;
-    float *joined = ed_alloc(sizeof(float) * (total ? total : 1), "speech");
-    if (!joined) {
-        free(sp);
-        return ENCDEC_ERR_NOMEM;
-    }
-    for (int i = 0, at = 0; i < k; i++) {
-        memcpy(joined + at, pcm + sp[i].start, sizeof(float) * (sp[i].end - sp[i].start));
-        at += (int)(sp[i].end - sp[i].start);
-    }
-    api_speech speech = {sp, k, n, ed_now_ms() - t0};
-    asr_feed f;
-    st = total ? asr_feed_memory(&f, joined, total, mel, cancel) : ENCDEC_OK;
-    if (!st) st = api_transcribe_feed_speech(model, prep, prep_ctx, total ? &f : NULL, p, &speech, out);
-    if (total) asr_feed_free(&f);
-    free(joined);
-    free(sp);
-    return st;
+    encdec_status st = pool_for(n_threads, &pool);
+    if (!st) st = audio_stream_open(&as, path, VAD_RATE, audio);
+    if (!st) st = api_vad_spans(v, pool, NULL, 0, as, &p, NULL, &sp, &k, n_samples);
+    audio_stream_close(as);
+    ed_pool_free(pool);
+    return st ? st : public_spans(sp, k, out, n_out);
 }

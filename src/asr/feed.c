@@ -10,6 +10,8 @@
 
 #define PASS_FRAMES 512                          /* frames per mel_frames_log call */
 #define HALF_WIN (MEL_N_FFT / 2)                 /* 200: samples a frame sees on each side */
+#define RAW_BLOCK 16384                          /* samples of the recording read at once
+                                                    through speech spans */
 #define STREAM_CAP ((size_t)MEL_CHUNK_SAMPLES + 2 * 16384)   /* a window and a block or two */
 
 static encdec_status cancelled(const atomic_int *cancel) {
@@ -64,10 +66,47 @@ static void drop_before(asr_feed *f, size_t from) {
     f->b0 += k;
 }
 
+/* Up to cap samples of the spans into dst, in order (*got 0: the last span
+ * has been read): the recording is read in blocks and what lies between
+ * the spans is dropped. */
+static encdec_status read_spans(asr_feed *f, float *dst, size_t cap, size_t *got) {
+    *got = 0;
+    while (*got == 0 && f->span_i < f->n_spans && cap > 0) {
+        size_t r = 0, want = cap < RAW_BLOCK ? cap : RAW_BLOCK;
+        encdec_status st = audio_stream_read(f->as, f->raw_buf, want, &r);
+        if (st) return st;
+        if (r == 0)
+            return ed_fail(ENCDEC_ERR_AUDIO, "the audio ended at sample %zu, inside or before "
+                           "speech span %d [%zu, %zu)", f->raw, f->span_i,
+                           f->spans[f->span_i].start, f->spans[f->span_i].end);
+        size_t a = f->raw, b = f->raw + r;
+        while (f->span_i < f->n_spans && f->spans[f->span_i].start < b) {
+            const asr_span *sp = &f->spans[f->span_i];
+            size_t lo = sp->start > a ? sp->start : a, hi = sp->end < b ? sp->end : b;
+            if (lo < hi) {
+                memcpy(dst + *got, f->raw_buf + (lo - a), (hi - lo) * sizeof *dst);
+                *got += hi - lo;
+            }
+            if (sp->end > b) break;
+            f->span_i++;
+        }
+        f->raw = b;
+    }
+    return ENCDEC_OK;
+}
+
+/* Back to the stream's start (and the first span). */
+static encdec_status rewind_feed(asr_feed *f) {
+    f->raw = 0;
+    f->span_i = 0;
+    return audio_stream_rewind(f->as);
+}
+
 /* Reads from the stream into the free end of the buffer; *end at its end. */
 static encdec_status read_more(asr_feed *f, int *end) {
     size_t got = 0;
-    encdec_status st = audio_stream_read(f->as, f->buf + f->bn, f->cap - f->bn, &got);
+    encdec_status st = f->spans ? read_spans(f, f->buf + f->bn, f->cap - f->bn, &got)
+                                : audio_stream_read(f->as, f->buf + f->bn, f->cap - f->bn, &got);
     if (st) return st;
     f->bn += got;
     *end = got == 0;
@@ -76,12 +115,20 @@ static encdec_status read_more(asr_feed *f, int *end) {
 
 encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
                               const atomic_int *cancel) {
+    return asr_feed_stream_spans(f, as, NULL, 0, mel, cancel);
+}
+
+encdec_status asr_feed_stream_spans(asr_feed *f, audio_stream *as, const asr_span *spans,
+                                    int n_spans, const mel_ctx *mel, const atomic_int *cancel) {
     memset(f, 0, sizeof *f);
     f->as = as;
+    f->spans = spans;
+    f->n_spans = n_spans;
     f->cap = STREAM_CAP;
     f->buf = ed_alloc(f->cap * sizeof *f->buf, "audio window");
+    f->raw_buf = spans ? ed_alloc(RAW_BLOCK * sizeof *f->raw_buf, "audio block") : NULL;
     float *scratch = ed_alloc(sizeof(float) * PASS_FRAMES * 128, "mel scratch");
-    encdec_status st = f->buf && scratch ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
+    encdec_status st = f->buf && scratch && (f->raw_buf || !spans) ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
     double t0 = ed_now_ms(), mx = zero_frame();
     long long t = 0;
     for (int end = 0; !st && !end;) {
@@ -103,12 +150,9 @@ encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
         f->log_max = mx;
         f->mel_ms = ed_now_ms() - t0;
         f->b0 = f->bn = 0;
-        st = audio_stream_rewind(as);
+        st = rewind_feed(f);
     }
-    if (st) {
-        free(f->buf);
-        f->buf = NULL;
-    }
+    if (st) asr_feed_free(f);
     return st;
 }
 
@@ -122,7 +166,7 @@ encdec_status asr_feed_get(asr_feed *f, size_t a, size_t b, const float **x, siz
         return ENCDEC_OK;
     }
     if (a < f->b0) {   /* backwards (clips out of order): from the start again */
-        encdec_status st = audio_stream_rewind(f->as);
+        encdec_status st = rewind_feed(f);
         if (st) return st;
         f->b0 = f->bn = 0;
     }
@@ -147,5 +191,6 @@ encdec_status asr_feed_get(asr_feed *f, size_t a, size_t b, const float **x, siz
 
 void asr_feed_free(asr_feed *f) {
     free(f->buf);
-    f->buf = NULL;
+    free(f->raw_buf);
+    f->buf = f->raw_buf = NULL;
 }

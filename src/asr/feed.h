@@ -6,6 +6,9 @@
  *   asr_feed_memory(&f, pcm, n, mel)        the recording in memory; or
  *   asr_feed_stream(&f, stream, mel)        an audio_stream: a first pass for the
  *                                           length and the maximum, then rewound
+ *   asr_feed_stream_spans(&f, stream, spans, k, mel)   only the samples of the speech
+ *                                           spans, end to end (positions are the joined
+ *                                           speech's), still read in blocks
  *   asr_feed_get(&f, a, b, &x, &x0, &nx)    samples [a, b) (b past the end: fewer)
  *   asr_feed_free(&f);
  *
@@ -24,6 +27,7 @@
 #include "encdec.h"
 #include "audio/audio.h"
 #include "audio/mel.h"
+#include "asr/speech.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -36,6 +40,10 @@ typedef struct {
     float *buf;              /* stream: samples [b0, b0 + bn) */
     size_t b0, bn, cap;
     double mel_ms;           /* time of the first pass's mel */
+    const asr_span *spans;   /* stream: the spans read through (borrowed), or NULL */
+    int n_spans, span_i;     /* the span the stream's position is in or before */
+    size_t raw;              /* the stream's position (samples of the recording) */
+    float *raw_buf;          /* a block of the recording, before the spans' filter */
 } asr_feed;
 
 /* The first pass: the length and the log-mel's maximum. cancel (may be
@@ -45,6 +53,11 @@ encdec_status asr_feed_memory(asr_feed *f, const float *pcm, size_t n, const mel
                               const atomic_int *cancel);
 encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
                               const atomic_int *cancel);
+/* The same over the samples of spans[n_spans] alone (increasing, not
+ * overlapping, within the stream; n_spans > 0), put end to end. A stream
+ * that ends inside a span is ENCDEC_ERR_AUDIO. */
+encdec_status asr_feed_stream_spans(asr_feed *f, audio_stream *as, const asr_span *spans,
+                                    int n_spans, const mel_ctx *mel, const atomic_int *cancel);
 /* Samples [a, min(b, n)) of the recording: *x holds [*x0, *x0 + *nx), a
  * range that contains them (valid until the next call). */
 encdec_status asr_feed_get(asr_feed *f, size_t a, size_t b, const float **x, size_t *x0,
