@@ -20,6 +20,7 @@
  *    rule alone decodes (and hallucinates on) them.
  */
 #include "check.h"
+#include "child.h"
 #include "golden.h"
 #include "tmpdir.h"
 
@@ -30,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MODEL_DIR ED_TEST_DATA "/tiny-random-whisper"
@@ -148,7 +148,8 @@ static void test_same_as_whole(encdec_session *s) {
 
 /* Part 2 in a child (its own peak RSS): exit 0 within the bound, 1 over
  * it, 2 failed; the growth in MB on the pipe. */
-static void long_child(const char *path, int fd) {
+static void long_child(void *ctx, int fd) {
+    const char *path = ctx;
     encdec_model *m = NULL;
     encdec_session *s = open_session(MODEL_DIR, &m);
     if (!s) _exit(2);
@@ -175,25 +176,14 @@ static void long_child(const char *path, int fd) {
 static void test_bounded_memory(void) {
     const char *p = tmp_path("dither-long.wav");
     write_dither(p, 8000, LONG_S);
-    int fds[2];
-    if (pipe(fds) != 0) exit(2);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        long_child(p, fds[1]);
-    }
-    close(fds[1]);
-    char line[128] = {0};
-    ssize_t got = read(fds[0], line, sizeof line - 1);
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    char line[128];
+    int ok = child_run(long_child, (void *)p, line, sizeof line);
     double mb = -1;
     int st = -1, windows = -1;
-    if (got > 0) sscanf(line, "%lf %d %d", &mb, &st, &windows);
+    sscanf(line, "%lf %d %d", &mb, &st, &windows);
     printf("%d s of dither at 8 kHz: peak RSS grew by %.1f MB (bound %d MB), %d windows\n", LONG_S,
            mb, RSS_GROWTH_MB, windows);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(ok);
     CHECK_EQ_INT(st, ENCDEC_OK);
     CHECK_EQ_INT(windows, LONG_S / 30);
     CHECK(mb >= 0 && mb <= RSS_GROWTH_MB);

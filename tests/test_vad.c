@@ -25,12 +25,12 @@
  *    its time is printed.
  */
 #include "check.h"
+#include "child.h"
 #include "tmpdir.h"
 
 #include <sndfile.h>
 #include <stdint.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "asr/speech.h"
@@ -465,9 +465,16 @@ static int write_non_speech(const char *path, int seconds) {
     return ok;
 }
 
-/* Part 6 in a child (its own peak RSS): "growth windows segments speech ms"
- * on fd; exit 0, or 2 when the transcription failed. */
-static void quiet_child(const char *path, const encdec_vad *v, int fd) {
+typedef struct {
+    const char *path;
+    const encdec_vad *v;
+} quiet_ctx;
+
+/* Part 6 in a child (its own peak RSS): "growth windows segments speech ms
+ * seconds" on fd; exit 0, or 2 when the transcription failed. */
+static void quiet_child(void *ctx, int fd) {
+    const char *path = ((quiet_ctx *)ctx)->path;
+    const encdec_vad *v = ((quiet_ctx *)ctx)->v;
     encdec_model *m = NULL;
     encdec_session *s = NULL;
     encdec_session_params sp = {2};
@@ -500,26 +507,16 @@ static void silence_costs_nothing(const encdec_vad *v) {
     if (!tmp_new("encdec-test-vad-quiet")) return;
     const char *path = tmp_path("non-speech.wav");
     CHECK(write_non_speech(path, QUIET_S));
-    int fds[2];
-    if (pipe(fds) != 0) exit(2);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        quiet_child(path, v, fds[1]);
-    }
-    close(fds[1]);
-    char line[160] = {0};
-    ssize_t got = read(fds[0], line, sizeof line - 1);
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    quiet_ctx c = {path, v};
+    char line[160];
+    int ok = child_run(quiet_child, &c, line, sizeof line);
     double mb = -1, speech = -1, vad_ms = -1, secs = -1;
     int windows = -1, segments = -1;
-    if (got > 0) sscanf(line, "%lf %d %d %lf %lf %lf", &mb, &windows, &segments, &speech, &vad_ms, &secs);
+    sscanf(line, "%lf %d %d %lf %lf %lf", &mb, &windows, &segments, &speech, &vad_ms, &secs);
     printf("%d s of noise, notes and silence with the VAD: %d windows, %d segments, %.2f s of "
            "speech; %.1f s (VAD %.1f s), peak RSS +%.1f MB (bound %d)\n", QUIET_S, windows,
            segments, speech, secs, vad_ms / 1e3, mb, QUIET_RSS_MB);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(ok);
     CHECK_EQ_INT(windows, 0);
     CHECK_EQ_INT(segments, 0);
     CHECK(speech == 0);
