@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 import urllib.request
 import wave
 
@@ -61,6 +62,16 @@ class Server:
                     k, v = line.rsplit(" ", 1)
                     out[k] = float(v)
             return out
+
+    def metric_soon(self, name, ok, within=10.0):
+        """A counter the server updates once the answer is written: the
+        client may read the answer first, so it is polled for a while."""
+        t0 = time.time()
+        while True:
+            v = self.metrics().get(name, 0)
+            if ok(v) or time.time() - t0 > within:
+                return v
+            time.sleep(0.05)
 
     def proc_status(self, key):
         """A field of /proc/PID/status (VmRSS in kB, Threads, ...)."""
