@@ -76,6 +76,13 @@ static const char *HELP =
     "                       (0), --vad-max-speech-s X (no limit), --vad-min-silence-ms N\n"
     "                       (2000), --vad-pad-ms N (400); --vad-model DIR (default:\n"
     "                       silero-vad-v6 in the model cache)\n"
+    "      --batch-size N   batched long-form (faster-whisper's BatchedInferencePipeline):\n"
+    "                       the speech (--vad, implied; its --vad-min-silence-ms 160 unless\n"
+    "                       given) cut into chunks of up to 30 s, N decoded at once, every\n"
+    "                       decoder step one pass for all; each chunk transcribed as it\n"
+    "                       would be alone (fallback, words...), no text carried across\n"
+    "                       chunks; 1..256\n"
+    "      --chunk-length S with --batch-size: the longest chunk, 1..30 s (default 30)\n"
     "      --silence-threshold DB  a window quieter than DB dBFS (RMS; default -60) whose\n"
     "                       no-speech probability is high is skipped without decoding;\n"
     "                       \"none\": only openai-whisper's rule\n"
@@ -119,6 +126,8 @@ typedef struct {
     cli_outputs out;
     const char *format_list;
     int vad;                  /* --vad: decode only the speech Silero VAD finds */
+    int batch;                /* --batch-size: chunks decoded at once (0: sequential) */
+    encdec_batch_params bp;
     const char *vad_model;    /* its directory (default: the cache's silero-vad-v6) */
 } opts;
 
@@ -234,6 +243,12 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
     } else if (!strcmp(a, "-P") || !strcmp(a, "--parallel")) {
         if (!cli_parse_int(a, v, 1, 256, &o->parallel)) return -1;
+    } else if (!strcmp(a, "--batch-size")) {
+        if (!cli_parse_int(a, v, 1, 256, &o->batch)) return -1;
+    } else if (!strcmp(a, "--chunk-length")) {
+        double d;
+        if (!cli_parse_double(a, v, 1, 30, &d)) return -1;
+        o->bp.chunk_length = (float)d;
     } else if (!strcmp(a, "--kv-cache")) {
         if (!cli_parse_kv(v, &p->kv_mode)) return -1;
     } else if (!strcmp(a, "--task")) {
@@ -266,6 +281,8 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
     o->threads = cli_default_threads();
     o->parallel = 4;
     o->tp = encdec_transcribe_default_params();
+    o->bp = encdec_batch_default_params();
+    o->tp.vad_params.min_silence_duration_ms = -1;   /* not given: set below */
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -285,6 +302,16 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
     if (i >= argc) {
         cli_err("encdec: no audio file given (see encdec transcribe --help)\n");
         return -1;
+    }
+    if (o->tp.vad_params.min_silence_duration_ms < 0)   /* faster-whisper's two defaults */
+        o->tp.vad_params.min_silence_duration_ms = o->batch ? 160 : 2000;
+    if (o->batch) {
+        o->vad = 1;
+        o->bp.batch_size = o->batch;
+        if (o->tp.kv_mode != ENCDEC_KV_FULL) {
+            cli_err("encdec: --batch-size decodes with the full cache (--kv-cache full)\n");
+            return -1;
+        }
     }
     if (o->format_list && !cli_out_parse_formats(o->format_list, &o->out.formats)) {
         cli_err("encdec: --output-format expects txt, srt, vtt, tsv, json, a comma list "
@@ -362,6 +389,7 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     cJSON_AddNumberToObject(t, "n_loops", tm->n_loops);
     cJSON_AddNumberToObject(t, "n_tokens", tm->n_tokens);
     cJSON_AddNumberToObject(t, "n_steps", tm->n_steps);
+    if (o->batch) cJSON_AddNumberToObject(j, "batch_size", o->batch);
     if (o->vad) {
         cJSON_AddNumberToObject(t, "speech_seconds", tm->speech_seconds);
         cJSON_AddNumberToObject(t, "vad_ms", tm->vad_ms);
@@ -424,6 +452,40 @@ static int run_file(encdec_session *s, const char *file, const opts *o, int many
     encdec_status st = encdec_transcribe_file(s, file, &ap, &tp, &r, &ai);
     cli_progress_done(&pg);
     return report_file(file, st, r, &ai, o, many, load_ms);
+}
+
+/* Batched long-form: each file's chunks through one engine, the files one
+ * after the other (segments and progress on this thread). */
+static int run_batched(const encdec_model *m, char **files, const int *bad, int n, const opts *o,
+                       double load_ms) {
+    encdec_engine_params ep = {o->threads, o->batch, o->cross_kv};
+    encdec_engine *e;
+    encdec_status st = encdec_engine_new(m, &ep, &e);
+    if (st) {
+        cli_err("encdec: %s: %s\n", encdec_status_str(st), encdec_last_error());
+        return 0;
+    }
+    int ok = 1;
+    encdec_audio_params ap = {.max_seconds = o->max_duration, .strict = o->strict};
+    for (int i = 0; i < n; i++) {
+        if (bad[i]) {
+            ok = 0;
+            continue;
+        }
+        cli_progress pg;
+        cli_progress_init(&pg, files[i], o->quiet, o->verbose);
+        encdec_transcribe_params tp = o->tp;
+        tp.on_progress = cli_progress_cb;
+        tp.on_segment = cli_segment_cb;
+        tp.user = &pg;
+        encdec_result *r = NULL;
+        encdec_audio_info ai;
+        st = encdec_engine_transcribe_batched_file(e, files[i], &ap, &tp, &o->bp, &r, &ai);
+        cli_progress_done(&pg);
+        ok &= report_file(files[i], st, r, &ai, o, n > 1, load_ms);
+    }
+    encdec_engine_free(e);
+    return ok;
 }
 
 /* Several files through the engine: all submitted, each decoded as a place
@@ -526,6 +588,13 @@ int cli_transcribe(int argc, char **argv) {
     }
     o.tp.vad = vad;
     int n_files = argc - first;
+    if (o.batch) {
+        failed = !run_batched(m, argv + first, bad + first, n_files, &o, load_ms);
+        free(bad);
+        encdec_vad_free(vad);
+        encdec_model_free(m);
+        return failed;
+    }
     if (n_files > 1 && o.parallel > 1 && !o.verbose && o.tp.kv_mode == ENCDEC_KV_FULL) {
         failed = !run_engine(m, argv + first, bad + first, n_files, &o, load_ms);
         free(bad);

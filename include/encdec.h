@@ -579,6 +579,54 @@ ENCDEC_API void encdec_request_cancel(encdec_request *q);
 ENCDEC_API void encdec_request_free(encdec_request *q);
 ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out);
 
+/* ---- batched long-form: the chunks of one recording decoded together ---- */
+
+/* The speech of a recording cut into chunks of at most chunk_length
+ * seconds (faster-whisper's BatchedInferencePipeline): the speech spans
+ * (params->clip_timestamps, each clip a chunk of its own; else
+ * params->speech; else params->vad's, its max_speech_duration_s at most
+ * chunk_length; without any, a recording no longer than chunk_length is
+ * one chunk), consecutive spans joined while they fit. Every chunk is a
+ * request of the engine, up to batch_size at once, so their decoder steps
+ * are shared passes: each is transcribed as it would be alone
+ * (encdec_transcribe of its samples with params: temperature fallback,
+ * no-speech skips, loop detection, word times; conditioning on previous
+ * text within a chunk only: chunks are independent, as the peers'). Its
+ * segments come back in order, times in the recording's (mapped through
+ * the chunk's spans), on the calling thread (params->on_segment,
+ * on_progress after each chunk, on_language once). A file is read in
+ * blocks (the VAD's pass, then the chunks through the spans): memory is
+ * bounded by the batch, whatever the length. */
+typedef struct {
+    int batch_size;          /* chunks in flight, 1..256 (0: 8); the engine's max_active bounds
+                                how many decode at once */
+    float chunk_length;      /* the longest chunk in seconds, 1..30 (0: 30); longer given
+                                spans or clips are cut into equal parts */
+    int language_per_chunk;  /* multilingual model, no language given: 0 (default) the first
+                                chunk's detected language for all; 1 each chunk detects its
+                                own (faster-whisper's multilingual=True) */
+    const volatile int *cancel;  /* may be NULL; set nonzero from any thread to stop: the call
+                                    returns ENCDEC_ERR_CANCELLED within milliseconds, its
+                                    chunks cancelled */
+} encdec_batch_params;
+ENCDEC_API encdec_batch_params encdec_batch_default_params(void);
+
+/* Synchronous: returns when every chunk is done (or the first error; the
+ * others are cancelled). pcm[n_samples]: 16 kHz mono. Errors as
+ * encdec_transcribe's, and ENCDEC_ERR_ARG for a recording longer than
+ * chunk_length with no spans to cut it (give a VAD). */
+ENCDEC_API encdec_status encdec_engine_transcribe_batched(encdec_engine *e, const float *pcm,
+                                                          size_t n_samples,
+                                                          const encdec_transcribe_params *params,
+                                                          const encdec_batch_params *batch,
+                                                          encdec_result **out);
+ENCDEC_API encdec_status encdec_engine_transcribe_batched_file(encdec_engine *e, const char *path,
+                                                               const encdec_audio_params *audio,
+                                                               const encdec_transcribe_params *params,
+                                                               const encdec_batch_params *batch,
+                                                               encdec_result **out,
+                                                               encdec_audio_info *info);
+
 /* ---- text generation (T5 family) ---------------------------------------- */
 
 /* Generation token by token (encdec_generate_params.on_token): token id

@@ -78,15 +78,36 @@ static inline void golden_public_smoke(const char *path, const char *format) {
 }
 
 /* A real model installed outside the repository: dir gets $env when set,
- * else $HOME/.cache/encdec/models/<name>. Returns 1 when dir/model.bin is
- * readable. */
-static inline int golden_find_model(char *dir, size_t cap, const char *env, const char *name) {
+ * else $HOME/.cache/encdec/models/<name>. Returns 1 when dir/file is
+ * readable (golden_find_model: model.bin, the Whisper models' file). */
+static inline int golden_find_file(char *dir, size_t cap, const char *env, const char *name,
+                                   const char *file) {
     const char *e = getenv(env), *home = getenv("HOME");
     if (e && *e) snprintf(dir, cap, "%s", e);
     else snprintf(dir, cap, "%s/.cache/encdec/models/%s", home ? home : ".", name);
     char p[1100];
-    snprintf(p, sizeof p, "%s/model.bin", dir);
+    snprintf(p, sizeof p, "%s/%s", dir, file);
     return access(p, R_OK) == 0;
+}
+
+static inline int golden_find_model(char *dir, size_t cap, const char *env, const char *name) {
+    return golden_find_file(dir, cap, env, name, "model.bin");
+}
+
+/* Two transcriptions alike: the same tokens, segment and word times, text. */
+static inline int golden_same_transcript(const encdec_result *a, const encdec_result *b) {
+    if (encdec_result_n_tokens(a) != encdec_result_n_tokens(b) ||
+        encdec_result_n_segments(a) != encdec_result_n_segments(b))
+        return 0;
+    for (int i = 0; i < encdec_result_n_tokens(a); i++)
+        if (encdec_result_token(a, i)->id != encdec_result_token(b, i)->id) return 0;
+    for (int i = 0; i < encdec_result_n_segments(a); i++) {
+        const encdec_segment *x = encdec_result_segment(a, i), *y = encdec_result_segment(b, i);
+        if (x->start != y->start || x->end != y->end || x->n_words != y->n_words) return 0;
+        for (int k = 0; k < x->n_words; k++)
+            if (x->words[k].start != y->words[k].start || x->words[k].end != y->words[k].end) return 0;
+    }
+    return !strcmp(encdec_result_text(a), encdec_result_text(b));
 }
 
 /* Loads wav at 16 kHz (CHECKed) into *mel, the log-mel spectrogram of its

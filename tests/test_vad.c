@@ -26,6 +26,7 @@
  */
 #include "check.h"
 #include "child.h"
+#include "golden.h"
 #include "tmpdir.h"
 
 #include <sndfile.h>
@@ -44,15 +45,6 @@
 #include <unistd.h>
 
 static char g_dir[1024];
-
-static int find_vad(void) {
-    const char *e = getenv("ENCDEC_VAD"), *home = getenv("HOME");
-    if (e && *e) snprintf(g_dir, sizeof g_dir, "%s", e);
-    else snprintf(g_dir, sizeof g_dir, "%s/.cache/encdec/models/silero-vad-v6", home ? home : ".");
-    char p[1100];
-    snprintf(p, sizeof p, "%s/model.safetensors", g_dir);
-    return access(p, R_OK) == 0;
-}
 
 /* The recording of the golden file's pieces (tools/golden_vad.py). */
 static float *build(const cJSON *pieces, size_t *n) {
@@ -237,21 +229,6 @@ static void bad_models(void) {
 }
 
 /* Every token, segment and word of two results the same, bit for bit. */
-static int same_result(const encdec_result *a, const encdec_result *b) {
-    if (encdec_result_n_tokens(a) != encdec_result_n_tokens(b) ||
-        encdec_result_n_segments(a) != encdec_result_n_segments(b))
-        return 0;
-    for (int i = 0; i < encdec_result_n_tokens(a); i++)
-        if (encdec_result_token(a, i)->id != encdec_result_token(b, i)->id) return 0;
-    for (int i = 0; i < encdec_result_n_segments(a); i++) {
-        const encdec_segment *x = encdec_result_segment(a, i), *y = encdec_result_segment(b, i);
-        if (x->start != y->start || x->end != y->end || x->n_words != y->n_words) return 0;
-        for (int k = 0; k < x->n_words; k++)
-            if (x->words[k].start != y->words[k].start || x->words[k].end != y->words[k].end) return 0;
-    }
-    return 1;
-}
-
 static int write_wav(const char *path, const float *x, size_t n) {
     SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
     SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
@@ -292,9 +269,9 @@ static void from_file(const encdec_vad *v, encdec_session *s, encdec_engine *e, 
     p3.n_speech = k;
     CHECK_EQ_INT(encdec_transcribe_file(s, path, NULL, &p3, &r3, NULL), ENCDEC_OK);
     if (r1 && r2 && r3) {
-        CHECK(same_result(want, r1));
-        CHECK(same_result(want, r2));
-        CHECK(same_result(want, r3));
+        CHECK(golden_same_transcript(want, r1));
+        CHECK(golden_same_transcript(want, r2));
+        CHECK(golden_same_transcript(want, r3));
         CHECK_STR(encdec_result_text(r1), encdec_result_text(want));
         printf("from a file: the session, the engine and given spans as from memory\n");
     }
@@ -319,7 +296,7 @@ static void from_file(const encdec_vad *v, encdec_session *s, encdec_engine *e, 
     CHECK_EQ_INT(encdec_transcribe_file(s, path3, NULL, p, &r2, NULL), ENCDEC_OK);
     if (r1 && r2) {
         CHECK(encdec_result_timings(r1)->n_windows >= 2);
-        CHECK(same_result(r1, r2));
+        CHECK(golden_same_transcript(r1, r2));
         printf("three times over: %d windows, from the file as from memory\n",
                encdec_result_timings(r2)->n_windows);
     }
@@ -377,8 +354,8 @@ static void transcription(const encdec_vad *v, const char *tiny) {
     p3.n_speech = k;
     CHECK_EQ_INT(encdec_transcribe(s, x, n, &p3, &r3), ENCDEC_OK);
     if (r1 && r2 && r3) {
-        CHECK(same_result(r1, r2));
-        CHECK(same_result(r1, r3));
+        CHECK(golden_same_transcript(r1, r2));
+        CHECK(golden_same_transcript(r1, r3));
         const encdec_segment *g0 = encdec_result_segment(r1, 0);
         int ns = encdec_result_n_segments(r1);
         const encdec_segment *gl = encdec_result_segment(r1, ns - 1);
@@ -525,7 +502,7 @@ static void silence_costs_nothing(const encdec_vad *v) {
 }
 
 int main(void) {
-    if (!find_vad()) return check_skip("Silero VAD not installed (scripts/fetch-model.sh vad)");
+    if (!golden_find_file(g_dir, sizeof g_dir, "ENCDEC_VAD", "silero-vad-v6", "model.safetensors")) return check_skip("Silero VAD not installed (scripts/fetch-model.sh vad)");
     if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
     vad_model *m = NULL;
     CHECK_EQ_INT(vad_load(g_dir, &m), ENCDEC_OK);
@@ -537,10 +514,8 @@ int main(void) {
     encdec_vad *v = NULL;
     CHECK_EQ_INT(encdec_vad_load(g_dir, &v), ENCDEC_OK);
     char tiny[1024];
-    const char *e = getenv("ENCDEC_TINY_EN"), *home = getenv("HOME");
-    if (e && *e) snprintf(tiny, sizeof tiny, "%s", e);
-    else snprintf(tiny, sizeof tiny, "%s/.cache/encdec/models/whisper-tiny.en", home ? home : ".");
-    if (v && access(tiny, R_OK) == 0) transcription(v, tiny);
+    if (v && golden_find_model(tiny, sizeof tiny, "ENCDEC_TINY_EN", "whisper-tiny.en"))
+        transcription(v, tiny);
     else printf("tiny.en not installed: the transcription part skipped\n");
     if (v) silence_costs_nothing(v);
     encdec_vad_free(v);

@@ -7,7 +7,8 @@
         print("[%.2fs -> %.2fs] %s" % (segment.start, segment.end, segment.text))
 
 The API follows faster-whisper's (WhisperModel, transcribe, Segment, Word,
-TranscriptionInfo, decode_audio), so switching is an import. The work is
+TranscriptionInfo, BatchedInferencePipeline, decode_audio), so switching is
+an import. The work is
 done by libencdec (bundled), through ctypes, with the GIL released.
 """
 
@@ -16,7 +17,7 @@ from ._native import lib as _lib
 from .audio import decode_audio
 from .t5 import T5Model
 from .vad import VadOptions, get_speech_timestamps
-from .whisper import Segment, TranscriptionInfo, WhisperModel, Word
+from .whisper import BatchedInferencePipeline, Segment, TranscriptionInfo, WhisperModel, Word
 
 __version__ = "0.1.0"
 
@@ -26,6 +27,6 @@ def build_info():
     return _lib.encdec_build_info().decode()
 
 
-__all__ = ["WhisperModel", "T5Model", "Segment", "Word", "TranscriptionInfo", "decode_audio",
+__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Segment", "Word", "TranscriptionInfo", "decode_audio",
            "VadOptions", "get_speech_timestamps",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

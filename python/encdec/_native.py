@@ -162,6 +162,11 @@ class EngineParams(Structure):
                 ("max_new_tokens", c_int)]
 
 
+class BatchParams(Structure):
+    _fields_ = [("batch_size", c_int), ("chunk_length", c_float), ("language_per_chunk", c_int),
+                ("cancel", POINTER(c_int))]
+
+
 class EngineStats(Structure):
     _fields_ = [("steps", c_longlong), ("rows", c_longlong), ("passes", c_longlong),
                 ("encodes", c_longlong), ("active", c_int), ("waiting", c_int),
@@ -187,6 +192,7 @@ STRUCTS = {
     "encdec_segment": Segment, "encdec_transcribe_params": TranscribeParams,
     "encdec_timings": Timings, "encdec_sequence": Sequence,
     "encdec_engine_params": EngineParams, "encdec_engine_stats": EngineStats,
+    "encdec_batch_params": BatchParams,
     "encdec_generate_params": GenerateParams, "encdec_vad_params": VadParams,
     "encdec_span": Span,
 }
@@ -231,6 +237,9 @@ _fn("encdec_engine_new", _status, c_void_p, P(EngineParams), P(c_void_p))
 _fn("encdec_engine_free", None, c_void_p)
 _fn("encdec_engine_transcribe", _status, c_void_p, P(c_float), c_size_t, P(TranscribeParams),
     P(c_void_p))
+_fn("encdec_batch_default_params", BatchParams)
+_fn("encdec_engine_transcribe_batched", _status, c_void_p, P(c_float), c_size_t,
+    P(TranscribeParams), P(BatchParams), P(c_void_p))
 _fn("encdec_request_done", c_int, c_void_p)
 _fn("encdec_request_wait", _status, c_void_p, P(c_void_p))
 _fn("encdec_request_cancel", None, c_void_p)

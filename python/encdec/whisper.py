@@ -14,6 +14,7 @@ follow through the library's segment callback while the caller iterates.
 
 import atexit
 import ctypes
+import inspect
 import math
 import queue
 import sys
@@ -123,7 +124,7 @@ class _Request:
     """One transcription in flight: the request, its callbacks, the queue
     the segments go through, the thread that waits for its end."""
 
-    def __init__(self, engine, pcm, tp, keep, info, log_progress):
+    def __init__(self, engine, pcm, tp, keep, info, log_progress, batch=None, owner=None):
         self.queue = queue.Queue()
         self.language = threading.Event()
         self.error = None
@@ -143,11 +144,20 @@ class _Request:
         tp.on_segment, tp.on_language = self._on_segment, self._on_language
         if log_progress:
             tp.on_progress = self._on_progress
-        q = ctypes.c_void_p()
-        N.check(N.lib.encdec_engine_transcribe(engine, pcm.ptr, pcm.n, ctypes.byref(tp),
-                                               ctypes.byref(q)))
-        self._q = q
-        self._thread = threading.Thread(target=self._wait, name="encdec-request", daemon=True)
+        self._engine, self._tp, self._batch, self._owner = engine, tp, batch, owner
+        if batch is None:   # one request of the engine
+            q = ctypes.c_void_p()
+            N.check(N.lib.encdec_engine_transcribe(engine, pcm.ptr, pcm.n, ctypes.byref(tp),
+                                                   ctypes.byref(q)))
+            self._q = q
+            target = self._wait
+        else:               # batched: the library's call runs on this request's thread
+            self._q = None
+            self._flag = ctypes.c_int(0)
+            batch.cancel = ctypes.pointer(self._flag)
+            owner._batched.add(self)
+            target = self._run_batched
+        self._thread = threading.Thread(target=target, name="encdec-request", daemon=True)
         self._thread.start()
 
     # -- the library's threads --
@@ -185,6 +195,17 @@ class _Request:
     def _wait(self):
         r = ctypes.c_void_p()
         st = N.lib.encdec_request_wait(self._q, ctypes.byref(r))
+        self._finish(st, r)
+
+    def _run_batched(self):
+        r = ctypes.c_void_p()
+        st = N.lib.encdec_engine_transcribe_batched(self._engine, self._pcm.ptr, self._pcm.n,
+                                                    ctypes.byref(self._tp),
+                                                    ctypes.byref(self._batch), ctypes.byref(r))
+        self._finish(st, r)
+        self._owner._batched.discard(self)
+
+    def _finish(self, st, r):
         if st:
             self.error = self._cb_error or N.error(st)
         else:
@@ -200,7 +221,8 @@ class _Request:
             finally:
                 N.lib.encdec_result_free(r)
         with self._lock:
-            N.lib.encdec_request_free(self._q)
+            if self._q:
+                N.lib.encdec_request_free(self._q)
             self._q = None
         self._pcm = None
         self.language.set()
@@ -211,6 +233,11 @@ class _Request:
             self.cancelled = True
             if self._q:
                 N.lib.encdec_request_cancel(self._q)
+            if self._batch is not None:
+                self._flag.value = 1   # the batched call returns within milliseconds
+
+    def join(self):
+        self._thread.join()
 
 
 class _Segments:
@@ -293,6 +320,7 @@ class WhisperModel(Owner):
             self._model.close()
             raise
         self._engine = e
+        self._batched = set()   # batched transcriptions running (their calls use the engine)
         self.cpu_threads = ep.n_threads
         _live.add(self)
 
@@ -312,6 +340,9 @@ class WhisperModel(Owner):
 
 
     def _release(self):   # close(): cancels what runs, frees the engine (then the model)
+        for r in list(getattr(self, "_batched", ())):
+            r.cancel()
+            r.join()
         e, self._engine = getattr(self, "_engine", None), None
         if e:
             N.lib.encdec_engine_free(e)
@@ -331,31 +362,16 @@ class WhisperModel(Owner):
                              f"name, one of {', '.join(codes)}")
         raise ValueError(f"language={language!r}: this model is English-only")
 
-    def transcribe(self, audio, language=None, task="transcribe", log_progress=False,
-                   beam_size=5, best_of=5, patience=1, length_penalty=1, repetition_penalty=1,
-                   no_repeat_ngram_size=0, temperature=_DEFAULT_TEMPERATURES,
-                   compression_ratio_threshold=2.4, log_prob_threshold=-1.0,
-                   no_speech_threshold=0.6, condition_on_previous_text=True,
-                   prompt_reset_on_temperature=0.5, initial_prompt=None, prefix=None,
-                   suppress_blank=True, suppress_tokens=(-1,), without_timestamps=False,
-                   max_initial_timestamp=1.0, word_timestamps=False,
-                   prepend_punctuations="\"'“¿([{-",
-                   append_punctuations="\"'.。,，!！?？:：”)]}、", multilingual=False,
-                   vad_filter=False, vad_parameters=None, max_new_tokens=None,
-                   chunk_length=None, clip_timestamps="0", hallucination_silence_threshold=None,
-                   hotwords=None, language_detection_threshold=0.5,
-                   language_detection_segments=1, seed=0, loop_detection=True,
-                   fallback_keep_last=False):
-        """faster-whisper's transcribe(): returns (segments, info) where
-        segments is a lazy iterator. audio: a path, a file-like object,
-        bytes of an encoded file, or a float32 NumPy array at 16 kHz.
-        Options encdec does not have raise ValueError when set to anything
-        but their default; seed (sampling at temperature > 0),
-        loop_detection (faster, the same output) and fallback_keep_last
-        (when every temperature fails a window: keep the last attempt, as
-        openai-whisper, not the best, as faster-whisper) are encdec's own."""
-        if not self._engine:
-            raise ValueError("the model is closed")
+    def _params(self, language, task, beam_size, best_of, patience, length_penalty,
+                repetition_penalty, no_repeat_ngram_size, temperature,
+                compression_ratio_threshold, log_prob_threshold, no_speech_threshold,
+                condition_on_previous_text, prompt_reset_on_temperature, initial_prompt, prefix,
+                suppress_blank, suppress_tokens, without_timestamps, max_initial_timestamp,
+                word_timestamps, prepend_punctuations, append_punctuations, max_new_tokens,
+                hallucination_silence_threshold, hotwords, language_detection_segments, seed,
+                loop_detection, fallback_keep_last):
+        """transcribe()'s options checked, as the library's parameters (and
+        the objects they point into, kept alive with them)."""
         _unsupported("length_penalty", length_penalty, 1)
         _unsupported("repetition_penalty", repetition_penalty, 1)
         _unsupported("no_repeat_ngram_size", no_repeat_ngram_size, 0)
@@ -363,8 +379,6 @@ class WhisperModel(Owner):
         _unsupported("suppress_blank", suppress_blank, True)
         _unsupported("suppress_tokens", list(suppress_tokens or []), [-1])
         _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
-        _unsupported("multilingual", multilingual, False)
-        _unsupported("chunk_length", chunk_length, None)
         _unsupported("hallucination_silence_threshold", hallucination_silence_threshold, None)
         _unsupported("hotwords", hotwords, None)
         _unsupported("language_detection_segments", language_detection_segments, 1)
@@ -380,7 +394,6 @@ class WhisperModel(Owner):
         if max_new_tokens is not None and not 1 <= int(max_new_tokens) <= 448:
             raise ValueError(f"max_new_tokens={max_new_tokens}: 1..448")
         language = self._check_language(language)
-        clips = _clips(clip_timestamps)
 
         def nan_if_none(v):
             return float("nan") if v is None else float(v)
@@ -409,16 +422,48 @@ class WhisperModel(Owner):
         tp.condition_on_previous_text = int(bool(condition_on_previous_text))
         tp.initial_prompt = cstr(initial_prompt)
         tp.prefix = cstr(prefix)
-        if clips:
-            arr = (ctypes.c_double * len(clips))(*clips)
-            keep.append(arr)
-            tp.clip_timestamps, tp.n_clip_timestamps = arr, len(clips)
         tp.word_timestamps = int(bool(word_timestamps))
         tp.prepend_punctuations = cstr(prepend_punctuations)
         tp.append_punctuations = cstr(append_punctuations)
         tp.loop_detection = int(bool(loop_detection))
         tp.fallback_keep_last = int(bool(fallback_keep_last))
         tp.seed = int(seed)
+        return tp, keep
+
+    def transcribe(self, audio, language=None, task="transcribe", log_progress=False,
+                   beam_size=5, best_of=5, patience=1, length_penalty=1, repetition_penalty=1,
+                   no_repeat_ngram_size=0, temperature=_DEFAULT_TEMPERATURES,
+                   compression_ratio_threshold=2.4, log_prob_threshold=-1.0,
+                   no_speech_threshold=0.6, condition_on_previous_text=True,
+                   prompt_reset_on_temperature=0.5, initial_prompt=None, prefix=None,
+                   suppress_blank=True, suppress_tokens=(-1,), without_timestamps=False,
+                   max_initial_timestamp=1.0, word_timestamps=False,
+                   prepend_punctuations="\"'“¿([{-",
+                   append_punctuations="\"'.。,，!！?？:：”)]}、", multilingual=False,
+                   vad_filter=False, vad_parameters=None, max_new_tokens=None,
+                   chunk_length=None, clip_timestamps="0", hallucination_silence_threshold=None,
+                   hotwords=None, language_detection_threshold=0.5,
+                   language_detection_segments=1, seed=0, loop_detection=True,
+                   fallback_keep_last=False):
+        """faster-whisper's transcribe(): returns (segments, info) where
+        segments is a lazy iterator. audio: a path, a file-like object,
+        bytes of an encoded file, or a float32 NumPy array at 16 kHz.
+        Options encdec does not have raise ValueError when set to anything
+        but their default; seed (sampling at temperature > 0),
+        loop_detection (faster, the same output) and fallback_keep_last
+        (when every temperature fails a window: keep the last attempt, as
+        openai-whisper, not the best, as faster-whisper) are encdec's own."""
+        if not self._engine:
+            raise ValueError("the model is closed")
+        _unsupported("multilingual", multilingual, False)
+        _unsupported("chunk_length", chunk_length, None)
+        tp, keep = self._params(**_pick(locals()))
+        language = self._check_language(language)
+        clips = _clips(clip_timestamps)
+        if clips:
+            arr = (ctypes.c_double * len(clips))(*clips)
+            keep.append(arr)
+            tp.clip_timestamps, tp.n_clip_timestamps = arr, len(clips)
 
         vad_opts = V.options(vad_parameters) if vad_filter else None   # before any work
         pcm = A.load(audio)
@@ -431,16 +476,7 @@ class WhisperModel(Owner):
             keep.append(arr)
             tp.speech, tp.n_speech = ctypes.cast(arr, ctypes.POINTER(N.Span)), len(spans)
             after_vad = sum(b - a for a, b in spans) / A.SAMPLE_RATE
-        options = dict(beam_size=beam_size, best_of=best_of, patience=patience,
-                       temperatures=list(temperature) if not isinstance(temperature, (int, float))
-                       else [temperature], compression_ratio_threshold=compression_ratio_threshold,
-                       log_prob_threshold=log_prob_threshold,
-                       no_speech_threshold=no_speech_threshold,
-                       condition_on_previous_text=condition_on_previous_text,
-                       initial_prompt=initial_prompt, prefix=prefix,
-                       without_timestamps=without_timestamps, word_timestamps=word_timestamps,
-                       max_new_tokens=max_new_tokens, clip_timestamps=clip_timestamps,
-                       task=task, language=language)
+        options = _options(locals())
         info = TranscriptionInfo(language=language or "", language_probability=1.0,
                                  duration=pcm.seconds, duration_after_vad=after_vad,
                                  transcription_options=options, vad_options=vad_opts)
@@ -448,4 +484,119 @@ class WhisperModel(Owner):
         req.language.wait()
         if not req.language_known and req.error is not None:
             raise req.error     # bad audio, ...: at once, as faster-whisper does
+        return _Segments(req), info
+
+
+def _pick(scope):
+    """The arguments of WhisperModel._params out of a transcribe()'s locals()."""
+    names = list(inspect.signature(WhisperModel._params).parameters)[1:]
+    return {k: scope[k] for k in names}
+
+
+def _options(scope):
+    """info.transcription_options out of a transcribe()'s locals()."""
+    t = scope["temperature"]
+    o = {k: scope[k] for k in ("beam_size", "best_of", "patience",
+                               "compression_ratio_threshold", "log_prob_threshold",
+                               "no_speech_threshold", "condition_on_previous_text",
+                               "initial_prompt", "prefix", "without_timestamps",
+                               "word_timestamps", "max_new_tokens", "clip_timestamps", "task",
+                               "language")}
+    o["temperatures"] = [t] if isinstance(t, (int, float)) else list(t)
+    return o
+
+
+class BatchedInferencePipeline:
+    """faster-whisper's BatchedInferencePipeline over encdec's engine.
+
+        batched = encdec.BatchedInferencePipeline(model)
+        segments, info = batched.transcribe("talk.flac", batch_size=16)
+
+    The speech (Silero VAD by default; clip_timestamps as a list of
+    {"start": s, "end": s} in seconds) is cut into chunks of up to
+    chunk_length (30) seconds, and batch_size chunks at a time are requests
+    of the model's engine, their decoder steps shared. Unlike the peer's,
+    each chunk keeps encdec's whole quality path: the temperature list is a
+    fallback (pass temperature=0 for the peer's single decode), no-speech
+    skips, loop detection, word times; chunks are independent (no text
+    carried across them), and each is transcribed token for token as it
+    would be alone. Segments come in order, lazily."""
+
+    def __init__(self, model):
+        if not isinstance(model, WhisperModel):
+            raise ValueError("BatchedInferencePipeline: an encdec.WhisperModel")
+        self.model = model
+
+    def transcribe(self, audio, language=None, task="transcribe", log_progress=False,
+                   beam_size=5, best_of=5, patience=1, length_penalty=1, repetition_penalty=1,
+                   no_repeat_ngram_size=0, temperature=_DEFAULT_TEMPERATURES,
+                   compression_ratio_threshold=2.4, log_prob_threshold=-1.0,
+                   no_speech_threshold=0.6, condition_on_previous_text=True,
+                   prompt_reset_on_temperature=0.5, initial_prompt=None, prefix=None,
+                   suppress_blank=True, suppress_tokens=(-1,), without_timestamps=True,
+                   max_initial_timestamp=1.0, word_timestamps=False,
+                   prepend_punctuations="\"'“¿([{-",
+                   append_punctuations="\"'.。,，!！?？:：”)]}、", multilingual=False,
+                   vad_filter=True, vad_parameters=None, max_new_tokens=None,
+                   chunk_length=None, clip_timestamps=None, hallucination_silence_threshold=None,
+                   batch_size=8, hotwords=None, language_detection_threshold=0.5,
+                   language_detection_segments=1, seed=0, loop_detection=True,
+                   fallback_keep_last=False):
+        """faster-whisper's BatchedInferencePipeline.transcribe(): (segments,
+        info), segments a lazy iterator in time order. multilingual: every
+        chunk detects its own language when none is given."""
+        m = self.model
+        if not m._engine:
+            raise ValueError("the model is closed")
+        if not 1 <= int(batch_size) <= 256:
+            raise ValueError(f"batch_size={batch_size}: 1..256")
+        chunk = 30.0 if chunk_length is None else float(chunk_length)
+        if not 1.0 <= chunk <= 30.0:
+            raise ValueError(f"chunk_length={chunk_length}: 1..30 seconds")
+        tp, keep = m._params(**_pick(locals()))
+        language = m._check_language(language)
+        clips = None
+        if clip_timestamps:   # the peer's batched form: [{"start": s, "end": s}, ...]
+            try:
+                clips = [float(v) for c in clip_timestamps for v in (c["start"], c["end"])]
+            except (TypeError, KeyError, ValueError):
+                raise ValueError("clip_timestamps: a list of {'start': seconds, 'end': seconds}")
+        vad_opts = None
+        if vad_filter and not clips:   # the peer's batched defaults
+            if vad_parameters is None:
+                vad_opts = V.VadOptions(max_speech_duration_s=chunk, min_silence_duration_ms=160)
+            elif isinstance(vad_parameters, dict):
+                d = {k: v for k, v in vad_parameters.items() if k != "max_speech_duration_s"}
+                vad_opts = V.options(dict(d, max_speech_duration_s=chunk))
+            else:
+                vad_opts = V.options(vad_parameters)
+        pcm = A.load(audio)
+        after_vad = pcm.seconds
+        if clips:
+            arr = (ctypes.c_double * len(clips))(*clips)
+            keep.append(arr)
+            tp.clip_timestamps, tp.n_clip_timestamps = arr, len(clips)
+            after_vad = sum(min(b, pcm.seconds) - a for a, b in zip(clips[::2], clips[1::2]))
+        elif vad_opts is not None:
+            spans = V.speech_spans(pcm, vad_opts, m.cpu_threads)
+            arr = (N.Span * max(1, len(spans)))(*[N.Span(a, b) for a, b in spans])
+            keep.append(arr)
+            tp.speech, tp.n_speech = ctypes.cast(arr, ctypes.POINTER(N.Span)), len(spans)
+            after_vad = sum(b - a for a, b in spans) / A.SAMPLE_RATE
+        elif pcm.seconds > chunk:
+            raise RuntimeError("No clip timestamps found. Set 'vad_filter' to True or provide "
+                               "'clip_timestamps'.")
+        bp = N.lib.encdec_batch_default_params()
+        bp.batch_size = int(batch_size)
+        bp.chunk_length = chunk
+        bp.language_per_chunk = int(bool(multilingual))
+        options = dict(_options(locals()), multilingual=multilingual, batch_size=batch_size,
+                       chunk_length=chunk)
+        info = TranscriptionInfo(language=language or "", language_probability=1.0,
+                                 duration=pcm.seconds, duration_after_vad=after_vad,
+                                 transcription_options=options, vad_options=vad_opts)
+        req = _Request(m._engine, pcm, tp, keep, info, log_progress, batch=bp, owner=m)
+        req.language.wait()
+        if not req.language_known and req.error is not None:
+            raise req.error
         return _Segments(req), info

@@ -77,6 +77,16 @@ encdec_status api_result_add_word(encdec_result *r, size_t off, double start, do
 encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, float score,
                                       int first, int n_tokens, char *text);
 void api_result_finish(encdec_result *r);
+/* Segment i of r (still being built) as a callback shows it: its pointers
+ * resolved into r as it is now, tokens and words copied into v's arrays
+ * (grown as needed; valid until v is used again). */
+typedef struct {
+    encdec_token *tok;
+    encdec_word *words;
+    size_t cap;
+} api_view;
+encdec_status api_result_view(const encdec_result *r, size_t i, api_view *v, encdec_segment *out);
+void api_view_free(api_view *v);
 
 /* transcribe.c: the transcription of a feed wherever its passes run. prep
  * makes room for n_slots sequences and fills env's runner, mel and
@@ -111,6 +121,13 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r);
 
+/* transcribe.c: the whole transcript of r's segments as its sequence 0 (every
+ * text token decoded together). */
+encdec_status api_result_whisper_text(encdec_result *r, const whisper_model *w);
+/* engine.c: what the batched transcription reads of an engine. */
+const encdec_model *api_engine_model(const encdec_engine *e);
+int api_engine_threads(const encdec_engine *e);
+
 encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                   asr_feed *feed, const encdec_transcribe_params *params,
                                   encdec_result **out);
@@ -138,6 +155,11 @@ encdec_status api_transcribe_speech_stream(const encdec_model *model, api_asr_pr
                                            audio_stream *as,
                                            const encdec_transcribe_params *p,
                                            const atomic_int *cancel, encdec_result **out);
+/* The caller's spans (p->speech) checked against n samples: *out malloc'd. */
+encdec_status api_given_spans(const encdec_transcribe_params *p, size_t n, asr_span **out,
+                              int *n_out);
+/* A stream's length in samples (read through once, then rewound). */
+encdec_status api_stream_length(audio_stream *as, const atomic_int *cancel, size_t *n);
 /* vad.c: the parameters checked; the speech spans of pcm[n], or of the
  * stream as (pcm NULL; read from its start, rewound after; *n_samples its
  * length): *spans malloc'd (NULL when none), *n_spans. */

@@ -21,6 +21,7 @@ struct encdec_engine {
     sch_engine *sch;
     int slots;
     int max_new;                 /* T5: most tokens a request generates */
+    int n_threads, max_active;
     pthread_mutex_t mu;
     pthread_cond_t gone;         /* a request left live */
     encdec_request *live;        /* requests whose threads run or are not yet joined (a list) */
@@ -476,6 +477,8 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     e->model = m;
     e->slots = API_MAX_BEAMS + 1;   /* any beam or best_of, and the prompt's sequence */
     e->max_new = p.max_new_tokens;
+    e->n_threads = p.n_threads;
+    e->max_active = p.max_active;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->gone, NULL);
     sch_params sp = {m->family == API_WHISPER ? m->w : NULL, m->family == API_T5 ? m->t5 : NULL,
@@ -518,6 +521,9 @@ void encdec_engine_free(encdec_engine *e) {
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
+
+const encdec_model *api_engine_model(const encdec_engine *e) { return e->model; }
+int api_engine_threads(const encdec_engine *e) { return e->n_threads; }
 
 void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out) {
     memset(out, 0, sizeof *out);

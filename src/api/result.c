@@ -100,6 +100,39 @@ void api_result_finish(encdec_result *r) {
     }
 }
 
+encdec_status api_result_view(const encdec_result *r, size_t i, api_view *v, encdec_segment *out) {
+    const encdec_segment *g = &r->segs[i];
+    size_t first_tok = (uintptr_t)g->tokens, first_word = (uintptr_t)g->words;
+    size_t need = (size_t)(g->n_tokens > g->n_words ? g->n_tokens : g->n_words) + 1;
+    if (need > v->cap) {
+        encdec_token *t = realloc(v->tok, need * sizeof *t);
+        if (t) v->tok = t;
+        encdec_word *w = t ? realloc(v->words, need * sizeof *w) : NULL;
+        if (w) v->words = w;
+        if (!t || !w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: segment");
+        v->cap = need;
+    }
+    for (int k = 0; k < g->n_tokens; k++) {
+        v->tok[k] = r->tokens[first_tok + k];
+        v->tok[k].text = r->strs + (uintptr_t)r->tokens[first_tok + k].text;
+    }
+    for (int k = 0; k < g->n_words; k++) {
+        v->words[k] = r->words[first_word + k];
+        v->words[k].word = r->strs + (uintptr_t)r->words[first_word + k].word;
+    }
+    *out = *g;
+    out->text = r->strs + (uintptr_t)g->text;
+    out->tokens = v->tok;
+    out->words = g->n_words ? v->words : NULL;
+    return ENCDEC_OK;
+}
+
+void api_view_free(api_view *v) {
+    free(v->tok);
+    free(v->words);
+    memset(v, 0, sizeof *v);
+}
+
 const char *encdec_result_text(const encdec_result *r) {
     return r && r->n_seqs ? r->seqs[0].text : "";
 }

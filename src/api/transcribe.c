@@ -169,21 +169,8 @@ typedef struct {
     const encdec_transcribe_params *p;
     const asr_speech_map *speech;   /* with a VAD: joined speech -> the recording's time */
     int window, last_seek;
-    encdec_token *view_tok;   /* the callback's copy of a segment's tokens, pointers resolved */
-    encdec_word *view_words;
-    size_t view_cap;
+    api_view view;            /* the callback's copy of a segment's tokens and words */
 } sink_ctx;
-
-static encdec_status grow_view(sink_ctx *c, size_t n) {
-    if (n <= c->view_cap) return ENCDEC_OK;
-    encdec_token *t = realloc(c->view_tok, n * sizeof *t);
-    if (t) c->view_tok = t;
-    encdec_word *w = t ? realloc(c->view_words, n * sizeof *w) : NULL;
-    if (w) c->view_words = w;
-    if (!t || !w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: segment");
-    c->view_cap = n;
-    return ENCDEC_OK;
-}
 
 /* A segment into the result, then to the caller. */
 static encdec_status on_segment(void *user, const asr_segment *g) {
@@ -221,20 +208,7 @@ static encdec_status on_segment(void *user, const asr_segment *g) {
                           g->n_words, NULL, g->all_failed};
     if (!st) st = api_result_add_segment(r, &seg, text_off, first_tok, first_word);
     if (st || !c->p->on_segment) return st;
-    /* the caller's view: pointers into the result as it is now */
-    st = grow_view(c, (size_t)(g->n_tokens > g->n_words ? g->n_tokens : g->n_words) + 1);
-    if (st) return st;
-    for (int i = 0; i < g->n_tokens; i++) {
-        c->view_tok[i] = r->tokens[first_tok + i];
-        c->view_tok[i].text = r->strs + (uintptr_t)r->tokens[first_tok + i].text;
-    }
-    for (int i = 0; i < g->n_words; i++) {
-        c->view_words[i] = r->words[first_word + i];
-        c->view_words[i].word = r->strs + (uintptr_t)r->words[first_word + i].word;
-    }
-    seg.text = r->strs + text_off;
-    seg.tokens = c->view_tok;
-    seg.words = g->n_words ? c->view_words : NULL;
+    if ((st = api_result_view(r, r->n_segs - 1, &c->view, &seg))) return st;
     if (c->p->on_segment(&seg, c->p->user))
         return ed_fail(ENCDEC_ERR_CANCELLED, "transcription stopped by the caller");
     return ENCDEC_OK;
@@ -257,7 +231,7 @@ static void on_language(void *user, int token, const float *probs, int n_langs) 
 }
 
 /* The whole transcript as sequence 0: every segment's text tokens decoded together. */
-static encdec_status finish_text(encdec_result *r, const whisper_model *w) {
+encdec_status api_result_whisper_text(encdec_result *r, const whisper_model *w) {
     int *ids = malloc(sizeof *ids * (r->n_tokens + 1));
     if (!ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result text");
     float sum = 0;
@@ -396,7 +370,7 @@ encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep
     asr_speech_map map;
     if (!st && sp && sp->n && !work) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: speech map");
     if (!st && work) asr_speech_map_init(&map, sp->spans, sp->n, MEL_SAMPLE_RATE, work);
-    sink_ctx c = {r, w, &p, work ? &map : NULL, 0, -1, NULL, NULL, 0};
+    sink_ctx c = {r, w, &p, work ? &map : NULL, 0, -1, {NULL, NULL, 0}};
     asr_report rep;
     memset(&rep, 0, sizeof rep);
     rep.language = a.language;
@@ -407,11 +381,10 @@ encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep
         on_language(&c, a.language, NULL, 0);
     }
     free(work);
-    free(c.view_tok);
-    free(c.view_words);
+    api_view_free(&c.view);
     free(prompt);
     free(prefix);
-    if (!st) st = finish_text(r, w);
+    if (!st) st = api_result_whisper_text(r, w);
     if (!st) {
         report(r, w, &rep, sp ? sp->n_samples : n_samples);
         if (sp) {

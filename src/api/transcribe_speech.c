@@ -14,8 +14,8 @@
 #include <string.h>
 
 /* The caller's spans, checked against the audio (n samples). */
-static encdec_status given_spans(const encdec_transcribe_params *p, size_t n, asr_span **out,
-                                 int *n_out) {
+encdec_status api_given_spans(const encdec_transcribe_params *p, size_t n, asr_span **out,
+                              int *n_out) {
     *out = NULL;
     *n_out = 0;
     if (p->n_speech < 0 || p->n_speech > (1 << 24))
@@ -37,7 +37,7 @@ static encdec_status given_spans(const encdec_transcribe_params *p, size_t n, as
 }
 
 /* A stream's length in samples (read through once, then rewound). */
-static encdec_status stream_length(audio_stream *as, const atomic_int *cancel, size_t *n) {
+encdec_status api_stream_length(audio_stream *as, const atomic_int *cancel, size_t *n) {
     enum { BLOCK = 16384 };
     float *b = ed_alloc(sizeof(float) * BLOCK, "audio block");
     encdec_status st = b ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
@@ -66,7 +66,7 @@ encdec_status api_transcribe_speech(const encdec_model *model, api_asr_prep prep
     asr_span *sp = NULL;
     int k = 0;
     encdec_status st = ENCDEC_OK;
-    if (p->speech) st = given_spans(p, n, &sp, &k);
+    if (p->speech) st = api_given_spans(p, n, &sp, &k);
     else st = api_vad_spans(p->vad, pool, pcm, n, NULL, &p->vad_params, cancel, &sp, &k, NULL);
     if (st) return st;
     size_t total = joined_length(sp, k);
@@ -99,8 +99,8 @@ encdec_status api_transcribe_speech_stream(const encdec_model *model, api_asr_pr
     size_t n = 0;
     encdec_status st = ENCDEC_OK;
     if (p->speech) {
-        st = stream_length(as, cancel, &n);
-        if (!st) st = given_spans(p, n, &sp, &k);
+        st = api_stream_length(as, cancel, &n);
+        if (!st) st = api_given_spans(p, n, &sp, &k);
     } else {
         st = api_vad_spans(p->vad, pool, NULL, 0, as, &p->vad_params, cancel, &sp, &k, &n);
     }

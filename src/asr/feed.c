@@ -127,6 +127,12 @@ encdec_status asr_feed_stream_spans(asr_feed *f, audio_stream *as, const asr_spa
     f->cap = STREAM_CAP;
     f->buf = ed_alloc(f->cap * sizeof *f->buf, "audio window");
     f->raw_buf = spans ? ed_alloc(RAW_BLOCK * sizeof *f->raw_buf, "audio block") : NULL;
+    if (!mel) {   /* no first pass: the length is the spans' */
+        for (int i = 0; i < n_spans; i++) f->n += spans[i].end - spans[i].start;
+        encdec_status st = f->buf && f->raw_buf ? rewind_feed(f) : ENCDEC_ERR_NOMEM;
+        if (st) asr_feed_free(f);
+        return st;
+    }
     float *scratch = ed_alloc(sizeof(float) * PASS_FRAMES * 128, "mel scratch");
     encdec_status st = f->buf && scratch && (f->raw_buf || !spans) ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
     double t0 = ed_now_ms(), mx = zero_frame();

@@ -55,7 +55,8 @@ encdec_status asr_feed_stream(asr_feed *f, audio_stream *as, const mel_ctx *mel,
                               const atomic_int *cancel);
 /* The same over the samples of spans[n_spans] alone (increasing, not
  * overlapping, within the stream; n_spans > 0), put end to end. A stream
- * that ends inside a span is ENCDEC_ERR_AUDIO. */
+ * that ends inside a span is ENCDEC_ERR_AUDIO. mel NULL: no first pass (the
+ * length is the spans'; log_max unset): a reader of the joined samples. */
 encdec_status asr_feed_stream_spans(asr_feed *f, audio_stream *as, const asr_span *spans,
                                     int n_spans, const mel_ctx *mel, const atomic_int *cancel);
 /* Samples [a, min(b, n)) of the recording: *x holds [*x0, *x0 + *nx), a

@@ -92,6 +92,23 @@ int asr_speech_spans(const float *probs, size_t n_frames, size_t n_samples, int 
     return n;
 }
 
+int asr_speech_chunks(const asr_span *spans, int k, size_t max_len, asr_chunk *out) {
+    int n = 0;
+    size_t joined = 0;
+    for (int i = 0; i < k; i++) {
+        size_t len = spans[i].end - spans[i].start;
+        asr_chunk *c = n ? &out[n - 1] : NULL;
+        if (c && c->len + len <= max_len) {
+            c->n++;
+            c->len += len;
+        } else {
+            out[n++] = (asr_chunk){i, 1, joined, len};
+        }
+        joined += len;
+    }
+    return n;
+}
+
 void asr_speech_map_init(asr_speech_map *mp, const asr_span *spans, int n, double rate,
                          double *work) {
     double *silence = work, *end = work + n, s = 0, prev = 0;

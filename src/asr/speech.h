@@ -39,6 +39,18 @@ typedef struct {
 int asr_speech_spans(const float *probs, size_t n_frames, size_t n_samples, int frame,
                      const asr_speech_opts *o, asr_span *out, int cap);
 
+/* Chunks for batched decoding (faster-whisper's collect_chunks): runs of
+ * consecutive spans whose joined length stays within max_len samples; a
+ * span longer than max_len is a chunk of its own. Chunk i is spans
+ * [first, first + n), samples [offset, offset + len) of the joined speech. */
+typedef struct {
+    int first, n;
+    size_t offset, len;
+} asr_chunk;
+
+/* Up to k chunks of spans[k] into out[k]; returns how many. */
+int asr_speech_chunks(const asr_span *spans, int k, size_t max_len, asr_chunk *out);
+
 /* The recording's time of a time in the speech spans put end to end. */
 typedef struct {
     int n;

@@ -154,6 +154,134 @@ def test_vad_as_faster_whisper(fw_tiny_en, tiny_en, gappy_recording, vad):
         tiny_en.transcribe(noise, vad_filter=True, vad_parameters={"treshold": 0.5})
 
 
+@pytest.fixture(scope="session")
+def batched_recording(long_recording, gappy_recording):
+    """About 150 s: both recordings above (the long one twice), with 1 s of
+    silence between (several chunks of up to 30 s after the VAD)."""
+    gap = np.zeros(16000, np.float32)
+    return np.concatenate([long_recording, gap, gappy_recording, gap, long_recording])
+
+
+@pytest.fixture(scope="session")
+def batched_reference():
+    """What batched_recording says (../shared/audio's transcripts)."""
+    audio = need(SHARED / "audio")
+    strip = lambda line: line.split("</s>")[0].replace("<s>", "").strip()
+    books = [strip(l) for l in (audio / "librivox" / "transcription").read_text().splitlines()]
+    cards = [strip(l) for l in (audio / "cards" / "cards.transcription").read_text().splitlines()]
+    jfk = ("and so my fellow americans ask not what your country can do for you ask what you "
+           "can do for your country")
+    quilter = "mr quilter is the apostle of the middle classes and we are glad to welcome his gospel"
+    long = " ".join(books + cards + [jfk])
+    gappy = " ".join([jfk, quilter, "today only platforms one and three are used", cards[2]])
+    return " ".join([long, gappy, long])
+
+
+def wer(ref, hyp):
+    """Word error rate of hyp against ref (lower case, letters and digits)."""
+    norm = lambda t: "".join(c if c.isalnum() or c.isspace() else " " for c in t.lower()).split()
+    r, h = norm(ref), norm(hyp)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)] / max(1, len(r))
+
+
+@pytest.mark.parametrize("kw", [{}, {"beam_size": 1}, {"word_timestamps": True},
+                                {"vad_parameters": {"min_silence_duration_ms": 500}},
+                                {"chunk_length": 15, "beam_size": 1}],
+                         ids=["defaults", "greedy", "words", "vad-options", "chunk-15"])
+def test_batched_as_faster_whisper(fw_tiny_en, tiny_en, batched_recording, batched_reference,
+                                   kw):
+    """BatchedInferencePipeline with the peer's defaults (no timestamps):
+    the same chunks (the VAD's spans with the peer's batched options,
+    joined up to chunk_length), so the same first segment of each chunk at
+    the same time of the recording; a word error rate against what is said
+    no higher than the peer's (the peer pads a chunk's log-mel with zeros,
+    encdec the audio, as openai-whisper's decode(): their words differ a
+    little, and the peer's decode of a chunk can stop after its first
+    sentence). temperature=0: the peer decodes once."""
+    import faster_whisper
+    fb = faster_whisper.BatchedInferencePipeline(fw_tiny_en)
+    eb = encdec.BatchedInferencePipeline(tiny_en)
+    a, ai = fb.transcribe(batched_recording, batch_size=4, temperature=0.0, **kw)
+    b, bi = eb.transcribe(batched_recording, batch_size=4, temperature=0.0, **kw)
+    a, b = list(a), list(b)
+    # each chunk's first segment: the same seek (the chunk's offset in the
+    # joined speech, to the frame the peer's float truncation gives) and start
+    chunks = {}
+    for x in a:
+        chunks.setdefault(x.seek, x.start)
+    assert len(chunks) >= 4
+    for seek, start in chunks.items():
+        y = [y for y in b if abs(y.seek - seek) <= 1]
+        assert y and abs(y[0].start - start) <= 0.011, (seek, start, y[:1])
+    wa = wer(batched_reference, " ".join(x.text for x in a))
+    wb = wer(batched_reference, " ".join(y.text for y in b))
+    print("WER against the transcripts: faster-whisper %.3f, encdec %.3f" % (wa, wb))
+    assert wb <= wa + 0.005
+    # (with words and no timestamps, openai-whisper's rule moves a window to
+    # its last word's end: a chunk whose decode ends early has its tail
+    # decoded again, as in transcribe(); the peer's batched mode has one
+    # window per chunk)
+    assert wb < (0.2 if kw.get("word_timestamps") else 0.1)
+    assert all(y.start <= y.end <= bi.duration for y in b)
+    assert all(b[i].start >= b[i - 1].start for i in range(1, len(b)))
+    if kw.get("word_timestamps"):
+        for y in b:
+            assert y.words and y.words[0].start == y.start and y.words[-1].end == y.end
+            assert all(u.start <= u.end for u in y.words)
+    assert bi.duration_after_vad == pytest.approx(ai.duration_after_vad, abs=1e-6)
+    assert bi.language == "en" and bi.duration == pytest.approx(ai.duration)
+
+
+def test_batched_is_each_chunk_alone(tiny_en, batched_recording):
+    """encdec's quality path kept: with the fallback temperatures, word
+    times and timestamps, batch 1 and batch 8 give the same segments; a
+    chunk is what transcribe() gives it alone (its clip as the audio)."""
+    eb = encdec.BatchedInferencePipeline(tiny_en)
+    kw = dict(without_timestamps=False, word_timestamps=True, beam_size=1)
+    one = list(eb.transcribe(batched_recording, batch_size=1, **kw)[0])
+    eight = list(eb.transcribe(batched_recording, batch_size=8, **kw)[0])
+    assert [(s.text, s.start, s.end) for s in one] == [(s.text, s.start, s.end) for s in eight]
+    # clips: each its own chunk, as alone
+    clips = [{"start": 0.0, "end": 20.0}, {"start": 30.0, "end": 55.0}]
+    got = list(eb.transcribe(batched_recording, clip_timestamps=clips, **kw)[0])
+    want = []
+    for c in clips:
+        x = batched_recording[int(c["start"] * 16000):int(c["end"] * 16000)]
+        for s in tiny_en.transcribe(x, **kw)[0]:
+            want.append((s.tokens, round(s.start + c["start"], 2)))
+    assert [(s.tokens, s.start) for s in got] == want
+
+
+def test_batched_errors_and_cancel(tiny_en, batched_recording, jfk):
+    eb = encdec.BatchedInferencePipeline(tiny_en)
+    with pytest.raises(RuntimeError, match="No clip timestamps"):
+        eb.transcribe(batched_recording, vad_filter=False)
+    segs, _ = eb.transcribe(jfk, vad_filter=False)   # under 30 s: one chunk
+    assert "ask not what your country" in "".join(s.text for s in segs)
+    with pytest.raises(ValueError, match="batch_size"):
+        eb.transcribe(jfk, batch_size=0)
+    with pytest.raises(ValueError, match="chunk_length"):
+        eb.transcribe(jfk, chunk_length=40)
+    with pytest.raises(ValueError, match="unknown"):
+        eb.transcribe(jfk, vad_parameters={"treshold": 0.5})
+    with pytest.raises(ValueError):
+        encdec.BatchedInferencePipeline("tiny.en")
+    # leaving the iterator stops the chunks
+    segs, _ = eb.transcribe(batched_recording, batch_size=2, beam_size=1)
+    next(segs)
+    segs.close()
+    for _ in range(1200):   # up to a minute: a busy machine
+        if tiny_en.stats()["active"] == 0 and not tiny_en._batched:
+            break
+        time.sleep(0.05)
+    assert tiny_en.stats()["active"] == 0 and not tiny_en._batched
+
+
 def test_language_detection_as_faster_whisper(fw_base, base, long_recording):
     # (30 s or more: faster-whisper pads shorter audio in mel space, not as
     # openai-whisper does, so short clips' probabilities differ by design)

@@ -119,9 +119,12 @@ def slow_clients(binary, tiny, sanitized):
         check(m.get("encdec_open_connections", 0) >= n_slow,
               "%d slow connections open (the server counts %d)" % (n_slow, m.get("encdec_open_connections", 0)))
         times = [post_jfk(s.url)[0] for _ in range(20)]
-        bound = 2 * alone + 0.2
-        check(max(times) <= bound, "20 requests beside them: each within 2x its time alone + 0.2 s "
-              "(alone %.2f s, slowest %.2f s, median %.2f s)" % (alone, max(times), sorted(times)[10]))
+        # starved requests would wait for the slow clients' header deadline
+        # (30 s); the margins are for a machine busy with other work (CI)
+        med = sorted(times)[10]
+        check(med <= 3 * alone + 0.5 and max(times) < 10,
+              "20 requests beside them: the median within 3x its time alone + 0.5 s, none 10 s "
+              "(alone %.2f s, slowest %.2f s, median %.2f s)" % (alone, max(times), med))
         threads = s.proc_status("Threads")
         check(threads < 40, "no thread per connection: %d threads for %d connections" % (threads, n_slow))
         rss = s.proc_status("VmRSS")

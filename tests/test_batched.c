@@ -1,0 +1,561 @@
+/* test_batched.c - batched long-form (encdec_engine_transcribe_batched):
+ * the speech of a recording in chunks of up to 30 s, decoded together.
+ *
+ * 1. Each chunk is what it gives alone (the property): 108 s of real
+ *    speech (jfk, LibriSpeech, LibriVox) between gaps of low noise, the
+ *    VAD's spans (faster-whisper's batched options: 160 ms of silence ends
+ *    speech, spans of at most 30 s) joined into chunks by faster-whisper's
+ *    collect_chunks rule (written here again); every chunk transcribed
+ *    alone by a session (word times on, temperature fallback on) gives the
+ *    batched result's segments for it token for token, their texts, and
+ *    their segment and word times mapped through the chunk's spans.
+ * 2. Batch 1 = batch 4; a file (read in blocks) = memory; callbacks on
+ *    the calling thread in order (language once first, progress to the
+ *    end); a segment callback that stops it: ENCDEC_ERR_CANCELLED, and the
+ *    engine goes on serving.
+ * 3. Without a VAD: a recording of 30 s or less is one chunk (= the
+ *    session's); clips are chunks of their own; one given span longer
+ *    than a chunk is cut into equal parts; errors named (batch size,
+ *    chunk length, a long recording with nothing to cut it, clips past
+ *    the end, cache mode).
+ * 4. A multilingual model (base), no language given: the first chunk
+ *    detects it and the others are given it; or every chunk detects its
+ *    own (language_per_chunk): each as alone.
+ * 5. Memory is bounded by the batch: 2 hours of audio (10 minutes in the
+ *    sanitizer build) with speech every 20 minutes, from a file, in a
+ *    child whose peak RSS is measured (the samples alone would be 460 MB).
+ */
+#include "check.h"
+#include "child.h"
+#include "golden.h"
+#include "tmpdir.h"
+
+#include <math.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RATE 16000
+#define CHUNK (30 * RATE)
+
+static char g_vad[1024], g_tiny[1024], g_base[1024];
+
+static uint32_t g_seed = 7;
+
+static void noise(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        g_seed = g_seed * 1664525u + 1013904223u;
+        x[i] = (float)((int)((g_seed >> 16) % 7) - 3) / 32768.0f;
+    }
+}
+
+/* The files in order, each followed by low noise of 0.9-2.5 s, reps times. */
+static float *recording(const char *const *files, int nf, int reps, size_t *n) {
+    size_t len = 0, cap = 0;
+    float *out = NULL;
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < nf; i++) {
+            float *a = NULL;
+            size_t na = 0;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, files[i]);
+            if (encdec_audio_load(path, 0, &a, &na)) return NULL;
+            size_t gap = (size_t)(RATE * (0.9 + 0.4 * ((i + r) % 5)));
+            if (len + na + gap > cap) {
+                cap = (len + na + gap) * 2;
+                out = realloc(out, sizeof *out * cap);
+            }
+            memcpy(out + len, a, sizeof *out * na);
+            noise(out + len + na, gap);
+            len += na + gap;
+            encdec_free(a);
+        }
+    *n = len;
+    return out;
+}
+
+static const char *SPEECH[] = {
+    "jfk.wav", "librispeech/1272-128104-0000.wav",
+    "librivox/sense_and_sensibility_01_austen_64kb-0870.wav",
+    "librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+    "librivox/sense_and_sensibility_01_austen_64kb-0890.wav",
+    "librivox/sense_and_sensibility_01_austen_64kb-0920.wav",
+    "librivox/sense_and_sensibility_01_austen_64kb-0930.wav"};
+
+/* ---- the test's own chunks and time map ---- */
+
+typedef struct {
+    int first, n;
+    size_t len;
+} tchunk;
+
+/* faster-whisper's collect_chunks: consecutive spans while their sum fits. */
+static int chunks_of(const encdec_span *sp, int k, size_t max, tchunk *out) {
+    int n = 0;
+    for (int i = 0; i < k; i++) {
+        size_t len = sp[i].end - sp[i].start;
+        if (n && out[n - 1].len + len <= max) {
+            out[n - 1].n++;
+            out[n - 1].len += len;
+        } else {
+            out[n++] = (tchunk){i, 1, len};
+        }
+    }
+    return n;
+}
+
+static float *joined(const float *x, const encdec_span *sp, tchunk c) {
+    float *j = malloc(sizeof *j * c.len);
+    size_t at = 0;
+    for (int i = c.first; i < c.first + c.n; i++) {
+        memcpy(j + at, x + sp[i].start, sizeof *j * (sp[i].end - sp[i].start));
+        at += sp[i].end - sp[i].start;
+    }
+    return j;
+}
+
+/* The span of the chunk that time t (s, of the chunk) falls in: the first
+ * whose end in the chunk is past it (the last one past the end). */
+static int span_at(const encdec_span *sp, tchunk c, double t) {
+    double s = floor(t * RATE), end = 0;
+    for (int i = c.first; i < c.first + c.n; i++) {
+        end += (double)(sp[i].end - sp[i].start);
+        if (end > s) return i;
+    }
+    return c.first + c.n - 1;
+}
+
+/* t (s, of the chunk) in the recording, through span i: faster-whisper's
+ * round(silence / rate + t, 2). */
+static double rec_time(const encdec_span *sp, tchunk c, int i, double t) {
+    double before = 0;
+    for (int j = c.first; j < i; j++) before += (double)(sp[j].end - sp[j].start);
+    return nearbyint((((double)sp[i].start - before) / RATE + t) * 100) / 100;
+}
+
+/* Segments [*at, ...) of r are chunk c's alone result a (times mapped). */
+static int chunk_matches(const encdec_result *r, int *at, const encdec_result *a,
+                         const encdec_span *sp, tchunk c) {
+    for (int s = 0; s < encdec_result_n_segments(a); s++, (*at)++) {
+        const encdec_segment *x = encdec_result_segment(a, s), *y = encdec_result_segment(r, *at);
+        if (getenv("DEBUG_BATCHED") && y)
+            printf("  alone %.2f-%.2f [%s]\n  batch %.2f-%.2f [%s]\n", x->start, x->end, x->text,
+                   y->start, y->end, y->text);
+        if (!y || x->n_tokens != y->n_tokens || strcmp(x->text, y->text) || x->n_words != y->n_words)
+            return 0;
+        for (int t = 0; t < x->n_tokens; t++)
+            if (x->tokens[t].id != y->tokens[t].id) return 0;
+        for (int w = 0; w < x->n_words; w++) {
+            const encdec_word *u = &x->words[w], *v = &y->words[w];
+            int i = span_at(sp, c, (u->start + u->end) / 2);
+            if (strcmp(u->word, v->word) || fabs(rec_time(sp, c, i, u->start) - v->start) > 1e-9 ||
+                fabs(rec_time(sp, c, i, u->end) - v->end) > 1e-9)
+                return 0;
+        }
+        if (x->n_words == 0 &&
+            fabs(rec_time(sp, c, span_at(sp, c, x->start), x->start) - y->start) > 1e-9)
+            return 0;
+        if (x->n_words && (y->start != y->words[0].start || y->end != y->words[x->n_words - 1].end))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every chunk of r (spans sp[k] of x, chunks of max samples) is what a
+ * session gives it alone with p (language: lang0 for the first chunk,
+ * lang for the others); returns the chunk count. */
+static int each_chunk_alone(encdec_session *s, const float *x, const encdec_span *sp, int k,
+                            size_t max, encdec_transcribe_params p, const char *lang0,
+                            const char *lang, const encdec_result *r) {
+    tchunk *ch = malloc(sizeof *ch * (size_t)k);
+    int nc = chunks_of(sp, k, max, ch), at = 0, ok = 1;
+    p.vad = NULL;
+    for (int c = 0; c < nc && ok; c++) {
+        float *j = joined(x, sp, ch[c]);
+        encdec_result *a = NULL;
+        p.language = c ? lang : lang0;
+        CHECK_EQ_INT(encdec_transcribe(s, j, ch[c].len, &p, &a), ENCDEC_OK);
+        ok = a && chunk_matches(r, &at, a, sp, ch[c]);
+        if (!ok) printf("chunk %d (%d spans, %.2f s) differs from its transcription alone\n", c,
+                        ch[c].n, ch[c].len / (double)RATE);
+        encdec_result_free(a);
+        free(j);
+    }
+    CHECK(ok);
+    CHECK_EQ_INT(at, encdec_result_n_segments(r));
+    free(ch);
+    return nc;
+}
+
+/* ---- callbacks ---- */
+
+typedef struct {
+    int segments, ids_in_order, languages, language_first, stop_at;
+    double progress, total;
+    volatile int *flag;   /* set at the first segment */
+} calls;
+
+static int on_segment(const encdec_segment *g, void *user) {
+    calls *c = user;
+    c->ids_in_order &= g->id == c->segments;
+    c->language_first &= c->languages == 1;
+    c->segments++;
+    if (c->flag) __atomic_store_n(c->flag, 1, __ATOMIC_RELAXED);
+    return c->stop_at && c->segments >= c->stop_at;
+}
+
+static void on_language(const char *code, float prob, void *user) {
+    calls *c = user;
+    (void)prob;
+    c->languages += code != NULL;
+}
+
+static void on_progress(double done, double total, void *user) {
+    calls *c = user;
+    c->ids_in_order &= done >= c->progress;
+    c->progress = done;
+    c->total = total;
+}
+
+static int write_wav(const char *path, const float *x, size_t n) {
+    SF_INFO info = {.samplerate = RATE, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf) return 0;
+    int ok = sf_writef_float(sf, x, (sf_count_t)n) == (sf_count_t)n;
+    sf_close(sf);
+    return ok;
+}
+
+/* ---- 1, 2: tiny.en with the VAD ---- */
+
+static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, const float *x,
+                     size_t n) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.vad = v;
+    p.vad_params.min_silence_duration_ms = 160;
+    p.vad_params.max_speech_duration_s = 30;
+    p.word_timestamps = 1;
+    encdec_batch_params bp = encdec_batch_default_params();
+    bp.batch_size = 4;
+    calls c = {0, 1, 0, 1, 0, -1, 0, NULL};
+    encdec_transcribe_params pc = p;
+    pc.on_segment = on_segment;
+    pc.on_language = on_language;
+    pc.on_progress = on_progress;
+    pc.user = &c;
+    encdec_result *r = NULL, *r1 = NULL, *rf = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &pc, &bp, &r), ENCDEC_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!r) return;
+    encdec_span *sp = NULL;
+    int k = 0;
+    CHECK_EQ_INT(encdec_vad_speech(v, x, n, &p.vad_params, 2, &sp, &k), ENCDEC_OK);
+    int nc = each_chunk_alone(s, x, sp, k, CHUNK, p, NULL, NULL, r);
+    const encdec_timings *t = encdec_result_timings(r);
+    printf("%.1f s, %d spans in %d chunks, batch 4: %d segments, %d windows, %d fallbacks, "
+           "%.2f s (2 threads); each chunk as alone\n", n / (double)RATE, k, nc,
+           encdec_result_n_segments(r), t->n_windows, t->n_fallbacks,
+           (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    CHECK(nc >= 3);
+    CHECK(strstr(encdec_result_text(r), "ask what you can do for your country"));
+    CHECK_NEAR(t->audio_seconds, n / (double)RATE, 1e-9);
+    /* callbacks: every segment in order, the language once before them, progress to the end */
+    CHECK_EQ_INT(c.segments, encdec_result_n_segments(r));
+    CHECK(c.ids_in_order && c.language_first);
+    CHECK_EQ_INT(c.languages, 1);
+    CHECK_NEAR(c.total, n / (double)RATE, 1e-9);
+    CHECK(c.progress > c.total - 3 && c.progress <= c.total);
+    /* batch 1 = batch 4 */
+    bp.batch_size = 1;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r1), ENCDEC_OK);
+    if (r1) CHECK(golden_same_transcript(r, r1));
+    /* a file, read in blocks = memory */
+    bp.batch_size = 3;
+    if (tmp_new("encdec-test-batched")) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/rec.wav", tmp_dir);
+        CHECK(write_wav(path, x, n));
+        encdec_audio_info ai;
+        CHECK_EQ_INT(encdec_engine_transcribe_batched_file(e, path, NULL, &p, &bp, &rf, &ai),
+                     ENCDEC_OK);
+        if (rf) CHECK(golden_same_transcript(r, rf));
+        CHECK_NEAR(ai.seconds, n / (double)RATE, 1e-3);
+        tmp_remove(tmp_dir);
+    }
+    /* stopped by its callback at the second segment; the engine goes on */
+    calls stop = {0, 1, 0, 1, 2, -1, 0, NULL};
+    pc.user = &stop;
+    encdec_result *rs = NULL;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, n, &pc, &bp, &rs), ENCDEC_ERR_CANCELLED,
+                 "stopped");
+    CHECK(rs == NULL && stop.segments == 2);
+    /* the cancel flag, set at the first segment: the first chunk's segments, then stopped */
+    volatile int flag = 0;
+    calls flagged = {0, 1, 0, 1, 0, -1, 0, &flag};
+    pc.user = &flagged;
+    bp.cancel = &flag;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, n, &pc, &bp, &rs), ENCDEC_ERR_CANCELLED,
+                 "cancelled");
+    tchunk *ch = malloc(sizeof *ch * (size_t)k);
+    chunks_of(sp, k, CHUNK, ch);
+    double end0 = sp[ch[0].first + ch[0].n - 1].end / (double)RATE;
+    int first_chunk = 0;
+    while (first_chunk < encdec_result_n_segments(r) &&
+           encdec_result_segment(r, first_chunk)->start < end0)
+        first_chunk++;
+    free(ch);
+    CHECK(rs == NULL);
+    CHECK_EQ_INT(flagged.segments, first_chunk);
+    bp.cancel = NULL;
+    encdec_result_free(r1);
+    r1 = NULL;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r1), ENCDEC_OK);
+    if (r1) CHECK(golden_same_transcript(r, r1));
+    encdec_result_free(r);
+    encdec_result_free(r1);
+    encdec_result_free(rf);
+    encdec_free(sp);
+}
+
+/* ---- 3: without a VAD, and errors ---- */
+
+static void without_vad(encdec_engine *e, encdec_session *s, const float *x, size_t n) {
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    encdec_batch_params bp = encdec_batch_default_params();
+    encdec_result *r = NULL, *a = NULL;
+    /* 11 s alone: one chunk, the session's result */
+    size_t nj = 11 * RATE;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, nj, &p, &bp, &r), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_transcribe(s, x, nj, &p, &a), ENCDEC_OK);
+    if (r && a) CHECK(golden_same_transcript(r, a));
+    encdec_result_free(r);
+    encdec_result_free(a);
+    r = NULL;
+    /* clips: chunks of their own */
+    double clips[] = {0.0, 11.0, 20.0, 41.5};
+    p.clip_timestamps = clips;
+    p.n_clip_timestamps = 4;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_OK);
+    if (r) {
+        encdec_span sp[2] = {{0, 11 * RATE}, {20 * RATE, (size_t)(41.5 * RATE)}};
+        encdec_transcribe_params q = p;
+        q.clip_timestamps = NULL;
+        q.n_clip_timestamps = 0;
+        CHECK_EQ_INT(each_chunk_alone(s, x, sp, 2, 0, q, NULL, NULL, r), 2);
+        CHECK(encdec_result_segment(r, encdec_result_n_segments(r) - 1)->start >= 20.0);
+    }
+    encdec_result_free(r);
+    r = NULL;
+    /* one given span of the whole recording: cut into equal parts of at most 30 s */
+    p.clip_timestamps = NULL;
+    p.n_clip_timestamps = 0;
+    encdec_span whole = {0, n};
+    p.speech = &whole;
+    p.n_speech = 1;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_OK);
+    if (r) {
+        int parts = (int)((n + CHUNK - 1) / CHUNK);
+        encdec_span *sp = malloc(sizeof *sp * (size_t)parts);
+        for (int i = 0; i < parts; i++) sp[i] = (encdec_span){n * i / parts, n * (i + 1) / parts};
+        encdec_transcribe_params q = p;
+        q.speech = NULL;
+        q.n_speech = 0;
+        CHECK_EQ_INT(each_chunk_alone(s, x, sp, parts, 0, q, NULL, NULL, r), parts);
+        free(sp);
+    }
+    encdec_result_free(r);
+    r = NULL;
+    p.speech = NULL;
+    p.n_speech = 0;
+    /* errors */
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_ERR_ARG,
+                 "needs speech spans");
+    bp.batch_size = 257;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, nj, &p, &bp, &r), ENCDEC_ERR_ARG, "batch_size");
+    bp = encdec_batch_default_params();
+    bp.chunk_length = 31;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, nj, &p, &bp, &r), ENCDEC_ERR_ARG,
+                 "chunk_length");
+    bp = encdec_batch_default_params();
+    double past[] = {200.0, 210.0};
+    p.clip_timestamps = past;
+    p.n_clip_timestamps = 2;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_ERR_ARG,
+                 "clip_timestamps");
+    p.clip_timestamps = NULL;
+    p.n_clip_timestamps = 0;
+    p.kv_mode = ENCDEC_KV_SELF;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, nj, &p, &bp, &r), ENCDEC_ERR_ARG, "full");
+    p.kv_mode = ENCDEC_KV_FULL;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, 0, &p, &bp, &r), ENCDEC_ERR_AUDIO, "no samples");
+    CHECK_STATUS(encdec_engine_transcribe_batched_file(e, "/nonexistent.wav", NULL, &p, &bp, &r, NULL),
+                 ENCDEC_ERR_IO, "nonexistent");
+    CHECK(r == NULL);
+}
+
+/* ---- 4: a multilingual model ---- */
+
+static void multilingual(const encdec_vad *v) {
+    const char *files[] = {"jfk.wav", "librispeech/1272-128104-0000.wav"};
+    size_t n = 0;
+    float *x = recording(files, 2, 1, &n);
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_model_load(g_base, &m), ENCDEC_OK);
+    encdec_session_params sp = {2};
+    encdec_engine_params ep = {2, 4, ENCDEC_KV_F32};
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (x && s && e) {
+        encdec_transcribe_params p = encdec_transcribe_default_params();
+        p.vad = v;
+        p.vad_params.min_silence_duration_ms = 160;
+        p.vad_params.max_speech_duration_s = 12;
+        encdec_batch_params bp = encdec_batch_default_params();
+        bp.chunk_length = 12;
+        encdec_result *r = NULL, *r2 = NULL;
+        encdec_span *spans = NULL;
+        int k = 0;
+        CHECK_EQ_INT(encdec_vad_speech(v, x, n, &p.vad_params, 2, &spans, &k), ENCDEC_OK);
+        CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_OK);
+        if (r) {
+            CHECK(!strcmp(encdec_result_language(r), "en"));
+            CHECK(encdec_result_n_language_probs(r) > 1);
+            int nc = each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, "en", r);
+            printf("base, no language: %d chunks, the first detects \"%s\" for all\n", nc,
+                   encdec_result_language(r));
+            CHECK(nc >= 2);
+        }
+        bp.language_per_chunk = 1;
+        CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r2), ENCDEC_OK);
+        if (r2) each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, NULL, r2);
+        encdec_result_free(r);
+        encdec_result_free(r2);
+        encdec_free(spans);
+    }
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    free(x);
+}
+
+/* ---- 5: memory bounded by the batch ---- */
+
+#ifdef ED_SANITIZED
+#define LONG_S (10 * 60)
+#else
+#define LONG_S (2 * 3600)
+#endif
+#define LONG_RSS_MB 96
+
+/* LONG_S seconds: low noise, with jfk.wav every 20 minutes (and at 30 s). */
+static int write_long(const char *path, const float *jfk, size_t nj) {
+    SF_INFO info = {.samplerate = RATE, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    if (!sf) return 0;
+    float *blk = malloc(sizeof *blk * 60 * RATE);
+    int ok = 1;
+    for (int minute = 0; minute < LONG_S / 60 && ok; minute++) {
+        noise(blk, 60 * RATE);
+        if (minute % 20 == 0) memcpy(blk + 30 * RATE, jfk, sizeof *blk * nj);
+        ok = sf_writef_float(sf, blk, 60 * RATE) == 60 * RATE;
+    }
+    free(blk);
+    sf_close(sf);
+    return ok;
+}
+
+typedef struct {
+    const char *path;
+    const encdec_vad *v;
+} long_ctx;
+
+static void long_child(void *ctx, int fd) {
+    const long_ctx *c = ctx;
+    encdec_model *m = NULL;
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = {2, 4, ENCDEC_KV_F32};
+    if (encdec_model_load(g_tiny, &m) || encdec_engine_new(m, &ep, &e)) _exit(2);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long before = ru.ru_maxrss;
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.vad = c->v;
+    p.vad_params.min_silence_duration_ms = 160;
+    encdec_batch_params bp = encdec_batch_default_params();
+    bp.batch_size = 4;
+    encdec_result *r = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    encdec_status st = encdec_engine_transcribe_batched_file(e, c->path, NULL, &p, &bp, &r, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    getrusage(RUSAGE_SELF, &ru);
+    int found = r && strstr(encdec_result_text(r), "ask what you can do") != NULL;
+    char line[160];
+    int len = snprintf(line, sizeof line, "%.1f %d %d %.1f\n", (ru.ru_maxrss - before) / 1024.0,
+                       r ? encdec_result_n_segments(r) : -1, found,
+                       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    if (write(fd, line, (size_t)len) != len) _exit(2);
+    _exit(st ? 2 : 0);
+}
+
+static void bounded(const encdec_vad *v, const float *jfk, size_t nj) {
+    if (!tmp_new("encdec-test-batched-long")) return;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/long.wav", tmp_dir);
+    CHECK(write_long(path, jfk, nj));
+    long_ctx c = {path, v};
+    char line[160];
+    int ok = child_run(long_child, &c, line, sizeof line);
+    double mb = -1, secs = -1;
+    int segs = -1, found = 0;
+    sscanf(line, "%lf %d %d %lf", &mb, &segs, &found, &secs);
+    printf("%d s from a file, speech every 20 minutes, batch 4: %d segments, %.1f s, peak RSS "
+           "+%.1f MB (bound %d; the samples: %d MB)\n", LONG_S, segs, secs, mb, LONG_RSS_MB,
+           LONG_S * RATE * 4 >> 20);
+    CHECK(ok && found);
+    CHECK(segs >= LONG_S / 1200);
+    CHECK(mb >= 0 && mb <= LONG_RSS_MB);
+    tmp_remove(tmp_dir);
+}
+
+int main(void) {
+    if (!golden_find_file(g_vad, sizeof g_vad, "ENCDEC_VAD", "silero-vad-v6", "model.safetensors"))
+        return check_skip("Silero VAD not installed (scripts/fetch-model.sh vad)");
+    if (!golden_find_model(g_tiny, sizeof g_tiny, "ENCDEC_TINY_EN", "whisper-tiny.en"))
+        return check_skip("whisper tiny.en not installed");
+    if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
+    size_t n = 0;
+    float *x = recording(SPEECH, 7, 2, &n);
+    CHECK(x != NULL);
+    encdec_vad *v = NULL;
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_vad_load(g_vad, &v), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_model_load(g_tiny, &m), ENCDEC_OK);
+    encdec_session_params sp = {2};
+    encdec_engine_params ep = {2, 4, ENCDEC_KV_F32};
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (x && v && s && e) {
+        with_vad(e, s, v, x, n);
+        without_vad(e, s, x, n);
+    }
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    if (v && golden_find_model(g_base, sizeof g_base, "ENCDEC_BASE", "whisper-base")) multilingual(v);
+    else printf("whisper base not installed: the multilingual part skipped\n");
+    if (v && x) bounded(v, x, 11 * RATE);
+    encdec_vad_free(v);
+    free(x);
+    return check_done();
+}
