@@ -44,6 +44,8 @@ static const char *HELP =
     "      --initial-prompt TEXT  text the first window continues (names, spelling, style)\n"
     "      --prefix TEXT    text the transcript starts with (the first window; after <|0.00|>\n"
     "                       with timestamps, as faster-whisper places it)\n"
+    "      --hotwords TEXT  words to favour (faster-whisper's hotwords): in every window's\n"
+    "                       prompt before the previous text, but the one with --prefix\n"
     "      --clip-timestamps LIST  start,end,start,... in seconds: only these parts (an odd\n"
     "                       count ends at the end of the audio)\n"
     "      --no-condition-on-previous-text  each window decoded without the text before it\n"
@@ -222,6 +224,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"-l", "--language", &p->language, "a language code or name"},
         {NULL, "--initial-prompt", &p->initial_prompt, "a text"},
         {NULL, "--prefix", &p->prefix, "a text"},
+        {NULL, "--hotwords", &p->hotwords, "a text"},
         {"-o", "--output-dir", &o->out.dir, "a directory"},
         {NULL, "--vad-model", &o->vad_model, "a directory"},
         {"-f", "--output-format", &o->format_list, "txt, srt, vtt, tsv, json, a list or all"}};

@@ -429,6 +429,10 @@ typedef struct {
                                      (from encdec_vad_speech, or the caller's own: samples,
                                      increasing, not overlapping); vad is then not run */
     int n_speech;                 /* their count (0 with speech set: nothing is speech) */
+    const char *hotwords;         /* faster-whisper's hotwords: UTF-8 text put in every window's
+                                     prompt after <|startofprev|>, before the previous text
+                                     (its first 223 tokens), except in a window that has a
+                                     prefix */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected

@@ -141,7 +141,7 @@ class TranscribeParams(Structure):
                 ("seed", c_uint64), ("on_segment", SEGMENT_FN), ("on_progress", PROGRESS_FN),
                 ("user", c_void_p), ("on_language", LANGUAGE_FN), ("fallback_keep_last", c_int),
                 ("vad", c_void_p), ("vad_params", VadParams), ("speech", POINTER(Span)),
-                ("n_speech", c_int)]
+                ("n_speech", c_int), ("hotwords", c_char_p)]
 
 
 class Timings(Structure):

@@ -380,7 +380,6 @@ class WhisperModel(Owner):
         _unsupported("suppress_tokens", list(suppress_tokens or []), [-1])
         _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
         _unsupported("hallucination_silence_threshold", hallucination_silence_threshold, None)
-        _unsupported("hotwords", hotwords, None)
         _unsupported("language_detection_segments", language_detection_segments, 1)
         if task not in ("transcribe", "translate"):
             raise ValueError(f"task={task!r}: 'transcribe' or 'translate'")
@@ -422,6 +421,7 @@ class WhisperModel(Owner):
         tp.condition_on_previous_text = int(bool(condition_on_previous_text))
         tp.initial_prompt = cstr(initial_prompt)
         tp.prefix = cstr(prefix)
+        tp.hotwords = cstr(hotwords)
         tp.word_timestamps = int(bool(word_timestamps))
         tp.prepend_punctuations = cstr(prepend_punctuations)
         tp.append_punctuations = cstr(append_punctuations)

@@ -30,7 +30,7 @@ struct encdec_engine {
 struct encdec_request {
     encdec_engine *e;
     encdec_transcribe_params p;  /* texts copied into strs */
-    char *strs[5];               /* language, initial_prompt, prefix, punctuations */
+    char *strs[6];               /* language, initial_prompt, prefix, punctuations, hotwords */
     double *clips;
     encdec_span *speech;         /* the caller's speech spans (copied) */
     float *pcm;                  /* memory input (copied) */
@@ -200,8 +200,8 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
     q->p = params ? *params : encdec_transcribe_default_params();
     int fail = 0;
     const char **f[] = {&q->p.language, &q->p.initial_prompt, &q->p.prefix,
-                        &q->p.prepend_punctuations, &q->p.append_punctuations};
-    for (int i = 0; i < 5; i++) *f[i] = q->strs[i] = dup_str(*f[i], &fail);
+                        &q->p.prepend_punctuations, &q->p.append_punctuations, &q->p.hotwords};
+    for (int i = 0; i < 6; i++) *f[i] = q->strs[i] = dup_str(*f[i], &fail);
     if (q->p.n_clip_timestamps > 0 && q->p.clip_timestamps) {
         q->clips = malloc(sizeof(double) * (size_t)q->p.n_clip_timestamps);
         if (q->clips) memcpy(q->clips, q->p.clip_timestamps, sizeof(double) * (size_t)q->p.n_clip_timestamps);
@@ -219,7 +219,7 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
 
 static void request_release(encdec_request *q) {
     free(q->text);
-    for (int i = 0; i < 5; i++) free(q->strs[i]);
+    for (int i = 0; i < 6; i++) free(q->strs[i]);
     free(q->clips);
     free(q->speech);
     free(q->pcm);

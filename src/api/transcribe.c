@@ -290,9 +290,10 @@ static encdec_status ensure_slots(encdec_session *s, int n) {
     return st;
 }
 
-/* params -> the loop's, with the texts encoded (freed by the caller). */
+/* params -> the loop's, with the texts encoded into ids[3] (initial prompt,
+ * prefix, hotwords: freed by the caller). */
 static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_params *p, size_t n,
-                            asr_params *a, int **prompt, int **prefix) {
+                            asr_params *a, int *ids[3]) {
     const whisper_model *w = model->w;
     asr_params_default(a);
     a->kv_mode = p->kv_mode;
@@ -323,11 +324,15 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     a->seed = p->seed;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
     int half = w->hp.n_text_ctx / 2;
-    if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, prompt,
+    if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, &ids[0],
                               &a->n_initial_prompt);
-    if (!st) st = encode_text(w, "prefix", p->prefix, half - 8, prefix, &a->n_prefix);
-    a->initial_prompt = *prompt;
-    a->prefix = *prefix;
+    if (!st) st = encode_text(w, "prefix", p->prefix, half - 8, &ids[1], &a->n_prefix);
+    if (!st && p->hotwords && *p->hotwords)   /* "" is none (faster-whisper: falsy) */
+        st = encode_text(w, "hotwords", p->hotwords, 1 << 20, &ids[2], &a->n_hotwords);
+    if (a->n_hotwords > half - 1) a->n_hotwords = half - 1;   /* faster-whisper cuts them there */
+    a->initial_prompt = ids[0];
+    a->prefix = ids[1];
+    a->hotwords = ids[2];
     return st;
 }
 
@@ -357,9 +362,9 @@ encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep
     const whisper_model *w = model->w;
     asr_params a;
     asr_env env = {w, NULL, NULL, NULL};
-    int *prompt = NULL, *prefix = NULL;
+    int *ids[3] = {NULL, NULL, NULL};
     encdec_status st = api_transcribe_check(model, &p);
-    if (!st) st = to_asr(model, &p, n_samples, &a, &prompt, &prefix);
+    if (!st) st = to_asr(model, &p, n_samples, &a, ids);
     if (!st && feed) st = prep(prep_ctx, asr_slots_needed(&a), a.kv_mode, &env);
     encdec_result *r = NULL;
     if (!st) {
@@ -382,8 +387,7 @@ encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep
     }
     free(work);
     api_view_free(&c.view);
-    free(prompt);
-    free(prefix);
+    for (int i = 0; i < 3; i++) free(ids[i]);
     if (!st) st = api_result_whisper_text(r, w);
     if (!st) {
         report(r, w, &rep, sp ? sp->n_samples : n_samples);

@@ -92,6 +92,9 @@ typedef struct {
     int n_initial_prompt;
     const int *prefix;                   /* token ids forced at the start of the first window */
     int n_prefix;
+    const int *hotwords;                 /* token ids before the previous text in every window's
+                                            prompt but one with a prefix (borrowed) */
+    int n_hotwords;
     double clips[2 * ASR_MAX_CLIPS];     /* start, end, ... seconds; end < 0: the end of the audio */
     int n_clips;                         /* pairs; 0: the whole recording */
     int word_timestamps;

@@ -174,15 +174,20 @@ static encdec_status emit(lf_run *r, const asr_window_result *res, int n_seg, in
     return st;
 }
 
-/* The prompt of the window at the current state: [<|startofprev|> the
- * transcript's last 223 tokens since the reset] <|startoftranscript|>. */
-static int prompt_head(lf_run *r) {
+/* The prompt of the window at the current state: [<|startofprev|>
+ * [hotwords] the transcript's last 223 tokens since the reset]
+ * <|startoftranscript|> (faster-whisper's get_prompt: the hotwords in every
+ * window but one with a prefix; up to 223 of them, the caller's cut). */
+static int prompt_head(lf_run *r, int has_prefix) {
     const whisper_model *m = r->env->m;
     int n = 0, max_prev = m->hp.n_text_ctx / 2 - 1;
     size_t have = r->all.n - r->prompt_from;
+    int hot = has_prefix ? 0 : r->p->n_hotwords;
+    if (have > 0 || hot > 0) r->head[n++] = m->sp.sot_prev;
+    memcpy(r->head + n, r->p->hotwords, (size_t)hot * sizeof(int));
+    n += hot;
     if (have > 0) {
         size_t take = have < (size_t)max_prev ? have : (size_t)max_prev;
-        r->head[n++] = m->sp.sot_prev;
         memcpy(r->head + n, r->all.v + r->all.n - take, take * sizeof(int));
         n += (int)take;
     }
@@ -225,7 +230,8 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     if ((st = encode(r, seek, size))) return st;
     begin(r);
     /* prompt: head, then the language and task, <|notimestamps|>, the prefix */
-    int n_head = prompt_head(r), rest[8 + 232], n_rest = 0, n_forced = 0;
+    int n_head = prompt_head(r, r->rep->n_windows == 1 && p->n_prefix > 0), rest[8 + 232];
+    int n_rest = 0, n_forced = 0;
     for (int i = 1; i < r->n_sot_seq; i++) rest[n_rest++] = r->sot_seq[i];
     if (!p->timestamps) rest[n_rest++] = m->sp.no_timestamps;
     if (r->rep->n_windows == 1 && p->n_prefix > 0) {

@@ -282,6 +282,19 @@ def test_batched_errors_and_cancel(tiny_en, batched_recording, jfk):
     assert tiny_en.stats()["active"] == 0 and not tiny_en._batched
 
 
+@pytest.mark.parametrize("kw", [{"hotwords": "Dashwood Quilter clubs"},
+                                {"hotwords": "Dashwood", "prefix": "And Mr. John"},
+                                {"hotwords": "Norland Park", "initial_prompt": "Sense and Sensibility",
+                                 "beam_size": 1, "word_timestamps": True},
+                                {"hotwords": ""}],
+                         ids=["hotwords", "with-prefix", "with-prompt-words", "empty"])
+def test_hotwords_as_faster_whisper(fw_tiny_en, tiny_en, long_recording, kw):
+    """hotwords: in every window's prompt after <|startofprev|>, before the
+    previous text, except the window with a prefix: the same segments."""
+    a, ai, b, bi = both(fw_tiny_en, tiny_en, long_recording, **kw)
+    same_segments(a, b, words=bool(kw.get("word_timestamps")))
+
+
 def test_language_detection_as_faster_whisper(fw_base, base, long_recording):
     # (30 s or more: faster-whisper pads shorter audio in mel space, not as
     # openai-whisper does, so short clips' probabilities differ by design)
