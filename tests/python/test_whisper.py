@@ -474,8 +474,8 @@ def test_errors(tiny_en, jfk, tmp_path):
         tiny_en.transcribe(jfk, language="de")
     with pytest.raises(encdec.ArgumentError, match="translate"):
         tiny_en.transcribe(jfk, task="translate")
-    with pytest.raises(ValueError, match="hotwords"):
-        tiny_en.transcribe(jfk, hotwords="Kennedy")
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        tiny_en.transcribe(jfk, repetition_penalty=1.2)
     with pytest.raises(ValueError, match="ramp"):
         tiny_en.transcribe(jfk, temperature=[0.0, 0.5, 0.7])
     with pytest.raises(ValueError, match="beam_size"):
