@@ -184,7 +184,7 @@ static int prompt_head(lf_run *r, int has_prefix) {
     size_t have = r->all.n - r->prompt_from;
     int hot = has_prefix ? 0 : r->p->n_hotwords;
     if (have > 0 || hot > 0) r->head[n++] = m->sp.sot_prev;
-    memcpy(r->head + n, r->p->hotwords, (size_t)hot * sizeof(int));
+    if (hot > 0) memcpy(r->head + n, r->p->hotwords, (size_t)hot * sizeof(int));
     n += hot;
     if (have > 0) {
         size_t take = have < (size_t)max_prev ? have : (size_t)max_prev;
