@@ -211,6 +211,8 @@ def streams(binary, tiny, sanitized):
         body, ct = multipart([("model", "whisper-1"), ("file", ("long.wav", long))])
         busy.sendall(("POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
                       "Content-Length: %d\r\n\r\n" % (ct, len(body))).encode() + body)
+        while s.metrics().get("encdec_active_requests", 0) < 1:   # the stream must queue behind it
+            time.sleep(0.01)
         c = s.client()
         err = None
         try:
