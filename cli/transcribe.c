@@ -39,6 +39,13 @@ static const char *HELP =
     "                       from the first 30 s on multilingual models, en otherwise\n"
     "      --task TASK      transcribe (default) or translate (to English; multilingual models)\n"
     "      --translate      the same as --task translate\n"
+    "      --language-detection-segments N  30 s windows detection may read (default 1):\n"
+    "                       the first whose top language is above the threshold decides,\n"
+    "                       else the language most of them put first\n"
+    "      --language-detection-threshold X  that threshold, 0..1 (default 0.5)\n"
+    "      --multilingual   every window detects its own language (speech that switches)\n"
+    "      --detect-language  print the language and its probability (\"en 0.9876\"), no\n"
+    "                       transcription\n"
     "      --no-timestamps  no timestamp tokens: consecutive 30 s windows, one segment each\n"
     "      --word-timestamps  times of each word (cross-attention alignment + DTW)\n"
     "      --initial-prompt TEXT  text the first window continues (names, spelling, style)\n"
@@ -84,7 +91,14 @@ static const char *HELP =
     "                       decoder step one pass for all; each chunk transcribed as it\n"
     "                       would be alone (fallback, words...), no text carried across\n"
     "                       chunks; 1..256\n"
-    "      --chunk-length S with --batch-size: the longest chunk, 1..30 s (default 30)\n"
+    "      --chunk-length S seconds of audio per window, 1..30 (default 30; the window\n"
+    "                       padded to 30 s); with --batch-size the longest chunk\n"
+    "      --repetition-penalty X  a token already generated in a decode has its logit\n"
+    "                       divided by X (multiplied when negative); default 1: off\n"
+    "      --no-repeat-ngram-size N  a decode never repeats an N-gram of its tokens (0: off)\n"
+    "      --hallucination-silence-threshold S  with --word-timestamps: skip the silence\n"
+    "                       (over S seconds) around a segment whose words look made up, and\n"
+    "                       resume after it (openai-whisper's option)\n"
     "      --silence-threshold DB  a window quieter than DB dBFS (RMS; default -60) whose\n"
     "                       no-speech probability is high is skipped without decoding;\n"
     "                       \"none\": only openai-whisper's rule\n"
@@ -182,7 +196,9 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--max-words-per-line", &o->out.fmt.max_words_per_line, 1, 100000},
         {"--vad-min-speech-ms", &p->vad_params.min_speech_duration_ms, 0, 3600000},
         {"--vad-min-silence-ms", &p->vad_params.min_silence_duration_ms, 0, 3600000},
-        {"--vad-pad-ms", &p->vad_params.speech_pad_ms, 0, 60000}};
+        {"--vad-pad-ms", &p->vad_params.speech_pad_ms, 0, 60000},
+        {"--no-repeat-ngram-size", &p->no_repeat_ngram_size, 0, 448},
+        {"--language-detection-segments", &p->language_detection_segments, 1, 100000}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (!strcmp(a, ints[k].name)) {
             if (!cli_parse_int(a, v, ints[k].lo, ints[k].hi, ints[k].dst)) return -1;
@@ -198,7 +214,10 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--silence-threshold", &p->silence_threshold_db, -200, 0, 1},
         {"--vad-threshold", &p->vad_params.threshold, 0.001, 0.999, 0},
         {"--vad-neg-threshold", &p->vad_params.neg_threshold, 0.001, 0.999, 0},
-        {"--vad-max-speech-s", &p->vad_params.max_speech_duration_s, 0.1, 1e9, 0}};
+        {"--vad-max-speech-s", &p->vad_params.max_speech_duration_s, 0.1, 1e9, 0},
+        {"--repetition-penalty", &p->repetition_penalty, 0.001, 1000, 0},
+        {"--hallucination-silence-threshold", &p->hallucination_silence_threshold, 0, 1e6, 1},
+        {"--language-detection-threshold", &p->language_detection_threshold, 0, 1, 0}};
     for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
         if (!strcmp(a, floats[k].name)) {
             if (!parse_float_opt(&floats[k], v)) return -1;
@@ -211,6 +230,8 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--no-condition-on-previous-text", &p->condition_on_previous_text, 0},
         {"--no-loop-detection", &p->loop_detection, 0},
         {"--keep-last-attempt", &p->fallback_keep_last, 1}, {"--vad", &o->vad, 1},
+        {"--multilingual", &p->multilingual, 1},
+        {"--detect-language", &p->detect_language_only, 1},
         {"--highlight-words", &o->out.fmt.highlight_words, 1},
         {"-v", &o->verbose, 1}, {"--verbose", &o->verbose, 1},
         {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}, {"--strict", &o->strict, 1}};
@@ -251,7 +272,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
     } else if (!strcmp(a, "--chunk-length")) {
         double d;
         if (!cli_parse_double(a, v, 1, 30, &d)) return -1;
-        o->bp.chunk_length = (float)d;
+        o->bp.chunk_length = o->tp.chunk_length = (float)d;
     } else if (!strcmp(a, "--kv-cache")) {
         if (!cli_parse_kv(v, &p->kv_mode)) return -1;
     } else if (!strcmp(a, "--task")) {
@@ -308,6 +329,14 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
     }
     if (o->tp.vad_params.min_silence_duration_ms < 0)   /* faster-whisper's two defaults */
         o->tp.vad_params.min_silence_duration_ms = o->batch ? 160 : 2000;
+    if (o->tp.hallucination_silence_threshold >= 0 && !o->tp.word_timestamps)
+        cli_err("encdec: warning: --hallucination-silence-threshold works from word times; "
+                "it is ignored without --word-timestamps\n");
+    if (o->batch && o->tp.detect_language_only) {
+        cli_err("encdec: --detect-language reads the recording's start; it does not go with "
+                "--batch-size\n");
+        return -1;
+    }
     if (o->batch) {
         o->vad = 1;
         o->bp.batch_size = o->batch;
@@ -370,6 +399,7 @@ static void print_json(const char *file, const encdec_result *r, const opts *o, 
     encdec_free(s);
     if (!j) return;
     cJSON_AddStringToObject(j, "file", file);
+    cJSON_AddNumberToObject(j, "language_probability", encdec_result_language_probability(r));
     cJSON *lp = cJSON_AddObjectToObject(j, "language_probs");
     for (int i = 0; i < encdec_result_n_language_probs(r) && i < 5; i++) {
         const char *code;
@@ -541,7 +571,10 @@ static int report_file(const char *file, encdec_status st, encdec_result *r,
     } else {
         if (o->json) print_json(file, r, o, load_ms);
         if (o->out.formats) ok = cli_out_write(&o->out, file, r);
-        if (!o->json && !o->out.formats && !o->verbose) {
+        if (!o->json && o->tp.detect_language_only) {   /* whisper.cpp's -dl: the language */
+            if (many) printf("%s: ", file);
+            printf("%s %.4f\n", encdec_result_language(r), encdec_result_language_probability(r));
+        } else if (!o->json && !o->out.formats && !o->verbose) {
             const char *text = encdec_result_text(r);
             while (*text == ' ') text++;
             if (many) printf("%s: %s\n", file, text);

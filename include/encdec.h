@@ -433,6 +433,27 @@ typedef struct {
                                      prompt after <|startofprev|>, before the previous text
                                      (its first 223 tokens), except in a window that has a
                                      prefix */
+    float repetition_penalty;     /* 1 (default): off; > 0: faster-whisper's (CTranslate2's):
+                                     the logit of every token a decode has generated is
+                                     divided by it when positive, multiplied when negative */
+    int no_repeat_ngram_size;     /* 0 (default): off; n > 0: a decode never repeats an n-gram
+                                     of its own tokens */
+    float hallucination_silence_threshold;  /* NAN (default): off; seconds, with
+                                     word_timestamps: a segment whose words look made up
+                                     (improbable, too short or too long) with more silence
+                                     than this around it ends its window, which resumes
+                                     after it (openai-whisper's and faster-whisper's rule) */
+    float chunk_length;           /* seconds of audio per window, 1..30; 0 (default): 30.
+                                     The window's log-mel is padded to 30 s (faster-whisper's
+                                     chunk_length) */
+    int language_detection_segments;  /* windows language detection may read (default 1) */
+    float language_detection_threshold;   /* a window whose most likely language is above this
+                                     decides at once; else the language most windows put first
+                                     (default 0.5; faster-whisper's rule) */
+    int multilingual;             /* 1: every window detects its own language (code-switching
+                                     speech; multilingual models) */
+    int detect_language_only;     /* 1: stop once the language is known: the result has the
+                                     language and its probabilities, and no segments */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected
@@ -714,6 +735,11 @@ ENCDEC_API const char *encdec_result_language(const encdec_result *r);
  * language was given or the model is English-only): code and probability
  * of entry i; 0, or -1 when i is out of range. */
 ENCDEC_API int encdec_result_n_language_probs(const encdec_result *r);
+/* The probability of the language transcribed: detection's (the deciding
+ * window's top probability, or with language_detection_segments the best
+ * of the windows that voted for it); 1 when it was given or the model is
+ * English-only; 0 for generation. */
+ENCDEC_API float encdec_result_language_probability(const encdec_result *r);
 ENCDEC_API int encdec_result_language_prob(const encdec_result *r, int i, const char **code,
                                            float *prob);
 ENCDEC_API const encdec_timings *encdec_result_timings(const encdec_result *r);

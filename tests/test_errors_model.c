@@ -247,6 +247,14 @@ static void test_ct2(void) {
     CHECK_STATUS(load(d), ENCDEC_ERR_FORMAT, "model.bin: truncated at byte 0: binary version");
 }
 
+static void set_penalty0(encdec_transcribe_params *p) { p->repetition_penalty = 0; }
+static void set_penalty_nan(encdec_transcribe_params *p) { p->repetition_penalty = NAN; }
+static void set_ngram(encdec_transcribe_params *p) { p->no_repeat_ngram_size = -2; }
+static void set_halluc(encdec_transcribe_params *p) { p->hallucination_silence_threshold = -1; }
+static void set_chunk(encdec_transcribe_params *p) { p->chunk_length = 45; }
+static void set_segs(encdec_transcribe_params *p) { p->language_detection_segments = 0; }
+static void set_thr(encdec_transcribe_params *p) { p->language_detection_threshold = 2; }
+
 static void test_session_and_transcribe(void) {
     encdec_model_free(NULL);
     encdec_session_free(NULL);
@@ -330,6 +338,20 @@ static void test_session_and_transcribe(void) {
     p = encdec_transcribe_default_params();
     p.translate = 1;
     CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, "English-only; it cannot translate");
+    /* faster-whisper's options past the hotwords: absurd values named */
+    struct { void (*set)(encdec_transcribe_params *); const char *msg; } bad[] = {
+        {set_penalty0, "repetition_penalty 0 is out of range"},
+        {set_penalty_nan, "repetition_penalty nan"},
+        {set_ngram, "no_repeat_ngram_size -2 is out of range 0..448"},
+        {set_halluc, "hallucination_silence_threshold -1: seconds >= 0"},
+        {set_chunk, "chunk_length 45 is out of range 1..30"},
+        {set_segs, "language_detection_segments 0 is out of range"},
+        {set_thr, "language_detection_threshold 2 is out of range 0..1"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        p = encdec_transcribe_default_params();
+        bad[k].set(&p);
+        CHECK_STATUS(encdec_transcribe(s, pcm, N, &p, &r), ENCDEC_ERR_ARG, bad[k].msg);
+    }
     CHECK(r == NULL);
 
     /* the session still works after all that, and the error is cleared */

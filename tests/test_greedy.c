@@ -70,5 +70,40 @@ int main(void) {
     dec_rules rr = {bad, 2, NULL, 0, 5, 1};
     dec_apply_rules(x, V, &rr, NULL, 0);
     for (int i = 0; i < V; i++) CHECK_NEAR(x[i], 1.0, 0);
+
+    /* CTranslate2's repetition penalty (the values worked by hand from its
+     * rule): each generated token once, divided when >= 0, multiplied when
+     * < 0; tokens never generated untouched */
+    float y[V] = {2, -1, 0.5f, 3, -4, 1};
+    int gen[5] = {0, 1, 0, 4, 0};
+    dec_rules rp = {NULL, 0, NULL, 0, 5, 8};
+    rp.repetition_penalty = 2;
+    dec_apply_rules(y, V, &rp, gen, 5);
+    CHECK_NEAR(y[0], 1.0, 0);          /* three times in gen, penalised once */
+    CHECK_NEAR(y[1], -2.0, 0);
+    CHECK_NEAR(y[2], 0.5, 0);
+    CHECK_NEAR(y[3], 3.0, 0);
+    CHECK_NEAR(y[4], -8.0, 0);
+    /* n-gram ban: gen 0 1 0 4 0, n = 2: the last token 0 was followed by 1
+     * and 4 -> both banned; n = 3: "4 0" never came before -> none; n = 1:
+     * every token generated; fewer tokens than n: none */
+    float z[V];
+    int expect2[V] = {0, 1, 0, 0, 1, 0}, expect1[V] = {1, 1, 0, 0, 1, 0};
+    dec_rules rn = {NULL, 0, NULL, 0, 5, 8};
+    for (int n_gram = 1; n_gram <= 6; n_gram++) {
+        for (int i = 0; i < V; i++) z[i] = (float)i;
+        rn.no_repeat_ngram = n_gram;
+        dec_apply_rules(z, V, &rn, gen, 5);
+        for (int i = 0; i < V; i++) {
+            int banned = n_gram == 1 ? expect1[i] : n_gram == 2 ? expect2[i] : 0;
+            CHECK(banned ? z[i] == -INFINITY : z[i] == (float)i);
+        }
+    }
+    /* "0 1 0 1 0": n = 3 bans what followed "1 0" once before: 1 */
+    int gen2[5] = {0, 1, 0, 1, 0};
+    for (int i = 0; i < V; i++) z[i] = 0;
+    rn.no_repeat_ngram = 3;
+    dec_apply_rules(z, V, &rn, gen2, 5);
+    CHECK(z[1] == -INFINITY && z[0] == 0 && z[2] == 0);
     return check_done();
 }

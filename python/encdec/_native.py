@@ -141,7 +141,11 @@ class TranscribeParams(Structure):
                 ("seed", c_uint64), ("on_segment", SEGMENT_FN), ("on_progress", PROGRESS_FN),
                 ("user", c_void_p), ("on_language", LANGUAGE_FN), ("fallback_keep_last", c_int),
                 ("vad", c_void_p), ("vad_params", VadParams), ("speech", POINTER(Span)),
-                ("n_speech", c_int), ("hotwords", c_char_p)]
+                ("n_speech", c_int), ("hotwords", c_char_p), ("repetition_penalty", c_float),
+                ("no_repeat_ngram_size", c_int), ("hallucination_silence_threshold", c_float),
+                ("chunk_length", c_float), ("language_detection_segments", c_int),
+                ("language_detection_threshold", c_float), ("multilingual", c_int),
+                ("detect_language_only", c_int)]
 
 
 class Timings(Structure):
@@ -255,6 +259,7 @@ _fn("encdec_result_n_segments", c_int, c_void_p)
 _fn("encdec_result_segment", P(Segment), c_void_p, c_int)
 _fn("encdec_result_language", c_char_p, c_void_p)
 _fn("encdec_result_n_language_probs", c_int, c_void_p)
+_fn("encdec_result_language_probability", c_float, c_void_p)
 _fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
 _fn("encdec_result_timings", P(Timings), c_void_p)
 _fn("encdec_result_free", None, c_void_p)

@@ -339,6 +339,59 @@ class WhisperModel(Owner):
             i += 1
 
 
+    def detect_language(self, audio=None, features=None, vad_filter=False, vad_parameters=None,
+                        language_detection_segments=1, language_detection_threshold=0.5):
+        """faster-whisper's detect_language(): (language, probability,
+        all_language_probs) of the audio's first 30 s windows (up to
+        language_detection_segments of them: the first whose most likely
+        language is above language_detection_threshold decides, else the
+        language most of them put first). audio: what transcribe() takes;
+        with vad_filter only the speech is read. An English-only model
+        answers ("en", 1.0, [("en", 1.0)]). features (a log-mel the caller
+        computed) are not taken: encdec computes its own from the audio."""
+        if not self._engine:
+            raise ValueError("the model is closed")
+        if audio is None:
+            raise ValueError("detect_language: give audio (encdec computes the log-mel itself; "
+                             "precomputed features are not taken)")
+        if not 1 <= int(language_detection_segments) <= 100000:
+            raise ValueError(f"language_detection_segments={language_detection_segments}: >= 1")
+        if language_detection_threshold is None or \
+                not 0 <= float(language_detection_threshold) <= 1:
+            raise ValueError(f"language_detection_threshold={language_detection_threshold}: 0..1")
+        vad_opts = V.options(vad_parameters) if vad_filter else None
+        pcm = A.load(audio)
+        if not self.is_multilingual:
+            return "en", 1.0, [("en", 1.0)]
+        tp = N.lib.encdec_transcribe_default_params()
+        tp.detect_language_only = 1
+        tp.language_detection_segments = int(language_detection_segments)
+        tp.language_detection_threshold = float(language_detection_threshold)
+        keep = []
+        # the peer reads only the windows it may need: their log-mel is
+        # normalised over them, not over the whole recording
+        limit = int(language_detection_segments) * 30 * A.SAMPLE_RATE
+        if vad_opts is not None:
+            spans, left = [], limit
+            for a, b in V.speech_spans(pcm, vad_opts, self.cpu_threads):
+                if left > 0:
+                    spans.append((a, min(b, a + left)))
+                    left -= spans[-1][1] - a
+            pcm.n = spans[-1][1] if spans else pcm.n
+            arr = (N.Span * max(1, len(spans)))(*[N.Span(a, b) for a, b in spans])
+            keep.append(arr)
+            tp.speech, tp.n_speech = ctypes.cast(arr, ctypes.POINTER(N.Span)), len(spans)
+        else:
+            pcm.n = min(pcm.n, limit)
+        info = TranscriptionInfo(language="", language_probability=1.0, duration=pcm.seconds,
+                                 duration_after_vad=pcm.seconds)
+        req = _Request(self._engine, pcm, tp, keep, info, False)
+        req.join()
+        if req.error is not None:
+            raise req.error
+        probs = info.all_language_probs or [(info.language, info.language_probability)]
+        return info.language, info.language_probability, probs
+
     def _release(self):   # close(): cancels what runs, frees the engine (then the model)
         for r in list(getattr(self, "_batched", ())):
             r.cancel()
@@ -368,19 +421,16 @@ class WhisperModel(Owner):
                 condition_on_previous_text, prompt_reset_on_temperature, initial_prompt, prefix,
                 suppress_blank, suppress_tokens, without_timestamps, max_initial_timestamp,
                 word_timestamps, prepend_punctuations, append_punctuations, max_new_tokens,
-                hallucination_silence_threshold, hotwords, language_detection_segments, seed,
+                hallucination_silence_threshold, hotwords, language_detection_segments,
+                language_detection_threshold, multilingual, chunk_length, seed,
                 loop_detection, fallback_keep_last):
         """transcribe()'s options checked, as the library's parameters (and
         the objects they point into, kept alive with them)."""
         _unsupported("length_penalty", length_penalty, 1)
-        _unsupported("repetition_penalty", repetition_penalty, 1)
-        _unsupported("no_repeat_ngram_size", no_repeat_ngram_size, 0)
         _unsupported("prompt_reset_on_temperature", prompt_reset_on_temperature, 0.5)
         _unsupported("suppress_blank", suppress_blank, True)
         _unsupported("suppress_tokens", list(suppress_tokens or []), [-1])
         _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
-        _unsupported("hallucination_silence_threshold", hallucination_silence_threshold, None)
-        _unsupported("language_detection_segments", language_detection_segments, 1)
         if task not in ("transcribe", "translate"):
             raise ValueError(f"task={task!r}: 'transcribe' or 'translate'")
         if initial_prompt is not None and not isinstance(initial_prompt, str):
@@ -392,6 +442,21 @@ class WhisperModel(Owner):
             raise ValueError(f"best_of={best_of}: 1..16")
         if max_new_tokens is not None and not 1 <= int(max_new_tokens) <= 448:
             raise ValueError(f"max_new_tokens={max_new_tokens}: 1..448")
+        if not 0.001 <= float(repetition_penalty) <= 1000:
+            raise ValueError(f"repetition_penalty={repetition_penalty}: 0.001..1000 (1: off)")
+        if not 0 <= int(no_repeat_ngram_size) <= 448:
+            raise ValueError(f"no_repeat_ngram_size={no_repeat_ngram_size}: 0..448 (0: off)")
+        if hallucination_silence_threshold is not None and \
+                not 0 <= float(hallucination_silence_threshold) < math.inf:
+            raise ValueError(f"hallucination_silence_threshold={hallucination_silence_threshold}: "
+                             "seconds >= 0, or None")
+        if chunk_length is not None and not 1 <= float(chunk_length) <= 30:
+            raise ValueError(f"chunk_length={chunk_length}: 1..30 seconds")
+        if not 1 <= int(language_detection_segments) <= 100000:
+            raise ValueError(f"language_detection_segments={language_detection_segments}: >= 1")
+        if language_detection_threshold is None or \
+                not 0 <= float(language_detection_threshold) <= 1:
+            raise ValueError(f"language_detection_threshold={language_detection_threshold}: 0..1")
         language = self._check_language(language)
 
         def nan_if_none(v):
@@ -428,6 +493,14 @@ class WhisperModel(Owner):
         tp.loop_detection = int(bool(loop_detection))
         tp.fallback_keep_last = int(bool(fallback_keep_last))
         tp.seed = int(seed)
+        tp.repetition_penalty = float(repetition_penalty)
+        tp.no_repeat_ngram_size = int(no_repeat_ngram_size)
+        tp.hallucination_silence_threshold = nan_if_none(hallucination_silence_threshold)
+        tp.chunk_length = float(chunk_length or 0)
+        tp.language_detection_segments = int(language_detection_segments)
+        tp.language_detection_threshold = float(language_detection_threshold)
+        # faster-whisper: an English-only model ignores multilingual (with a warning)
+        tp.multilingual = int(bool(multilingual) and self.is_multilingual)
         return tp, keep
 
     def transcribe(self, audio, language=None, task="transcribe", log_progress=False,
@@ -448,15 +521,14 @@ class WhisperModel(Owner):
         """faster-whisper's transcribe(): returns (segments, info) where
         segments is a lazy iterator. audio: a path, a file-like object,
         bytes of an encoded file, or a float32 NumPy array at 16 kHz.
-        Options encdec does not have raise ValueError when set to anything
-        but their default; seed (sampling at temperature > 0),
+        Options encdec does not have (length_penalty, suppress_blank,
+        suppress_tokens other than [-1], max_initial_timestamp other than 1,
+        prompt_reset_on_temperature other than 0.5) raise ValueError; seed (sampling at temperature > 0),
         loop_detection (faster, the same output) and fallback_keep_last
         (when every temperature fails a window: keep the last attempt, as
         openai-whisper, not the best, as faster-whisper) are encdec's own."""
         if not self._engine:
             raise ValueError("the model is closed")
-        _unsupported("multilingual", multilingual, False)
-        _unsupported("chunk_length", chunk_length, None)
         tp, keep = self._params(**_pick(locals()))
         language = self._check_language(language)
         clips = _clips(clip_timestamps)
@@ -553,6 +625,7 @@ class BatchedInferencePipeline:
         chunk = 30.0 if chunk_length is None else float(chunk_length)
         if not 1.0 <= chunk <= 30.0:
             raise ValueError(f"chunk_length={chunk_length}: 1..30 seconds")
+        hallucination_silence_threshold = None   # the peer's batched pipeline ignores it
         tp, keep = m._params(**_pick(locals()))
         language = m._check_language(language)
         clips = None

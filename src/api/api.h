@@ -53,6 +53,7 @@ struct encdec_result {
     const char *lang_code[128];   /* detection: static codes, most likely first */
     float lang_prob[128];
     int n_lang;
+    float language_prob;     /* of the language transcribed (1: given, English-only) */
     encdec_timings timings;
 };
 

@@ -288,9 +288,7 @@ static void take_language(bt_run *b, const encdec_result *c) {
     r->n_lang = c->n_lang;
     memcpy(r->lang_code, c->lang_code, sizeof r->lang_code);
     memcpy(r->lang_prob, c->lang_prob, sizeof r->lang_prob);
-    float prob = 1.0f;
-    for (int i = 0; i < c->n_lang; i++)
-        if (c->lang_code[i] == c->language) prob = c->lang_prob[i];
+    float prob = r->language_prob = c->language_prob;
     if (b->p->on_language) b->p->on_language(c->language ? c->language : "en", prob, b->p->user);
 }
 
@@ -354,6 +352,7 @@ static void no_speech_language(bt_run *b) {
     int i = b->p->language && strlen(b->p->language) < 32 ? wlang_find(b->p->language) : 0;
     const char *code = wlang_code(i >= 0 && b->w->multilingual ? i : 0);
     b->r->language = code ? code : "en";
+    b->r->language_prob = 1.0f;
     if (b->p->on_language) b->p->on_language(b->r->language, 1.0f, b->p->user);
 }
 
@@ -369,6 +368,9 @@ static encdec_status batched(encdec_engine *e, const float *pcm, size_t n, audio
     if (!st) st = api_transcribe_check(m, &p);
     if (!st && p.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only");
+    if (!st && p.detect_language_only)
+        st = ed_fail(ENCDEC_ERR_ARG, "detect_language_only: use encdec_transcribe (or an engine "
+                     "request), not the batched pipeline");
     if (st) return st;
     bt_run b = {.e = e, .w = m->w, .p = &p, .batch = bp.batch_size, .cancel = bp.cancel, .n = n,
                 .pcm = pcm};
@@ -384,7 +386,8 @@ static encdec_status batched(encdec_engine *e, const float *pcm, size_t n, audio
     b.cp.on_progress = NULL;
     b.cp.on_language = NULL;
     b.cp.user = NULL;
-    b.lang_ready = p.language || !b.w->multilingual || bp.language_per_chunk;
+    b.cp.chunk_length = 0;   /* a chunk is one window */
+    b.lang_ready = p.language || !b.w->multilingual || bp.language_per_chunk || p.multilingual;
     asr_feed feed;
     int have_feed = 0;
     b.r = calloc(1, sizeof *b.r);

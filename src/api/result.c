@@ -159,6 +159,8 @@ const char *encdec_result_language(const encdec_result *r) { return r ? r->langu
 
 int encdec_result_n_language_probs(const encdec_result *r) { return r ? r->n_lang : 0; }
 
+float encdec_result_language_probability(const encdec_result *r) { return r ? r->language_prob : 0; }
+
 int encdec_result_language_prob(const encdec_result *r, int i, const char **code, float *prob) {
     if (!r || i < 0 || i >= r->n_lang) return -1;
     if (code) *code = r->lang_code[i];

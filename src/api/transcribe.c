@@ -33,6 +33,10 @@ encdec_transcribe_params encdec_transcribe_default_params(void) {
     p.loop_detection = 1;
     p.silence_threshold_db = -60.0f;
     p.vad_params = encdec_vad_default_params();
+    p.repetition_penalty = 1.0f;
+    p.hallucination_silence_threshold = NAN;
+    p.language_detection_segments = 1;
+    p.language_detection_threshold = 0.5f;
     return p;
 }
 
@@ -67,6 +71,31 @@ static encdec_status language_token(const whisper_model *w, const char *lang, in
 }
 
 static int bad_float(float x, float lo, float hi) { return !(x >= lo && x <= hi); }
+
+/* The options after the hotwords: NaN and infinities named, ranges given. */
+static encdec_status check_more(const encdec_transcribe_params *p) {
+    if (bad_float(p->repetition_penalty, 1e-3f, 1e3f))
+        return ed_fail(ENCDEC_ERR_ARG, "repetition_penalty %g is out of range 0.001..1000 (1: off)",
+                       p->repetition_penalty);
+    if (p->no_repeat_ngram_size < 0 || p->no_repeat_ngram_size > 448)
+        return ed_fail(ENCDEC_ERR_ARG, "no_repeat_ngram_size %d is out of range 0..448 (0: off)",
+                       p->no_repeat_ngram_size);
+    if (!isnan(p->hallucination_silence_threshold) &&
+        bad_float(p->hallucination_silence_threshold, 0.0f, 1e6f))
+        return ed_fail(ENCDEC_ERR_ARG, "hallucination_silence_threshold %g: seconds >= 0, or NAN "
+                       "for off", p->hallucination_silence_threshold);
+    if (p->chunk_length != 0 && bad_float(p->chunk_length, 1.0f, 30.0f))
+        return ed_fail(ENCDEC_ERR_ARG, "chunk_length %g is out of range 1..30 seconds (0: 30)",
+                       p->chunk_length);
+    if (p->language_detection_segments < 1 || p->language_detection_segments > 100000)
+        return ed_fail(ENCDEC_ERR_ARG, "language_detection_segments %d is out of range 1..100000",
+                       p->language_detection_segments);
+    if (bad_float(p->language_detection_threshold, 0.0f, 1.0f))
+        return ed_fail(ENCDEC_ERR_ARG, "language_detection_threshold %g is out of range 0..1",
+                       p->language_detection_threshold);
+    if (p->vad) return api_vad_check(&p->vad_params);
+    return ENCDEC_OK;
+}
 
 encdec_status api_transcribe_check(const encdec_model *model, const encdec_transcribe_params *p) {
     const whisper_model *w = model->w;
@@ -107,8 +136,7 @@ encdec_status api_transcribe_check(const encdec_model *model, const encdec_trans
         (p->n_clip_timestamps > 0 && !p->clip_timestamps))
         return ed_fail(ENCDEC_ERR_ARG, "clip_timestamps: %d values (0..%d)", p->n_clip_timestamps,
                        2 * ASR_MAX_CLIPS);
-    if (p->vad) return api_vad_check(&p->vad_params);
-    return ENCDEC_OK;
+    return check_more(p);
 }
 
 /* " " + text stripped, encoded (openai-whisper's prompt and prefix). */
@@ -221,13 +249,14 @@ static void on_progress(void *user, double done, double total) {
 
 /* The language, once known: its code and probability (1 when it was
  * given; English-only models: "en", 1). */
-static void on_language(void *user, int token, const float *probs, int n_langs) {
+static void on_language(void *user, int token, float prob, const float *probs, int n_langs) {
     const sink_ctx *c = user;
+    (void)probs;
+    (void)n_langs;
     if (!c->p->on_language) return;
     int i = token >= 0 ? token - c->w->sp.lang_first : 0;
-    float pr = probs && i >= 0 && i < n_langs ? probs[i] : 1.0f;
     const char *code = wlang_code(i);
-    c->p->on_language(code ? code : "en", pr, c->p->user);
+    c->p->on_language(code ? code : "en", prob, c->p->user);
 }
 
 /* The whole transcript as sequence 0: every segment's text tokens decoded together. */
@@ -261,6 +290,7 @@ static void report(encdec_result *r, const whisper_model *w, const asr_report *r
     t->n_loops = rep->n_loops;
     t->audio_seconds = n / (double)MEL_SAMPLE_RATE;
     r->language = rep->language >= 0 ? wlang_code(rep->language - w->sp.lang_first) : "en";
+    r->language_prob = rep->detected ? rep->lang_prob : 1.0f;
     if (!rep->detected) return;
     int L = rep->n_langs;   /* most likely first */
     for (int i = 0; i < L; i++) {
@@ -322,6 +352,14 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     a->keep_last = p->fallback_keep_last != 0;
     a->silence_rms = isnan(p->silence_threshold_db) ? 0.0f : powf(10.0f, p->silence_threshold_db / 20.0f);
     a->seed = p->seed;
+    a->repetition_penalty = p->repetition_penalty;
+    a->no_repeat_ngram = p->no_repeat_ngram_size;
+    a->hallucination_silence = p->hallucination_silence_threshold;
+    a->window_frames = p->chunk_length > 0 ? (int)nearbyint(p->chunk_length * 100.0) : 3000;
+    a->lang_segments = p->language_detection_segments;
+    a->lang_threshold = p->language_detection_threshold;
+    a->lang_per_window = p->multilingual != 0;
+    a->detect_only = p->detect_language_only != 0;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
     int half = w->hp.n_text_ctx / 2;
     if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, &ids[0],
@@ -383,7 +421,7 @@ encdec_status api_transcribe_feed_speech(const encdec_model *model, api_asr_prep
         asr_sink sink = {on_segment, on_progress, &c, on_language};
         st = asr_transcribe_feed(&env, feed, &a, &sink, &rep);
     } else if (!st) {   /* no speech: nothing to detect the language on */
-        on_language(&c, a.language, NULL, 0);
+        on_language(&c, a.language, 1.0f, NULL, 0);
     }
     free(work);
     api_view_free(&c.view);

@@ -109,6 +109,18 @@ typedef struct {
     float silence_rms;                   /* a window of lower RMS with a high no-speech
                                             probability is skipped undecoded; 0: off */
     uint64_t seed;                       /* sampling */
+    float repetition_penalty;            /* 1: off; else CTranslate2's rule (decode/greedy.h) */
+    int no_repeat_ngram;                 /* > 0: n-grams of a decode never repeat; 0: off */
+    float hallucination_silence;         /* seconds (word timestamps only): faster-whisper's
+                                            hallucination_silence_threshold; NAN: off */
+    int window_frames;                   /* mel frames of audio per window, 1..3000 (the rest
+                                            padded: faster-whisper's chunk_length) */
+    int lang_segments;                   /* windows language detection may read (>= 1) */
+    float lang_threshold;                /* a window whose most likely language is above it
+                                            decides at once; else a vote of the windows */
+    int lang_per_window;                 /* 1: every window detects its own language
+                                            (faster-whisper's multilingual) */
+    int detect_only;                     /* 1: stop once the language is known */
 } asr_params;
 
 /* openai-whisper's defaults: timestamps, temperatures 0, 0.2 ... 1.0,
@@ -146,14 +158,17 @@ typedef struct {
     void (*progress)(void *user, double done_s, double total_s);
     void *user;
     /* once, before the first segment: the language token decoded with (-1:
-     * an English-only model) and, when it was detected, the probabilities
+     * an English-only model), its probability (rep->lang_prob) and, when it
+     * was detected, the probabilities of the last window detection read
      * (rep->lang_probs[n_langs]; NULL when it was given) */
-    void (*language)(void *user, int token, const float *probs, int n_langs);
+    void (*language)(void *user, int token, float prob, const float *probs, int n_langs);
 } asr_sink;
 
 typedef struct {
     int language;             /* the language token decoded with; -1: none (English-only) */
     int detected;             /* 1: language came from detection */
+    float lang_prob;          /* its probability: the deciding window's, or the best of the
+                                 windows that voted for it; 1 when given */
     float lang_probs[128];    /* [n_langs] detection probabilities, model order (when detected) */
     int n_langs;
     double mel_ms, encoder_ms, decode_ms, align_ms;

@@ -134,4 +134,27 @@ encdec_status asr_align_window(asr_aligner *a, const asr_env *env, const asr_par
  * segment's end when no segment has words. */
 double asr_words_end(const asr_wseg *segs, int n);
 
+/* (hallucination.c) openai-whisper's hallucination_silence_threshold, as
+ * faster-whisper 1.2.1 applies it to a window whose words are timed: a
+ * segment is anomalous when its first 8 words that are not punctuation
+ * score 3 or more, or about 1 each (a word scores 1 under probability 0.15,
+ * more the shorter than 0.133 s or longer than 2 s it is). When the window's
+ * first segment with words is anomalous and starts more than `threshold`
+ * after the window, the whole window goes: -1, *next = the frame where that
+ * segment starts. Else the first anomalous segment with silence (more than
+ * threshold, or the window's edge) or another anomaly on both sides ends
+ * the window: the count of segments before it is returned and *next set to
+ * its start (at least 1 s into the window; the end of the audio when less
+ * than threshold follows it). n: nothing changes. */
+typedef struct {
+    double threshold;         /* seconds */
+    int seek;                 /* the window's first frame */
+    double time_offset;       /* its start, seconds */
+    double duration;          /* its audio, seconds */
+    double window_end;        /* time_offset + the window length (chunk), seconds */
+    double last_speech;       /* the end of the last word before the window */
+    int content_frames;       /* the recording's frames */
+} asr_silence_ctx;
+int asr_hallucination_cut(const asr_wseg *segs, int n, const asr_silence_ctx *c, int *next);
+
 #endif

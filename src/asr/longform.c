@@ -49,6 +49,7 @@ typedef struct {
     asr_feed *feed;           /* the recording's samples, and its log-mel's maximum */
     size_t n;                 /* samples in it */
     int content;              /* mel frames of audio */
+    int win;                  /* mel frames of audio per window (the rest padded) */
     float *mel;               /* [n_mels, N_FRAMES] the window */
     int encoded_seek, encoded_size;   /* the window the state's encoder output is for; -1: none */
     asr_work work;
@@ -111,36 +112,75 @@ static void begin(lf_run *r) {
     r->rep->encoder_ms += ed_now_ms() - t0;
 }
 
-/* Language detection on the first 30 s (openai-whisper: the whole file's
- * mel, frames [0, 3000), silence beyond the audio): the probabilities of
- * the language tokens after <|startoftranscript|>. */
-static encdec_status detect_language(lf_run *r) {
+/* The probabilities of the language tokens after <|startoftranscript|>
+ * (probs[L], L languages) over the window just encoded and begun; *best
+ * the most likely. The prompt's slot is used: the caller restarts it. */
+static encdec_status sot_language(lf_run *r, float *probs, int *best) {
     const whisper_model *m = r->env->m;
-    int size = r->content < N_FRAMES ? r->content : N_FRAMES;
-    encdec_status st;
-    double t0 = ed_now_ms();
-    if (r->p->timestamps) size = N_FRAMES;   /* a full first window reuses it */
-    st = window_mel(r, 0, size);
-    r->rep->mel_ms += ed_now_ms() - t0;
-    if (st) return st;
-    if ((st = encode(r, 0, size))) return st;
-    begin(r);
     float ns;
     int sot = m->sp.sot;
-    st = asr_window_prompt(&r->work, &sot, 1, NULL, 0, &ns, r->lang_logits);
+    encdec_status st = asr_window_prompt(&r->work, &sot, 1, NULL, 0, &ns, r->lang_logits);
     if (st) return st;
-    int L = m->sp.n_langs, first = m->sp.lang_first, best = 0;
+    int L = m->sp.n_langs < 128 ? m->sp.n_langs : 128, first = m->sp.lang_first;
     float mx = -INFINITY;
+    *best = 0;
     for (int i = 0; i < L; i++) mx = fmaxf(mx, r->lang_logits[first + i]);
     double sum = 0;
     for (int i = 0; i < L; i++) sum += exp((double)r->lang_logits[first + i] - mx);
-    r->rep->n_langs = L < 128 ? L : 128;
     for (int i = 0; i < L; i++) {
-        float pr = (float)(exp((double)r->lang_logits[first + i] - mx) / sum);
-        if (i < 128) r->rep->lang_probs[i] = pr;
-        if (r->lang_logits[first + i] > r->lang_logits[first + best]) best = i;
+        probs[i] = (float)(exp((double)r->lang_logits[first + i] - mx) / sum);
+        if (r->lang_logits[first + i] > r->lang_logits[first + *best]) *best = i;
     }
-    r->rep->language = first + best;
+    return ENCDEC_OK;
+}
+
+/* Language detection (faster-whisper's detect_language): windows of the
+ * log-mel from frame `start` (the first clip's), up to p->lang_segments of
+ * them; the first whose most likely language is above p->lang_threshold
+ * decides; else the language most windows put first (the earliest on a
+ * tie), with the best probability it had. The first window is openai-
+ * whisper's (frames past the audio are the log-mel's own); the others are
+ * padded with zeros as faster-whisper pads them. rep->lang_probs: the last
+ * window's. */
+static encdec_status detect_language(lf_run *r, int start) {
+    const asr_params *p = r->p;
+    int votes[128] = {0}, order[128], n_order = 0, chosen = -1, best;
+    float top[128] = {0}, chosen_p = 0;
+    encdec_status st = ENCDEC_OK;
+    int segs = p->lang_segments > 0 ? p->lang_segments : 1;
+    for (int i = 0; !st && i < segs && chosen < 0; i++) {
+        int seek = start + i * r->win, size = r->content - seek;
+        if (i > 0 && size <= 0) break;
+        if (size > r->win) size = r->win;
+        if (size < 0) size = 0;
+        if (i == 0 && r->win == N_FRAMES && p->timestamps) size = N_FRAMES;   /* reused */
+        double t0 = ed_now_ms();
+        if (!(r->encoded_seek == seek && r->encoded_size == size)) st = window_mel(r, seek, size);
+        r->rep->mel_ms += ed_now_ms() - t0;
+        if (!st) st = encode(r, seek, size);
+        if (st) break;
+        begin(r);
+        if ((st = sot_language(r, r->rep->lang_probs, &best))) break;
+        float pb = r->rep->lang_probs[best];
+        if (pb > p->lang_threshold) {
+            chosen = best;
+            chosen_p = pb;
+        } else {
+            if (votes[best]++ == 0) order[n_order++] = best;
+            if (pb > top[best]) top[best] = pb;
+        }
+    }
+    if (st) return st;
+    if (chosen < 0) {   /* the vote (n_order >= 1: one window was read at least) */
+        chosen = order[0];
+        for (int k = 1; k < n_order; k++)
+            if (votes[order[k]] > votes[chosen]) chosen = order[k];
+        chosen_p = top[chosen];
+    }
+    const whisper_model *m = r->env->m;
+    r->rep->n_langs = m->sp.n_langs < 128 ? m->sp.n_langs : 128;
+    r->rep->language = m->sp.lang_first + chosen;
+    r->rep->lang_prob = chosen_p;
     r->rep->detected = 1;
     return ENCDEC_OK;
 }
@@ -229,6 +269,13 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
     if (st) return st;
     if ((st = encode(r, seek, size))) return st;
     begin(r);
+    if (p->lang_per_window && m->multilingual) {   /* this window's own language */
+        float probs[128];
+        int best;
+        if ((st = sot_language(r, probs, &best))) return st;
+        r->sot_seq[1] = m->sp.lang_first + best;
+        rn_restart(r->env->rn, -1);
+    }
     /* prompt: head, then the language and task, <|notimestamps|>, the prefix */
     int n_head = prompt_head(r, r->rep->n_windows == 1 && p->n_prefix > 0), rest[8 + 232];
     int n_rest = 0, n_forced = 0;
@@ -283,6 +330,13 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         if (st) return st;
         double end = asr_words_end(r->segs, n_seg);   /* where speech stopped */
         if (!single_end && !isnan(end) && end > offset) *next = (int)nearbyint(end * FRAMES_PER_SECOND);
+        if (!isnan(p->hallucination_silence)) {
+            asr_silence_ctx c = {p->hallucination_silence, seek, offset, size / (double)FRAMES_PER_SECOND,
+                                 (seek + r->win) / (double)FRAMES_PER_SECOND, r->last_speech, r->content};
+            n_seg = asr_hallucination_cut(r->segs, n_seg, &c, next);
+            if (n_seg < 0) return ENCDEC_OK;   /* the window's silence skipped, nothing kept */
+            end = asr_words_end(r->segs, n_seg);
+        }
         if (!isnan(end)) r->last_speech = end;
     }
     n_seg = asr_clamp_segments(r->segs, n_seg, offset + size / (double)FRAMES_PER_SECOND);
@@ -308,6 +362,13 @@ static encdec_status check(const asr_env *env, const asr_params *p) {
     return ENCDEC_OK;
 }
 
+/* Where the first clip starts, in frames (faster-whisper detects the
+ * language from there; from 0 when it starts past the audio). */
+static int first_clip(const lf_run *r) {
+    int f = (int)nearbyint(r->p->clips[0] * FRAMES_PER_SECOND);
+    return f > 0 && f < r->content ? f : 0;
+}
+
 static void lf_free(lf_run *r) {
     free(r->mel);
     asr_work_free(&r->work);
@@ -323,6 +384,7 @@ static encdec_status lf_init(lf_run *r) {
     const whisper_model *m = r->env->m;
     size_t C = (size_t)m->hp.n_text_ctx + 1, nm = (size_t)m->hp.n_mels;
     r->content = (int)(r->n / MEL_HOP);   /* openai-whisper: (n + 30 s) / hop frames, less 3000 */
+    r->win = r->p->window_frames >= 1 && r->p->window_frames < N_FRAMES ? r->p->window_frames : N_FRAMES;
     r->encoded_seek = -1;
     r->mel = ed_alloc(sizeof(float) * nm * N_FRAMES, "window mel");
     r->splits = ed_alloc(sizeof *r->splits * C, "segments");
@@ -361,11 +423,16 @@ encdec_status asr_transcribe_feed(const asr_env *env, asr_feed *feed, const asr_
     r.initial = r.all.n;
     if (!st && m->multilingual) {
         if (p->language >= 0) rep->language = p->language;
-        else st = detect_language(&r);
+        else st = detect_language(&r, p->n_clips > 0 ? first_clip(&r) : 0);
     }
+    if (!rep->detected) rep->lang_prob = 1;
     if (!st && sink && sink->language)
-        sink->language(sink->user, rep->language, rep->detected ? rep->lang_probs : NULL,
-                       rep->detected ? rep->n_langs : 0);
+        sink->language(sink->user, rep->language, rep->lang_prob,
+                       rep->detected ? rep->lang_probs : NULL, rep->detected ? rep->n_langs : 0);
+    if (p->detect_only) {
+        lf_free(&r);
+        return st;
+    }
     r.sot_seq[r.n_sot_seq++] = m->sp.sot;
     if (m->multilingual) {
         r.sot_seq[r.n_sot_seq++] = rep->language;
@@ -381,7 +448,7 @@ encdec_status asr_transcribe_feed(const asr_env *env, asr_feed *feed, const asr_
     for (int c = 0; !st && c < n_clips; c++) {
         int seek = clips[2 * c], end = clips[2 * c + 1];
         while (!st && seek < end) {
-            int size = N_FRAMES;
+            int size = r.win;
             if (r.content - seek < size) size = r.content - seek;
             if (end - seek < size) size = end - seek;
             int next = seek + size;

@@ -2,6 +2,7 @@
  * a state (asr.h); used by the long-form loop, the window and the API. */
 #include "asr/asr.h"
 
+#include <math.h>
 #include <string.h>
 
 void asr_params_default(asr_params *p) {
@@ -23,6 +24,11 @@ void asr_params_default(asr_params *p) {
     p->append_punctuations = "\"'.\xe3\x80\x82,\xef\xbc\x8c!\xef\xbc\x81?\xef\xbc\x9f:\xef\xbc\x9a\xe2\x80\x9d)]}\xe3\x80\x81";
     p->loop_detect = 1;
     p->keep_last = 0;
+    p->repetition_penalty = 1.0f;
+    p->hallucination_silence = NAN;
+    p->window_frames = 3000;
+    p->lang_segments = 1;
+    p->lang_threshold = 0.5f;
 }
 
 int asr_slots_needed(const asr_params *p) {

@@ -298,6 +298,12 @@ uint64_t asr_seed(const asr_params *p, int seek, int attempt) {
     return p->seed ^ ((uint64_t)(unsigned)seek << 20) ^ (uint64_t)attempt;
 }
 
+/* A penalty on repeats or an n-gram ban may end a loop the detector would
+ * call endless: it then stays off. */
+static int rules_change_repeats(const asr_params *p) {
+    return (p->repetition_penalty > 0 && p->repetition_penalty != 1) || p->no_repeat_ngram > 0;
+}
+
 encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_window_result *res,
                                 asr_report *rep) {
     const asr_params *p = w->p;
@@ -307,7 +313,7 @@ encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_wind
     if (room < 1) return ed_fail(ENCDEC_ERR_ARG, "asr: a prompt of %d tokens leaves no room", w->n_prompt);
     dec_rules rules = {w->suppress, w->n_suppress, m->begin_suppress, m->n_begin_suppress,
                        m->sp.eot, sample_len < room ? sample_len : room, &w->hook, w->forced,
-                       w->n_forced};
+                       w->n_forced, p->repetition_penalty, p->no_repeat_ngram};
     if (w->n_forced >= rules.max_new)
         return ed_fail(ENCDEC_ERR_ARG, "asr: a prefix of %d tokens leaves no room", w->n_forced);
     memset(res, 0, sizeof *res);
@@ -319,7 +325,7 @@ encdec_status asr_window_decode(asr_work *w, int seek, float no_speech, asr_wind
                   !isnan(p->logprob_threshold);
     int n = p->n_temperatures, i;
     for (i = 0; i < n; i++) {
-        int loop_ok = p->loop_detect && !silence && i + 1 < n;
+        int loop_ok = p->loop_detect && !silence && i + 1 < n && !rules_change_repeats(p);
         encdec_status st = decode_once(w, p->temperatures[i], asr_seed(p, seek, i), &rules, loop_ok,
                                        res, rep);
         if (st) return st;

@@ -32,7 +32,8 @@
  * repeating). It runs only where that verdict is the whole decode's: never
  * when the window's no-speech probability is above its threshold (the
  * silence rule then needs the whole decode's log-probability), never on
- * the last temperature (kept or weighed whatever it scores); a beam search
+ * the last temperature (kept or weighed whatever it scores), never with a
+ * repetition penalty or an n-gram ban (they can end a loop); a beam search
  * stops only when every live beam repeats and none has finished; a sample
  * that stopped could not have outranked one that ended unless its score
  * bound says so (then the attempt is decoded again without stopping); and

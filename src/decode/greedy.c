@@ -4,8 +4,37 @@
 #include "kern/kern.h"
 
 #include <math.h>
+#include <string.h>
+
+/* Each distinct token of gen once, from its own logit (the first time it is
+ * seen: later copies are skipped, so a token never gets the penalty twice). */
+static void penalize(float *logits, int n_vocab, float pen, const int *gen, int n_gen) {
+    for (int i = 0; i < n_gen; i++) {
+        int id = gen[i], seen = 0;
+        if (id < 0 || id >= n_vocab) continue;
+        for (int k = 0; k < i && !seen; k++) seen = gen[k] == id;
+        if (seen) continue;
+        float x = logits[id];
+        logits[id] = x < 0 ? x * pen : x / pen;
+    }
+}
+
+/* Bans every token that followed an earlier occurrence of the sequence's
+ * last n - 1 tokens (n = 1: every token generated so far). */
+static void ban_ngrams(float *logits, int n_vocab, int n, const int *gen, int n_gen) {
+    if (n_gen < n) return;
+    const int *tail = gen + n_gen - (n - 1);
+    for (int b = 0; b + n <= n_gen; b++) {
+        if (memcmp(gen + b, tail, sizeof(int) * (size_t)(n - 1)) != 0) continue;
+        int id = gen[b + n - 1];
+        if (id >= 0 && id < n_vocab) logits[id] = -INFINITY;
+    }
+}
 
 void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen) {
+    if (gen && r->repetition_penalty > 0 && r->repetition_penalty != 1)
+        penalize(logits, n_vocab, r->repetition_penalty, gen, n_gen);
+    if (gen && r->no_repeat_ngram > 0) ban_ngrams(logits, n_vocab, r->no_repeat_ngram, gen, n_gen);
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
     if (n_gen == 0)

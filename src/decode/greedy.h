@@ -42,10 +42,18 @@ typedef struct {
                                    The *_fed strategies take them (dec_independent_fed,
                                    dec_beam_ow); n_forced < max_new */
     int n_forced;
+    float repetition_penalty;   /* CTranslate2's (faster-whisper's): a logit of a token the
+                                   sequence generated (forced ones included) is divided by it
+                                   when >= 0, multiplied when < 0, once however often the token
+                                   came; 0 or 1: off */
+    int no_repeat_ngram;        /* > 0: a token that would repeat an n-gram of the sequence's
+                                   generated tokens is banned (-inf), CTranslate2's rule */
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated
- * gen[0, n_gen) so far (n_gen = 0: the first position; gen may then be NULL). */
+ * gen[0, n_gen) so far (n_gen = 0: the first position; gen may then be NULL),
+ * in CTranslate2's order: the repetition penalty, the n-gram ban, the
+ * suppressions, then the hook. */
 void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen);
 
 /* Nonzero when r's hook stops the sequence after gen[0, n_gen). */

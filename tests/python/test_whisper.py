@@ -295,6 +295,141 @@ def test_hotwords_as_faster_whisper(fw_tiny_en, tiny_en, long_recording, kw):
     same_segments(a, b, words=bool(kw.get("word_timestamps")))
 
 
+@pytest.mark.parametrize("kw", [{"repetition_penalty": 1.5}, {"repetition_penalty": 1.5, "beam_size": 1},
+                                {"no_repeat_ngram_size": 3},
+                                {"no_repeat_ngram_size": 2, "beam_size": 1, "word_timestamps": True}],
+                         ids=["penalty-beam", "penalty-greedy", "ngram3-beam", "ngram2-greedy-words"])
+def test_repetition_rules_as_faster_whisper(fw_tiny_en, tiny_en, long_recording, kw):
+    """repetition_penalty and no_repeat_ngram_size (CTranslate2's rules
+    over each decode's own tokens): the same segments, and not those of
+    the plain decode (the rules act)."""
+    a, _, b, _ = both(fw_tiny_en, tiny_en, long_recording, **kw)
+    same_segments(a, b, words=bool(kw.get("word_timestamps")))
+    plain = [s.text for s in tiny_en.transcribe(long_recording, beam_size=kw.get("beam_size", 5))[0]]
+    assert [s.text for s in b] != plain
+
+
+def _chunked(fw, ed, audio, **kw):
+    """faster-whisper keeps a chunk_length in its feature extractor after
+    the call: put it back for the tests that share the model."""
+    fe = fw.feature_extractor
+    saved = (fe.n_samples, fe.nb_max_frames)
+    try:
+        return both(fw, ed, audio, **kw)
+    finally:
+        fe.n_samples, fe.nb_max_frames = saved
+
+
+@pytest.mark.parametrize("kw", [{"chunk_length": 10}, {"chunk_length": 10, "beam_size": 1,
+                                                       "word_timestamps": True}],
+                         ids=["beam", "greedy-words"])
+def test_chunk_length_as_faster_whisper(fw_tiny_en, tiny_en, long_recording, kw):
+    """chunk_length: windows of that many seconds of audio, the log-mel
+    padded to 30 s: the same segments."""
+    a, _, b, _ = _chunked(fw_tiny_en, tiny_en, long_recording, **kw)
+    same_segments(a, b, words=bool(kw.get("word_timestamps")))
+    assert len(b) >= 8
+
+
+def test_chunk_length_clamps_to_the_window(fw_tiny_en, tiny_en, long_recording):
+    """A segment ending on a lone timestamp past the window's audio
+    (possible once windows are shorter than 30 s): faster-whisper lets it
+    run into the next window's time; encdec ends it with the window's audio
+    (no overlap). The tokens are the same."""
+    a, _, b, _ = _chunked(fw_tiny_en, tiny_en, long_recording, chunk_length=5, beam_size=1)
+    assert [(s.seek, s.text, s.tokens) for s in a] == [(s.seek, s.text, s.tokens) for s in b]
+    for x, y in zip(a, b):
+        assert y.start == pytest.approx(x.start, abs=0.011)
+        assert y.end == pytest.approx(min(x.end, (y.seek + 500) / 100), abs=0.011)
+    for u, v in zip(b, b[1:]):
+        assert u.end <= v.start + 1e-6
+
+
+@pytest.fixture(scope="module")
+def with_pauses(long_recording):
+    """long_recording with 12 s of noise and 6 s of a pulsed tone put into
+    two of its pauses: where the model may make words up."""
+    rng = np.random.default_rng(3)
+    noise = (rng.standard_normal(16000 * 12) * 0.02).astype(np.float32)
+    t = np.arange(16000 * 6) / 16000
+    tone = (0.1 * np.sin(2 * np.pi * 440 * t) * (np.sin(2 * np.pi * 2 * t) > 0)).astype(np.float32)
+    r = long_recording
+    return np.concatenate([r[:16000 * 20], noise, tone, r[16000 * 20:16000 * 40], noise,
+                           r[16000 * 40:]])
+
+
+@pytest.mark.parametrize("kw", [{"hallucination_silence_threshold": 2.0},
+                                {"hallucination_silence_threshold": 0.5, "beam_size": 1}],
+                         ids=["2s-beam", "0.5s-greedy"])
+def test_hallucination_silence_as_faster_whisper(fw_tiny_en, tiny_en, with_pauses, kw):
+    """hallucination_silence_threshold (word timestamps): the same
+    segments; at 0.5 s the rule drops what the plain run keeps."""
+    a, _, b, _ = both(fw_tiny_en, tiny_en, with_pauses, word_timestamps=True, **kw)
+    same_segments(a, b, words=True)
+    if kw["hallucination_silence_threshold"] < 1:
+        plain = list(tiny_en.transcribe(with_pauses, word_timestamps=True, beam_size=1)[0])
+        assert [s.text for s in b] != [s.text for s in plain]
+
+
+@pytest.fixture(scope="module")
+def german_then_english(long_recording):
+    """About 88 s: the German clip eleven times with low noise between
+    (just over 30 s), then long_recording."""
+    de = encdec.decode_audio(str(DATA / "base-de-guten-morgen.wav"))
+    rng = np.random.default_rng(5)
+    parts = []
+    for _ in range(11):
+        parts += [de, (rng.integers(-3, 4, 12000) / 32768.0).astype(np.float32)]
+    return np.concatenate(parts + [long_recording])
+
+
+@pytest.mark.parametrize("kw", [{}, {"language_detection_segments": 4,
+                                     "language_detection_threshold": 0.99},
+                                {"language_detection_segments": 3,
+                                 "language_detection_threshold": 0.999}],
+                         ids=["first-window", "second-decides", "vote"])
+def test_detect_language_as_faster_whisper(fw_base, base, german_then_english, kw):
+    """model.detect_language and transcribe's language_detection_*: the
+    first window above the threshold decides, else a vote of the windows
+    (the best probability of the winner): faster-whisper's answers."""
+    la, pa, alla = fw_base.detect_language(german_then_english, **kw)
+    lb, pb, allb = base.detect_language(german_then_english, **kw)
+    assert lb == la and pb == pytest.approx(pa, abs=2e-3)
+    assert [c for c, _ in allb[:3]] == [c for c, _ in alla[:3]]
+    for (c, p), (d, q) in zip(alla[:5], allb[:5]):
+        assert p == pytest.approx(q, abs=2e-3)
+    a, ai, b, bi = both(fw_base, base, german_then_english, beam_size=1, **kw)
+    same_segments(a, b)
+    assert bi.language == ai.language
+    assert bi.language_probability == pytest.approx(ai.language_probability, abs=2e-3)
+
+
+def test_multilingual_as_faster_whisper(fw_base, base, german_then_english):
+    """multilingual: every window detects its own language: the same
+    segments."""
+    a, ai, b, bi = both(fw_base, base, german_then_english, beam_size=1, multilingual=True)
+    same_segments(a, b)
+
+
+def test_detect_language_edges(tiny_en, base, jfk):
+    assert tiny_en.detect_language(jfk) == ("en", 1.0, [("en", 1.0)])
+    lang, p, probs = base.detect_language(jfk, vad_filter=True)
+    assert lang == "en" and p > 0.5 and probs[0][0] == "en"
+    with pytest.raises(ValueError, match="audio"):
+        base.detect_language(features=np.zeros((80, 3000), np.float32))
+    with pytest.raises(ValueError, match="language_detection_segments"):
+        base.detect_language(jfk, language_detection_segments=0)
+    with pytest.raises(ValueError, match="language_detection_threshold"):
+        base.transcribe(jfk, language_detection_threshold=1.5)
+    for bad in [{"repetition_penalty": 0}, {"no_repeat_ngram_size": -1},
+                {"hallucination_silence_threshold": -1}, {"chunk_length": 31}]:
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            tiny_en.transcribe(jfk, **bad)
+    # an English-only model ignores multilingual, as faster-whisper does
+    assert [s.text for s in tiny_en.transcribe(jfk, multilingual=True)[0]] == \
+        [s.text for s in tiny_en.transcribe(jfk)[0]]
+
+
 def test_language_detection_as_faster_whisper(fw_base, base, long_recording):
     # (30 s or more: faster-whisper pads shorter audio in mel space, not as
     # openai-whisper does, so short clips' probabilities differ by design)
@@ -474,8 +609,8 @@ def test_errors(tiny_en, jfk, tmp_path):
         tiny_en.transcribe(jfk, language="de")
     with pytest.raises(encdec.ArgumentError, match="translate"):
         tiny_en.transcribe(jfk, task="translate")
-    with pytest.raises(ValueError, match="repetition_penalty"):
-        tiny_en.transcribe(jfk, repetition_penalty=1.2)
+    with pytest.raises(ValueError, match="length_penalty"):
+        tiny_en.transcribe(jfk, length_penalty=0.5)
     with pytest.raises(ValueError, match="ramp"):
         tiny_en.transcribe(jfk, temperature=[0.0, 0.5, 0.7])
     with pytest.raises(ValueError, match="beam_size"):
