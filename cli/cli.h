@@ -58,6 +58,30 @@ unsigned cli_umask(void);
 /* A comma list of numbers ("0,30.5,60") into out[cap]; -1 when malformed. */
 int cli_parse_list(const char *opt, const char *s, double *out, int cap);
 
+/* Arguments that are not options, anywhere on the line (GNU getopt_long's
+ * permutation: `encdec transcribe a.wav -t 2` is -t 2 for a.wav; "--" ends
+ * the options):
+ *   cli_args p;  cli_args_init(&p, argc);
+ *   for (i = 1; i < argc; i++) { if (cli_positional(&p, argc, argv, &i)) continue; ...option... }
+ *   first = cli_args_finish(&p, argc, argv);   argv[first, argc): the arguments, in order
+ * The option values kept are pointers to argv's strings, which stay. */
+typedef struct {
+    char **v;
+    int n;
+} cli_args;
+int cli_args_init(cli_args *p, int argc);
+/* 1 when argv[*i] is an argument (or "--": all the rest are, *i moved to argc). */
+int cli_positional(cli_args *p, int argc, char **argv, int *i);
+int cli_args_finish(cli_args *p, int argc, char **argv);
+/* openai-whisper's spelling of a long option in encdec's, in place:
+ * underscores in the name become dashes (--output_format, --beam_size=5),
+ * and its names encdec spells shorter (--beam_size: --beam,
+ * --temperature_increment_on_fallback: --temperature-increment). */
+void cli_openai_spelling(char *arg);
+/* "True"/"False" (openai-whisper's booleans; also yes/no, 1/0, on/off, any
+ * case): 1 or 0; -1 for anything else (NULL included). */
+int cli_bool_word(const char *s);
+
 /* The Silero VAD's directory: path given, else $ENCDEC_VAD, else the
  * cache's silero-vad-v6 when it is there (NULL when not; buf[cap] holds it). */
 const char *cli_vad_path(const char *given, char *buf, size_t cap);

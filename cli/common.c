@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -273,4 +274,60 @@ int cli_check_language_name(const char *lang) {
         fprintf(stderr, "%s %s", i ? "," : "", encdec_language_code(i));
     fputc('\n', stderr);
     return 0;
+}
+
+void cli_openai_spelling(char *a) {
+    if (a[0] != '-' || a[1] != '-') return;
+    char *end = strchr(a, '=');
+    size_t n = end ? (size_t)(end - a) : strlen(a);
+    for (size_t k = 2; k < n; k++)
+        if (a[k] == '_') a[k] = '-';
+    static const struct { const char *from, *to; } alias[] = {
+        {"--beam-size", "--beam"},
+        {"--temperature-increment-on-fallback", "--temperature-increment"}};
+    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++) {
+        size_t f = strlen(alias[k].from), t = strlen(alias[k].to);
+        if (n == f && !strncmp(a, alias[k].from, f)) {   /* shorter: rewritten in place */
+            memcpy(a, alias[k].to, t);
+            memmove(a + t, a + f, strlen(a + f) + 1);
+            return;
+        }
+    }
+}
+
+int cli_bool_word(const char *s) {
+    if (!s) return -1;
+    static const char *yes[] = {"true", "yes", "1", "on"}, *no[] = {"false", "no", "0", "off"};
+    for (int k = 0; k < 4; k++) {
+        if (!strcasecmp(s, yes[k])) return 1;
+        if (!strcasecmp(s, no[k])) return 0;
+    }
+    return -1;
+}
+
+int cli_positional(cli_args *p, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--")) {   /* the rest are arguments, whatever they look like */
+        while (++*i < argc) p->v[p->n++] = argv[*i];
+        return 1;
+    }
+    if (a[0] != '-' || !a[1]) {
+        p->v[p->n++] = argv[*i];
+        return 1;
+    }
+    return 0;
+}
+
+int cli_args_init(cli_args *p, int argc) {
+    p->n = 0;
+    p->v = malloc(sizeof *p->v * (size_t)(argc > 0 ? argc : 1));
+    if (!p->v) cli_err("encdec: out of memory\n");
+    return p->v != NULL;
+}
+
+int cli_args_finish(cli_args *p, int argc, char **argv) {
+    memcpy(argv + argc - p->n, p->v, sizeof *p->v * (size_t)p->n);
+    free(p->v);
+    p->v = NULL;
+    return argc - p->n;
 }

@@ -9,6 +9,7 @@
 
 static const char *HELP =
     "usage: encdec generate -m MODEL [options] [TEXT...]\n"
+    "(options and texts in any order; \"--\" ends the options)\n"
     "\n"
     "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5; Hugging\n"
     "Face safetensors directory). Each TEXT argument is one input; without TEXT, the\n"
@@ -78,23 +79,13 @@ static int parse_seed(const char *s, uint64_t *out) {
     return 1;
 }
 
-static int parse(int argc, char **argv, opts *o, int *first_text) {
-    o->model = NULL;
-    o->threads = cli_default_threads();
-    o->json = 0;
-    o->stream = 0;
-    o->batch = 32;
-    o->gp = encdec_generate_default_params();
-    o->mp.compute = ENCDEC_COMPUTE_F32;
-    o->mp.isa = ENCDEC_ISA_AUTO;
-    o->cross_kv = ENCDEC_KV_F32;
+/* The options anywhere among the texts (cli_args): 1, 0 (help printed) or -1. */
+static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
     double x;
-    int i = 1;
-    for (; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {
+        if (cli_positional(texts, argc, argv, &i)) continue;
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--")) { i++; break; }
-        if (a[0] != '-' || !a[1]) break;
         int pr = cli_parse_precision(argc, argv, &i, &o->mp, &o->cross_kv);
         if (pr < 0) return -1;
         if (pr > 0) continue;
@@ -133,6 +124,11 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
             if (!ok) return -1;
         }
     }
+    return 1;
+}
+
+/* What the options say together; *first_text = i (the texts' first index). */
+static int check(opts *o, int i, int *first_text) {
     if (!o->model) o->model = getenv("ENCDEC_MODEL");
     if (!o->model || !*o->model) {
         cli_err("encdec: generate needs a T5-family model: -m DIR (or $ENCDEC_MODEL)\n");
@@ -156,6 +152,25 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     *first_text = i;
     return 1;
 }
+
+static int parse(int argc, char **argv, opts *o, int *first_text) {
+    o->model = NULL;
+    o->threads = cli_default_threads();
+    o->json = 0;
+    o->stream = 0;
+    o->batch = 32;
+    o->gp = encdec_generate_default_params();
+    o->mp.compute = ENCDEC_COMPUTE_F32;
+    o->mp.isa = ENCDEC_ISA_AUTO;
+    o->cross_kv = ENCDEC_KV_F32;
+    cli_args texts;
+    if (!cli_args_init(&texts, argc)) return -1;
+    int rc = parse_options(argc, argv, o, &texts);
+    int i = cli_args_finish(&texts, argc, argv);
+    if (rc <= 0) return rc;
+    return check(o, i, first_text);
+}
+
 
 /* ---- output ---- */
 

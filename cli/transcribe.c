@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +126,9 @@ static const char *HELP =
     "  -q, --quiet          no progress line (shown only when stderr is a terminal)\n"
     "  -h, --help           this help\n"
     "\n"
+    "Options and files may come in any order (\"--\" ends the options); openai-whisper's\n"
+    "spellings work too (--beam_size 5, --word_timestamps True, -l auto: docs/CLI.md).\n"
+    "\n"
     "Output: the transcript (leading space trimmed); with several files, \"FILE: text\"\n"
     "per line. Exit status 0 on success, 1 if any file failed, 2 on a usage error.\n";
 
@@ -237,9 +241,26 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"-q", &o->quiet, 1}, {"--quiet", &o->quiet, 1}, {"--strict", &o->strict, 1}};
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
         if (!strcmp(a, flags[k].name)) {
-            *flags[k].dst = flags[k].val;
+            /* openai-whisper's form: --word_timestamps True */
+            int b = cli_bool_word(v);
+            if (eq && b < 0) {
+                cli_err("encdec: %s=%s: expected True or False\n", a, v);
+                return -1;
+            }
+            *flags[k].dst = b == 0 ? !flags[k].val : flags[k].val;
+            if (b >= 0) VALUE();
             return 1;
         }
+    if (!strcmp(a, "--condition-on-previous-text") || !strcmp(a, "--fp16")) {   /* openai-whisper */
+        int b = cli_bool_word(v);
+        if (b < 0) {
+            cli_err("encdec: %s expects True or False, got \"%s\"\n", a, v ? v : "");
+            return -1;
+        }
+        if (a[2] == 'c') p->condition_on_previous_text = b;   /* --fp16: the precision is --compute */
+        VALUE();
+        return 1;
+    }
     const struct { const char *s, *l, **dst, *what; } strs[] = {
         {"-m", "--model", &o->model, "a path"},
         {"-l", "--language", &p->language, "a language code or name"},
@@ -256,6 +277,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
                 return -1;
             }
             *strs[k].dst = v;
+            if (strs[k].dst == &p->language && !strcasecmp(v, "auto")) p->language = NULL;
             VALUE();
             return 1;
         }
@@ -307,28 +329,37 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
     o->tp = encdec_transcribe_default_params();
     o->bp = encdec_batch_default_params();
     o->tp.vad_params.min_silence_duration_ms = -1;   /* not given: set below */
-    int i = 1;
-    for (; i < argc; i++) {
+    o->tp.word_timestamps = -1;                      /* not given: set below */
+    cli_args files;
+    if (!cli_args_init(&files, argc)) return -1;
+    for (int i = 1; i < argc; i++) {
+        if (cli_positional(&files, argc, argv, &i)) continue;
+        cli_openai_spelling(argv[i]);
         const char *a = argv[i];
-        if (!strcmp(a, "--")) { i++; break; }
-        if (a[0] != '-' || !a[1]) break;
         int pr = cli_parse_precision(argc, argv, &i, &o->mp, &o->cross_kv);
-        if (pr < 0) return -1;
-        if (pr > 0) continue;
-        int r = parse_one(o, argc, argv, &i);
-        if (r < 0) return -1;
-        if (r == 2) return 0;
-        if (r == 0) {
-            cli_err("encdec: unknown option \"%s\" (see encdec transcribe --help)\n", a);
-            return -1;
+        int r = pr ? 1 : parse_one(o, argc, argv, &i);
+        if (pr < 0 || r < 0 || r == 2 || r == 0) {
+            if (r == 0) cli_err("encdec: unknown option \"%s\" (see encdec transcribe --help)\n", a);
+            free(files.v);
+            return pr < 0 || r != 2 ? -1 : 0;
         }
     }
+    int i = cli_args_finish(&files, argc, argv);
     if (i >= argc) {
         cli_err("encdec: no audio file given (see encdec transcribe --help)\n");
         return -1;
     }
     if (o->tp.vad_params.min_silence_duration_ms < 0)   /* faster-whisper's two defaults */
         o->tp.vad_params.min_silence_duration_ms = o->batch ? 160 : 2000;
+    const encdec_format_options *fo = &o->out.fmt;
+    const char *line_opt = fo->max_line_width ? "--max-line-width" :
+                           fo->max_line_count ? "--max-line-count" :
+                           fo->max_words_per_line ? "--max-words-per-line" :
+                           fo->highlight_words ? "--highlight-words" : NULL;
+    if (line_opt && o->tp.word_timestamps == 0)
+        cli_err("encdec: warning: %s lays subtitles out from word times; it is ignored with "
+                "--word-timestamps False\n", line_opt);
+    if (o->tp.word_timestamps < 0) o->tp.word_timestamps = line_opt != NULL;   /* what it needs */
     if (o->tp.hallucination_silence_threshold >= 0 && !o->tp.word_timestamps)
         cli_err("encdec: warning: --hallucination-silence-threshold works from word times; "
                 "it is ignored without --word-timestamps\n");

@@ -454,6 +454,10 @@ typedef struct {
                                      speech; multilingual models) */
     int detect_language_only;     /* 1: stop once the language is known: the result has the
                                      language and its probabilities, and no segments */
+    const int *initial_prompt_tokens;  /* [n_initial_prompt_tokens] token ids before the
+                                     first window, as they are (faster-whisper's initial_prompt
+                                     as ids); with initial_prompt set, an error */
+    int n_initial_prompt_tokens;
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected

@@ -254,6 +254,17 @@ static void set_halluc(encdec_transcribe_params *p) { p->hallucination_silence_t
 static void set_chunk(encdec_transcribe_params *p) { p->chunk_length = 45; }
 static void set_segs(encdec_transcribe_params *p) { p->language_detection_segments = 0; }
 static void set_thr(encdec_transcribe_params *p) { p->language_detection_threshold = 2; }
+static const int prompt_ids[2] = {5, 100000};
+static void set_both(encdec_transcribe_params *p) {
+    p->initial_prompt = "x";
+    p->initial_prompt_tokens = prompt_ids;
+    p->n_initial_prompt_tokens = 1;
+}
+static void set_badid(encdec_transcribe_params *p) {
+    p->initial_prompt_tokens = prompt_ids;
+    p->n_initial_prompt_tokens = 2;
+}
+static void set_nullids(encdec_transcribe_params *p) { p->n_initial_prompt_tokens = 3; }
 
 static void test_session_and_transcribe(void) {
     encdec_model_free(NULL);
@@ -346,7 +357,10 @@ static void test_session_and_transcribe(void) {
         {set_halluc, "hallucination_silence_threshold -1: seconds >= 0"},
         {set_chunk, "chunk_length 45 is out of range 1..30"},
         {set_segs, "language_detection_segments 0 is out of range"},
-        {set_thr, "language_detection_threshold 2 is out of range 0..1"}};
+        {set_thr, "language_detection_threshold 2 is out of range 0..1"},
+        {set_both, "initial_prompt and initial_prompt_tokens both given"},
+        {set_badid, "initial_prompt_tokens[1] = 100000 is not a token id (0.."},
+        {set_nullids, "initial_prompt_tokens: 3 ids"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         p = encdec_transcribe_default_params();
         bad[k].set(&p);

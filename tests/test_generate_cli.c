@@ -82,6 +82,15 @@ static void test_outputs(void) {
              input(0), input(1));
     CHECK_EQ_INT(sh(script), 0);
     expect_lines(g, 2);
+    /* options anywhere among the texts (getopt_long's order), "--" ends them */
+    snprintf(script, sizeof script, "\"$CLI\" generate \"%s\" -m \"$M\" \"%s\" --max-new-tokens 16",
+             input(0), input(1));
+    CHECK_EQ_INT(sh(script), 0);
+    expect_lines(g, 2);
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 -- \"%s\"",
+             input(0));
+    CHECK_EQ_INT(sh(script), 0);
+    expect_lines(g, 1);
     /* beam search, two sequences per input */
     snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 --beam 4 "
              "--num-return 2 --length-penalty 0.6 < %s", f);

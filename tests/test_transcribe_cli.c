@@ -253,6 +253,35 @@ static void test_bad_requests(void) {
     CHECK_EQ_INT(count_files(tmp_dir), before);
 }
 
+/* Options anywhere (getopt_long's permutation; "--" ends them) and
+ * openai-whisper's spellings (underscores, --beam_size, booleans with a
+ * True / False value, -l auto). */
+static void test_spellings(void) {
+    CHECK_EQ_INT(run(JFK " -f srt --max-line-width 20 --word-timestamps"), 0);
+    CHECK(!strncmp(cli_out, "1\n00:00:00,000 --> ", 19) && cli_said("\nAmericans ask not\n"));
+    CHECK_EQ_INT(run(JFK " --output_format srt --max_line_width 20 --word_timestamps True"), 0);
+    CHECK(!strncmp(cli_out, "1\n00:00:00,000 --> ", 19) && cli_said("\nAmericans ask not\n"));
+    CHECK_EQ_INT(run("--word_timestamps=False -f srt --max_line_width=20 " JFK), 0);
+    CHECK(cli_said("--max-line-width lays subtitles out from word times; it is ignored with "
+                   "--word-timestamps False"));
+    /* the width alone turns word times on (what it needs): lines of at most 20 */
+    CHECK_EQ_INT(run("-f srt --max-line-width 20 " JFK), 0);
+    CHECK(cli_said("\nAmericans ask not\n"));
+    CHECK_EQ_INT(run("--beam_size 2 --best_of 2 --temperature_increment_on_fallback 0.5 "
+                     "--condition_on_previous_text False --fp16 False -l auto " JFK " --json"), 0);
+    cJSON *j = cJSON_Parse(strchr(cli_out, '{') ? strchr(cli_out, '{') : "");
+    CHECK(j && cJSON_GetObjectItem(j, "beam")->valueint == 2);
+    cJSON_Delete(j);
+    CHECK_EQ_INT(run("-- " JFK " -q"), 1);   /* after "--", "-q" is a file name */
+    CHECK(cli_said("-q"));
+    CHECK_EQ_INT(run(JFK " --word_timestamps=maybe"), 2);
+    CHECK(cli_said("--word-timestamps=maybe: expected True or False"));
+    CHECK_EQ_INT(run(JFK " --condition_on_previous_text"), 2);
+    CHECK(cli_said("--condition-on-previous-text expects True or False"));
+    CHECK_EQ_INT(run(JFK " --no_such_option 1"), 2);
+    CHECK(cli_said("unknown option \"--no-such-option\""));
+}
+
 int main(void) {
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en"))
         return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
@@ -263,6 +292,7 @@ int main(void) {
     test_files();
     test_parallel();
     test_bad_requests();
+    test_spellings();
     tmp_remove(tmp_dir);
     return check_done();
 }

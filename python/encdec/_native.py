@@ -145,7 +145,8 @@ class TranscribeParams(Structure):
                 ("no_repeat_ngram_size", c_int), ("hallucination_silence_threshold", c_float),
                 ("chunk_length", c_float), ("language_detection_segments", c_int),
                 ("language_detection_threshold", c_float), ("multilingual", c_int),
-                ("detect_language_only", c_int)]
+                ("detect_language_only", c_int), ("initial_prompt_tokens", POINTER(c_int)),
+                ("n_initial_prompt_tokens", c_int)]
 
 
 class Timings(Structure):

@@ -20,7 +20,7 @@ import queue
 import sys
 import threading
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from typing import List, Optional, Tuple
 
 from . import _native as N
@@ -69,8 +69,43 @@ class TranscriptionInfo:
     # transcription has finished (None while it runs, and when the language
     # was given or the model is English-only)
     all_language_probs: Optional[List[Tuple[str, float]]] = None
-    transcription_options: dict = field(default_factory=dict)
+    transcription_options: Optional["TranscriptionOptions"] = None
     vad_options: Optional[V.VadOptions] = None
+
+
+@dataclass
+class TranscriptionOptions:
+    """The options of a transcription, as faster-whisper's class of that
+    name holds them (attributes; o["beam_size"] also works)."""
+    beam_size: int
+    best_of: int
+    patience: float
+    length_penalty: float
+    repetition_penalty: float
+    no_repeat_ngram_size: int
+    log_prob_threshold: Optional[float]
+    no_speech_threshold: Optional[float]
+    compression_ratio_threshold: Optional[float]
+    condition_on_previous_text: bool
+    prompt_reset_on_temperature: float
+    temperatures: List[float]
+    initial_prompt: Optional[object]
+    prefix: Optional[str]
+    suppress_blank: bool
+    suppress_tokens: Optional[List[int]]
+    without_timestamps: bool
+    max_initial_timestamp: float
+    word_timestamps: bool
+    prepend_punctuations: str
+    append_punctuations: str
+    multilingual: bool
+    max_new_tokens: Optional[int]
+    clip_timestamps: object
+    hallucination_silence_threshold: Optional[float]
+    hotwords: Optional[str]
+
+    def __getitem__(self, key):   # the dict this used to be
+        return getattr(self, key)
 
 
 _DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -433,8 +468,13 @@ class WhisperModel(Owner):
         _unsupported("max_initial_timestamp", max_initial_timestamp, 1.0)
         if task not in ("transcribe", "translate"):
             raise ValueError(f"task={task!r}: 'transcribe' or 'translate'")
+        prompt_ids = None
         if initial_prompt is not None and not isinstance(initial_prompt, str):
-            raise ValueError("initial_prompt: text (token ids are not supported by encdec)")
+            try:   # faster-whisper's other form: token ids, taken as they are
+                prompt_ids = [int(t) for t in initial_prompt]
+            except (TypeError, ValueError):
+                raise ValueError("initial_prompt: a text or token ids") from None
+            initial_prompt = None
         t0, dt = _temperatures(temperature)
         if not 1 <= int(beam_size) <= 16:
             raise ValueError(f"beam_size={beam_size}: 1..16")
@@ -485,6 +525,11 @@ class WhisperModel(Owner):
         tp.no_speech_threshold = nan_if_none(no_speech_threshold)
         tp.condition_on_previous_text = int(bool(condition_on_previous_text))
         tp.initial_prompt = cstr(initial_prompt)
+        if prompt_ids:
+            arr = (ctypes.c_int * len(prompt_ids))(*prompt_ids)
+            keep.append(arr)
+            tp.initial_prompt_tokens = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int))
+            tp.n_initial_prompt_tokens = len(prompt_ids)
         tp.prefix = cstr(prefix)
         tp.hotwords = cstr(hotwords)
         tp.word_timestamps = int(bool(word_timestamps))
@@ -568,14 +613,15 @@ def _pick(scope):
 def _options(scope):
     """info.transcription_options out of a transcribe()'s locals()."""
     t = scope["temperature"]
-    o = {k: scope[k] for k in ("beam_size", "best_of", "patience",
-                               "compression_ratio_threshold", "log_prob_threshold",
-                               "no_speech_threshold", "condition_on_previous_text",
-                               "initial_prompt", "prefix", "without_timestamps",
-                               "word_timestamps", "max_new_tokens", "clip_timestamps", "task",
-                               "language")}
+    names = [f.name for f in fields(TranscriptionOptions)]
+    o = {k: scope[k] for k in names if k in scope}
     o["temperatures"] = [t] if isinstance(t, (int, float)) else list(t)
-    return o
+    c = o["clip_timestamps"]
+    if isinstance(c, str):   # faster-whisper turns it into numbers as it starts
+        o["clip_timestamps"] = [float(x) for x in c.split(",")] if c else []
+    if o["suppress_tokens"] is not None:
+        o["suppress_tokens"] = list(o["suppress_tokens"])
+    return TranscriptionOptions(**o)
 
 
 class BatchedInferencePipeline:
@@ -663,8 +709,7 @@ class BatchedInferencePipeline:
         bp.batch_size = int(batch_size)
         bp.chunk_length = chunk
         bp.language_per_chunk = int(bool(multilingual))
-        options = dict(_options(locals()), multilingual=multilingual, batch_size=batch_size,
-                       chunk_length=chunk)
+        options = _options(locals())
         info = TranscriptionInfo(language=language or "", language_probability=1.0,
                                  duration=pcm.seconds, duration_after_vad=after_vad,
                                  transcription_options=options, vad_options=vad_opts)

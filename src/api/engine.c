@@ -32,6 +32,7 @@ struct encdec_request {
     encdec_transcribe_params p;  /* texts copied into strs */
     char *strs[6];               /* language, initial_prompt, prefix, punctuations, hotwords */
     double *clips;
+    int *prompt_ids;             /* initial_prompt_tokens (copied) */
     encdec_span *speech;         /* the caller's speech spans (copied) */
     float *pcm;                  /* memory input (copied) */
     size_t n;
@@ -208,6 +209,14 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
         else fail = 1;
         q->p.clip_timestamps = q->clips;
     }
+    if (q->p.initial_prompt_tokens && q->p.n_initial_prompt_tokens > 0 &&
+        q->p.n_initial_prompt_tokens <= (1 << 20)) {
+        size_t sz = sizeof(int) * (size_t)q->p.n_initial_prompt_tokens;
+        q->prompt_ids = malloc(sz);
+        if (q->prompt_ids) memcpy(q->prompt_ids, q->p.initial_prompt_tokens, sz);
+        else fail = 1;
+        q->p.initial_prompt_tokens = q->prompt_ids;
+    }
     if (q->p.speech && q->p.n_speech > 0 && q->p.n_speech <= (1 << 24)) {
         q->speech = malloc(sizeof *q->speech * (size_t)q->p.n_speech);
         if (q->speech) memcpy(q->speech, q->p.speech, sizeof *q->speech * (size_t)q->p.n_speech);
@@ -221,6 +230,7 @@ static void request_release(encdec_request *q) {
     free(q->text);
     for (int i = 0; i < 6; i++) free(q->strs[i]);
     free(q->clips);
+    free(q->prompt_ids);
     free(q->speech);
     free(q->pcm);
     free(q->path);

@@ -93,6 +93,13 @@ static encdec_status check_more(const encdec_transcribe_params *p) {
     if (bad_float(p->language_detection_threshold, 0.0f, 1.0f))
         return ed_fail(ENCDEC_ERR_ARG, "language_detection_threshold %g is out of range 0..1",
                        p->language_detection_threshold);
+    if (p->n_initial_prompt_tokens < 0 || p->n_initial_prompt_tokens > (1 << 20) ||
+        (p->n_initial_prompt_tokens > 0 && !p->initial_prompt_tokens))
+        return ed_fail(ENCDEC_ERR_ARG, "initial_prompt_tokens: %d ids (0..%d, not NULL)",
+                       p->n_initial_prompt_tokens, 1 << 20);
+    if (p->n_initial_prompt_tokens > 0 && p->initial_prompt)
+        return ed_fail(ENCDEC_ERR_ARG, "initial_prompt and initial_prompt_tokens both given: one "
+                       "or the other");
     if (p->vad) return api_vad_check(&p->vad_params);
     return ENCDEC_OK;
 }
@@ -320,6 +327,20 @@ static encdec_status ensure_slots(encdec_session *s, int n) {
     return st;
 }
 
+/* The caller's prompt ids, checked against the vocabulary, copied. */
+static encdec_status prompt_ids(const whisper_model *w, const encdec_transcribe_params *p,
+                                int **ids, int *n) {
+    for (int i = 0; i < p->n_initial_prompt_tokens; i++)
+        if (p->initial_prompt_tokens[i] < 0 || p->initial_prompt_tokens[i] >= w->hp.n_vocab)
+            return ed_fail(ENCDEC_ERR_ARG, "initial_prompt_tokens[%d] = %d is not a token id "
+                           "(0..%d)", i, p->initial_prompt_tokens[i], w->hp.n_vocab - 1);
+    *ids = malloc(sizeof(int) * (size_t)p->n_initial_prompt_tokens);
+    if (!*ids) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: initial_prompt_tokens");
+    memcpy(*ids, p->initial_prompt_tokens, sizeof(int) * (size_t)p->n_initial_prompt_tokens);
+    *n = p->n_initial_prompt_tokens;
+    return ENCDEC_OK;
+}
+
 /* params -> the loop's, with the texts encoded into ids[3] (initial prompt,
  * prefix, hotwords: freed by the caller). */
 static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_params *p, size_t n,
@@ -364,6 +385,7 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     int half = w->hp.n_text_ctx / 2;
     if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, &ids[0],
                               &a->n_initial_prompt);
+    if (!st && p->n_initial_prompt_tokens > 0) st = prompt_ids(w, p, &ids[0], &a->n_initial_prompt);
     if (!st) st = encode_text(w, "prefix", p->prefix, half - 8, &ids[1], &a->n_prefix);
     if (!st && p->hotwords && *p->hotwords)   /* "" is none (faster-whisper: falsy) */
         st = encode_text(w, "hotwords", p->hotwords, 1 << 20, &ids[2], &a->n_hotwords);
