@@ -17,13 +17,57 @@ static int is_dir(const char *p) {
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* The cache's models directory into buf. */
+static void cache_root(char *buf, size_t cap) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models", xdg);
+    else snprintf(buf, cap, "%s/.cache/encdec/models", home ? home : ".");
+}
+
+/* A name installed in the cache (scripts/fetch-model.sh's folders): the
+ * name itself, whisper-<name> (faster-whisper's size names: tiny.en,
+ * large-v3; large and turbo as it maps them), or a hub id's last part. */
+static int installed(const char *name, char *buf, size_t cap) {
+    char root[3072];
+    cache_root(root, sizeof root);
+    const char *last = strrchr(name, '/');
+    const char *alias = !strcmp(name, "large") ? "large-v3" : !strcmp(name, "turbo") ? "large-v3-turbo"
+                                                                                     : name;
+    /* faster-whisper's repositories of its size names: installed under the size */
+    static const char *const repos[][2] = {{"Systran/faster-whisper-", ""},
+                                           {"Systran/faster-distil-whisper-", "distil-"},
+                                           {"mobiuslabsgmbh/faster-whisper-", ""}};
+    char size[256] = "";
+    for (int i = 0; i < 3 && !size[0]; i++)
+        if (!strncmp(name, repos[i][0], strlen(repos[i][0])))
+            snprintf(size, sizeof size, "%s%s", repos[i][1], name + strlen(repos[i][0]));
+    const char *fmt[] = {"%s/%s", "%s/whisper-%s", "%s/%s", "%s/whisper-%s"};
+    const char *arg[] = {name, alias, last ? last + 1 : name, size[0] ? size : alias};
+    for (int i = 0; i < 4; i++) {
+        if ((size_t)snprintf(buf, cap, fmt[i], root, arg[i]) >= cap) continue;
+        if (is_dir(buf)) return 1;
+    }
+    return 0;
+}
+
 const char *cli_model_path(const char *given, char *buf, size_t cap) {
-    if (given) return given;
+    if (given) {
+        struct stat sb;
+        if (stat(given, &sb) == 0 || !*given) return given;
+        if (installed(given, buf, cap)) return buf;
+        if (given[0] != '/' && given[0] != '.') {   /* a name: say where it would be */
+            char root[3072];
+            cache_root(root, sizeof root);
+            cli_err("encdec: \"%s\" is not a path, nor a model installed in %s (from encdec's "
+                    "source tree, scripts/fetch-model.sh %s installs it)\n", given, root, given);
+        }
+        return given;
+    }
     const char *env = getenv("ENCDEC_MODEL");
     if (env && *env) return env;
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models/whisper-tiny.en", xdg);
-    else snprintf(buf, cap, "%s/.cache/encdec/models/whisper-tiny.en", home ? home : ".");
+    char root[3072];
+    cache_root(root, sizeof root);
+    snprintf(buf, cap, "%s/whisper-tiny.en", root);
     if (is_dir(buf)) return buf;
     fprintf(stderr,
             "encdec: no model given (-m) and the default model, whisper tiny.en, is not at %s\n"

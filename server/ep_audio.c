@@ -9,6 +9,7 @@
 #include "http.h"
 #include "openai.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,23 @@ static void stream_done(void *cls) {
     audio_free(a);
 }
 
+/* whisper.cpp's fields (form.h) onto the parameters; clip[2]: the
+ * offset_t / duration clip's storage. */
+static void apply_whisper_cpp(const srv_audio_req *q, encdec_transcribe_params *tp, double *clip) {
+    if (!isnan(q->temperature_inc)) tp->temperature_increment = q->temperature_inc;
+    if (q->no_timestamps > 0) tp->timestamps = 0;
+    if (q->beam_size > 0) tp->beam_size = q->beam_size;
+    if (q->best_of > 0) tp->best_of = q->best_of;
+    if (!isnan(q->no_speech_thold)) tp->no_speech_threshold = q->no_speech_thold;
+    if (!isnan(q->logprob_thold)) tp->logprob_threshold = q->logprob_thold;
+    if (q->offset_s > 0 || q->duration_s > 0) {
+        clip[0] = q->offset_s;
+        clip[1] = q->duration_s > 0 ? q->offset_s + q->duration_s : -1;
+        tp->clip_timestamps = clip;
+        tp->n_clip_timestamps = q->duration_s > 0 ? 2 : 1;
+    }
+}
+
 /* The first call after the upload: the form checked, the request submitted. */
 static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
@@ -129,7 +147,8 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
         return srv_fail_req(k, c, 400, "invalid_request_error", NULL, NULL,
                             "the multipart/form-data body is malformed or cut short");
     if (!srv_form_check(&k->form, &q, &e)) return srv_send_error(k, c, &e);
-    if (!srv_model_known(s, q.model))
+    if (q.translate >= 0) translate = q.translate;   /* whisper.cpp's field */
+    if (q.model && !srv_model_known(s, q.model))
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%.100s' does not exist here; this server has '%s'", q.model,
                             s->name);
@@ -161,6 +180,8 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     tp.initial_prompt = q.prompt;
     if (q.temperature > 0) tp.temperature = q.temperature;
     tp.word_timestamps = q.words;
+    double clip[2];   /* the engine copies it */
+    apply_whisper_cpp(&q, &tp, clip);
     if (q.vad) {
         tp.vad = s->vad;
         tp.vad_params = q.vad_params;

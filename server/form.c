@@ -11,6 +11,10 @@
 #include <string.h>
 #include <strings.h>
 
+static const char *const WC_NAMES[SRV_WC_N] = {
+    "temperature_inc", "translate", "no_timestamps", "beam_size", "best_of", "no_speech_thold",
+    "logprob_thold", "offset_t", "duration"};
+
 int srv_fail(srv_error *e, int status, const char *type, const char *param, const char *code,
              const char *fmt, ...) {
     e->status = status;
@@ -34,6 +38,7 @@ void srv_form_free(srv_form *f) {
                  f->temperature, f->stream, f->gran[0], f->gran[1], f->gran[2], f->gran[3],
                  f->vad_filter, f->vad_parameters};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
+    for (int i = 0; i < SRV_WC_N; i++) free(f->wc[i]);
     free(f->file);
     memset(f, 0, sizeof *f);
 }
@@ -118,6 +123,8 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
     };
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if (!strcmp(key, text[i].name)) return add_text(f, key, text[i].dst, data, off, size);
+    for (int i = 0; i < SRV_WC_N; i++)
+        if (!strcmp(key, WC_NAMES[i])) return add_text(f, key, &f->wc[i], data, off, size);
     if (!strcmp(key, "timestamp_granularities[]") || !strcmp(key, "timestamp_granularities")) {
         /* a value per part, each possibly in pieces */
         if (off == 0) {
@@ -184,6 +191,58 @@ static int vad_parameters(const char *js, encdec_vad_params *p, srv_error *e) {
     return ok;
 }
 
+/* A number field in [lo, hi]: 1 (in *out), 0 absent, -1 bad (e set). */
+static int num_field(const char *name, const char *v, double lo, double hi, double *out,
+                     srv_error *e) {
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || errno || !(d >= lo && d <= hi)) {
+        srv_fail(e, 400, "invalid_request_error", name, NULL, "%s must be a number from %g to %g "
+                 "(got '%.40s')", name, lo, hi, v);
+        return -1;
+    }
+    *out = d;
+    return 1;
+}
+
+static int bool_field(const char *name, const char *v, int *out, srv_error *e) {
+    if (!v || !*v) return 1;
+    if (!parse_bool(v, out))
+        return srv_fail(e, 400, "invalid_request_error", name, NULL,
+                        "%s must be true or false (got '%.40s')", name, v);
+    return 1;
+}
+
+/* whisper.cpp's fields into q (form.h); 0 with e set when one is bad. */
+static int whisper_cpp_fields(const srv_form *f, srv_audio_req *q, srv_error *e) {
+    static const struct { int id; double lo, hi; } num[] = {
+        {SRV_WC_TEMPERATURE_INC, 0, 1}, {SRV_WC_BEAM_SIZE, 1, 16}, {SRV_WC_BEST_OF, 1, 16},
+        {SRV_WC_NO_SPEECH_THOLD, 0, 1}, {SRV_WC_LOGPROB_THOLD, -1e9, 0},
+        {SRV_WC_OFFSET_T, 0, 1e10}, {SRV_WC_DURATION, 0, 1e10}};
+    double v[SRV_WC_N];
+    for (int i = 0; i < SRV_WC_N; i++) v[i] = -1;
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
+        if (num_field(WC_NAMES[num[i].id], f->wc[num[i].id], num[i].lo, num[i].hi, &v[num[i].id], e) < 0)
+            return 0;
+    q->temperature_inc = v[SRV_WC_TEMPERATURE_INC] >= 0 ? (float)v[SRV_WC_TEMPERATURE_INC] : NAN;
+    q->beam_size = (int)v[SRV_WC_BEAM_SIZE];
+    q->best_of = (int)v[SRV_WC_BEST_OF];
+    if ((v[SRV_WC_BEAM_SIZE] >= 0 && v[SRV_WC_BEAM_SIZE] != q->beam_size) ||
+        (v[SRV_WC_BEST_OF] >= 0 && v[SRV_WC_BEST_OF] != q->best_of))
+        return srv_fail(e, 400, "invalid_request_error", v[SRV_WC_BEAM_SIZE] != q->beam_size ?
+                        "beam_size" : "best_of", NULL, "beam_size and best_of are whole numbers");
+    q->no_speech_thold = v[SRV_WC_NO_SPEECH_THOLD] >= 0 ? (float)v[SRV_WC_NO_SPEECH_THOLD] : NAN;
+    q->logprob_thold = f->wc[SRV_WC_LOGPROB_THOLD] && *f->wc[SRV_WC_LOGPROB_THOLD]
+                           ? (float)v[SRV_WC_LOGPROB_THOLD] : NAN;
+    q->offset_s = v[SRV_WC_OFFSET_T] > 0 ? v[SRV_WC_OFFSET_T] / 1000 : 0;
+    q->duration_s = v[SRV_WC_DURATION] > 0 ? v[SRV_WC_DURATION] / 1000 : 0;
+    q->translate = q->no_timestamps = -1;
+    return bool_field("translate", f->wc[SRV_WC_TRANSLATE], &q->translate, e) &&
+           bool_field("no_timestamps", f->wc[SRV_WC_NO_TIMESTAMPS], &q->no_timestamps, e);
+}
+
 int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
     memset(q, 0, sizeof *q);
     if (f->nomem) return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory reading the form");
@@ -200,10 +259,8 @@ int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
         return srv_fail(e, 400, "invalid_request_error", "file", NULL, "more than one file field");
     if (f->file_len == 0)
         return srv_fail(e, 400, "invalid_request_error", "file", NULL, "the file is empty");
-    if (!f->model || !*f->model)
-        return srv_fail(e, 400, "invalid_request_error", "model", NULL,
-                        "you must provide a model parameter");
-    q->model = f->model;
+    /* OpenAI requires a model; whisper.cpp's clients send none: the one served */
+    q->model = f->model && *f->model ? f->model : NULL;
     q->format = SRV_JSON;
     if (f->response_format && *f->response_format) {
         int k = -1;
@@ -255,7 +312,9 @@ int srv_form_check(const srv_form *f, srv_audio_req *q, srv_error *e) {
     q->vad_params = encdec_vad_default_params();
     if (f->vad_parameters && *f->vad_parameters && !vad_parameters(f->vad_parameters, &q->vad_params, e))
         return 0;
-    q->language = f->language && *f->language ? f->language : NULL;
+    if (!whisper_cpp_fields(f, q, e)) return 0;
+    q->language = f->language && *f->language && strcasecmp(f->language, "auto") ? f->language
+                                                                                 : NULL;
     q->prompt = f->prompt && *f->prompt ? f->prompt : NULL;
     q->file = f->file;
     q->file_len = f->file_len;

@@ -34,6 +34,14 @@ int srv_fail(srv_error *e, int status, const char *type, const char *param, cons
 
 typedef enum { SRV_JSON, SRV_TEXT, SRV_SRT, SRV_VTT, SRV_VERBOSE_JSON } srv_format;
 
+/* whisper.cpp server's fields (its /inference; taken on every audio route):
+ * temperature_inc, translate, no_timestamps, beam_size, best_of,
+ * no_speech_thold, logprob_thold, offset_t and duration (ms). Others of its
+ * fields are ignored, as unknown fields are. */
+enum { SRV_WC_TEMPERATURE_INC, SRV_WC_TRANSLATE, SRV_WC_NO_TIMESTAMPS, SRV_WC_BEAM_SIZE,
+       SRV_WC_BEST_OF, SRV_WC_NO_SPEECH_THOLD, SRV_WC_LOGPROB_THOLD, SRV_WC_OFFSET_T,
+       SRV_WC_DURATION, SRV_WC_N };
+
 #define SRV_MAX_FIELD 4096    /* bytes of a text field */
 
 typedef struct {
@@ -45,6 +53,7 @@ typedef struct {
     /* text fields, as sent (NUL-terminated) */
     char *model, *language, *prompt, *response_format, *temperature, *stream;
     char *vad_filter, *vad_parameters;   /* extensions: faster-whisper's vad_filter */
+    char *wc[SRV_WC_N];       /* whisper.cpp's /inference fields (srv_wc_names) */
     char *gran[4];            /* timestamp_granularities[] values, in order */
     int n_gran, gran_many;
     int too_large;            /* the file passed max_upload */
@@ -65,6 +74,11 @@ typedef struct {
     encdec_vad_params vad_params;   /* vad_parameters: a JSON object of VadOptions */
     const unsigned char *file;
     size_t file_len;
+    /* whisper.cpp's fields; -1 / NAN: not given */
+    float temperature_inc;
+    int translate, no_timestamps, beam_size, best_of;
+    float no_speech_thold, logprob_thold;
+    double offset_s, duration_s;   /* a clip of the audio (offset_t, duration); 0: all */
 } srv_audio_req;
 
 void srv_form_init(srv_form *f, size_t max_upload);

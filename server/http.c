@@ -218,6 +218,7 @@ static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
 static int route_of(const char *url, int *known_path) {
     struct { const char *path; int route; } r[] = {
         {"/v1/audio/transcriptions", R_TRANSCRIBE}, {"/v1/audio/translations", R_TRANSLATE},
+        {"/inference", R_INFERENCE},
         {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
         {"/v1/completions", R_COMPLETIONS},
     };
@@ -230,7 +231,22 @@ static int route_of(const char *url, int *known_path) {
     return R_NONE;
 }
 
-static int is_post_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_COMPLETIONS; }
+static int is_audio_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_INFERENCE; }
+static int is_post_route(int r) { return is_audio_route(r) || r == R_COMPLETIONS; }
+
+/* A body that is the audio itself: audio/..., or application/octet-stream. */
+static int raw_audio_type(const char *ct) {
+    return ct && (!strncasecmp(ct, "audio/", 6) || !strncasecmp(ct, "application/octet-stream", 24));
+}
+
+/* A query argument of a raw-audio request: a field of its form. */
+static enum MHD_Result query_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    srv_form *f = cls;
+    if (key && value && strcmp(key, "file")) srv_form_add(f, key, NULL, value, 0, strlen(value));
+    return MHD_YES;
+}
 
 /* The request's headers, counted: their bytes, and its Content-Length
  * headers (how many; one that is not a plain decimal number, or two that
@@ -339,7 +355,7 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%s' transcribes speech: /v1/completions serves "
                             "text-to-text (T5) models", s->name);
-    if ((k->route == R_TRANSCRIBE || k->route == R_TRANSLATE) && s->text)
+    if (is_audio_route(k->route) && s->text)
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%s' is text to text: use /v1/completions", s->name);
     if (!post) return MHD_YES;
@@ -361,11 +377,17 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
     if (k->route == R_COMPLETIONS) return MHD_YES;   /* a JSON body, collected as it comes */
     srv_form_init(&k->form, s->o.max_upload);
     k->form_on = 1;
+    if (raw_audio_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"))) {
+        k->raw = 1;   /* the body is the file; the other fields come in the query */
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_field, &k->form);
+        return MHD_YES;
+    }
     k->pp = MHD_create_post_processor(c, 65536, post_iter, k);
     if (!k->pp) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         return srv_fail_req(k, c, 400, "invalid_request_error", NULL, NULL,
-                            "send the request as multipart/form-data (Content-Type %.100s)",
+                            "send the request as multipart/form-data, or the audio itself as "
+                            "the body (Content-Type audio/...; got %.100s)",
                             ct ? ct : "missing");
     }
     return MHD_YES;
@@ -388,6 +410,9 @@ static void body_piece(conn *k, const char *upload, size_t n) {
                 k->body_big = 1;
             }
         }
+    } else if (k->raw) {
+        srv_form_add(&k->form, "file", "upload", upload, k->raw_off, n);
+        k->raw_off += n;
     } else if (k->pp && !k->pp_bad && MHD_post_process(k->pp, upload, n) != MHD_YES) {
         k->pp_bad = 1;
     }

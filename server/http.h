@@ -99,7 +99,8 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
 
 /* ---- http.c: one request ---- */
 
-enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS };
+enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS,
+       R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */ };
 
 typedef struct {
     srv *s;
@@ -110,6 +111,8 @@ typedef struct {
     int pp_bad;               /* the body could not be parsed */
     srv_form form;
     int form_on;
+    int raw;                  /* the body is the audio itself (Content-Type audio/...) */
+    uint64_t raw_off;         /* its bytes so far */
     int answered;             /* a response is queued */
     int close;                /* the response closes the connection */
     int status;               /* for the log and the metrics */

@@ -282,6 +282,30 @@ static void test_spellings(void) {
     CHECK(cli_said("unknown option \"--no-such-option\""));
 }
 
+/* -m NAME: a folder of the model cache ($XDG_CACHE_HOME/encdec/models), by
+ * its name, faster-whisper's size name (whisper-<size>) or its hub id; a
+ * name installed nowhere says so and how to install it. */
+static void test_model_names(void) {
+    char dir[1024], cmd[8192];
+    snprintf(dir, sizeof dir, "%.900s/encdec/models", tmp_dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && ln -sfn '%s' '%s/whisper-small'", dir, g_model, dir);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    const char *names[] = {"small", "whisper-small", "Systran/faster-whisper-small"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s' transcribe -m %s -t 2 " JFK " 2>&1",
+                 tmp_dir, ED_CLI_PATH, names[i]);
+        CHECK_EQ_INT(cli_sh(cmd), 0);
+        CHECK(cli_said("ask not what your country can do for you"));
+    }
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s' transcribe -m large-v3 " JFK " 2>&1",
+             tmp_dir, ED_CLI_PATH);
+    CHECK_EQ_INT(cli_sh(cmd), 1);
+    CHECK(cli_said("\"large-v3\" is not a path, nor a model installed in "));
+    CHECK(cli_said("scripts/fetch-model.sh large-v3 installs it"));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/encdec'", tmp_dir);
+    cli_sh(cmd);
+}
+
 int main(void) {
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en"))
         return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
@@ -293,6 +317,7 @@ int main(void) {
     test_parallel();
     test_bad_requests();
     test_spellings();
+    test_model_names();
     tmp_remove(tmp_dir);
     return check_done();
 }

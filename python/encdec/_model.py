@@ -29,14 +29,25 @@ def resolve(name_or_path, download_root=None, prefix=""):
     if os.path.exists(p):
         return p
     roots = [r for r in (download_root, cache_root()) if r]
+    size = {"large": "large-v3", "turbo": "large-v3-turbo"}.get(p, p)
+    for repo, pre in _SIZE_REPOS:   # faster-whisper's repositories: under the size name
+        if p.startswith(repo):
+            size = pre + p[len(repo):]
     for root in roots:
-        for cand in (p, prefix + p, p.split("/")[-1]):
+        for cand in (p, prefix + size, p.split("/")[-1]):
             d = os.path.join(root, cand)
             if os.path.isdir(d):
                 return d
     raise N.EncdecError(N.ERR_NO_MODEL,
                         f"no model '{p}': not a path, and not installed in "
-                        f"{' or '.join(roots)} (scripts/fetch-model.sh {p} installs it)")
+                        f"{' or '.join(roots)}; encdec's source tree installs it with "
+                        f"scripts/fetch-model.sh {p} (encdec downloads nothing by itself)")
+
+
+# faster-whisper's hub repositories of its size names (fetch-model.sh
+# installs them as whisper-<size>)
+_SIZE_REPOS = [("Systran/faster-whisper-", ""), ("Systran/faster-distil-whisper-", "distil-"),
+               ("mobiuslabsgmbh/faster-whisper-", "")]
 
 
 def compute_mode(compute_type):

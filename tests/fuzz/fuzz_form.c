@@ -39,11 +39,15 @@ static void over_http(const uint8_t *data, size_t size) {
     a.sin_port = htons((uint16_t)g_srv.port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-        char head[256];
+        char head[320];
+        /* one input in four: the audio as the whole body of whisper.cpp's route */
+        int raw = size > 0 && (data[0] & 3) == 3;
         int n = snprintf(head, sizeof head,
-                         "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: f\r\nConnection: close\r\n"
-                         "Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: %zu\r\n\r\n",
-                         size);
+                         "POST %s HTTP/1.1\r\nHost: f\r\nConnection: close\r\n"
+                         "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                         raw ? "/inference?beam_size=2&translate=true&offset_t=100"
+                             : "/v1/audio/transcriptions",
+                         raw ? "audio/wav" : "multipart/form-data; boundary=XyZ", size);
         if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n &&
             (size == 0 || send(fd, data, size, MSG_NOSIGNAL) == (ssize_t)size)) {
             char buf[4096];
@@ -57,13 +61,16 @@ static void over_http(const uint8_t *data, size_t size) {
  * (and the piece's length), the rest is its data. */
 static void into_form(const uint8_t *data, size_t size) {
     static const char *keys[] = {"file", "model", "language", "prompt", "response_format",
-                                 "temperature", "stream", "timestamp_granularities[]", "other"};
+                                 "temperature", "stream", "timestamp_granularities[]", "other",
+                                 "beam_size", "temperature_inc", "translate", "offset_t",
+                                 "duration", "logprob_thold", "no_timestamps"};
+    enum { NK = sizeof keys / sizeof keys[0] };
     srv_form f;
     srv_form_init(&f, 4096);
-    uint64_t off[9] = {0};
+    uint64_t off[NK] = {0};
     size_t i = 0;
     while (i < size) {
-        int k = data[i] % 9, len = data[i] / 9 + 1;
+        int k = data[i] % NK, len = data[i] / NK + 1;
         i++;
         size_t n = size - i < (size_t)len ? size - i : (size_t)len;
         if (!srv_form_add(&f, keys[k], k == 0 ? "a.wav" : NULL, (const char *)data + i, off[k], n)) break;

@@ -178,6 +178,54 @@ def errors(s):
           "metrics: requests, tokens/s, steps, batch histogram, RSS")
 
 
+def whisper_cpp(s):
+    """whisper.cpp server's clients: /inference with its fields and formats,
+    no model field (the one served), the audio as the whole body
+    (Content-Type audio/..., the fields in the query), and its fields'
+    errors."""
+    jfk = open(JFK, "rb").read()
+    ask = "ask not what your country can do for you"
+
+    def inference(fields, path="/inference"):
+        body, ct = multipart(fields + [("file", ("jfk.wav", jfk))])
+        return raw_post(s.url + path, body, ct)
+
+    st, _, out = inference([("temperature", "0.0"), ("temperature_inc", "0.2"),
+                            ("response_format", "json")])
+    check(st == 200 and ask in json.loads(out)["text"], "/inference json, no model field")
+    st, _, out = inference([("response_format", "text")])
+    check(st == 200 and out.decode().strip().startswith("And so my fellow"), "/inference text")
+    st, _, out = inference([("response_format", "srt"), ("offset_t", "2000"), ("duration", "4000")])
+    cues = out.decode().split("\n\n")
+    check(st == 200 and out.startswith(b"1\n00:00:02,000 --> ") and
+          all(c.split("\n")[1] <= "00:00:06,000 --> 00:00:06,000" for c in cues if c.strip()),
+          "/inference offset_t and duration: a clip of 2..6 s")
+    st, _, out = inference([("response_format", "verbose_json"), ("no_timestamps", "true"),
+                            ("beam_size", "2"), ("best_of", "2"), ("no_speech_thold", "0.5"),
+                            ("logprob_thold", "-1.5"), ("language", "auto")])
+    j = json.loads(out)
+    check(st == 200 and len(j["segments"]) == 1 and j["language"] == "english",
+          "/inference no_timestamps: one segment for the 30 s window")
+    st, _, out = inference([("translate", "true")])
+    check(st == 400 and json.loads(out)["error"]["param"] == "model",
+          "/inference translate on an English-only model: 400")
+    for field, value in [("beam_size", "2.5"), ("temperature_inc", "7"), ("translate", "maybe"),
+                         ("offset_t", "-5")]:
+        st, _, out = inference([(field, value)])
+        check(st == 400 and json.loads(out)["error"]["param"] == field,
+              "/inference %s=%s: 400 naming it" % (field, value))
+    st, _, out = raw_post(s.url + "/v1/audio/transcriptions?response_format=text&language=en",
+                          jfk, "audio/wav")
+    check(st == 200 and ask in out.decode(), "raw audio/wav body, fields in the query")
+    st, _, out = raw_post(s.url + "/inference", jfk, "application/octet-stream")
+    check(st == 200 and ask in json.loads(out)["text"], "raw octet-stream body on /inference")
+    st, _, out = raw_post(s.url + "/inference", b"", "audio/wav")
+    check(st == 400 and json.loads(out)["error"]["param"] == "file", "an empty raw body: 400")
+    st, _, out = raw_post(s.url + "/v1/audio/transcriptions?model=gpt-4o", jfk, "audio/wav")
+    check(st == 404 and json.loads(out)["error"]["code"] == "model_not_found",
+          "raw body naming an unknown model: 404")
+
+
 def limits(binary, tiny, sanitized):
     """A full queue (503, Retry-After), the deadline (504), a client that
     hangs up (cancelled, 499), then SIGTERM: in-flight work finishes, exit 0."""
@@ -548,6 +596,7 @@ def main():
     try:
         formats(s)
         errors(s)
+        whisper_cpp(s)
     finally:
         check(s.stop() == 0, "exit status 0")
     start_errors(binary, tiny)
