@@ -3,6 +3,7 @@
 import ctypes
 import os
 
+from . import _hub
 from . import _native as N
 
 # faster-whisper's compute types (and encdec's own names) -> encdec's modes.
@@ -21,10 +22,13 @@ def cache_root():
     return os.path.join(base, "encdec", "models")
 
 
-def resolve(name_or_path, download_root=None, prefix=""):
-    """A model directory (or file) from a path, or from a name installed by
-    scripts/fetch-model.sh ("tiny.en" -> <cache>/whisper-tiny.en). Nothing
-    is downloaded: an unknown name is an error that says how to get it."""
+def resolve(name_or_path, download_root=None, prefix="", local_files_only=True):
+    """A model directory (or file) from a path, or from a name installed in
+    the cache ("tiny.en" -> <cache>/whisper-tiny.en; faster-whisper's hub
+    ids of its sizes too). Not installed: with local_files_only False, a
+    faster-whisper size name or a hub id is downloaded into download_root
+    (else the cache) and its folder returned (_hub.py); else an error that
+    says how to get it."""
     p = os.fspath(name_or_path)
     if os.path.exists(p):
         return p
@@ -38,10 +42,13 @@ def resolve(name_or_path, download_root=None, prefix=""):
             d = os.path.join(root, cand)
             if os.path.isdir(d):
                 return d
+    if not local_files_only and _hub.folder_of(p):
+        return _hub.download(p, roots[0])
+    how = ("it is not a faster-whisper size name nor a hub id (owner/name)"
+           if not _hub.folder_of(p) else "local_files_only=True: not downloaded")
     raise N.EncdecError(N.ERR_NO_MODEL,
                         f"no model '{p}': not a path, and not installed in "
-                        f"{' or '.join(roots)}; encdec's source tree installs it with "
-                        f"scripts/fetch-model.sh {p} (encdec downloads nothing by itself)")
+                        f"{' or '.join(roots)}; {how}")
 
 
 # faster-whisper's hub repositories of its size names (fetch-model.sh

@@ -326,8 +326,12 @@ class WhisperModel(Owner):
 
     model_size_or_path: a model directory (Hugging Face safetensors or
     CTranslate2 / faster-whisper), or the name of one installed by
-    scripts/fetch-model.sh ("tiny.en", "base"; looked for in download_root,
-    then ~/.cache/encdec/models). Nothing is downloaded.
+    scripts/fetch-model.sh or downloaded before ("tiny.en", "base",
+    "Systran/faster-whisper-small"; looked for in download_root, then
+    ~/.cache/encdec/models). A faster-whisper size name or a hub id not
+    installed is downloaded from the Hugging Face hub ($HF_ENDPOINT, $HF_TOKEN)
+    into download_root or the cache, as faster-whisper does, unless
+    local_files_only.
     compute_type: "float32" / "default" (weights as stored, f32 arithmetic),
     "bfloat16", "int8" (faster-whisper's other names map to these).
     cpu_threads: the engine's threads (0: every core this process may use).
@@ -340,7 +344,8 @@ class WhisperModel(Owner):
                  local_files_only=False, isa=None, cross_kv="f32"):
         if device not in ("auto", "cpu"):
             raise ValueError(f"device={device!r}: encdec runs on the CPU ('cpu' or 'auto')")
-        self._model = Model(resolve(model_size_or_path, download_root, "whisper-"), compute_type,
+        self._model = Model(resolve(model_size_or_path, download_root, "whisper-",
+                                    local_files_only), compute_type,
                             isa, family="whisper")
         ep = N.lib.encdec_engine_default_params()
         ep.n_threads = default_threads(cpu_threads)

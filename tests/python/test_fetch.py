@@ -90,5 +90,32 @@ def test_fetch_errors_are_one_true_line(hub, tmp_path):
     assert r.returncode == 1 and "cannot reach http://127.0.0.1:9" in r.stderr
     r = fetch(hub, root, "huge-v9")
     assert r.returncode == 2 and "unknown model" in r.stderr and "large-v3" in r.stderr
-    with pytest.raises(encdec.EncdecError, match="scripts/fetch-model.sh large-v3"):
-        encdec.WhisperModel("large-v3", download_root=str(root))
+    with pytest.raises(encdec.EncdecError, match="local_files_only=True: not downloaded"):
+        encdec.WhisperModel("large-v3", download_root=str(root), local_files_only=True)
+    with pytest.raises(encdec.EncdecError, match="not a faster-whisper size name nor a hub id"):
+        encdec.WhisperModel("huge-v9", download_root=str(root))
+
+
+def test_python_downloads_as_faster_whisper(hub, tmp_path, monkeypatch):
+    """WhisperModel("small") (or a hub id) not installed: downloaded into
+    download_root as scripts/fetch-model.sh would install it, then loaded;
+    the next time it is there. Errors: one true line, nothing left behind."""
+    monkeypatch.setenv("HF_ENDPOINT", hub)
+    root = tmp_path / "dl"
+    m = encdec.WhisperModel("small", download_root=str(root), cpu_threads=1)
+    assert m.info["model_type"] == "whisper"
+    m.close()
+    assert sorted(os.listdir(root)) == ["whisper-small"]
+    assert (root / "whisper-small" / "model.bin").read_bytes() == \
+        (DATA / "tiny-random-ct2-int8" / "int8" / "model.bin").read_bytes()
+    m = encdec.WhisperModel("acme/tiny-whisper", download_root=str(root), cpu_threads=1)
+    m.close()
+    assert sorted(os.listdir(root)) == ["tiny-whisper", "whisper-small"]
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")   # nothing there now: from the cache
+    encdec.WhisperModel("Systran/faster-whisper-small", download_root=str(root), cpu_threads=1).close()
+    with pytest.raises(encdec.EncdecError, match="cannot reach http://127.0.0.1:9"):
+        encdec.WhisperModel("medium", download_root=str(root))
+    monkeypatch.setenv("HF_ENDPOINT", hub)
+    with pytest.raises(encdec.EncdecError, match="no repository acme/missing"):
+        encdec.WhisperModel("acme/missing", download_root=str(root))
+    assert sorted(os.listdir(root)) == ["tiny-whisper", "whisper-small"]
