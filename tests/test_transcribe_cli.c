@@ -278,6 +278,11 @@ static void test_spellings(void) {
     CHECK(cli_said("--word-timestamps=maybe: expected True or False"));
     CHECK_EQ_INT(run(JFK " --condition_on_previous_text"), 2);
     CHECK(cli_said("--condition-on-previous-text expects True or False"));
+    /* what phones and browsers record (FFmpeg), from a file and from standard input */
+    CHECK_EQ_INT(run(ED_TEST_DATA "/av/jfk6.m4a " ED_TEST_DATA "/av/jfk6.mp4"), 0);
+    CHECK(cli_said("jfk6.m4a: And so my fellow Americans") && cli_said("jfk6.mp4: And so my fellow"));
+    CHECK_EQ_INT(run("- < " ED_TEST_DATA "/av/jfk6.webm"), 0);
+    CHECK(cli_said("And so my fellow Americans"));
     CHECK_EQ_INT(run(JFK " --no_such_option 1"), 2);
     CHECK(cli_said("unknown option \"--no-such-option\""));
 }

@@ -63,7 +63,7 @@ def load(audio, max_seconds=0.0):
     file-like object open for binary reading, bytes holding an encoded file,
     or a 1-D array of 16 kHz samples (floats as they are; int16, int32 scaled
     by their range; int8, uint8 as 8-bit PCM; other types refused) -> _Pcm. Decoding is the library's (libsndfile: WAV, FLAC,
-    OGG, MP3; resampled with libsoxr), so a file gives the same samples as
+    OGG, MP3; FFmpeg: m4a, mp4, webm, ...; resampled with libsoxr), so a file gives the same samples as
     the encdec program reads."""
     if isinstance(audio, np.ndarray):
         if audio.ndim != 1:

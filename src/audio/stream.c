@@ -1,5 +1,6 @@
 /* stream.c - an audio file decoded and resampled block by block (see
- * audio.h audio_stream_*): libsndfile reads interleaved float in blocks,
+ * audio.h audio_stream_*): libsndfile (or, for what it does not read,
+ * FFmpeg: av.h) reads interleaved float in blocks,
  * each block is averaged over channels, checked (finite), clipped and fed to
  * libsoxr (high quality); what soxr emits is handed out in order. Memory is
  * a few blocks whatever the length of the recording. The same path serves
@@ -7,6 +8,7 @@
  * give the same samples.
  */
 #include "audio/audio.h"
+#include "audio/av.h"
 #include "base/err.h"
 #include "base/mem.h"
 
@@ -60,7 +62,8 @@ struct audio_stream {
     FILE *spool;                /* or their temporary copy */
     membuf mem;
     SNDFILE *sf;
-    SF_INFO sfi;
+    audio_av *av;               /* FFmpeg's decoder when libsndfile did not know the format */
+    SF_INFO sfi;                /* rate, channels, frames (from av when it decodes) */
     int rate;                   /* the target rate */
     encdec_audio_params p;
     soxr_t sx;                  /* NULL when the file is at the target rate */
@@ -117,6 +120,7 @@ static double promised_frames(SNDFILE *sf, const SF_INFO *info, size_t got) {
 void audio_stream_close(audio_stream *s) {
     if (!s) return;
     if (s->sf) sf_close(s->sf);
+    audio_av_close(s->av);
     soxr_delete(s->sx);
     free(s->block);
     free(s->mono);
@@ -174,9 +178,16 @@ static SNDFILE *open_virtual(audio_stream *s, SF_INFO *info) {
 
 /* libsndfile over the temporary copy of a stream, from its start. */
 static SNDFILE *open_spool(audio_stream *s, SF_INFO *info) {
-    int fd = fileno(s->spool);   /* libsndfile reads the descriptor, not the FILE */
-    if (lseek(fd, 0, SEEK_SET) != 0) return NULL;
-    return sf_open_fd(fd, SFM_READ, info, 0);
+    /* libsndfile reads a descriptor, not the FILE, and closes the one it is
+     * given when it cannot open it (whatever close_desc says): it gets a
+     * copy of its own, which it closes either way */
+    int fd = dup(fileno(s->spool));
+    if (fd < 0) return NULL;
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return NULL;
+    }
+    return sf_open_fd(fd, SFM_READ, info, 1);
 }
 
 /* A stream named name at rate with options p; NULL when out of memory. */
@@ -194,9 +205,36 @@ static audio_stream *new_stream(const char *name, int rate, const encdec_audio_p
     return s;
 }
 
+/* FFmpeg over the same source (libsndfile did not know the format), its
+ * numbers into s->sfi. */
+static encdec_status open_av(audio_stream *s) {
+    audio_av_close(s->av);
+    s->av = NULL;
+    encdec_status st = audio_av_open(&s->av, s->name, s->path, s->mem.p, (size_t)s->mem.n, s->spool);
+    if (st) return st;
+    memset(&s->sfi, 0, sizeof s->sfi);
+    s->sfi.samplerate = audio_av_rate(s->av);
+    s->sfi.channels = audio_av_channels(s->av);
+    double f = audio_av_frames(s->av);
+    s->sfi.frames = f > 0 && f < 9e15 ? (sf_count_t)f : 0;
+    return ENCDEC_OK;
+}
+
 /* The open's outcome: s checked and set up into *out, or freed. */
 static encdec_status opened(audio_stream *s, encdec_status st, audio_stream **out) {
-    if (!st && !s->sf) st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", s->name, sf_strerror(NULL));
+    if (!st && !s->sf) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+        if (sf_error(NULL) != SF_ERR_UNRECOGNISED_FORMAT || !audio_av_available()) {
+            st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", s->name, why);
+        } else if ((st = open_av(s)) == ENCDEC_ERR_AUDIO) {   /* FFmpeg's turn: it did not either */
+            char av_why[512];
+            size_t pre = strlen(s->name) + 2;
+            const char *e = encdec_last_error();
+            snprintf(av_why, sizeof av_why, "%s", strlen(e) > pre ? e + pre : e);
+            st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %s (nor by FFmpeg: %s)", s->name, why, av_why);
+        }
+    }
     if (!st) st = setup(s);
     if (st) {
         audio_stream_close(s);
@@ -243,10 +281,13 @@ encdec_status audio_stream_open_memory(audio_stream **out, const void *data, siz
 /* The end of the file: errors, the truncation report, soxr's tail. */
 static encdec_status at_end(audio_stream *s) {
     s->eof = 1;
-    if (sf_error(s->sf) != SF_ERR_NO_ERROR)
+    if (s->sf && sf_error(s->sf) != SF_ERR_NO_ERROR)
         return ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", s->name, sf_strerror(s->sf));
     if (s->frames == 0) return ed_fail(ENCDEC_ERR_AUDIO, "%s: contains no audio samples", s->name);
-    double promised = promised_frames(s->sf, &s->sfi, s->frames);
+    /* FFmpeg: the container's duration, missed by 2% and half a second */
+    double slack = 0.02 * (double)s->sfi.frames + 0.5 * s->sfi.samplerate;
+    double promised = s->sf ? promised_frames(s->sf, &s->sfi, s->frames)
+                    : (double)s->sfi.frames > (double)s->frames + slack ? (double)s->sfi.frames : 0;
     if (promised > 0) {
         s->info.truncated = 1;
         s->info.expected_seconds = promised / s->sfi.samplerate;
@@ -276,7 +317,9 @@ static encdec_status refill(audio_stream *s) {
         return ENCDEC_OK;
     }
     int ch = s->sfi.channels;
-    sf_count_t got = sf_readf_float(s->sf, s->block, BLOCK_FRAMES);
+    sf_count_t got = s->av ? (sf_count_t)audio_av_read(s->av, s->block, BLOCK_FRAMES)
+                           : sf_readf_float(s->sf, s->block, BLOCK_FRAMES);
+    if (got < 0 && s->av) return ENCDEC_ERR_AUDIO;   /* recorded, naming the file */
     if (got <= 0) return at_end(s);
     for (sf_count_t i = 0; i < got; i++) {
         const float *f = s->block + (size_t)i * ch;
@@ -335,6 +378,16 @@ encdec_status audio_stream_read(audio_stream *s, float *dst, size_t cap, size_t 
 }
 
 encdec_status audio_stream_rewind(audio_stream *s) {
+    if (s->av) {   /* FFmpeg's decoder, opened again */
+        SF_INFO was = s->sfi;
+        encdec_status st = open_av(s);
+        if (!st && (s->sfi.samplerate != was.samplerate || s->sfi.channels != was.channels))
+            st = ed_fail(ENCDEC_ERR_AUDIO, "%s: the audio changed while it was read", s->name);
+        if (st) return st;
+        s->frames = s->emitted = s->out_at = s->out_n = 0;
+        s->eof = s->flushed = 0;
+        return new_resampler(s);
+    }
     /* opened again rather than sf_seek: not every decoder seeks */
     sf_close(s->sf);
     SF_INFO again;

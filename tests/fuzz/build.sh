@@ -26,6 +26,11 @@ blis_inc=/usr/include/$arch/blis-serial blis_lib=/usr/lib/$arch/blis-serial
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 $san -Iinclude -Isrc -isystem $blis_inc -DFUZZ_DATA_DIR=\"$root/tests/data\""
 libs="-L$blis_lib -Wl,-rpath,$blis_lib -lblis -lsndfile -lsoxr -lcjson -lz -lm -lpthread"
+# FFmpeg's decoder (src/audio/av.c) when the machine has it, as the build does
+if pkg-config --exists libavformat libavcodec libavutil; then
+  cflags="$cflags -DENCDEC_HAVE_AV=1 $(pkg-config --cflags libavformat libavcodec libavutil)"
+  libs="$libs $(pkg-config --libs libavformat libavcodec libavutil)"
+fi
 
 # The library, once for every harness: objects rebuilt only when their source
 # or a header changed (compared with the archive), in parallel.

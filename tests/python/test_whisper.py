@@ -487,6 +487,21 @@ def test_german_as_faster_whisper(fw_base, base, kw):
         assert bi.language_probability == 1.0 and bi.all_language_probs is None
 
 
+@pytest.mark.parametrize("name", ["jfk6.m4a", "jfk6.webm", "jfk6.mp4"])
+def test_phone_and_browser_formats(tiny_en, name):
+    """AAC in m4a / mp4 and Opus in webm (FFmpeg, as faster-whisper reads
+    them through PyAV): a path, bytes and decode_audio agree, and the
+    words are heard."""
+    path = DATA / "av" / name
+    a = encdec.decode_audio(str(path))
+    assert abs(len(a) / 16000 - 6.0) < 0.06
+    b = encdec.decode_audio(io.BytesIO(path.read_bytes()))
+    assert np.array_equal(a, b)
+    texts = [" ".join(s.text for s in tiny_en.transcribe(x, beam_size=1)[0])
+             for x in (str(path), path.read_bytes(), a)]
+    assert texts[0] == texts[1] == texts[2] and "my fellow Americans" in texts[0]
+
+
 def test_audio_inputs_agree(tiny_en, jfk):
     """A path, an open file, bytes, the decoded array (float32, float64,
     int16): one transcript."""

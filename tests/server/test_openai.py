@@ -219,6 +219,14 @@ def whisper_cpp(s):
     check(st == 200 and ask in out.decode(), "raw audio/wav body, fields in the query")
     st, _, out = raw_post(s.url + "/inference", jfk, "application/octet-stream")
     check(st == 200 and ask in json.loads(out)["text"], "raw octet-stream body on /inference")
+    for name, ctype in [("jfk6.m4a", "audio/mp4"), ("jfk6.webm", "audio/webm")]:   # FFmpeg's
+        data = open(os.path.join(HERE, "..", "data", "av", name), "rb").read()
+        st, _, out = raw_post(s.url + "/v1/audio/transcriptions?response_format=text", data, ctype)
+        check(st == 200 and "my fellow Americans" in out.decode(), "a raw %s body" % name)
+        body, ct = multipart([("file", (name, data))])
+        st, _, out = raw_post(s.url + "/inference", body, ct)
+        check(st == 200 and "my fellow Americans" in json.loads(out)["text"],
+              "%s uploaded as a form's file" % name)
     st, _, out = raw_post(s.url + "/inference", b"", "audio/wav")
     check(st == 400 and json.loads(out)["error"]["param"] == "file", "an empty raw body: 400")
     st, _, out = raw_post(s.url + "/v1/audio/transcriptions?model=gpt-4o", jfk, "audio/wav")
