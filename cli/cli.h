@@ -15,6 +15,15 @@ int cli_generate(int argc, char **argv);
  * Returns NULL after printing how to fetch it when nothing is there. */
 const char *cli_model_path(const char *given, char *buf, size_t cap);
 
+/* ---- hub.c: models by name from the Hugging Face hub ---- */
+/* 1 when name is downloadable: a faster-whisper size name or one of its
+ * repositories (repo: that repository, folder: whisper-<size>), or a hub id
+ * "owner/name" (folder: name). */
+int cli_hub_name(const char *name, char *repo, size_t rcap, char *folder, size_t fcap);
+/* Downloads name into root/<folder> (all or nothing); that path in buf, or
+ * NULL with one line that says why ($HF_ENDPOINT, $HF_TOKEN, $HF_HUB_OFFLINE). */
+const char *cli_hub_download(const char *name, const char *root, char *buf, size_t cap);
+
 /* Parses an integer option value in [lo, hi]; prints an error and returns 0 if invalid. */
 /* fprintf(stderr, ...) for messages that may echo what a user passed: one
  * longer than CLI_ERR_MAX bytes keeps its start and its end (the reason). */

@@ -24,26 +24,16 @@ static void cache_root(char *buf, size_t cap) {
     else snprintf(buf, cap, "%s/.cache/encdec/models", home ? home : ".");
 }
 
-/* A name installed in the cache (scripts/fetch-model.sh's folders): the
- * name itself, whisper-<name> (faster-whisper's size names: tiny.en,
- * large-v3; large and turbo as it maps them), or a hub id's last part. */
+/* A name installed in the cache (the folders scripts/fetch-model.sh, the
+ * Python package and cli_hub_download make): the name itself, whisper-<name>,
+ * or the folder of a downloadable name (faster-whisper's size names and
+ * repositories: whisper-<size>; a hub id: its last part). */
 static int installed(const char *name, char *buf, size_t cap) {
-    char root[3072];
+    char root[3072], repo[512], folder[512];
     cache_root(root, sizeof root);
-    const char *last = strrchr(name, '/');
-    const char *alias = !strcmp(name, "large") ? "large-v3" : !strcmp(name, "turbo") ? "large-v3-turbo"
-                                                                                     : name;
-    /* faster-whisper's repositories of its size names: installed under the size */
-    static const char *const repos[][2] = {{"Systran/faster-whisper-", ""},
-                                           {"Systran/faster-distil-whisper-", "distil-"},
-                                           {"mobiuslabsgmbh/faster-whisper-", ""}};
-    char size[256] = "";
-    for (int i = 0; i < 3 && !size[0]; i++)
-        if (!strncmp(name, repos[i][0], strlen(repos[i][0])))
-            snprintf(size, sizeof size, "%s%s", repos[i][1], name + strlen(repos[i][0]));
-    const char *fmt[] = {"%s/%s", "%s/whisper-%s", "%s/%s", "%s/whisper-%s"};
-    const char *arg[] = {name, alias, last ? last + 1 : name, size[0] ? size : alias};
-    for (int i = 0; i < 4; i++) {
+    const char *fmt[] = {"%s/%s", "%s/whisper-%s", "%s/%s"};
+    const char *arg[] = {name, name, cli_hub_name(name, repo, sizeof repo, folder, sizeof folder) ? folder : name};
+    for (int i = 0; i < 3; i++) {
         if ((size_t)snprintf(buf, cap, fmt[i], root, arg[i]) >= cap) continue;
         if (is_dir(buf)) return 1;
     }
@@ -55,13 +45,15 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
         struct stat sb;
         if (stat(given, &sb) == 0 || !*given) return given;
         if (installed(given, buf, cap)) return buf;
-        if (given[0] != '/' && given[0] != '.') {   /* a name: say where it would be */
-            char root[3072];
-            cache_root(root, sizeof root);
-            cli_err("encdec: \"%s\" is not a path, nor a model installed in %s (from encdec's "
-                    "source tree, scripts/fetch-model.sh %s installs it)\n", given, root, given);
-        }
-        return given;
+        char root[3072], repo[512], folder[512];
+        cache_root(root, sizeof root);
+        if (cli_hub_name(given, repo, sizeof repo, folder, sizeof folder))
+            return cli_hub_download(given, root, buf, cap);   /* NULL: it said why */
+        if (given[0] == '/' || given[0] == '.') return given;   /* the loader says why */
+        cli_err("encdec: \"%s\" is not a path, nor a model installed in %s, nor a name to "
+                "download (faster-whisper's size names, Hugging Face ids owner/name)\n",
+                given, root);
+        return NULL;
     }
     const char *env = getenv("ENCDEC_MODEL");
     if (env && *env) return env;
@@ -71,7 +63,8 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
     if (is_dir(buf)) return buf;
     fprintf(stderr,
             "encdec: no model given (-m) and the default model, whisper tiny.en, is not at %s\n"
-            "  fetch it with:  scripts/fetch-model.sh tiny.en   (from the encdec source tree)\n",
+            "  fetch it with:  scripts/fetch-model.sh tiny.en   (from the encdec source tree)\n"
+            "  or:             encdec transcribe -m tiny.en ...  (from the Hugging Face hub)\n",
             buf);
     return NULL;
 }

@@ -26,6 +26,8 @@ static const char *HELP =
     "                       faster-whisper), .safetensors file or whisper.cpp ggml-*.bin\n"
     "                       file, or a model of ~/.cache/encdec/models by name (whisper-base,\n"
     "                       faster-whisper's base, large-v3, Systran/faster-whisper-small);\n"
+    "                       a size name or hub id not there is downloaded from the Hugging\n"
+    "                       Face hub ($HF_ENDPOINT, $HF_TOKEN; $HF_HUB_OFFLINE=1: never)\n"
     "                       default: whisper tiny.en there (or $ENCDEC_MODEL)\n"
     "  -t, --threads N      worker threads, 1..256 (default: CPUs online, at most 8)\n"
     "  -P, --parallel N     with several files: decode up to N at once, 1..256 (default 4),\n"

@@ -31,6 +31,7 @@ elif [ "${1:-}" = test ]; then
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
         libcjson-dev zlib1g-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libavutil-dev
+        libcurl4-openssl-dev
         python3 python3-pip ca-certificates curl
         pocketsphinx-testdata)
 fi

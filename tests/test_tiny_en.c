@@ -135,7 +135,7 @@ static void normalise(const char *in, char *out, size_t cap) {
     size_t o = 0;
     for (char *w = strtok(buf, " "); w; w = strtok(NULL, " ")) {
         const char *word = w;
-        char digits[8];
+        char digits[12];
         for (int k = 0; k <= 20; k++)
             if (!strcmp(w, num[k])) {
                 snprintf(digits, sizeof digits, "%d", k);

@@ -302,11 +302,17 @@ static void test_model_names(void) {
         CHECK_EQ_INT(cli_sh(cmd), 0);
         CHECK(cli_said("ask not what your country can do for you"));
     }
-    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s' transcribe -m large-v3 " JFK " 2>&1",
+    /* a size name not installed: downloaded (tests/scripts/test_hub_cli.py); offline, refused */
+    snprintf(cmd, sizeof cmd,
+             "HF_HUB_OFFLINE=1 XDG_CACHE_HOME='%s' '%s' transcribe -m large-v3 " JFK " 2>&1",
              tmp_dir, ED_CLI_PATH);
     CHECK_EQ_INT(cli_sh(cmd), 1);
-    CHECK(cli_said("\"large-v3\" is not a path, nor a model installed in "));
-    CHECK(cli_said("scripts/fetch-model.sh large-v3 installs it"));
+    CHECK(cli_said("\"large-v3\" is not installed in "));
+    CHECK(cli_said("HF_HUB_OFFLINE is set: not downloading it"));
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s' transcribe -m whisper-nothing " JFK " 2>&1",
+             tmp_dir, ED_CLI_PATH);
+    CHECK_EQ_INT(cli_sh(cmd), 1);
+    CHECK(cli_said("\"whisper-nothing\" is not a path, nor a model installed in "));
     snprintf(cmd, sizeof cmd, "rm -rf '%s/encdec'", tmp_dir);
     cli_sh(cmd);
 }

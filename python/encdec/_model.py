@@ -33,28 +33,19 @@ def resolve(name_or_path, download_root=None, prefix="", local_files_only=True):
     if os.path.exists(p):
         return p
     roots = [r for r in (download_root, cache_root()) if r]
-    size = {"large": "large-v3", "turbo": "large-v3-turbo"}.get(p, p)
-    for repo, pre in _SIZE_REPOS:   # faster-whisper's repositories: under the size name
-        if p.startswith(repo):
-            size = pre + p[len(repo):]
+    hub = _hub.folder_of(p)   # (repository, folder) of a size name or a hub id
     for root in roots:
-        for cand in (p, prefix + size, p.split("/")[-1]):
+        for cand in (p, prefix + p, hub[1] if hub else p):
             d = os.path.join(root, cand)
             if os.path.isdir(d):
                 return d
-    if not local_files_only and _hub.folder_of(p):
+    if not local_files_only and hub:
         return _hub.download(p, roots[0])
     how = ("it is not a faster-whisper size name nor a hub id (owner/name)"
-           if not _hub.folder_of(p) else "local_files_only=True: not downloaded")
+           if not hub else "local_files_only=True: not downloaded")
     raise N.EncdecError(N.ERR_NO_MODEL,
                         f"no model '{p}': not a path, and not installed in "
                         f"{' or '.join(roots)}; {how}")
-
-
-# faster-whisper's hub repositories of its size names (fetch-model.sh
-# installs them as whisper-<size>)
-_SIZE_REPOS = [("Systran/faster-whisper-", ""), ("Systran/faster-distil-whisper-", "distil-"),
-               ("mobiuslabsgmbh/faster-whisper-", "")]
 
 
 def compute_mode(compute_type):
