@@ -29,6 +29,8 @@ const char *cli_hub_download(const char *name, const char *root, char *buf, size
  * longer than CLI_ERR_MAX bytes keeps its start and its end (the reason). */
 #define CLI_ERR_MAX 900
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The first line of this thread's last cli_err message ("encdec: " left off). */
+const char *cli_last_err(void);
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out);
 int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
 int cli_parse_kv(const char *s, encdec_kv_mode *out);

@@ -94,6 +94,10 @@ encdec_vad *cli_load_vad(const char *given) {
     return v;
 }
 
+static _Thread_local char g_last_err[CLI_ERR_MAX + 1];
+
+const char *cli_last_err(void) { return g_last_err; }
+
 void cli_err(const char *fmt, ...) {
     va_list ap, aq;
     va_start(ap, fmt);
@@ -104,6 +108,10 @@ void cli_err(const char *fmt, ...) {
     if (m) vsnprintf(m, (size_t)n + 1, fmt, aq);
     va_end(aq);
     if (!m) return;
+    size_t len = strcspn(m, "\n");   /* its first line, without "encdec: " */
+    const char *from = !strncmp(m, "encdec: ", 8) ? m + 8 : m;
+    len -= (size_t)(from - m);
+    snprintf(g_last_err, sizeof g_last_err, "%.*s", (int)(len < CLI_ERR_MAX ? len : CLI_ERR_MAX), from);
     if (n <= CLI_ERR_MAX) fputs(m, stderr);
     else   /* an echoed argument of 100 KB: its start, its end, and the reason after it */
         fprintf(stderr, "%.*s[... %d bytes ...]%s", CLI_ERR_MAX / 3, m, n - CLI_ERR_MAX,

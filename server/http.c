@@ -122,9 +122,18 @@ int srv_model_known(const srv *s, const char *name) {
 
 /* ---- models, health, metrics ---- */
 
+void srv_model_name(const char *path, char *out, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)(n - b), path + b);
+}
+
 static enum MHD_Result models(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     cJSON *j = cJSON_CreateObject(), *data = cJSON_CreateArray();
+    pthread_mutex_lock(&s->model_mu);   /* /load may change the name */
     cJSON_AddStringToObject(j, "object", "list");
     for (int i = -1; i < s->o.n_aliases; i++) {
         cJSON *m = cJSON_CreateObject();
@@ -134,6 +143,7 @@ static enum MHD_Result models(conn *k, struct MHD_Connection *c) {
         cJSON_AddStringToObject(m, "owned_by", "encdec");
         cJSON_AddItemToArray(data, m);
     }
+    pthread_mutex_unlock(&s->model_mu);
     cJSON_AddItemToObject(j, "data", data);
     char *body = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -153,7 +163,9 @@ static long rss_bytes(void) {
 static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     encdec_engine_stats st;
+    pthread_mutex_lock(&s->model_mu);   /* /load may change the engine */
     encdec_engine_get_stats(s->engine, &st);
+    pthread_mutex_unlock(&s->model_mu);
     size_t cap = 8192, n = 0;
     char *b = malloc(cap);
     if (!b) return srv_send_body(k, c, 500, NULL, NULL, NULL);
@@ -218,7 +230,7 @@ static enum MHD_Result metrics(conn *k, struct MHD_Connection *c) {
 static int route_of(const char *url, int *known_path) {
     struct { const char *path; int route; } r[] = {
         {"/v1/audio/transcriptions", R_TRANSCRIBE}, {"/v1/audio/translations", R_TRANSLATE},
-        {"/inference", R_INFERENCE},
+        {"/inference", R_INFERENCE}, {"/load", R_LOAD},
         {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
         {"/v1/completions", R_COMPLETIONS},
     };
@@ -232,7 +244,7 @@ static int route_of(const char *url, int *known_path) {
 }
 
 static int is_audio_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_INFERENCE; }
-static int is_post_route(int r) { return is_audio_route(r) || r == R_COMPLETIONS; }
+static int is_post_route(int r) { return is_audio_route(r) || r == R_COMPLETIONS || r == R_LOAD; }
 
 /* A body that is the audio itself: audio/..., or application/octet-stream. */
 static int raw_audio_type(const char *ct) {
@@ -351,6 +363,19 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
     if (post != is_post_route(k->route) || (!post && strcmp(method, "GET") && strcmp(method, "HEAD")))
         return srv_fail_req(k, c, 405, "invalid_request_error", NULL, "method_not_allowed",
                             "%.100s does not take %.16s", url, method);
+    if (!post) return MHD_YES;
+    if (atomic_load(&s->draining)) {
+        k->close = 1;
+        return srv_fail_req(k, c, 503, "server_error", NULL, "shutting_down",
+                            "the server is shutting down");
+    }
+    /* counted from here (draining and /load's swap wait for it; the model
+     * stays while it is); refused early when full, before the upload */
+    int n_in = atomic_fetch_add(&s->inflight, 1);
+    k->counted = 1;
+    if (atomic_load(&s->swapping) && k->route != R_LOAD)   /* a second /load: 409 */
+        return srv_fail_req(k, c, 503, "server_error", NULL, "model_loading",
+                            "the server is changing its model; try again in a moment");
     if (k->route == R_COMPLETIONS && !s->text)
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%s' transcribes speech: /v1/completions serves "
@@ -358,15 +383,6 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
     if (is_audio_route(k->route) && s->text)
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%s' is text to text: use /v1/completions", s->name);
-    if (!post) return MHD_YES;
-    if (atomic_load(&s->draining)) {
-        k->close = 1;
-        return srv_fail_req(k, c, 503, "server_error", NULL, "shutting_down",
-                            "the server is shutting down");
-    }
-    /* counted from here (draining waits for it); refused early when full, before the upload */
-    int n_in = atomic_fetch_add(&s->inflight, 1);
-    k->counted = 1;
     if (n_in >= s->o.max_queue)
         return srv_fail_req(k, c, 503, "server_error", NULL, "server_overloaded",
                             "%d requests are being served; try again shortly", n_in);
@@ -448,6 +464,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return srv_send_body(k, c, 200, strdup("{\"status\": \"ok\"}"), "application/json", NULL);
     case R_METRICS: return metrics(k, c);
     case R_COMPLETIONS: return srv_ep_completions(k, c);
+    case R_LOAD: return srv_ep_load(k, c);
     default: return srv_ep_audio(k, c);
     }
 }

@@ -100,7 +100,8 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
 /* ---- http.c: one request ---- */
 
 enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS,
-       R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */ };
+       R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
+       R_LOAD /* whisper.cpp's: another model (ep_load.c) */ };
 
 typedef struct {
     srv *s;
@@ -144,5 +145,6 @@ void srv_add_tokens(srv *s, long long n);
  * time its parked connection is resumed ---- */
 enum MHD_Result srv_ep_audio(conn *k, struct MHD_Connection *c);        /* ep_audio.c */
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
+enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
 
 #endif

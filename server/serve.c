@@ -35,6 +35,8 @@ static const char *HELP =
     "                                  max_tokens, temperature (0: greedy), top_p, n, seed,\n"
     "                                  best_of (beam search with that many beams), stream\n"
     "                                  (token by token; with best_of, each choice whole)\n"
+    "  POST /load                      whisper.cpp server's: field model, another model in\n"
+    "                                  place of this one (with --allow-load)\n"
     "  GET  /v1/models, /health, /metrics (Prometheus)\n"
     "\n"
     "  -m, --model PATH        model directory or file, or a name, as transcribe takes (one\n"
@@ -63,6 +65,10 @@ static const char *HELP =
     "      --body-timeout S    its body within S seconds more (default 300; 0: none): cut\n"
     "      --http-threads N    threads serving the connections (default 2; event-driven:\n"
     "                          none waits, however many connections are open)\n"
+    "      --allow-load        POST /load (whisper.cpp's; form field model: a path or name as\n"
+    "                          -m takes) may change the model: it loads beside the served\n"
+    "                          one, new requests get 503 while those in flight finish, then\n"
+    "                          it is served (default: 403, no client changes the model)\n"
     "  -q, --quiet             no access log (one line per request on standard error:\n"
     "                          time, method, path, status, bytes, latency)\n"
     CLI_PRECISION_HELP
@@ -81,6 +87,9 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(HELP, stdout);
             return 1;
+        } else if (!strcmp(a, "--allow-load")) {
+            o->allow_load = 1;
+            continue;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
             continue;
@@ -144,19 +153,11 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
     return 0;
 }
 
-/* The model's id: the last component of its path. */
-static void model_name(const char *path, char *out, size_t cap) {
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && path[b - 1] != '/') b--;
-    snprintf(out, cap, "%.*s", (int)(n - b), path + b);
-}
-
 int srv_main(int argc, char **argv) {
     static srv s;   /* the signal-driven shutdown reads it; one server per process */
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.rate_mu, NULL);
+    pthread_mutex_init(&s.model_mu, NULL);
     srv_opts *o = &s.o;
     *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = cli_default_threads(),
                     .max_active = 8, .max_queue = 64, .max_upload = 25u << 20, .timeout_s = 900,
@@ -195,7 +196,11 @@ int srv_main(int argc, char **argv) {
     if (s.text && o->n_aliases == 1 && !strcmp(o->aliases[0], "whisper-1"))
         o->n_aliases = 0;   /* the default alias names a speech model */
     s.multilingual = mi.multilingual;
-    model_name(path, s.name, sizeof s.name);
+    srv_model_name(path, s.name, sizeof s.name);
+    s.mp = mp;
+    s.kv = kv;
+    s.model_path = cli_model_path;
+    s.model_why = cli_last_err;
     encdec_engine_params ep = {o->threads, o->max_active, kv};
     encdec_status st = encdec_engine_new(m, &ep, &s.engine);
     if (st) {
@@ -210,8 +215,10 @@ int srv_main(int argc, char **argv) {
         encdec_model_free(m);
         return 1;
     }
+    pthread_mutex_lock(&s.model_mu);   /* a /load may already be at work */
     printf("encdec serve: %s (%s, %s, %d threads) listening on http://%s:%d\n", s.name,
            mi.compute, mi.isa, o->threads, o->host, s.port);
+    pthread_mutex_unlock(&s.model_mu);
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);
@@ -220,11 +227,11 @@ int srv_main(int argc, char **argv) {
     atomic_store(&s.draining, 1);
     fprintf(stderr, "encdec serve: %s: finishing %d requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&s.inflight));
-    while (atomic_load(&s.inflight) > 0) usleep(20000);
+    while (atomic_load(&s.inflight) > 0 || atomic_load(&s.loading)) usleep(20000);
     srv_stop(&s);
-    encdec_engine_free(s.engine);
+    encdec_engine_free(s.engine);   /* /load may have changed them */
     encdec_vad_free(vad);
-    encdec_model_free(m);
+    encdec_model_free((encdec_model *)s.model);
     fprintf(stderr, "encdec serve: stopped\n");
     return 0;
 }

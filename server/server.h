@@ -8,7 +8,8 @@
  *   park.c     the watcher: connections parked while their answer is not
  *              ready; every connection's count and deadlines
  *   sse.c      the event queue of a streamed answer
- *   ep_audio.c the audio endpoints; ep_text.c /v1/completions
+ *   ep_audio.c the audio endpoints; ep_text.c /v1/completions; ep_load.c
+ *              /load (another model in place of the served one)
  *   form.c     the multipart fields of an audio request, checked
  *   completions.c  /v1/completions' JSON body and response bodies
  *   openai.c   response and error bodies in OpenAI's shapes
@@ -56,14 +57,27 @@ typedef struct {
     double body_timeout_s;    /* its body within this once its headers are in; 0: none */
     int idle_timeout_s;       /* a connection silent this long is closed (libmicrohttpd's) */
     int http_threads;         /* libmicrohttpd's pool (0: 2) */
+    int allow_load;           /* POST /load may change the model (ep_load.c) */
 } srv_opts;
 
 typedef struct srv srv;
 
 struct srv {
     srv_opts o;
+    /* the model served: changed by /load (ep_load.c) only when no request
+     * is in flight (swapping refuses new ones); readers outside a request
+     * (models, metrics) take model_mu */
     const encdec_model *model;
     encdec_engine *engine;
+    encdec_model_params mp;   /* how models are loaded (-m and /load) */
+    encdec_kv_type kv;
+    pthread_mutex_t model_mu;
+    /* -m's resolution of a path or name (the program's: serve.c sets them);
+     * NULL with the reason in model_why() */
+    const char *(*model_path)(const char *given, char *buf, size_t cap);
+    const char *(*model_why)(void);
+    atomic_int loading;       /* a /load at work */
+    atomic_int swapping;      /* its swap: new requests get 503 model_loading */
     const encdec_vad *vad;    /* vad_filter's model; NULL: none installed (400) */
     char name[256];           /* the model's id: its directory's name */
     int multilingual;
@@ -92,5 +106,7 @@ int srv_start(srv *s);        /* 0: listening on s->port */
 void srv_stop(srv *s);        /* stops the watcher and the daemon (connections closed) */
 
 int srv_main(int argc, char **argv);
+/* A model's id: the last component of its path (http.c). */
+void srv_model_name(const char *path, char *out, size_t cap);
 
 #endif

@@ -47,7 +47,7 @@ fi
 for h in "${harnesses[@]}"; do
   extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
-  [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
+  [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
                             server/form.c server/openai.c server/completions.c -lmicrohttpd)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 done

@@ -23,6 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                          .n_aliases = 1, .quiet = 1, .form_only = 1, .http_threads = 1};
     snprintf(g_srv.name, sizeof g_srv.name, "fuzz-model");
     pthread_mutex_init(&g_srv.rate_mu, NULL);
+    pthread_mutex_init(&g_srv.model_mu, NULL);
     if (srv_start(&g_srv)) {
         fprintf(stderr, "fuzz_form: the server did not start\n");
         exit(1);

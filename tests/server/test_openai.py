@@ -9,7 +9,8 @@ models; vad_filter and vad_parameters; every error (unknown model, bad format, t
 undecodable audio, no file, malformed multipart, wrong method and path, upload
 over the limit 413, a full queue 503 with Retry-After, the deadline 504), a
 client that hangs up (its request is cancelled and counted 499), SIGTERM
-draining what is in flight then exiting 0; last, two replicas behind Debian's
+draining what is in flight then exiting 0; whisper.cpp's /inference and /load
+(another model swapped in while a request is in flight); last, two replicas behind Debian's
 nginx (round-robin upstream, started here) pass the client checks too.
 Exits 0, 1 on a failure, 77 when the client or the model is missing.
 """
@@ -232,6 +233,87 @@ def whisper_cpp(s):
     st, _, out = raw_post(s.url + "/v1/audio/transcriptions?model=gpt-4o", jfk, "audio/wav")
     check(st == 404 and json.loads(out)["error"]["code"] == "model_not_found",
           "raw body naming an unknown model: 404")
+
+
+def load(binary, tiny, sanitized):
+    """whisper.cpp's POST /load: 403 without --allow-load; with it, another
+    model in place of the served one while a long transcription runs (that
+    one finishes on the old model, the same answer as alone; a request
+    during the swap gets 503 model_loading; a second /load 409), then back;
+    a path that is no model, an unknown name and a T5 model: 400, the served
+    one unchanged."""
+    jfk = open(JFK, "rb").read()
+    rnd = os.path.join(HERE, "..", "data", "tiny-random-whisper")
+    t5 = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_0")
+
+    def post_load(s, model):
+        body, ct = multipart([("model", model)])
+        return raw_post(s.url + "/load", body, ct, timeout=600)
+
+    def text(s, data=jfk):
+        st, _, out = raw_post(s.url + "/v1/audio/transcriptions?response_format=json", data,
+                              "audio/wav", timeout=600)
+        return st, json.loads(out).get("text") if st == 200 else json.loads(out)["error"]
+
+    def served(s):
+        with urllib.request.urlopen(s.url + "/v1/models", timeout=60) as r:
+            return json.loads(r.read())["data"][0]["id"]
+
+    s = Server(binary, tiny, "-q")
+    try:
+        st, _, out = post_load(s, rnd)
+        check(st == 403 and json.loads(out)["error"]["code"] == "load_not_allowed",
+              "/load without --allow-load: 403")
+    finally:
+        s.stop()
+    long = long_wav(4 if sanitized else 8)
+    s = Server(binary, tiny, "-q", "--allow-load")
+    try:
+        st0, ask = text(s)
+        st1, long_alone = text(s, long)
+        check(st0 == 200 and "ask not what your country" in ask and st1 == 200,
+              "tiny.en served before /load")
+        res = {}
+        th = threading.Thread(target=lambda: res.update(long=text(s, long), t_long=time.time()))
+        th.start()
+        time.sleep(0.3)
+        th2 = threading.Thread(target=lambda: res.update(load=post_load(s, rnd), t_load=time.time()))
+        th2.start()
+        refused, second = None, None
+        for _ in range(6000):   # until a request meets the swap
+            st, err = text(s)
+            if st == 503:
+                refused = err
+                second = post_load(s, tiny)
+                break
+            if not th2.is_alive():
+                break
+            time.sleep(0.01)
+        th.join()
+        th2.join()
+        check(refused is not None and refused["code"] == "model_loading",
+              "a request during the swap: 503 model_loading (%s)" % refused)
+        check(second is not None and second[0] == 409, "a second /load meanwhile: 409")
+        check(res["long"] == (200, long_alone), "the long request in flight: finished on the "
+              "old model, the same text as alone")
+        st, _, out = res["load"]
+        check(st == 200 and json.loads(out) == {"status": "loaded", "model": "tiny-random-whisper"},
+              "/load: 200 once the long request was done")
+        check(served(s) == "tiny-random-whisper", "/v1/models names the new model")
+        st, txt = text(s)
+        check(st == 200 and txt != ask, "a transcription now runs on the new model")
+        for bad, what in [("/nonexistent/model", "a path that is not there"),
+                          (rnd + "/config.json", "a file that is no model"),
+                          ("no-such-model-name", "an unknown name"), (t5, "a T5 model")]:
+            st, _, out = post_load(s, bad)
+            check(st == 400 and json.loads(out)["error"]["param"] == "model" and
+                  served(s) == "tiny-random-whisper" and text(s) == (200, txt),
+                  "/load %s: 400, the served model unchanged (%s)" % (what, out[:120]))
+        st, _, out = post_load(s, tiny)
+        check(st == 200 and text(s) == (200, ask) and served(s) == os.path.basename(tiny.rstrip("/")),
+              "/load back to tiny.en: its answers again")
+    finally:
+        check(s.stop() == 0, "exit status 0 after /load")
 
 
 def limits(binary, tiny, sanitized):
@@ -608,6 +690,7 @@ def main():
     finally:
         check(s.stop() == 0, "exit status 0")
     start_errors(binary, tiny)
+    load(binary, tiny, sanitized)
     completions(binary)
     if vad_model():
         vad(binary, tiny)
