@@ -9,6 +9,7 @@
 int cli_transcribe(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_stream(int argc, char **argv);
 
 /* Resolves the model path: -m value, else $ENCDEC_MODEL, else the default
  * model in the cache ($XDG_CACHE_HOME or ~/.cache)/encdec/models/whisper-tiny.en.

@@ -18,6 +18,8 @@ static const char *USAGE =
     "                                  text to text (T5 family); inputs from stdin\n"
     "                                  without TEXT, one per line\n"
     "  bench [options] AUDIO           time load, mel, encoder and decoding per cache mode\n"
+    "  stream [options] AUDIO|-        live transcription: text as the audio arrives\n"
+    "                                  (raw PCM from standard input, or a file)\n"
     "  serve [options]                 an OpenAI-compatible HTTP server (requests share\n"
     "                                  the decode steps)\n"
     "\n"
@@ -44,6 +46,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "stream")) return cli_stream(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return srv_main(argc - 1, argv + 1);
     fprintf(stderr, "encdec: unknown command \"%.200s\"\n\n%s", cmd, USAGE);
     return CLI_USAGE_ERR;

@@ -657,6 +657,97 @@ ENCDEC_API encdec_status encdec_engine_transcribe_batched_file(encdec_engine *e,
                                                                encdec_result **out,
                                                                encdec_audio_info *info);
 
+/* ---- live transcription: audio still being spoken -------------------------- */
+
+/* A live session turns audio that arrives as it is spoken into text within
+ * a second or two, on an engine: each of its decodes is a request among
+ * the engine's others (their steps shared). It keeps at most max_buffer_s
+ * of audio and decodes that buffer again after every step_s of new audio,
+ * with the final text before it as the prompt. Text becomes final by two
+ * rules: the words `agreement` successive decodes agree on (LocalAgreement-n,
+ * whisper_streaming's policy; words compared without case or punctuation),
+ * and, when speech is followed by min_silence_s of silence (the VAD's
+ * verdict when one is given, else the level's), the whole utterance: once
+ * the decodes agree on all of it, or after 3 times that silence. Final
+ * text never changes; partial text is the rest of the last decode and may.
+ * The buffer is cut where final text ends (at a segment's end when it can
+ * be), and audio that is silence is not decoded: memory and work do not
+ * grow with the stream's length.
+ *
+ *   encdec_live *l;  encdec_live_new(engine, NULL, &l);
+ *   as audio comes:  encdec_live_feed(l, pcm, n);  while (encdec_live_next(l, &ev, 0)) show(&ev);
+ *   at its end:      encdec_live_finish(l);  while (encdec_live_next(l, &ev, -1)) show(&ev);
+ *   encdec_live_free(l);
+ *
+ * Events come in this order for each decode: PARTIAL (its words not yet
+ * final), then, when some became final, FINAL (those words: a prefix of
+ * that PARTIAL's text) and PARTIAL (the rest); DONE last. One thread drives
+ * a session (feed, next, finish, free); sessions are independent. */
+typedef struct encdec_live encdec_live;
+
+typedef struct {
+    int sample_rate;              /* of the audio fed (default 16000; others resampled) */
+    double step_s;                /* new audio that calls for another decode (1.0; 0.1..10) */
+    int agreement;                /* decodes that must agree on a word (2; 2..5) */
+    double min_silence_s;         /* silence after speech that ends an utterance (0.6;
+                                     0: never, only agreement) */
+    const encdec_vad *vad;        /* judges silence when set (borrowed); else the level */
+    float silence_db;             /* without a VAD: 30 ms frames quieter than this (RMS,
+                                     dBFS) are silence (-45) */
+    double max_buffer_s;          /* audio kept at most (30; 5..30) */
+    encdec_transcribe_params tp;  /* each decode's (language, task, beams, thresholds...):
+                                     word_timestamps is always on, initial_prompt is the
+                                     final text's tail, callbacks, clips and VAD are not
+                                     used. Default: encdec_transcribe_default_params()
+                                     without temperature fallback (latency) */
+} encdec_live_params;
+ENCDEC_API encdec_live_params encdec_live_default_params(void);
+
+typedef enum {
+    ENCDEC_LIVE_PARTIAL,          /* text: the words not yet final (replaces the last partial;
+                                     may be empty) */
+    ENCDEC_LIVE_FINAL,            /* text: words final now, after the earlier final text */
+    ENCDEC_LIVE_DONE              /* the stream is transcribed (status: why it ended) */
+} encdec_live_kind;
+
+typedef struct {
+    encdec_live_kind kind;
+    const char *text;             /* UTF-8, its words' leading spaces kept ("" for DONE);
+                                     valid until the next call on the session */
+    double start, end;            /* seconds of the stream: the text's first and last word */
+    int utterance_end;            /* FINAL: silence followed it, or the stream ended */
+    encdec_status status;         /* DONE: ENCDEC_OK, or the error that stopped the session */
+} encdec_live_event;
+
+typedef struct {
+    double fed_s;                 /* audio fed, seconds (at 16 kHz) */
+    double buffered_s;            /* audio held now */
+    double max_buffered_s;        /* the most it ever held */
+    int decodes;                  /* decodes run */
+    int skipped;                  /* steps not decoded: the new audio was silence */
+    int failed;                   /* decodes that failed the thresholds (a loop, improbable
+                                     text): not hypotheses */
+    int finals;                   /* FINAL events */
+} encdec_live_stats;
+
+/* A live session on engine e (a Whisper model's; it must outlive the
+ * session). params may be NULL. ENCDEC_ERR_ARG for values out of range. */
+ENCDEC_API encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params,
+                                         encdec_live **out);
+/* Appends pcm[n_samples] (mono, params' rate; copied) and starts a decode
+ * when one is due and none runs. Never waits for a decode. After
+ * encdec_live_finish: ENCDEC_ERR_ARG. */
+ENCDEC_API encdec_status encdec_live_feed(encdec_live *l, const float *pcm, size_t n_samples);
+/* No more audio: what remains is decoded and made final, then DONE. */
+ENCDEC_API encdec_status encdec_live_finish(encdec_live *l);
+/* The next event into *ev: 1, or 0 when none is ready within wait_ms
+ * (0: do not wait; -1: as long as one may still come: after finish, until
+ * DONE; before it, while a decode runs). After DONE, always 0. */
+ENCDEC_API int encdec_live_next(encdec_live *l, encdec_live_event *ev, int wait_ms);
+ENCDEC_API void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *out);
+/* Cancels a decode that runs and frees the session. */
+ENCDEC_API void encdec_live_free(encdec_live *l);
+
 /* ---- text generation (T5 family) ---------------------------------------- */
 
 /* Generation token by token (encdec_generate_params.on_token): token id

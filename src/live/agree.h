@@ -1,0 +1,43 @@
+/* agree.h - the words of a live session's hypotheses and the rules that
+ * make them final (LocalAgreement-n, whisper_streaming's policy): which
+ * words of a new decode are new (after the final text, an echo of its last
+ * words dropped), and how many leading words successive decodes agree on.
+ * Pure functions over word lists: no model, no audio, no engine. */
+#ifndef ED_LIVE_AGREE_H
+#define ED_LIVE_AGREE_H
+
+#include <stddef.h>
+
+typedef struct {
+    char *text;          /* UTF-8, its leading space kept */
+    double start, end;   /* seconds of the stream */
+} live_word;
+
+typedef struct {
+    live_word *w;
+    int n, cap;
+} live_words;
+
+void live_words_free(live_words *l);
+void live_words_clear(live_words *l);
+/* Appends a copy of text: 0, or -1 (no memory). */
+int live_words_push(live_words *l, const char *text, double start, double end);
+/* Drops the first k words. */
+void live_words_drop(live_words *l, int k);
+/* The words [from, to) joined (leading spaces as they are), malloc'd; "" when empty. */
+char *live_words_text(const live_words *l, int from, int to);
+
+/* 1 when a and b are the same word, case and punctuation aside. */
+int live_word_eq(const char *a, const char *b);
+
+/* Of a decode's words, those after the final text (which ends at
+ * final_end; tail: its last words), in place. The decode may hold the
+ * final text again: where the tail's last words (the most of them, up to
+ * 5) recur in it ending within 1 s of final_end, what is up to there goes;
+ * when they do not recur, the words whose middle is before final_end go. */
+void live_words_after(live_words *hyp, const live_words *tail, double final_end);
+
+/* How many leading words every list of hyps[n] has in common (n >= 1). */
+int live_agree(const live_words *const *hyps, int n);
+
+#endif

@@ -1,0 +1,539 @@
+/* test_live.c - live transcription (encdec_live, src/live/).
+ *
+ * The agreement rules on word lists (no model); then whisper tiny.en fed a
+ * step at a time: the final text of every utterance of ../shared/audio with
+ * a reference, and of a 88 s talk with pauses, against the references (the
+ * transcripts shipped with the audio: an independent truth) and against
+ * offline transcription of the same audio (live WER within 3 points); the
+ * events' contract on every run (each FINAL is the start of the PARTIAL
+ * before it, finals in time order, one DONE last, nothing after it); the
+ * buffer never over its limit; silence not decoded (a minute of it: no
+ * decode; speech after 45 s of it: times in the stream's clock); 24 kHz
+ * audio resampled; the Silero VAD judging silence when installed; bad
+ * parameters and calls refused. Then `encdec stream`: a file, --json, raw
+ * PCM on standard input, --realtime's pace, its errors. */
+#include "check.h"
+#include "clirun.h"
+#include "tmpdir.h"
+#include "golden.h"
+#include "recordings.h"
+#include "../bench/wer.h"
+#include "base/json.h"
+#include "live/agree.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_model[1024];
+
+/* ---- the rules, on word lists ---- */
+
+static void words(live_words *l, const char *const *w, const double *t, int n) {
+    live_words_clear(l);
+    for (int i = 0; i < n; i++) live_words_push(l, w[i], t[2 * i], t[2 * i + 1]);
+}
+
+static void rules(void) {
+    CHECK(live_word_eq(" Americans,", "americans"));
+    CHECK(live_word_eq(" don't", " dont"));
+    CHECK(!live_word_eq(" ask", " asks"));
+    CHECK(live_word_eq(" 10", "10."));
+    live_words a = {0}, b = {0}, c = {0}, tail = {0};
+    const char *wa[] = {" ask", " not", " what", " your"}, *wb[] = {" ask", " not,", " when"},
+               *wc[] = {" Ask", " not", " what"};
+    const double ta[] = {0, 1, 1, 2, 2, 3, 3, 4};
+    words(&a, wa, ta, 4);
+    words(&b, wb, ta, 3);
+    words(&c, wc, ta, 3);
+    const live_words *two[] = {&a, &b}, *three[] = {&a, &c, &b}, *ac[] = {&a, &c};
+    CHECK_EQ_INT(live_agree(two, 2), 2);
+    CHECK_EQ_INT(live_agree(ac, 2), 3);
+    CHECK_EQ_INT(live_agree(three, 3), 2);
+    live_words empty = {0};
+    const live_words *none[] = {&a, &empty};
+    CHECK_EQ_INT(live_agree(none, 2), 0);
+    char *t = live_words_text(&a, 1, 3);
+    CHECK(t && !strcmp(t, " not what"));
+    free(t);
+
+    /* a decode that holds the final text again: cut after its echo of the
+     * tail ("so my fellow" ending at 3.0), even when its times drift */
+    const char *wt[] = {" so", " my", " fellow"};
+    const double tt[] = {1, 1.5, 1.5, 2, 2, 3};
+    words(&tail, wt, tt, 3);
+    const char *wh[] = {" And", " so", " my", " fellow", " Americans", " ask"};
+    const double th[] = {0, 0.9, 0.9, 1.4, 1.4, 1.9, 1.9, 2.6, 2.55, 3.4, 3.4, 4};
+    words(&a, wh, th, 6);
+    live_words_after(&a, &tail, 3.0);
+    CHECK(a.n == 2 && !strcmp(a.w[0].text, " Americans"));
+    /* the tail's words 2 s after where the final text ends are new words */
+    const char *wf[] = {" my", " fellow", " men"};
+    const double tf[] = {5, 5.3, 5.3, 5.6, 5.6, 6};
+    words(&a, wf, tf, 3);
+    live_words_after(&a, &tail, 3.0);
+    CHECK_EQ_INT(a.n, 3);
+    /* no echo: words whose middle is before the final end go */
+    const char *wn[] = {" so", " then", " we"};
+    const double tn[] = {2.6, 3.2, 3.2, 3.5, 3.5, 3.9};
+    words(&a, wn, tn, 3);
+    words(&tail, (const char *const[]){" hello"}, (const double[]){2, 3}, 1);
+    live_words_after(&a, &tail, 3.0);
+    CHECK(a.n == 2 && !strcmp(a.w[0].text, " then"));
+    live_words_drop(&a, 5);
+    CHECK_EQ_INT(a.n, 0);
+    live_words_free(&a), live_words_free(&b), live_words_free(&c), live_words_free(&tail);
+    live_words_free(&empty);
+}
+
+/* ---- a stream, its events checked ---- */
+
+typedef struct {
+    char *final;                  /* the final text, joined */
+    int finals, partials, dones, order_ok;
+    encdec_status status;
+    encdec_live_stats st;
+    double first_start;           /* the first final word's start */
+} run;
+
+/* Feeds pcm a step at a time (each step's decode awaited: as fast as the
+ * model goes), then finishes; checks the events' contract as they come. */
+static run stream(encdec_engine *e, const encdec_live_params *p, const float *pcm, size_t n) {
+    run r = {calloc(1, 1), 0, 0, 0, 1, ENCDEC_OK, {0}, -1};
+    encdec_live *l = NULL;
+    CHECK_EQ_INT(encdec_live_new(e, p, &l), ENCDEC_OK);
+    if (!l) return r;
+    size_t step = (size_t)(p->step_s * p->sample_rate);
+    char *partial = strdup("");
+    double last_end = -1;
+    encdec_live_event ev;
+    for (size_t i = 0; i <= n; i += step) {
+        int end = i + step > n;
+        if (!end) CHECK_EQ_INT(encdec_live_feed(l, pcm + i, step), ENCDEC_OK);
+        else if (i < n) CHECK_EQ_INT(encdec_live_feed(l, pcm + i, n - i), ENCDEC_OK);
+        if (end) CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+        while (encdec_live_next(l, &ev, -1)) {
+            if (r.dones) r.order_ok = 0;   /* nothing after DONE */
+            if (ev.kind == ENCDEC_LIVE_PARTIAL) {
+                free(partial);
+                partial = strdup(ev.text);
+                r.partials++;
+            } else if (ev.kind == ENCDEC_LIVE_FINAL) {
+                /* the start of the partial before it; after the final text before it */
+                if (strncmp(partial, ev.text, strlen(ev.text)) || ev.start < last_end - 0.5 ||
+                    ev.end < ev.start || !*ev.text) {
+                    fprintf(stderr, "FINAL \"%s\" [%.2f, %.2f] after PARTIAL \"%s\", last end %.2f\n",
+                            ev.text, ev.start, ev.end, partial, last_end);
+                    r.order_ok = 0;
+                }
+                if (r.first_start < 0) r.first_start = ev.start;
+                last_end = ev.end;
+                size_t a = strlen(r.final), b = strlen(ev.text);
+                char *f = realloc(r.final, a + b + 1);
+                if (f) memcpy(f + a, ev.text, b + 1), r.final = f;
+                r.finals++;
+            } else {
+                r.dones++;
+                r.status = ev.status;
+            }
+        }
+        if (end) break;
+    }
+    CHECK_EQ_INT(encdec_live_next(l, &ev, 0), 0);   /* after DONE: nothing */
+    CHECK_EQ_INT(encdec_live_feed(l, pcm, 1), ENCDEC_ERR_ARG);   /* finished */
+    encdec_live_get_stats(l, &r.st);
+    free(partial);
+    encdec_live_free(l);
+    return r;
+}
+
+static void run_ok(const run *r, const char *what, double max_buffer) {
+    CHECK(r->order_ok);
+    CHECK_EQ_INT(r->dones, 1);
+    CHECK_EQ_INT(r->status, ENCDEC_OK);
+    CHECK(r->st.max_buffered_s <= max_buffer + 1e-6);
+    if (!r->order_ok || r->st.max_buffered_s > max_buffer + 1e-6)
+        fprintf(stderr, "%s: events out of order or %.1f s held\n", what, r->st.max_buffered_s);
+}
+
+/* Numbers 0..20 written as digits spelled out, in place (a malloc'd
+ * string, grown): "10 of clubs" and "Ten of clubs" are the same words to
+ * WER, as Whisper's English normaliser has it. */
+static char *spell(char *s) {
+    static const char *const num[] = {"zero", "one", "two", "three", "four", "five", "six", "seven",
+                                      "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+                                      "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+                                      "nineteen", "twenty"};
+    size_t cap = strlen(s) * 4 + 1, o = 0;
+    char *out = malloc(cap);
+    if (!out) return s;
+    for (const char *p = s; *p;) {
+        int start = p == s || !((p[-1] >= '0' && p[-1] <= '9') || (p[-1] >= 'A' && p[-1] <= 'z'));
+        char *end;
+        long v = start && *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        if (v >= 0 && v <= 20 && !((*end >= '0' && *end <= '9') || (*end >= 'A' && *end <= 'z'))) {
+            o += (size_t)snprintf(out + o, cap - o, "%s", num[v]);
+            p = end;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = 0;
+    free(s);
+    return out;
+}
+
+static char *offline(encdec_engine *e, const float *pcm, size_t n) {
+    encdec_request *q = NULL;
+    encdec_result *res = NULL;
+    CHECK_EQ_INT(encdec_engine_transcribe(e, pcm, n, NULL, &q), ENCDEC_OK);
+    if (q) CHECK_EQ_INT(encdec_request_wait(q, &res), ENCDEC_OK);
+    encdec_request_free(q);
+    char *t = spell(strdup(res ? encdec_result_text(res) : ""));
+    encdec_result_free(res);
+    return t;
+}
+
+/* Every utterance with a reference: live against offline, WER. */
+static void utterances(encdec_engine *e) {
+    wer_set *ws = calloc(1, sizeof *ws);
+    CHECK(ws && wer_load(ws, ED_SHARED_DIR "/audio") >= 10);
+    if (!ws) return;
+#ifdef ED_SANITIZED
+    ws->n = 2;   /* the sanitizers' pass: jfk and the LibriSpeech utterance */
+#endif
+    encdec_live_params p = encdec_live_default_params();
+    int words = 0, e_live = 0, e_off = 0;
+    for (int i = 0; i < ws->n; i++) {
+        float *pcm = NULL;
+        size_t n = 0;
+        CHECK_EQ_INT(encdec_audio_load(ws->path[i], 0, &pcm, &n), ENCDEC_OK);
+        if (!pcm) continue;
+        run r = stream(e, &p, pcm, n);
+        run_ok(&r, ws->path[i], 30);
+        r.final = spell(r.final);
+        char *off = offline(e, pcm, n);
+        words += wer_words(ws->ref[i]);
+        e_live += wer_edits(r.final, ws->ref[i]);
+        e_off += wer_edits(off, ws->ref[i]);
+        printf("%-52s live %2d, offline %2d edits of %2d words, %2d decodes:%s\n",
+               strrchr(ws->path[i], '/') ? ws->path[i] + strlen(ED_SHARED_DIR) + 7 : ws->path[i],
+               wer_edits(r.final, ws->ref[i]), wer_edits(off, ws->ref[i]), wer_words(ws->ref[i]),
+               r.st.decodes, r.final);
+        free(off), free(r.final);
+        encdec_free(pcm);
+    }
+    double wl = (double)e_live / words, wo = (double)e_off / words;
+    printf("utterances: live WER %.2f%%, offline %.2f%% (%d words)\n", 100 * wl, 100 * wo, words);
+    CHECK(wl <= wo + 0.03);
+    free(ws);
+}
+
+/* The 88 s talk of tests/data/longform-golden.json (speech and pauses):
+ * live WER within 3 points of offline, the buffer within its limit. */
+static void talk(encdec_engine *e) {
+    cJSON *js = NULL;
+    CHECK_EQ_INT(ed_json_load(ED_TEST_DATA "/longform-golden.json", &js), ENCDEC_OK);
+    const cJSON *rec = cJSON_GetArrayItem(cJSON_GetObjectItem(js, "recordings"), 0);
+    wer_set *ws = calloc(1, sizeof *ws);
+    if (!rec || !ws || wer_load(ws, ED_SHARED_DIR "/audio") < 10) {
+        CHECK(0);
+        cJSON_Delete(js), free(ws);
+        return;
+    }
+    /* its reference: its pieces' references in order */
+    char ref[4096] = "";
+    const cJSON *piece;
+    cJSON_ArrayForEach(piece, cJSON_GetObjectItem(rec, "pieces")) {
+        const char *f = cJSON_GetStringValue(cJSON_GetObjectItem(piece, "file"));
+        for (int i = 0; f && i < ws->n; i++)
+            if (strstr(ws->path[i], f) && strlen(ref) + strlen(ws->ref[i]) + 2 < sizeof ref) {
+                strcat(ref, " ");
+                strcat(ref, ws->ref[i]);
+                break;
+            }
+    }
+    float *pcm = NULL;
+    size_t n = 0;
+    CHECK(rec_build(rec, &pcm, &n));
+    encdec_live_params p = encdec_live_default_params();
+    p.max_buffer_s = 20;   /* a tighter limit than the default: it must hold too */
+    run r = stream(e, &p, pcm, n);
+    run_ok(&r, "talk", 20);
+    r.final = spell(r.final);
+    char *off = offline(e, pcm, n);
+    int w = wer_words(ref), el = wer_edits(r.final, ref), eo = wer_edits(off, ref);
+    printf("talk (%.0f s): live %d, offline %d edits of %d words; %d decodes (%d failed), at most "
+           "%.1f s held\n", (double)n / 16000, el, eo, w, r.st.decodes, r.st.failed,
+           r.st.max_buffered_s);
+    CHECK(w > 100 && (double)el / w <= (double)eo / w + 0.03);
+    if ((double)el / w > (double)eo / w + 0.03) fprintf(stderr, "live:%s\noffline:%s\nref:%s\n", r.final, off, ref);
+    free(off), free(r.final), free(pcm), free(ws);
+    cJSON_Delete(js);
+}
+
+/* A minute of silence: no decode. Speech after 45 s of it: the same words,
+ * in the stream's clock. */
+static void silence(encdec_engine *e, const float *jfk, size_t n_jfk) {
+    encdec_live_params p = encdec_live_default_params();
+    size_t n = 60 * 16000;
+    float *pcm = calloc(n + n_jfk, sizeof *pcm);
+    if (!pcm) return;
+    run r = stream(e, &p, pcm, n);
+    run_ok(&r, "silence", 30);
+    CHECK(r.st.decodes == 0 && r.finals == 0 && r.st.skipped >= 50);
+    printf("a minute of silence: %d decodes, %d steps skipped, at most %.1f s held\n",
+           r.st.decodes, r.st.skipped, r.st.max_buffered_s);
+    free(r.final);
+    size_t lead = 45 * 16000;
+    memcpy(pcm + lead, jfk, sizeof *pcm * n_jfk);
+    r = stream(e, &p, pcm, lead + n_jfk);
+    run_ok(&r, "silence then jfk", 30);
+    int ed = wer_edits(r.final, "and so my fellow americans ask not what your country can do for "
+                                "you ask what you can do for your country");
+    printf("45 s of silence, then jfk: %d decodes, first word at %.2f s, %d edits:%s\n",
+           r.st.decodes, r.first_start, ed, r.final);
+    CHECK(ed <= 2);
+    CHECK(r.first_start >= 44.4 && r.first_start < 46.5);
+    CHECK(r.st.decodes <= 16);   /* the speech's steps, not the silence's */
+    free(r.final);
+    free(pcm);
+}
+
+/* jfk at 24 kHz (OpenAI's Realtime pcm16 rate), resampled by the session. */
+static void rate_24k(encdec_engine *e, const float *jfk, size_t n) {
+    size_t m = n * 3 / 2;
+    float *x = malloc(sizeof *x * m);
+    if (!x) return;
+    for (size_t i = 0; i < m; i++) {   /* linear interpolation: enough for speech */
+        double t = (double)i * 2 / 3;
+        size_t a = (size_t)t;
+        double f = t - (double)a;
+        x[i] = (float)(jfk[a] * (1 - f) + (a + 1 < n ? jfk[a + 1] : 0) * f);
+    }
+    encdec_live_params p = encdec_live_default_params();
+    p.sample_rate = 24000;
+    run r = stream(e, &p, x, m);
+    run_ok(&r, "24 kHz", 30);
+    int ed = wer_edits(r.final, "and so my fellow americans ask not what your country can do for "
+                                "you ask what you can do for your country");
+    printf("jfk at 24 kHz: %d edits, %.2f s fed:%s\n", ed, r.st.fed_s, r.final);
+    CHECK(ed <= 2);
+    CHECK(fabs(r.st.fed_s - (double)n / 16000) < 0.05);
+    free(r.final);
+    free(x);
+}
+
+static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
+    char dir[1024];
+    encdec_vad *v = NULL;
+    if (!golden_find_file(dir, sizeof dir, "ENCDEC_VAD", "silero-vad-v6", "model.safetensors")) {
+        printf("the Silero VAD is not installed: --vad not checked\n");
+        return;
+    }
+    CHECK_EQ_INT(encdec_vad_load(dir, &v), ENCDEC_OK);
+    encdec_live_params p = encdec_live_default_params();
+    p.vad = v;
+    size_t pad = 20 * 16000;   /* speech, 20 s of low noise, speech */
+    float *x = malloc(sizeof *x * (2 * n + pad));
+    if (!x) return;
+    memcpy(x, jfk, sizeof *x * n);
+    rec_noise(x + n, pad, 7);
+    memcpy(x + n + pad, jfk, sizeof *x * n);
+    run r = stream(e, &p, x, 2 * n + pad);
+    run_ok(&r, "vad", 30);
+    const char *one = "and so my fellow americans ask not what your country can do for you ask "
+                      "what you can do for your country ";
+    char two[512];
+    snprintf(two, sizeof two, "%s%s", one, one);
+    int ed = wer_edits(r.final, two);
+    printf("jfk, 20 s of noise, jfk, with the VAD: %d edits, %d decodes, %d skipped:%s\n", ed,
+           r.st.decodes, r.st.skipped, r.final);
+    CHECK(ed <= 4);
+    CHECK(r.st.skipped >= 10);
+    free(r.final);
+    free(x);
+    encdec_vad_free(v);
+}
+
+static void bad_calls(encdec_engine *e) {
+    encdec_live *l = NULL;
+    encdec_live_params p = encdec_live_default_params();
+    CHECK_EQ_INT(encdec_live_new(NULL, &p, &l), ENCDEC_ERR_ARG);
+    CHECK_EQ_INT(encdec_live_new(e, &p, NULL), ENCDEC_ERR_ARG);
+    struct { const char *what; encdec_live_params p; } bad[8];
+    int nb = 0;
+    for (int i = 0; i < 8; i++) bad[i].p = p;
+    bad[nb].what = "step 0", bad[nb++].p.step_s = 0;
+    bad[nb].what = "step NaN", bad[nb++].p.step_s = NAN;
+    bad[nb].what = "agreement 1", bad[nb++].p.agreement = 1;
+    bad[nb].what = "agreement 6", bad[nb++].p.agreement = 6;
+    bad[nb].what = "rate 0", bad[nb++].p.sample_rate = 0;
+    bad[nb].what = "buffer 31 s", bad[nb++].p.max_buffer_s = 31;
+    bad[nb].what = "silence -1", bad[nb++].p.min_silence_s = -1;
+    bad[nb].what = "silence_db 3", bad[nb++].p.silence_db = 3;
+    for (int i = 0; i < nb; i++) {
+        l = NULL;
+        encdec_status s = encdec_live_new(e, &bad[i].p, &l);
+        CHECK_EQ_INT(s, ENCDEC_ERR_ARG);
+        CHECK(l == NULL && strstr(encdec_last_error(), "live"));
+        if (s != ENCDEC_ERR_ARG) fprintf(stderr, "%s: accepted\n", bad[i].what);
+        encdec_live_free(l);
+    }
+    CHECK_EQ_INT(encdec_live_new(e, NULL, &l), ENCDEC_OK);
+    float x[4] = {0, NAN, 0, 0};
+    CHECK_EQ_INT(encdec_live_feed(l, x, 4), ENCDEC_ERR_ARG);
+    CHECK_EQ_INT(encdec_live_feed(l, NULL, 4), ENCDEC_ERR_ARG);
+    CHECK_EQ_INT(encdec_live_feed(l, x, 0), ENCDEC_OK);
+    encdec_live_event ev;
+    CHECK_EQ_INT(encdec_live_next(l, &ev, -1), 0);   /* nothing can come: no wait */
+    CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+    CHECK(encdec_live_next(l, &ev, -1) == 1 && ev.kind == ENCDEC_LIVE_DONE && ev.status == ENCDEC_OK);
+    encdec_live_free(l);
+    /* freed with a decode running: it is cancelled */
+    float *noise = malloc(sizeof *noise * 16000 * 3);
+    if (noise) {
+        for (int i = 0; i < 16000 * 3; i++) noise[i] = 0.3f * sinf((float)i * 0.05f);
+        CHECK_EQ_INT(encdec_live_new(e, NULL, &l), ENCDEC_OK);
+        CHECK_EQ_INT(encdec_live_feed(l, noise, 16000 * 3), ENCDEC_OK);
+        encdec_live_free(l);
+        free(noise);
+    }
+    encdec_live_free(NULL);
+}
+
+#define JFK_WORDS "and so my fellow americans ask not what your country can do for you ask what " \
+                  "you can do for your country"
+
+/* The text of `encdec stream`'s plain lines ("[  0.00 -->   1.04] And so"). */
+static void plain_text(const char *out, char *text, size_t cap) {
+    size_t o = 0;
+    text[0] = 0;
+    for (const char *p = out; (p = strchr(p, ']')); p++) {
+        const char *e = strchr(p, '\n');
+        size_t k = e ? (size_t)(e - p - 1) : strlen(p + 1);
+        if (o + k + 1 >= cap) break;
+        memcpy(text + o, p + 1, k);
+        o += k;
+        text[o] = 0;
+    }
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void cli(const float *jfk, size_t n) {
+    char cmd[8192], text[4096];
+    CHECK_EQ_INT(cli_sh("'" ED_CLI_PATH "' stream -t 2 '" ED_SHARED_DIR "/audio/jfk.wav' 2>&1"), 0);
+    CHECK(cli_said("[   0.00 -->"));
+    plain_text(cli_out, text, sizeof text);
+    CHECK(wer_edits(text, JFK_WORDS) <= 2);
+    /* --json: an event per line, DONE last */
+    CHECK_EQ_INT(cli_sh("'" ED_CLI_PATH "' stream -t 2 --json --step 2 '" ED_SHARED_DIR
+                        "/audio/jfk.wav'"), 0);
+    int finals = 0, partials = 0, lines = 0, done_last = 0;
+    size_t o = 0;
+    text[0] = 0;
+    for (char *line = strtok(cli_out, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *js = cJSON_Parse(line);
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(js, "type"));
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(js, "text"));
+        lines++;
+        done_last = type && !strcmp(type, "done");
+        if (type && !strcmp(type, "final") && t && o + strlen(t) + 1 < sizeof text) {
+            finals++;
+            strcpy(text + o, t);
+            o += strlen(t);
+            CHECK(cJSON_IsNumber(cJSON_GetObjectItem(js, "start")) &&
+                  cJSON_IsBool(cJSON_GetObjectItem(js, "utterance_end")));
+        }
+        if (type && !strcmp(type, "partial")) partials++;
+        CHECK(js && type);
+        cJSON_Delete(js);
+    }
+    CHECK(done_last && finals >= 2 && partials >= finals);
+    CHECK(wer_edits(text, JFK_WORDS) <= 2);
+    printf("encdec stream --json: %d lines, %d final, %d partial:%s\n", lines, finals, partials, text);
+    /* raw s16le on standard input */
+    char raw[1100];
+    snprintf(raw, sizeof raw, "%s/jfk.raw", tmp_dir);
+    FILE *f = fopen(raw, "wb");
+    CHECK(f != NULL);
+    for (size_t i = 0; f && i < n; i++) {
+        int v = (int)lrintf(jfk[i] * 32768.0f);
+        v = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+        unsigned char b[2] = {(unsigned char)(v & 0xff), (unsigned char)((v >> 8) & 0xff)};
+        fwrite(b, 1, 2, f);
+    }
+    if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "cat '%s' | '%s' stream -t 2 --rate 16000 - 2>&1", raw, ED_CLI_PATH);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    plain_text(cli_out, text, sizeof text);
+    CHECK(wer_edits(text, JFK_WORDS) <= 2);
+    printf("raw PCM on standard input:%s\n", text);
+    /* --realtime: the audio's pace (3 s of it take 3 s at least) */
+    snprintf(cmd, sizeof cmd, "head -c 96000 '%s' > '%s.3s' && '%s' stream -t 2 --rate 16000 "
+             "--realtime '%s.3s' 2>&1", raw, raw, ED_CLI_PATH, raw);
+    double t0 = now_s();
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    double took = now_s() - t0;
+    printf("--realtime: 3 s of audio in %.2f s:%s", took, cli_out);
+    CHECK(took >= 2.9);
+    CHECK(cli_said("And so"));
+    /* errors */
+    const struct { const char *args; int rc; const char *said; } bad[] = {
+        {"--step 0 x.wav", 2, "--step expects"},
+        {"--agreement 9 x.wav", 2, "--agreement expects"},
+        {"--realtime -", 2, "--realtime paces a file"},
+        {"", 2, "give one input"},
+        {"a.wav b.wav", 2, "give one input"},
+        {"--bogus x.wav", 2, "unknown option"},
+        {"/nonexistent.wav", 1, "/nonexistent.wav"},
+        {"--rate 16000 /nonexistent.raw", 1, "/nonexistent.raw"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' stream %s 2>&1", ED_CLI_PATH, bad[i].args);
+        CHECK_EQ_INT(cli_sh(cmd), bad[i].rc);
+        CHECK(cli_said(bad[i].said));
+    }
+}
+
+int main(void) {
+    rules();
+    if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en")) {
+        printf("whisper tiny.en not installed: live decoding not checked\n");
+        return check_done();
+    }
+    if (access(ED_SHARED_DIR "/audio/jfk.wav", R_OK) != 0) return check_skip("needs ../shared/audio");
+    encdec_model *m = NULL;
+    CHECK_EQ_INT(encdec_model_load(g_model, &m), ENCDEC_OK);
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = {2, 4, ENCDEC_KV_F32, 0};
+    if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    float *jfk = NULL;
+    size_t n_jfk = 0;
+    CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &jfk, &n_jfk), ENCDEC_OK);
+    if (e && jfk) {
+        bad_calls(e);
+        utterances(e);
+        silence(e, jfk, n_jfk);
+        if (tmp_new("encdec-live")) {
+            cli(jfk, n_jfk);
+            tmp_remove(tmp_dir);
+        }
+#ifndef ED_SANITIZED
+        rate_24k(e, jfk, n_jfk);
+        with_vad(e, jfk, n_jfk);
+        talk(e);
+#endif
+    }
+    encdec_free(jfk);
+    encdec_engine_free(e);
+    encdec_model_free(m);
+    return check_done();
+}
