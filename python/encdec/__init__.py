@@ -17,8 +17,8 @@ from ._native import lib as _lib
 from .audio import decode_audio
 from .t5 import T5Model
 from .vad import VadOptions, get_speech_timestamps
-from .whisper import (BatchedInferencePipeline, Segment, TranscriptionInfo, TranscriptionOptions,
-                      WhisperModel, Word)
+from .whisper import (BatchedInferencePipeline, LiveEvent, Segment, TranscriptionInfo,
+                      TranscriptionOptions, WhisperModel, Word)
 
 __version__ = "0.1.0"
 
@@ -28,7 +28,7 @@ def build_info():
     return _lib.encdec_build_info().decode()
 
 
-__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Segment", "Word",
+__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Segment", "Word", "LiveEvent",
            "TranscriptionInfo", "TranscriptionOptions", "decode_audio",
            "VadOptions", "get_speech_timestamps",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

@@ -149,6 +149,22 @@ class TranscribeParams(Structure):
                 ("n_initial_prompt_tokens", c_int)]
 
 
+class LiveParams(Structure):
+    _fields_ = [("sample_rate", c_int), ("step_s", c_double), ("agreement", c_int),
+                ("min_silence_s", c_double), ("vad", c_void_p), ("silence_db", c_float),
+                ("max_buffer_s", c_double), ("tp", TranscribeParams)]
+
+
+class LiveEvent(Structure):
+    _fields_ = [("kind", c_int), ("text", c_char_p), ("start", c_double), ("end", c_double),
+                ("utterance_end", c_int), ("status", c_int)]
+
+
+class LiveStats(Structure):
+    _fields_ = [("fed_s", c_double), ("buffered_s", c_double), ("max_buffered_s", c_double),
+                ("decodes", c_int), ("skipped", c_int), ("failed", c_int), ("finals", c_int)]
+
+
 class Timings(Structure):
     _fields_ = [("mel_ms", c_double), ("encoder_ms", c_double), ("decode_ms", c_double),
                 ("n_windows", c_int), ("n_tokens", c_int), ("n_steps", c_int),
@@ -199,7 +215,8 @@ STRUCTS = {
     "encdec_engine_params": EngineParams, "encdec_engine_stats": EngineStats,
     "encdec_batch_params": BatchParams,
     "encdec_generate_params": GenerateParams, "encdec_vad_params": VadParams,
-    "encdec_span": Span,
+    "encdec_span": Span, "encdec_live_params": LiveParams, "encdec_live_event": LiveEvent,
+    "encdec_live_stats": LiveStats,
 }
 
 # ---- functions ------------------------------------------------------------------
@@ -264,6 +281,13 @@ _fn("encdec_result_language_probability", c_float, c_void_p)
 _fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
 _fn("encdec_result_timings", P(Timings), c_void_p)
 _fn("encdec_result_free", None, c_void_p)
+_fn("encdec_live_default_params", LiveParams)
+_fn("encdec_live_new", _status, c_void_p, P(LiveParams), P(c_void_p))
+_fn("encdec_live_feed", _status, c_void_p, P(c_float), c_size_t)
+_fn("encdec_live_finish", _status, c_void_p)
+_fn("encdec_live_next", c_int, c_void_p, P(LiveEvent), c_int)
+_fn("encdec_live_get_stats", None, c_void_p, P(LiveStats))
+_fn("encdec_live_free", None, c_void_p)
 _fn("encdec_vad_default_params", VadParams)
 _fn("encdec_vad_load", _status, c_char_p, P(c_void_p))
 _fn("encdec_vad_free", None, c_void_p)

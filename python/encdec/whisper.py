@@ -21,12 +21,24 @@ import sys
 import threading
 import weakref
 from dataclasses import asdict, dataclass, fields
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
+
+import numpy as np
 
 from . import _native as N
 from . import audio as A
 from . import vad as V
 from ._model import Model, Owner, default_threads, resolve
+
+
+class LiveEvent(NamedTuple):
+    """An event of WhisperModel.stream(): "partial" or "final" text and
+    the stream seconds of its first and last word."""
+    type: str
+    text: str
+    start: float
+    end: float
+    utterance_end: bool
 
 
 @dataclass
@@ -439,6 +451,68 @@ class WhisperModel(Owner):
         e, self._engine = getattr(self, "_engine", None), None
         if e:
             N.lib.encdec_engine_free(e)
+
+    def stream(self, chunks, sample_rate=16000, language=None, task="transcribe", beam_size=1,
+               step=1.0, agreement=2, min_silence=0.6, vad_filter=False, silence_db=-45.0,
+               max_buffer=30.0):
+        """Live transcription (encdec's own; faster-whisper has none): the
+        text of audio as it arrives. chunks: an iterable of mono pieces at
+        sample_rate, NumPy arrays (float32 in [-1, 1], or int16 / int32) or
+        bytes of s16le PCM. Yields LiveEvent(type, text, start, end,
+        utterance_end): "partial" (the words not yet final; the next partial
+        replaces it) and "final" (words that never change, after the earlier
+        final text), times in seconds of the stream. Words become final when
+        `agreement` successive decodes agree on them, or with their
+        utterance once `min_silence` seconds of silence follow (the Silero
+        VAD's verdict with vad_filter, else the level: silence_db). After
+        each `step` seconds of audio the iterator waits for that step's
+        decode, so a source faster than real time loses nothing; one that
+        delivers audio as it is spoken gets its text within a second or two.
+        The decodes are requests of this model's engine, beside its other
+        transcriptions. Method: docs/LIVE.md."""
+        if not self._engine:
+            raise ValueError("the model is closed")
+        if task not in ("transcribe", "translate"):
+            raise ValueError(f"task={task!r}: 'transcribe' or 'translate'")
+        language = self._check_language(language)
+        lp = N.lib.encdec_live_default_params()
+        lp.sample_rate, lp.step_s, lp.agreement = int(sample_rate), float(step), int(agreement)
+        lp.min_silence_s, lp.silence_db, lp.max_buffer_s = float(min_silence), float(silence_db), \
+            float(max_buffer)
+        lang = language.encode() if language else None   # kept alive below
+        lp.tp.language, lp.tp.translate = lang, task == "translate"
+        lp.tp.beam_size = int(beam_size)
+        if vad_filter:
+            lp.vad = V.model()
+        h = ctypes.c_void_p()
+        N.check(N.lib.encdec_live_new(self._engine, ctypes.byref(lp), ctypes.byref(h)), "stream")
+        ev = N.LiveEvent()
+
+        def ready(wait_ms):
+            while N.lib.encdec_live_next(h, ctypes.byref(ev), wait_ms):
+                if ev.kind == 2:   # DONE
+                    N.check(ev.status, "stream")
+                    return True
+                yield LiveEvent("partial" if ev.kind == 0 else "final", N.text(ev.text),
+                                round(ev.start, 3), round(ev.end, 3), bool(ev.utterance_end))
+            return False
+
+        try:
+            fed, per_step = 0, max(1, int(step * sample_rate))
+            for chunk in chunks:
+                x = np.frombuffer(bytes(chunk), dtype="<i2") if isinstance(
+                    chunk, (bytes, bytearray, memoryview)) else np.asarray(chunk)
+                x = A._as_float_samples(x.reshape(-1))
+                N.check(N.lib.encdec_live_feed(
+                    h, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), x.size), "stream")
+                waited = fed // per_step < (fed + x.size) // per_step
+                fed += x.size
+                yield from ready(-1 if waited else 0)
+            N.check(N.lib.encdec_live_finish(h), "stream")
+            yield from ready(-1)
+        finally:
+            N.lib.encdec_live_free(h)
+            del lang
 
     def _check_language(self, language):
         if language is None:
