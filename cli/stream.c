@@ -44,7 +44,8 @@ static const char HELP[] =
     "      --translate       to English (multilingual models)\n"
     "      --beam-size N     beam search in each decode (default 1: greedy)\n"
     "      --json            one JSON object per event: {\"type\": \"partial\" | \"final\" |\n"
-    "                        \"done\", \"text\", \"start\", \"end\", \"utterance_end\"}\n"
+    "                        \"done\", \"text\", \"start\", \"end\" (stream seconds), \"wall\"\n"
+    "                        (seconds since the first sample was fed), \"utterance_end\"}\n"
     "      --stats           at the end, on standard error: audio, decodes, steps skipped\n"
     "                        as silence, the most audio held, the real-time factor\n";
 
@@ -111,6 +112,7 @@ static int parse(int argc, char **argv, opts *o) {
 
 typedef struct {
     int tty, json;
+    double t0;                   /* when feeding began (ms): --json's "wall" */
     char *line;                  /* a terminal's line: its final text so far */
     size_t len;
 } out_state;
@@ -131,7 +133,8 @@ static void show(out_state *w, const encdec_live_event *ev) {
     if (w->json) {
         printf("{\"type\": \"%s\", \"text\": ", kind[ev->kind]);
         json_str(ev->text);
-        printf(", \"start\": %.2f, \"end\": %.2f", ev->start, ev->end);
+        printf(", \"start\": %.2f, \"end\": %.2f, \"wall\": %.3f", ev->start, ev->end,
+               (cli_now_ms() - w->t0) / 1e3);
         if (ev->kind == ENCDEC_LIVE_FINAL) printf(", \"utterance_end\": %s", ev->utterance_end ? "true" : "false");
         if (ev->kind == ENCDEC_LIVE_DONE && ev->status)
             printf(", \"error\": \"%s\"", encdec_status_str(ev->status));
@@ -198,6 +201,7 @@ static int feed_file(encdec_live *l, const opts *o, out_state *w, encdec_status 
     }
     size_t chunk = o->realtime ? 1600 : (size_t)(o->lp.step_s * 16000 + 0.5);
     double t0 = cli_now_ms();
+    w->t0 = t0;   /* the stream's clock starts with its first sample */
     for (size_t i = 0; i < n; i += chunk) {
         size_t k = n - i < chunk ? n - i : chunk;
         if (o->realtime) sleep_until(t0 + (double)i / 16.0);
@@ -221,6 +225,7 @@ static int feed_raw(encdec_live *l, int fd, const opts *o, out_state *w, encdec_
     float x[1600];
     size_t have = 0;
     double t0 = cli_now_ms(), fed = 0, step = o->lp.step_s * o->rate, next = step;
+    w->t0 = t0;   /* the stream's clock starts with its first sample */
     for (;;) {
         if (o->realtime) sleep_until(t0 + fed * 1000.0 / o->rate);
         ssize_t r = read(fd, b + have, sizeof b - have);
@@ -277,9 +282,9 @@ int cli_stream(int argc, char **argv) {
         cli_err("encdec stream: %s: %s\n", encdec_status_str(s), encdec_last_error());
         failed = 1;
     } else {
-        out_state w = {isatty(1), o.json, NULL, 0};
+        out_state w = {isatty(1), o.json, cli_now_ms(), NULL, 0};
         encdec_status st = ENCDEC_OK;
-        double t0 = cli_now_ms();
+        double t0 = w.t0;
         int fd = -1;
         if (o.rate) {
             fd = strcmp(o.input, "-") ? open(o.input, O_RDONLY) : 0;

@@ -127,6 +127,7 @@ static void cut_at(encdec_live *l, double t) {
 }
 
 static int append(encdec_live *l, const float *x, size_t n) {
+    if (!n) return 0;
     if (l->n + n > l->cap) {
         size_t cap = l->cap ? l->cap : SR * 4;
         while (cap < l->n + n) cap *= 2;
