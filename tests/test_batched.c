@@ -12,7 +12,8 @@
  * 2. Batch 1 = batch 4; a file (read in blocks) = memory; callbacks on
  *    the calling thread in order (language once first, progress to the
  *    end); a segment callback that stops it: ENCDEC_ERR_CANCELLED, and the
- *    engine goes on serving.
+ *    engine goes on serving (the sanitizers' pass leaves out batch 1 and
+ *    the run after the cancel: the parts below use the engine after it).
  * 3. Without a VAD: a recording of 30 s or less is one chunk (= the
  *    session's); clips are chunks of their own; one given span longer
  *    than a chunk is cut into equal parts; errors named (batch size,
@@ -271,10 +272,12 @@ static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, c
     CHECK_EQ_INT(c.languages, 1);
     CHECK_NEAR(c.total, n / (double)RATE, 1e-9);
     CHECK(c.progress > c.total - 3 && c.progress <= c.total);
+#ifndef ED_SANITIZED   /* the sanitizers' pass: batch 3 below is a batch all the same */
     /* batch 1 = batch 4 */
     bp.batch_size = 1;
     CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r1), ENCDEC_OK);
     if (r1) CHECK(golden_same_transcript(r, r1));
+#endif
     /* a file, read in blocks = memory */
     bp.batch_size = 3;
     if (tmp_new("encdec-test-batched")) {
@@ -313,10 +316,12 @@ static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, c
     CHECK(rs == NULL);
     CHECK_EQ_INT(flagged.segments, first_chunk);
     bp.cancel = NULL;
+#ifndef ED_SANITIZED
     encdec_result_free(r1);
     r1 = NULL;
     CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r1), ENCDEC_OK);
     if (r1) CHECK(golden_same_transcript(r, r1));
+#endif
     encdec_result_free(r);
     encdec_result_free(r1);
     encdec_result_free(rf);
