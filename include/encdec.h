@@ -745,6 +745,11 @@ ENCDEC_API encdec_status encdec_live_finish(encdec_live *l);
  * DONE; before it, while a decode runs). After DONE, always 0. */
 ENCDEC_API int encdec_live_next(encdec_live *l, encdec_live_event *ev, int wait_ms);
 ENCDEC_API void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *out);
+/* Seconds of audio fed that no decode has started on (0 after finish or
+ * DONE). At step_s or more the session is behind: a decode runs and the
+ * next one's audio waits. A source that can wait (a file, a socket with
+ * flow control) should, rather than feed more. */
+ENCDEC_API double encdec_live_backlog(encdec_live *l);
 /* Cancels a decode that runs and frees the session. */
 ENCDEC_API void encdec_live_free(encdec_live *l);
 

@@ -7,12 +7,15 @@
 # server under concurrent clients, streamed completions included
 # (test_server_load, its sanitizers' size), every endpoint, error and
 # drain of test_server_openai, and the watcher of parked connections under
-# slow and misbehaving clients (test_server_hostile). Any report fails.
+# slow and misbehaving clients (test_server_hostile), and live sessions over
+# WebSockets, each on its thread beside libmicrohttpd's (test_server_realtime).
+# Any report fails.
 # Called by scripts/test.sh after the ASan pass; needs the default model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-tests=(test_kern test_engine test_engine_t5 test_server_load test_server_openai test_server_hostile)
+tests=(test_kern test_engine test_engine_t5 test_server_load test_server_openai test_server_hostile
+       test_server_realtime)
 
 echo "== ThreadSanitizer build: ${tests[*]} ==" >&2
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCDEC_WERROR=ON -DENCDEC_TSAN=ON >/dev/null

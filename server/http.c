@@ -54,6 +54,12 @@ static double token_rate(srv *s) {
 
 enum MHD_Result srv_send_body(conn *k, struct MHD_Connection *c, int status, char *body,
                               const char *ctype, const char *retry_after) {
+    return srv_send_body_h(k, c, status, body, ctype, retry_after ? "Retry-After" : NULL,
+                           retry_after);
+}
+
+enum MHD_Result srv_send_body_h(conn *k, struct MHD_Connection *c, int status, char *body,
+                                const char *ctype, const char *header, const char *value) {
     if (!body) {
         static char oom[] = "{\"error\": {\"message\": \"out of memory\", \"type\": \"server_error\", "
                             "\"param\": null, \"code\": null}}";
@@ -69,7 +75,7 @@ enum MHD_Result srv_send_body(conn *k, struct MHD_Connection *c, int status, cha
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", ctype);
-    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    if (header) MHD_add_response_header(r, header, value);
     if (k->close) MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -232,7 +238,7 @@ static int route_of(const char *url, int *known_path) {
         {"/v1/audio/transcriptions", R_TRANSCRIBE}, {"/v1/audio/translations", R_TRANSLATE},
         {"/inference", R_INFERENCE}, {"/load", R_LOAD},
         {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
-        {"/v1/completions", R_COMPLETIONS},
+        {"/v1/completions", R_COMPLETIONS}, {"/v1/realtime", R_REALTIME},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (!strcmp(url, r[i].path)) {
@@ -465,6 +471,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     case R_METRICS: return metrics(k, c);
     case R_COMPLETIONS: return srv_ep_completions(k, c);
     case R_LOAD: return srv_ep_load(k, c);
+    case R_REALTIME:
+#if ENCDEC_WITH_WS
+        return srv_ep_realtime(k, c);
+#else
+        return srv_fail_req(k, c, 501, "server_error", NULL, "not_implemented",
+                            "this encdec was built without libwslay and nettle: no /v1/realtime");
+#endif
     default: return srv_ep_audio(k, c);
     }
 }
@@ -552,7 +565,7 @@ int srv_start(srv *s) {
     struct sockaddr_in6 a6;
     struct sockaddr *addr;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
     const char *host = strcmp(s->o.host, "localhost") ? s->o.host : "127.0.0.1";
     memset(&a4, 0, sizeof a4);
     memset(&a6, 0, sizeof a6);

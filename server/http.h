@@ -60,6 +60,8 @@ int srv_conn_admit(srv *s, struct MHD_Connection *c, char *why, size_t n);
  * request's headers are timed from now). */
 void srv_conn_body_done(struct MHD_Connection *c);
 void srv_conn_request_done(struct MHD_Connection *c);
+/* Its socket is a WebSocket's now: no more deadlines from the watcher. */
+void srv_conn_upgraded(struct MHD_Connection *c);
 /* 1 when the watcher cut this connection off (a deadline). */
 int srv_conn_was_cut(struct MHD_Connection *c);
 
@@ -101,7 +103,8 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
 
 enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS,
        R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
-       R_LOAD /* whisper.cpp's: another model (ep_load.c) */ };
+       R_LOAD /* whisper.cpp's: another model (ep_load.c) */,
+       R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */ };
 
 typedef struct {
     srv *s;
@@ -129,6 +132,9 @@ typedef struct {
 
 enum MHD_Result srv_send_body(conn *k, struct MHD_Connection *c, int status, char *body,
                               const char *ctype, const char *retry_after);
+/* The same with one more header (name, value; NULL: none). */
+enum MHD_Result srv_send_body_h(conn *k, struct MHD_Connection *c, int status, char *body,
+                                const char *ctype, const char *header, const char *value);
 enum MHD_Result srv_send_error(conn *k, struct MHD_Connection *c, const srv_error *e);
 enum MHD_Result srv_fail_req(conn *k, struct MHD_Connection *c, int status, const char *type,
                              const char *param, const char *code, const char *fmt, ...)
@@ -146,5 +152,6 @@ void srv_add_tokens(srv *s, long long n);
 enum MHD_Result srv_ep_audio(conn *k, struct MHD_Connection *c);        /* ep_audio.c */
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
 enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
+enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c);     /* ep_realtime.c */
 
 #endif

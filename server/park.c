@@ -28,7 +28,8 @@
 #define GONE_MS 100
 #define SWEEP_MS 250
 
-enum { C_HEAD, C_BODY, C_BUSY };   /* waiting for headers, receiving the body, answering */
+enum { C_HEAD, C_BODY, C_BUSY, C_UPGRADED };   /* waiting for headers, receiving the body,
+                                                answering; a WebSocket's (no deadline) */
 
 struct srv_conn {
     srv *s;
@@ -132,7 +133,17 @@ int srv_conn_admit(srv *s, struct MHD_Connection *c, char *why, size_t n) {
 }
 
 void srv_conn_body_done(struct MHD_Connection *c) { set_state(c, C_BUSY); }
-void srv_conn_request_done(struct MHD_Connection *c) { set_state(c, C_HEAD); }
+void srv_conn_request_done(struct MHD_Connection *c) {
+    srv_conn *r = conn_of(c);
+    if (!r) return;
+    pthread_mutex_lock(&r->s->watch_mu);
+    if (r->state != C_UPGRADED) {
+        r->state = C_HEAD;
+        r->since = srv_now_ms();
+    }
+    pthread_mutex_unlock(&r->s->watch_mu);
+}
+void srv_conn_upgraded(struct MHD_Connection *c) { set_state(c, C_UPGRADED); }
 
 int srv_conn_was_cut(struct MHD_Connection *c) {
     srv_conn *r = conn_of(c);

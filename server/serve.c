@@ -37,6 +37,12 @@ static const char *HELP =
     "                                  (token by token; with best_of, each choice whole)\n"
     "  POST /load                      whisper.cpp server's: field model, another model in\n"
     "                                  place of this one (with --allow-load)\n"
+    "  GET  /v1/realtime               a WebSocket (?intent=transcription): live transcription\n"
+    "                                  in OpenAI Realtime's events: session.update,\n"
+    "                                  input_audio_buffer.append (base64 PCM16, 24 kHz or the\n"
+    "                                  session's rate), .commit, .clear; answered with\n"
+    "                                  ...input_audio_transcription.delta / .completed per\n"
+    "                                  utterance (docs/SERVER.md)\n"
     "  GET  /v1/models, /health, /metrics (Prometheus)\n"
     "\n"
     "  -m, --model PATH        model directory or file, or a name, as transcribe takes (one\n"
@@ -65,6 +71,8 @@ static const char *HELP =
     "      --body-timeout S    its body within S seconds more (default 300; 0: none): cut\n"
     "      --http-threads N    threads serving the connections (default 2; event-driven:\n"
     "                          none waits, however many connections are open)\n"
+    "      --max-live N        live sessions (/v1/realtime) open at once (default 8): 503\n"
+    "                          beyond; each decodes its audio again every second\n"
     "      --allow-load        POST /load (whisper.cpp's; form field model: a path or name as\n"
     "                          -m takes) may change the model: it loads beside the served\n"
     "                          one, new requests get 503 while those in flight finish, then\n"
@@ -117,6 +125,8 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
             if (!cli_parse_int(a, v, 1, 256, &o->threads)) return -1;
         } else if (!strcmp(a, "--max-active")) {
             if (!cli_parse_int(a, v, 1, 256, &o->max_active)) return -1;
+        } else if (!strcmp(a, "--max-live")) {
+            if (!cli_parse_int(a, v, 1, 4096, &o->max_live)) return -1;
         } else if (!strcmp(a, "--max-queue")) {
             if (!cli_parse_int(a, v, 1, 100000, &o->max_queue)) return -1;
         } else if (!strcmp(a, "--max-connections")) {
@@ -163,7 +173,8 @@ int srv_main(int argc, char **argv) {
                     .max_active = 8, .max_queue = 64, .max_upload = 25u << 20, .timeout_s = 900,
                     .max_audio_s = 10800, .max_connections = 2048, .aliases = {"whisper-1"},
                     .n_aliases = 1, .max_per_client = 128, .header_timeout_s = 30,
-                    .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2};
+                    .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2,
+                    .max_live = 8};
     const char *given = NULL, *vad_given = NULL;
     encdec_model_params mp = {0};
     encdec_kv_type kv = ENCDEC_KV_F32;

@@ -9,7 +9,9 @@
  *              ready; every connection's count and deadlines
  *   sse.c      the event queue of a streamed answer
  *   ep_audio.c the audio endpoints; ep_text.c /v1/completions; ep_load.c
- *              /load (another model in place of the served one)
+ *              /load (another model in place of the served one);
+ *              ep_realtime.c /v1/realtime (live transcription over a
+ *              WebSocket: ws.c, on wslay; a thread per session)
  *   form.c     the multipart fields of an audio request, checked
  *   completions.c  /v1/completions' JSON body and response bodies
  *   openai.c   response and error bodies in OpenAI's shapes
@@ -58,6 +60,7 @@ typedef struct {
     int idle_timeout_s;       /* a connection silent this long is closed (libmicrohttpd's) */
     int http_threads;         /* libmicrohttpd's pool (0: 2) */
     int allow_load;           /* POST /load may change the model (ep_load.c) */
+    int max_live;             /* live sessions (GET /v1/realtime) open at once (503 beyond) */
 } srv_opts;
 
 typedef struct srv srv;
@@ -84,7 +87,8 @@ struct srv {
     int text;                 /* a T5-family model: /v1/completions, no audio */
     void *daemon;             /* struct MHD_Daemon */
     int port;                 /* bound */
-    atomic_int inflight;      /* audio requests accepted, not yet answered */
+    atomic_int inflight;      /* audio requests accepted, not yet answered; live sessions open */
+    atomic_int live;          /* live sessions open (ep_realtime.c) */
     atomic_int draining;      /* SIGTERM: new requests get 503 */
     atomic_llong by_status[600];
     atomic_llong tokens, audio_ms, requests_done;

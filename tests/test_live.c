@@ -329,6 +329,31 @@ static void rate_24k(encdec_engine *e, const float *jfk, size_t n) {
     free(x);
 }
 
+/* encdec_live_backlog: audio fed faster than it is decoded waits, counted;
+ * waiting for the decodes brings it under a step; after finish it is 0. */
+static void backlog(encdec_engine *e, const float *jfk, size_t n) {
+    encdec_live *l = NULL;
+    CHECK_EQ_INT(encdec_live_new(e, NULL, &l), ENCDEC_OK);
+    if (!l) return;
+    CHECK(encdec_live_backlog(l) == 0);
+    CHECK_EQ_INT(encdec_live_feed(l, jfk, 2 * 16000), ENCDEC_OK);   /* speech: a decode starts */
+    CHECK(encdec_live_backlog(l) < 0.05);
+    CHECK_EQ_INT(encdec_live_feed(l, jfk + 2 * 16000, 4 * 16000), ENCDEC_OK);
+    double b = encdec_live_backlog(l);
+    printf("backlog: %.2f s fed during the first decode\n", b);
+    CHECK(b > 3.9 && b < 4.01);   /* the first decode takes longer than feeding takes */
+    encdec_live_event ev;
+    for (int k = 0; k < 10 && encdec_live_backlog(l) >= 1.0; k++)
+        while (encdec_live_next(l, &ev, -1)) {}
+    CHECK(encdec_live_backlog(l) < 1.0);
+    CHECK_EQ_INT(encdec_live_feed(l, jfk + 6 * 16000, n - 6 * 16000), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+    CHECK(encdec_live_backlog(l) == 0);
+    while (encdec_live_next(l, &ev, -1)) {}
+    CHECK(encdec_live_backlog(NULL) == 0);
+    encdec_live_free(l);
+}
+
 #ifndef ED_SANITIZED
 static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     char dir[1024];
@@ -533,6 +558,7 @@ int main(void) {
             tmp_remove(tmp_dir);
         }
         rate_24k(e, jfk, n_jfk);
+        backlog(e, jfk, n_jfk);
 #ifndef ED_SANITIZED
         with_vad(e, jfk, n_jfk);
         talk(e);

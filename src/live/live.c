@@ -491,6 +491,14 @@ int encdec_live_next(encdec_live *l, encdec_live_event *ev, int wait_ms) {
     }
 }
 
+double encdec_live_backlog(encdec_live *l) {
+    if (!l) return 0;
+    pump(l);
+    if (l->finished || l->finishing) return 0;
+    double b = l->fed_s - l->decoded_to;
+    return b > 0 ? b : 0;
+}
+
 void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);

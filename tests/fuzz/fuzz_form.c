@@ -6,7 +6,7 @@
  * (server/form.c). Must answer or refuse, never crash or leak. */
 #include "fuzz_common.h"
 #include "../../server/form.h"
-#include "../../server/server.h"
+#include "fuzz_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,16 +18,7 @@ static srv g_srv;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    g_srv.o = (srv_opts){.host = "127.0.0.1", .threads = 1, .max_active = 1, .max_queue = 64,
-                         .max_upload = 1 << 20, .max_connections = 64, .aliases = {"whisper-1"},
-                         .n_aliases = 1, .quiet = 1, .form_only = 1, .http_threads = 1};
-    snprintf(g_srv.name, sizeof g_srv.name, "fuzz-model");
-    pthread_mutex_init(&g_srv.rate_mu, NULL);
-    pthread_mutex_init(&g_srv.model_mu, NULL);
-    if (srv_start(&g_srv)) {
-        fprintf(stderr, "fuzz_form: the server did not start\n");
-        exit(1);
-    }
+    fuzz_server_start(&g_srv, "fuzz_form");
     return 0;
 }
 
