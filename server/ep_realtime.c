@@ -58,7 +58,8 @@ typedef struct {
     struct MHD_UpgradeResponseHandle *urh;
     char *extra;              /* bytes libmicrohttpd read past the headers */
     size_t n_extra;
-    rt_settings set;          /* applied to the next live stream */
+    rt_settings set;          /* the session's: applied to the next live stream */
+    rt_settings cur;          /* the open stream's (set when it opened) */
     int beta;                 /* the client speaks the beta's event names */
     encdec_live *l;           /* the open stream (NULL until audio comes) */
     double base_s;            /* the stream's start in the session's audio */
@@ -195,7 +196,7 @@ static void append_text(rt *r, const char *t) {
 static void close_item(rt *r, double end) {
     if (!r->item[0]) return;
     double end_s = r->base_s + end;
-    if (!r->set.manual) {
+    if (!r->cur.manual) {
         cJSON *ev = event("input_audio_buffer.speech_stopped");
         cJSON_AddNumberToObject(ev, "audio_end_ms", (double)(long long)(end_s * 1e3));
         cJSON_AddStringToObject(ev, "item_id", r->item);
@@ -228,7 +229,7 @@ static int on_live(rt *r, const encdec_live_event *ev) {
     case ENCDEC_LIVE_PARTIAL:
         if (!ev->text[0]) return 0;
         open_item(r, ev->start);
-        if (r->set.partials) {
+        if (r->cur.partials) {
             cJSON *o = event("encdec.transcription.partial");
             cJSON_AddStringToObject(o, "item_id", r->item);
             cJSON_AddStringToObject(o, "text", ev->text);
@@ -240,7 +241,7 @@ static int on_live(rt *r, const encdec_live_event *ev) {
         item_event(r, "conversation.item.input_audio_transcription.delta", "delta",
                    r->text ? ev->text : ev->text + (ev->text[0] == ' '));
         append_text(r, ev->text);
-        if (ev->utterance_end && !r->set.manual) close_item(r, ev->end);
+        if (ev->utterance_end && !r->cur.manual) close_item(r, ev->end);
         return 0;
     case ENCDEC_LIVE_DONE:
         if (ev->status)
@@ -251,11 +252,25 @@ static int on_live(rt *r, const encdec_live_event *ev) {
     return 0;
 }
 
-/* The stream's events ready now. */
+/* The stream is gone (finished, cleared, or stopped by an error): the
+ * next audio opens another, its clock after this one's. */
+static void drop_stream(rt *r) {
+    encdec_live_free(r->l);
+    r->l = NULL;
+    r->base_s += r->fed_s;
+    r->fed_s = 0;
+}
+
+/* The stream's events ready now. A DONE here is an error's (a finished
+ * stream is awaited by end_stream): what was final is committed, the
+ * stream dropped, and the session goes on with the next audio. */
 static void pump(rt *r) {
     encdec_live_event ev;
     while (r->l && encdec_live_next(r->l, &ev, 0))
-        if (on_live(r, &ev)) break;
+        if (on_live(r, &ev)) {
+            close_item(r, r->fed_s);
+            drop_stream(r);
+        }
 }
 
 /* Waits for the decodes while the socket is served: events out as they
@@ -265,8 +280,12 @@ static void await(rt *r, int until_done) {
     encdec_live_event ev;
     while (r->l) {
         if (encdec_live_next(r->l, &ev, 10)) {
-            if (on_live(r, &ev)) return;
-            continue;
+            if (!on_live(r, &ev)) continue;
+            if (!until_done) {   /* an error's DONE, as in pump */
+                close_item(r, r->fed_s);
+                drop_stream(r);
+            }
+            return;
         }
         if (!until_done && encdec_live_backlog(r->l) < STEP_S) return;
         if (srv_ws_io(r->w, 0) < 0 && srv_ws_broken(r->w)) return;   /* nobody to tell */
@@ -279,25 +298,23 @@ static void end_stream(rt *r, int keep) {
     if (keep) {
         encdec_live_finish(r->l);
         await(r, 1);
-        if (r->set.manual && !r->item[0]) open_item(r, r->fed_s);   /* a commit of silence */
+        if (r->cur.manual && !r->item[0]) open_item(r, r->fed_s);   /* a commit of silence */
         close_item(r, r->fed_s);
     } else {
         r->item[0] = 0;
     }
-    encdec_live_free(r->l);
-    r->l = NULL;
-    r->base_s += r->fed_s;
-    r->fed_s = 0;
+    drop_stream(r);
 }
 
 /* ---- events in ---- */
 
 static int open_stream(rt *r, const char *cid) {
+    r->cur = r->set;   /* fixed while the stream is open (its language is pointed at) */
     encdec_live_params p = encdec_live_default_params();
-    p.sample_rate = r->set.rate;
-    p.min_silence_s = r->set.manual ? 0 : r->set.silence_ms / 1e3;
+    p.sample_rate = r->cur.rate;
+    p.min_silence_s = r->cur.manual ? 0 : r->cur.silence_ms / 1e3;
     p.vad = r->s->vad;
-    p.tp.language = r->set.language[0] ? r->set.language : NULL;
+    p.tp.language = r->cur.language[0] ? r->cur.language : NULL;
     if (encdec_live_new(r->s->engine, &p, &r->l)) {
         send_error(r, "invalid_request_error", "invalid_session", NULL, cid, "%s",
                    encdec_last_error());
@@ -329,7 +346,7 @@ static void append(rt *r, const cJSON *m, const char *cid) {
         for (size_t i = 0; i < k; i++)
             x[i] = (float)(int16_t)(pcm[2 * i] | pcm[2 * i + 1] << 8) / 32768.0f;
         encdec_live_feed(r->l, x, k);
-        r->fed_s += (double)k / r->set.rate;
+        r->fed_s += (double)k / r->cur.rate;
     }
     free(x);
     free(pcm);
@@ -589,27 +606,27 @@ enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c) {
         return srv_fail_req(k, c, 404, "invalid_request_error", "model", "model_not_found",
                             "the model '%.100s' is not served here; this server serves '%s'",
                             model, s->name);
-    if (atomic_load(&s->draining))
-        return srv_fail_req(k, c, 503, "server_error", NULL, "shutting_down",
-                            "the server is shutting down");
-    if (atomic_load(&s->swapping))
-        return srv_fail_req(k, c, 503, "server_error", NULL, "model_loading",
-                            "the server is changing its model; try again in a moment");
+    /* counted first (drains and /load wait for inflight to reach 0: none
+     * can pass between a check below and the count), as file requests are */
+    atomic_fetch_add(&s->inflight, 1);
     int n = atomic_fetch_add(&s->live, 1);
-    if (n >= s->o.max_live) {
-        atomic_fetch_sub(&s->live, 1);
-        return srv_fail_req(k, c, 503, "server_error", NULL, "server_overloaded",
-                            "%d live sessions are open, this server's limit; try again shortly", n);
-    }
-    rt *r = calloc(1, sizeof *r);
+    const char *code = NULL, *why = NULL;
+    if (atomic_load(&s->draining))
+        code = "shutting_down", why = "the server is shutting down";
+    else if (atomic_load(&s->swapping))
+        code = "model_loading", why = "the server is changing its model; try again in a moment";
+    else if (n >= s->o.max_live)
+        code = "server_overloaded", why = "the live sessions open are this server's limit (--max-live); try again shortly";
+    rt *r = code ? NULL : calloc(1, sizeof *r);
     if (!r) {
         atomic_fetch_sub(&s->live, 1);
-        return srv_fail_req(k, c, 500, "server_error", NULL, NULL, "out of memory");
+        atomic_fetch_sub(&s->inflight, 1);
+        if (!code) return srv_fail_req(k, c, 500, "server_error", NULL, NULL, "out of memory");
+        return srv_fail_req(k, c, 503, "server_error", NULL, code, "%s", why);
     }
     r->s = s;
     r->set = (rt_settings){24000, "", 0, 600, 0};
     atomic_init(&r->refs, 2);            /* the request's and the upgrade's (then the thread's) */
-    atomic_fetch_add(&s->inflight, 1);   /* the session's: drains and /load wait for it */
     k->ep = r;                           /* a request that ends before the upgrade frees it */
     k->ep_free = release;
     struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, r);

@@ -250,6 +250,32 @@ def beta_and_errors(s, ref):
         check(wer(ref, text) <= 0.1, "after the errors the session transcribes")
         w.send(json.dumps({"type": "input_audio_buffer.clear"}))
         check(json.loads(w.recv(timeout=30))["type"] == "input_audio_buffer.cleared", "clear: cleared")
+        # a rate changed while audio is in applies after the commit: the open
+        # stream's second half is still read at 24 kHz, the next stream at 16 kHz
+        half = len(pcm) // 4 * 2
+
+        def send(b, step):
+            for i in range(0, len(b), step):
+                w.send(json.dumps({"type": "input_audio_buffer.append",
+                                   "audio": base64.b64encode(b[i:i + step]).decode()}))
+
+        def transcript():
+            while True:
+                e = json.loads(w.recv(timeout=300))
+                if e["type"] == "conversation.item.input_audio_transcription.completed":
+                    return e["transcript"]
+
+        send(pcm[:half], 48000)
+        w.send(json.dumps({"type": "session.update", "session": {"audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": 16000}}}}}))
+        send(pcm[half:], 48000)
+        w.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        t1 = transcript()
+        check(wer(ref, t1) <= 0.1, "a rate changed mid-stream waits for the commit: %r" % t1)
+        send(pcm16(JFK, 16000), 32000)
+        w.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        t2 = transcript()
+        check(wer(ref, t2) <= 0.1, "then the next stream is read at 16 kHz: %r" % t2)
 
 
 def raw_get(port, headers):
