@@ -178,6 +178,7 @@ static void open_item(rt *r, double start) {
     r->item_start = r->base_s + start;
     free(r->text);
     r->text = NULL;
+    if (r->cur.manual) return;   /* as OpenAI: speech_started only under server VAD */
     cJSON *ev = event("input_audio_buffer.speech_started");
     cJSON_AddNumberToObject(ev, "audio_start_ms", (double)(long long)(r->item_start * 1e3));
     cJSON_AddStringToObject(ev, "item_id", r->item);

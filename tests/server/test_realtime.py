@@ -138,11 +138,11 @@ def manual_commit(s, ref):
           "manual: one item committed, no previous item")
     check(types.index("input_audio_buffer.committed") < types.index(done.type),
           "manual: committed before completed")
-    check("input_audio_buffer.speech_stopped" not in types, "manual: no speech_stopped without VAD")
+    check("input_audio_buffer.speech_stopped" not in types
+          and "input_audio_buffer.speech_started" not in types,
+          "manual: no speech_started / speech_stopped without VAD (as OpenAI)")
     ids = [e.event_id for e in evs]
     check(len(set(ids)) == len(ids), "manual: event ids unique")
-    start = [e for e in evs if e.type == "input_audio_buffer.speech_started"]
-    check(len(start) == 1 and 0 <= start[0].audio_start_ms < 2000, "manual: speech_started near 0 ms")
     check(done.usage.type == "duration" and 5 < done.usage.seconds < 12,
           "manual: usage in seconds (%.2f)" % done.usage.seconds)
 
