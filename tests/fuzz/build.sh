@@ -8,7 +8,7 @@
 #   tests/fuzz/build.sh [SECONDS] [HARNESS...]      e.g. tests/fuzz/build.sh 30 audio ct2
 #   FUZZ_RUNS=1000000 tests/fuzz/build.sh 0 bpe      a fixed number of inputs instead
 # Needs clang and libclang-rt-dev (Debian: clang-14 libclang-rt-14-dev; scripts/deps.sh fuzz).
-# scripts/test.sh runs it (45 s each). Crashes found are fixed and their inputs
+# scripts/test.sh runs it (30 s each). Crashes found are fixed and their inputs
 # added to the unit tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
