@@ -65,6 +65,7 @@ typedef enum {
     ENCDEC_ERR_TOKENIZER,   /* tokenizer files are missing or inconsistent */
     ENCDEC_ERR_THREADS,     /* worker threads could not be started */
     ENCDEC_ERR_CANCELLED,   /* a callback asked to stop */
+    ENCDEC_ERR_DEVICE,      /* a GPU is missing, or its driver or library failed */
 } encdec_status;
 
 /* A static name for a status ("invalid argument", ...). Never NULL. */

@@ -2,7 +2,9 @@
 # README command 2: the whole test suite, as CI runs it. Installs the
 # dependencies and the default model, builds with warnings as errors and runs
 # every test (ctest: the C tests, the server's, the Python package's from
-# `pip install .` into a fresh venv, the installed C library's); then builds
+# `pip install .` into a fresh venv, the installed C library's), with the
+# CUDA build beside it (scripts/test-cuda.sh build: compiled and linked, its
+# kernel test skipped without a GPU); then builds
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
 # test there too (but the Python and install tests: plain builds); then
 # ThreadSanitizer over the threaded parts (scripts/test-tsan.sh); then every fuzz
@@ -55,6 +57,21 @@ build() {   # build DIR CMAKE-OPTIONS...
   cmake --build "$1" -j"$jobs"
 }
 stage "release build (-Werror)" build build -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON
+# The CUDA build (src/cuda/, -Werror; scripts/test-cuda.sh build): it must
+# compile and link; its kernel test skips, saying so, without a GPU. Needs
+# the CUDA toolkit (nvcc, cuBLAS), which Debian's registry does not carry:
+# required in CI, else left out with a line that says so.
+cuda_build() {
+  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    scripts/test-cuda.sh build
+  elif [ "${CI:-}" = true ]; then
+    echo "CI: no CUDA toolkit (nvcc) on this machine: the CUDA build cannot be checked" >&2
+    return 1
+  else
+    echo "no CUDA toolkit (nvcc): the CUDA build is left out" >&2
+  fi
+}
+stage "CUDA build (-Werror; its test skips without a GPU)" cuda_build
 stage "release tests (ctest)" ctest --test-dir build --output-on-failure -j"$jobs"
 
 stage "AddressSanitizer + UBSan build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON

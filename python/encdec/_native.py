@@ -28,7 +28,7 @@ lib = _load()
 # ---- errors ---------------------------------------------------------------------
 
 OK, ERR_ARG, ERR_NOMEM, ERR_IO, ERR_NO_MODEL, ERR_FORMAT, ERR_DTYPE, ERR_SHAPE, \
-    ERR_CONFIG, ERR_AUDIO, ERR_TOKENIZER, ERR_THREADS, ERR_CANCELLED = range(13)
+    ERR_CONFIG, ERR_AUDIO, ERR_TOKENIZER, ERR_THREADS, ERR_CANCELLED, ERR_DEVICE = range(14)
 
 
 class EncdecError(RuntimeError):

@@ -87,6 +87,7 @@ const char *encdec_status_str(encdec_status st) {
     case ENCDEC_ERR_TOKENIZER: return "bad tokenizer";
     case ENCDEC_ERR_THREADS: return "cannot start threads";
     case ENCDEC_ERR_CANCELLED: return "cancelled";
+    case ENCDEC_ERR_DEVICE: return "device error";
     }
     return "unknown status";
 }

@@ -1,0 +1,152 @@
+/* attn.cu - attention: one block per (query row, head), the row's scores in
+ * shared memory, an exact softmax (max, exp, sum), then the weighted sum of
+ * values with the threads over the head's columns. Plain and exact first:
+ * the flash-style encoder kernel and the split-K decode kernel come with
+ * the GPU's profile, each checked against these (tests/test_cuda.c). */
+#include "cuda/dev.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define ATT_THREADS 128
+/* Keys a block holds scores for: 48 KiB of shared memory, less the query. */
+#define ATT_MAX_KEYS 11776
+
+__device__ static float ld_elem(const void *p, int t, size_t i) {
+    if (t == CU_F32) return ((const float *)p)[i];
+    if (t == CU_F16) return __half2float(((const __half *)p)[i]);
+    return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+}
+
+/* The softmax of s[0, n) in place (unnormalised exps); returns their sum. */
+__device__ static float softmax_shared(float *s, int n, float *red) {
+    float mx = -INFINITY;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, s[t]);
+    mx = cu_block_max(mx, red);
+    float sum = 0.0f;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        float e = s[t] == -INFINITY ? 0.0f : expf(s[t] - mx);
+        s[t] = e;
+        sum += e;
+    }
+    sum = cu_block_sum(sum, red);   /* its barriers also publish s[] */
+    return sum;
+}
+
+__global__ void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                            const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                            int causal) {
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    int i = blockIdx.x, h = blockIdx.y;
+    float *qs = sm, *s = sm + dh;
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)i * ldq + h * dh + j];
+    __syncthreads();
+    int n = causal ? Tk - Mq + i + 1 : Tk;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const float *kr = k + (size_t)t * ldk + h * dh;
+        float dot = 0.0f;
+        for (int j = 0; j < dh; j++) dot += qs[j] * kr[j];
+        s[t] = dot * scale;
+    }
+    float inv = 1.0f / softmax_shared(s, n, red);
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int t = 0; t < n; t++) acc += s[t] * v[(size_t)t * ldv + h * dh + j];
+        o[(size_t)i * ldo + h * dh + j] = acc * inv;
+    }
+}
+
+static int keys_fit(cu_dev *g, int n, const char *what) {
+    if (n <= ATT_MAX_KEYS) return 1;
+    cu_note(g, what, cudaErrorInvalidConfiguration);   /* over the plain kernel's shared memory */
+    return 0;
+}
+
+void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                  const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
+                  int causal) {
+    if (Mq <= 0 || n_head <= 0 || !keys_fit(g, Tk, "attention: too many keys")) return;
+    dim3 grid(Mq, n_head);
+    size_t smem = (size_t)(dh + Tk) * sizeof(float);
+    k_attention<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh,
+                                                        scale, causal);
+    CU_LAUNCHED(g, "attention");
+}
+
+__global__ void k_attention_tab(float *o, int ldo, const float *q, int ldq, const float *kc,
+                                const float *vc, size_t slot_stride, int ld, const int *pos,
+                                const int *tab, const int *tab_row, int tab_ld, int dh, float scale,
+                                const float *bias, size_t bias_hstride, int bias_center) {
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    int r = blockIdx.x, h = blockIdx.y, n = pos[r] + 1;
+    const int *slots = tab + (size_t)tab_row[r] * tab_ld;
+    float *qs = sm, *s = sm + dh;
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)r * ldq + h * dh + j];
+    __syncthreads();
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const float *kr = kc + (size_t)slots[t] * slot_stride + (size_t)t * ld + h * dh;
+        float dot = 0.0f;
+        for (int j = 0; j < dh; j++) dot += qs[j] * kr[j];
+        s[t] = dot * scale + (bias ? bias[h * bias_hstride + bias_center - pos[r] + t] : 0.0f);
+    }
+    float inv = 1.0f / softmax_shared(s, n, red);
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int t = 0; t < n; t++)
+            acc += s[t] * vc[(size_t)slots[t] * slot_stride + (size_t)t * ld + h * dh + j];
+        o[(size_t)r * ldo + h * dh + j] = acc * inv;
+    }
+}
+
+void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *kc,
+                      const float *vc, size_t slot_stride, int ld, int R, const int *pos,
+                      const int *tab, const int *tab_row, int tab_ld, int n_head, int dh,
+                      float scale, const float *bias, size_t bias_hstride, int bias_center) {
+    /* a row attends to pos + 1 <= tab_ld positions */
+    if (R <= 0 || n_head <= 0 || !keys_fit(g, tab_ld, "self-attention: too many positions")) return;
+    dim3 grid(R, n_head);
+    size_t smem = (size_t)(dh + tab_ld) * sizeof(float);
+    k_attention_tab<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, kc, vc, slot_stride, ld,
+                                                            pos, tab, tab_row, tab_ld, dh, scale,
+                                                            bias, bias_hstride, bias_center);
+    CU_LAUNCHED(g, "self-attention");
+}
+
+__global__ void k_attention_cross(float *o, int ldo, const float *q, int ldq,
+                                  const void *const *caches, const int *n_valid, int t,
+                                  const int *row_cache, int l, int H, int n_ctx, int dh,
+                                  float scale) {
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    int r = blockIdx.x, h = blockIdx.y, c = row_cache ? row_cache[r] : 0, n = n_valid[c];
+    const void *kv = caches[c];
+    size_t kb = (((size_t)l * 2 + 0) * H + h) * n_ctx * dh, vb = (((size_t)l * 2 + 1) * H + h) * n_ctx * dh;
+    float *qs = sm, *s = sm + dh;
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)r * ldq + h * dh + j];
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float dot = 0.0f;
+        for (int j = 0; j < dh; j++) dot += qs[j] * ld_elem(kv, t, kb + (size_t)i * dh + j);
+        s[i] = dot * scale;
+    }
+    float inv = 1.0f / softmax_shared(s, n, red);
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int i = 0; i < n; i++) acc += s[i] * ld_elem(kv, t, vb + (size_t)i * dh + j);
+        o[(size_t)r * ldo + h * dh + j] = acc * inv;
+    }
+}
+
+void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
+                        const void *const *caches, const int *n_valid, cu_type t,
+                        const int *row_cache, int l, int n_head, int n_ctx, int dh, int max_valid,
+                        int Mq, float scale) {
+    if (Mq <= 0 || n_head <= 0 || !keys_fit(g, max_valid, "cross attention: too many frames")) return;
+    dim3 grid(Mq, n_head);
+    size_t smem = (size_t)(dh + max_valid) * sizeof(float);
+    k_attention_cross<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, caches, n_valid, t,
+                                                              row_cache, l, n_head, n_ctx, dh, scale);
+    CU_LAUNCHED(g, "cross attention");
+}

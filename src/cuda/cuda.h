@@ -1,0 +1,135 @@
+/* cuda.h - the CUDA backend's kernels: the GPU twins of kern/ and core/ops,
+ * on one device and one stream. Built only with -DENCDEC_CUDA=ON (nvcc, the
+ * CUDA runtime and cuBLAS); the default build has none of it.
+ *
+ *   cu_dev *g = NULL;
+ *   if (cu_dev_open(0, &g) != ENCDEC_OK) ... encdec_last_error() says why
+ *   float *x = cu_alloc(g, bytes, "what");   cu_upload(g, x, host, bytes);
+ *   cu_layernorm(g, y, x, gamma, beta, M, D, 1e-5f);  ...  cu_download(g, ...);
+ *   cu_free(g, x);  cu_dev_close(g);
+ *
+ * Every pointer a kernel takes is device memory (cu_alloc), ints included
+ * (positions, slots, index tables: cu_upload them, a few bytes a step).
+ * Calls queue work on the device's stream and return at once; cu_download
+ * and cu_sync wait for it. A launch or library error is recorded on the
+ * device (sticky, the first one) and returned by the next cu_sync /
+ * cu_download, named. Shapes are the callers': nothing here checks them
+ * beyond what a launch needs.
+ *
+ * Each kernel's CPU twin (what tests/test_cuda.c compares it with on random
+ * shapes) is named beside it. Semantics are the twin's; the summation order
+ * is not, so results agree to rounding (f32: ~1e-5 relative), not bitwise.
+ */
+#ifndef ED_CUDA_H
+#define ED_CUDA_H
+
+#include "encdec.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cu_dev cu_dev;
+
+/* Number of CUDA devices; 0 when there is none or no driver, with the
+ * runtime's reason in why[cap]. */
+int cu_device_count(char *why, size_t cap);
+/* Opens device index: its stream, a cuBLAS handle, a workspace. A named
+ * error (ENCDEC_ERR_ARG: no such device; ENCDEC_ERR_BACKEND: the driver or
+ * library refused) and *out NULL otherwise. */
+encdec_status cu_dev_open(int index, cu_dev **out);
+void cu_dev_close(cu_dev *g);
+/* "NVIDIA H100 80GB HBM3, sm_90, 79 GiB": for logs and benchmarks. */
+const char *cu_dev_name(const cu_dev *g);
+/* f32 products on tensor cores in TF32 (on: ~1e-3 relative; off, the
+ * default: f32 throughout). */
+void cu_dev_set_tf32(cu_dev *g, int on);
+
+/* Device memory: NULL and a named error when the device has none left. */
+void *cu_alloc(cu_dev *g, size_t bytes, const char *what);
+void cu_free(cu_dev *g, void *p);
+encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes);
+/* Waits for the stream, then copies; returns the first error since the last check. */
+encdec_status cu_download(cu_dev *g, void *dst, const void *src, size_t bytes);
+encdec_status cu_sync(cu_dev *g);
+void cu_memset0(cu_dev *g, void *p, size_t bytes);
+
+/* Element types of weights and caches (values as kern.h's K_F32, K_F16, K_BF16). */
+typedef enum { CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2 } cu_type;
+typedef struct {
+    const void *p;   /* [N, K] row-major (ldw = K), device memory */
+    cu_type t;
+} cu_w;
+
+/* y[M, N] (ldy) = x[M, K] (ldx) . w[N, K]^T + b, then epi: CU_EPI_GELU
+ * (exact GELU), CU_EPI_ACC (y += the product + b instead of =). f16 / bf16
+ * weights: x goes to the weight's type first (the device's workspace) and
+ * the product accumulates in f32 (cublasGemmEx). Twin: k_matmul_ref
+ * (+ k_gelu_ref). */
+enum { CU_EPI_GELU = 1, CU_EPI_ACC = 2 };
+void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
+               int M, int N, int K, int epi);
+
+/* Twin: k_layernorm. */
+void cu_layernorm(cu_dev *g, float *y, const float *x, const float *gamma, const float *beta,
+                  int M, int D, float eps);
+/* Twin: k_rmsnorm (T5: no mean, no bias). */
+void cu_rmsnorm(cu_dev *g, float *y, const float *x, const float *gamma, int M, int D, float eps);
+/* y[0, n) += x[0, n). Twin: k_add. */
+void cu_add(cu_dev *g, float *y, const float *x, size_t n);
+/* Feed-forward activation, as op_ffn_act (act: 0 ReLU, 1 GELU, 2 GELU-tanh,
+ * 3 SiLU, the values of op_act); gated: h[:, 0:F] = act(h[:, 0:F]) * h[:, F:2F]. */
+void cu_ffn_act(cu_dev *g, float *h, int ld, int M, int F, int act, int gated);
+/* Rows r of x[R, d] += pos[p[r]] after tok[r]'s row of the embedding
+ * (emb [n_vocab, d] of type t): x[r] = emb[tok[r]] + pos_emb[p[r]]
+ * (pos_emb NULL: none). Twin: k_w_row + k_add. */
+void cu_embed(cu_dev *g, float *x, cu_w emb, const int *tok, const float *pos_emb,
+              const int *pos, int R, int d);
+/* Windows: col[M, K] row i = the K floats at x + i * ldx (they may
+ * overlap: a convolution over frames). */
+void cu_windows(cu_dev *g, float *col, const float *x, int ldx, int M, int K);
+/* y[cols, rows] = x[rows, cols]^T (the mel, channel-major, to frames). */
+void cu_transpose(cu_dev *g, float *y, const float *x, int rows, int cols);
+/* Row-wise argmax of x[M, N] (ldx) into idx[M]; ties to the lowest index.
+ * Twin: k_argmax. */
+void cu_argmax(cu_dev *g, int *idx, const float *x, int ldx, int M, int N);
+
+/* Multi-head attention, head h at column h * dh of q, k, v and o; causal:
+ * query i sees keys [0, i + Tk - Mq]. Twin: k_attention_ref. */
+void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                  const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
+                  int causal);
+/* Decoder self-attention through an index table, as op_attention_tab:
+ * row r (query at position pos[r]) reads position t of its sequence from
+ * slot tab[tab_row[r] * tab_ld + t]; K of slot s, position t, head h at
+ * kc + s * slot_stride + t * ld + h * dh (V likewise); bias NULL or as
+ * op_attention_tab's. */
+void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *kc,
+                      const float *vc, size_t slot_stride, int ld, int R, const int *pos,
+                      const int *tab, const int *tab_row, int tab_ld, int n_head, int dh,
+                      float scale, const float *bias, size_t bias_hstride, int bias_center);
+/* Appends row r's K and V (qkv + r * ldqkv + koff, + voff; d floats) at
+ * position pos[r] of slot slot[r]: kc + slot * slot_stride + pos * d. */
+void cu_kv_self_put(cu_dev *g, float *kc, float *vc, size_t slot_stride, const float *qkv,
+                    int ldqkv, int koff, int voff, int R, const int *pos, const int *slot, int d);
+/* Cross attention over cross caches of type t laid out as kv_cross's
+ * [n_layer, 2, n_head, n_ctx, dh]: row r reads cache caches[row_cache[r]]
+ * (row_cache NULL: caches[0]), layer l, its keys [0, n_valid[that cache]);
+ * max_valid bounds every n_valid. caches (device pointers) and n_valid:
+ * device arrays, one entry per cache. Twin: op_attention_cross. */
+void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
+                        const void *const *caches, const int *n_valid, cu_type t,
+                        const int *row_cache, int l, int n_head, int n_ctx, int dh, int max_valid,
+                        int Mq, float scale);
+/* Stores src [rows, L * 2 * n_head * dh] (ld; column block it * dh is
+ * layer it / (2H), K or V (it / H) % 2, head it % H) as frames [t0, t0 +
+ * rows) of a cross cache of type t. Twin: kv_cross_put per block. */
+void cu_cross_put(cu_dev *g, void *cache, cu_type t, int n_layer, int n_head, int n_ctx, int dh,
+                  const float *src, size_t ld, int t0, int rows);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,397 @@
+/* test_cuda.c - every kernel of the CUDA backend (src/cuda/cuda.h) against
+ * its CPU twin (kern/, core/ops) on random inputs: shapes of the models
+ * (tiny to large-v3, T5), edge sizes (1 row, 1 column, odd lengths, strides
+ * wider than the rows), several batch sizes; f32, f16 and bf16 where the
+ * kernel takes them. Results agree to rounding (the summation orders
+ * differ): max |gpu - cpu| within tol * (1 + max |cpu|). Then the errors:
+ * a device that does not exist, a launch that cannot run.
+ *
+ * Skips (77), saying why, where there is no CUDA device: it never passes
+ * without having run (scripts/test-cuda.sh runs it on a GPU).
+ */
+#include "check.h"
+
+#include "base/half.h"
+#include "base/pool.h"
+#include "core/kvcache.h"
+#include "core/ops.h"
+#include "cuda/cuda.h"
+#include "kern/kern.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static cu_dev *g;
+static uint32_t g_rng = 12345;
+
+static float urand(void) {   /* [-1, 1) */
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return (float)((g_rng >> 8) / 8388608.0 - 1.0);
+}
+
+static float *rnd(size_t n, float scale) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = urand() * scale;
+    return x;
+}
+
+static void *up(const void *h, size_t bytes) {
+    void *d = cu_alloc(g, bytes, "test input");
+    CHECK(d != NULL);
+    if (d) CHECK_EQ_INT(cu_upload(g, d, h, bytes), ENCDEC_OK);
+    return d;
+}
+
+static float *down(const float *d, size_t n) {
+    float *h = calloc(n ? n : 1, sizeof *h);
+    encdec_status st = cu_download(g, h, d, n * sizeof *h);
+    if (st) fprintf(stderr, "download: %s\n", encdec_last_error());
+    CHECK_EQ_INT(st, ENCDEC_OK);
+    return h;
+}
+
+/* gpu against cpu over n floats: within tol * (1 + max |cpu|). */
+static void near(const char *what, const float *gpu, const float *cpu, size_t n, double tol) {
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(cpu[i]));
+    size_t at;
+    double d = check_max_abs_diff(gpu, cpu, n, &at);
+    if (!(d <= tol * (1 + mx)))
+        fprintf(stderr, "%s: max |gpu - cpu| %.3g at %zu (gpu %g, cpu %g), tol %.3g\n", what, d, at,
+                gpu[at], cpu[at], tol * (1 + mx));
+    CHECK(d <= tol * (1 + mx));
+}
+
+static uint16_t to_half(float v, int t) { return t == CU_F16 ? ed_f2h(v) : ed_f2bf(v); }
+static float of_half(uint16_t h, int t) { return t == CU_F16 ? ed_h2f(h) : ed_bf2f(h); }
+
+/* y = x . w^T + b with each epilogue and weight type, y and x strided. */
+static void matmul_case(int M, int N, int K, int t, int epi) {
+    int ldx = K + 3, ldy = N + 5;
+    float *x = rnd((size_t)M * ldx, 1), *w = rnd((size_t)N * K, 0.5f), *b = rnd(N, 1);
+    float *y0 = rnd((size_t)M * ldy, 1), *ref = malloc(sizeof(float) * (size_t)M * ldy);
+    const void *wsrc = w;
+    uint16_t *wh = NULL;
+    if (t != CU_F32) {   /* the twin: halves of x and w, products in f32 */
+        wh = malloc(sizeof(uint16_t) * (size_t)N * K);
+        for (size_t i = 0; i < (size_t)N * K; i++) w[i] = of_half(wh[i] = to_half(w[i], t), t);
+        wsrc = wh;
+    }
+    float *xr = malloc(sizeof(float) * (size_t)M * ldx);
+    for (size_t i = 0; i < (size_t)M * ldx; i++) xr[i] = t == CU_F32 ? x[i] : of_half(to_half(x[i], t), t);
+    memcpy(ref, y0, sizeof(float) * (size_t)M * ldy);
+    float *prod = malloc(sizeof(float) * (size_t)M * N);
+    k_matmul_ref(prod, N, xr, ldx, w, K, b, M, N, K);
+    for (int r = 0; r < M; r++) {
+        if (epi & CU_EPI_GELU) k_gelu_ref(prod + (size_t)r * N, (size_t)N);
+        for (int c = 0; c < N; c++)
+            ref[(size_t)r * ldy + c] = (epi & CU_EPI_ACC ? ref[(size_t)r * ldy + c] : 0) + prod[(size_t)r * N + c];
+    }
+    float *dx = up(x, sizeof(float) * (size_t)M * ldx), *db = up(b, sizeof(float) * N);
+    float *dy = up(y0, sizeof(float) * (size_t)M * ldy);
+    void *dw = up(wsrc, (size_t)N * K * (t == CU_F32 ? 4 : 2));
+    cu_w cw = {dw, (cu_type)t};
+    cu_matmul(g, dy, ldy, dx, ldx, cw, db, M, N, K, epi);
+    float *got = down(dy, (size_t)M * ldy);
+    char what[96];
+    snprintf(what, sizeof what, "matmul %dx%dx%d type %d epi %d", M, N, K, t, epi);
+    near(what, got, ref, (size_t)M * ldy, t == CU_F32 ? 1e-5 : 1e-4);
+    cu_free(g, dx), cu_free(g, db), cu_free(g, dy), cu_free(g, dw);
+    free(x), free(w), free(b), free(y0), free(ref), free(wh), free(xr), free(prod), free(got);
+}
+
+static void matmuls(void) {
+    static const int shapes[][3] = {{1, 1, 1}, {1, 51864, 384}, {3, 384, 384}, {17, 1536, 384},
+                                    {64, 384, 1536}, {257, 100, 33}, {1500, 512, 512}, {5, 7, 1280}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int t = CU_F32; t <= CU_BF16; t++)
+            for (int epi = 0; epi <= 2; epi++) matmul_case(shapes[i][0], shapes[i][1], shapes[i][2], t, epi);
+    printf("matmul: f32, f16, bf16 weights, plain, GELU, accumulate: as k_matmul_ref\n");
+}
+
+static void norms(void) {
+    static const int shapes[][2] = {{1, 1}, {1, 31}, {5, 384}, {33, 1280}, {1500, 512}, {3, 4097}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int M = shapes[i][0], D = shapes[i][1];
+        size_t n = (size_t)M * D;
+        float *x = rnd(n, 3), *gm = rnd(D, 1), *bt = rnd(D, 1), *ref = malloc(sizeof(float) * n);
+        for (size_t j = 0; j < n; j++) x[j] += 0.5f;   /* a mean away from 0 */
+        float *dx = up(x, n * 4), *dg = up(gm, D * 4), *db = up(bt, D * 4);
+        float *dy = cu_alloc(g, n * 4, "y");
+        k_layernorm(ref, x, gm, bt, M, D, 1e-5f);
+        cu_layernorm(g, dy, dx, dg, db, M, D, 1e-5f);
+        float *got = down(dy, n);
+        near("layernorm", got, ref, n, 1e-5);
+        free(got);
+        k_rmsnorm(ref, x, gm, M, D, 1e-6f);
+        cu_rmsnorm(g, dy, dx, dg, M, D, 1e-6f);
+        got = down(dy, n);
+        near("rmsnorm", got, ref, n, 1e-5);
+        free(got);
+        cu_free(g, dx), cu_free(g, dg), cu_free(g, db), cu_free(g, dy);
+        free(x), free(gm), free(bt), free(ref);
+    }
+    printf("layernorm, rmsnorm: as k_layernorm, k_rmsnorm\n");
+}
+
+static void elementwise(void) {
+    size_t n = 100003;
+    float *x = rnd(n, 4), *y = rnd(n, 4), *ref = malloc(sizeof(float) * n);
+    float *dx = up(x, n * 4), *dy = up(y, n * 4);
+    memcpy(ref, y, n * 4);
+    k_add(ref, x, n);
+    cu_add(g, dy, dx, n);
+    float *got = down(dy, n);
+    near("add", got, ref, n, 1e-6);
+    free(got);
+    /* activations over h[M, 2F] (ld 2F + 3), plain and gated */
+    int M = 7, F = 1031, ld = 2 * F + 3;
+    size_t hn = (size_t)M * ld;
+    float *h = rnd(hn, 4), *hr = malloc(sizeof(float) * hn);
+    for (int act = 0; act < 4; act++)
+        for (int gated = 0; gated < 2; gated++) {
+            memcpy(hr, h, hn * 4);
+            for (int r = 0; r < M; r++) {
+                float *row = hr + (size_t)r * ld;
+                if (act == 0) k_relu(row, F);
+                else if (act == 1) k_gelu_ref(row, F);
+                else if (act == 2) k_gelu_tanh_ref(row, F);
+                else k_silu_ref(row, F);
+                if (gated) k_mul(row, row + F, F);
+            }
+            float *dh = up(h, hn * 4);
+            cu_ffn_act(g, dh, ld, M, F, act, gated);
+            float *gh = down(dh, hn);
+            char what[64];
+            snprintf(what, sizeof what, "ffn activation %d gated %d", act, gated);
+            near(what, gh, hr, hn, 2e-6);
+            cu_free(g, dh), free(gh);
+        }
+    cu_free(g, dx), cu_free(g, dy);
+    free(x), free(y), free(ref), free(h), free(hr);
+    printf("add, ReLU, GELU, GELU-tanh, SiLU, gated: as kern/\n");
+}
+
+static void rows_and_tables(void) {
+    /* embedding rows + positions, f32 and f16 tables */
+    int V = 1000, d = 384, R = 9, tok[9] = {0, 999, 5, 5, 17, 256, 1, 2, 998}, pos[9] = {0, 1, 2, 3, 4, 5, 447, 100, 9};
+    float *emb = rnd((size_t)V * d, 1), *pe = rnd((size_t)448 * d, 1);
+    uint16_t *eh = malloc(sizeof(uint16_t) * (size_t)V * d);
+    for (size_t i = 0; i < (size_t)V * d; i++) eh[i] = ed_f2h(emb[i]);
+    int *dtok = up(tok, sizeof tok), *dpos = up(pos, sizeof pos);
+    float *dpe = up(pe, (size_t)448 * d * 4), *dx = cu_alloc(g, (size_t)R * d * 4, "x");
+    float *ref = malloc(sizeof(float) * (size_t)R * d);
+    for (int t = CU_F32; t <= CU_F16; t++) {
+        void *de = t == CU_F32 ? up(emb, (size_t)V * d * 4) : up(eh, (size_t)V * d * 2);
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < d; j++)
+                ref[(size_t)r * d + j] = (t == CU_F32 ? emb[(size_t)tok[r] * d + j] : ed_h2f(eh[(size_t)tok[r] * d + j])) +
+                                         pe[(size_t)pos[r] * d + j];
+        cu_w w = {de, (cu_type)t};
+        cu_embed(g, dx, w, dtok, dpe, dpos, R, d);
+        float *got = down(dx, (size_t)R * d);
+        near("embedding", got, ref, (size_t)R * d, 0);
+        free(got), cu_free(g, de);
+    }
+    /* windows (overlapping) and the transpose */
+    int M = 301, K = 3 * 80, ldx = 80;
+    size_t xn = (size_t)(M + 2) * ldx;
+    float *x = rnd(xn, 1), *col = malloc(sizeof(float) * (size_t)M * K);
+    for (int i = 0; i < M; i++) memcpy(col + (size_t)i * K, x + (size_t)i * ldx, (size_t)K * 4);
+    float *dxw = up(x, xn * 4), *dcol = cu_alloc(g, (size_t)M * K * 4, "col");
+    cu_windows(g, dcol, dxw, ldx, M, K);
+    float *got = down(dcol, (size_t)M * K);
+    near("windows", got, col, (size_t)M * K, 0);
+    free(got);
+    int rows = 80, cols = 3001;
+    float *mt = rnd((size_t)rows * cols, 1), *tr = malloc(sizeof(float) * (size_t)rows * cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) tr[(size_t)c * rows + r] = mt[(size_t)r * cols + c];
+    float *dm = up(mt, (size_t)rows * cols * 4), *dt = cu_alloc(g, (size_t)rows * cols * 4, "t");
+    cu_transpose(g, dt, dm, rows, cols);
+    got = down(dt, (size_t)rows * cols);
+    near("transpose", got, tr, (size_t)rows * cols, 0);
+    free(got);
+    /* argmax: ties to the first, a row of one, rows wider than the block */
+    int AM = 4, AN = 51865;
+    float *lg = rnd((size_t)AM * AN, 10);
+    lg[7] = 50, lg[9] = 50;                        /* row 0: a tie, 7 first */
+    lg[(size_t)1 * AN + AN - 1] = 60;              /* row 1: the last */
+    int want[4];
+    for (int r = 0; r < AM; r++) want[r] = k_argmax(lg + (size_t)r * AN, AN);
+    float *dl = up(lg, (size_t)AM * AN * 4);
+    int *di = cu_alloc(g, sizeof want, "idx"), gi[4];
+    cu_argmax(g, di, dl, AN, AM, AN);
+    CHECK_EQ_INT(cu_download(g, gi, di, sizeof gi), ENCDEC_OK);
+    for (int r = 0; r < AM; r++) CHECK_EQ_INT(gi[r], want[r]);
+    CHECK_EQ_INT(gi[0], 7);
+    cu_free(g, dtok), cu_free(g, dpos), cu_free(g, dpe), cu_free(g, dx), cu_free(g, dxw), cu_free(g, dcol);
+    cu_free(g, dm), cu_free(g, dt), cu_free(g, dl), cu_free(g, di);
+    free(emb), free(pe), free(eh), free(ref), free(x), free(col), free(mt), free(tr), free(lg);
+    printf("embedding, windows, transpose, argmax: as the host's\n");
+}
+
+static void attention(void) {
+    static const int cases[][5] = {   /* Mq, Tk, heads, dh, causal */
+        {1500, 1500, 6, 64, 0}, {1, 1, 1, 64, 0}, {7, 7, 8, 64, 1}, {3, 10, 4, 32, 1},
+        {33, 77, 20, 64, 0}, {5, 300, 2, 128, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int Mq = cases[c][0], Tk = cases[c][1], H = cases[c][2], dh = cases[c][3], causal = cases[c][4];
+        int d = H * dh, ldq = 3 * d;   /* q, k, v side by side as a fused QKV */
+        float *qkv = rnd((size_t)(Mq > Tk ? Mq : Tk) * ldq, 1), *ref = calloc((size_t)Mq * d, 4);
+        float *scratch = malloc(sizeof(float) * (size_t)Mq * Tk);
+        float *q = qkv + (size_t)(Tk - (Mq < Tk ? Mq : Tk)) * 0;
+        float scale = 1.0f / sqrtf((float)dh);
+        for (int h = 0; h < H; h++)
+            k_attention_ref(ref + h * dh, d, q + h * dh, ldq, qkv + d + h * dh, ldq, qkv + 2 * d + h * dh, ldq,
+                            Mq, Tk, dh, scale, causal, scratch);
+        float *dq = up(qkv, sizeof(float) * (size_t)(Mq > Tk ? Mq : Tk) * ldq);
+        float *dout = cu_alloc(g, sizeof(float) * (size_t)Mq * d, "o");
+        cu_attention(g, dout, d, dq, ldq, dq + d, ldq, dq + 2 * d, ldq, Mq, Tk, H, dh, scale, causal);
+        float *got = down(dout, (size_t)Mq * d);
+        char what[64];
+        snprintf(what, sizeof what, "attention %dx%d h%d dh%d causal %d", Mq, Tk, H, dh, causal);
+        near(what, got, ref, (size_t)Mq * d, 1e-5);
+        cu_free(g, dq), cu_free(g, dout);
+        free(qkv), free(ref), free(scratch), free(got);
+    }
+    printf("attention (encoder, causal prompts): as k_attention_ref\n");
+}
+
+/* The decoder's self-attention over slots through an index table, after
+ * appending this step's K/V: beams share their history. */
+static void self_attention(ed_pool *pool) {
+    int S = 4, n_ctx = 448, H = 6, dh = 64, d = H * dh, R = 4;
+    size_t slot_stride = (size_t)n_ctx * d, cn = (size_t)S * slot_stride;
+    float *kc = rnd(cn, 1), *vc = rnd(cn, 1);
+    float *qkv = rnd((size_t)R * 3 * d, 1);
+    int pos[4] = {0, 5, 5, 447}, slot[4] = {0, 1, 2, 3}, tab_ld = n_ctx;
+    int *tab = malloc(sizeof(int) * (size_t)S * tab_ld);
+    for (int s = 0; s < S; s++)
+        for (int t = 0; t < tab_ld; t++) tab[s * tab_ld + t] = (t < 3 && s == 2) ? 1 : s;   /* beam 2 forked from 1 */
+    float *dkc = up(kc, cn * 4), *dvc = up(vc, cn * 4), *dqkv = up(qkv, (size_t)R * 3 * d * 4);
+    int *dpos = up(pos, sizeof pos), *dslot = up(slot, sizeof slot), *dtab = up(tab, sizeof(int) * (size_t)S * tab_ld);
+    for (int r = 0; r < R; r++) {   /* the host's append */
+        memcpy(kc + slot[r] * slot_stride + (size_t)pos[r] * d, qkv + (size_t)r * 3 * d + d, (size_t)d * 4);
+        memcpy(vc + slot[r] * slot_stride + (size_t)pos[r] * d, qkv + (size_t)r * 3 * d + 2 * d, (size_t)d * 4);
+    }
+    cu_kv_self_put(g, dkc, dvc, slot_stride, dqkv, 3 * d, d, 2 * d, R, dpos, dslot, d);
+    float *gk = down(dkc, cn);
+    near("self cache append", gk, kc, cn, 0);
+    free(gk);
+    float *bias = rnd((size_t)H * 2 * n_ctx, 2);
+    float *db = up(bias, (size_t)H * 2 * n_ctx * 4);
+    size_t sstride = (size_t)OP_ATTN_ROWS * n_ctx;
+    float *scratch = malloc(sizeof(float) * sstride), *ref = malloc(sizeof(float) * (size_t)R * d);
+    float *dout = cu_alloc(g, (size_t)R * d * 4, "o");
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        op_attention_tab(pool, ref, d, qkv, 3 * d, kc, vc, slot_stride, d, R, pos, tab, slot, tab_ld, H, dh,
+                         0.125f, with_bias ? bias : NULL, 2 * n_ctx, n_ctx, scratch, sstride);
+        cu_attention_tab(g, dout, d, dqkv, 3 * d, dkc, dvc, slot_stride, d, R, dpos, dtab, dslot, tab_ld, H, dh,
+                         0.125f, with_bias ? db : NULL, 2 * n_ctx, n_ctx);
+        float *got = down(dout, (size_t)R * d);
+        near(with_bias ? "self-attention, bias" : "self-attention", got, ref, (size_t)R * d, 1e-5);
+        free(got);
+    }
+    cu_free(g, dkc), cu_free(g, dvc), cu_free(g, dqkv), cu_free(g, dpos), cu_free(g, dslot), cu_free(g, dtab);
+    cu_free(g, db), cu_free(g, dout);
+    free(kc), free(vc), free(qkv), free(tab), free(bias), free(scratch), free(ref);
+    printf("self cache append, self-attention through the index table: as op_attention_tab\n");
+}
+
+/* Two inputs' cross caches (different valid lengths), filled from one
+ * [rows, L*2d] product, read by rows of either: each type. */
+static void cross_attention(ed_pool *pool) {
+    int L = 2, H = 6, dh = 64, d = H * dh, T = 1500, R = 5;
+    size_t ld = (size_t)L * 2 * d;
+    int valid[2] = {1500, 777}, rc[5] = {0, 0, 1, 1, 1};
+    float *src[2] = {rnd((size_t)T * ld, 1), rnd((size_t)T * ld, 1)};
+    float *q = rnd((size_t)R * d, 1), *ref = malloc(sizeof(float) * (size_t)R * d);
+    float *dq = up(q, (size_t)R * d * 4), *dout = cu_alloc(g, (size_t)R * d * 4, "o");
+    int *drc = up(rc, sizeof rc), *dvalid = up(valid, sizeof valid);
+    size_t sstride = (size_t)OP_ATTN_ROWS * T;
+    float *scratch = malloc(sizeof(float) * sstride);
+    for (int t = KV_F32; t <= KV_BF16; t++) {
+        kv_cross c[2];
+        void *dc[2];
+        float *dsrc[2];
+        for (int i = 0; i < 2; i++) {
+            CHECK_EQ_INT(kv_cross_init(&c[i], L, H, T, dh, (kv_dtype)t), ENCDEC_OK);
+            for (int it = 0; it < L * 2 * H; it++)
+                kv_cross_put(&c[i], it / (2 * H), (it / H) % 2, it % H, src[i] + (size_t)it * dh, ld, 0, valid[i]);
+            c[i].n_valid = valid[i];
+            dc[i] = cu_alloc(g, kv_cross_bytes(&c[i]), "cross cache");
+            dsrc[i] = up(src[i], (size_t)T * ld * 4);
+            cu_memset0(g, dc[i], kv_cross_bytes(&c[i]));
+            /* in two blocks of frames, as the model fills it */
+            cu_cross_put(g, dc[i], (cu_type)t, L, H, T, dh, dsrc[i], ld, 0, 100);
+            cu_cross_put(g, dc[i], (cu_type)t, L, H, T, dh, dsrc[i] + 100 * ld, ld, 100, valid[i] - 100);
+        }
+        size_t bytes = kv_cross_bytes(&c[1]);
+        unsigned char *back = malloc(bytes);
+        CHECK_EQ_INT(cu_download(g, back, dc[1], bytes), ENCDEC_OK);
+        int same = 1;   /* frames past n_valid are zeros on the device, unwritten on the host */
+        size_t es = kv_dtype_size((kv_dtype)t);
+        for (int blk = 0; blk < L * 2 * H; blk++)
+            same &= !memcmp(back + (size_t)blk * T * dh * es, (unsigned char *)c[1].kv + (size_t)blk * T * dh * es,
+                            (size_t)valid[1] * dh * es);
+        CHECK(same);
+        free(back);
+        void **dcs = up(dc, sizeof dc);
+        for (int l = 0; l < L; l++) {
+            op_attention_cross(pool, ref, d, q, d, c, rc, l, R, 0.125f, scratch, sstride);
+            cu_attention_cross(g, dout, d, dq, d, (const void *const *)dcs, dvalid, (cu_type)t, drc, l, H, T, dh,
+                               1500, R, 0.125f);
+            float *got = down(dout, (size_t)R * d);
+            char what[64];
+            snprintf(what, sizeof what, "cross attention type %d layer %d", t, l);
+            near(what, got, ref, (size_t)R * d, 1e-5);
+            free(got);
+        }
+        cu_free(g, dcs);
+        for (int i = 0; i < 2; i++) kv_cross_free(&c[i]), cu_free(g, dc[i]), cu_free(g, dsrc[i]);
+    }
+    cu_free(g, dq), cu_free(g, dout), cu_free(g, drc), cu_free(g, dvalid);
+    free(src[0]), free(src[1]), free(q), free(ref), free(scratch);
+    printf("cross cache layout (f32, f16, bf16), cross attention over two inputs: as op_attention_cross\n");
+}
+
+static void errors(void) {
+    cu_dev *none = NULL;
+    CHECK_STATUS(cu_dev_open(4096, &none), ENCDEC_ERR_ARG, "CUDA device 4096");
+    CHECK(none == NULL);
+    /* more keys than the plain kernel holds: a named error at the next sync, then the device goes on */
+    float *o = cu_alloc(g, 4 * 64, "o"), *q = cu_alloc(g, 4 * 64, "q");
+    cu_attention(g, o, 64, q, 64, q, 64, q, 64, 1, 100000, 1, 64, 1.0f, 0);
+    CHECK_STATUS(cu_sync(g), ENCDEC_ERR_DEVICE, "too many keys");
+    CHECK_EQ_INT(cu_sync(g), ENCDEC_OK);
+    CHECK(cu_alloc(g, (size_t)1 << 50, "a petabyte") == NULL);
+    CHECK(strstr(encdec_last_error(), "a petabyte") != NULL);
+    cu_free(g, o), cu_free(g, q);
+    printf("errors: no such device, a launch that cannot run, an allocation too large: named\n");
+}
+
+int main(void) {
+    char why[200];
+    if (cu_device_count(why, sizeof why) == 0) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "no CUDA device here (%s): scripts/test-cuda.sh runs this on a GPU", why);
+        return check_skip(msg);
+    }
+    CHECK_EQ_INT(cu_dev_open(0, &g), ENCDEC_OK);
+    if (!g) return check_done();
+    printf("device: %s\n", cu_dev_name(g));
+    ed_pool *pool = NULL;
+    CHECK_EQ_INT(ed_pool_new(&pool, 1), ENCDEC_OK);
+    matmuls();
+    norms();
+    elementwise();
+    rows_and_tables();
+    attention();
+    self_attention(pool);
+    cross_attention(pool);
+    errors();
+    ed_pool_free(pool);
+    cu_dev_close(g);
+    return check_done();
+}
