@@ -1,11 +1,14 @@
 """Shared fixtures: the models (loaded once for the whole run), the test
-recordings, and faster-whisper (the peer) on the same model files."""
+recordings, and faster-whisper (the peer) on the same model files, its
+answers kept (peer.py)."""
 
 import os
 import pathlib
 
 import numpy as np
 import pytest
+
+from peer import ANSWERS, Peer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("ENCDEC_SHARED_DIR", ROOT.parent / "shared"))
@@ -46,16 +49,17 @@ def base():
 
 @pytest.fixture(scope="session")
 def fw_tiny_en():
-    fw = pytest.importorskip("faster_whisper")
-    return fw.WhisperModel(str(need(TINY_EN)), device="cpu", compute_type="float32",
-                           cpu_threads=THREADS)
+    """faster-whisper on the same tiny.en (peer.py: its kept answers, or live)."""
+    return Peer("tiny.en", need(TINY_EN), THREADS)
 
 
 @pytest.fixture(scope="session")
 def fw_base():
-    fw = pytest.importorskip("faster_whisper")
-    return fw.WhisperModel(str(need(BASE)), device="cpu", compute_type="float32",
-                           cpu_threads=THREADS)
+    return Peer("base", need(BASE), THREADS)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    ANSWERS.save()
 
 
 @pytest.fixture(scope="session")
