@@ -135,6 +135,33 @@ void op_attention_tab(ed_pool *p, float *o, int ldo, const float *q, int ldq,
                       size_t bias_hstride, int bias_center, float *scratch,
                       size_t scratch_stride);
 
+/* ---- row moves (ops_rows.c): what a forward pass does besides its
+ * products, through here so that model code never touches its buffers
+ * (another backend may hold them: cuda/cuda.h has each one's twin) ---- */
+
+/* x[r] = row tok[r] of emb [n_vocab, d] (any k_w type) + pos_emb[pos[r]]
+ * (pos_emb NULL: none), r < R. */
+void op_embed(ed_pool *p, float *x, k_w emb, int n_vocab, const int *tok, const float *pos_emb,
+              const int *pos, int R, int d);
+/* Row r's K and V (qkv + r * ldqkv + koff, + voff; c->d floats) into layer
+ * l of the self cache at position pos[r] of slot slot[r]. */
+void op_kv_self_put(ed_pool *p, const kv_self *c, int l, const float *qkv, int ldqkv, int koff,
+                    int voff, int R, const int *pos, const int *slot);
+/* y[i] = norm(x[rows[i]]), i < n (the rows whose logits a step wants). */
+void op_layernorm_rows(ed_pool *p, float *y, const float *x, const int *rows, int n,
+                       const float *g, const float *b, int D, float eps);
+void op_rmsnorm_rows(ed_pool *p, float *y, const float *x, const int *rows, int n, const float *g,
+                     int D, float eps);
+void op_scale(ed_pool *p, float *x, size_t n, float s);
+void op_zero(ed_pool *p, float *x, size_t n);   /* n floats */
+/* The cross caches' fill from the one K|V product of a pass: src rows
+ * [0, rows) (ld floats apart; column block it * dh is layer it / (2H), K
+ * or V (it / H) % 2, head it % H) are the pass's tokens [t0, t0 + rows);
+ * its n inputs are tokens [start[i], start[i] + len[i]), each with its
+ * cache c[i] (frame = token - start[i]). One pool pass. */
+void op_cross_fill(ed_pool *p, const kv_cross *c, int n, const int *start, const int *len,
+                   const float *src, size_t ld, int t0, int rows);
+
 /* col[T_out, C_in*kw] over the pool (see k_im2col_1d). */
 void op_im2col_1d(ed_pool *p, float *col, const float *x, int x_chan_major, int C_in,
                   int T_in, int kw, int stride, int pad, int T_out);

@@ -144,8 +144,7 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
         bias_tables(m, s->enc_bias, blen, tm - 1, 1, 1);
         s->enc_bias_len = tm;
     }
-    for (int r = 0; r < T; r++)
-        k_w_row(s->e_x + (size_t)r * d, m->emb, ids[r], m->hp.n_vocab, d);
+    op_embed(s->pool, s->e_x, m->emb, m->hp.n_vocab, ids, NULL, NULL, T, d);
     for (int l = 0; l < h->n_enc_layer; l++) {
         const t5_enc_layer *y = &m->enc[l];
         const float *bias = s->enc_bias + (h->bias_every_layer ? (size_t)l * h->n_head * blen : 0);
@@ -155,12 +154,12 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
                          s->e_qkv + 2 * I, 3 * I, B, start, len, h->n_head, h->d_kv, 1.0f, bias,
                          (size_t)blen, tm - 1, s->scores, s->scores_stride);
         op_matmul_w_rows(s->pool, s->e_n, d, s->e_att, I, y->w_o, NULL, T, d, I);
-        k_add(s->e_x, s->e_n, (size_t)T * d);
+        op_add(s->pool, s->e_x, s->e_n, (size_t)T * d);
         op_rmsnorm(s->pool, s->e_n, s->e_x, y->ln2, T, d, h->eps);
         op_matmul_w_rows(s->pool, s->e_h, G, s->e_n, d, y->w_wi, NULL, T, G, d);
         op_ffn_act(s->pool, s->e_h, G, T, F, h->act, h->gated);
         op_matmul_w_rows(s->pool, s->e_n, d, s->e_h, G, y->w_wo, NULL, T, d, F);
-        k_add(s->e_x, s->e_n, (size_t)T * d);
+        op_add(s->pool, s->e_x, s->e_n, (size_t)T * d);
     }
     op_rmsnorm(s->pool, s->enc_out, s->e_x, m->enc_ln, T, d, h->eps);
 }
@@ -173,32 +172,6 @@ int t5_encode_invariant(const t5_model *m) {
              op_rows_invariant(y->w_wi) && op_rows_invariant(y->w_wo);
     }
     return ok;
-}
-
-/* xkv [rows, L*2I], tokens [t0, t0 + rows) of the pass -> each input's
- * [L, 2, H, T_b, dh]; one work item per (input, layer, K or V, head), for the
- * inputs those tokens belong to. */
-typedef struct {
-    t5_state *s;
-    int t0, rows;
-} xkv_block;
-
-static void relayout_task(void *arg, int ith, int nth) {
-    const xkv_block *c = arg;
-    t5_state *s = c->s;
-    const t5_hparams *h = &s->m->hp;
-    int I = h->inner, H = h->n_head, dh = h->d_kv, L = h->n_dec_layer, t1 = c->t0 + c->rows;
-    size_t ld = (size_t)L * 2 * I;
-    int items = s->cur.n_inputs * L * 2 * H;
-    for (int it = ith; it < items; it += nth) {
-        int b = it / (L * 2 * H), l = (it / (2 * H)) % L, kv = (it / H) % 2, hd = it % H;
-        int a = s->in_start[b] > c->t0 ? s->in_start[b] : c->t0;
-        int e = s->in_start[b] + s->in_len[b] < t1 ? s->in_start[b] + s->in_len[b] : t1;
-        if (e <= a) continue;   /* not among these tokens */
-        const float *src = s->xkv + (size_t)(a - c->t0) * ld + (size_t)l * 2 * I +
-                           (size_t)kv * I + (size_t)hd * dh;
-        kv_cross_put(&s->cross[b], l, kv, hd, src, ld, a - s->in_start[b], e - a);
-    }
 }
 
 void t5_cross_compute(t5_state *s) {
@@ -214,8 +187,8 @@ void t5_cross_compute(t5_state *s) {
         int rows = T - t0 < T5_XKV_ROWS ? T - t0 : T5_XKV_ROWS;
         op_matmul_w_rows(s->pool, s->xkv, n, s->enc_out + (size_t)t0 * h->d, h->d, s->m->w_xkv,
                          NULL, rows, n, h->d);
-        xkv_block c = {s, t0, rows};
-        ed_pool_run(s->pool, relayout_task, &c);
+        op_cross_fill(s->pool, s->cross, s->cur.n_inputs, s->in_start, s->in_len, s->xkv,
+                      (size_t)n, t0, rows);
     }
 }
 
@@ -223,11 +196,7 @@ static void dec_self_attention(t5_state *s, int l, int R, const int *pos, const 
                                const int *tab, int tab_ld) {
     const t5_hparams *h = &s->m->hp;
     int I = h->inner, n_ctx = s->self.n_ctx;
-    for (int r = 0; r < R; r++) {
-        const float *qkv = s->d_qkv + (size_t)r * 3 * I;
-        memcpy(kv_self_k(&s->self, l, slot[r]) + (size_t)pos[r] * I, qkv + I, (size_t)I * sizeof(float));
-        memcpy(kv_self_v(&s->self, l, slot[r]) + (size_t)pos[r] * I, qkv + 2 * I, (size_t)I * sizeof(float));
-    }
+    op_kv_self_put(s->pool, &s->self, l, s->d_qkv, 3 * I, I, 2 * I, R, pos, slot);
     const float *bias = s->dec_bias + (h->bias_every_layer ? (size_t)l * h->n_head * n_ctx : 0);
     op_attention_tab(s->pool, s->d_att, I, s->d_qkv, 3 * I, kv_self_k(&s->self, l, 0),
                      kv_self_v(&s->self, l, 0), (size_t)n_ctx * I, I, R, pos, tab, slot, tab_ld,
@@ -257,37 +226,31 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         bias_tables(m, s->dec_bias, n_ctx, n_ctx - 1, 0, 0);
         s->dec_bias_len = n_ctx;
     }
-    for (int r = 0; r < R; r++) {
-        k_w_row(s->d_x + (size_t)r * d, m->emb, tok[r], m->hp.n_vocab, d);
-        s->row_input[r] = s->slot_input[slot[r]];
-    }
+    for (int r = 0; r < R; r++) s->row_input[r] = s->slot_input[slot[r]];
+    op_embed(s->pool, s->d_x, m->emb, m->hp.n_vocab, tok, NULL, NULL, R, d);
     for (int l = 0; l < h->n_dec_layer; l++) {
         const t5_dec_layer *y = &m->dec[l];
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln1, R, d, h->eps);
         mm(s, s->d_qkv, 3 * I, s->d_n, d, y->w_qkv, R, 3 * I, d);
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
         mm(s, s->d_n, d, s->d_att, I, y->w_o, R, d, I);
-        k_add(s->d_x, s->d_n, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
         mm(s, s->d_q, I, s->d_n, d, y->w_xq, R, I, d);          /* only Q */
         dec_cross_attention(s, l, R);
         mm(s, s->d_n, d, s->d_att, I, y->w_xo, R, d, I);
-        k_add(s->d_x, s->d_n, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_n, (size_t)R * d);
 
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->ln2, R, d, h->eps);
         mm(s, s->d_h, G, s->d_n, d, y->w_wi, R, G, d);
         op_ffn_act(s->pool, s->d_h, G, R, F, h->act, h->gated);
         mm(s, s->d_n, d, s->d_h, G, y->w_wo, R, d, F);
-        k_add(s->d_x, s->d_n, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_n, (size_t)R * d);
     }
     float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
-    for (int i = 0; i < n_out; i++) {
-        float *y = s->d_n + (size_t)i * d;
-        k_rmsnorm(y, s->d_x + (size_t)out_rows[i] * d, m->dec_ln, 1, d, h->eps);
-        if (h->tied)
-            for (int j = 0; j < d; j++) y[j] *= sc;
-    }
+    op_rmsnorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln, d, h->eps);
+    if (h->tied) op_scale(s->pool, s->d_n, (size_t)n_out * d, sc);
     mm(s, logits, h->n_vocab, s->d_n, d, m->lm_head, n_out, h->n_vocab, d);
 }
 

@@ -127,11 +127,11 @@ void whisper_encode(whisper_state *s, const float *mel) {
      * window is the 3 frames from padded frame t * stride on, 3 * C
      * consecutive floats, and the weights are tap-major [d, 3, C] to match. */
     /* conv1: mel [C, 2T] -> e_mel [2T + 2, C] -> e_conv [2T + 2, d], GELU */
-    memset(s->e_mel, 0, (size_t)C * sizeof(float));
-    memset(s->e_mel + (size_t)(2 * T + 1) * C, 0, (size_t)C * sizeof(float));
+    op_zero(s->pool, s->e_mel, (size_t)C);
+    op_zero(s->pool, s->e_mel + (size_t)(2 * T + 1) * C, (size_t)C);
     op_im2col_1d(s->pool, s->e_mel + C, mel, 1, C, 2 * T, 1, 1, 0, 2 * T);   /* transpose */
-    memset(s->e_conv, 0, (size_t)d * sizeof(float));
-    memset(s->e_conv + (size_t)(2 * T + 1) * d, 0, (size_t)d * sizeof(float));
+    op_zero(s->pool, s->e_conv, (size_t)d);
+    op_zero(s->pool, s->e_conv + (size_t)(2 * T + 1) * d, (size_t)d);
     op_matmul_win(s->pool, s->e_conv + d, d, s->e_mel, C, m->conv1_w, m->conv1_b, 2 * T, d,
                   3 * C, K_GEMM_GELU, s->e_col);
     /* conv2, stride 2: e_conv -> x [T, d], GELU; then + positions */
@@ -145,35 +145,6 @@ void whisper_encode(whisper_state *s, const float *mel) {
     op_layernorm(s->pool, s->enc_out, s->e_x, m->enc_ln_g, m->enc_ln_b, T, d, LN_EPS);
 }
 
-/* Re-layout of xkv [rows, L*2d] (frames t0 ...) into the cross cache
- * [L, 2, H, T, dh]: each thread takes a range of rows, and per 16 rows (in
- * cache after the first block reads them) stores every (layer, K or V, head)
- * block's part, so xkv is read in order rather than one 256-byte column run
- * per row. */
-#define RELAYOUT_ROWS 16
-typedef struct {
-    whisper_state *s;
-    kv_cross *dst;
-    int t0, rows;
-} relayout_ctx;
-
-static void relayout_task(void *arg, int ith, int nth) {
-    const relayout_ctx *c = arg;
-    whisper_state *s = c->s;
-    const whisper_hparams *h = &s->m->hp;
-    int d = h->d, H = h->n_head, dh = d / H, lo, hi;
-    size_t ld = (size_t)h->n_dec_layer * 2 * d;
-    ed_split(c->rows, ith, nth, RELAYOUT_ROWS, &lo, &hi);
-    for (int r0 = lo; r0 < hi; r0 += RELAYOUT_ROWS) {
-        int n = hi - r0 < RELAYOUT_ROWS ? hi - r0 : RELAYOUT_ROWS;
-        const float *src = s->xkv + (size_t)r0 * ld;
-        for (int it = 0; it < h->n_dec_layer * 2 * H; it++) {   /* column block it * dh */
-            int l = it / (2 * H), kv = (it / H) % 2, hd = it % H;
-            kv_cross_put(c->dst, l, kv, hd, src + (size_t)it * dh, ld, c->t0 + r0, n);
-        }
-    }
-}
-
 void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
     const whisper_model *m = s->m;
     const whisper_hparams *h = &m->hp;
@@ -184,8 +155,8 @@ void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
         int rows = T - t0 < s->xkv_rows ? T - t0 : s->xkv_rows;
         op_matmul_w(s->pool, s->xkv, n, s->enc_out + (size_t)t0 * h->d, h->d, m->w_xkv, m->b_xkv,
                     rows, n, h->d);
-        relayout_ctx c = {s, dst, t0, rows};
-        ed_pool_run(s->pool, relayout_task, &c);
+        int start = 0;
+        op_cross_fill(s->pool, dst, 1, &start, &T, s->xkv, (size_t)n, t0, rows);
     }
     dst->n_valid = T;
 }
@@ -199,12 +170,7 @@ static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, c
                                const int *tab, int tab_ld) {
     const whisper_hparams *h = &s->m->hp;
     int d = h->d, dh = d / h->n_head;
-    for (int r = 0; r < R; r++) {
-        memcpy(kv_self_k(&s->self, l, slot[r]) + (size_t)pos[r] * d, s->d_qkv + (size_t)r * 3 * d + d,
-               (size_t)d * sizeof(float));
-        memcpy(kv_self_v(&s->self, l, slot[r]) + (size_t)pos[r] * d, s->d_qkv + (size_t)r * 3 * d + 2 * d,
-               (size_t)d * sizeof(float));
-    }
+    op_kv_self_put(s->pool, &s->self, l, s->d_qkv, 3 * d, d, 2 * d, R, pos, slot);
     op_attention_tab(s->pool, s->d_att, d, s->d_qkv, 3 * d, kv_self_k(&s->self, l, 0),
                      kv_self_v(&s->self, l, 0), (size_t)s->self.n_ctx * d, d, R, pos, tab, slot,
                      tab_ld, h->n_head, dh, 1.0f / sqrtf((float)dh), NULL, 0, 0, s->scores,
@@ -241,7 +207,7 @@ static void align_scores(whisper_state *s, const kv_cross *xc, int l, int R) {
         float *y = s->align_qk + (size_t)a * s->max_rows * m->hp.n_audio_ctx;
         k_w K = {kv_cross_k(xc, l, hd), types[xc->type], 0};
         op_matmul_w(s->pool, y, m->hp.n_audio_ctx, s->d_q + (size_t)hd * dh, d, K, NULL, R, T, dh);
-        for (size_t i = 0; i < (size_t)R * m->hp.n_audio_ctx; i++) y[i] *= scale;
+        op_scale(s->pool, y, (size_t)R * m->hp.n_audio_ctx, scale);
     }
 }
 
@@ -265,19 +231,14 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
         xc = s->xc;
         rc = s->row_xc;
     }
-    for (int r = 0; r < R; r++) {
-        const float *p = m->dec_pos + (size_t)pos[r] * d;
-        float *x = s->d_x + (size_t)r * d;
-        k_w_row(x, m->tok_emb, tok[r], h->n_vocab, d);
-        for (int j = 0; j < d; j++) x[j] += p[j];
-    }
+    op_embed(s->pool, s->d_x, m->tok_emb, h->n_vocab, tok, m->dec_pos, pos, R, d);
     for (int l = 0; l < h->n_dec_layer; l++) {
         const whisper_dec_layer *y = &m->dec[l];
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln1_g, y->ln1_b, R, d, LN_EPS);
         mm(s, s->d_qkv, 3 * d, s->d_ln, d, y->w_qkv, y->b_qkv, R, 3 * d, d);   /* [R, 3d] */
         dec_self_attention(s, l, R, pos, slot, tab, tab_ld);
         mm(s, s->d_h, d, s->d_att, d, y->w_o, y->b_o, R, d, d);
-        k_add(s->d_x, s->d_h, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
         mm(s, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
@@ -285,17 +246,16 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
         op_attention_cross(s->pool, s->d_att, d, s->d_q, d, xc, rc, l, R, scale, s->scores,
                            s->scores_stride);
         mm(s, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
-        k_add(s->d_x, s->d_h, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_h, (size_t)R * d);
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->ln2_g, y->ln2_b, R, d, LN_EPS);
         mm(s, s->d_h, F, s->d_ln, d, y->w_fc1, y->b_fc1, R, F, d);          /* [R, F] */
         op_gelu(s->pool, s->d_h, R, F);
         mm(s, s->d_att, d, s->d_h, F, y->w_fc2, y->b_fc2, R, d, F);
-        k_add(s->d_x, s->d_att, (size_t)R * d);
+        op_add(s->pool, s->d_x, s->d_att, (size_t)R * d);
     }
-    for (int i = 0; i < n_out; i++)
-        k_layernorm(s->d_ln + (size_t)i * d, s->d_x + (size_t)out_rows[i] * d, m->dec_ln_g,
-                    m->dec_ln_b, 1, d, LN_EPS);
+    op_layernorm_rows(s->pool, s->d_ln, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d,
+                      LN_EPS);
     mm(s, logits, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
 }
 
