@@ -8,7 +8,8 @@ it, committed by the client (turn_detection null): one item whose deltas add
 up to its completed transcript, against the speech's reference text; server
 VAD with partials at 16 kHz: jfk twice with silence between, more than one
 item in order (speech_started, deltas, speech_stopped, committed, completed),
-previous_item_id chained; the beta's event names; every bad message answered
+each delta the start of the partial before it (partials never contradict
+finals), previous_item_id chained; the beta's event names; every bad message answered
 by an error event with its code while the session goes on (bad JSON, no type,
 an unknown type, bad base64, an odd byte count, an empty commit, an unknown
 model or language, another audio format, a binary frame); the handshake's
@@ -180,6 +181,20 @@ def server_vad(s, ref):
         order &= d == it.transcript
     check(order, "server VAD: each item's events in order, its deltas its transcript")
     check(any(e.type == "encdec.transcription.partial" for e in evs), "server VAD: partials sent")
+    # partials never contradict finals: each delta (final text, never changed
+    # after) is the start of the item's partial before it (the words then
+    # not yet final), the first delta's leading space aside
+    last, agree = {}, True
+    for e in evs:
+        if e.type == "encdec.transcription.partial":
+            last[e.item_id] = getattr(e, "text", None) or ""
+        elif e.type.endswith("transcription.delta"):
+            p = last.get(e.item_id)
+            ok = p is not None and p.lstrip().startswith(e.delta.lstrip())
+            if not ok:
+                print("  delta %r after partial %r" % (e.delta, p))
+            agree &= ok
+    check(agree, "server VAD: every delta is the start of the partial before it")
     stops = [e.audio_end_ms for e in evs if e.type == "input_audio_buffer.speech_stopped"]
     starts = [e.audio_start_ms for e in evs if e.type == "input_audio_buffer.speech_started"]
     check(all(a < b for a, b in zip(starts, stops)) and all(a <= b for a, b in zip(stops, starts[1:])),
