@@ -7,7 +7,11 @@ one `encdec serve`. Run with .venv-client's Python (the websockets package):
     .venv-client/bin/python bench/realtime_sessions.py [--encdec build/encdec]
         [--model DIR] [--threads 2] [--sessions 1,8] [--recording talk]
 
-For each N: every session's utterance latency (the wall-clock time its
+For each N: every session's final-word latency (the wall-clock time a
+word's delta arrived minus the word's end in the audio: the delta's
+audio_start_ms / audio_end_ms, encdec's extension, with its words spread
+evenly over that span, as bench/live_latency.py does), its utterance
+latency (the wall-clock time its
 `completed` event arrived minus its speech_stopped's audio_end_ms, the
 stream's clock starting with the first sample sent; at least the 600 ms of
 silence that ends an utterance), median and p90 over all sessions; whether
@@ -123,13 +127,18 @@ def run(a, n, pcm, ref, jfk):
     finally:
         p.terminate()
         p.wait()
-    lat, behind, tails, wers = [], 0, [], []
+    lat, wlat, behind, tails, wers = [], [], 0, [], []
     r = words(ref)
     for o in outs:
         stops = {}
         text = []
         last = 0
         for t, e in o["events"]:
+            if e["type"] == "conversation.item.input_audio_transcription.delta" and \
+                    "audio_end_ms" in e:   # each word's end, spread over the delta's span
+                ws = words(e["delta"])
+                s0, s1 = e["audio_start_ms"] / 1e3, e["audio_end_ms"] / 1e3
+                wlat += [t - o["t0"] - (s0 + (s1 - s0) * (i + 1) / len(ws)) for i in range(len(ws))]
             if e["type"] == "input_audio_buffer.speech_stopped":
                 stops[e["item_id"]] = e["audio_end_ms"] / 1e3
             if e["type"] == "conversation.item.input_audio_transcription.completed":
@@ -143,6 +152,9 @@ def run(a, n, pcm, ref, jfk):
     print(f"{n} session(s), {a.threads} threads, {len(pcm) / 48000:.1f} s each:")
     print(f"  utterance latency (completed after its audio's end): median {pct(lat, 0.5):.2f} s, "
           f"p90 {pct(lat, 0.9):.2f} s over {len(lat)} utterances")
+    if wlat:
+        print(f"  final-word latency (a word's delta after its end in the audio): median "
+              f"{pct(wlat, 0.5):.2f} s, p90 {pct(wlat, 0.9):.2f} s over {len(wlat)} words")
     print(f"  sessions behind real time: {behind} of {n}; last transcript {max(tails):.2f} s "
           f"after the audio's end at worst")
     print(f"  WER per session: median {statistics.median(wers):.2f}%, worst {max(wers):.2f}%")

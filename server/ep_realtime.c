@@ -9,7 +9,8 @@
  * input_audio_buffer.commit and .clear. The server answers with
  * session.created / .updated, and for each utterance (an item):
  * input_audio_buffer.speech_started, conversation.item.input_audio_
- * transcription.delta for each run of words made final, then
+ * transcription.delta for each run of words made final (with encdec's
+ * audio_start_ms / audio_end_ms: where in the session's audio), then
  * input_audio_buffer.speech_stopped, .committed and conversation.item.
  * input_audio_transcription.completed with the utterance's text; error
  * events for bad messages (the session goes on). With turn_detection
@@ -164,11 +165,22 @@ static void send_session(rt *r, const char *type) {
     send_event(r, ev);
 }
 
-static void item_event(rt *r, const char *type, const char *key, const char *text) {
+/* An extension of encdec's on the text events: the span of the session's
+ * audio the text was heard in (milliseconds, as OpenAI's buffer events
+ * give times), so that a client can place it, and measure how late it came. */
+static void add_span(const rt *r, cJSON *o, const encdec_live_event *ev) {
+    cJSON_AddNumberToObject(o, "audio_start_ms", (double)(long long)((r->base_s + ev->start) * 1e3));
+    cJSON_AddNumberToObject(o, "audio_end_ms", (double)(long long)((r->base_s + ev->end) * 1e3));
+}
+
+/* An event of the open item; span: the live event whose text it carries (NULL: none). */
+static void item_event(rt *r, const char *type, const char *key, const char *text,
+                       const encdec_live_event *span) {
     cJSON *ev = event(type);
     cJSON_AddStringToObject(ev, "item_id", r->item);
     if (!strncmp(type, "conversation.", 13)) cJSON_AddNumberToObject(ev, "content_index", 0);
     if (key) cJSON_AddStringToObject(ev, key, text);
+    if (span) add_span(r, ev, span);
     send_event(r, ev);
 }
 
@@ -234,13 +246,14 @@ static int on_live(rt *r, const encdec_live_event *ev) {
             cJSON *o = event("encdec.transcription.partial");
             cJSON_AddStringToObject(o, "item_id", r->item);
             cJSON_AddStringToObject(o, "text", ev->text);
+            add_span(r, o, ev);
             send_event(r, o);
         }
         return 0;
     case ENCDEC_LIVE_FINAL:
         open_item(r, ev->start);
         item_event(r, "conversation.item.input_audio_transcription.delta", "delta",
-                   r->text ? ev->text : ev->text + (ev->text[0] == ' '));
+                   r->text ? ev->text : ev->text + (ev->text[0] == ' '), ev);
         append_text(r, ev->text);
         if (ev->utterance_end && !r->cur.manual) close_item(r, ev->end);
         return 0;

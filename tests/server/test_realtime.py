@@ -9,7 +9,8 @@ up to its completed transcript, against the speech's reference text; server
 VAD with partials at 16 kHz: jfk twice with silence between, more than one
 item in order (speech_started, deltas, speech_stopped, committed, completed),
 each delta the start of the partial before it (partials never contradict
-finals), previous_item_id chained; the beta's event names; every bad message answered
+finals) and carrying its span of the audio (audio_start_ms / audio_end_ms,
+encdec's extension), previous_item_id chained; the beta's event names; every bad message answered
 by an error event with its code while the session goes on (bad JSON, no type,
 an unknown type, bad base64, an odd byte count, an empty commit, an unknown
 model or language, another audio format, a binary frame); the handshake's
@@ -195,6 +196,16 @@ def server_vad(s, ref):
                 print("  delta %r after partial %r" % (e.delta, p))
             agree &= ok
     check(agree, "server VAD: every delta is the start of the partial before it")
+    # encdec's extension: each delta's span of the session's audio, in order,
+    # within the audio sent; the second jfk's after the silence
+    spans = [(getattr(e, "audio_start_ms", None), getattr(e, "audio_end_ms", None))
+             for e in evs if e.type.endswith("transcription.delta")]
+    total_ms = len(pcm) / 2 / 16
+    ok = all(a is not None and b is not None and 0 <= a <= b <= total_ms + 100 for a, b in spans)
+    ok = ok and all(spans[i][1] <= spans[i + 1][1] for i in range(len(spans) - 1))
+    check(ok and spans and spans[-1][0] >= len(one) / 2 / 16 + 1500,
+          "server VAD: each delta's audio_start_ms / audio_end_ms in order, within the audio: %s"
+          % spans[:3])
     stops = [e.audio_end_ms for e in evs if e.type == "input_audio_buffer.speech_stopped"]
     starts = [e.audio_start_ms for e in evs if e.type == "input_audio_buffer.speech_started"]
     check(all(a < b for a, b in zip(starts, stops)) and all(a <= b for a, b in zip(stops, starts[1:])),
