@@ -32,6 +32,7 @@ static const char *HELP =
     "      --cross-kv TYPE cross-attention cache storage: f32 (default), f16, bf16\n"
     "      --isa SET      kernel set: auto (default), c, avx2, avx512, amx, neon\n"
     "      --no-weight-check  skip the load-time scan of the weights\n"
+    "      --device DEV   cpu (default), cuda or cuda:N (an NVIDIA GPU)\n"
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
     "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
     "                     n_tokens, n_steps, decode_ms, transcribe_ms (wall time of the\n"
@@ -103,7 +104,7 @@ int cli_bench(int argc, char **argv) {
     const char *model = NULL, *audio = NULL, *modes = "full,self,none";
     int threads = cli_default_threads(), reps = 5, json = 0, beam = 1;
     encdec_transcribe_params tp = encdec_transcribe_default_params();
-    encdec_model_params mp = {ENCDEC_COMPUTE_F32, ENCDEC_ISA_AUTO};
+    encdec_model_params mp = encdec_model_default_params();
     encdec_kv_type cross_kv = ENCDEC_KV_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

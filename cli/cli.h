@@ -57,8 +57,13 @@ const char *cli_kvtype_name(encdec_kv_type t);
     CLI_CHECK_HELP
 #define CLI_CHECK_HELP \
     "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n" \
-    "                       absurd values (a corrupt file; the scan reads the file once)\n"
-/* Parses --compute / --cross-kv / --isa / --no-weight-check at argv[*i] (value in argv[*i + 1] or after
+    "                       absurd values (a corrupt file; the scan reads the file once)\n" \
+    CLI_DEVICE_HELP
+#define CLI_DEVICE_HELP \
+    "      --device DEV     cpu (default), cuda or cuda:N: an NVIDIA GPU (a build with\n" \
+    "                       -DENCDEC_CUDA=ON; Whisper, --compute f32 or bf16); the\n" \
+    "                       environment's ENCDEC_DEVICE sets the default\n"
+/* Parses --compute / --cross-kv / --isa / --no-weight-check / --device at argv[*i] (value in argv[*i + 1] or after
  * '='): 1 consumed, 0 not one of them, -1 bad value. */
 int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
                         encdec_kv_type *kv);

@@ -267,6 +267,15 @@ int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
         (*i)++;
         return cli_parse_isa(v, &mp->isa) ? 1 : -1;
     }
+    if (!strncmp(a, "--device", 8) && (a[8] == '=' || !a[8])) {
+        const char *d = a[8] == '=' ? a + 9 : v;
+        if (!a[8]) (*i)++;
+        if (encdec_device_parse(d, &mp->device, &mp->device_index)) {
+            cli_err("encdec: --device expects cpu, cuda or cuda:N, got \"%s\"\n", d ? d : "");
+            return -1;
+        }
+        return 1;
+    }
     if (!strncmp(a, "--compute=", 10)) return cli_parse_compute(a + 10, c) ? 1 : -1;
     if (!strncmp(a, "--cross-kv=", 11)) return cli_parse_kvtype(a + 11, kv) ? 1 : -1;
     if (!strcmp(a, "--compute")) {

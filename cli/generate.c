@@ -44,6 +44,7 @@ static const char *HELP =
     "                         amx, neon\n"
     "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n"
     "                         absurd values (a corrupt file)\n"
+    "      --device DEV       cpu (default), cuda or cuda:N (Whisper only so far)\n"
     "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
     "                         512 for T5) to their first tokens (default: an error)\n"
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
@@ -160,8 +161,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->stream = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
-    o->mp.compute = ENCDEC_COMPUTE_F32;
-    o->mp.isa = ENCDEC_ISA_AUTO;
+    o->mp = encdec_model_default_params();
     o->cross_kv = ENCDEC_KV_F32;
     cli_args texts;
     if (!cli_args_init(&texts, argc)) return -1;

@@ -47,12 +47,15 @@ static const char HELP[] =
     "                        \"done\", \"text\", \"start\", \"end\" (stream seconds), \"wall\"\n"
     "                        (seconds since the first sample was fed), \"utterance_end\"}\n"
     "      --stats           at the end, on standard error: audio, decodes, steps skipped\n"
-    "                        as silence, the most audio held, the real-time factor\n";
+    "                        as silence, the most audio held, the real-time factor\n"
+    CLI_PRECISION_HELP;
 
 typedef struct {
     const char *model, *input, *language, *vad_dir;
     int threads, rate, realtime, json, stats, vad, translate, beam;
     encdec_live_params lp;
+    encdec_model_params mp;   /* --compute, --isa, --device ... */
+    encdec_kv_type kv;
 } opts;
 
 static int parse(int argc, char **argv, opts *o) {
@@ -63,6 +66,11 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc && rc > 0; i++) {
         if (cli_positional(&args, argc, argv, &i)) continue;
         cli_openai_spelling(argv[i]);
+        int pr = cli_parse_precision(argc, argv, &i, &o->mp, &o->kv);
+        if (pr) {
+            if (pr < 0) rc = -1;
+            continue;
+        }
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); rc = 0; }
         else if (!strcmp(a, "--realtime")) o->realtime = 1;
@@ -255,12 +263,12 @@ int cli_stream(int argc, char **argv) {
     opts o = {0};
     o.threads = cli_default_threads();
     o.lp = encdec_live_default_params();
+    o.mp = encdec_model_default_params();
     int rc = parse(argc, argv, &o);
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
     char buf[4096];
     const char *path = cli_model_path(o.model, buf, sizeof buf);
-    encdec_model_params mp = {0};
-    encdec_model *m = path ? cli_load_model(path, &mp, NULL) : NULL;
+    encdec_model *m = path ? cli_load_model(path, &o.mp, NULL) : NULL;
     if (!m) return 1;
     encdec_vad *vad = NULL;
     if (o.vad && !(vad = cli_load_vad(o.vad_dir))) {
@@ -268,7 +276,7 @@ int cli_stream(int argc, char **argv) {
         return 1;
     }
     encdec_engine *e = NULL;
-    encdec_engine_params ep = {o.threads, 2, ENCDEC_KV_F32, 0};
+    encdec_engine_params ep = {o.threads, 2, o.kv, 0};
     encdec_live *l = NULL;
     o.lp.vad = vad;
     o.lp.sample_rate = o.rate ? o.rate : 16000;

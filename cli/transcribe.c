@@ -328,6 +328,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
 
 static int parse(int argc, char **argv, opts *o, int *first_file) {
     memset(o, 0, sizeof *o);
+    o->mp = encdec_model_default_params();
     o->threads = cli_default_threads();
     o->parallel = 4;
     o->tp = encdec_transcribe_default_params();

@@ -123,6 +123,21 @@ typedef enum {
     ENCDEC_ISA_NEON,      /* aarch64: NEON (AVX2's level there) */
 } encdec_isa;
 
+/* Where a model's sessions and engines run. */
+typedef enum {
+    ENCDEC_DEVICE_CPU = 0,   /* this CPU's kernels (default) */
+    ENCDEC_DEVICE_CUDA,      /* an NVIDIA GPU (a build with -DENCDEC_CUDA=ON; Whisper): weights
+                                uploaded once at load (f32 mode: f32; bf16 mode: bf16 with f32
+                                accumulation), every cache and activation in its memory */
+} encdec_device;
+/* "cpu", "cuda" or "cuda:N" into *dev and *index (0 without ":N"); 0, or
+ * -1 for another spelling (then nothing is written). */
+ENCDEC_API int encdec_device_parse(const char *name, encdec_device *dev, int *index);
+/* How many devices of a kind this build and machine have: 1 for the CPU;
+ * CUDA GPUs the driver shows (0 in a build without the CUDA backend, or
+ * with no driver). */
+ENCDEC_API int encdec_device_count(encdec_device dev);
+
 typedef struct {
     encdec_compute compute;
     encdec_isa isa;       /* kernel-set ceiling; one this CPU lacks is an ENCDEC_ERR_ARG */
@@ -131,8 +146,12 @@ typedef struct {
                              bit), is ENCDEC_ERR_FORMAT naming the tensor and element; it
                              reads every weight once at load (+19 ms for tiny.en's 75 MB,
                              +39 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
+    encdec_device device;   /* ENCDEC_DEVICE_CUDA: int8 is refused, and so is T5 (not yet) */
+    int device_index;       /* which GPU, 0.. */
 } encdec_model_params;
-ENCDEC_API encdec_model_params encdec_model_default_params(void);   /* f32, auto, checked */
+/* f32, auto, checked, on the CPU; the environment's ENCDEC_DEVICE ("cuda",
+ * "cuda:1") changes the default device (and so encdec_model_load's). */
+ENCDEC_API encdec_model_params encdec_model_default_params(void);
 
 /* "auto", "c", "avx2", "avx512", "amx", "neon"; NULL for another value. */
 ENCDEC_API const char *encdec_isa_name(encdec_isa isa);
@@ -165,6 +184,7 @@ typedef struct {
     const char *compute;      /* "f32", "bf16" or "int8" (encdec_compute) */
     const char *isa;          /* the kernel set its sessions run: "c", "avx2", "avx512", "amx",
                                  "neon" (the best of the CPU's up to the one asked for) */
+    const char *device;       /* "cpu", or the GPU in words ("NVIDIA H200, sm_90, 140 GiB") */
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */

@@ -8,32 +8,40 @@
 #       build-cuda/rt/: the shared libraries those programs need that a bare
 #       CUDA image lacks (BLIS, libsndfile, ...), so that build-cuda runs on
 #       the GPU machine as it is (scripts/test.sh runs this half in CI).
-#   scripts/test-cuda.sh         on the GPU machine, build-cuda/tests/test_cuda
-#       and build-cuda/rt carried there (29 MB with the build's objects): the device, then every CUDA kernel against its CPU twin
-#       (test_cuda), then the same under compute-sanitizer's memcheck. Any
-#       failure, a skip included, fails. Under 8 minutes on an H100.
-#
-# What it does not run yet: the Whisper and T5 goldens on the CUDA backend
-# (the model code reaches the device once core/ops dispatches to it; see
-# docs/ARCHITECTURE.md, "The CUDA backend").
-set -euo pipefail
+#   scripts/test-cuda.sh         on the GPU machine, with build-cuda/encdec,
+#       build-cuda/tests and build-cuda/rt carried there (about 25 MB): the
+#       device; every CUDA kernel against its CPU twin (test_cuda); the
+#       Whisper goldens (transformers' values, the CPU's tolerances) with
+#       the model and state on the GPU (ENCDEC_DEVICE=cuda); with tiny.en
+#       ($ENCDEC_TINY_EN or the default install) the tests of real speech,
+#       long-form (openai-whisper's segments), beams, the engine (a
+#       request's output whatever else runs) and batched long-form on the
+#       GPU, and the CLI's text on every recording of $ENCDEC_SHARED_DIR/audio
+#       against the CPU build's; then compute-sanitizer's memcheck on the
+#       kernel test and on a transcription. Every step runs; any failure,
+#       a skip of a kernel test included, fails. Under 8 minutes on an H100.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=build-cuda
+GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched"
 
 if [ "${1:-}" = build ]; then
+  set -e
   # (without FFmpeg: its libraries would be most of what travels)
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON -DENCDEC_CUDA=ON \
         -DENCDEC_FFMPEG=OFF >/dev/null
-  cmake --build "$dir" -j"$(nproc)" --target encdec_cli test_cuda
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j"$(nproc)" --target encdec_cli test_cuda $GPU_TESTS
   ctest --test-dir "$dir" --output-on-failure -R '^test_cuda$'
-  # The libraries test_cuda loads, less the C library's own and CUDA's (the
-  # GPU machine has its driver, runtime and cuBLAS): copied beside it for
-  # LD_LIBRARY_PATH.
+  # The libraries these programs load, less the C library's own and CUDA's
+  # (the GPU machine has its driver, runtime and cuBLAS): copied beside
+  # them for LD_LIBRARY_PATH.
   rm -rf "$dir/rt" && mkdir -p "$dir/rt"
-  ldd "$dir/tests/test_cuda" | awk '$3 ~ /^\// {print $3}' | sort -u |
+  for f in "$dir/encdec" "$dir"/tests/test_*; do ldd "$f"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt)\.so' |
     while read -r lib; do cp -L "$lib" "$dir/rt/"; done
-  echo "build-cuda: $(du -sh "$dir/rt" | cut -f1) of runtime libraries in $dir/rt; carry $dir to the GPU machine" >&2
+  strip "$dir/encdec" "$dir"/tests/test_*
+  echo "build-cuda: $(du -sh "$dir/rt" | cut -f1) of runtime libraries in $dir/rt; carry $dir/encdec, $dir/tests, $dir/rt to the GPU machine" >&2
   exit 0
 fi
 
@@ -48,17 +56,76 @@ if [ -z "$cudalib" ]; then
   [ -n "$f" ] && cudalib=$(dirname "$f")
 fi
 export LD_LIBRARY_PATH="$PWD/$dir/rt${cudalib:+:$cudalib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-echo "== test_cuda: every kernel against its CPU twin ==" >&2
-set +e
-"$dir/tests/test_cuda"; rc=$?
-set -e
-[ "$rc" = 0 ] || { echo "test_cuda: exit $rc (77: skipped, which fails here)" >&2; exit 1; }
+fails=""
+step() {   # step NAME COMMAND...: runs it, timed, and notes a failure
+  local name=$1 t0 rc
+  shift
+  echo "== $name ==" >&2
+  t0=$(date +%s%N)
+  "$@"
+  rc=$?
+  printf '== %s: %s (%d ms)\n' "$name" "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")" \
+    "$((($(date +%s%N) - t0) / 1000000))" >&2
+  [ $rc = 0 ] || fails="$fails $name"
+}
+kernels() {   # a skip (77: no GPU) fails here
+  "$dir/tests/test_cuda"
+}
+step "test_cuda: every kernel against its CPU twin" kernels
+
+# The test programs name the repository's test data and ../shared by the
+# paths they were built with: where this checkout is elsewhere, links there.
+built_root=$(strings "$dir/tests/test_whisper_golden" | grep -m1 -o '/[^ ]*/tests/data' | sed 's|/tests/data$||')
+shared=${ENCDEC_SHARED_DIR:-$PWD/../shared}
+if [ -n "$built_root" ] && [ "$built_root" != "$PWD" ] && [ ! -e "$built_root" ]; then
+  mkdir -p "$(dirname "$built_root")" && ln -s "$PWD" "$built_root"
+fi
+if [ -n "$built_root" ] && [ ! -e "$(dirname "$built_root")/shared" ] && [ -d "$shared" ]; then
+  ln -s "$(cd "$shared" && pwd)" "$(dirname "$built_root")/shared"
+fi
+for t in $GPU_TESTS; do
+  [ -x "$dir/tests/$t" ] || { echo "no $dir/tests/$t" >&2; fails="$fails $t"; continue; }
+  step "$t on the GPU" env ENCDEC_DEVICE=cuda "$dir/tests/$t"
+done
+
+# The CLI's text on the GPU (f32) against the CPU's, recording by recording.
+tiny=${ENCDEC_TINY_EN:-$HOME/.cache/encdec/models/whisper-tiny.en}
+cli_texts() {
+  local bad=0 f a b
+  for f in "$shared"/audio/*.wav "$shared"/audio/*/*.wav "$shared"/audio/*.flac; do
+    [ -e "$f" ] || continue
+    a=$("$dir/encdec" transcribe -m "$tiny" --device cpu -t 8 "$f" 2>/dev/null)
+    b=$("$dir/encdec" transcribe -m "$tiny" --device cuda "$f" 2>/dev/null)
+    if [ "$a" = "$b" ] && [ -n "$a" ]; then echo "same text: $(basename "$f")"
+    else echo "DIFFERENT: $f"; diff <(echo "$a") <(echo "$b") | head -6; bad=1; fi
+  done
+  return $bad
+}
+bf16_text() {   # the bf16 mode on the GPU: tensor-core products, the words still right
+  local t
+  t=$("$dir/encdec" transcribe -m "$tiny" --device cuda --compute bf16 "$shared/audio/jfk.wav")
+  echo "bf16: $t"
+  case "$t" in *"ask not what your country can do for you"*) return 0 ;; *) return 1 ;; esac
+}
+if [ -f "$tiny/model.bin" ]; then
+  step "tiny.en: the CLI's text on the GPU as on the CPU" cli_texts
+  step "tiny.en: --compute bf16 on the GPU" bf16_text
+else
+  echo "no tiny.en at $tiny: the real-speech steps fail" >&2
+  fails="$fails tiny.en"
+fi
+
 if command -v compute-sanitizer >/dev/null; then
-  echo "== test_cuda under compute-sanitizer --tool memcheck ==" >&2
-  compute-sanitizer --tool memcheck --error-exitcode 9 --leak-check full "$dir/tests/test_cuda"
+  step "test_cuda under compute-sanitizer memcheck" env ENCDEC_TEST_SANITIZER=1 \
+    compute-sanitizer --tool memcheck --error-exitcode 9 --leak-check full "$dir/tests/test_cuda"
+  [ -f "$tiny/model.bin" ] && step "a transcription under compute-sanitizer memcheck" \
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$dir/encdec" transcribe -m "$tiny" \
+      --device cuda "$shared/audio/jfk.wav"
 else
   echo "compute-sanitizer not found: memcheck not run" >&2
-  exit 1
+  fails="$fails memcheck"
 fi
+if [ -n "$fails" ]; then echo "test-cuda: FAILED:$fails" >&2; exit 1; fi
 echo "test-cuda: passed" >&2

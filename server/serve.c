@@ -176,7 +176,7 @@ int srv_main(int argc, char **argv) {
                     .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2,
                     .max_live = 8};
     const char *given = NULL, *vad_given = NULL;
-    encdec_model_params mp = {0};
+    encdec_model_params mp = encdec_model_default_params();
     encdec_kv_type kv = ENCDEC_KV_F32;
     int rc = parse(argc, argv, o, &given, &vad_given, &mp, &kv);
     if (rc) return rc > 0 ? 0 : CLI_USAGE_ERR;

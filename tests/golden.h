@@ -10,6 +10,11 @@
  * mel_frame_idx [nf]; encoder_out [nr, d] at enc_row_idx [nr]; cross_k.<l>
  * and cross_v.<l> [nr, d]; prompt [n_prompt]; tokens [n]; logits [n, V].
  * Everything here adds to the counts of check.h.
+ *
+ * With ENCDEC_DEVICE=cuda in the environment (scripts/test-cuda.sh, on a
+ * GPU), golden_open gives the model's device copy and golden_front a state
+ * on the device: the same goldens, the same tolerances, through the CUDA
+ * backend (the activations compared are downloaded first).
  */
 #ifndef ED_GOLDEN_H
 #define ED_GOLDEN_H
@@ -19,6 +24,7 @@
 #include "audio/audio.h"
 #include "audio/mel.h"
 #include "base/pool.h"
+#include "core/dev.h"
 #include "decode/greedy.h"
 #include "io/tensor.h"
 #include "kern/kern.h"
@@ -27,6 +33,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The device of ENCDEC_DEVICE=cuda[:N] (opened on first use; NULL: the
+ * CPU). A test run for the GPU that finds none fails rather than passing
+ * on the CPU. */
+static inline ed_dev *golden_dev(void) {
+    static int done;
+    static ed_dev *d;
+    if (done) return d;
+    done = 1;
+    const char *e = getenv("ENCDEC_DEVICE");
+    encdec_device kind;
+    int idx;
+    if (!e || encdec_device_parse(e, &kind, &idx) || kind == ENCDEC_DEVICE_CPU) return NULL;
+    if (ed_dev_open(ED_DEV_CUDA, idx, &d)) {
+        fprintf(stderr, "ENCDEC_DEVICE=%s: %s\n", e, encdec_last_error());
+        exit(1);
+    }
+    printf("device: %s\n", ed_dev_name(d));
+    return d;
+}
+
+/* n floats of a state's buffer p as host memory (a copy from the device,
+ * in rotating static buffers, on a GPU run; p itself otherwise). */
+static inline const float *golden_host(const void *p, size_t bytes) {
+    ed_dev *d = golden_dev();
+    if (!d) return p;
+    static void *buf[4];
+    static int k;
+    k = (k + 1) % 4;
+    free(buf[k]);
+    buf[k] = malloc(bytes);
+    if (!buf[k] || ed_dev_download(d, buf[k], p, bytes)) {
+        fprintf(stderr, "download: %s\n", encdec_last_error());
+        exit(1);
+    }
+    return buf[k];
+}
 
 /* The golden tensor `name`; a golden file without it is broken, so the test
  * stops (exit 1) naming it. */
@@ -167,8 +210,9 @@ static inline void golden_check_encoder(whisper_state *s, const float *mel, cons
     int nr = (int)gri->shape[0];
     const int *rows = gri->data;
     double worst = 0;
+    const float *enc = golden_host(s->enc_out, (size_t)h->n_audio_ctx * d * sizeof(float));
     for (int k = 0; k < nr; k++) {
-        double dd = check_max_abs_diff(s->enc_out + (size_t)rows[k] * d, (const float *)ge->data + (size_t)k * d,
+        double dd = check_max_abs_diff(enc + (size_t)rows[k] * d, (const float *)ge->data + (size_t)k * d,
                                        (size_t)d, NULL);
         if (dd > worst) worst = dd;
     }
@@ -176,6 +220,9 @@ static inline void golden_check_encoder(whisper_state *s, const float *mel, cons
     CHECK(worst < 1e-4);
 
     whisper_cross_compute(s);
+    CHECK_EQ_INT(whisper_state_status(s), ENCDEC_OK);
+    kv_cross xc = s->cross;   /* its memory on the host */
+    xc.kv = (void *)golden_host(s->cross.kv, kv_cross_bytes(&s->cross));
     worst = 0;
     for (int l = 0; l < h->n_dec_layer; l++)
         for (int kv = 0; kv < 2; kv++) {
@@ -185,7 +232,7 @@ static inline void golden_check_encoder(whisper_state *s, const float *mel, cons
             for (int k = 0; k < nr; k++)
                 for (int hd = 0; hd < h->n_head; hd++)
                     for (int j = 0; j < dh; j++) {
-                        const float *have = kv ? kv_cross_v(&s->cross, l, hd) : kv_cross_k(&s->cross, l, hd);
+                        const float *have = kv ? kv_cross_v(&xc, l, hd) : kv_cross_k(&xc, l, hd);
                         double dd = fabs(have[(size_t)rows[k] * dh + j] -
                                          want[(size_t)k * d + hd * dh + j]);
                         if (dd > worst) worst = dd;
@@ -235,6 +282,12 @@ static inline int golden_open(const char *golden, const char *model_dir, ed_wtab
     CHECK_EQ_INT(st_load_file(*g, golden), ENCDEC_OK);
     encdec_status st = whisper_load(m, model_dir);
     CHECK_EQ_INT(st, ENCDEC_OK);
+    if (!st && golden_dev()) {   /* the device copy; the host model stays (shared parts) */
+        whisper_model *dm = NULL;
+        st = whisper_upload(*m, golden_dev(), 0, &dm);
+        CHECK_EQ_INT(st, ENCDEC_OK);
+        if (!st) *m = dm;
+    }
     if (!st) return 1;
     fprintf(stderr, "%s\n", encdec_last_error());
     wtab_free(*g);
@@ -252,6 +305,7 @@ static inline void golden_front(const whisper_model *m, const float *mel, const 
     printf("mel max |diff| %.3g over %d frames x %d bands\n", worst, nf, m->hp.n_mels);
     CHECK(worst < 1e-4);
     CHECK_EQ_INT(ed_pool_new(pool, 2), ENCDEC_OK);
+    ed_pool_set_device(*pool, golden_dev());
     CHECK_EQ_INT(whisper_state_new(s, m, *pool, 2, KV_F32), ENCDEC_OK);
     golden_check_encoder(*s, mel, g);
 }

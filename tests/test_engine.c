@@ -258,6 +258,18 @@ static void bad_input(const encdec_model *m) {
     CHECK_STATUS(encdec_engine_new(NULL, &ep, &e), ENCDEC_ERR_ARG, "model");
     ep.max_active = 1000;
     CHECK_STATUS(encdec_engine_new(m, &ep, &e), ENCDEC_ERR_ARG, "max_active");
+    /* every count the parameters allow is an engine: 256 requests of 17
+     * sequences each (their self caches reserved, not touched) */
+    ep.max_active = 256;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (e) {
+        encdec_transcribe_params p0 = encdec_transcribe_default_params();
+        CHECK_EQ_INT(encdec_engine_transcribe(e, g_rec, g_rec_n, &p0, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+        if (r) CHECK(strstr(encdec_result_text(r), "country") != NULL);
+        encdec_result_free(r), encdec_request_free(q), encdec_engine_free(e);
+        r = NULL, q = NULL, e = NULL;
+    }
     ep.max_active = 2;
     ep.n_threads = -1;
     CHECK_STATUS(encdec_engine_new(m, &ep, &e), ENCDEC_ERR_ARG, "thread");

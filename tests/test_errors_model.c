@@ -398,8 +398,50 @@ static void test_session_and_transcribe(void) {
     encdec_model_free(m);
 }
 
+/* Devices: a kind that is not one, an index out of range, a bad
+ * ENCDEC_DEVICE, and CUDA in a build or on a machine without it: each a
+ * named usage error, nothing loaded. */
+static void test_device(void) {
+    const char *dir = ED_TEST_DATA "/tiny-random-whisper";
+    encdec_model *m = NULL;
+    encdec_model_params mp = encdec_model_default_params();
+    CHECK_EQ_INT(mp.device, ENCDEC_DEVICE_CPU);
+    mp.device = (encdec_device)7;
+    CHECK_STATUS(encdec_model_load_ex(dir, &mp, &m), ENCDEC_ERR_ARG, "device 7");
+    mp.device = ENCDEC_DEVICE_CUDA;
+    mp.device_index = -1;
+    CHECK_STATUS(encdec_model_load_ex(dir, &mp, &m), ENCDEC_ERR_ARG, "index -1");
+    mp.device_index = 0;
+    if (encdec_device_count(ENCDEC_DEVICE_CUDA) == 0) {
+        encdec_status st = encdec_model_load_ex(dir, &mp, &m);
+        CHECK(st == ENCDEC_ERR_ARG || st == ENCDEC_ERR_DEVICE);
+        CHECK(strstr(encdec_last_error(), "CUDA") != NULL);
+        CHECK(m == NULL);
+    }
+    encdec_device d = ENCDEC_DEVICE_CPU;
+    int i = -1;
+    CHECK_EQ_INT(encdec_device_parse("cuda:3", &d, &i), 0);
+    CHECK(d == ENCDEC_DEVICE_CUDA && i == 3);
+    CHECK_EQ_INT(encdec_device_parse("cuda:", &d, &i), -1);
+    CHECK_EQ_INT(encdec_device_parse("gpu", &d, &i), -1);
+    CHECK_EQ_INT(encdec_device_parse("cuda3", &d, &i), -1);
+    CHECK_EQ_INT(encdec_device_count(ENCDEC_DEVICE_CPU), 1);
+    setenv("ENCDEC_DEVICE", "gpu", 1);
+    CHECK_STATUS(encdec_model_load(dir, &m), ENCDEC_ERR_ARG, "ENCDEC_DEVICE=gpu");
+    setenv("ENCDEC_DEVICE", "cpu", 1);
+    CHECK_EQ_INT(encdec_model_load(dir, &m), ENCDEC_OK);
+    encdec_model_info info;
+    if (m) {
+        encdec_model_get_info(m, &info);
+        CHECK(info.device && !strcmp(info.device, "cpu"));
+    }
+    encdec_model_free(m);
+    unsetenv("ENCDEC_DEVICE");
+}
+
 int main(void) {
     if (!tmp_new("encdec-errors-model")) return 2;
+    test_device();
     test_paths();
     test_config();
     test_safetensors();

@@ -56,14 +56,39 @@ def compute_mode(compute_type):
                          f"{', '.join(sorted(_COMPUTE))}") from None
 
 
+def device_of(device, device_index=0):
+    """faster-whisper's device and device_index as encdec's (kind, index):
+    "cpu", "cuda" (device_index: which GPU; a list takes its first), or
+    "auto": the first GPU where this build and machine have one, else the CPU."""
+    if isinstance(device_index, (list, tuple)):
+        if not device_index:
+            raise ValueError("device_index=[]: name a GPU")
+        device_index = device_index[0]
+    if not isinstance(device_index, int) or device_index < 0:
+        raise ValueError(f"device_index={device_index!r}: a GPU's number, 0 or more")
+    if device == "auto":
+        device = "cuda" if N.lib.encdec_device_count(N.DEVICE["cuda"]) > 0 else "cpu"
+    if device not in N.DEVICE:
+        raise ValueError(f"device={device!r}: one of 'auto', 'cpu', 'cuda'")
+    if device == "cuda" and N.lib.encdec_device_count(N.DEVICE["cuda"]) <= device_index:
+        n = N.lib.encdec_device_count(N.DEVICE["cuda"])
+        raise ValueError(f"device='cuda', device_index={device_index}: this build and machine "
+                         f"have {n} CUDA device{'s' if n != 1 else ''}"
+                         + (" (encdec built without -DENCDEC_CUDA=ON, or no driver)" if n == 0 else ""))
+    return N.DEVICE[device], (device_index if device == "cuda" else 0)
+
+
 class Model:
     """A loaded model (read-only; freed with the object or by close())."""
 
     handle = None
 
-    def __init__(self, path, compute_type="default", isa=None, family=None):
+    def __init__(self, path, compute_type="default", isa=None, family=None, device=None,
+                 device_index=0):
         mp = N.lib.encdec_model_default_params()
         mp.compute = compute_mode(compute_type)
+        if device is not None:   # else the library's default ($ENCDEC_DEVICE, or the CPU)
+            mp.device, mp.device_index = device_of(device, device_index)
         if isa is not None:
             k = N.lib.encdec_isa_parse(isa.encode())
             if k < 0:

@@ -70,7 +70,8 @@ def check(status, what=None):
 
 
 class ModelParams(Structure):
-    _fields_ = [("compute", c_int), ("isa", c_int), ("no_weight_check", c_int)]
+    _fields_ = [("compute", c_int), ("isa", c_int), ("no_weight_check", c_int),
+                ("device", c_int), ("device_index", c_int)]
 
 
 class ModelInfo(Structure):
@@ -78,7 +79,8 @@ class ModelInfo(Structure):
                 ("n_mels", c_int), ("n_audio_ctx", c_int), ("n_text_ctx", c_int),
                 ("d_model", c_int), ("n_enc_layer", c_int), ("n_dec_layer", c_int),
                 ("n_head", c_int), ("n_vocab", c_int), ("multilingual", c_int),
-                ("weight_bytes", c_size_t), ("compute", c_char_p), ("isa", c_char_p)]
+                ("weight_bytes", c_size_t), ("compute", c_char_p), ("isa", c_char_p),
+                ("device", c_char_p)]
 
 
 class SessionParams(Structure):
@@ -244,6 +246,7 @@ _fn("encdec_model_find_language", c_int, c_void_p, c_char_p)
 _fn("encdec_language_name", c_char_p, c_char_p)
 _fn("encdec_language_code", c_char_p, c_int)
 _fn("encdec_isa_parse", c_int, c_char_p)
+_fn("encdec_device_count", c_int, c_int)
 _fn("encdec_session_default_params", SessionParams)
 _fn("encdec_session_new", _status, c_void_p, P(SessionParams), P(c_void_p))
 _fn("encdec_session_free", None, c_void_p)
@@ -297,6 +300,7 @@ _fn("encdec_vad_probs", _status, c_void_p, P(c_float), c_size_t, c_int, P(P(c_fl
     P(c_size_t))
 
 COMPUTE = {"f32": 0, "bf16": 1, "int8": 2}
+DEVICE = {"cpu": 0, "cuda": 1}
 KV_TYPE = {"f32": 0, "f16": 1, "bf16": 2}
 
 

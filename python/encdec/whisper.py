@@ -346,6 +346,9 @@ class WhisperModel(Owner):
     local_files_only.
     compute_type: "float32" / "default" (weights as stored, f32 arithmetic),
     "bfloat16", "int8" (faster-whisper's other names map to these).
+    device: "cpu", "cuda" (an NVIDIA GPU, device_index its number: a build
+    with -DENCDEC_CUDA=ON; compute_type "default" or "bfloat16") or "auto"
+    (the GPU where there is one, else the CPU).
     cpu_threads: the engine's threads (0: every core this process may use).
     num_workers: transcriptions decoded at once (more wait their turn; at
     least 8 run together: they share the decoder steps).
@@ -354,11 +357,9 @@ class WhisperModel(Owner):
     def __init__(self, model_size_or_path, device="auto", device_index=0,
                  compute_type="default", cpu_threads=0, num_workers=1, download_root=None,
                  local_files_only=False, isa=None, cross_kv="f32"):
-        if device not in ("auto", "cpu"):
-            raise ValueError(f"device={device!r}: encdec runs on the CPU ('cpu' or 'auto')")
         self._model = Model(resolve(model_size_or_path, download_root, "whisper-",
                                     local_files_only), compute_type,
-                            isa, family="whisper")
+                            isa, family="whisper", device=device, device_index=device_index)
         ep = N.lib.encdec_engine_default_params()
         ep.n_threads = default_threads(cpu_threads)
         ep.max_active = max(8, min(int(num_workers), 256))

@@ -23,11 +23,27 @@ struct encdec_model {
     t5_model *t5;          /* API_T5 */
     encdec_compute compute;
     int isa;               /* kernel-set limit of its loads and sessions (base/isa.h) */
+    /* on a GPU: the handle the weights were uploaded with, the device
+     * index each session and engine opens its own handle on, and the
+     * device copy of w that their states run (w keeps the tokenizer and
+     * rules) */
+    struct ed_dev *dev;
+    int dev_index;
+    whisper_model *w_dev;
 };
+
+/* The Whisper weights a state runs: the device copy, else w. */
+static inline const whisper_model *api_w_run(const encdec_model *m) {
+    return m->w_dev ? m->w_dev : m->w;
+}
+/* A session's or engine's own handle on the model's device (NULL *out on
+ * the CPU). */
+encdec_status api_dev_open(const encdec_model *m, struct ed_dev **out);
 
 struct encdec_session {
     const encdec_model *model;
     ed_pool *pool;
+    struct ed_dev *dev;  /* its own handle on the model's device (NULL: the CPU) */
     kv_dtype cross_kv;   /* cross cache storage (session params) */
     t5_state *t5;        /* API_T5: buffers grow to the largest request */
     /* API_WHISPER: */

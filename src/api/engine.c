@@ -2,6 +2,7 @@
  * run by the scheduler (sched/sched.h), their results built as a
  * session's are (api_transcribe_feed). */
 #include "api/api.h"
+#include "core/dev.h"
 #include "audio/audio.h"
 #include "base/err.h"
 #include "base/clock.h"
@@ -25,6 +26,7 @@ struct encdec_engine {
     pthread_mutex_t mu;
     pthread_cond_t gone;         /* a request left live */
     encdec_request *live;        /* requests whose threads run or are not yet joined (a list) */
+    struct ed_dev *dev;          /* its own handle on the model's device (NULL: the CPU) */
 };
 
 struct encdec_request {
@@ -491,11 +493,14 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     e->max_active = p.max_active;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->gone, NULL);
-    sch_params sp = {m->family == API_WHISPER ? m->w : NULL, m->family == API_T5 ? m->t5 : NULL,
+    encdec_status st = api_dev_open(m, &e->dev);
+    sch_params sp = {m->family == API_WHISPER ? api_w_run(m) : NULL,
+                     m->family == API_T5 ? m->t5 : NULL,
                      p.max_new_tokens + 1, p.n_threads, m->isa, (kv_dtype)p.cross_kv,
-                     p.max_active, e->slots};
-    encdec_status st = sch_new(&e->sch, &sp);
+                     p.max_active, e->slots, e->dev};
+    if (!st) st = sch_new(&e->sch, &sp);
     if (st) {
+        ed_dev_close(e->dev);
         pthread_cond_destroy(&e->gone);
         pthread_mutex_destroy(&e->mu);
         free(e);
@@ -527,6 +532,7 @@ void encdec_engine_free(encdec_engine *e) {
         pthread_mutex_unlock(&e->mu);
     }
     sch_free(e->sch);
+    ed_dev_close(e->dev);
     pthread_cond_destroy(&e->gone);
     pthread_mutex_destroy(&e->mu);
     free(e);

@@ -6,6 +6,7 @@
 #include "base/isa.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "kern/gemm.h"
 #include "kern/kern.h"
 
@@ -142,9 +143,60 @@ const char *api_isa_running(int lim) {
     return k_isa_name(level);
 }
 
+int encdec_device_parse(const char *name, encdec_device *dev, int *index) {
+    if (!name) return -1;
+    if (!strcmp(name, "cpu")) {
+        *dev = ENCDEC_DEVICE_CPU;
+        *index = 0;
+        return 0;
+    }
+    if (strncmp(name, "cuda", 4)) return -1;
+    int i = 0;
+    if (name[4] == ':') {
+        char *end;
+        long v = strtol(name + 5, &end, 10);
+        if (end == name + 5 || *end || v < 0 || v > 1024) return -1;
+        i = (int)v;
+    } else if (name[4]) {
+        return -1;
+    }
+    *dev = ENCDEC_DEVICE_CUDA;
+    *index = i;
+    return 0;
+}
+
+int encdec_device_count(encdec_device dev) {
+    return dev == ENCDEC_DEVICE_CPU ? 1 : dev == ENCDEC_DEVICE_CUDA ? ed_dev_count(ED_DEV_CUDA) : 0;
+}
+
 encdec_model_params encdec_model_default_params(void) {
     encdec_model_params p = {.compute = ENCDEC_COMPUTE_F32, .isa = ENCDEC_ISA_AUTO};
+    const char *e = getenv("ENCDEC_DEVICE");
+    if (e && *e) encdec_device_parse(e, &p.device, &p.device_index);   /* else the CPU */
     return p;
+}
+
+encdec_status api_dev_open(const encdec_model *m, struct ed_dev **out) {
+    *out = NULL;
+    return m->dev ? ed_dev_open(ED_DEV_CUDA, m->dev_index, out) : ENCDEC_OK;
+}
+
+/* The model's weights onto its device: checked as on the CPU, then each
+ * matrix uploaded in the device's type (no CPU layouts: no conversion or
+ * packing here), the file's pages dropped. */
+static encdec_status to_device(encdec_model *m, const encdec_model_params *p) {
+    if (m->family != API_WHISPER)
+        return ed_fail(ENCDEC_ERR_ARG, "T5 models do not run on CUDA yet (Whisper does): "
+                       "use the CPU for this model");
+    if (m->compute == ENCDEC_COMPUTE_INT8)
+        return ed_fail(ENCDEC_ERR_ARG, "the int8 mode does not run on CUDA yet: use f32 or bf16");
+    encdec_status st = ed_dev_open(ED_DEV_CUDA, p->device_index, &m->dev);
+    if (st) return st;
+    m->dev_index = p->device_index;
+    if (!p->no_weight_check) st = wl_check(m->w->wt);
+    if (!st) st = whisper_upload(m->w, m->dev, m->compute == ENCDEC_COMPUTE_BF16, &m->w_dev);
+    if (!st) wtab_drop_maps(m->w->wt);
+    return st;
 }
 
 encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *params,
@@ -159,6 +211,17 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     int lim;
     encdec_status st = isa_limit(params ? params->isa : ENCDEC_ISA_AUTO, &lim);
     if (st) return st;
+    encdec_model_params dflt = encdec_model_default_params();
+    const encdec_model_params *pp = params ? params : &dflt;
+    const char *env = getenv("ENCDEC_DEVICE");
+    encdec_device ed;
+    int ei;
+    if (env && *env && encdec_device_parse(env, &ed, &ei))
+        return ed_fail(ENCDEC_ERR_ARG, "ENCDEC_DEVICE=%s: expected cpu, cuda or cuda:N", env);
+    if (pp->device != ENCDEC_DEVICE_CPU && pp->device != ENCDEC_DEVICE_CUDA)
+        return ed_fail(ENCDEC_ERR_ARG, "device %d is not one of 0 cpu, 1 cuda", (int)pp->device);
+    if (pp->device == ENCDEC_DEVICE_CUDA && (pp->device_index < 0 || pp->device_index > 1024))
+        return ed_fail(ENCDEC_ERR_ARG, "CUDA device index %d out of range", pp->device_index);
     encdec_model *m = calloc(1, sizeof *m);
     if (!m) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model");
     m->compute = c;
@@ -166,7 +229,8 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     int old = ed_isa_swap(lim);   /* the packing at load follows the kernels that will run */
     st = detect_family(path, &m->family);
     if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
-    if (!st) st = convert(m, c, !(params && params->no_weight_check));
+    if (!st && pp->device == ENCDEC_DEVICE_CUDA) st = to_device(m, pp);
+    else if (!st) st = convert(m, c, !(params && params->no_weight_check));
     ed_isa_swap(old);
     if (st) {
         encdec_model_free(m);
@@ -186,6 +250,8 @@ const char *api_compute_name(encdec_compute c) {
 
 void encdec_model_free(encdec_model *m) {
     if (!m) return;
+    whisper_dev_free(m->w_dev);
+    ed_dev_close(m->dev);
     whisper_free(m->w);
     t5_free(m->t5);
     free(m);
@@ -208,6 +274,7 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
         info->weight_bytes = m->t5->weight_bytes;
         info->compute = api_compute_name(m->compute);
         info->isa = api_isa_running(m->isa);
+        info->device = "cpu";
         return;
     }
     const whisper_model *w = m->w;
@@ -224,9 +291,10 @@ void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     info->n_head = h->n_head;
     info->n_vocab = h->n_vocab;
     info->multilingual = w->multilingual;
-    info->weight_bytes = w->weight_bytes;
+    info->weight_bytes = api_w_run(m)->weight_bytes;
     info->compute = api_compute_name(m->compute);
     info->isa = api_isa_running(m->isa);
+    info->device = ed_dev_name(m->dev);
 }
 
 static char g_build_info[256];
@@ -236,10 +304,11 @@ static char g_build_info[256];
  * its level that kernels use (kern.h K_FEAT_*). */
 static void build_info_init(void) {
     unsigned f = k_feat_cpu();
-    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s%s%s%s), %s",
+    snprintf(g_build_info, sizeof g_build_info, "encdec %s, kernels %s (this CPU: %s%s%s%s), %s%s",
              ENCDEC_VERSION, api_isa_running(ED_ISA_ANY), k_isa_name(k_isa_cpu()),
              f & K_FEAT_AVXVNNI ? " + avx-vnni" : "", f & K_FEAT_DOTPROD ? " + dotprod" : "",
-             f & K_FEAT_BF16 ? " + bf16" : "", k_blas_info());
+             f & K_FEAT_BF16 ? " + bf16" : "", k_blas_info(),
+             ed_dev_built(ED_DEV_CUDA) ? ", CUDA backend" : "");
 }
 
 const char *encdec_build_info(void) {

@@ -4,6 +4,7 @@
  */
 #include "api/api.h"
 #include "base/err.h"
+#include "core/dev.h"
 #include "kern/kern.h"
 
 #include <stdlib.h>
@@ -36,6 +37,8 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     s->cross_kv = (kv_dtype)kt;
     encdec_status st = ed_pool_new(&s->pool, nt);
     if (!st) ed_pool_set_isa(s->pool, m->isa);
+    if (!st) st = api_dev_open(m, &s->dev);
+    if (!st) ed_pool_set_device(s->pool, s->dev);
     if (m->family == API_T5) {
         if (!st) st = t5_state_new(&s->t5, m->t5, s->pool, s->cross_kv);
         if (st) {
@@ -46,7 +49,7 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
         return ENCDEC_OK;
     }
     const whisper_hparams *h = &m->w->hp;
-    if (!st) st = whisper_state_new(&s->st, m->w, s->pool, 2, s->cross_kv);   /* greedy + prompt */
+    if (!st) st = whisper_state_new(&s->st, api_w_run(m), s->pool, 2, s->cross_kv);   /* greedy + prompt */
     if (!st) {
         rn_model rm = whisper_rn_model(s->st);
         st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);
@@ -69,6 +72,7 @@ void encdec_session_free(encdec_session *s) {
     whisper_state_free(s->st);
     t5_state_free(s->t5);
     ed_pool_free(s->pool);
+    ed_dev_close(s->dev);
     mel_free(s->mel);
     free(s);
 }

@@ -319,7 +319,7 @@ static encdec_status ensure_slots(encdec_session *s, int n) {
     rn_free(&s->runner);
     whisper_state_free(s->st);
     s->st = NULL;
-    encdec_status st = whisper_state_new(&s->st, s->model->w, s->pool, n, s->cross_kv);
+    encdec_status st = whisper_state_new(&s->st, api_w_run(s->model), s->pool, n, s->cross_kv);
     if (!st) {
         rn_model rm = whisper_rn_model(s->st);
         st = rn_init(&s->runner, &rm, ENCDEC_KV_FULL);

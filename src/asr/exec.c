@@ -6,12 +6,14 @@
 
 static encdec_status local_encode(void *ctx, const float *mel) {
     whisper_encode(((asr_local *)ctx)->st, mel);
-    return ENCDEC_OK;
+    return whisper_state_status(((asr_local *)ctx)->st);   /* a device's failure, named */
 }
 
 static encdec_status local_run(void *ctx, dec_task *t) {
     dec_model dm = rn_seam(((asr_local *)ctx)->rn);
-    return dec_task_run(t, &dm);
+    encdec_status st = dec_task_run(t, &dm);
+    encdec_status dv = whisper_state_status(((asr_local *)ctx)->st);
+    return dv ? dv : st;   /* a device's failure ended every row: it is the error */
 }
 
 static encdec_status local_feed_scores(void *ctx, const int *tokens, int n, float *logits,
@@ -24,7 +26,8 @@ static encdec_status local_feed_scores(void *ctx, const int *tokens, int n, floa
     for (int h = 0; !st && h < m->n_align_heads; h++)
         memcpy(scores + (size_t)h * n * T, whisper_align_scores(l->st, h), sizeof(float) * n * T);
     encdec_status st2 = whisper_align_capture(l->st, 0);
-    return st ? st : st2;
+    encdec_status dv = whisper_state_status(l->st);
+    return dv ? dv : st ? st : st2;
 }
 
 void asr_local_init(asr_local *l, whisper_state *st, dec_runner *rn) {

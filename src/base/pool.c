@@ -42,6 +42,7 @@ struct ed_pool {
     ed_pool_fn fn;               /* published by the release store of gen */
     void *ctx;
     int isa;                     /* instruction-set limit of every run (base/isa.h) */
+    void *dev;                   /* where the ops run (core/dev.h); NULL: here */
     void **scratch;        /* [n] per-thread scratch (ed_pool_scratch) */
     size_t *scratch_cap;   /* [n] its size in bytes */
 };
@@ -234,3 +235,6 @@ void ed_split(int n, int ith, int nth, int align, int *lo, int *hi) {
     *lo = b0 * align < n ? b0 * align : n;
     *hi = b1 * align < n ? b1 * align : n;
 }
+
+void ed_pool_set_device(ed_pool *p, void *dev) { p->dev = dev; }
+void *ed_pool_device(const ed_pool *p) { return p ? p->dev : NULL; }

@@ -31,6 +31,11 @@ void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx);
 void ed_pool_set_isa(ed_pool *p, int lim);
 int ed_pool_isa(const ed_pool *p);
 
+/* The device the ops run on (core/dev.h; NULL, the default: the CPU, on
+ * this pool's threads). Borrowed: it must outlive the pool's use. */
+void ed_pool_set_device(ed_pool *p, void *dev);
+void *ed_pool_device(const ed_pool *p);
+
 /* Thread ith's scratch memory of at least `bytes`, 64-byte aligned, owned by
  * the pool (grown on demand, contents then lost; freed with it); for use
  * inside a task by thread ith only.

@@ -2,6 +2,7 @@
 #include "core/kvcache.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "kern/attn_h.h"
 
 #include <stdint.h>
@@ -15,6 +16,10 @@ static size_t self_layer_floats(const kv_self *c) {
 }
 
 encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int d) {
+    return kv_self_init_on(c, NULL, n_layer, n_slots, n_ctx, d);
+}
+
+encdec_status kv_self_init_on(kv_self *c, void *dev, int n_layer, int n_slots, int n_ctx, int d) {
     memset(c, 0, sizeof *c);
     size_t n;
     if (n_layer <= 0 || n_slots <= 0 || n_ctx <= 0 || d <= 0 ||
@@ -30,8 +35,9 @@ encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int 
      * index table says which), so the pages of slots and positions never
      * reached are never touched: reserved, not resident (a session sized for
      * best-of 5 holds six slots, most of which only a fallback uses). */
-    c->k = ed_alloc(n, "self-attention K cache");
-    c->v = c->k ? ed_alloc(n, "self-attention V cache") : NULL;
+    c->dev = dev;
+    c->k = ed_dev_alloc(dev, n, "self-attention K cache");
+    c->v = c->k ? ed_dev_alloc(dev, n, "self-attention V cache") : NULL;
     if (!c->v) {
         kv_self_free(c);
         return ENCDEC_ERR_NOMEM;
@@ -49,7 +55,7 @@ static void release_pages(void *p, size_t bytes) {
 }
 
 void kv_self_release(const kv_self *c, int slot0, int n) {
-    if (!c->k || slot0 < 0 || n <= 0 || slot0 + n > c->n_slots) return;
+    if (!c->k || c->dev || slot0 < 0 || n <= 0 || slot0 + n > c->n_slots) return;
     size_t run = (size_t)n * c->n_ctx * c->d * sizeof(float);
     for (int l = 0; l < c->n_layer; l++) {
         release_pages(kv_self_k(c, l, slot0), run);
@@ -58,8 +64,8 @@ void kv_self_release(const kv_self *c, int slot0, int n) {
 }
 
 void kv_self_free(kv_self *c) {
-    free(c->k);
-    free(c->v);
+    ed_dev_free(c->dev, c->k);
+    ed_dev_free(c->dev, c->v);
     c->k = c->v = NULL;
 }
 
@@ -77,6 +83,11 @@ size_t kv_cross_elems(int n_layer, int n_head, int n_ctx, int dh) {
 
 encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh,
                             kv_dtype type) {
+    return kv_cross_init_on(c, NULL, n_layer, n_head, n_ctx, dh, type);
+}
+
+encdec_status kv_cross_init_on(kv_cross *c, void *dev, int n_layer, int n_head, int n_ctx, int dh,
+                               kv_dtype type) {
     memset(c, 0, sizeof *c);
     size_t n;
     if (n_layer <= 0 || n_head <= 0 || n_ctx <= 0 || dh <= 0 || type < KV_F32 || type > KV_BF16 ||
@@ -86,13 +97,15 @@ encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int
                        n_layer, n_head, n_ctx, dh);
     kv_cross_view(c, NULL, n_layer, n_head, n_ctx, dh, type);
     c->n_valid = 0;
-    c->kv = ed_map(n, "cross-attention K/V cache");
+    c->dev = dev;
+    c->kv = dev ? ed_dev_alloc(dev, n, "cross-attention K/V cache") : ed_map(n, "cross-attention K/V cache");
     c->owned = n;
     return c->kv ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
 }
 
 void kv_cross_free(kv_cross *c) {
-    if (c->owned) ed_unmap(c->kv, c->owned);
+    if (c->owned && c->dev) ed_dev_free(c->dev, c->kv);
+    else if (c->owned) ed_unmap(c->kv, c->owned);
     c->kv = NULL;
     c->owned = 0;
 }
@@ -100,6 +113,7 @@ void kv_cross_free(kv_cross *c) {
 void kv_cross_view(kv_cross *c, void *buf, int n_layer, int n_head, int n_ctx, int dh,
                    kv_dtype type) {
     c->owned = 0;
+    c->dev = NULL;
     c->n_layer = n_layer;
     c->n_head = n_head;
     c->n_ctx = n_ctx;

@@ -29,9 +29,12 @@ typedef struct {
     int n_layer, n_slots, n_ctx, d;
     float *k;   /* [n_layer, n_slots, n_ctx, d] */
     float *v;   /* [n_layer, n_slots, n_ctx, d] */
+    void *dev;  /* the device whose memory k and v are (core/dev.h); NULL: the host */
 } kv_self;
 
 encdec_status kv_self_init(kv_self *c, int n_layer, int n_slots, int n_ctx, int d);
+/* The same in a device's memory (dev: core/dev.h's ed_dev; NULL: the host). */
+encdec_status kv_self_init_on(kv_self *c, void *dev, int n_layer, int n_slots, int n_ctx, int d);
 void kv_self_free(kv_self *c);
 /* Slots [slot0, slot0 + n) of every layer are not needed any more: their
  * memory goes back to the system (an engine's request that left), whole
@@ -52,10 +55,13 @@ typedef struct {
     kv_dtype type;
     void *kv;      /* [n_layer, 2, n_head, n_ctx, dh] of type: K then V per layer */
     size_t owned;  /* bytes mapped by kv_cross_init (0: a view) */
+    void *dev;     /* the device whose memory kv is (core/dev.h); NULL: the host */
 } kv_cross;
 
 encdec_status kv_cross_init(kv_cross *c, int n_layer, int n_head, int n_ctx, int dh,
                             kv_dtype type);
+encdec_status kv_cross_init_on(kv_cross *c, void *dev, int n_layer, int n_head, int n_ctx, int dh,
+                               kv_dtype type);
 void kv_cross_free(kv_cross *c);
 /* A cross cache over memory the caller owns (buf: kv_cross_elems elements
  * of type): one input's part of a batch's shared buffer. Not to be passed

@@ -5,6 +5,7 @@
  * (tests/test_threads.c): slices only decide who computes a value, never
  * which kernel or blocking does. */
 #include "core/ops.h"
+#include "core/ops_dev.h"
 #include "kern/attn_amx.h"
 #include "kern/attn_h.h"
 #include "kern/gemm.h"
@@ -78,6 +79,7 @@ static void mm_task(void *arg, int ith, int nth) {
 
 void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const float *w,
                   int ldw, const float *b, int M, int N, int K) {
+    OP_DEV(p, od_matmul_f(dev_, y, ldy, x, ldx, w, ldw, b, M, N, K));
     mm_ctx c = {y, x, w, b, ldy, ldx, ldw, M, N, K};
     ed_pool_run(p, mm_task, &c);
 }
@@ -264,6 +266,7 @@ static int gemm_fits(k_w w, int M) {
 
 void op_matmul_w_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                     const float *b, int M, int N, int K, int epi, float *tmp) {
+    OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, epi));
     if (gemm_fits(w, M)) {
         gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), epi};
         ed_pool_run(p, gemm_task, &c);
@@ -292,6 +295,7 @@ static void win_task(void *arg, int ith, int nth) {
 
 void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                    const float *b, int M, int N, int K, int epi, float *col) {
+    OP_DEV(p, od_matmul_win(dev_, y, ldy, x, ldx, w, b, M, N, K, epi, col));
     if (gemm_fits(w, M) || ldx >= K) {
         op_matmul_w_ex(p, y, ldy, x, ldx, w, b, M, N, K, epi & K_GEMM_GELU, NULL);
         return;
@@ -303,6 +307,7 @@ void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w
 
 void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                  int M, int N, int K) {
+    OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, 0));
     if (w.t == K_F16P || w.t == K_BF16P) {
         mmp_ctx c = {y, x, b, w, ldy, ldx, M, N, K};
         ed_pool_run(p, mmp_task, &c);
@@ -328,6 +333,7 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
 
 void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K) {
+    OP_DEV(p, od_matmul_w_inv(dev_, y, ldy, x, ldx, w, b, M, N, K));
     if (w.t == K_F16P || w.t == K_BF16P || w.t == K_Q8) {
         op_matmul_w(p, y, ldy, x, ldx, w, b, M, N, K);
         return;
@@ -353,6 +359,7 @@ int op_rows_invariant(k_w w) {
 
 void op_matmul_w_rows(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                       const float *b, int M, int N, int K) {
+    OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, 0));
     if (w_invariant(w) || !op_rows_invariant(w)) {
         op_matmul_w(p, y, ldy, x, ldx, w, b, M, N, K);
         return;
@@ -380,6 +387,7 @@ static void ln_task(void *arg, int ith, int nth) {
 
 void op_layernorm(ed_pool *p, float *y, const float *x, const float *g, const float *b,
                   int M, int D, float eps) {
+    OP_DEV(p, od_layernorm(dev_, y, x, g, b, M, D, eps));
     ln_ctx c = {y, x, g, b, M, D, eps};
     if (M < 16) ln_task(&c, 0, 1);
     else ed_pool_run(p, ln_task, &c);
@@ -401,6 +409,7 @@ static void gelu_task(void *arg, int ith, int nth) {
 }
 
 void op_gelu(ed_pool *p, float *x, int M, int N) {
+    OP_DEV(p, od_ffn_act(dev_, x, N, M, N, 1, 0));
     gelu_ctx c = {x, (size_t)M * (size_t)N};
     if (c.n < 8192) gelu_task(&c, 0, 1);
     else ed_pool_run(p, gelu_task, &c);
@@ -419,6 +428,7 @@ static void add_task(void *arg, int ith, int nth) {
 }
 
 void op_add(ed_pool *p, float *y, const float *x, size_t n) {
+    OP_DEV(p, od_add(dev_, y, x, n));
     add_ctx c = {y, x, n};
     if (n < 8192) add_task(&c, 0, 1);
     else ed_pool_run(p, add_task, &c);
@@ -554,6 +564,7 @@ static void attn_gemm_task(void *arg, int ith, int nth) {
 void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                      int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                      float scale, int causal, int bf16, float *scratch, size_t scratch_stride) {
+    OP_DEV(p, od_attention(dev_, o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, n_head, dh, scale, causal));
     k_gemm_mode mode = bf16 ? K_GEMM_BF16 : K_GEMM_F32;
     if (!causal && bf16 && Mq >= 64 && Tk >= 64 && dh <= K_ATTN_BF16_MAX_DH && k_attention_bf16_has()) {
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
@@ -577,6 +588,7 @@ void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, con
 void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                   int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                   float scale, int causal, float *scratch, size_t scratch_stride) {
+    OP_DEV(p, od_attention(dev_, o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, n_head, dh, scale, causal));
     if (!causal && Mq >= 256 && Tk >= 256 && attn_gemm_pays(K_GEMM_F32)) {   /* (as above) */
         attn_gemm_ctx g = {{o, q, k, v, ldo, ldq, ldk, ldv, Mq, Tk, n_head, dh, causal, scale,
                             scratch, scratch_stride}, p, K_GEMM_F32};
@@ -640,6 +652,7 @@ static void xattn_task(void *arg, int ith, int nth) {
 void op_attention_cross(ed_pool *p, float *o, int ldo, const float *q, int ldq,
                         const kv_cross *c, const int *row_cache, int l, int Mq, float scale,
                         float *scratch, size_t scratch_stride) {
+    OP_DEV(p, od_attention_cross(dev_, o, ldo, q, ldq, c, row_cache, l, Mq, scale));
     xattn_ctx x = {o, q, c, row_cache, ldo, ldq, l, Mq, scale, scratch, scratch_stride};
     ed_pool_run(p, xattn_task, &x);
 }
@@ -660,6 +673,7 @@ static void i2c_task(void *arg, int ith, int nth) {
 
 void op_im2col_1d(ed_pool *p, float *col, const float *x, int x_chan_major, int C_in,
                   int T_in, int kw, int stride, int pad, int T_out) {
+    OP_DEV(p, od_im2col_1d(dev_, col, x, x_chan_major, C_in, T_in, kw, stride, pad, T_out));
     i2c_ctx c = {col, x, x_chan_major, C_in, T_in, kw, stride, pad, T_out};
     ed_pool_run(p, i2c_task, &c);
 }

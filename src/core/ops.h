@@ -9,6 +9,13 @@
  *
  * Scratch passed in is owned by the caller and sized as documented; nothing
  * here allocates.
+ *
+ * A pool that carries a device (ed_pool_set_device, core/dev.h) runs every
+ * op there instead (core/ops_dev.h: each op's twin in cuda/cuda.h): the
+ * buffers, caches and weights are then the device's memory, the small int
+ * arrays stay the host's (staged per call), CPU scratch is not used, and
+ * the bitwise promises above become the device's: op_matmul_w_inv stays
+ * batch-invariant; thread counts do not apply.
  */
 #ifndef ED_OPS_H
 #define ED_OPS_H
@@ -161,6 +168,19 @@ void op_zero(ed_pool *p, float *x, size_t n);   /* n floats */
  * cache c[i] (frame = token - start[i]). One pool pass. */
 void op_cross_fill(ed_pool *p, const kv_cross *c, int n, const int *start, const int *len,
                    const float *src, size_t ld, int t0, int rows);
+
+/* Host data into a pass (the mel): *in = src on the CPU; with a device,
+ * src copied into dst (the device's memory, n floats) and *in = dst. */
+encdec_status op_from_host(ed_pool *p, float *dst, const float *src, size_t n, const float **in);
+/* A pass's result (logits, alignment scores) to the host: with a device,
+ * src (its memory) copied to dst and the device's first failure since the
+ * last check returned, named; on the CPU nothing (src is dst). */
+encdec_status op_to_host(ed_pool *p, float *dst, const float *src, size_t n);
+
+/* Waits for the work queued so far (a device's queue; nothing on the CPU,
+ * where every op has returned done) and returns the device's first failure
+ * since the last check: the end of a pass whose time is measured. */
+encdec_status op_sync(ed_pool *p);
 
 /* col[T_out, C_in*kw] over the pool (see k_im2col_1d). */
 void op_im2col_1d(ed_pool *p, float *col, const float *x, int x_chan_major, int C_in,

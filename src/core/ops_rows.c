@@ -7,11 +7,14 @@
  * each has a twin in cuda/cuda.h). Element-wise work gives the same bits
  * however it is split. */
 #include "core/ops.h"
+#include "core/ops_dev.h"
+#include "core/dev.h"
 
 #include <string.h>
 
 void op_embed(ed_pool *p, float *x, k_w emb, int n_vocab, const int *tok, const float *pos_emb,
               const int *pos, int R, int d) {
+    OP_DEV(p, od_embed(dev_, x, emb, tok, pos_emb, pos, R, d));
     (void)p;   /* R rows of d floats: too little to split */
     for (int r = 0; r < R; r++) {
         float *row = x + (size_t)r * d;
@@ -22,6 +25,7 @@ void op_embed(ed_pool *p, float *x, k_w emb, int n_vocab, const int *tok, const 
 
 void op_kv_self_put(ed_pool *p, const kv_self *c, int l, const float *qkv, int ldqkv, int koff,
                     int voff, int R, const int *pos, const int *slot) {
+    OP_DEV(p, od_kv_self_put(dev_, c, l, qkv, ldqkv, koff, voff, R, pos, slot));
     (void)p;
     size_t bytes = (size_t)c->d * sizeof(float);
     for (int r = 0; r < R; r++) {
@@ -33,6 +37,7 @@ void op_kv_self_put(ed_pool *p, const kv_self *c, int l, const float *qkv, int l
 
 void op_layernorm_rows(ed_pool *p, float *y, const float *x, const int *rows, int n,
                        const float *g, const float *b, int D, float eps) {
+    OP_DEV(p, od_norm_rows(dev_, y, x, rows, n, g, b, D, eps, 0));
     (void)p;
     for (int i = 0; i < n; i++)
         k_layernorm(y + (size_t)i * D, x + (size_t)rows[i] * D, g, b, 1, D, eps);
@@ -40,16 +45,19 @@ void op_layernorm_rows(ed_pool *p, float *y, const float *x, const int *rows, in
 
 void op_rmsnorm_rows(ed_pool *p, float *y, const float *x, const int *rows, int n, const float *g,
                      int D, float eps) {
+    OP_DEV(p, od_norm_rows(dev_, y, x, rows, n, g, NULL, D, eps, 1));
     (void)p;
     for (int i = 0; i < n; i++) k_rmsnorm(y + (size_t)i * D, x + (size_t)rows[i] * D, g, 1, D, eps);
 }
 
 void op_scale(ed_pool *p, float *x, size_t n, float s) {
+    OP_DEV(p, od_scale(dev_, x, n, s));
     (void)p;
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
 void op_zero(ed_pool *p, float *x, size_t n) {
+    OP_DEV(p, od_zero(dev_, x, n));
     (void)p;
     memset(x, 0, n * sizeof *x);
 }
@@ -86,7 +94,22 @@ static void cross_task(void *arg, int ith, int nth) {
 
 void op_cross_fill(ed_pool *p, const kv_cross *c, int n, const int *start, const int *len,
                    const float *src, size_t ld, int t0, int rows) {
+    OP_DEV(p, od_cross_fill(dev_, c, n, start, len, src, ld, t0, rows));
     if (n < 1 || rows < 1) return;
     cross_ctx x = {c, start, len, src, ld, n, t0, rows, c[0].n_layer * 2 * c[0].n_head, c[0].dh};
     ed_pool_run(p, cross_task, &x);
 }
+
+encdec_status op_from_host(ed_pool *p, float *dst, const float *src, size_t n, const float **in) {
+    ed_dev *d = ed_pool_dev(p);
+    *in = d ? dst : src;
+    return d ? ed_dev_upload(d, dst, src, n * sizeof(float)) : ENCDEC_OK;
+}
+
+encdec_status op_to_host(ed_pool *p, float *dst, const float *src, size_t n) {
+    ed_dev *d = ed_pool_dev(p);
+    if (!d || dst == src) return ENCDEC_OK;
+    return ed_dev_download(d, dst, src, n * sizeof(float));
+}
+
+encdec_status op_sync(ed_pool *p) { return ed_dev_sync(ed_pool_dev(p)); }

@@ -2,6 +2,7 @@
  * feed-forward activations, attention over packed segments with a position
  * bias, and decoder attention through a cache index table. */
 #include "core/ops.h"
+#include "core/ops_dev.h"
 #include "kern/kern.h"
 
 typedef struct {
@@ -19,6 +20,7 @@ static void rms_task(void *arg, int ith, int nth) {
 }
 
 void op_rmsnorm(ed_pool *p, float *y, const float *x, const float *g, int M, int D, float eps) {
+    OP_DEV(p, od_rmsnorm(dev_, y, x, g, M, D, eps));
     rms_ctx c = {y, x, g, M, D, eps};
     if (M < 16) rms_task(&c, 0, 1);
     else ed_pool_run(p, rms_task, &c);
@@ -47,6 +49,7 @@ static void act_task(void *arg, int ith, int nth) {
 }
 
 void op_ffn_act(ed_pool *p, float *h, int ld, int M, int F, op_act act, int gated) {
+    OP_DEV(p, od_ffn_act(dev_, h, ld, M, F, (int)act, gated));
     act_ctx c = {h, ld, M, F, gated, act};
     if ((size_t)M * (size_t)F < 8192) act_task(&c, 0, 1);
     else ed_pool_run(p, act_task, &c);
@@ -94,6 +97,7 @@ void op_attention_seg(ed_pool *p, float *o, int ldo, const float *q, int ldq, co
                       const int *seg_len, int n_head, int dh, float scale, const float *bias,
                       size_t bias_hstride, int bias_center, float *scratch,
                       size_t scratch_stride) {
+    OP_DEV(p, od_unsupported(dev_, "attention within packed segments (T5's encoder)"));
     seg_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, n_seg, n_head, dh, seg_start, seg_len, scale,
                  bias, bias_hstride, bias_center, scratch, scratch_stride};
     ed_pool_run(p, seg_task, &c);
@@ -139,6 +143,7 @@ void op_attention_tab(ed_pool *p, float *o, int ldo, const float *q, int ldq,
                       int n_head, int dh, float scale, const float *bias,
                       size_t bias_hstride, int bias_center, float *scratch,
                       size_t scratch_stride) {
+    OP_DEV(p, od_attention_tab(dev_, o, ldo, q, ldq, kc, vc, slot_stride, ld, R, pos, tab, tab_row, tab_ld, n_head, dh, scale, bias, bias_hstride, bias_center));
     tab_ctx c = {o, q, kc, vc, ldo, ldq, ld, R, n_head, dh, tab_ld, slot_stride, pos, tab,
                  tab_row, scale, bias, bias_hstride, bias_center, scratch, scratch_stride};
     if (R * n_head < 4) tab_task(&c, 0, 1);

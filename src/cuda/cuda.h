@@ -55,6 +55,17 @@ encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes);
 encdec_status cu_download(cu_dev *g, void *dst, const void *src, size_t bytes);
 encdec_status cu_sync(cu_dev *g);
 void cu_memset0(cu_dev *g, void *p, size_t bytes);
+/* A small host array (ints, pointers) as device memory for the kernels
+ * queued after this call: copied at once (the host array may change on
+ * return), valid until another 4 MiB has been staged. NULL for 0 bytes
+ * or after a failure (recorded). */
+const void *cu_stage(cu_dev *g, const void *host, size_t bytes);
+/* Makes g's device the calling thread's (each thread that queues work on g
+ * first: the engine's and a session's threads). */
+void cu_bind(cu_dev *g);
+/* Records a failure that is not the runtime's (a shape or layout this
+ * backend does not run), returned by the next cu_sync / cu_download. */
+void cu_fail(cu_dev *g, const char *what);
 
 /* Element types of weights and caches (values as kern.h's K_F32, K_F16, K_BF16). */
 typedef enum { CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2 } cu_type;
@@ -72,9 +83,25 @@ enum { CU_EPI_GELU = 1, CU_EPI_ACC = 2 };
 void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
                int M, int N, int K, int epi);
 
+/* The same without epilogue, batch-invariant: row r of y depends on row r
+ * of x only, bitwise, whatever M is and wherever r sits (each output's sum
+ * runs in an order set by K alone; op_matmul_w_inv's contract). A decode
+ * step's kernel: it streams the weights once per 8 rows. Twin:
+ * k_matmul_ref. */
+void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
+                   int M, int N, int K);
+
 /* Twin: k_layernorm. */
 void cu_layernorm(cu_dev *g, float *y, const float *x, const float *gamma, const float *beta,
                   int M, int D, float eps);
+/* The norm of rows rows[i] of x (D floats apart) into row i of y, i < n.
+ * Twin: op_layernorm_rows (op_rmsnorm_rows). */
+void cu_layernorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
+                         const float *gamma, const float *beta, int D, float eps);
+void cu_rmsnorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
+                       const float *gamma, int D, float eps);
+/* x[0, n) *= s. Twin: op_scale. */
+void cu_scale(cu_dev *g, float *x, size_t n, float s);
 /* Twin: k_rmsnorm (T5: no mean, no bias). */
 void cu_rmsnorm(cu_dev *g, float *y, const float *x, const float *gamma, int M, int D, float eps);
 /* y[0, n) += x[0, n). Twin: k_add. */

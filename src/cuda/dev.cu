@@ -80,6 +80,8 @@ void cu_dev_close(cu_dev *g) {
     if (!g) return;
     if (g->stream) cudaStreamSynchronize(g->stream);
     if (g->ws) cudaFree(g->ws);
+    if (g->stage_d) cudaFree(g->stage_d);
+    if (g->stage_h) cudaFreeHost(g->stage_h);
     if (g->blas) cublasDestroy(g->blas);
     if (g->stream) cudaStreamDestroy(g->stream);
     free(g);
@@ -146,4 +148,43 @@ void *cu_workspace(cu_dev *g, size_t bytes) {
     }
     g->ws_bytes = bytes;
     return g->ws;
+}
+
+void cu_fail(cu_dev *g, const char *what) { cu_note(g, what, cudaErrorNotSupported); }
+
+void cu_bind(cu_dev *g) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != g->index)
+        cu_note(g, "cudaSetDevice", cudaSetDevice(g->index));
+}
+
+#define STAGE_BYTES ((size_t)4 << 20)
+
+/* Small host arrays (positions, slots, index tables, cache pointers) on
+ * their way to a kernel: copied into the pinned ring at once (the caller's
+ * array may change when this returns), then queued on the stream, so the
+ * kernels queued after see them. A wrap waits for the stream, after which
+ * no queued copy or kernel still reads the ring. */
+const void *cu_stage(cu_dev *g, const void *host, size_t bytes) {
+    if (!bytes) return NULL;
+    if (bytes > STAGE_BYTES) {
+        cu_fail(g, "stage: more than 4 MiB of indices at once");
+        return NULL;
+    }
+    if (!g->stage_h) {
+        if (!cu_note(g, "stage", cudaMallocHost((void **)&g->stage_h, STAGE_BYTES)) ||
+            !cu_note(g, "stage", cudaMalloc((void **)&g->stage_d, STAGE_BYTES)))
+            return NULL;
+        g->stage_off = 0;
+    }
+    size_t n = (bytes + 255) & ~(size_t)255;
+    if (g->stage_off + n > STAGE_BYTES) {
+        cu_note(g, "stage", cudaStreamSynchronize(g->stream));
+        g->stage_off = 0;
+    }
+    char *h = g->stage_h + g->stage_off, *d = g->stage_d + g->stage_off;
+    g->stage_off += n;
+    memcpy(h, host, bytes);
+    cu_note(g, "stage", cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, g->stream));
+    return d;
 }

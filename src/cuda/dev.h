@@ -18,6 +18,10 @@ struct cu_dev {
     cudaError_t err;   /* the first failure since the last check, sticky */
     char err_msg[256];
     char name[320];   /* "<device name>, sm_XY, N GiB" */
+    /* staging (cu_stage): a pinned host ring and its device twin, bump
+     * allocated; the stream is drained when the ring wraps */
+    char *stage_h, *stage_d;
+    size_t stage_off;
 };
 
 /* Records e (the first failure only) under what; returns e == cudaSuccess. */

@@ -8,10 +8,10 @@
 
 #define ROW_THREADS 256
 
-__global__ void k_layernorm_rows(float *y, const float *x, const float *gm, const float *bt, int D,
-                                 float eps) {
+__global__ void k_layernorm_rows(float *y, const float *x, const int *rows, const float *gm,
+                                 const float *bt, int D, float eps) {
     __shared__ float red[32];
-    const float *xr = x + (size_t)blockIdx.x * D;
+    const float *xr = x + (size_t)(rows ? rows[blockIdx.x] : blockIdx.x) * D;
     float *yr = y + (size_t)blockIdx.x * D;
     float s = 0.0f;
     for (int j = threadIdx.x; j < D; j += blockDim.x) s += xr[j];
@@ -25,13 +25,21 @@ __global__ void k_layernorm_rows(float *y, const float *x, const float *gm, cons
 void cu_layernorm(cu_dev *g, float *y, const float *x, const float *gamma, const float *beta,
                   int M, int D, float eps) {
     if (M <= 0) return;
-    k_layernorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, gamma, beta, D, eps);
+    k_layernorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, NULL, gamma, beta, D, eps);
     CU_LAUNCHED(g, "layernorm");
 }
 
-__global__ void k_rmsnorm_rows(float *y, const float *x, const float *gm, int D, float eps) {
+void cu_layernorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
+                         const float *gamma, const float *beta, int D, float eps) {
+    if (n <= 0) return;
+    k_layernorm_rows<<<n, ROW_THREADS, 0, g->stream>>>(y, x, rows, gamma, beta, D, eps);
+    CU_LAUNCHED(g, "layernorm (gathered rows)");
+}
+
+__global__ void k_rmsnorm_rows(float *y, const float *x, const int *rows, const float *gm, int D,
+                               float eps) {
     __shared__ float red[32];
-    const float *xr = x + (size_t)blockIdx.x * D;
+    const float *xr = x + (size_t)(rows ? rows[blockIdx.x] : blockIdx.x) * D;
     float *yr = y + (size_t)blockIdx.x * D;
     float q = 0.0f;
     for (int j = threadIdx.x; j < D; j += blockDim.x) q += xr[j] * xr[j];
@@ -41,8 +49,26 @@ __global__ void k_rmsnorm_rows(float *y, const float *x, const float *gm, int D,
 
 void cu_rmsnorm(cu_dev *g, float *y, const float *x, const float *gamma, int M, int D, float eps) {
     if (M <= 0) return;
-    k_rmsnorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, gamma, D, eps);
+    k_rmsnorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, NULL, gamma, D, eps);
     CU_LAUNCHED(g, "rmsnorm");
+}
+
+void cu_rmsnorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
+                       const float *gamma, int D, float eps) {
+    if (n <= 0) return;
+    k_rmsnorm_rows<<<n, ROW_THREADS, 0, g->stream>>>(y, x, rows, gamma, D, eps);
+    CU_LAUNCHED(g, "rmsnorm (gathered rows)");
+}
+
+__global__ void k_scale_n(float *x, size_t n, float s) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+
+void cu_scale(cu_dev *g, float *x, size_t n, float s) {
+    if (!n) return;
+    k_scale_n<<<cu_blocks(n, 256), 256, 0, g->stream>>>(x, n, s);
+    CU_LAUNCHED(g, "scale");
 }
 
 __global__ void k_add_n(float *y, const float *x, size_t n) {

@@ -8,6 +8,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <stdint.h>
 
 template <typename H> __device__ H to_half(float v);
 template <> __device__ __half to_half<__half>(float v) { return __float2half_rn(v); }
@@ -61,4 +62,105 @@ void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, co
         k_bias_act<<<cu_blocks(n, 256), 256, 0, g->stream>>>(y, ldy, b, M, N, !!(epi & CU_EPI_GELU));
         CU_LAUNCHED(g, "matmul epilogue");
     }
+}
+
+/* ---- the batch-invariant product (decode steps of several requests) ----
+ * One warp per output column n, INV_ROWS rows at a time: lane j sums
+ * x[r, k] * w[n, k] over its k (4 consecutive, every 128) in increasing
+ * order, then the warp adds the 32 partial sums in a fixed butterfly. Each
+ * output's additions depend on K alone, never on M or where the row sits,
+ * so a request's logits are the same whatever else shares its pass. The
+ * weight row streams once per INV_ROWS rows (a decode step is bound by the
+ * weights' bytes, not by arithmetic). */
+#define INV_ROWS 8
+#define INV_WARPS 4
+
+__device__ static inline void w4(const float *w, int k, float *v) {
+    float4 t = *(const float4 *)(w + k);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+__device__ static inline void w4(const __half *w, int k, float *v) {
+    uint2 t = *(const uint2 *)(w + k);
+    float2 a = __half22float2(*(const __half2 *)&t.x), b = __half22float2(*(const __half2 *)&t.y);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+__device__ static inline void w4(const __nv_bfloat16 *w, int k, float *v) {
+    uint2 t = *(const uint2 *)(w + k);
+    float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&t.x);
+    float2 b = __bfloat1622float2(*(const __nv_bfloat162 *)&t.y);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+__device__ static inline float w1(const float *w, int k) { return w[k]; }
+__device__ static inline float w1(const __half *w, int k) { return __half2float(w[k]); }
+__device__ static inline float w1(const __nv_bfloat16 *w, int k) { return __bfloat162float(w[k]); }
+
+/* vec: K % 4 == 0, ldx % 4 == 0 and x, w 16- (8-) byte aligned. */
+template <typename W, bool vec>
+__global__ void k_matmul_inv(float *y, int ldy, const float *x, int ldx, const W *w, const float *b,
+                             int M, int N, int K) {
+    int lane = threadIdx.x & 31, n = blockIdx.x * INV_WARPS + (threadIdx.x >> 5);
+    int r0 = blockIdx.y * INV_ROWS;
+    if (n >= N) return;
+    int nr = M - r0 < INV_ROWS ? M - r0 : INV_ROWS;
+    const W *wr = w + (size_t)n * K;
+    float acc[INV_ROWS];
+#pragma unroll
+    for (int r = 0; r < INV_ROWS; r++) acc[r] = 0.0f;
+    if (vec) {
+        for (int k = lane * 4; k < K; k += 128) {
+            float v[4];
+            w4(wr, k, v);
+#pragma unroll
+            for (int r = 0; r < INV_ROWS; r++) {
+                if (r >= nr) break;
+                float4 t = *(const float4 *)(x + (size_t)(r0 + r) * ldx + k);
+                acc[r] = fmaf(t.x, v[0], acc[r]);
+                acc[r] = fmaf(t.y, v[1], acc[r]);
+                acc[r] = fmaf(t.z, v[2], acc[r]);
+                acc[r] = fmaf(t.w, v[3], acc[r]);
+            }
+        }
+    } else {
+        for (int k = lane; k < K; k += 32) {
+            float v = w1(wr, k);
+#pragma unroll
+            for (int r = 0; r < INV_ROWS; r++) {
+                if (r >= nr) break;
+                acc[r] = fmaf(x[(size_t)(r0 + r) * ldx + k], v, acc[r]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < INV_ROWS; r++) {
+        float s = acc[r];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0 && r < nr) y[(size_t)(r0 + r) * ldy + n] = s + (b ? b[n] : 0.0f);
+    }
+}
+
+template <typename W>
+static void launch_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, const W *w,
+                       const float *b, int M, int N, int K, size_t walign) {
+    dim3 grid((unsigned)((N + INV_WARPS - 1) / INV_WARPS), (unsigned)((M + INV_ROWS - 1) / INV_ROWS));
+    bool vec = K % 4 == 0 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & (walign - 1)) == 0;
+    if (vec)
+        k_matmul_inv<W, true><<<grid, INV_WARPS * 32, 0, g->stream>>>(y, ldy, x, ldx, w, b, M, N, K);
+    else
+        k_matmul_inv<W, false><<<grid, INV_WARPS * 32, 0, g->stream>>>(y, ldy, x, ldx, w, b, M, N, K);
+    CU_LAUNCHED(g, "matmul (batch-invariant)");
+}
+
+void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
+                   int M, int N, int K) {
+    if (M <= 0 || N <= 0) return;
+    if (M > 65535 * INV_ROWS) {
+        cu_fail(g, "matmul (batch-invariant): too many rows");
+        return;
+    }
+    if (w.t == CU_F32)
+        launch_inv(g, y, ldy, x, ldx, (const float *)w.p, b, M, N, K, 16);
+    else if (w.t == CU_F16)
+        launch_inv(g, y, ldy, x, ldx, (const __half *)w.p, b, M, N, K, 8);
+    else
+        launch_inv(g, y, ldy, x, ldx, (const __nv_bfloat16 *)w.p, b, M, N, K, 8);
 }

@@ -100,12 +100,21 @@ typedef struct whisper_model {
     bpe_tok *tok;
     ed_wtab *wt;                         /* owns mappings and converted weights */
     size_t weight_bytes;                 /* as used for compute (halves stay halves) */
+    /* a device copy (whisper_upload): the device (core/dev.h) and its one
+     * block of weights; NULL on the host */
+    void *dev;
+    void *dev_mem;
 } whisper_model;
 
 /* Loads a model directory (or a .safetensors file in one). Validates every
  * tensor's presence, dtype and shape against the configuration first. */
 encdec_status whisper_load(whisper_model **out, const char *path);
 void whisper_free(whisper_model *m);
+/* A copy of m's weights on device dev (core/dev.h's ed_dev): matrices in
+ * f32 (bf16 = 0) or bf16, vectors f32; tokenizer and rules shared with m,
+ * which must outlive it. Freed with whisper_dev_free. */
+encdec_status whisper_upload(const whisper_model *m, void *dev, int bf16, whisper_model **out);
+void whisper_dev_free(whisper_model *g);
 /* The weight matrices (for wl_convert): fills out[0, cap), returns how many
  * there are. */
 int whisper_matrices(whisper_model *m, wl_mat *out, int cap);
@@ -146,7 +155,19 @@ typedef struct whisper_state {
     int *row_xc;          /* [max_rows] scratch */
     int invariant;        /* 1: every product batch-invariant (op_matmul_w_inv): a row's
                              logits do not depend on the other rows of its pass */
+    /* on a device (the pool's, core/dev.h): every buffer above is its
+     * memory but scores (NULL) and row_xc; the mel and the logits pass
+     * through e_in and d_logits, the alignment scores through align_h */
+    void *dev;
+    float *e_in;          /* [n_mels, 2T] */
+    float *d_logits;      /* [max_rows, V] */
+    float *align_h;       /* host copy of align_qk */
+    encdec_status status; /* the device's first failure (sticky): whisper_state_status */
 } whisper_state;
+
+/* The most sequence slots a state holds: the engine's 256 requests of 17
+ * (16 beams or samples and the prompt's) each. */
+#define WHISPER_MAX_SLOTS 8192
 
 /* n_slots: sequences decoded together (1 for greedy). The state can also run
  * the whole context at once (max_rows = max(n_slots, n_ctx)): prompts and the
@@ -182,6 +203,11 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
  * whisper_align_scores(s, a) + r * T (all rows of the last call). */
 encdec_status whisper_align_capture(whisper_state *s, int on);
 const float *whisper_align_scores(const whisper_state *s, int a);
+
+/* ENCDEC_OK, or the first device failure of any pass so far, named (its
+ * message set when it happened): after one, every decode row gets logits
+ * that end it (only <|endoftext|> possible). */
+encdec_status whisper_state_status(const whisper_state *s);
 
 /* The state behind decode/runner.h: every sequence reads the one cross cache. */
 rn_model whisper_rn_model(whisper_state *s);

@@ -8,6 +8,7 @@
 #include "models/whisper.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "core/ops.h"
 #include "kern/kern.h"
 
@@ -23,10 +24,16 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
                                 int n_slots, kv_dtype cross_type) {
     *out = NULL;
     const whisper_hparams *h = &m->hp;
-    if (n_slots < 1 || n_slots > 1024)
-        return ed_fail(ENCDEC_ERR_ARG, "sequence slots %d out of range 1..1024", n_slots);
+    if (n_slots < 1 || n_slots > WHISPER_MAX_SLOTS)
+        return ed_fail(ENCDEC_ERR_ARG, "sequence slots %d out of range 1..%d", n_slots,
+                       WHISPER_MAX_SLOTS);
+    ed_dev *dv = ed_pool_dev(pool);
+    if ((dv != NULL) != (m->dev != NULL))
+        return ed_fail(ENCDEC_ERR_ARG, "a %s model's state on the %s", m->dev ? "device" : "host",
+                       dv ? "device" : "host");
     whisper_state *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: whisper state");
+    s->dev = dv;
     s->m = m;
     s->pool = pool;
     s->n_slots = n_slots;
@@ -34,8 +41,10 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
     int dh = h->d / h->n_head, nth = ed_pool_size(pool);
     size_t T = (size_t)h->n_audio_ctx, d = (size_t)h->d, F = (size_t)h->ffn;
     size_t R = (size_t)s->max_rows, L = (size_t)h->n_dec_layer;
-    encdec_status st = kv_self_init(&s->self, h->n_dec_layer, n_slots, h->n_text_ctx, h->d);
-    if (!st) st = kv_cross_init(&s->cross, h->n_dec_layer, h->n_head, h->n_audio_ctx, dh, cross_type);
+    encdec_status st = kv_self_init_on(&s->self, dv, h->n_dec_layer, n_slots, h->n_text_ctx, h->d);
+    if (!st)
+        st = kv_cross_init_on(&s->cross, dv, h->n_dec_layer, h->n_head, h->n_audio_ctx, dh,
+                              cross_type);
     if (st) {
         whisper_state_free(s);
         return st;
@@ -50,21 +59,29 @@ encdec_status whisper_state_new(whisper_state **out, const whisper_model *m, ed_
         {&s->e_col, max_sz(2 * T * max_sz((size_t)h->n_mels, d) * 3, L * 2 * d),
          "convolution columns"},   /* and a frame or more of the cross K|V product */
         {&s->e_conv, (2 * T + 2) * d, "conv1 output"},
-        {&s->scores, (size_t)nth * s->scores_stride, "attention scores"},
         {&s->d_x, R * d, "decoder residual"},
         {&s->d_ln, R * d, "decoder norm"},
         {&s->d_qkv, R * 3 * d, "decoder QKV"},
         {&s->d_att, R * d, "decoder attention"},
         {&s->d_h, R * max_sz(F, d), "decoder hidden"},
         {&s->d_q, R * d, "decoder cross query"},
+        /* on a device: the mel and the logits on their way */
+        {&s->e_in, dv ? (size_t)h->n_mels * 2 * T : 0, "the window's mel"},
+        {&s->d_logits, dv ? R * (size_t)h->n_vocab : 0, "logits"},
     };
     s->row_xc = ed_alloc(R * sizeof(int), "decoder rows' cross caches");
     if (!s->row_xc) {
         whisper_state_free(s);
         return ENCDEC_ERR_NOMEM;
     }
+    s->scores = dv ? NULL : ed_alloc((size_t)nth * s->scores_stride * sizeof(float), "attention scores");
+    if (!dv && !s->scores) {
+        whisper_state_free(s);
+        return ENCDEC_ERR_NOMEM;
+    }
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
-        *a[i].p = ed_alloc(a[i].n * sizeof(float), a[i].what);
+        if (!a[i].n) continue;
+        *a[i].p = ed_dev_alloc(dv, a[i].n * sizeof(float), a[i].what);
         if (!*a[i].p) {
             whisper_state_free(s);
             return ENCDEC_ERR_NOMEM;
@@ -86,11 +103,19 @@ void whisper_state_free(whisper_state *s) {
     if (!s) return;
     kv_self_free(&s->self);
     kv_cross_free(&s->cross);
-    float *bufs[] = {s->enc_out, s->e_x, s->e_h, s->e_a, s->e_mel, s->e_col, s->e_conv,
-                     s->scores, s->d_x, s->d_ln, s->d_qkv, s->d_att, s->d_h, s->d_q, s->align_qk};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    float *bufs[] = {s->enc_out, s->e_x,  s->e_h,   s->e_a,   s->e_mel, s->e_col,    s->e_conv,
+                     s->d_x,     s->d_ln, s->d_qkv, s->d_att, s->d_h,   s->d_q, s->align_qk,
+                     s->e_in,    s->d_logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ed_dev_free(s->dev, bufs[i]);
+    free(s->scores);
+    free(s->align_h);
     free(s->row_xc);
     free(s);
+}
+
+/* The first failure of the device under the state is kept (sticky). */
+static void dev_check(whisper_state *s, encdec_status st) {
+    if (st && !s->status) s->status = st;
 }
 
 /* x[T, d] += attention block of one encoder layer (pre-LayerNorm). */
@@ -122,6 +147,7 @@ void whisper_encode(whisper_state *s, const float *mel) {
     const whisper_hparams *h = &m->hp;
     int T = h->n_audio_ctx, d = h->d;
     int C = h->n_mels;
+    dev_check(s, op_from_host(s->pool, s->e_in, mel, (size_t)C * 2 * T, &mel));
     /* Both convolutions (kernel 3, padding 1) read their windows in place:
      * with the input time-major and a zero frame at each end, output t's
      * window is the 3 frames from padded frame t * stride on, 3 * C
@@ -143,6 +169,7 @@ void whisper_encode(whisper_state *s, const float *mel) {
         enc_mlp(s, &m->enc[l]);
     }
     op_layernorm(s->pool, s->enc_out, s->e_x, m->enc_ln_g, m->enc_ln_b, T, d, LN_EPS);
+    dev_check(s, op_sync(s->pool));   /* (a device's encoder ends here: timed, checked) */
 }
 
 void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
@@ -159,6 +186,7 @@ void whisper_cross_compute_into(whisper_state *s, kv_cross *dst) {
         op_cross_fill(s->pool, dst, 1, &start, &T, s->xkv, (size_t)n, t0, rows);
     }
     dst->n_valid = T;
+    dev_check(s, op_sync(s->pool));
 }
 
 void whisper_cross_compute(whisper_state *s) { whisper_cross_compute_into(s, &s->cross); }
@@ -183,15 +211,16 @@ encdec_status whisper_align_capture(whisper_state *s, int on) {
         size_t n = (size_t)s->m->n_align_heads * s->max_rows * h->n_audio_ctx, bytes;
         if (!ed_mul_ok(n, sizeof(float), &bytes))
             return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment scores");
-        s->align_qk = ed_alloc(bytes, "alignment scores");
+        s->align_qk = ed_dev_alloc(s->dev, bytes, "alignment scores");
         if (!s->align_qk) return ENCDEC_ERR_NOMEM;
+        if (s->dev && !(s->align_h = ed_alloc(bytes, "alignment scores"))) return ENCDEC_ERR_NOMEM;
     }
     s->align_on = on;
     return ENCDEC_OK;
 }
 
 const float *whisper_align_scores(const whisper_state *s, int a) {
-    return s->align_qk + (size_t)a * s->max_rows * s->m->hp.n_audio_ctx;
+    return (s->dev ? s->align_h : s->align_qk) + (size_t)a * s->max_rows * s->m->hp.n_audio_ctx;
 }
 
 /* The alignment heads of layer l: scores[r, t] = q_r . k_t / sqrt(dh) of
@@ -256,8 +285,19 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
     }
     op_layernorm_rows(s->pool, s->d_ln, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d,
                       LN_EPS);
-    mm(s, logits, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
+    float *lg = s->dev ? s->d_logits : logits;
+    mm(s, lg, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
+    if (s->align_on && s->dev)
+        dev_check(s, op_to_host(s->pool, s->align_h, s->align_qk,
+                                (size_t)m->n_align_heads * s->max_rows * h->n_audio_ctx));
+    dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
+    if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
+        for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
+        for (int r = 0; r < n_out && m->sp.eot >= 0; r++) logits[(size_t)r * h->n_vocab + m->sp.eot] = 0.0f;
+    }
 }
+
+encdec_status whisper_state_status(const whisper_state *s) { return s->status; }
 
 /* ---- behind the seam (decode/runner.h) ---- */
 

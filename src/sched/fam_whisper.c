@@ -27,13 +27,13 @@ static encdec_status w_encode(void *ctx, int place, const void *input) {
     wfam *w = ctx;
     const whisper_hparams *h = &w->m->hp;
     if (!w->xc[place].kv) {   /* the place's cache, on its request's first window */
-        encdec_status st = kv_cross_init(&w->xc[place], h->n_dec_layer, h->n_head, h->n_audio_ctx,
-                                         h->d / h->n_head, w->cross_type);
+        encdec_status st = kv_cross_init_on(&w->xc[place], w->st->dev, h->n_dec_layer, h->n_head,
+                                            h->n_audio_ctx, h->d / h->n_head, w->cross_type);
         if (st) return st;
     }
     whisper_encode(w->st, input);
     whisper_cross_compute_into(w->st, &w->xc[place]);
-    return ENCDEC_OK;
+    return whisper_state_status(w->st);
 }
 
 static void w_place_free(void *ctx, int place) {

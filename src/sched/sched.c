@@ -471,9 +471,9 @@ int sch_client_slots(const sch_client *c) { return c->e->p.slots; }
 encdec_status sch_new(sch_engine **out, const sch_params *p) {
     *out = NULL;
     if (p->max_clients < 1 || p->max_clients > 256 || p->slots < 2 || p->slots > 1024 ||
-        p->max_clients * p->slots > 4096)
+        p->max_clients * p->slots > 8192)
         return ed_fail(ENCDEC_ERR_ARG, "engine: %d requests x %d sequences is out of range "
-                       "(1..256 requests, 2..1024 sequences, 4096 in all)", p->max_clients, p->slots);
+                       "(1..256 requests, 2..1024 sequences, 8192 in all)", p->max_clients, p->slots);
     sch_engine *e = calloc(1, sizeof *e);
     if (!e) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine");
     e->p = *p;
@@ -484,6 +484,7 @@ encdec_status sch_new(sch_engine **out, const sch_params *p) {
     encdec_status st = ed_pool_new(&e->pool, p->n_threads);
     if (!st) {
         ed_pool_set_isa(e->pool, p->isa);
+        ed_pool_set_device(e->pool, p->dev);
         st = p->t5 ? sch_fam_t5(&e->fam, p->t5, e->pool, p->max_clients, p->slots, p->n_ctx,
                                 p->cross_type, p->isa)
                    : sch_fam_whisper(&e->fam, p->whisper, e->pool, p->max_clients, p->slots,

@@ -59,6 +59,7 @@ typedef struct {
     kv_dtype cross_type; /* the cross caches' element type */
     int max_clients;     /* requests admitted at once, 1..256 */
     int slots;           /* sequences per request: max(beam, best_of) + 1 at most */
+    void *dev;           /* the passes' device (core/dev.h; NULL: the CPU), borrowed */
 } sch_params;
 
 typedef struct {

@@ -652,8 +652,13 @@ def test_errors(tiny_en, jfk, tmp_path):
         tiny_en.transcribe(jfk, beam_size=0)
     with pytest.raises(ValueError, match="compute_type"):
         encdec.WhisperModel(str(need(TINY_EN)), compute_type="float8")
-    with pytest.raises(ValueError, match="cpu"):
-        encdec.WhisperModel(str(need(TINY_EN)), device="cuda")
+    if encdec._native.lib.encdec_device_count(1) == 0:   # a CPU build, or no GPU
+        with pytest.raises(ValueError, match="have 0 CUDA devices"):
+            encdec.WhisperModel(str(need(TINY_EN)), device="cuda")
+    with pytest.raises(ValueError, match="'auto', 'cpu', 'cuda'"):
+        encdec.WhisperModel(str(need(TINY_EN)), device="tpu")
+    with pytest.raises(ValueError, match="device_index"):
+        encdec.WhisperModel(str(need(TINY_EN)), device="cuda", device_index=-1)
     with pytest.raises(TypeError):
         tiny_en.transcribe(12345)
     # the model still works after all that
