@@ -195,6 +195,35 @@ static void test_languages(void) {
     CHECK(encdec_language_name("klingon") == NULL && encdec_language_name(NULL) == NULL);
 }
 
+/* The aligner's tables follow each window's own need: a window with as
+ * many cells (rows x frames) as an earlier one but a longer side needs a
+ * bigger DTW table and filter row (a live stream's 30-minute run overran
+ * them: heap corruption). The path and filter then run on those tables in
+ * full (AddressSanitizer sees an overrun). */
+static void test_aligner_tables(void) {
+    asr_aligner a;
+    memset(&a, 0, sizeof a);
+    static const int shapes[][2] = {{40, 375}, {10, 1500}, {300, 50}, {3, 1500}, {449, 1500}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int rows = shapes[s][0], frames = shapes[s][1];
+        CHECK_EQ_INT(asr_aligner_reserve(&a, 6, rows, frames), ENCDEC_OK);
+        CHECK(a.cap_w >= (size_t)rows * frames * 6);
+        CHECK(a.cap_cells >= (size_t)rows * frames);
+        CHECK(a.cap_dtw >= (size_t)(rows + 1) * (frames + 1));
+        CHECK(a.cap_frames >= (size_t)frames + 7);
+        for (size_t i = 0; i < (size_t)rows * frames; i++) a.cost[i] = (double)((i * 7919) % 1000) / 1000;
+        int *pi = malloc(sizeof(int) * (size_t)(rows + frames + 2) * 2), *pj = pi + rows + frames + 2;
+        int len = asr_dtw(a.cost, rows, frames, a.acc, a.trace, pi, pj);
+        CHECK(len >= frames && len <= rows + frames);
+        CHECK(pi[len - 1] == rows - 1 && pj[len - 1] == frames - 1);
+        for (size_t i = 0; i < (size_t)rows * frames; i++) a.mat[i] = (float)a.cost[i];
+        asr_median_filter(a.mat, rows, frames, 7, a.tmp);
+        free(pi);
+    }
+    asr_aligner_free(&a);
+    printf("aligner tables: each grows to its own need, window after window\n");
+}
+
 int main(void) {
     cJSON *js = NULL;
     if (ed_json_load(ED_TEST_DATA "/whisper-decode-golden.json", &js)) {
@@ -208,6 +237,7 @@ int main(void) {
     test_segments();
     test_clamp();
     test_languages();
+    test_aligner_tables();
     cJSON_Delete(js);
     return check_done();
 }

@@ -70,18 +70,28 @@ void asr_aligner_free(asr_aligner *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* Tables for `rows` rows of `frames` frames over H heads. */
-static encdec_status reserve(asr_aligner *a, int H, int rows, int frames) {
-    size_t cells = (size_t)rows * frames;
-    if (cells * H <= a->cap_cells) return ENCDEC_OK;
-    size_t dtw = (size_t)(rows + 1) * (frames + 1);
-    encdec_status st = grow((void **)&a->w, sizeof(float) * cells * H, "alignment weights");
-    if (!st) st = grow((void **)&a->mat, sizeof(float) * cells, "alignment matrix");
-    if (!st) st = grow((void **)&a->cost, sizeof(double) * cells, "alignment costs");
-    if (!st) st = grow((void **)&a->acc, sizeof(float) * dtw, "alignment path costs");
-    if (!st) st = grow((void **)&a->trace, dtw, "alignment trace");
-    if (!st) st = grow((void **)&a->tmp, sizeof(float) * (size_t)(frames + MEDFILT_WIDTH), "filter");
-    if (!st) a->cap_cells = cells * H;
+encdec_status asr_aligner_reserve(asr_aligner *a, int H, int rows, int frames) {
+    size_t cells = (size_t)rows * frames, dtw = (size_t)(rows + 1) * (frames + 1);
+    size_t filt = (size_t)frames + MEDFILT_WIDTH;
+    encdec_status st = ENCDEC_OK;
+    if (cells * H > a->cap_w) {
+        st = grow((void **)&a->w, sizeof(float) * cells * H, "alignment weights");
+        if (!st) a->cap_w = cells * H;
+    }
+    if (!st && cells > a->cap_cells) {
+        st = grow((void **)&a->mat, sizeof(float) * cells, "alignment matrix");
+        if (!st) st = grow((void **)&a->cost, sizeof(double) * cells, "alignment costs");
+        if (!st) a->cap_cells = cells;
+    }
+    if (!st && dtw > a->cap_dtw) {
+        st = grow((void **)&a->acc, sizeof(float) * dtw, "alignment path costs");
+        if (!st) st = grow((void **)&a->trace, dtw, "alignment trace");
+        if (!st) a->cap_dtw = dtw;
+    }
+    if (!st && filt > a->cap_frames) {
+        st = grow((void **)&a->tmp, sizeof(float) * filt, "filter");
+        if (!st) a->cap_frames = filt;
+    }
     return st;
 }
 
@@ -236,7 +246,7 @@ encdec_status asr_align_window(asr_aligner *a, const asr_env *env, const asr_par
     if (n == 0 || frames < 1) return ENCDEC_OK;
     int n_all = k + n + 2;
     txt[n] = eot;
-    encdec_status st = reserve(a, H, n_all, frames);
+    encdec_status st = asr_aligner_reserve(a, H, n_all, frames);
     if (!st) st = attention_pass(a, env, all, n_all, k, txt, n, frames);
     if (st) return st;
     /* words of the text tokens (and eot, which closes the last one) */

@@ -96,7 +96,9 @@ typedef struct {
 int asr_clamp_segments(asr_wseg *segs, int n, double limit);
 
 typedef struct {
-    size_t cap_rows, cap_cells;
+    size_t cap_rows;
+    size_t cap_w, cap_cells, cap_dtw, cap_frames;   /* what w, mat | cost, acc | trace and
+                                                       tmp hold (each its own need) */
     float *logits;            /* [32, V] one pass's */
     float *qk;                /* [n_heads, 32, frames] one pass's alignment scores */
     float *w;                 /* [n_heads, rows, frames] */
@@ -114,6 +116,12 @@ typedef struct {
 } asr_aligner;
 
 encdec_status asr_aligner_init(asr_aligner *a, const asr_env *env);
+/* Its tables for `rows` rows of `frames` frames over H heads: w, mat and
+ * cost [rows * frames] (w per head), acc and trace [(rows + 1) *
+ * (frames + 1)] (the DTW's), tmp [frames + the filter's width]. Each grows
+ * to its own need: a window with fewer cells than an earlier one may still
+ * need a longer DTW table or filter row. */
+encdec_status asr_aligner_reserve(asr_aligner *a, int H, int rows, int frames);
 void asr_aligner_free(asr_aligner *a);
 
 /* Word times for the window's segments (openai-whisper's find_alignment and
