@@ -94,6 +94,15 @@ static inline double golden_rel_diff(const float *a, const float *b, size_t n) {
     return mag > 0 ? worst / mag : worst;
 }
 
+/* max |a - b| / max(1, max |b|) over one row (of logits): the text
+ * families' measure. */
+static inline double golden_row_diff(const float *a, const float *b, size_t n) {
+    double mx = 1;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(b[i]) > mx) mx = fabs(b[i]);
+    return check_max_abs_diff(a, b, n, NULL) / mx;
+}
+
 /* Through the public API: loads path (CHECKed), its format as
  * encdec_model_info names it, and transcribes jfk.wav (8 tokens at most,
  * no fallback) without error; the values themselves are checked by the

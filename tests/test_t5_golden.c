@@ -43,14 +43,6 @@ static const char *cli_kv(encdec_kv_mode m) {
     return m == ENCDEC_KV_FULL ? "full" : m == ENCDEC_KV_SELF ? "self" : "none";
 }
 
-/* max |a - b| / max(1, max |b|) over one row of logits. */
-static double row_diff(const float *a, const float *b, size_t n) {
-    double mx = 1;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(b[i]) > mx) mx = fabs(b[i]);
-    return check_max_abs_diff(a, b, n, NULL) / mx;
-}
-
 static const int *gi(const ed_wtab *g, const char *name) {
     return golden_need(g, name)->data;
 }
@@ -132,7 +124,7 @@ static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
     int seq[16], tok[16], start = h->dec_start;
     for (int b = 0; b < G->B; b++) {
         CHECK_EQ_INT(dm.feed(dm.ctx, b, &start, 1, logits + (size_t)b * h->n_vocab), ENCDEC_OK);
-        double d = row_diff(logits + (size_t)b * h->n_vocab, want + (size_t)b * G->N * h->n_vocab,
+        double d = golden_row_diff(logits + (size_t)b * h->n_vocab, want + (size_t)b * G->N * h->n_vocab,
                             (size_t)h->n_vocab);
         if (d > worst) worst = d;
     }
@@ -146,7 +138,7 @@ static double check_logits(t5_state *s, golden *G, encdec_kv_mode mode) {
         if (!k) break;
         CHECK_EQ_INT(dm.step(dm.ctx, k, seq, tok, logits), ENCDEC_OK);
         for (int i = 0; i < k; i++) {
-            double d = row_diff(logits + (size_t)i * h->n_vocab,
+            double d = golden_row_diff(logits + (size_t)i * h->n_vocab,
                                 want + ((size_t)seq[i] * G->N + n) * h->n_vocab, (size_t)h->n_vocab);
             if (d > worst) worst = d;
         }

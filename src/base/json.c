@@ -73,3 +73,24 @@ encdec_status ed_json_int_array(const cJSON *obj, const char *key, const char *f
     *n = count;
     return ENCDEC_OK;
 }
+
+encdec_status ed_json_int_opt(const cJSON *obj, const char *key, const char *file,
+                              long lo, long hi, int dflt, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = dflt;
+        return ENCDEC_OK;
+    }
+    return ed_json_int(obj, key, file, lo, hi, out);
+}
+
+encdec_status ed_json_bool_opt(const cJSON *obj, const char *key, const char *file, int dflt,
+                               int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = dflt;
+    if (!v || cJSON_IsNull(v)) return ENCDEC_OK;
+    if (!cJSON_IsBool(v))
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: \"%s\" must be true or false", ed_basename(file), key);
+    *out = cJSON_IsTrue(v);
+    return ENCDEC_OK;
+}

@@ -20,6 +20,14 @@ encdec_status ed_json_load(const char *path, cJSON **out);
 encdec_status ed_json_int(const cJSON *obj, const char *key, const char *file,
                           long lo, long hi, int *out);
 
+/* The same, optional: dflt when the key is absent or null. */
+encdec_status ed_json_int_opt(const cJSON *obj, const char *key, const char *file,
+                              long lo, long hi, int dflt, int *out);
+/* An optional boolean: dflt when absent or null; anything but true or false
+ * is ENCDEC_ERR_CONFIG. */
+encdec_status ed_json_bool_opt(const cJSON *obj, const char *key, const char *file, int dflt,
+                               int *out);
+
 /* An optional array of integers in [lo, hi]: *out = NULL, *n = 0 when the
  * key is absent or null. Caller frees *out. */
 encdec_status ed_json_int_array(const cJSON *obj, const char *key, const char *file,

@@ -23,6 +23,15 @@ void *ed_calloc(size_t bytes, const char *what) {
     return p;
 }
 
+float *ed_alloc_floats(size_t a, size_t b, const char *what) {
+    size_t n;
+    if (!ed_mul_ok(a, b, &n) || !ed_mul_ok(n, sizeof(float), &n)) {
+        ed_fail(ENCDEC_ERR_NOMEM, "%s: size overflows", what);
+        return NULL;
+    }
+    return ed_alloc(n ? n : sizeof(float), what);
+}
+
 void *ed_map(size_t bytes, const char *what) {
     void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                     : MAP_FAILED;

@@ -14,6 +14,9 @@
 
 void *ed_alloc(size_t bytes, const char *what);
 void *ed_calloc(size_t bytes, const char *what);
+/* ed_alloc of a x b floats (at least one), the product checked for overflow
+ * ("<what>: size overflows"). */
+float *ed_alloc_floats(size_t a, size_t b, const char *what);
 /* Big buffers that come and go (a request's caches): zero-filled pages
  * straight from the system and given back on ed_unmap, so that freeing
  * them lowers the resident size (malloc would keep them in its heap once

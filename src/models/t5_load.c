@@ -25,21 +25,12 @@
 #include <string.h>
 
 static encdec_status cfg_bool(const cJSON *c, const char *key, int dflt, int *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
-    *out = dflt;
-    if (!v || cJSON_IsNull(v)) return ENCDEC_OK;
-    if (!cJSON_IsBool(v)) return ed_fail(ENCDEC_ERR_CONFIG, "config.json: %s must be true or false", key);
-    *out = cJSON_IsTrue(v);
-    return ENCDEC_OK;
+    return ed_json_bool_opt(c, key, "config.json", dflt, out);
 }
 
 /* An optional integer: dflt when absent. */
 static encdec_status cfg_int(const cJSON *c, const char *key, long lo, long hi, int dflt, int *out) {
-    if (!cJSON_GetObjectItemCaseSensitive(c, key) || cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, key))) {
-        *out = dflt;
-        return ENCDEC_OK;
-    }
-    return ed_json_int(c, key, "config.json", lo, hi, out);
+    return ed_json_int_opt(c, key, "config.json", lo, hi, dflt, out);
 }
 
 /* feed_forward_proj: "ACT" or "gated-ACT" (HF's rule); gated-gelu means

@@ -48,16 +48,6 @@ void t5_state_free(t5_state *s) {
 
 static int imax(int a, int b) { return a > b ? a : b; }
 
-/* n floats, or NULL with the message set; counts against an overflow check. */
-static float *falloc(size_t a, size_t b, const char *what) {
-    size_t n;
-    if (!ed_mul_ok(a, b, &n) || !ed_mul_ok(n, sizeof(float), &n)) {
-        ed_fail(ENCDEC_ERR_NOMEM, "%s: size overflows", what);
-        return NULL;
-    }
-    return ed_alloc(n ? n : sizeof(float), what);
-}
-
 encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
     const t5_hparams *h = &s->m->hp;
     t5_shape c = s->cap;
@@ -75,23 +65,23 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
         int nth = ed_pool_size(s->pool);
         s->max_rows = (int)R;
         s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n.t_max, n.n_ctx);
-        s->enc_out = falloc(T, d, "encoder output");
-        s->e_x = falloc(T, d, "encoder activations");
-        s->e_n = falloc(T, d, "encoder activations");
-        s->e_qkv = falloc(T, 3 * I, "encoder Q|K|V");
-        s->e_att = falloc(T, I, "encoder attention");
-        s->e_h = falloc(T, G, "encoder feed-forward");
-        s->enc_bias = falloc(nbe * H, 2 * (size_t)n.t_max - 1, "encoder position bias");
-        s->dec_bias = falloc(nbd * H, (size_t)n.n_ctx, "decoder position bias");
-        s->xkv = falloc(T < T5_XKV_ROWS ? T : T5_XKV_ROWS, L2I, "cross K|V product rows");
-        s->cross_buf = falloc(T, L2I, "cross cache");
-        s->scores = falloc((size_t)nth, s->scores_stride, "attention scores");
-        s->d_x = falloc(R, d, "decoder activations");
-        s->d_n = falloc(R, d, "decoder activations");
-        s->d_qkv = falloc(R, 3 * I, "decoder Q|K|V");
-        s->d_att = falloc(R, I, "decoder attention");
-        s->d_q = falloc(R, I, "decoder cross Q");
-        s->d_h = falloc(R, G, "decoder feed-forward");
+        s->enc_out = ed_alloc_floats(T, d, "encoder output");
+        s->e_x = ed_alloc_floats(T, d, "encoder activations");
+        s->e_n = ed_alloc_floats(T, d, "encoder activations");
+        s->e_qkv = ed_alloc_floats(T, 3 * I, "encoder Q|K|V");
+        s->e_att = ed_alloc_floats(T, I, "encoder attention");
+        s->e_h = ed_alloc_floats(T, G, "encoder feed-forward");
+        s->enc_bias = ed_alloc_floats(nbe * H, 2 * (size_t)n.t_max - 1, "encoder position bias");
+        s->dec_bias = ed_alloc_floats(nbd * H, (size_t)n.n_ctx, "decoder position bias");
+        s->xkv = ed_alloc_floats(T < T5_XKV_ROWS ? T : T5_XKV_ROWS, L2I, "cross K|V product rows");
+        s->cross_buf = ed_alloc_floats(T, L2I, "cross cache");
+        s->scores = ed_alloc_floats((size_t)nth, s->scores_stride, "attention scores");
+        s->d_x = ed_alloc_floats(R, d, "decoder activations");
+        s->d_n = ed_alloc_floats(R, d, "decoder activations");
+        s->d_qkv = ed_alloc_floats(R, 3 * I, "decoder Q|K|V");
+        s->d_att = ed_alloc_floats(R, I, "decoder attention");
+        s->d_q = ed_alloc_floats(R, I, "decoder cross Q");
+        s->d_h = ed_alloc_floats(R, G, "decoder feed-forward");
         s->in_start = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
         s->in_len = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
         s->cross = ed_calloc((size_t)n.n_inputs * sizeof(kv_cross), "cross cache views");

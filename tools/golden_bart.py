@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""The small random-weight BART-family test models and their golden values.
+
+Usage (from the repository root; the oracle venv of scripts/venv.sh):
+
+    .venv/bin/python tools/golden_bart.py                  # models, then goldens, all five
+    .venv/bin/python tools/golden_bart.py --scan VARIANT FIRST LAST
+                                                           # how SEEDS below were picked
+
+This is the project's independent oracle for src/models/bart_*.c: every value comes from
+Hugging Face transformers / PyTorch, nothing here reads the project's sources.
+
+Models: tests/data/tiny-random-<variant>/ as save_pretrained writes them (config.json,
+generation_config.json, model.safetensors in the variant's dtype; tied copies and
+Marian's sinusoidal tables left out as HF leaves them out). What differs between the
+variants is data (VARIANTS below); the architecture of each is transformers' own class:
+
+  variant  class                           norms  positions             act    scale  tied dtype
+  bart     BartForConditionalGeneration    post   learned, offset 2     gelu   no     yes  float32
+  mbart    MBartForConditionalGeneration   pre    learned, offset 2     gelu   yes    yes  float16
+  marian   MarianMTModel                   post   sinusoidal (halves)   swish  yes    yes  float32
+  m2m100   M2M100ForConditionalGeneration  pre    sinusoidal, pad + 1   relu   yes    yes  bfloat16
+  pegasus  PegasusForConditionalGeneration pre    sinusoidal (halves)   relu   yes    no   float32
+
+Shared shape: d_model 64, 2 encoder layers with 4 heads (head 16) and FFN 128, 3 decoder
+layers with 2 heads (head 32) and FFN 96, 64 positions, vocabulary 512. bart and mbart
+have layernorm_embedding; mbart, m2m100 and pegasus a final layer norm per stack; every
+variant but m2m100 a final_logits_bias (random here, zero in HF's init). Special ids as
+the real checkpoints place them: BART / mBART / M2M100 bos 0, pad 1, eos 2, decoder start
+2; Marian eos 0, pad = decoder start = 511 (the last id); Pegasus pad = start 0, eos 1.
+
+Goldens: tests/data/bart-golden/<variant>.safetensors and .json. B = 3 inputs (random ids
+of lengths 9, 30 and 17 with eos last, no specials inside), N = 16 new tokens, R = 2:
+  input_ids     i32 [B, Tmax]     right-padded with pad; input_len i32 [B]
+  encoder_out   f32 [B, Tmax, d]  HF encoder last_hidden_state of the padded batch (mask);
+                                  compare valid rows only
+  greedy_tokens i32 [B, N]        generate() greedy (decoder start excluded, eos included
+                                  when produced), -1 after the end; greedy_len i32 [B]
+  greedy_logits f32 [B, N, V]     raw logits (lm_head + final_logits_bias) of the step
+                                  that produced greedy_tokens[b, n], teacher-forced over the
+                                  padded batch; rows >= greedy_len are 0
+  beam_tokens   i32 [B*R, N]      generate() beam search (4 beams), input-major, -1 after
+                                  the end; beam_len i32 [B*R]; beam_scores f32 [B*R]
+generate() runs with every logits processor off (no forced bos/eos, no n-gram ban, no
+minimum length): these goldens are the network and the search; the generation rules
+are tested on their own.
+
+Checks (the script stops if one fails): greedy equals the argmax of the teacher-forced
+logits; every greedy margin (top1 - top2) > 0.05; each input alone gives its row of the
+batch; the float64 model gives the same greedy and beam tokens; the saved directory
+loads back (from_pretrained) with exactly the weights written.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DATA = os.path.join(ROOT, "tests", "data")
+GOLDEN_DIR = os.path.join(DATA, "bart-golden")
+MAX_NEW, NUM_BEAMS, NUM_RETURN = 16, 4, 2
+LENGTHS = [9, 30, 17]
+V = 512
+
+COMMON = {
+    "d_model": 64, "encoder_layers": 2, "decoder_layers": 3, "encoder_attention_heads": 4,
+    "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 96,
+    "max_position_embeddings": 64, "vocab_size": V, "dropout": 0.0, "attention_dropout": 0.0,
+    "activation_dropout": 0.0, "forced_bos_token_id": None, "forced_eos_token_id": None,
+}
+SPECIAL = {"bos": 0, "pad": 1, "eos": 2, "start": 2}
+
+VARIANTS = {
+    "bart": {"class": "BartForConditionalGeneration", "dtype": torch.float32,
+             "config": {"model_type": "bart", "activation_function": "gelu", "scale_embedding": False,
+                        "tie_word_embeddings": True},
+             "ids": SPECIAL, "beam": {"length_penalty": 1.0, "early_stopping": True}},
+    "mbart": {"class": "MBartForConditionalGeneration", "dtype": torch.float16,
+              "config": {"model_type": "mbart", "activation_function": "gelu", "scale_embedding": True,
+                         "tie_word_embeddings": True},
+              "ids": SPECIAL, "beam": {"length_penalty": 2.0, "early_stopping": True}},
+    "marian": {"class": "MarianMTModel", "dtype": torch.float32,
+               "config": {"model_type": "marian", "activation_function": "swish", "scale_embedding": True,
+                          "tie_word_embeddings": True, "share_encoder_decoder_embeddings": True,
+                          "decoder_vocab_size": V},
+               "ids": {"bos": None, "pad": V - 1, "eos": 0, "start": V - 1},
+               "beam": {"length_penalty": 0.6, "early_stopping": False}},
+    "m2m100": {"class": "M2M100ForConditionalGeneration", "dtype": torch.bfloat16,
+               "config": {"model_type": "m2m_100", "activation_function": "relu", "scale_embedding": True,
+                          "tie_word_embeddings": True},
+               "ids": SPECIAL, "beam": {"length_penalty": 1.0, "early_stopping": False}},
+    "pegasus": {"class": "PegasusForConditionalGeneration", "dtype": torch.float32,
+                "config": {"model_type": "pegasus", "activation_function": "relu", "scale_embedding": True,
+                           "tie_word_embeddings": False},
+                "ids": {"bos": None, "pad": 0, "eos": 1, "start": 0},
+                "beam": {"length_penalty": 0.8, "early_stopping": True}},
+}
+# Weight spreads (see random_weights) and the seed of each variant (picked with --scan:
+# greedy margins, some but not all sequences ending with eos, varied tokens).
+SCALES = {"embed": 0.1, "pos": 0.5, "qk": 1.0, "vo": 1.5, "ff": 1.5, "bias": 0.1, "ln": 0.1,
+          "head": 1.0, "flb": 0.5, "eos_gain": 2.5, "final_gain": 8.0}
+# post-norm stacks keep more of their input with smaller blocks (less of one token
+# repeated by a fixed point of the output map)
+POST_NORM_SCALES = {"qk": 2.0, "vo": 0.3, "ff": 0.3}
+SEEDS = {"bart": 10, "mbart": 14, "marian": 18, "m2m100": 3, "pegasus": 6}
+
+
+def scales(variant):
+    s = dict(SCALES)
+    if variant in ("bart", "marian"):
+        s.update(POST_NORM_SCALES)
+    return s
+
+
+def model_dir(variant):
+    return os.path.join(DATA, "tiny-random-" + variant)
+
+
+def hf_config(variant):
+    import transformers
+
+    v = VARIANTS[variant]
+    cfg = dict(COMMON)
+    cfg.update(v["config"])
+    mt = cfg.pop("model_type")
+    ids = v["ids"]
+    cls = {"bart": transformers.BartConfig, "mbart": transformers.MBartConfig,
+           "marian": transformers.MarianConfig, "m2m_100": transformers.M2M100Config,
+           "pegasus": transformers.PegasusConfig}[mt]
+    kw = {"pad_token_id": ids["pad"], "eos_token_id": ids["eos"], "decoder_start_token_id": ids["start"]}
+    if ids["bos"] is not None:
+        kw["bos_token_id"] = ids["bos"]
+    config = cls(**kw, **cfg)
+    config.architectures = [v["class"]]
+    return config
+
+
+def new_model(config, variant):
+    import transformers
+    import transformers.models.m2m_100.modeling_m2m_100 as m2m
+
+    # This torch's torch.distributed does not import under Python 3.11; M2M100's encoder
+    # asks FSDP whether to sync layer drop (no effect without training)
+    m2m.is_fsdp_managed_module = lambda module: False
+
+    torch.manual_seed(0)
+    return getattr(transformers, VARIANTS[variant]["class"])(config).eval()
+
+
+def random_weights(model, variant, seed):
+    """Every parameter and the final_logits_bias buffer (spreads: scales(variant)), drawn from one generator seeded
+    with seed in sorted name order. Layer norms 1 + ln N(0,1) (biases bias N(0,1)), q/k
+    projections qk, v/out vo, fc1/fc2 ff (their biases bias), token embeddings embed,
+    learned positions pos, lm_head head, final_logits_bias flb; the eos row of the output
+    matrix is multiplied by eos_gain so that some sequences end early."""
+    g = torch.Generator().manual_seed(seed)
+    SC = scales(variant)
+    ids = VARIANTS[variant]["ids"]
+    tied = VARIANTS[variant]["config"]["tie_word_embeddings"]
+    sd = model.state_dict()
+    out = {}
+    for name in sorted(sd):
+        t = sd[name]
+        shape = tuple(t.shape)
+        if "embed_positions" in name and not name.endswith("embed_positions.weight"):
+            continue
+        if name.endswith("embed_positions.weight") and variant in ("marian", "pegasus"):
+            continue  # sinusoidal: keep HF's table
+        if name.endswith(("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")):
+            continue  # aliases of model.shared
+        if name == "lm_head.weight" and tied:
+            continue
+        base = name.rsplit(".", 1)[0]
+        if name.endswith("shared.weight"):
+            w = SC["embed"] * torch.randn(shape, generator=g)
+        elif name.endswith("embed_positions.weight"):
+            w = SC["pos"] * torch.randn(shape, generator=g)
+        elif name == "lm_head.weight":
+            w = SC["head"] * torch.randn(shape, generator=g)
+        elif name == "final_logits_bias":
+            w = SC["flb"] * torch.randn(shape, generator=g)
+        elif "norm" in base or "layernorm" in base:
+            w = (1.0 if name.endswith("weight") else 0.0) + SC["ln" if name.endswith("weight") else "bias"] * \
+                torch.randn(shape, generator=g)
+        elif name.endswith("bias"):
+            w = SC["bias"] * torch.randn(shape, generator=g)
+        elif base.endswith(("q_proj", "k_proj")):
+            w = SC["qk"] * torch.randn(shape, generator=g)
+        elif base.endswith(("v_proj", "out_proj")):
+            w = SC["vo"] * torch.randn(shape, generator=g)
+        elif base.endswith(("fc1", "fc2")):
+            w = SC["ff"] * torch.randn(shape, generator=g)
+        else:
+            raise RuntimeError("unhandled parameter " + name)
+        if name.startswith(last_norm(variant)):
+            w *= SC["final_gain"]
+        if name == ("model.shared.weight" if tied else "lm_head.weight"):
+            w[ids["eos"]] *= SC["eos_gain"]
+            w[ids["pad"]] = 0.0  # never generated (logit = final_logits_bias only)
+        out[name] = w
+    return out
+
+
+def last_norm(variant):
+    """The decoder's last normalization: its final layer norm (pre-norm variants) or its
+    last layer's (post-norm)."""
+    if variant in ("bart", "marian"):
+        return "model.decoder.layers.%d.final_layer_norm." % (COMMON["decoder_layers"] - 1)
+    return "model.decoder.layer_norm."
+
+
+def build(variant, seed, dtype):
+    """(config, model in float32 holding the variant's stored-precision weights)."""
+    config = hf_config(variant)
+    model = new_model(config, variant)
+    w = random_weights(model, variant, seed)
+    st = VARIANTS[variant]["dtype"]
+    w = {k: v.to(st).to(torch.float32) for k, v in w.items()}
+    missing, unexpected = model.load_state_dict(w, strict=False)
+    assert not unexpected, unexpected
+    model.tie_weights()
+    return config, model.to(dtype).eval()
+
+
+def inputs(variant, seed=1234):
+    """Three random inputs (no special ids inside), eos last; right-padded batch."""
+    ids = VARIANTS[variant]["ids"]
+    special = {i for i in ids.values() if i is not None}
+    g = np.random.default_rng(seed)
+    seqs = []
+    for n in LENGTHS:
+        s = []
+        while len(s) < n - 1:
+            x = int(g.integers(3, V - 1))
+            if x not in special:
+                s.append(x)
+        seqs.append(s + [ids["eos"]])
+    T = max(LENGTHS)
+    x = torch.full((len(seqs), T), ids["pad"], dtype=torch.long)
+    mask = torch.zeros((len(seqs), T), dtype=torch.long)
+    for b, s in enumerate(seqs):
+        x[b, :len(s)] = torch.tensor(s)
+        mask[b, :len(s)] = 1
+    return seqs, x, mask
+
+
+def strip(seq, start, eos):
+    s = [int(t) for t in seq[1:]]   # decoder start
+    if eos in s:
+        s = s[:s.index(eos) + 1]
+    return s
+
+
+def gen_kw(model):
+    return dict(do_sample=False, max_new_tokens=MAX_NEW, no_repeat_ngram_size=0, min_length=0,
+                forced_bos_token_id=None, forced_eos_token_id=None, bad_words_ids=None,
+                repetition_penalty=1.0, output_scores=True, return_dict_in_generate=True,
+                synced_gpus=False)
+
+
+@torch.no_grad()
+def greedy(model, x, mask, ids):
+    out = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **gen_kw(model))
+    return [strip(s, ids["start"], ids["eos"]) for s in out.sequences]
+
+
+@torch.no_grad()
+def beam(model, x, mask, ids, bp):
+    out = model.generate(input_ids=x, attention_mask=mask, num_beams=NUM_BEAMS,
+                         num_return_sequences=NUM_RETURN, length_penalty=bp["length_penalty"],
+                         early_stopping=bp["early_stopping"], **gen_kw(model))
+    return [strip(s, ids["start"], ids["eos"]) for s in out.sequences], \
+        [float(v) for v in out.sequences_scores]
+
+
+@torch.no_grad()
+def teacher_forced(model, x, mask, seqs, ids):
+    """Raw logits [B, N, V] of the decoder fed [start] + seq[:-1], one position at a
+    time through HF's cache (this torch cannot build the float64 causal mask of a
+    whole-sequence pass); rows after a sequence's end are 0."""
+    B = len(seqs)
+    dec = torch.full((B, MAX_NEW), ids["start"], dtype=torch.long)
+    for b, s in enumerate(seqs):
+        dec[b, 1:len(s)] = torch.tensor(s[:-1], dtype=torch.long)
+    enc = model.get_encoder()(input_ids=x, attention_mask=mask)
+    past, out = None, []
+    for n in range(MAX_NEW):
+        o = model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=dec[:, n:n + 1],
+                  past_key_values=past, use_cache=True)
+        past = o.past_key_values
+        out.append(o.logits[:, 0])
+    logits = torch.stack(out, 1)
+    for b, s in enumerate(seqs):
+        logits[b, len(s):] = 0.0
+    return logits
+
+
+def rel_dev(a, b, lens):
+    """max over the valid rows of max |a - b| / max(1, max |b|)."""
+    w = 0.0
+    for i, n in enumerate(lens):
+        for t in range(n):
+            w = max(w, float((a[i, t].double() - b[i, t].double()).abs().max() / max(1.0, float(b[i, t].abs().max()))))
+    return w
+
+
+def margins(logits, seqs):
+    m = float("inf")
+    for b, s in enumerate(seqs):
+        for n in range(len(s)):
+            top = torch.topk(logits[b, n].double(), 2).values
+            m = min(m, float(top[0] - top[1]))
+    return m
+
+
+def evaluate(variant, seed):
+    ids = VARIANTS[variant]["ids"]
+    _, model = build(variant, seed, torch.float32)
+    _, x, mask = inputs(variant)
+    g = greedy(model, x, mask, ids)
+    tf = teacher_forced(model, x, mask, g, ids)
+    return model, x, mask, g, tf, margins(tf, g)
+
+
+def scan(variant, first, last):
+    ids = VARIANTS[variant]["ids"]
+    for seed in range(first, last + 1):
+        model, x, mask, g, tf, m = evaluate(variant, seed)
+        tf64 = teacher_forced(model.to(torch.float64), x, mask, g, ids)
+        noise = rel_dev(tf, tf64, [len(s) for s in g])
+        eos = ids["eos"]
+        ended = sum(1 for s in g if s and s[-1] == eos)
+        print(f"{variant} seed {seed}: margin {m:.3f} f32 noise {noise:.2g} ended {ended}/3 "
+              f"lens {[len(s) for s in g]} distinct {[len(set(s)) for s in g]}")
+
+
+def pad_rows(seqs, n):
+    out = np.full((len(seqs), n), -1, dtype=np.int32)
+    for i, s in enumerate(seqs):
+        out[i, :len(s)] = s
+    return out
+
+
+def write_model(variant, seed):
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSeq2SeqLM, GenerationConfig
+
+    d = model_dir(variant)
+    os.makedirs(d, exist_ok=True)
+    config, model = build(variant, seed, torch.float32)
+    model = model.to(VARIANTS[variant]["dtype"])
+    config.torch_dtype = str(VARIANTS[variant]["dtype"]).replace("torch.", "")
+    model.config.torch_dtype = config.torch_dtype
+    model.save_pretrained(d, safe_serialization=True)
+    GenerationConfig.from_model_config(model.config).save_pretrained(d)
+    back = AutoModelForSeq2SeqLM.from_pretrained(d, torch_dtype=torch.float32).eval()
+    assert type(back).__name__ == VARIANTS[variant]["class"]
+    ref = model.to(torch.float32).state_dict()
+    for k, v in back.state_dict().items():
+        assert torch.equal(v, ref[k]), k
+    names = sorted(load_file(os.path.join(d, "model.safetensors")))
+    print(f"{variant}: wrote {d} ({len(names)} tensors)")
+    return back
+
+
+def golden(variant):
+    from safetensors.numpy import save_file
+
+    ids = VARIANTS[variant]["ids"]
+    bp = VARIANTS[variant]["beam"]
+    model = write_model(variant, SEEDS[variant])
+    seqs, x, mask = inputs(variant)
+    g = greedy(model, x, mask, ids)
+    tf = teacher_forced(model, x, mask, g, ids)
+    for b, s in enumerate(g):
+        am = [int(t) for t in torch.argmax(tf[b, :len(s)], -1)]
+        assert am == s, (variant, b, am, s)
+    m = margins(tf, g)
+    assert m > 0.05, (variant, "greedy margin", m)
+    bt, bs = beam(model, x, mask, ids, bp)
+    for b, s in enumerate(seqs):   # alone = its row of the batch
+        xa, ma = x[b:b + 1, :len(s)], mask[b:b + 1, :len(s)]
+        assert greedy(model, xa, ma, ids)[0] == g[b], (variant, "greedy alone", b)
+        ba, _ = beam(model, xa, ma, ids, bp)
+        assert ba == bt[b * NUM_RETURN:(b + 1) * NUM_RETURN], (variant, "beam alone", b)
+    # the values from float64 (the reference); float32's own distance from it is the
+    # noise figure a float32 implementation is held to
+    m64 = model.to(torch.float64)
+    assert greedy(m64, x, mask, ids) == g, (variant, "f64 greedy")
+    bt64, bs64 = beam(m64, x, mask, ids, bp)
+    assert bt64 == bt, (variant, "f64 beam")
+    with torch.no_grad():
+        enc = m64.get_encoder()(input_ids=x, attention_mask=mask).last_hidden_state
+        enc32 = model.to(torch.float32).get_encoder()(input_ids=x, attention_mask=mask).last_hidden_state
+    tf64 = teacher_forced(m64.to(torch.float64), x, mask, g, ids)
+    noise = {"encoder_f32": rel_dev(enc32, enc, LENGTHS), "logits_f32": rel_dev(tf, tf64, [len(s) for s in g]),
+             "beam_scores_f32": max(abs(a - b) for a, b in zip(bs, bs64))}
+    tf, bs = tf64, bs64
+    os.makedirs(GOLDEN_DIR, exist_ok=True)
+    tensors = {
+        "input_ids": x.numpy().astype(np.int32),
+        "input_len": np.array([len(s) for s in seqs], dtype=np.int32),
+        "encoder_out": enc.numpy().astype(np.float32),   # float64's, rounded
+        "greedy_tokens": pad_rows(g, MAX_NEW), "greedy_len": np.array([len(s) for s in g], dtype=np.int32),
+        "greedy_logits": tf.numpy().astype(np.float32),
+        "beam_tokens": pad_rows(bt, MAX_NEW), "beam_len": np.array([len(s) for s in bt], dtype=np.int32),
+        "beam_scores": np.array(bs, dtype=np.float32),
+    }
+    save_file(tensors, os.path.join(GOLDEN_DIR, variant + ".safetensors"),
+              metadata={"source": "tools/golden_bart.py, transformers " + __import__("transformers").__version__})
+    meta = {"model_dir": "tests/data/tiny-random-" + variant, "seed": SEEDS[variant],
+            "max_new_tokens": MAX_NEW, "ids": ids, "noise": noise,
+            "greedy": {"tokens": g, "min_margin": round(m, 4)},
+            "beam": {"num_beams": NUM_BEAMS, "num_return_sequences": NUM_RETURN, **bp,
+                     "tokens": bt, "scores": bs}}
+    with open(os.path.join(GOLDEN_DIR, variant + ".json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    print(f"{variant}: greedy {g}\n  noise {noise}\n  margin {m:.3f}; beam lens {[len(s) for s in bt]} scores "
+          f"{[round(s, 4) for s in bs]}")
+
+
+def main(argv):
+    if argv[:1] == ["--scan"]:
+        scan(argv[1], int(argv[2]), int(argv[3]))
+        return
+    for v in argv or list(VARIANTS):
+        golden(v)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
