@@ -1,4 +1,4 @@
-/* generate.c - `encdec generate`: text to text with a T5-family model. */
+/* generate.c - `encdec generate`: text to text with a T5- or BART-family model. */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
@@ -11,8 +11,10 @@ static const char *HELP =
     "usage: encdec generate -m MODEL [options] [TEXT...]\n"
     "(options and texts in any order; \"--\" ends the options)\n"
     "\n"
-    "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5; Hugging\n"
-    "Face safetensors directory). Each TEXT argument is one input; without TEXT, the\n"
+    "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5) or a\n"
+    "BART-family one (BART, mBART, Marian / OPUS-MT, M2M100 / NLLB, Pegasus: so far\n"
+    "with Marian's tokenizer only); a Hugging Face safetensors directory. Each TEXT\n"
+    "argument is one input (Marian's multilingual models: \">>fra<< text\"); without TEXT, the\n"
     "inputs are read from standard input, one per line. Inputs are encoded and decoded\n"
     "together, --batch at a time, and printed in input order.\n"
     "\n"
@@ -45,8 +47,9 @@ static const char *HELP =
     "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n"
     "                         absurd values (a corrupt file)\n"
     "      --device DEV       cpu (default), cuda or cuda:N (Whisper only so far)\n"
-    "      --truncate         cut inputs longer than the model accepts (n_positions,\n"
-    "                         512 for T5) to their first tokens (default: an error)\n"
+    "      --truncate         cut inputs longer than the model accepts (T5: n_positions,\n"
+    "                         512; BART: max_position_embeddings) to their first tokens\n"
+    "                         (default: an error)\n"
     "      --batch N          inputs encoded and decoded together, 1..4096 (default 32)\n"
     "      --json             one JSON object per input: its sequences with text, score,\n"
     "                         tokens and log-probabilities, and the batch's timings\n"
@@ -132,7 +135,8 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
 static int check(opts *o, int i, int *first_text) {
     if (!o->model) o->model = getenv("ENCDEC_MODEL");
     if (!o->model || !*o->model) {
-        cli_err("encdec: generate needs a T5-family model: -m DIR (or $ENCDEC_MODEL)\n");
+        cli_err("encdec: generate needs a text-to-text model (T5 or BART family): -m DIR (or "
+                "$ENCDEC_MODEL)\n");
         return -1;
     }
     if (o->gp.num_return_sequences > (o->gp.do_sample ? 64 : o->gp.num_beams)) {
@@ -344,7 +348,7 @@ int cli_generate(int argc, char **argv) {
     if (!m) return 1;
     encdec_model_info info;
     encdec_model_get_info(m, &info);
-    if (strcmp(info.family, "t5") != 0) {
+    if (!strcmp(info.family, "whisper")) {
         cli_err("encdec: %s is a %s model (speech to text): use encdec transcribe\n",
                 o.model, info.family);
         encdec_model_free(m);

@@ -1,6 +1,8 @@
 /* encdec.h - the public interface of libencdec, an inference engine for
- * encoder-decoder transformers: Whisper (speech to text) and the T5 family
- * (T5, Flan-T5, mT5, umT5: text to text).
+ * encoder-decoder transformers: Whisper (speech to text), the T5 family
+ * (T5, Flan-T5, mT5, umT5) and the BART family (BART, mBART, Marian /
+ * OPUS-MT, M2M100 / NLLB, Pegasus: the models; Marian's tokenizer so far):
+ * text to text.
  *
  *   encdec_model *m;   encdec_session *s;   encdec_result *r;
  *   encdec_model_load("models/whisper-tiny.en", &m);  encdec_session_new(m, NULL, &s);
@@ -146,7 +148,8 @@ typedef struct {
                              bit), is ENCDEC_ERR_FORMAT naming the tensor and element; it
                              reads every weight once at load (+19 ms for tiny.en's 75 MB,
                              +39 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
-    encdec_device device;   /* ENCDEC_DEVICE_CUDA: int8 is refused, and so is T5 (not yet) */
+    encdec_device device;   /* ENCDEC_DEVICE_CUDA: int8 is refused, and so are the text
+                               families (not yet) */
     int device_index;       /* which GPU, 0.. */
 } encdec_model_params;
 /* f32, auto, checked, on the CPU; the environment's ENCDEC_DEVICE ("cuda",
@@ -171,12 +174,13 @@ ENCDEC_API encdec_status encdec_model_load_ex(const char *path, const encdec_mod
                                               encdec_model **out);
 
 typedef struct {
-    const char *family;       /* "whisper" or "t5" */
-    const char *model_type;   /* config.json's: "whisper", "t5", "mt5", "umt5" */
+    const char *family;       /* "whisper", "t5" or "bart" (the BART family) */
+    const char *model_type;   /* config.json's: "whisper", "t5", "mt5", "umt5", "bart", "mbart",
+                                 "marian", "m2m_100", "pegasus" */
     const char *format;       /* "safetensors" or "ctranslate2" */
-    int n_mels;               /* Whisper: mel bands the encoder expects (T5: 0) */
+    int n_mels;               /* Whisper: mel bands the encoder expects (text models: 0) */
     int n_audio_ctx;          /* Whisper: encoder positions per 30 s window (1500) */
-    int n_text_ctx;           /* Whisper: decoder positions (448); T5: most input tokens */
+    int n_text_ctx;           /* Whisper: decoder positions (448); T5, BART: most input tokens */
     int d_model, n_enc_layer, n_dec_layer, n_head;
     int n_vocab;
     int multilingual;         /* 1 for multilingual checkpoints */
@@ -491,7 +495,7 @@ ENCDEC_API encdec_transcribe_params encdec_transcribe_default_params(void);
 
 typedef struct {
     double mel_ms, encoder_ms, decode_ms;  /* wall time spent in each stage */
-    int n_windows;       /* 30 s windows processed (T5: 0) */
+    int n_windows;       /* 30 s windows processed (text models: 0) */
     int n_tokens;        /* generated tokens (prompt excluded, end-of-text included) */
     int n_steps;         /* decoder passes (one per generated position, for all sequences) */
     double align_ms;     /* word alignment */
@@ -569,9 +573,12 @@ typedef struct {
     int max_active;           /* requests decoding at once, 1..256 (0: 8); later ones wait
                                  their turn in order */
     encdec_kv_type cross_kv;  /* the cross caches' element type (one per active request) */
-    int max_new_tokens;       /* T5: the most tokens a request may generate, 1..4096 (0: 512) */
+    int max_new_tokens;       /* text models: the most tokens a request may generate, 1..4096
+                                 (0: 512); the BART family: at most max_position_embeddings - 1
+                                 (0: 512 or that) */
 } encdec_engine_params;
-/* 1 thread, 8 active requests, f32 cross caches, 512 new tokens */
+/* 1 thread, 8 active requests, f32 cross caches, max_new_tokens 0 (512, or
+ * the model's positions where fewer) */
 ENCDEC_API encdec_engine_params encdec_engine_default_params(void);
 
 typedef struct {
@@ -586,7 +593,7 @@ typedef struct {
     long long batch_hist[9];  /* steps of <= 1, 2, 4, 8, 16, 32, 64, 128 sequences, more */
 } encdec_engine_stats;
 
-/* The engine of a model (Whisper: transcriptions; T5 family:
+/* The engine of a model (Whisper: transcriptions; text models:
  * generations). params may be NULL. The model must outlive the engine. */
 ENCDEC_API encdec_status encdec_engine_new(const encdec_model *m,
                                            const encdec_engine_params *params,
@@ -774,7 +781,7 @@ ENCDEC_API double encdec_live_backlog(encdec_live *l);
 /* Cancels a decode that runs and frees the session. */
 ENCDEC_API void encdec_live_free(encdec_live *l);
 
-/* ---- text generation (T5 family) ---------------------------------------- */
+/* ---- text generation (T5 and BART families) ------------------------------ */
 
 /* Generation token by token (encdec_generate_params.on_token): token id
  * (log-probability logprob) was chosen for sequence `sequence` (its rank
@@ -825,7 +832,7 @@ ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
 ENCDEC_API encdec_status encdec_generate(encdec_session *s, const char *const *inputs, int n_inputs,
                                          const encdec_generate_params *params, encdec_result **out);
 
-/* Through an engine (encdec_engine_new on a T5-family model; see the engine
+/* Through an engine (encdec_engine_new on a text model; see the engine
  * above): submits the generation for one UTF-8 input (copied), with
  * encdec_generate's parameters (greedy, sampling or beam search; at most 17
  * sequences; max_new_tokens up to the engine's). Its result is

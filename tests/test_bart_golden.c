@@ -19,6 +19,7 @@
 #include "decode/search.h"
 #include "models/bart.h"
 #include "decode/runner.h"
+#include "api/api.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +133,11 @@ static dec_model open_runner(dec_runner *r, bart_state *s, int width, encdec_kv_
     return rn_seam(r);
 }
 
-/* Teacher-forced logits at every step, all inputs stepped together. */
-static void check_logits(bart_state *s, golden *G, encdec_kv_mode mode) {
+/* Teacher-forced logits at every step, all inputs stepped together: the
+ * rows' deviations checked (tol: the worst's, 0: none checked); returns
+ * the worst. */
+static double check_logits(bart_state *s, golden *G, encdec_kv_mode mode, double tol,
+                           double *median) {
     size_t V = (size_t)s->m->hp.n_vocab;
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
     const float *want = gf(G->g, "greedy_logits");
@@ -164,7 +168,10 @@ static void check_logits(bart_state *s, golden *G, encdec_kv_mode mode) {
     rn_free(&r);
     char what[64];
     snprintf(what, sizeof what, "logits at every step, %s", kv_name(mode));
-    dev_check(&v, what, G->logit_tol, LOGIT_TOL);
+    if (tol > 0) return dev_check(&v, what, tol, LOGIT_TOL);
+    qsort(v.d, (size_t)v.n, sizeof v.d[0], cmp_d);
+    if (median) *median = v.n ? v.d[v.n / 2] : 0;
+    return v.n ? v.d[v.n - 1] : 0;
 }
 
 static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode) {
@@ -246,6 +253,145 @@ static void check_alone(bart_state *s, golden *G) {
     free(packed);
 }
 
+/* The precision modes (compute:cross-kv) on bart-mild's golden, the weights
+ * converted as encdec_model_load_ex does: teacher-forced logits within the
+ * mode's tolerance, relative to the row's largest |logit| as test_t5_golden
+ * (measured: f16 / bf16 cross caches 6.4e-4 / 3.2e-3, bf16 weights 2.2e-2,
+ * int8 0.31, its median 0.07; T5's were 2.1e-3, 1.5e-2, 0.15 and 0.35). The
+ * peaky models flip attention at the first rounding (bf16 cross caches
+ * move BART's logits by 1.4 of the row), so only the mild one is held to
+ * these. */
+static void check_precision(const char *model_dir, golden *G) {
+    static const struct {
+        encdec_compute c;
+        kv_dtype kv;
+        const char *name;
+        double tol;
+    } cfg[] = {
+        {ENCDEC_COMPUTE_F32, KV_F16, "f32:f16", 2e-3},
+        {ENCDEC_COMPUTE_F32, KV_BF16, "f32:bf16", 1e-2},
+        {ENCDEC_COMPUTE_BF16, KV_BF16, "bf16:bf16", 0.06},
+        {ENCDEC_COMPUTE_INT8, KV_F16, "int8:f16", 0.5},
+    };
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        bart_model *m = NULL;
+        CHECK_EQ_INT(bart_load(&m, model_dir), ENCDEC_OK);
+        if (!m) return;
+        int n = bart_matrices(m, NULL, 0);
+        wl_mat *mats = calloc((size_t)n, sizeof *mats);
+        bart_matrices(m, mats, n);
+        CHECK_EQ_INT(wl_convert(m->wt, mats, n, cfg[i].c, &m->weight_bytes), ENCDEC_OK);
+        CHECK_EQ_INT(wl_panelize(m->wt, mats, n), ENCDEC_OK);
+        free(mats);
+        ed_pool *pool;
+        bart_state *s;
+        CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
+        CHECK_EQ_INT(bart_state_new(&s, m, pool, cfg[i].kv), ENCDEC_OK);
+        bart_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
+        CHECK_EQ_INT(bart_state_reserve(s, &shape), ENCDEC_OK);
+        bart_encode(s, G->ids, G->start, G->len, G->B);
+        double med = 0, d = check_logits(s, G, ENCDEC_KV_FULL, 0, &med);
+        printf("  precision %-9s logits max |diff| / max |row| %.3g, median %.3g (tol %.0e)\n",
+               cfg[i].name, d, med, cfg[i].tol);
+        CHECK_NEAR(d, 0, cfg[i].tol);
+        CHECK_NEAR(med, 0, cfg[i].tol / 3);
+        bart_state_free(s);
+        ed_pool_free(pool);
+        bart_free(m);
+    }
+}
+
+/* The sequences of r against the golden's token lists and texts. */
+static void check_sequences(const encdec_result *r, const cJSON *tokens, const cJSON *texts, int n_ret) {
+    int n = cJSON_GetArraySize(texts);
+    CHECK_EQ_INT(r ? encdec_result_n_sequences(r) : -1, n);
+    for (int i = 0; r && i < n && i < encdec_result_n_sequences(r); i++) {
+        const encdec_sequence *q = encdec_result_sequence(r, i);
+        const cJSON *want = cJSON_GetArrayItem(tokens, i);
+        CHECK_STR(q->text, cJSON_GetArrayItem(texts, i)->valuestring);
+        CHECK_EQ_INT(q->input, i / n_ret);
+        CHECK_EQ_INT(q->rank, i % n_ret);
+        CHECK_EQ_INT(q->n_tokens, cJSON_GetArraySize(want));
+        for (int t = 0; t < q->n_tokens && t < cJSON_GetArraySize(want); t++)
+            CHECK_EQ_INT(q->tokens[t].id, cJSON_GetArrayItem(want, t)->valueint);
+    }
+}
+
+/* Through the public API (a model with its tokenizer): the tokenizer's
+ * ids, then texts and tokens as transformers' generate() and its tokenizer's
+ * decode give them, by a session and by an engine. */
+static void check_api(const char *model_dir, golden *G) {
+    const cJSON *api = cJSON_GetObjectItem(G->js, "api");
+    if (!api) return;
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_result *r = NULL;
+    CHECK_STATUS(encdec_model_load(model_dir, &m), ENCDEC_OK, "");
+    if (!m) return;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    CHECK_STR(info.family, "bart");
+    CHECK_STR(info.model_type, "marian");
+    const cJSON *texts = cJSON_GetObjectItem(api, "inputs"), *ids = cJSON_GetObjectItem(api, "input_ids");
+    int B = cJSON_GetArraySize(texts), bad = 0;
+    const char *in[8];
+    for (int b = 0; b < B && b < 8; b++) {
+        in[b] = cJSON_GetArrayItem(texts, b)->valuestring;
+        int *got = NULL, n = 0;
+        CHECK_EQ_INT(ttok_encode(m->ttok, in[b], strlen(in[b]), &got, &n), ENCDEC_OK);
+        const cJSON *want = cJSON_GetArrayItem(ids, b);
+        bad += n != cJSON_GetArraySize(want);
+        for (int t = 0; t < n && t < cJSON_GetArraySize(want); t++)
+            bad += got[t] != cJSON_GetArrayItem(want, t)->valueint;
+        free(got);
+    }
+    printf("  tokenizer: %d id mismatches over %d texts\n", bad, B);
+    CHECK_EQ_INT(bad, 0);
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = G->N;
+    const cJSON *gj = cJSON_GetObjectItem(api, "greedy"), *bj = cJSON_GetObjectItem(G->js, "beam");
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(gj, "tokens"), cJSON_GetObjectItem(gj, "text"), 1);
+    encdec_result_free(r);
+    r = NULL;
+    p.num_beams = cJSON_GetObjectItem(bj, "num_beams")->valueint;
+    p.num_return_sequences = cJSON_GetObjectItem(bj, "num_return_sequences")->valueint;
+    p.length_penalty = (float)cJSON_GetObjectItem(bj, "length_penalty")->valuedouble;
+    p.early_stopping = cJSON_IsTrue(cJSON_GetObjectItem(bj, "early_stopping"));
+    const cJSON *ab = cJSON_GetObjectItem(api, "beam");
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(ab, "tokens"), cJSON_GetObjectItem(ab, "text"),
+                    p.num_return_sequences);
+    encdec_result_free(r);
+    encdec_session_free(s);
+    /* the engine: each input its own request, all at once; the beam's results */
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    encdec_request *q[8] = {0};
+    for (int b = 0; e && b < B && b < 8; b++) CHECK_EQ_INT(encdec_engine_generate(e, in[b], &p, &q[b]), ENCDEC_OK);
+    for (int b = 0; e && b < B && b < 8; b++) {
+        encdec_result *rb = NULL;
+        if (q[b]) CHECK_EQ_INT(encdec_request_wait(q[b], &rb), ENCDEC_OK);
+        for (int k = 0; rb && k < p.num_return_sequences; k++) {
+            const encdec_sequence *sq = encdec_result_sequence(rb, k);
+            CHECK_STR(sq ? sq->text : "", cJSON_GetArrayItem(cJSON_GetObjectItem(ab, "text"),
+                                                            b * p.num_return_sequences + k)->valuestring);
+        }
+        encdec_result_free(rb);
+        encdec_request_free(q[b]);
+    }
+    /* the decoder's positions bound what an engine may generate */
+    encdec_engine *e2 = NULL;
+    ep.max_new_tokens = 4096;
+    CHECK_STATUS(encdec_engine_new(m, &ep, &e2), ENCDEC_ERR_ARG, "the model's positions");
+    encdec_engine_free(e);
+    encdec_model_free(m);
+}
+
 static void run_variant(const char *variant, const char *model_type) {
     char model_dir[1024], gpath[1024], jpath[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tiny-random-%s", ED_TEST_DATA, variant);
@@ -279,13 +425,15 @@ static void run_variant(const char *variant, const char *model_type) {
     check_encoder(s, &G);
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int i = 0; i < 3; i++) {
-        check_logits(s, &G, modes[i]);
+        check_logits(s, &G, modes[i], G.logit_tol, NULL);
         check_greedy(s, &G, modes[i]);
     }
     for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
     check_alone(s, &G);
     bart_state_free(s);
     ed_pool_free(pool);
+    if (!strcmp(variant, "bart-mild")) check_precision(model_dir, &G);
+    check_api(model_dir, &G);
     free(G.ids), free(G.start), free(G.len);
     cJSON_Delete(G.js);
     wtab_free(G.g);
@@ -294,6 +442,7 @@ static void run_variant(const char *variant, const char *model_type) {
 
 int main(void) {
     run_variant("bart", "bart");
+    run_variant("bart-mild", "bart");
     run_variant("mbart", "mbart");
     run_variant("marian", "marian");
     run_variant("m2m100", "m2m_100");

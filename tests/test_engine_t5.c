@@ -262,6 +262,8 @@ static void check_holdback(void) {
     CHECK_EQ_INT(spm_encode(t, text, strlen(text), 1, &ids, &n), ENCDEC_OK);
     CHECK_EQ_INT(n, 14);   /* a, 老, space, 3 bytes, space, 4 bytes, space, é, </s> */
     const int cuts[2] = {14, 5};   /* all of it; cut after 鼈's 2nd byte */
+    ed_ttok *tt = NULL;
+    CHECK_EQ_INT(ttok_wrap_spm(&tt, t), ENCDEC_OK);
     for (int c = 0; c < 2 && n == 14; c++) {
         int cut = cuts[c];
         streamed *sd = calloc(1, sizeof *sd);
@@ -271,7 +273,7 @@ static void check_holdback(void) {
         p.max_new_tokens = cut;
         float lps[14] = {0};
         gen_stream g;
-        CHECK_EQ_INT(gen_stream_init(&g, t, spm_eos(t), &p, 1, ids, lps), ENCDEC_OK);
+        CHECK_EQ_INT(gen_stream_init(&g, tt, spm_eos(t), &p, 1, ids, lps), ENCDEC_OK);
         int pieces[14];
         for (int k = 1; k <= cut; k++) {   /* one token a step */
             CHECK_EQ_INT(gen_stream_flush(&g, &k), 0);
@@ -279,7 +281,7 @@ static void check_holdback(void) {
         }
         gen_stream_free(&g);
         char *whole = NULL;
-        CHECK_EQ_INT(gen_text(t, ids, cut, &whole), ENCDEC_OK);
+        CHECK_EQ_INT(gen_text(tt, ids, cut, &whole), ENCDEC_OK);
         CHECK_STR(sd->text[0], whole ? whole : "");
         CHECK_EQ_INT(sd->bad_utf8, 0);
         CHECK_EQ_INT(sd->calls, cut);
@@ -294,6 +296,7 @@ static void check_holdback(void) {
         free(sd);
     }
     free(ids);
+    ttok_free(tt);
     spm_free(t);
 }
 

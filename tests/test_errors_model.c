@@ -117,8 +117,11 @@ static void test_config(void) {
     static const struct { const char *dir, *key, *val; encdec_status want; const char *msg; } bad[] = {
         /* a Whisper config relabelled: goes to the T5 loader, which names what is missing */
         {"t5", "model_type", "\"t5\"", ENCDEC_ERR_CONFIG, "config.json: missing \"d_kv\""},
-        {"bart", "model_type", "\"bart\"", ENCDEC_ERR_NO_MODEL,
-         "model_type \"bart\" is not supported (whisper, t5, mt5, umt5)"},
+        /* relabelled BART: the BART loader names the first tensor that does not fit */
+        {"bart", "model_type", "\"bart\"", ENCDEC_ERR_SHAPE,
+         "tensor model.encoder.embed_positions.weight has shape [1500,64], expected [1026,64]"},
+        {"bert", "model_type", "\"bert\"", ENCDEC_ERR_NO_MODEL,
+         "model_type \"bert\" is not supported (whisper, t5, mt5, umt5, bart, mbart, marian"},
         {"d96", "d_model", "96", ENCDEC_ERR_SHAPE,
          "model.safetensors: tensor model.encoder.conv1.weight has shape [64,80,3], expected [96,80,3]"},
         {"mel81", "num_mel_bins", "81", ENCDEC_ERR_CONFIG, "config.json: 81 mel bins; Whisper uses 80 or 128"},

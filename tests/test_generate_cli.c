@@ -170,7 +170,7 @@ static void test_errors(void) {
     CHECK_SH("\"$CLI\" generate -m \"$M\" --sample --beam 2 x", 2, "do not combine");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --frobnicate x", 2, "unknown option");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --kv-cache maybe x", 2, "--kv-cache expects full, self or none");
-    CHECK_SH("ENCDEC_MODEL= \"$CLI\" generate x", 2, "generate needs a T5-family model");
+    CHECK_SH("ENCDEC_MODEL= \"$CLI\" generate x", 2, "generate needs a text-to-text model");
     CHECK_SH("\"$CLI\" generate -m /nonexistent x", 1, "/nonexistent");
     CHECK_SH("\"$CLI\" generate -m " ED_TEST_DATA "/tiny-random-whisper x", 1, "use encdec transcribe");
     CHECK_SH("\"$CLI\" generate --help", 0, "usage: encdec generate");

@@ -83,14 +83,20 @@ VARIANTS = {
               "ids": SPECIAL, "beam": {"length_penalty": 2.0, "early_stopping": True}},
     "marian": {"class": "MarianMTModel", "dtype": torch.float32,
                "config": {"model_type": "marian", "activation_function": "swish", "scale_embedding": True,
-                          "tie_word_embeddings": True, "share_encoder_decoder_embeddings": True,
-                          "decoder_vocab_size": V},
-               "ids": {"bos": None, "pad": V - 1, "eos": 0, "start": V - 1},
+                          "tie_word_embeddings": True, "share_encoder_decoder_embeddings": True},
+               "ids": {"bos": None, "pad": None, "eos": 0, "start": None},   # pad = start = V - 1
                "beam": {"length_penalty": 0.6, "early_stopping": False}},
     "m2m100": {"class": "M2M100ForConditionalGeneration", "dtype": torch.bfloat16,
                "config": {"model_type": "m2m_100", "activation_function": "relu", "scale_embedding": True,
                           "tie_word_embeddings": True},
                "ids": SPECIAL, "beam": {"length_penalty": 1.0, "early_stopping": False}},
+    # BART again with milder spreads (attention scores of O(10), as trained models have):
+    # the precision modes' test, where the peaky models above flip attention at the
+    # first rounding
+    "bart-mild": {"class": "BartForConditionalGeneration", "dtype": torch.float32,
+                  "config": {"model_type": "bart", "activation_function": "gelu", "scale_embedding": False,
+                             "tie_word_embeddings": True},
+                  "ids": SPECIAL, "beam": {"length_penalty": 1.0, "early_stopping": True}},
     "pegasus": {"class": "PegasusForConditionalGeneration", "dtype": torch.float32,
                 "config": {"model_type": "pegasus", "activation_function": "relu", "scale_embedding": True,
                            "tie_word_embeddings": False},
@@ -104,18 +110,33 @@ SCALES = {"embed": 0.1, "pos": 0.5, "qk": 1.0, "vo": 1.5, "ff": 1.5, "bias": 0.1
 # post-norm stacks keep more of their input with smaller blocks (less of one token
 # repeated by a fixed point of the output map)
 POST_NORM_SCALES = {"qk": 2.0, "vo": 0.3, "ff": 0.3}
-SEEDS = {"bart": 10, "mbart": 14, "marian": 18, "m2m100": 3, "pegasus": 6}
+MILD_SCALES = {"embed": 1.0, "qk": 0.25, "vo": 0.3, "ff": 0.3, "final_gain": 4.0}
+SEEDS = {"bart-mild": 0, "bart": 10, "mbart": 14, "marian": 16, "m2m100": 3, "pegasus": 6}
 
 
 def scales(variant):
     s = dict(SCALES)
     if variant in ("bart", "marian"):
         s.update(POST_NORM_SCALES)
+    if variant == "bart-mild":
+        s.update(MILD_SCALES)
     return s
 
 
 def model_dir(variant):
     return os.path.join(DATA, "tiny-random-" + variant)
+
+
+def vocab_size(variant):
+    """V; Marian's is its tokenizer's (write_marian_tokenizer), <pad> the last id."""
+    return len(marian_vocab()[2]) if variant == "marian" else V
+
+
+def special_ids(variant):
+    ids = dict(VARIANTS[variant]["ids"])
+    if variant == "marian":
+        ids["pad"] = ids["start"] = vocab_size(variant) - 1
+    return ids
 
 
 def hf_config(variant):
@@ -124,8 +145,10 @@ def hf_config(variant):
     v = VARIANTS[variant]
     cfg = dict(COMMON)
     cfg.update(v["config"])
+    if variant == "marian":
+        cfg["vocab_size"] = cfg["decoder_vocab_size"] = vocab_size(variant)
     mt = cfg.pop("model_type")
-    ids = v["ids"]
+    ids = special_ids(variant)
     cls = {"bart": transformers.BartConfig, "mbart": transformers.MBartConfig,
            "marian": transformers.MarianConfig, "m2m_100": transformers.M2M100Config,
            "pegasus": transformers.PegasusConfig}[mt]
@@ -157,7 +180,7 @@ def random_weights(model, variant, seed):
     matrix is multiplied by eos_gain so that some sequences end early."""
     g = torch.Generator().manual_seed(seed)
     SC = scales(variant)
-    ids = VARIANTS[variant]["ids"]
+    ids = special_ids(variant)
     tied = VARIANTS[variant]["config"]["tie_word_embeddings"]
     sd = model.state_dict()
     out = {}
@@ -206,7 +229,7 @@ def random_weights(model, variant, seed):
 def last_norm(variant):
     """The decoder's last normalization: its final layer norm (pre-norm variants) or its
     last layer's (post-norm)."""
-    if variant in ("bart", "marian"):
+    if variant in ("bart", "bart-mild", "marian"):
         return "model.decoder.layers.%d.final_layer_norm." % (COMMON["decoder_layers"] - 1)
     return "model.decoder.layer_norm."
 
@@ -226,14 +249,14 @@ def build(variant, seed, dtype):
 
 def inputs(variant, seed=1234):
     """Three random inputs (no special ids inside), eos last; right-padded batch."""
-    ids = VARIANTS[variant]["ids"]
+    ids = special_ids(variant)
     special = {i for i in ids.values() if i is not None}
     g = np.random.default_rng(seed)
     seqs = []
     for n in LENGTHS:
         s = []
         while len(s) < n - 1:
-            x = int(g.integers(3, V - 1))
+            x = int(g.integers(3, vocab_size(variant) - 1))
             if x not in special:
                 s.append(x)
         seqs.append(s + [ids["eos"]])
@@ -316,7 +339,7 @@ def margins(logits, seqs):
 
 
 def evaluate(variant, seed):
-    ids = VARIANTS[variant]["ids"]
+    ids = special_ids(variant)
     _, model = build(variant, seed, torch.float32)
     _, x, mask = inputs(variant)
     g = greedy(model, x, mask, ids)
@@ -325,7 +348,7 @@ def evaluate(variant, seed):
 
 
 def scan(variant, first, last):
-    ids = VARIANTS[variant]["ids"]
+    ids = special_ids(variant)
     for seed in range(first, last + 1):
         model, x, mask, g, tf, m = evaluate(variant, seed)
         tf64 = teacher_forced(model.to(torch.float64), x, mask, g, ids)
@@ -334,6 +357,97 @@ def scan(variant, first, last):
         ended = sum(1 for s in g if s and s[-1] == eos)
         print(f"{variant} seed {seed}: margin {m:.3f} f32 noise {noise:.2g} ended {ended}/3 "
               f"lens {[len(s) for s in g]} distinct {[len(set(s)) for s in g]}")
+
+
+# Marian's tokenizer for tiny-random-marian: two unigram SentencePiece models trained here
+# (English source, German target) over one vocab.json, as the OPUS-MT directories have.
+CORPUS_EN = """The house is wonderful. We walked to the station while the children played.
+The weather was cold, but the garden stayed green all winter long.
+A small cat sleeps on the warm windowsill every afternoon.
+Translation systems learn from millions of sentence pairs.
+She reads the newspaper before breakfast and writes letters after lunch.
+Our neighbours are friendly people who often invite us for dinner.
+The river flows quickly through the old town towards the sea.
+Please close the window when you leave the room.
+How many languages do you speak? I speak three, and I am learning a fourth.
+They bought fresh bread, cheese and apples at the market on Saturday.""".split("\n")
+CORPUS_DE = """Das Haus ist wunderbar. Wir gingen zum Bahnhof, während die Kinder spielten.
+Das Wetter war kalt, aber der Garten blieb den ganzen Winter grün.
+Eine kleine Katze schläft jeden Nachmittag auf der warmen Fensterbank.
+Übersetzungssysteme lernen aus Millionen von Satzpaaren.
+Sie liest die Zeitung vor dem Frühstück und schreibt Briefe nach dem Mittagessen.
+Unsere Nachbarn sind freundliche Menschen, die uns oft zum Abendessen einladen.
+Der Fluss fließt schnell durch die Altstadt zum Meer.
+Bitte schließe das Fenster, wenn du den Raum verlässt.
+Wie viele Sprachen sprichst du? Ich spreche drei und lerne eine vierte.
+Sie kauften am Samstag frisches Brot, Käse und Äpfel auf dem Markt.""".split("\n")
+# the golden texts: ordinary, a target-language token, a character neither model has
+MARIAN_TEXTS = ["The children walked to the old market.", ">>de<< Please read the letter!",
+                "A cat \U0001F600 sleeps."]
+
+
+def train_spm(lines, vocab_size):
+    import io
+
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines * 4), model_writer=buf,
+                                   vocab_size=vocab_size, model_type="unigram", character_coverage=1.0,
+                                   hard_vocab_limit=False, minloglevel=2)
+    return buf.getvalue()
+
+
+_MARIAN = []
+
+
+def marian_vocab():
+    """(source.spm, target.spm, vocab.json's dict): </s> 0, <unk> 1, >>de<<, then the
+    pieces of both models in their order, <pad> last (the model's vocabulary is this)."""
+    import sentencepiece as spm
+
+    if _MARIAN:
+        return _MARIAN[0]
+    src, tgt = train_spm(CORPUS_EN, 200), train_spm(CORPUS_DE, 200)
+    vocab = {"</s>": 0, "<unk>": 1, ">>de<<": 2}
+    for blob in (src, tgt):
+        sp = spm.SentencePieceProcessor(model_proto=blob)
+        for i in range(sp.get_piece_size()):
+            p = sp.id_to_piece(i)
+            if p not in vocab and p not in ("<s>", "<unk>", "</s>"):
+                vocab[p] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    _MARIAN.append((src, tgt, vocab))
+    return _MARIAN[0]
+
+
+def write_marian_tokenizer():
+    """Marian's tokenizer files into its model dir (marian_vocab)."""
+    d = model_dir("marian")
+    src, tgt, vocab = marian_vocab()
+    with open(os.path.join(d, "source.spm"), "wb") as f:
+        f.write(src)
+    with open(os.path.join(d, "target.spm"), "wb") as f:
+        f.write(tgt)
+    with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
+def api_golden(variant, model, ids, bp):
+    """The public API's golden of a model with a tokenizer: HF's tokenizer ids of the
+    texts, generate()'s greedy and beam tokens decoded as HF decodes them."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir(variant), use_fast=False)
+    enc = tok(MARIAN_TEXTS, return_tensors="pt", padding=True)
+    x, mask = enc["input_ids"], enc["attention_mask"]
+    input_ids = [[int(t) for t, m in zip(r, mr) if m] for r, mr in zip(x, mask)]
+    g = greedy(model, x, mask, ids)
+    bt, bs = beam(model, x, mask, ids, bp)
+    dec = lambda seqs: [tok.decode(s, skip_special_tokens=True) for s in seqs]
+    return {"inputs": MARIAN_TEXTS, "input_ids": input_ids, "greedy": {"tokens": g, "text": dec(g)},
+            "beam": {"tokens": bt, "scores": bs, "text": dec(bt)}}
 
 
 def pad_rows(seqs, n):
@@ -368,9 +482,11 @@ def write_model(variant, seed):
 def golden(variant):
     from safetensors.numpy import save_file
 
-    ids = VARIANTS[variant]["ids"]
+    ids = special_ids(variant)
     bp = VARIANTS[variant]["beam"]
     model = write_model(variant, SEEDS[variant])
+    if variant == "marian":
+        write_marian_tokenizer()
     seqs, x, mask = inputs(variant)
     g = greedy(model, x, mask, ids)
     tf = teacher_forced(model, x, mask, g, ids)
@@ -415,8 +531,11 @@ def golden(variant):
             "greedy": {"tokens": g, "min_margin": round(m, 4)},
             "beam": {"num_beams": NUM_BEAMS, "num_return_sequences": NUM_RETURN, **bp,
                      "tokens": bt, "scores": bs}}
+    if variant == "marian":
+        meta["api"] = api_golden(variant, model.to(torch.float32), ids, bp)
+        print("  api:", json.dumps(meta["api"], ensure_ascii=False))
     with open(os.path.join(GOLDEN_DIR, variant + ".json"), "w") as f:
-        json.dump(meta, f, indent=1)
+        json.dump(meta, f, indent=1, ensure_ascii=False)
         f.write("\n")
     print(f"{variant}: greedy {g}\n  noise {noise}\n  margin {m:.3f}; beam lens {[len(s) for s in bt]} scores "
           f"{[round(s, 4) for s in bs]}")

@@ -15,7 +15,7 @@ done by libencdec (bundled), through ctypes, with the GIL released.
 from ._native import ArgumentError, CancelledError, EncdecError
 from ._native import lib as _lib
 from .audio import decode_audio
-from .t5 import T5Model
+from .t5 import Seq2SeqModel, T5Model
 from .vad import VadOptions, get_speech_timestamps
 from .whisper import (BatchedInferencePipeline, LiveEvent, Segment, TranscriptionInfo,
                       TranscriptionOptions, WhisperModel, Word)
@@ -28,7 +28,7 @@ def build_info():
     return _lib.encdec_build_info().decode()
 
 
-__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Segment", "Word", "LiveEvent",
+__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Seq2SeqModel", "Segment", "Word", "LiveEvent",
            "TranscriptionInfo", "TranscriptionOptions", "decode_audio",
            "VadOptions", "get_speech_timestamps",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

@@ -102,10 +102,10 @@ class Model:
         N.lib.encdec_model_get_info(h, ctypes.byref(info))
         self.info = {k: (N.text(v) if isinstance(v, bytes) else v)
                      for k, v in ((f, getattr(info, f)) for f, _ in N.ModelInfo._fields_)}
-        if family and self.info["family"] != family:
+        if family and self.info["family"] not in ((family,) if isinstance(family, str) else family):
             self.close()
             raise N.EncdecError(N.ERR_ARG, f"{path} is a {self.info['model_type']} model, "
-                                f"not {family}")
+                                f"not {family if isinstance(family, str) else ' or '.join(family)}")
 
     def close(self):
         if self.handle:

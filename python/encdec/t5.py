@@ -1,5 +1,7 @@
-"""T5Model: text-to-text generation for the T5 family (T5, Flan-T5, mT5,
-umT5), with Hugging Face generate()'s parameter names.
+"""T5Model (also Seq2SeqModel): text-to-text generation for the T5 family (T5,
+Flan-T5, mT5, umT5) and the BART family (BART, mBART, Marian / OPUS-MT,
+M2M100 / NLLB, Pegasus; Marian's tokenizer so far), with Hugging Face
+generate()'s parameter names.
 
     model = encdec.T5Model("models/flan-t5-small")
     model.generate(["translate English to German: Hello."], max_new_tokens=32)
@@ -26,18 +28,22 @@ _IN_FLIGHT = 64   # requests a call keeps submitted at once (one library thread 
 class T5Model(Owner):
     """cpu_threads: the engine's threads (0: every core this process may
     use). num_workers: requests decoding at once (1..256). max_new_tokens:
-    the most any generate() may ask for (1..4096; the engine sizes its
-    self-attention caches by it)."""
+    the most any generate() may ask for (1..4096, the BART family's
+    max_position_embeddings - 1 at most; default 512 or that; the engine
+    sizes its self-attention caches by it)."""
 
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
-                 num_workers=8, max_new_tokens=512):
+                 num_workers=8, max_new_tokens=None):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
-        self._model = Model(resolve(path, None), compute_type, isa, family="t5")
+        self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"))
         ep = N.lib.encdec_engine_default_params()
         ep.n_threads = default_threads(cpu_threads)
         ep.max_active = int(num_workers)
         ep.cross_kv = N.KV_TYPE[cross_kv]
+        if max_new_tokens is None:   # 512, or the BART family's positions where fewer
+            limit = self._model.info["n_text_ctx"] - 1 if self._model.info["family"] == "bart" else 512
+            max_new_tokens = min(512, limit)
         ep.max_new_tokens = int(max_new_tokens)
         e = ctypes.c_void_p()
         try:
@@ -200,3 +206,6 @@ class _Call:
         if err is not None:
             raise err
         return outs
+
+
+Seq2SeqModel = T5Model   # the same class, by a name that fits the BART family too

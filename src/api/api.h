@@ -8,12 +8,14 @@
 #include "base/pool.h"
 #include "models/whisper.h"
 #include "models/t5.h"
+#include "models/bart.h"
+#include "models/s2s.h"
 #include "asr/asr.h"
 #include "asr/speech.h"
 
 #include <stdatomic.h>
 
-typedef enum { API_WHISPER, API_T5 } api_family;
+typedef enum { API_WHISPER, API_T5, API_BART } api_family;
 
 #define API_MAX_BEAMS 16   /* Whisper beam search: beam_size 2..16 */
 
@@ -21,6 +23,9 @@ struct encdec_model {
     api_family family;
     whisper_model *w;      /* API_WHISPER */
     t5_model *t5;          /* API_T5 */
+    bart_model *bart;      /* API_BART */
+    s2s_model text;        /* API_T5, API_BART: generation's view of the model */
+    ed_ttok *ttok;         /* its tokenizer (owned) */
     encdec_compute compute;
     int isa;               /* kernel-set limit of its loads and sessions (base/isa.h) */
     /* on a GPU: the handle the weights were uploaded with, the device
@@ -31,6 +36,9 @@ struct encdec_model {
     int dev_index;
     whisper_model *w_dev;
 };
+
+/* A text-to-text model (T5, the BART family): generation, not transcription. */
+static inline int api_is_text(const encdec_model *m) { return m->family != API_WHISPER; }
 
 /* The Whisper weights a state runs: the device copy, else w. */
 static inline const whisper_model *api_w_run(const encdec_model *m) {
@@ -45,7 +53,8 @@ struct encdec_session {
     ed_pool *pool;
     struct ed_dev *dev;  /* its own handle on the model's device (NULL: the CPU) */
     kv_dtype cross_kv;   /* cross cache storage (session params) */
-    t5_state *t5;        /* API_T5: buffers grow to the largest request */
+    void *text_st;       /* API_T5, API_BART: the family's state (model->text.ops);
+                            buffers grow to the largest request */
     /* API_WHISPER: */
     whisper_state *st;
     dec_runner runner;   /* the seam over st */
@@ -116,7 +125,7 @@ typedef struct {
     int n_tokens, t_max;
 } api_packed;
 encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults */
-encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
+encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
                            api_packed *pk);
 void api_packed_free(api_packed *pk);
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
@@ -134,7 +143,7 @@ typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t, const api_watch *w);
  * sequences (width each: beams or samples): the decoder start fed, the
  * strategy's task run by run(run_ctx, t, watch), the sequences added to r;
  * p->on_token called for every token on the way (gen_stream.h). */
-encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
+encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p, int B,
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r);
 

@@ -133,13 +133,13 @@ static encdec_status run_posted(void *ctx, dec_task *t, const api_watch *w) {
     return sch_client_run_watch(ctx, t, w->fn, w->ctx, w->len, w->n);
 }
 
-/* A T5 request: its input encoded into its place, then the strategy's
+/* A text request: its input encoded into its place, then the strategy's
  * steps with everyone else's (api_generate_decode, as a session runs it). */
 static encdec_status generate_body(encdec_request *q) {
     const encdec_model *m = q->e->model;
     const char *in[1] = {q->text};
     api_packed pk;
-    encdec_status st = api_tokenize(m->t5, in, 1, q->gp.truncate, &pk);
+    encdec_status st = api_tokenize(&m->text, in, 1, q->gp.truncate, &pk);
     sch_client *c = NULL;
     encdec_result *r = NULL;
     if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
@@ -149,7 +149,7 @@ static encdec_status generate_body(encdec_request *q) {
     }
     double t0 = ed_now_ms(), t1 = t0;
     if (!st) {
-        sch_t5_input input = {pk.ids, pk.n_tokens};
+        sch_text_input input = {pk.ids, pk.n_tokens};
         st = sch_client_encode(c, &input);
         t1 = ed_now_ms();
     }
@@ -157,7 +157,7 @@ static encdec_status generate_body(encdec_request *q) {
         dec_runner *rn = sch_client_runner(c);
         rn_begin(rn, ENCDEC_KV_FULL);
         dec_model dm = rn_seam(rn);
-        st = api_generate_decode(m->t5, &q->gp, 1, &dm, run_posted, c, r);
+        st = api_generate_decode(&m->text, &q->gp, 1, &dm, run_posted, c, r);
         r->timings.encoder_ms = t1 - t0;
         r->timings.decode_ms = ed_now_ms() - t1;
         r->timings.n_steps = rn->n_steps;
@@ -248,7 +248,7 @@ static encdec_status start(encdec_engine *e, encdec_request *q, encdec_request *
     encdec_status st = ENCDEC_OK;
     if (!q->gen && e->model->family != API_WHISPER)
         st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe: this is a %s model (text to "
-                     "text); use encdec_engine_generate", e->model->t5->model_type);
+                     "text); use encdec_engine_generate", e->model->text.model_type);
     if (!st && !q->gen) st = api_transcribe_check(e->model, &chk);
     if (!st && !q->gen && q->p.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
@@ -365,7 +365,7 @@ encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
     if (st) return st;
     q->gen = 1;
     q->gp = params ? *params : encdec_generate_default_params();
-    if (e->model->family != API_T5)
+    if (!api_is_text(e->model))
         st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: this is a Whisper model (speech to "
                      "text); use encdec_engine_transcribe");
     if (!st) st = api_generate_check(&q->gp);
@@ -458,7 +458,7 @@ void encdec_request_free(encdec_request *q) {
 
 encdec_engine_params encdec_engine_default_params(void) {
     encdec_engine_params p = {.n_threads = 1, .max_active = 8, .cross_kv = ENCDEC_KV_F32,
-                              .max_new_tokens = 512};
+                              .max_new_tokens = 0};   /* 512, or fewer: the model's positions */
     return p;
 }
 
@@ -476,9 +476,13 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
                        ED_POOL_MAX_THREADS);
     if (p.max_active < 1 || p.max_active > 256)
         return ed_fail(ENCDEC_ERR_ARG, "max_active %d is out of range 1..256", p.max_active);
-    if (p.max_new_tokens == 0) p.max_new_tokens = 512;
-    if (p.max_new_tokens < 1 || p.max_new_tokens > 4096)
-        return ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is out of range 1..4096", p.max_new_tokens);
+    /* the BART family's decoder has max_position_embeddings positions, the
+     * decoder start one of them */
+    int most = m->family == API_BART && m->text.n_positions - 1 < 4096 ? m->text.n_positions - 1 : 4096;
+    if (p.max_new_tokens == 0) p.max_new_tokens = most < 512 ? most : 512;
+    if (p.max_new_tokens < 1 || p.max_new_tokens > most)
+        return ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is out of range 1..%d%s", p.max_new_tokens,
+                       most, most < 4096 ? " (the model's positions)" : "");
     if (p.cross_kv < ENCDEC_KV_F32 || p.cross_kv > ENCDEC_KV_BF16)
         return ed_fail(ENCDEC_ERR_ARG, "cross_kv %d is not a cache type (0 f32, 1 f16, 2 bf16)",
                        (int)p.cross_kv);
@@ -495,7 +499,7 @@ encdec_status encdec_engine_new(const encdec_model *m, const encdec_engine_param
     pthread_cond_init(&e->gone, NULL);
     encdec_status st = api_dev_open(m, &e->dev);
     sch_params sp = {m->family == API_WHISPER ? api_w_run(m) : NULL,
-                     m->family == API_T5 ? m->t5 : NULL,
+                     api_is_text(m) ? &m->text : NULL,
                      p.max_new_tokens + 1, p.n_threads, m->isa, (kv_dtype)p.cross_kv,
                      p.max_active, e->slots, e->dev};
     if (!st) st = sch_new(&e->sch, &sp);

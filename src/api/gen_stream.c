@@ -5,17 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-encdec_status gen_text(const spm_tok *tok, const int *ids, int n, char **text) {
-    int *kept = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), k = 0, V = spm_n_vocab(tok);
-    if (!kept) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
-    for (int i = 0; i < n; i++)
-        if (ids[i] < V) kept[k++] = ids[i];
-    encdec_status st = spm_decode(tok, kept, k, 1, text);
-    free(kept);
-    return st;
+encdec_status gen_text(const ed_ttok *tok, const int *ids, int n, char **text) {
+    return ttok_decode(tok, ids, n, text);
 }
 
-encdec_status gen_stream_init(gen_stream *g, const spm_tok *tok, int eos,
+encdec_status gen_stream_init(gen_stream *g, const ed_ttok *tok, int eos,
                               const encdec_generate_params *p, int n_out, const int *toks,
                               const float *lps) {
     *g = (gen_stream){tok, p->on_token, p->user, eos, n_out, p->num_return_sequences,
@@ -48,7 +42,7 @@ static size_t final_bytes(const char *text, size_t n, int last) {
  * the piece at pair + *at; 0 when not exact (decode the whole sequence). */
 static int local_piece(const gen_stream *g, const int *ids, int j, char **pair, size_t *at) {
     *pair = NULL;
-    if (j < 1 || !spm_is_normal(g->tok, ids[j]) || !spm_is_normal(g->tok, ids[j - 1])) return 0;
+    if (j < 1 || !ttok_is_normal(g->tok, ids[j]) || !ttok_is_normal(g->tok, ids[j - 1])) return 0;
     char *one = NULL;
     if (gen_text(g->tok, ids + j - 1, 1, &one)) return 0;
     size_t n1 = strlen(one);

@@ -20,12 +20,12 @@
 #define ED_API_GEN_STREAM_H
 
 #include "encdec.h"
-#include "tok/spm.h"
+#include "tok/text.h"
 
 #include <stddef.h>
 
 typedef struct {
-    const spm_tok *tok;
+    const ed_ttok *tok;
     encdec_token_fn fn;
     void *user;
     int eos, n_out, n_ret, max_new;
@@ -39,11 +39,11 @@ typedef struct {
 /* The decoded text of generated ids (a malloc'd string). Ids past the
  * tokenizer's pieces (a model's vocabulary padded past them, as flan-t5's
  * 32128 rows for 32100 pieces) add nothing, as in transformers' decode. */
-encdec_status gen_text(const spm_tok *tok, const int *ids, int n, char **text);
+encdec_status gen_text(const ed_ttok *tok, const int *ids, int n, char **text);
 
 /* n_out = inputs x p->num_return_sequences outputs, output i in row i of
  * toks / lps (input i / n_ret, rank i % n_ret). */
-encdec_status gen_stream_init(gen_stream *g, const spm_tok *tok, int eos,
+encdec_status gen_stream_init(gen_stream *g, const ed_ttok *tok, int eos,
                               const encdec_generate_params *p, int n_out, const int *toks,
                               const float *lps);
 /* Calls on_token for every token of output i in [done[i], len[i]); returns

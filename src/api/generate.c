@@ -1,4 +1,5 @@
-/* generate.c - encdec_generate: text to text with a T5-family model.
+/* generate.c - encdec_generate: text to text with a T5- or BART-family
+ * model (models/s2s.h: the family behind a table of calls).
  *
  * A request: every input is tokenized (</s> appended), the inputs are packed
  * back to back and encoded in one pass, the cross cache of all of them is
@@ -76,19 +77,19 @@ void api_packed_free(api_packed *pk) {
     free(pk->len);
 }
 
-encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, int truncate,
+encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
                            api_packed *pk) {
     memset(pk, 0, sizeof *pk);
     pk->start = ed_alloc((size_t)B * sizeof(int), "input table");
     pk->len = ed_alloc((size_t)B * sizeof(int), "input table");
     if (!pk->start || !pk->len) return ENCDEC_ERR_NOMEM;
     size_t cap = 0;
-    int limit = m->hp.n_positions;
+    int limit = m->n_positions;
     for (int b = 0; b < B; b++) {
         if (!inputs[b]) return ed_fail(ENCDEC_ERR_ARG, "input %d is NULL", b);
         if (!inputs[b][0]) return ed_fail(ENCDEC_ERR_ARG, "input %d is empty", b);
         int *ids = NULL, n = 0;
-        encdec_status st = spm_encode(m->tok, inputs[b], strlen(inputs[b]), 1, &ids, &n);
+        encdec_status st = ttok_encode(m->tok, inputs[b], strlen(inputs[b]), &ids, &n);
         if (st) {
             ed_err_prefix("input %d", b);
             return st;
@@ -97,9 +98,10 @@ encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, 
             if (!truncate) {
                 free(ids);
                 return ed_fail(ENCDEC_ERR_ARG, "input %d has %d tokens; the model accepts at most %d "
-                               "(n_positions); shorten it or allow truncation", b, n, limit);
+                               "(%s); shorten it or allow truncation", b, n, limit,
+                               m->ops == &t5_s2s_ops ? "n_positions" : "max_position_embeddings");
             }
-            ids[limit - 1] = m->hp.eos;   /* keep the first tokens, and </s> */
+            ids[limit - 1] = m->eos;   /* keep the first tokens, and </s> */
             n = limit;
         }
         if ((size_t)pk->n_tokens + (size_t)n > cap) {
@@ -123,17 +125,21 @@ encdec_status api_tokenize(const t5_model *m, const char *const *inputs, int B, 
     return ENCDEC_OK;
 }
 
-static encdec_status add_token(encdec_result *r, const spm_tok *tok, int id, float lp) {
+static encdec_status add_token(encdec_result *r, const ed_ttok *tok, int id, float lp) {
     size_t n = 0;
-    const char *p = spm_token_text(tok, id, &n);
+    const char *p = ttok_token_text(tok, id, &n);
     return api_result_add_token(r, id, lp, p, p ? n : 0, 0);
 }
 
 static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len); }
 
-encdec_status api_generate_decode(const t5_model *m, const encdec_generate_params *p, int B,
+encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p, int B,
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r) {
+    if (m->forced_bos >= 0)
+        return ed_fail(ENCDEC_ERR_ARG, "this %s model forces its first generated token (%d: "
+                       "forced_bos_token_id), which generation does not do yet", m->model_type,
+                       m->forced_bos);
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
     int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
@@ -141,10 +147,10 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
     float *lps = ed_alloc(n_out * (size_t)max_new * sizeof(float), "output log-probabilities");
     int *lens = ed_alloc(n_out * sizeof(int), "output lengths");
     float *scores = ed_alloc(n_out * sizeof(float), "output scores");
-    float *logits = dec_alloc_n((size_t)W * (size_t)m->hp.n_vocab, sizeof(float), "decode logits");
+    float *logits = dec_alloc_n((size_t)W * (size_t)m->n_vocab, sizeof(float), "decode logits");
     encdec_status st = !toks || !lps || !lens || !scores || !logits ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
-    dec_rules rules = {NULL, 0, NULL, 0, m->hp.eos, max_new};
-    int prompt[1] = {m->hp.dec_start};
+    dec_rules rules = {NULL, 0, NULL, 0, m->eos, max_new};
+    int prompt[1] = {m->dec_start};
     /* the decoder start for every sequence (one pass), then the strategy as a task */
     if (!st) st = dec_feed_all(dm, W, prompt, 1, logits);
     dec_task *t = NULL;
@@ -161,7 +167,7 @@ encdec_status api_generate_decode(const t5_model *m, const encdec_generate_param
     }
     gen_stream gs = {0};
     api_watch w = {flush, &gs, lens, (int)n_out};
-    if (!st && p->on_token) st = gen_stream_init(&gs, m->tok, m->hp.eos, p, (int)n_out, toks, lps);
+    if (!st && p->on_token) st = gen_stream_init(&gs, m->tok, m->eos, p, (int)n_out, toks, lps);
     if (!st) st = run(run_ctx, t, p->on_token ? &w : NULL);
     gen_stream_free(&gs);
     dec_task_free(t);
@@ -202,20 +208,21 @@ static encdec_status run_here(void *ctx, dec_task *t, const api_watch *w) {
 static encdec_status run(encdec_session *s, const api_packed *pk, int B,
                          const encdec_generate_params *p, encdec_result *r) {
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
-    t5_shape shape = {pk->n_tokens, pk->t_max, B, B * width, p->max_new_tokens + 1};
-    encdec_status st = t5_state_reserve(s->t5, &shape);
+    const s2s_model *m = &s->model->text;
+    s2s_shape shape = {pk->n_tokens, pk->t_max, B, B * width, p->max_new_tokens + 1};
+    encdec_status st = m->ops->reserve(s->text_st, &shape);
     if (st) return st;
     dec_runner rn;
     memset(&rn, 0, sizeof rn);
     double t0 = ed_now_ms();
-    t5_encode(s->t5, pk->ids, pk->start, pk->len, B);
-    rn_model rm = t5_rn_model(s->t5, width);
+    m->ops->encode(s->text_st, pk->ids, pk->start, pk->len, B);
+    rn_model rm = m->ops->rn_model(s->text_st, width);
     st = rn_init(&rn, &rm, p->kv_mode);
     if (!st) rn_begin(&rn, p->kv_mode);
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);
-        st = api_generate_decode(s->model->t5, p, B, &dm, run_here, &dm, r);
+        st = api_generate_decode(m, p, B, &dm, run_here, &dm, r);
     }
     r->timings.encoder_ms = t1 - t0;
     r->timings.decode_ms = ed_now_ms() - t1;
@@ -231,7 +238,7 @@ static encdec_status encdec_generate_body(encdec_session *s, const char *const *
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: out is NULL");
     *out = NULL;
     if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: session is NULL");
-    if (s->model->family != API_T5)
+    if (!api_is_text(s->model))
         return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: this is a Whisper model (speech to text); "
                        "use encdec_transcribe");
     if (!inputs || n_inputs < 1 || n_inputs > GEN_MAX_INPUTS)
@@ -240,7 +247,7 @@ static encdec_status encdec_generate_body(encdec_session *s, const char *const *
     encdec_status st = api_generate_check(&p);
     if (st) return st;
     api_packed pk;
-    st = api_tokenize(s->model->t5, inputs, n_inputs, p.truncate, &pk);
+    st = api_tokenize(&s->model->text, inputs, n_inputs, p.truncate, &pk);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);

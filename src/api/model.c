@@ -15,6 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The directory of a model path (itself, or a weights file's). */
+static void model_dir(const char *path, char *dir, size_t cap) {
+    snprintf(dir, cap, "%s", path);
+    if (!ed_is_dir(path)) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, cap, ".");
+    }
+}
+
 /* The family from config.json's model_type. A directory without one (a
  * CTranslate2 conversion, or no config.json at all) goes to the Whisper
  * loader, whose errors then say what is missing. */
@@ -22,12 +32,7 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     char dir[4096], cfg[4200];
     *fam = API_WHISPER;
     if (ed_is_file(path) && ggml_is_file(path)) return ENCDEC_OK;   /* whisper.cpp's: Whisper */
-    snprintf(dir, sizeof dir, "%s", path);
-    if (!ed_is_dir(path)) {
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(dir, sizeof dir, ".");
-    }
+    model_dir(path, dir, sizeof dir);
     if (!ed_is_file(ed_path_join(cfg, sizeof cfg, dir, "config.json"))) return ENCDEC_OK;
     cJSON *c;
     encdec_status st = ed_json_load(cfg, &c);
@@ -36,17 +41,59 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     if (cJSON_IsString(mt)) {
         const char *t = mt->valuestring;
         if (!strcmp(t, "t5") || !strcmp(t, "mt5") || !strcmp(t, "umt5")) *fam = API_T5;
+        else if (bart_variant_of(t)) *fam = API_BART;
         else if (strcmp(t, "whisper") != 0)
             st = ed_fail(ENCDEC_ERR_NO_MODEL, "%s: model_type \"%.40s\" is not supported "
-                         "(whisper, t5, mt5, umt5)", cfg, t);
+                         "(whisper, t5, mt5, umt5, bart, mbart, marian, m2m_100, pegasus)", cfg, t);
     }
     cJSON_Delete(c);
     return st;
 }
 
+/* A BART-family model's tokenizer, from the files beside it. */
+static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
+    char dir[4096];
+    model_dir(path, dir, sizeof dir);
+    const bart_hparams *h = &m->bart->hp;
+    if (!ttok_is_marian_dir(dir))
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer encdec reads for this %s model: it "
+                       "reads Marian's source.spm + target.spm + vocab.json so far (BART's "
+                       "byte-level BPE and the SentencePiece BPE of mBART, M2M100, NLLB and "
+                       "Pegasus are not done yet)", dir, m->bart->var->model_type);
+    encdec_status st = ttok_load_marian(&m->ttok, dir);
+    if (st) return st;
+    if (ttok_n_vocab(m->ttok) > h->n_vocab || ttok_eos(m->ttok) != h->eos)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer (%d ids, </s> %d) does not fit the "
+                       "model (vocabulary %d, eos_token_id %d)", dir, ttok_n_vocab(m->ttok),
+                       ttok_eos(m->ttok), h->n_vocab, h->eos);
+    return ENCDEC_OK;
+}
+
+/* Generation's view of a text-to-text model (models/s2s.h), and its tokenizer. */
+static encdec_status text_model(encdec_model *m, const char *path) {
+    if (m->family == API_T5) {
+        const t5_hparams *h = &m->t5->hp;
+        m->text = (s2s_model){&t5_s2s_ops, m->t5, NULL, m->t5->model_type, h->n_vocab,
+                              h->n_positions, h->eos, h->dec_start, -1, h->n_dec_layer,
+                              h->n_head, h->d_kv};
+        encdec_status st = ttok_wrap_spm(&m->ttok, m->t5->tok);
+        m->text.tok = m->ttok;
+        return st;
+    }
+    const bart_hparams *h = &m->bart->hp;
+    m->text = (s2s_model){&bart_s2s_ops, m->bart, NULL, m->bart->var->model_type, h->n_vocab,
+                          h->n_positions, h->eos, h->dec_start, h->forced_bos, h->n_dec_layer,
+                          h->dec_heads, h->d / h->dec_heads};
+    encdec_status st = bart_tokenizer(m, path);
+    m->text.tok = m->ttok;
+    return st;
+}
+
 /* The family's weight matrices into out[0, cap); returns how many there are. */
 static int model_matrices(encdec_model *m, wl_mat *out, int cap) {
-    return m->family == API_T5 ? t5_matrices(m->t5, out, cap) : whisper_matrices(m->w, out, cap);
+    if (m->family == API_T5) return t5_matrices(m->t5, out, cap);
+    if (m->family == API_BART) return bart_matrices(m->bart, out, cap);
+    return whisper_matrices(m->w, out, cap);
 }
 
 /* Every weight checked (wl_check, unless !check); every weight matrix into
@@ -54,8 +101,9 @@ static int model_matrices(encdec_model *m, wl_mat *out, int cap) {
  * decode-only half-precision ones panel-major (kern/matmul_hp.h); then the
  * file mappings' pages go (what is still borrowed comes back on use). */
 static encdec_status convert(encdec_model *m, encdec_compute c, int check) {
-    ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->w->wt;
-    size_t *bytes = m->family == API_T5 ? &m->t5->weight_bytes : &m->w->weight_bytes;
+    ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->family == API_BART ? m->bart->wt : m->w->wt;
+    size_t *bytes = m->family == API_T5 ? &m->t5->weight_bytes
+                    : m->family == API_BART ? &m->bart->weight_bytes : &m->w->weight_bytes;
     if (check) {
         encdec_status st = wl_check(wt);
         if (st) return st;
@@ -186,8 +234,8 @@ encdec_status api_dev_open(const encdec_model *m, struct ed_dev **out) {
  * packing here), the file's pages dropped. */
 static encdec_status to_device(encdec_model *m, const encdec_model_params *p) {
     if (m->family != API_WHISPER)
-        return ed_fail(ENCDEC_ERR_ARG, "T5 models do not run on CUDA yet (Whisper does): "
-                       "use the CPU for this model");
+        return ed_fail(ENCDEC_ERR_ARG, "%s models do not run on CUDA yet (Whisper does): "
+                       "use the CPU for this model", m->text.model_type);
     if (m->compute == ENCDEC_COMPUTE_INT8)
         return ed_fail(ENCDEC_ERR_ARG, "the int8 mode does not run on CUDA yet: use f32 or bf16");
     encdec_status st = ed_dev_open(ED_DEV_CUDA, p->device_index, &m->dev);
@@ -228,7 +276,10 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     m->isa = lim;
     int old = ed_isa_swap(lim);   /* the packing at load follows the kernels that will run */
     st = detect_family(path, &m->family);
-    if (!st) st = m->family == API_T5 ? t5_load(&m->t5, path) : whisper_load(&m->w, path);
+    if (!st && m->family == API_T5) st = t5_load(&m->t5, path);
+    else if (!st && m->family == API_BART) st = bart_load(&m->bart, path);
+    else if (!st) st = whisper_load(&m->w, path);
+    if (!st && api_is_text(m)) st = text_model(m, path);
     if (!st && pp->device == ENCDEC_DEVICE_CUDA) st = to_device(m, pp);
     else if (!st) st = convert(m, c, !(params && params->no_weight_check));
     ed_isa_swap(old);
@@ -254,27 +305,43 @@ void encdec_model_free(encdec_model *m) {
     ed_dev_close(m->dev);
     whisper_free(m->w);
     t5_free(m->t5);
+    bart_free(m->bart);
+    ttok_free(m->ttok);
     free(m);
+}
+
+/* A text model's description: what the families share from s2s_model, then
+ * each one's own numbers. */
+static void text_info(const encdec_model *m, encdec_model_info *info) {
+    const s2s_model *t = &m->text;
+    info->model_type = t->model_type;
+    info->format = "safetensors";
+    info->n_text_ctx = t->n_positions;
+    info->n_dec_layer = t->n_dec_layer;
+    info->n_head = t->n_head;
+    info->n_vocab = t->n_vocab;
+    info->compute = api_compute_name(m->compute);
+    info->isa = api_isa_running(m->isa);
+    info->device = "cpu";
+    if (m->family == API_T5) {
+        info->family = "t5";
+        info->d_model = m->t5->hp.d;
+        info->n_enc_layer = m->t5->hp.n_enc_layer;
+        info->multilingual = strcmp(t->model_type, "t5") != 0;
+        info->weight_bytes = m->t5->weight_bytes;
+    } else {
+        info->family = "bart";
+        info->d_model = m->bart->hp.d;
+        info->n_enc_layer = m->bart->hp.n_enc_layer;
+        info->multilingual = !strcmp(t->model_type, "mbart") || !strcmp(t->model_type, "m2m_100");
+        info->weight_bytes = m->bart->weight_bytes;
+    }
 }
 
 void encdec_model_get_info(const encdec_model *m, encdec_model_info *info) {
     memset(info, 0, sizeof *info);
-    if (m->family == API_T5) {
-        const t5_hparams *h = &m->t5->hp;
-        info->family = "t5";
-        info->model_type = m->t5->model_type;
-        info->format = "safetensors";
-        info->n_text_ctx = h->n_positions;
-        info->d_model = h->d;
-        info->n_enc_layer = h->n_enc_layer;
-        info->n_dec_layer = h->n_dec_layer;
-        info->n_head = h->n_head;
-        info->n_vocab = h->n_vocab;
-        info->multilingual = strcmp(m->t5->model_type, "t5") != 0;
-        info->weight_bytes = m->t5->weight_bytes;
-        info->compute = api_compute_name(m->compute);
-        info->isa = api_isa_running(m->isa);
-        info->device = "cpu";
+    if (api_is_text(m)) {
+        text_info(m, info);
         return;
     }
     const whisper_model *w = m->w;

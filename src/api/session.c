@@ -39,8 +39,8 @@ encdec_status encdec_session_new(const encdec_model *m, const encdec_session_par
     if (!st) ed_pool_set_isa(s->pool, m->isa);
     if (!st) st = api_dev_open(m, &s->dev);
     if (!st) ed_pool_set_device(s->pool, s->dev);
-    if (m->family == API_T5) {
-        if (!st) st = t5_state_new(&s->t5, m->t5, s->pool, s->cross_kv);
+    if (api_is_text(m)) {
+        if (!st) st = m->text.ops->state_new(&s->text_st, m->text.model, s->pool, s->cross_kv);
         if (st) {
             encdec_session_free(s);
             return st;
@@ -70,7 +70,7 @@ void encdec_session_free(encdec_session *s) {
     if (!s) return;
     rn_free(&s->runner);
     whisper_state_free(s->st);
-    t5_state_free(s->t5);
+    if (s->text_st) s->model->text.ops->state_free(s->text_st);
     ed_pool_free(s->pool);
     ed_dev_close(s->dev);
     mel_free(s->mel);

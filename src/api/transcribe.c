@@ -403,7 +403,7 @@ static encdec_status check_session(const encdec_session *s, encdec_result **out)
     if (!s) return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: session is NULL");
     if (s->model->family != API_WHISPER)
         return ed_fail(ENCDEC_ERR_ARG, "encdec_transcribe: this is a %s model (text to text); "
-                       "use encdec_generate", s->model->t5->model_type);
+                       "use encdec_generate", s->model->text.model_type);
     return ENCDEC_OK;
 }
 

@@ -37,6 +37,7 @@
 #include "core/ops.h"
 #include "decode/runner.h"
 #include "io/tensor.h"
+#include "models/s2s.h"
 #include "models/wload.h"
 
 #define BART_XKV_ROWS 256   /* the cross K|V product runs in blocks of this many tokens */
@@ -122,13 +123,7 @@ int bart_matrices(bart_model *m, wl_mat *out, int cap);
 
 /* ---- per-session state ---- */
 
-typedef struct {
-    int n_tokens;    /* input tokens of all inputs */
-    int t_max;       /* longest input */
-    int n_inputs;
-    int n_slots;     /* decoder sequences (inputs x beams or samples) */
-    int n_ctx;       /* decoder positions per sequence */
-} bart_shape;
+typedef s2s_shape bart_shape;   /* models/s2s.h */
 
 typedef struct bart_state {
     const bart_model *m;

@@ -289,3 +289,23 @@ rn_model bart_rn_model(bart_state *s, int width) {
                   rn_cross, rn_decode, s->pool};
     return m;
 }
+
+/* ---- behind s2s.h ---- */
+
+static encdec_status s2s_new(void **out, const void *m, ed_pool *pool, kv_dtype cross_type) {
+    return bart_state_new((bart_state **)out, m, pool, cross_type);
+}
+static void s2s_free(void *s) { bart_state_free(s); }
+static encdec_status s2s_reserve(void *s, const s2s_shape *need) { return bart_state_reserve(s, need); }
+static void s2s_encode(void *s, const int *ids, const int *start, const int *len, int B) {
+    bart_encode(s, ids, start, len, B);
+}
+static rn_model s2s_rn(void *s, int width) { return bart_rn_model(s, width); }
+static s2s_view s2s_view_of(void *p) {
+    bart_state *s = p;
+    return (s2s_view){s->cross, s->slot_input, &s->self, &s->invariant, s->max_rows};
+}
+static int s2s_invariant(const void *m) { return bart_encode_invariant(m); }
+
+const s2s_ops bart_s2s_ops = {s2s_new, s2s_free, s2s_reserve, s2s_encode, rn_cross, rn_decode,
+                              s2s_rn, s2s_view_of, s2s_invariant};

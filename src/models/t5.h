@@ -34,6 +34,7 @@
 #include "core/ops.h"
 #include "decode/runner.h"
 #include "io/tensor.h"
+#include "models/s2s.h"
 #include "models/wload.h"
 #include "tok/spm.h"
 
@@ -108,14 +109,7 @@ int t5_bucket(int rel, int bidirectional, int n_buckets, int max_distance);
 
 /* ---- per-session state ---- */
 
-/* What one request needs; t5_state_reserve grows the buffers to fit. */
-typedef struct {
-    int n_tokens;    /* Ttot: input tokens of all inputs */
-    int t_max;       /* longest input */
-    int n_inputs;
-    int n_slots;     /* decoder sequences (inputs x beams or samples) */
-    int n_ctx;       /* decoder positions per sequence */
-} t5_shape;
+typedef s2s_shape t5_shape;   /* models/s2s.h */
 
 typedef struct t5_state {
     const t5_model *m;

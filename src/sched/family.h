@@ -1,6 +1,6 @@
 /* family.h - what the scheduler needs of a model family: its decoder state
  * for every place, the encoder into one place's cross caches, the merged
- * decoder pass. One implementation per family (fam_whisper.c, fam_t5.c);
+ * decoder pass. One implementation per family (fam_whisper.c, fam_text.c);
  * the scheduler (sched.c) calls nothing else of the models.
  *
  * A place is a range of `slots` decoder sequences (place p: slots
@@ -12,6 +12,7 @@
 #include "base/pool.h"
 #include "core/kvcache.h"
 #include "encdec.h"
+#include "models/s2s.h"
 
 typedef struct {
     void *ctx;
@@ -46,7 +47,7 @@ typedef struct {
  * limit isa (their states are made under it). */
 encdec_status sch_fam_whisper(sch_family *f, const void *whisper_model, ed_pool *pool, int places,
                               int slots, kv_dtype cross_type, int isa);
-encdec_status sch_fam_t5(sch_family *f, const void *t5_model, ed_pool *pool, int places,
-                         int slots, int n_ctx, kv_dtype cross_type, int isa);
+encdec_status sch_fam_text(sch_family *f, const s2s_model *model, ed_pool *pool, int places,
+                           int slots, int n_ctx, kv_dtype cross_type, int isa);
 
 #endif

@@ -485,8 +485,8 @@ encdec_status sch_new(sch_engine **out, const sch_params *p) {
     if (!st) {
         ed_pool_set_isa(e->pool, p->isa);
         ed_pool_set_device(e->pool, p->dev);
-        st = p->t5 ? sch_fam_t5(&e->fam, p->t5, e->pool, p->max_clients, p->slots, p->n_ctx,
-                                p->cross_type, p->isa)
+        st = p->text ? sch_fam_text(&e->fam, p->text, e->pool, p->max_clients, p->slots, p->n_ctx,
+                                    p->cross_type, p->isa)
                    : sch_fam_whisper(&e->fam, p->whisper, e->pool, p->max_clients, p->slots,
                                      p->cross_type, p->isa);
         e->have_fam = !st;

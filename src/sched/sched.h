@@ -43,6 +43,7 @@
 #define ED_SCHED_H
 
 #include "asr/asr.h"
+#include "models/s2s.h"
 #include "models/whisper.h"
 
 #include <stdatomic.h>
@@ -52,8 +53,8 @@ typedef struct sch_client sch_client;
 
 typedef struct {
     const whisper_model *whisper;   /* the family: one of the two */
-    const struct t5_model *t5;
-    int n_ctx;           /* T5: decoder positions per sequence (max new tokens + 1) */
+    const s2s_model *text;          /* a text-to-text model (T5, the BART family) */
+    int n_ctx;           /* text: decoder positions per sequence (max new tokens + 1) */
     int n_threads;       /* the pool's, 1..ED_POOL_MAX_THREADS */
     int isa;             /* kernel-set limit (base/isa.h) */
     kv_dtype cross_type; /* the cross caches' element type */
@@ -88,9 +89,9 @@ encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client
 void sch_wake_waiting(sch_engine *e);
 void sch_client_free(sch_client *c);
 dec_runner *sch_client_runner(sch_client *c);
-/* The request's operations, for callers without the asr executor (T5):
- * the encoder over its input into its place's cross caches (Whisper: the
- * window's mel; T5: an sch_t5_input), and a task stepped to its end with
+/* The request's operations, for callers without the asr executor (text
+ * models): the encoder over its input into its place's cross caches
+ * (Whisper: the window's mel; text: an sch_text_input), and a task stepped to its end with
  * everyone else's. */
 encdec_status sch_client_encode(sch_client *c, const void *input);
 encdec_status sch_client_run(sch_client *c, dec_task *t);
@@ -107,7 +108,7 @@ encdec_status sch_client_run_watch(sch_client *c, dec_task *t, int (*fn)(void *c
 typedef struct {
     const int *ids;      /* one input's tokens, </s> included */
     int n;
-} sch_t5_input;
+} sch_text_input;
 const asr_exec *sch_client_exec(sch_client *c);
 int sch_client_slots(const sch_client *c);
 

@@ -1,4 +1,5 @@
-/* fam_t5.c - the T5 family behind the scheduler (family.h). Two states:
+/* fam_text.c - a text-to-text family (T5, the BART family: models/s2s.h)
+ * behind the scheduler (family.h). Two states of the model's family:
  * `dec` holds every place's self cache and decoder scratch at a fixed
  * shape (places x slots sequences, n_ctx positions), so that a new request
  * never reallocates what others are decoding with; `enc` runs the encoder
@@ -10,18 +11,18 @@
 #include "base/err.h"
 #include "base/isa.h"
 #include "base/mem.h"
-#include "models/t5.h"
 #include "sched/sched.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define T5_MAX_PACK 16          /* inputs in one encoder pass */
-#define T5_MAX_PACK_ROWS 1024   /* and their tokens (one input alone may have more) */
+#define TEXT_MAX_PACK 16          /* inputs in one encoder pass */
+#define TEXT_MAX_PACK_ROWS 1024   /* and their tokens (one input alone may have more) */
 
 typedef struct {
-    const t5_model *m;
-    t5_state *enc, *dec;
+    const s2s_model *m;
+    void *enc, *dec;          /* the family's states */
+    s2s_view dv;              /* dec's tables */
     kv_cross *xc;        /* [places] each place's input's cache */
     int places, slots, n_ctx;
     kv_dtype cross_type;
@@ -31,14 +32,15 @@ typedef struct {
 
 static void t_decode(void *ctx, int R, const int *tok, const int *pos, const int *slot,
                      const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits) {
-    t5_decode(((tfam *)ctx)->dec, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
+    tfam *t = ctx;
+    t->m->ops->decode(t->dec, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
 }
 
 /* The pack's inputs back to back: ids, start and len of each. */
-static encdec_status pack(tfam *t, int n, const void *const *inputs, t5_shape *shape) {
-    *shape = (t5_shape){0, 0, n, 1, 2};
+static encdec_status pack(tfam *t, int n, const void *const *inputs, s2s_shape *shape) {
+    *shape = (s2s_shape){0, 0, n, 1, 2};
     for (int i = 0; i < n; i++) {
-        const sch_t5_input *in = inputs[i];
+        const sch_text_input *in = inputs[i];
         shape->n_tokens += in->n;
         if (in->n > shape->t_max) shape->t_max = in->n;
     }
@@ -54,7 +56,7 @@ static encdec_status pack(tfam *t, int n, const void *const *inputs, t5_shape *s
     }
     int *start = t->ids + t->cap_ids, *len = start + t->cap_in, at = 0;
     for (int i = 0; i < n; i++) {
-        const sch_t5_input *in = inputs[i];
+        const sch_text_input *in = inputs[i];
         memcpy(t->ids + at, in->ids, sizeof(int) * (size_t)in->n);
         start[i] = at;
         len[i] = in->n;
@@ -67,23 +69,24 @@ static encdec_status pack(tfam *t, int n, const void *const *inputs, t5_shape *s
  * row-invariant here), then each input's cross cache into its place. */
 static encdec_status t_encode_many(void *ctx, int n, const int *places, const void *const *inputs) {
     tfam *t = ctx;
-    const t5_hparams *h = &t->m->hp;
-    t5_shape shape;
+    const s2s_model *m = t->m;
+    s2s_shape shape;
     encdec_status st = pack(t, n, inputs, &shape);
-    if (!st) st = t5_state_reserve(t->enc, &shape);
+    if (!st) st = m->ops->reserve(t->enc, &shape);
     if (st) return st;
     int *start = t->ids + t->cap_ids, *len = start + t->cap_in;
-    t5_encode(t->enc, t->ids, start, len, n);
-    t5_cross_compute(t->enc);
+    m->ops->encode(t->enc, t->ids, start, len, n);
+    m->ops->cross(t->enc);
+    const kv_cross *ec = m->ops->view(t->enc).cross;
     for (int i = 0; i < n; i++) {
         int p = places[i];
         kv_cross_free(&t->xc[p]);
-        st = kv_cross_init(&t->xc[p], h->n_dec_layer, h->n_head, len[i], h->d_kv, t->cross_type);
+        st = kv_cross_init(&t->xc[p], m->n_dec_layer, m->n_head, len[i], m->head_dim, t->cross_type);
         if (st) return st;
-        memcpy(t->xc[p].kv, t->enc->cross[i].kv, kv_cross_bytes(&t->enc->cross[i]));
+        memcpy(t->xc[p].kv, ec[i].kv, kv_cross_bytes(&ec[i]));
         t->xc[p].n_valid = len[i];
-        t->dec->cross[p] = t->xc[p];
-        t->dec->cross[p].owned = 0;   /* a view: the place owns it */
+        t->dv.cross[p] = t->xc[p];
+        t->dv.cross[p].owned = 0;   /* a view: the place owns it */
     }
     return ENCDEC_OK;
 }
@@ -92,29 +95,28 @@ static encdec_status t_encode(void *ctx, int place, const void *input) {
     return t_encode_many(ctx, 1, &place, &input);
 }
 
-static int t_encode_rows(const void *input) { return ((const sch_t5_input *)input)->n; }
+static int t_encode_rows(const void *input) { return ((const sch_text_input *)input)->n; }
 
 static void t_place_free(void *ctx, int place) {
     tfam *t = ctx;
     kv_cross_free(&t->xc[place]);
-    memset(&t->dec->cross[place], 0, sizeof t->dec->cross[place]);
-    kv_self_release(&t->dec->self, place * t->slots, t->slots);
+    memset(&t->dv.cross[place], 0, sizeof t->dv.cross[place]);
+    kv_self_release(t->dv.self, place * t->slots, t->slots);
 }
 
 static void t_free(void *ctx) {
     tfam *t = ctx;
     if (!t) return;
     for (int p = 0; t->xc && p < t->places; p++) kv_cross_free(&t->xc[p]);
-    t5_state_free(t->enc);
-    t5_state_free(t->dec);
+    if (t->enc) t->m->ops->state_free(t->enc);
+    if (t->dec) t->m->ops->state_free(t->dec);
     free(t->xc);
     free(t->ids);
     free(t);
 }
 
-encdec_status sch_fam_t5(sch_family *f, const void *model, ed_pool *pool, int places, int slots,
-                         int n_ctx, kv_dtype cross_type, int isa) {
-    const t5_model *m = model;
+encdec_status sch_fam_text(sch_family *f, const s2s_model *m, ed_pool *pool, int places, int slots,
+                           int n_ctx, kv_dtype cross_type, int isa) {
     tfam *t = calloc(1, sizeof *t);
     if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine state");
     *t = (tfam){.m = m, .places = places, .slots = slots, .n_ctx = n_ctx, .cross_type = cross_type};
@@ -122,11 +124,11 @@ encdec_status sch_fam_t5(sch_family *f, const void *model, ed_pool *pool, int pl
     /* inputs of different requests share an encoder pass where each then
      * gets what it gets alone: the weights are read once for all (a short
      * text's products are bound by that read) */
-    int many = t5_encode_invariant(m);
-    encdec_status st = t5_state_new(&t->enc, m, pool, cross_type);
-    if (!st) st = t5_state_new(&t->dec, m, pool, cross_type);
-    t5_shape shape = {1, 1, places, S, n_ctx};
-    if (!st) st = t5_state_reserve(t->dec, &shape);
+    int many = m->ops->encode_invariant(m->model);
+    encdec_status st = m->ops->state_new(&t->enc, m->model, pool, cross_type);
+    if (!st) st = m->ops->state_new(&t->dec, m->model, pool, cross_type);
+    s2s_shape shape = {1, 1, places, S, n_ctx};
+    if (!st) st = m->ops->reserve(t->dec, &shape);
     ed_isa_swap(old);
     t->xc = ed_calloc(sizeof *t->xc * (size_t)places, "cross caches");
     if (!st && !t->xc) st = ENCDEC_ERR_NOMEM;
@@ -134,12 +136,13 @@ encdec_status sch_fam_t5(sch_family *f, const void *model, ed_pool *pool, int pl
         t_free(t);
         return st;
     }
-    for (int q = 0; q < S; q++) t->dec->slot_input[q] = q / slots;
-    t->dec->invariant = 1;
-    *f = (sch_family){.ctx = t, .n_vocab = m->hp.n_vocab, .n_ctx = n_ctx,
-                      .max_rows = t->dec->max_rows, .decode = t_decode, .encode = t_encode,
+    t->dv = m->ops->view(t->dec);
+    for (int q = 0; q < S; q++) t->dv.slot_input[q] = q / slots;
+    *t->dv.invariant = 1;
+    *f = (sch_family){.ctx = t, .n_vocab = m->n_vocab, .n_ctx = n_ctx,
+                      .max_rows = t->dv.max_rows, .decode = t_decode, .encode = t_encode,
                       .encode_many = many ? t_encode_many : NULL, .encode_rows = t_encode_rows,
-                      .max_encode = many ? T5_MAX_PACK : 1, .max_encode_rows = T5_MAX_PACK_ROWS,
+                      .max_encode = many ? TEXT_MAX_PACK : 1, .max_encode_rows = TEXT_MAX_PACK_ROWS,
                       .place_free = t_place_free, .free = t_free};
     return ENCDEC_OK;
 }

@@ -1,0 +1,206 @@
+/* text.c - a text-to-text model's tokenizer over SentencePiece (text.h). */
+#include "tok/text.h"
+#include "tok/vocab.h"
+#include "base/err.h"
+#include "base/fmap.h"
+#include "base/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ed_ttok {
+    const spm_tok *spm;        /* the T5 kind: ids are the model's; borrowed */
+    /* Marian: */
+    spm_tok *src, *tgt;        /* owned; target.spm is read (transformers requires it) but
+                                  decoding needs only the pieces' spellings */
+    tok_vocab vocab;           /* vocab.json: piece <-> model id */
+    tok_vocab text;            /* each id's text (U+2581 -> space) */
+    int eos, unk, pad;
+};
+
+#define SPACE_MARK "\xe2\x96\x81"   /* U+2581 */
+
+encdec_status ttok_wrap_spm(ed_ttok **out, const spm_tok *spm) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    (*out)->spm = spm;
+    return ENCDEC_OK;
+}
+
+int ttok_is_marian_dir(const char *dir) {
+    char p[4200];
+    return ed_is_file(ed_path_join(p, sizeof p, dir, "source.spm")) &&
+           ed_is_file(ed_path_join(p, sizeof p, dir, "target.spm")) &&
+           ed_is_file(ed_path_join(p, sizeof p, dir, "vocab.json"));
+}
+
+/* s with every U+2581 as a space, into v at id. */
+static encdec_status put_text(tok_vocab *v, int id, const char *s, const char *file) {
+    size_t n = strlen(s), k = 0;
+    char *t = malloc(n + 1);
+    if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    for (size_t i = 0; i < n;) {
+        if (!strncmp(s + i, SPACE_MARK, 3)) {
+            t[k++] = ' ';
+            i += 3;
+        } else {
+            t[k++] = s[i++];
+        }
+    }
+    int added;
+    encdec_status st = tv_put(v, id, t, k, file, &added);
+    free(t);
+    return st;
+}
+
+static encdec_status load_vocab(ed_ttok *t, const char *path) {
+    cJSON *c;
+    encdec_status st = ed_json_load(path, &c);
+    if (st) return st;
+    const cJSON *e;
+    int added;
+    cJSON_ArrayForEach(e, c) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valueint < 0 ||
+            e->valueint >= TV_MAX_ID) {
+            st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the id of \"%.40s\" is not an integer in "
+                         "[0, %d)", ed_basename(path), e->string, TV_MAX_ID);
+            break;
+        }
+        st = tv_put(&t->vocab, e->valueint, e->string, strlen(e->string), path, &added);
+        if (!st) st = put_text(&t->text, e->valueint, e->string, path);
+        if (st) break;
+    }
+    cJSON_Delete(c);
+    if (!st) st = tv_check(&t->vocab, path);
+    if (st) return st;
+    t->eos = tv_lookup(&t->vocab, "</s>", 4);
+    t->unk = tv_lookup(&t->vocab, "<unk>", 5);
+    t->pad = tv_lookup(&t->vocab, "<pad>", 5);
+    if (t->eos < 0 || t->unk < 0)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no \"</s>\" or \"<unk>\"", ed_basename(path));
+    return ENCDEC_OK;
+}
+
+encdec_status ttok_load_marian(ed_ttok **out, const char *dir) {
+    *out = NULL;
+    ed_ttok *t = calloc(1, sizeof *t);
+    if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    char p[4200];
+    encdec_status st = spm_load_model_ex(&t->src, ed_path_join(p, sizeof p, dir, "source.spm"), 0);
+    if (!st) st = spm_load_model_ex(&t->tgt, ed_path_join(p, sizeof p, dir, "target.spm"), 0);
+    if (!st) st = load_vocab(t, ed_path_join(p, sizeof p, dir, "vocab.json"));
+    if (st) {
+        ttok_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
+
+void ttok_free(ed_ttok *t) {
+    if (!t) return;
+    spm_free(t->src);
+    spm_free(t->tgt);
+    tv_free(&t->vocab);
+    tv_free(&t->text);
+    free(t);
+}
+
+int ttok_n_vocab(const ed_ttok *t) { return t->spm ? spm_n_vocab(t->spm) : t->vocab.n; }
+int ttok_eos(const ed_ttok *t) { return t->spm ? spm_eos(t->spm) : t->eos; }
+
+/* A Marian target-language token ">>xx<<" at the start of text (the first
+ * ">>" to the last "<<" of the line, as MarianTokenizer's pattern), when
+ * vocab.json has it: its id, and *rest past it; else -1. */
+static int lang_code(const ed_ttok *t, const char *text, size_t len, size_t *rest) {
+    if (len < 5 || strncmp(text, ">>", 2)) return -1;
+    size_t end = 0;
+    for (size_t i = 2; i + 1 < len && text[i] != '\n'; i++)
+        if (text[i] == '<' && text[i + 1] == '<') end = i + 2;
+    if (!end) return -1;
+    int id = tv_lookup(&t->vocab, text, end);
+    if (id >= 0) *rest = end;
+    return id;
+}
+
+static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+    size_t rest = 0;
+    int code = lang_code(t, text, len, &rest);
+    int *sp = NULL, ns = 0;
+    encdec_status st = spm_encode(t->src, text + rest, len - rest, 0, &sp, &ns);
+    if (st) return st;
+    int *o = malloc(sizeof(int) * ((size_t)ns + 2)), k = 0;
+    if (!o) {
+        free(sp);
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");
+    }
+    if (code >= 0) o[k++] = code;
+    for (int i = 0; i < ns; i++) {
+        const char *piece = spm_piece(t->src, sp[i]);
+        int id = piece ? tv_lookup(&t->vocab, piece, strlen(piece)) : -1;
+        o[k++] = id >= 0 ? id : t->unk;
+    }
+    o[k++] = t->eos;
+    free(sp);
+    *ids = o;
+    *n = k;
+    return ENCDEC_OK;
+}
+
+encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+    if (t->spm) return spm_encode(t->spm, text, len, 1, ids, n);
+    return marian_encode(t, text, len, ids, n);
+}
+
+static int marian_special(const ed_ttok *t, int id) {
+    return id == t->eos || id == t->unk || id == t->pad;
+}
+
+/* Marian, as MarianTokenizer.decode(skip_special_tokens=True): the other
+ * pieces through target.spm's decode_pieces (joined, U+2581 a space, a
+ * piece the model lacks as it is spelled), then stripped of white space at
+ * both ends. */
+static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+    size_t cap = 1;
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);
+    char *s = malloc(cap), *w = s;
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    for (int i = 0; i < n; i++) {
+        int id = ids[i];
+        if (id < 0 || id >= t->text.n || marian_special(t, id)) continue;
+        size_t k = tv_len(&t->text, id);
+        memcpy(w, tv_spelling(&t->text, id), k);
+        w += k;
+    }
+    while (w > s && (w[-1] == ' ' || w[-1] == '\t' || w[-1] == '\n' || w[-1] == '\r')) w--;
+    *w = 0;
+    size_t lead = strspn(s, " \t\n\r");
+    memmove(s, s + lead, (size_t)(w - s) - lead + 1);
+    *text = s;
+    return ENCDEC_OK;
+}
+
+encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+    if (!t->spm) return marian_decode(t, ids, n, text);
+    int *kept = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), k = 0, V = spm_n_vocab(t->spm);
+    if (!kept) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < V) kept[k++] = ids[i];
+    encdec_status st = spm_decode(t->spm, kept, k, 1, text);
+    free(kept);
+    return st;
+}
+
+const char *ttok_token_text(const ed_ttok *t, int id, size_t *len) {
+    if (t->spm) return spm_token_text(t->spm, id, len);
+    const char *p = tv_spelling(&t->text, id);
+    if (p && len) *len = tv_len(&t->text, id);
+    return p;
+}
+
+int ttok_is_normal(const ed_ttok *t, int id) {
+    if (t->spm) return spm_is_normal(t->spm, id);
+    const char *p = tv_spelling(&t->vocab, id);
+    return p && !marian_special(t, id) && strncmp(p, ">>", 2) != 0;
+}

@@ -1,0 +1,139 @@
+/* test_errors_bart.c - bad BART-family models and tokenizers: lying
+ * configurations, missing or misshapen tensors, Marian tokenizer files that
+ * do not fit the model, inputs past the model's positions. Every failure is
+ * a named status whose message says what is wrong, and nothing crashes (the
+ * suite also runs under ASan + UBSan).
+ */
+#include "check.h"
+#include "modeldir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MARIAN ED_TEST_DATA "/tiny-random-marian"
+#define MBART ED_TEST_DATA "/tiny-random-mbart"
+
+static const char *const FILES[] = {"config.json", "model.safetensors", "source.spm", "target.spm",
+                                    "vocab.json", NULL};
+static const char *const NO_TOK[] = {"config.json", "model.safetensors", NULL};
+
+#define load md_load
+
+static void test_configs(void) {
+    struct {
+        const char *key, *json;
+        encdec_status want;
+        const char *msg;
+    } c[] = {
+        {"model_type", "\"bort\"", ENCDEC_ERR_NO_MODEL, "model_type \"bort\" is not supported"},
+        {"activation_function", "\"swoosh\"", ENCDEC_ERR_CONFIG, "unknown activation_function \"swoosh\""},
+        {"activation_function", "7", ENCDEC_ERR_CONFIG, "activation_function must be a string"},
+        {"decoder_attention_heads", "3", ENCDEC_ERR_CONFIG, "not a multiple of the attention heads"},
+        {"encoder_attention_heads", "1000", ENCDEC_ERR_CONFIG, "encoder_attention_heads"},
+        {"d_model", "0", ENCDEC_ERR_CONFIG, "d_model"},
+        {"vocab_size", NULL, ENCDEC_ERR_CONFIG, "missing \"vocab_size\""},
+        {"eos_token_id", "100000", ENCDEC_ERR_CONFIG, "eos_token_id 100000 is not below the vocabulary"},
+        {"pad_token_id", "-4", ENCDEC_ERR_CONFIG, "pad_token_id"},
+        {"scale_embedding", "\"yes\"", ENCDEC_ERR_CONFIG, "scale_embedding\" must be true or false"},
+        {"decoder_layers", "4", ENCDEC_ERR_SHAPE, "decoder.layers.3.self_attn.q_proj.bias is missing"},
+        {"encoder_ffn_dim", "100", ENCDEC_ERR_SHAPE, "fc1.bias has shape"},
+        {"d_model", "32", ENCDEC_ERR_SHAPE, "shared.weight has shape"},
+        {"tie_word_embeddings", "false", ENCDEC_ERR_SHAPE, "lm_head.weight is missing"},
+        {"share_encoder_decoder_embeddings", "false", ENCDEC_ERR_SHAPE,
+         "encoder.embed_tokens.weight is missing"},
+        {"max_position_embeddings", "16", ENCDEC_OK, NULL},   /* sinusoidal: any length */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cfg%zu", i);
+        const char *d = md_copy(MARIAN, name, FILES);
+        md_set_config(d, c[i].key, c[i].json);
+        CHECK_STATUS(load(d), c[i].want, c[i].msg ? c[i].msg : "");
+    }
+    /* learned positions must be there for the positions the config claims */
+    const char *d = md_copy(MBART, "pos", NO_TOK);
+    md_set_config(d, "max_position_embeddings", "100");
+    CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "embed_positions.weight has shape [66,64], expected [102,64]");
+    /* a model whose tokenizer encdec does not read yet says so */
+    d = md_copy(MBART, "mbart-tok", NO_TOK);
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer encdec reads for this mbart model");
+}
+
+static void test_tokenizers(void) {
+    const char *d = md_copy(MARIAN, "no-vocab", (const char *const[]){"config.json", "model.safetensors",
+                                                                     "source.spm", "target.spm", NULL});
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer encdec reads for this marian model");
+    struct {
+        const char *vocab;
+        encdec_status want;
+        const char *msg;
+    } v[] = {
+        {"[1, 2]", ENCDEC_ERR_CONFIG, ""},
+        {"{\"</s>\": 0, \"<unk>\": 1.5}", ENCDEC_ERR_TOKENIZER, "the id of \"<unk>\" is not an integer"},
+        {"{\"</s>\": 0, \"<unk>\": -1}", ENCDEC_ERR_TOKENIZER, "the id of \"<unk>\""},
+        {"{\"</s>\": 0, \"<unk>\": 2}", ENCDEC_ERR_TOKENIZER, "vocab.json"},           /* a hole at 1 */
+        {"{\"</s>\": 0, \"x\": 1}", ENCDEC_ERR_TOKENIZER, "no \"</s>\" or \"<unk>\""},
+        {"{\"</s>\": 1, \"<unk>\": 0}", ENCDEC_ERR_TOKENIZER, "does not fit the model"},  /* eos 0 */
+        {"{\"</s>\": 0, \"<unk>\": 1, \"a\": 100000}", ENCDEC_ERR_TOKENIZER, ""},
+        {"{\"</s>\": 0, \"<unk>\": 1", ENCDEC_ERR_CONFIG, "malformed JSON"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "vocab%zu", i);
+        d = md_copy(MARIAN, name, FILES);
+        tmp_write(tmp_join(d, "vocab.json"), v[i].vocab, strlen(v[i].vocab));
+        CHECK_STATUS(load(d), v[i].want, v[i].msg);
+    }
+    d = md_copy(MARIAN, "spm", FILES);
+    tmp_write(tmp_join(d, "source.spm"), "\x0a\x05garbage", 9);
+    CHECK(load(d) != ENCDEC_OK);
+    d = md_copy(MARIAN, "spm-empty", FILES);
+    tmp_write(tmp_join(d, "target.spm"), "", 0);
+    CHECK(load(d) != ENCDEC_OK);
+}
+
+static void test_requests(void) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_model_load(MARIAN, &m), ENCDEC_OK);
+    if (!m) return;
+    CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
+    /* 64 positions: an input of 80 pieces is refused, or cut with truncate */
+    char long_in[1024] = "";
+    for (int i = 0; i < 80; i++) strcat(long_in, "cat ");
+    const char *in[1] = {long_in};
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = 8;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "max_position_embeddings");
+    p.truncate = 1;
+    CHECK_EQ_INT(encdec_generate(s, in, 1, &p, &r), ENCDEC_OK);
+    if (r) CHECK(encdec_result_timings(r)->n_input_tokens == 64);
+    encdec_result_free(r);
+    r = NULL;
+    /* and the decoder's positions: 64 new tokens need 65 */
+    p.truncate = 0;
+    p.max_new_tokens = 64;
+    in[0] = "The house is wonderful.";
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "max_position_embeddings");
+    p.max_new_tokens = 63;
+    CHECK_EQ_INT(encdec_generate(s, in, 1, &p, &r), ENCDEC_OK);
+    encdec_result_free(r);
+    r = NULL;
+    in[0] = "bad \xff utf-8";
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "input 0");
+    /* a text model cannot transcribe */
+    float pcm[160] = {0};
+    CHECK_STATUS(encdec_transcribe(s, pcm, 160, NULL, &r), ENCDEC_ERR_ARG, "marian model (text to text)");
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+int main(void) {
+    if (!tmp_new("encdec-errors-bart")) return 2;
+    test_configs();
+    test_tokenizers();
+    test_requests();
+    tmp_remove(tmp_dir);
+    return check_done();
+}
