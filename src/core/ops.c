@@ -199,7 +199,12 @@ static void gemm_cols(const gemm_ctx *c, int lo, int hi, void *scratch) {
 static void gemm_task(void *arg, int ith, int nth) {
     gemm_ctx *c = arg;
     int lo, hi;
-    if (c->M <= OP_H_SMALL_M) {   /* few rows (packed weights): column slices of 32 */
+    /* few rows, or rows fewer than the weight's (a decode step's output
+     * matrix: 64 rows x 58101): column slices of 32, so that each thread
+     * packs only its slice of w (split by rows, every thread would pack all
+     * of w once per call: a third of a batched step's time); the sums are
+     * the same either way (they follow K's blocking only) */
+    if (c->M <= OP_H_SMALL_M || c->N >= 4 * c->M) {
         ed_split(c->N, ith, nth, 32, &lo, &hi);
         if (hi <= lo) return;
         gemm_cols(c, lo, hi, ed_pool_scratch(c->p, ith, k_gemm_scratch_bytes(c->M, hi - lo, c->K, c->mode)));
