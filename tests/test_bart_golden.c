@@ -14,6 +14,7 @@
  */
 #include "check.h"
 #include "golden.h"
+#include "modeldir.h"
 
 #include "base/json.h"
 #include "decode/search.h"
@@ -229,6 +230,65 @@ static void check_beam(bart_state *s, golden *G, encdec_kv_mode mode) {
     rn_free(&r);
 }
 
+/* forced_bos_token_id: the decoder fed its start and the forced token, the
+ * strategies told it is forced (every output starts with it, log-prob 0,
+ * counted in max_new and the beam's length penalty): greedy and beam
+ * tokens, beam scores, as generate(forced_bos_token_id=...) gives them. */
+static void check_forced(bart_state *s, golden *G) {
+    const cJSON *fj = cJSON_GetObjectItem(G->js, "forced"), *bj = cJSON_GetObjectItem(G->js, "beam");
+    if (!fj) return;
+    int forced = cJSON_GetObjectItem(fj, "bos")->valueint;
+    int prompt[2] = {s->m->hp.dec_start, forced};
+    dec_rules rules = {NULL, 0, NULL, 0, s->m->hp.eos, G->N};
+    rules.forced = &prompt[1];
+    rules.n_forced = 1;
+    size_t V = (size_t)s->m->hp.n_vocab;
+    dec_beam_params bp = {cJSON_GetObjectItem(bj, "num_beams")->valueint,
+                          (float)cJSON_GetObjectItem(bj, "length_penalty")->valuedouble,
+                          cJSON_IsTrue(cJSON_GetObjectItem(bj, "early_stopping")),
+                          cJSON_GetObjectItem(bj, "num_return_sequences")->valueint};
+    for (int beam = 0; beam < 2; beam++) {
+        int W = beam ? bp.n_beams : 1, n_out = G->B * (beam ? bp.n_return : 1);
+        bart_shape shape = {G->n_tokens, G->T_max, G->B, G->B * W, G->N + 1};
+        CHECK_EQ_INT(bart_state_reserve(s, &shape), ENCDEC_OK);
+        bart_encode(s, G->ids, G->start, G->len, G->B);
+        dec_runner r;
+        dec_model dm = open_runner(&r, s, W, ENCDEC_KV_FULL);
+        int *toks = calloc((size_t)n_out * G->N, sizeof(int)), *lens = calloc((size_t)n_out, sizeof(int));
+        float *lps = calloc((size_t)n_out * G->N, sizeof(float)), *sc = calloc((size_t)n_out, sizeof(float));
+        float *logits = calloc((size_t)G->B * W * V, sizeof(float));
+        dec_task *t = NULL;
+        if (beam) {
+            CHECK_EQ_INT(dec_beam_task(&t, &dm, G->B, NULL, &rules, &bp, toks, lps, lens, sc), ENCDEC_OK);
+            if (t) CHECK_EQ_INT(dec_feed_all(&dm, G->B * W, prompt, 2, t->logits), ENCDEC_OK);
+        } else {
+            CHECK_EQ_INT(dec_feed_all(&dm, G->B, prompt, 2, logits), ENCDEC_OK);
+            CHECK_EQ_INT(dec_greedy_task(&t, &dm, G->B, logits, &rules, toks, lps, lens, sc), ENCDEC_OK);
+        }
+        if (t) CHECK_EQ_INT(dec_task_run(t, &dm), ENCDEC_OK);
+        dec_task_free(t);
+        const cJSON *want = beam ? cJSON_GetObjectItem(cJSON_GetObjectItem(fj, "beam"), "tokens")
+                                 : cJSON_GetObjectItem(fj, "greedy");
+        const cJSON *ws = beam ? cJSON_GetObjectItem(cJSON_GetObjectItem(fj, "beam"), "scores") : NULL;
+        int bad = 0;
+        double worst = 0;
+        for (int i = 0; i < n_out; i++) {
+            const cJSON *w = cJSON_GetArrayItem(want, i);
+            bad += lens[i] != cJSON_GetArraySize(w) || lps[(size_t)i * G->N] != 0.0f;
+            for (int k = 0; k < lens[i] && k < cJSON_GetArraySize(w); k++)
+                bad += toks[(size_t)i * G->N + k] != cJSON_GetArrayItem(w, k)->valueint;
+            if (ws && fabs(sc[i] - cJSON_GetArrayItem(ws, i)->valuedouble) > worst)
+                worst = fabs(sc[i] - cJSON_GetArrayItem(ws, i)->valuedouble);
+        }
+        printf("  forced first token %d, %s: %d mismatches, score |diff| %.3g\n", forced,
+               beam ? "beam" : "greedy", bad, worst);
+        CHECK_EQ_INT(bad, 0);
+        CHECK_NEAR(worst, 0, 2 * G->score_tol);   /* other sequences than the noise's */
+        free(toks), free(lens), free(lps), free(sc), free(logits);
+        rn_free(&r);
+    }
+}
+
 /* Each input encoded alone gives, bitwise, its rows of the packed batch
  * where the products are row-invariant (the engine packs requests so). */
 static void check_alone(bart_state *s, golden *G) {
@@ -384,6 +444,38 @@ static void check_api(const char *model_dir, golden *G) {
         encdec_result_free(rb);
         encdec_request_free(q[b]);
     }
+    /* forced_bos_token_id in config.json: every output starts with it */
+    const cJSON *af = cJSON_GetObjectItem(api, "forced");
+    if (af) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", cJSON_GetObjectItem(af, "bos")->valueint);
+        static const char *const files[] = {"config.json", "model.safetensors", "source.spm",
+                                            "target.spm", "vocab.json", NULL};
+        const char *d = md_copy(ED_TEST_DATA "/tiny-random-marian", "forced", files);   /* api: Marian's */
+        md_set_config(d, "forced_bos_token_id", v);
+        encdec_model *fm = NULL;
+        encdec_session *fs = NULL;
+        CHECK_EQ_INT(encdec_model_load(d, &fm), ENCDEC_OK);
+        if (fm) CHECK_EQ_INT(encdec_session_new(fm, &sp, &fs), ENCDEC_OK);
+        encdec_generate_params fp = encdec_generate_default_params();
+        fp.max_new_tokens = G->N;
+        const cJSON *fg = cJSON_GetObjectItem(af, "greedy"), *fb = cJSON_GetObjectItem(af, "beam");
+        r = NULL;
+        if (fs) CHECK_EQ_INT(encdec_generate(fs, in, B, &fp, &r), ENCDEC_OK);
+        check_sequences(r, cJSON_GetObjectItem(fg, "tokens"), cJSON_GetObjectItem(fg, "text"), 1);
+        encdec_result_free(r);
+        r = NULL;
+        fp.num_beams = p.num_beams;
+        fp.num_return_sequences = p.num_return_sequences;
+        fp.length_penalty = p.length_penalty;
+        fp.early_stopping = p.early_stopping;
+        if (fs) CHECK_EQ_INT(encdec_generate(fs, in, B, &fp, &r), ENCDEC_OK);
+        check_sequences(r, cJSON_GetObjectItem(fb, "tokens"), cJSON_GetObjectItem(fb, "text"),
+                        fp.num_return_sequences);
+        encdec_result_free(r);
+        encdec_session_free(fs);
+        encdec_model_free(fm);
+    }
     /* the decoder's positions bound what an engine may generate */
     encdec_engine *e2 = NULL;
     ep.max_new_tokens = 4096;
@@ -429,6 +521,7 @@ static void run_variant(const char *variant, const char *model_type) {
         check_greedy(s, &G, modes[i]);
     }
     for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
+    check_forced(s, &G);
     check_alone(s, &G);
     bart_state_free(s);
     ed_pool_free(pool);
@@ -441,11 +534,13 @@ static void run_variant(const char *variant, const char *model_type) {
 }
 
 int main(void) {
+    if (!tmp_new("encdec-bart-golden")) return 2;
     run_variant("bart", "bart");
     run_variant("bart-mild", "bart");
     run_variant("mbart", "mbart");
     run_variant("marian", "marian");
     run_variant("m2m100", "m2m_100");
     run_variant("pegasus", "pegasus");
+    tmp_remove(tmp_dir);
     return check_done();
 }

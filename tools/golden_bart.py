@@ -276,24 +276,27 @@ def strip(seq, start, eos):
     return s
 
 
-def gen_kw(model):
+FORCED_BOS = 5   # the forced first token of the "forced" goldens (a target language's id)
+
+
+def gen_kw(model, forced=None):
     return dict(do_sample=False, max_new_tokens=MAX_NEW, no_repeat_ngram_size=0, min_length=0,
-                forced_bos_token_id=None, forced_eos_token_id=None, bad_words_ids=None,
+                forced_bos_token_id=forced, forced_eos_token_id=None, bad_words_ids=None,
                 repetition_penalty=1.0, output_scores=True, return_dict_in_generate=True,
                 synced_gpus=False)
 
 
 @torch.no_grad()
-def greedy(model, x, mask, ids):
-    out = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **gen_kw(model))
+def greedy(model, x, mask, ids, forced=None):
+    out = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **gen_kw(model, forced))
     return [strip(s, ids["start"], ids["eos"]) for s in out.sequences]
 
 
 @torch.no_grad()
-def beam(model, x, mask, ids, bp):
+def beam(model, x, mask, ids, bp, forced=None):
     out = model.generate(input_ids=x, attention_mask=mask, num_beams=NUM_BEAMS,
                          num_return_sequences=NUM_RETURN, length_penalty=bp["length_penalty"],
-                         early_stopping=bp["early_stopping"], **gen_kw(model))
+                         early_stopping=bp["early_stopping"], **gen_kw(model, forced))
     return [strip(s, ids["start"], ids["eos"]) for s in out.sequences], \
         [float(v) for v in out.sequences_scores]
 
@@ -446,8 +449,11 @@ def api_golden(variant, model, ids, bp):
     g = greedy(model, x, mask, ids)
     bt, bs = beam(model, x, mask, ids, bp)
     dec = lambda seqs: [tok.decode(s, skip_special_tokens=True) for s in seqs]
+    fg, (fbt, fbs) = greedy(model, x, mask, ids, FORCED_BOS), beam(model, x, mask, ids, bp, FORCED_BOS)
     return {"inputs": MARIAN_TEXTS, "input_ids": input_ids, "greedy": {"tokens": g, "text": dec(g)},
-            "beam": {"tokens": bt, "scores": bs, "text": dec(bt)}}
+            "beam": {"tokens": bt, "scores": bs, "text": dec(bt)},
+            "forced": {"bos": FORCED_BOS, "greedy": {"tokens": fg, "text": dec(fg)},
+                       "beam": {"tokens": fbt, "scores": fbs, "text": dec(fbt)}}}
 
 
 def pad_rows(seqs, n):
@@ -514,6 +520,12 @@ def golden(variant):
     noise = {"encoder_f32": rel_dev(enc32, enc, LENGTHS), "logits_f32": rel_dev(tf, tf64, [len(s) for s in g]),
              "beam_scores_f32": max(abs(a - b) for a, b in zip(bs, bs64))}
     tf, bs = tf64, bs64
+    # forced_bos_token_id (mBART-50, M2M100 / NLLB's target language, BART's <s>): the
+    # first generated token forced, the rest as generate() continues; float64 agrees
+    fg, (fbt, fbs) = greedy(model, x, mask, ids, FORCED_BOS), beam(model, x, mask, ids, bp, FORCED_BOS)
+    assert all(q[0] == FORCED_BOS for q in fg + fbt)
+    assert greedy(m64, x, mask, ids, FORCED_BOS) == fg and beam(m64, x, mask, ids, bp, FORCED_BOS)[0] == fbt
+    forced = {"bos": FORCED_BOS, "greedy": fg, "beam": {"tokens": fbt, "scores": fbs}}
     os.makedirs(GOLDEN_DIR, exist_ok=True)
     tensors = {
         "input_ids": x.numpy().astype(np.int32),
@@ -527,7 +539,7 @@ def golden(variant):
     save_file(tensors, os.path.join(GOLDEN_DIR, variant + ".safetensors"),
               metadata={"source": "tools/golden_bart.py, transformers " + __import__("transformers").__version__})
     meta = {"model_dir": "tests/data/tiny-random-" + variant, "seed": SEEDS[variant],
-            "max_new_tokens": MAX_NEW, "ids": ids, "noise": noise,
+            "max_new_tokens": MAX_NEW, "ids": ids, "noise": noise, "forced": forced,
             "greedy": {"tokens": g, "min_margin": round(m, 4)},
             "beam": {"num_beams": NUM_BEAMS, "num_return_sequences": NUM_RETURN, **bp,
                      "tokens": bt, "scores": bs}}

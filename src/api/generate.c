@@ -136,10 +136,6 @@ static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len);
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p, int B,
                                   const dec_model *dm, api_run_fn run, void *run_ctx,
                                   encdec_result *r) {
-    if (m->forced_bos >= 0)
-        return ed_fail(ENCDEC_ERR_ARG, "this %s model forces its first generated token (%d: "
-                       "forced_bos_token_id), which generation does not do yet", m->model_type,
-                       m->forced_bos);
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
     int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
@@ -150,9 +146,20 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     float *logits = dec_alloc_n((size_t)W * (size_t)m->n_vocab, sizeof(float), "decode logits");
     encdec_status st = !toks || !lps || !lens || !scores || !logits ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
     dec_rules rules = {NULL, 0, NULL, 0, m->eos, max_new};
-    int prompt[1] = {m->dec_start};
-    /* the decoder start for every sequence (one pass), then the strategy as a task */
-    if (!st) st = dec_feed_all(dm, W, prompt, 1, logits);
+    /* the decoder start for every sequence (one pass), and the forced first
+     * token where the model has one (the target language, BART's <s>): fed
+     * with it, then the first of every output (log-prob 0, counted in
+     * max_new_tokens, as transformers' forced_bos_token_id) */
+    int prompt[2] = {m->dec_start, m->forced_bos}, n_prompt = m->forced_bos >= 0 ? 2 : 1;
+    if (n_prompt == 2) {
+        rules.forced = &prompt[1];
+        rules.n_forced = 1;
+        if (max_new < 2)
+            st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d: this %s model forces its first token, "
+                         "so it needs 2 or more", max_new, m->model_type);
+    }
+    /* then the strategy as a task */
+    if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
     dec_task *t = NULL;
     if (!st) {
         if (p->num_beams > 1) {

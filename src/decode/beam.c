@@ -374,9 +374,12 @@ encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, fl
         return ed_fail(ENCDEC_ERR_ARG, "beam: need n_vocab >= 2 (got %d)", m->n_vocab);
     if (bp->n_beams > 1 && !m->reorder)
         return ed_fail(ENCDEC_ERR_ARG, "beam: %d beams need a model with reorder", bp->n_beams);
-    if (r->hook || r->n_forced > 0)
+    if (r->hook)
         return ed_fail(ENCDEC_ERR_ARG, "beam: Hugging Face's beam search takes no history rules "
-                       "or forced tokens (dec_beam_ow does)");
+                       "(dec_beam_ow does)");
+    int F = r->n_forced > 0 ? r->n_forced : 0;
+    if (F >= r->max_new)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: %d forced tokens leave no room in %d", F, r->max_new);
     beam_run *b = calloc(1, sizeof *b);
     if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
     *b = (beam_run){.task = {.advance = hf_advance, .destroy = hf_destroy}, .m = m, .r = r,
@@ -388,6 +391,17 @@ encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, fl
         beam_free_all(b);
         return st;
     }
+    /* forced tokens (fed already): steps 0..F-1 of every beam, log-prob 0,
+     * each beam its own parent; the scores stay the first step's (beam 0
+     * at 0, the others at -1e9), as HF's forcing processors leave them */
+    for (int t = 0; t < F; t++)
+        for (int i = 0; i < n_groups * b->W; i++) {
+            size_t k = (size_t)t * n_groups * b->W + i;
+            b->tok[k] = r->forced[t];
+            b->lp[k] = 0;
+            b->parent[k] = i % b->W;
+        }
+    b->t = F;
     if (logits) memcpy(b->logits, logits, sizeof(float) * (size_t)n_groups * b->W * b->V);
     b->task.n = n_groups * b->W;   /* the prompt's logits: the first advance chooses */
     b->task.seq = b->seq;

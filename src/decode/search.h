@@ -70,7 +70,10 @@ typedef struct {
  * Candidates with equal scores rank by beam, then token (torch.topk leaves
  * that order unspecified). Cost per position: O(n_beams * V) per group
  * (a partial selection, no sort of the vocabulary); memory: the logits of
- * all beams, [n_groups * n_beams, V] floats.
+ * all beams, [n_groups * n_beams, V] floats. Forced tokens (r->forced:
+ * fed after the prompt, as HF's forced_bos_token_id forces the first) are
+ * the first steps of every beam with log-prob 0, counted in max_new and in
+ * the generated length that the length penalty divides by, as in HF.
  * Requires n_vocab >= 2 and dm->reorder when n_beams > 1. */
 encdec_status dec_beam(const dec_model *m, int n_groups, const int *prompt, int n_prompt,
                        const dec_rules *r, const dec_beam_params *bp,
