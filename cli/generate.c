@@ -13,7 +13,7 @@ static const char *HELP =
     "\n"
     "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5) or a\n"
     "BART-family one (BART, mBART, Marian / OPUS-MT, M2M100 / NLLB, Pegasus: so far\n"
-    "with Marian's tokenizer only); a Hugging Face safetensors directory. Each TEXT\n"
+    "with Marian's and BART's tokenizers); a Hugging Face safetensors directory. Each TEXT\n"
     "argument is one input (Marian's multilingual models: \">>fra<< text\"); without TEXT, the\n"
     "inputs are read from standard input, one per line. Inputs are encoded and decoded\n"
     "together, --batch at a time, and printed in input order.\n"

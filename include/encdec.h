@@ -1,7 +1,8 @@
 /* encdec.h - the public interface of libencdec, an inference engine for
  * encoder-decoder transformers: Whisper (speech to text), the T5 family
  * (T5, Flan-T5, mT5, umT5) and the BART family (BART, mBART, Marian /
- * OPUS-MT, M2M100 / NLLB, Pegasus: the models; Marian's tokenizer so far):
+ * OPUS-MT, M2M100 / NLLB, Pegasus: the models; Marian's and BART's
+ * tokenizers so far):
  * text to text.
  *
  *   encdec_model *m;   encdec_session *s;   encdec_result *r;

@@ -437,12 +437,33 @@ def write_marian_tokenizer():
         f.write("\n")
 
 
+def write_bart_tokenizer():
+    """BART's byte-level BPE trained here (tokenizers' ByteLevelBPETokenizer, 500 tokens,
+    <s> <pad> </s> <unk> <mask> first), saved by transformers' BartTokenizer: vocab.json,
+    merges.txt, special_tokens_map.json, tokenizer_config.json. The model's vocabulary
+    (512) is padded past it, as real checkpoints' often are."""
+    import tempfile
+
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import BartTokenizer
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
+    bpe.train_from_iterator(CORPUS_EN * 4, vocab_size=500, min_frequency=1, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    with tempfile.TemporaryDirectory() as tmp:
+        bpe.save_model(tmp)
+        tok = BartTokenizer(os.path.join(tmp, "vocab.json"), os.path.join(tmp, "merges.txt"))
+        tok.save_pretrained(model_dir("bart"))
+
+
 def api_golden(variant, model, ids, bp):
     """The public API's golden of a model with a tokenizer: HF's tokenizer ids of the
     texts, generate()'s greedy and beam tokens decoded as HF decodes them."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(model_dir(variant), use_fast=False)
+    # BART: the fast tokenizer, which decodes ids past its vocabulary (the model's
+    # padding rows) as nothing, where the slow one fails
+    tok = AutoTokenizer.from_pretrained(model_dir(variant), use_fast=variant == "bart")
     enc = tok(MARIAN_TEXTS, return_tensors="pt", padding=True)
     x, mask = enc["input_ids"], enc["attention_mask"]
     input_ids = [[int(t) for t, m in zip(r, mr) if m] for r, mr in zip(x, mask)]
@@ -493,6 +514,8 @@ def golden(variant):
     model = write_model(variant, SEEDS[variant])
     if variant == "marian":
         write_marian_tokenizer()
+    if variant == "bart":
+        write_bart_tokenizer()
     seqs, x, mask = inputs(variant)
     g = greedy(model, x, mask, ids)
     tf = teacher_forced(model, x, mask, g, ids)
@@ -543,7 +566,7 @@ def golden(variant):
             "greedy": {"tokens": g, "min_margin": round(m, 4)},
             "beam": {"num_beams": NUM_BEAMS, "num_return_sequences": NUM_RETURN, **bp,
                      "tokens": bt, "scores": bs}}
-    if variant == "marian":
+    if variant in ("marian", "bart"):
         meta["api"] = api_golden(variant, model.to(torch.float32), ids, bp)
         print("  api:", json.dumps(meta["api"], ensure_ascii=False))
     with open(os.path.join(GOLDEN_DIR, variant + ".json"), "w") as f:

@@ -1,6 +1,6 @@
 """T5Model (also Seq2SeqModel): text-to-text generation for the T5 family (T5,
 Flan-T5, mT5, umT5) and the BART family (BART, mBART, Marian / OPUS-MT,
-M2M100 / NLLB, Pegasus; Marian's tokenizer so far), with Hugging Face
+M2M100 / NLLB, Pegasus; Marian's and BART's tokenizers so far), with Hugging Face
 generate()'s parameter names.
 
     model = encdec.T5Model("models/flan-t5-small")

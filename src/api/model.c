@@ -55,12 +55,14 @@ static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
     char dir[4096];
     model_dir(path, dir, sizeof dir);
     const bart_hparams *h = &m->bart->hp;
-    if (!ttok_is_marian_dir(dir))
+    int bpe = !strcmp(m->bart->var->model_type, "bart") && ttok_is_bpe_dir(dir);
+    if (!ttok_is_marian_dir(dir) && !bpe)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer encdec reads for this %s model: it "
-                       "reads Marian's source.spm + target.spm + vocab.json so far (BART's "
-                       "byte-level BPE and the SentencePiece BPE of mBART, M2M100, NLLB and "
-                       "Pegasus are not done yet)", dir, m->bart->var->model_type);
-    encdec_status st = ttok_load_marian(&m->ttok, dir);
+                       "reads Marian's source.spm + target.spm + vocab.json and BART's byte-level "
+                       "BPE (tokenizer.json, or vocab.json + merges.txt) so far (the SentencePiece "
+                       "BPE of mBART, M2M100, NLLB and Pegasus is not done yet)", dir,
+                       m->bart->var->model_type);
+    encdec_status st = bpe ? ttok_load_bpe(&m->ttok, dir, h->bos) : ttok_load_marian(&m->ttok, dir);
     if (st) return st;
     if (ttok_n_vocab(m->ttok) > h->n_vocab || ttok_eos(m->ttok) != h->eos)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer (%d ids, </s> %d) does not fit the "

@@ -1,5 +1,6 @@
 /* text.c - a text-to-text model's tokenizer over SentencePiece (text.h). */
 #include "tok/text.h"
+#include "tok/bpe.h"
 #include "tok/vocab.h"
 #include "base/err.h"
 #include "base/fmap.h"
@@ -10,12 +11,13 @@
 
 struct ed_ttok {
     const spm_tok *spm;        /* the T5 kind: ids are the model's; borrowed */
+    bpe_tok *bpe;              /* BART's byte-level BPE (owned); bos below, eos */
     /* Marian: */
     spm_tok *src, *tgt;        /* owned; target.spm is read (transformers requires it) but
                                   decoding needs only the pieces' spellings */
     tok_vocab vocab;           /* vocab.json: piece <-> model id */
     tok_vocab text;            /* each id's text (U+2581 -> space) */
-    int eos, unk, pad;
+    int eos, unk, pad, bos;
 };
 
 #define SPACE_MARK "\xe2\x96\x81"   /* U+2581 */
@@ -97,8 +99,37 @@ encdec_status ttok_load_marian(ed_ttok **out, const char *dir) {
     return ENCDEC_OK;
 }
 
+int ttok_is_bpe_dir(const char *dir) {
+    char p[4200], q[4200];
+    return ed_is_file(ed_path_join(p, sizeof p, dir, "tokenizer.json")) ||
+           (ed_is_file(ed_path_join(p, sizeof p, dir, "vocab.json")) &&
+            ed_is_file(ed_path_join(q, sizeof q, dir, "merges.txt")));
+}
+
+encdec_status ttok_load_bpe(ed_ttok **out, const char *dir, int bos) {
+    *out = NULL;
+    ed_ttok *t = calloc(1, sizeof *t);
+    if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    encdec_status st = bpe_load_dir(&t->bpe, dir);
+    t->bos = bos;
+    if (!st) {
+        t->eos = bpe_token_id(t->bpe, "</s>");
+        if (t->eos < 0) st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer has no \"</s>\"", dir);
+        else if (bos >= bpe_n_vocab(t->bpe))
+            st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: bos_token_id %d is past the tokenizer's %d "
+                         "tokens", dir, bos, bpe_n_vocab(t->bpe));
+    }
+    if (st) {
+        ttok_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
+
 void ttok_free(ed_ttok *t) {
     if (!t) return;
+    bpe_free(t->bpe);
     spm_free(t->src);
     spm_free(t->tgt);
     tv_free(&t->vocab);
@@ -106,7 +137,9 @@ void ttok_free(ed_ttok *t) {
     free(t);
 }
 
-int ttok_n_vocab(const ed_ttok *t) { return t->spm ? spm_n_vocab(t->spm) : t->vocab.n; }
+int ttok_n_vocab(const ed_ttok *t) {
+    return t->spm ? spm_n_vocab(t->spm) : t->bpe ? bpe_n_vocab(t->bpe) : t->vocab.n;
+}
 int ttok_eos(const ed_ttok *t) { return t->spm ? spm_eos(t->spm) : t->eos; }
 
 /* A Marian target-language token ">>xx<<" at the start of text (the first
@@ -147,8 +180,33 @@ static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t le
     return ENCDEC_OK;
 }
 
+/* BART: <s> (where there is one), the byte-level BPE of the text, </s>. */
+static encdec_status bpe_encode_all(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+    char *z = malloc(len + 1);   /* bpe_encode reads a C string */
+    if (!z) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input");
+    memcpy(z, text, len);
+    z[len] = 0;
+    int k = 0, b = t->bos >= 0;
+    encdec_status st = memchr(text, 0, len) ? ed_fail(ENCDEC_ERR_ARG, "a NUL byte in the text")
+                                            : bpe_encode(t->bpe, z, NULL, 0, &k);
+    int *o = st ? NULL : malloc(sizeof(int) * ((size_t)k + 2));
+    if (!st && !o) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");
+    if (!st) st = bpe_encode(t->bpe, z, o + b, k, &k);
+    free(z);
+    if (st) {
+        free(o);
+        return st;
+    }
+    if (b) o[0] = t->bos;
+    o[b + k] = t->eos;
+    *ids = o;
+    *n = b + k + 1;
+    return ENCDEC_OK;
+}
+
 encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
     if (t->spm) return spm_encode(t->spm, text, len, 1, ids, n);
+    if (t->bpe) return bpe_encode_all(t, text, len, ids, n);
     return marian_encode(t, text, len, ids, n);
 }
 
@@ -182,6 +240,10 @@ static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, char
 }
 
 encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+    if (t->bpe) {   /* special tokens and ids past the vocabulary skipped */
+        *text = bpe_decode(t->bpe, ids, n, 1);
+        return *text ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    }
     if (!t->spm) return marian_decode(t, ids, n, text);
     int *kept = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), k = 0, V = spm_n_vocab(t->spm);
     if (!kept) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
@@ -194,6 +256,12 @@ encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) 
 
 const char *ttok_token_text(const ed_ttok *t, int id, size_t *len) {
     if (t->spm) return spm_token_text(t->spm, id, len);
+    if (t->bpe) {
+        size_t n = 0;
+        const char *p = bpe_token_bytes(t->bpe, id, &n);
+        if (len) *len = n;
+        return p;
+    }
     const char *p = tv_spelling(&t->text, id);
     if (p && len) *len = tv_len(&t->text, id);
     return p;
@@ -201,6 +269,7 @@ const char *ttok_token_text(const ed_ttok *t, int id, size_t *len) {
 
 int ttok_is_normal(const ed_ttok *t, int id) {
     if (t->spm) return spm_is_normal(t->spm, id);
+    if (t->bpe) return id >= 0 && id < bpe_n_vocab(t->bpe) && !bpe_is_special(t->bpe, id);
     const char *p = tv_spelling(&t->vocab, id);
     return p && !marian_special(t, id) && strncmp(p, ">>", 2) != 0;
 }

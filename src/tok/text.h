@@ -6,7 +6,10 @@
  *     output, both over the model's vocab.json (piece -> id), as
  *     transformers' MarianTokenizer (a leading ">>lang<<" token kept whole;
  *     pieces vocab.json lacks are <unk>; no punctuation normaliser, as
- *     MarianTokenizer without sacremoses).
+ *     MarianTokenizer without sacremoses);
+ *   - BART's byte-level BPE (tok/bpe.h: tokenizer.json, or vocab.json +
+ *     merges.txt with special_tokens_map.json), <s> text </s> as
+ *     BartTokenizer builds its inputs.
  *
  *   ed_ttok *t;  ttok_load_marian(&t, "models/opus-mt-en-de");
  *   int *ids, n;  ttok_encode(t, "Hello", 5, &ids, &n);      ids end with </s>
@@ -32,6 +35,12 @@ encdec_status ttok_wrap_spm(ed_ttok **out, const spm_tok *spm);
 encdec_status ttok_load_marian(ed_ttok **out, const char *dir);
 /* 1 when dir holds Marian's files. */
 int ttok_is_marian_dir(const char *dir);
+/* BART's byte-level BPE files in dir (bpe_load_dir's), with bos (-1: none)
+ * before every input and "</s>" after it. */
+encdec_status ttok_load_bpe(ed_ttok **out, const char *dir, int bos);
+/* 1 when dir holds byte-level BPE files (tokenizer.json, or vocab.json +
+ * merges.txt). */
+int ttok_is_bpe_dir(const char *dir);
 void ttok_free(ed_ttok *t);
 
 int ttok_n_vocab(const ed_ttok *t);     /* the ids it knows: 0 .. n-1 */

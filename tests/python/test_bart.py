@@ -39,3 +39,13 @@ def test_beam_as_transformers(marian):
                           num_beams=b["num_beams"], num_return_sequences=b["num_return_sequences"],
                           length_penalty=b["length_penalty"], early_stopping=b["early_stopping"])
     assert [t for per_input in got for t in per_input] == API["beam"]["text"]
+
+
+def test_bart_byte_level_bpe_as_transformers():
+    gold = json.loads((DATA / "bart-golden" / "bart.json").read_text(encoding="utf-8"))
+    m = encdec.Seq2SeqModel(str(DATA / "tiny-random-bart"), cpu_threads=2)
+    try:
+        got = m.generate(gold["api"]["inputs"], max_new_tokens=gold["max_new_tokens"])
+        assert got == gold["api"]["greedy"]["text"]
+    finally:
+        m.close()
