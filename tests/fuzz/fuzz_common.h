@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,15 +27,24 @@ static inline const char *fuzz_write(const uint8_t *data, size_t size, const cha
     return path;
 }
 
-/* A per-process model directory (once) holding links to the named files of
- * tests/data/<model>, with config.json written from each fuzz input: the
- * config harnesses fuzz one file while the rest stay valid. Returns the
- * directory, or NULL when the config cannot be written. */
-static inline const char *fuzz_config_dir(const char *model, const char *const *files, int n,
-                                   const uint8_t *data, size_t size) {
-    static char dir[256];
+/* A directory (made once per process) of symlinks to files[0, n) of
+ * tests/data/<model>, with file `name` written from each fuzz input: the
+ * harnesses fuzz one file while the rest stay valid. Returns the
+ * directory, or NULL when the file cannot be written. */
+static inline const char *fuzz_model_dir(const char *model, const char *const *files, int n,
+                                         const char *name, const uint8_t *data, size_t size) {
+    /* one directory per file fuzzed (at most 4 kinds a process): the file
+     * written is never one of the links, which would write through to tests/data */
+    static char dirs[4][256];
+    static const char *names[4];
+    int slot = 0;
+    while (slot < 3 && names[slot] && strcmp(names[slot], name)) slot++;
+    names[slot] = name;
+    char *dir = dirs[slot];
+    for (int i = 0; i < n; i++)
+        if (!strcmp(files[i], name)) abort();
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/encdec-fuzz-%s-%d", model, (int)getpid());
+        snprintf(dirs[slot], sizeof dirs[slot], "/tmp/encdec-fuzz-%s-%s-%d", model, name, (int)getpid());
         mkdir(dir, 0700);
         for (int i = 0; i < n; i++) {
             char src[512], dst[512];
@@ -49,12 +59,18 @@ static inline const char *fuzz_config_dir(const char *model, const char *const *
         }
     }
     char p[512];
-    snprintf(p, sizeof p, "%s/config.json", dir);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
     FILE *f = fopen(p, "wb");
     if (!f) return NULL;
     fwrite(data, 1, size, f);
     fclose(f);
     return dir;
+}
+
+/* fuzz_model_dir with config.json fuzzed. */
+static inline const char *fuzz_config_dir(const char *model, const char *const *files, int n,
+                                          const uint8_t *data, size_t size) {
+    return fuzz_model_dir(model, files, n, "config.json", data, size);
 }
 
 #endif
