@@ -18,21 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *dir = vocab ? fuzz_model_dir("tiny-random-marian", files[1], 4, "vocab.json", data + 1, size - 1)
                             : fuzz_config_dir("tiny-random-marian", files[0], 4, data + 1, size - 1);
     if (!dir) return 0;
-    encdec_model *m = NULL;
-    encdec_session *s = NULL;
-    if (encdec_model_load(dir, &m) == ENCDEC_OK && encdec_session_new(m, NULL, &s) == ENCDEC_OK) {
-        const char *in[] = {"The children walked to the old market.", ">>de<< Please read!"};
-        encdec_generate_params gp = encdec_generate_default_params();
-        gp.max_new_tokens = 4;
-        encdec_result *r = NULL;
-        encdec_generate(s, in, 2, &gp, &r);
-        encdec_result_free(r);
-        gp.num_beams = 2;
-        r = NULL;
-        encdec_generate(s, in, 2, &gp, &r);
-        encdec_result_free(r);
-    }
-    encdec_session_free(s);
-    encdec_model_free(m);
+    const char *in[] = {"The children walked to the old market.", ">>de<< Please read!"};
+    fuzz_text_generate(dir, in, 2);
     return 0;
 }

@@ -5,6 +5,8 @@
 #ifndef ED_FUZZ_COMMON_H
 #define ED_FUZZ_COMMON_H
 
+#include "encdec.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,26 @@ static inline const char *fuzz_model_dir(const char *model, const char *const *f
 static inline const char *fuzz_config_dir(const char *model, const char *const *files, int n,
                                           const uint8_t *data, size_t size) {
     return fuzz_model_dir(model, files, n, "config.json", data, size);
+}
+
+/* Loads the text model in dir and, when it loads, generates 4 tokens for
+ * in[0, n) greedily and with 2 beams, whatever comes back: the text
+ * harnesses' run (accept or refuse, never crash). */
+static inline void fuzz_text_generate(const char *dir, const char *const *in, int n) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    if (encdec_model_load(dir, &m) == ENCDEC_OK && encdec_session_new(m, NULL, &s) == ENCDEC_OK) {
+        encdec_generate_params gp = encdec_generate_default_params();
+        gp.max_new_tokens = 4;
+        for (int beams = 1; beams <= 2; beams++) {
+            encdec_result *r = NULL;
+            gp.num_beams = beams;
+            encdec_generate(s, in, n, &gp, &r);
+            encdec_result_free(r);
+        }
+    }
+    encdec_session_free(s);
+    encdec_model_free(m);
 }
 
 #endif

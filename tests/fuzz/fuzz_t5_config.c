@@ -10,21 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const files[] = {"model.safetensors", "tokenizer.json", "spiece.model"};
     const char *g_dir = fuzz_config_dir("tiny-random-t5-v1_1", files, 3, data, size);
     if (!g_dir) return 0;
-    encdec_model *m = NULL;
-    encdec_session *s = NULL;
-    if (encdec_model_load(g_dir, &m) == ENCDEC_OK && encdec_session_new(m, NULL, &s) == ENCDEC_OK) {
-        const char *in[] = {"translate English to German: The house is wonderful.", "Das Haus"};
-        encdec_generate_params gp = encdec_generate_default_params();
-        gp.max_new_tokens = 4;
-        encdec_result *r = NULL;
-        encdec_generate(s, in, 2, &gp, &r);
-        encdec_result_free(r);
-        gp.num_beams = 2;
-        r = NULL;
-        encdec_generate(s, in, 2, &gp, &r);
-        encdec_result_free(r);
-    }
-    encdec_session_free(s);
-    encdec_model_free(m);
+    const char *in[] = {"translate English to German: The house is wonderful.", "Das Haus"};
+    fuzz_text_generate(g_dir, in, 2);
     return 0;
 }
