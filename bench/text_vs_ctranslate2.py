@@ -4,7 +4,7 @@ thread count, in one run.
 
 Usage (from the repository root, after scripts/venv.sh and a build of the library):
 
-    .venv/bin/python bench/text_vs_ctranslate2.py [--shape opus-mt-en-de] [--threads 2]
+    .venv/bin/python bench/text_vs_ctranslate2.py [--shape opus-mt-en-de|flan-t5-small] [--threads 2]
         [--batches 1,16,64] [--beams 1,4] [--computes f32,int8] [--max-new 24]
         [--repeats 3] [--lib build/libencdec.so.0] [--json OUT]
 
@@ -12,10 +12,12 @@ The model: random weights of the real shape (opus-mt-en-de: Marian, d_model 512,
 layers, 8 heads, FFN 2048, 58101 tokens, swish, sinusoidal positions), written once to
 ${XDG_CACHE_HOME:-~/.cache}/encdec/models/<shape>-random as a Hugging Face directory
 with a Marian tokenizer (two SentencePiece models trained here on a few sentences, and
-a vocab.json filled out to the model's size), then converted by CTranslate2's own
-converter (ct2-transformers-converter's TransformersConverter) next to it. The
-</s> logit is pushed to -1e4 through final_logits_bias, so both engines generate
-exactly --max-new tokens for every sequence.
+a vocab.json filled out to the model's size); flan-t5-small: tools/gen_tiny_t5.py
+--bench's model (random, flan-t5-small's config and tokenizer). Each is converted by
+CTranslate2's own converter (ct2-transformers-converter's TransformersConverter)
+next to it. The </s> logit can never win (Marian: -1e4 through final_logits_bias;
+T5: a zero </s> row), so both engines generate exactly --max-new tokens for every
+sequence.
 
 Correctness first: encdec's greedy tokens for the batch-1 input are compared with
 CTranslate2's f32 ones (the agreement is printed; random weights may part two engines
@@ -24,14 +26,13 @@ compute, batch, beams) runs in a fresh process: one warm-up, then --repeats time
 calls of the whole batch (encoder and decoding; tokens in, tokens out for CTranslate2,
 text in and out for encdec, whose tokenizer gives MarianTokenizer's ids), reporting
 the median generated tokens per second (batch x max_new / time: the returned best
-sequences' tokens) and the process's peak RSS (the workers import neither torch nor
-transformers: the inputs come from a file). Both run intra-op threads = --threads
+sequences' tokens) and the process's peak RSS (VmHWM; the workers import neither
+torch nor transformers: the inputs come from a file). Both run intra-op threads = --threads
 (CTranslate2: inter_threads 1, intra_threads N; encdec: a session of N threads).
 """
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,9 @@ SHAPES = {
                       "activation_function": "swish", "scale_embedding": True, "pad_token_id": 58100,
                       "eos_token_id": 0, "decoder_start_token_id": 58100, "forced_eos_token_id": None,
                       "share_encoder_decoder_embeddings": True, "static_position_embeddings": True},
+    "flan-t5-small": {},   # tools/gen_tiny_t5.py --bench's
 }
+T5_PREFIX = "translate English to German: "
 SENTENCES = [
     "The house is wonderful and the garden is green.",
     "We walked to the station while the children played in the park.",
@@ -64,11 +67,29 @@ def cache_dir(shape):
     return os.path.join(cache, "encdec", "models", shape + "-random")
 
 
+def convert(d, ct2):
+    from ctranslate2.converters import TransformersConverter
+
+    class Converter(TransformersConverter):
+        # CTranslate2 4.8's converter passes transformers >= 4.56's dtype=; the oracle
+        # venv's 4.46 calls it torch_dtype (the spec is built by CTranslate2 as it is)
+        def load_model(self, model_class, path, **kw):
+            kw["torch_dtype"] = kw.pop("dtype", None)
+            return model_class.from_pretrained(path, **kw)
+
+    Converter(d).convert(ct2, force=True)
+
+
 def make_model(shape):
-    """The random model (HF directory + Marian tokenizer) and its CTranslate2 conversion."""
+    """The random model (HF directory + tokenizer) and its CTranslate2 conversion."""
     d = cache_dir(shape)
     ct2 = d + "-ct2"
     if os.path.exists(os.path.join(ct2, "model.bin")):
+        return d, ct2
+    if shape == "flan-t5-small":
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_tiny_t5.py"), "--bench", d],
+                       check=True)
+        convert(d, ct2)
         return d, ct2
     import io
 
@@ -106,26 +127,19 @@ def make_model(shape):
             f.write(blob)
     with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump(vocab, f, ensure_ascii=False)
-    from ctranslate2.converters import TransformersConverter
-
-    class Converter(TransformersConverter):
-        # CTranslate2 4.8's converter passes transformers >= 4.56's dtype=; the oracle
-        # venv's 4.46 calls it torch_dtype (the spec is built by CTranslate2 as it is)
-        def load_model(self, model_class, path, **kw):
-            kw["torch_dtype"] = kw.pop("dtype", None)
-            return model_class.from_pretrained(path, **kw)
-
-    Converter(d).convert(ct2, force=True)
+    convert(d, ct2)
     return d, ct2
 
 
-def inputs(model_dir, n):
-    """n texts and their MarianTokenizer pieces (CTranslate2's input)."""
-    from transformers import MarianTokenizer
+def inputs(model_dir, n, shape):
+    """n texts and their tokenizer's pieces (CTranslate2's input)."""
+    from transformers import AutoTokenizer
 
-    tok = MarianTokenizer.from_pretrained(model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir, use_fast=False)
     texts = [SENTENCES[i % len(SENTENCES)] + (" " + SENTENCES[(i * 3 + 1) % len(SENTENCES)] if i % 2 else "")
              for i in range(n)]
+    if shape == "flan-t5-small":
+        texts = [T5_PREFIX + t for t in texts]
     pieces = [tok.convert_ids_to_tokens(tok(t).input_ids) for t in texts]
     return texts, pieces
 
@@ -180,6 +194,16 @@ def worker_encdec(a, texts, pieces):
     return run
 
 
+def peak_rss_mb():
+    """This process's peak RSS since its exec (VmHWM: getrusage's ru_maxrss would keep
+    the forking parent's, torch and transformers included)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def worker(a):
     with open(a.inputs, encoding="utf-8") as f:   # (made by the parent: no transformers here)
         texts, pieces = json.load(f)
@@ -193,11 +217,14 @@ def worker(a):
     n_tok = sum(len(o) for o in out)
     med = statistics.median(times)
     first = out[0]
-    if a.engine == "ct2":   # pieces -> ids through the vocabulary
-        vocab = json.load(open(os.path.join(a.model, "vocab.json"), encoding="utf-8"))
-        first = [vocab.get(p, 1) for p in first]
-    print(json.dumps({"tok_s": n_tok / med, "tokens": n_tok, "median_s": med,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    if a.engine == "ct2":   # pieces -> ids through the CTranslate2 vocabulary (in id order)
+        for name in ("shared_vocabulary.json", "target_vocabulary.json"):
+            path = os.path.join(a.ct2, name)
+            if os.path.exists(path):
+                ids = {p: i for i, p in enumerate(json.load(open(path, encoding="utf-8")))}
+                first = [ids.get(p, -1) for p in first]
+                break
+    print(json.dumps({"tok_s": n_tok / med, "tokens": n_tok, "median_s": med, "rss_mb": peak_rss_mb(),
                       "first": first}))
 
 
@@ -238,7 +265,7 @@ def main():
     a.model, a.ct2 = make_model(a.shape)
     a.inputs = a.model + "-inputs.json"
     with open(a.inputs, "w", encoding="utf-8") as f:
-        json.dump(inputs(a.model, max(map(int, a.batches.split(",")))), f, ensure_ascii=False)
+        json.dump(inputs(a.model, max(map(int, a.batches.split(","))), a.shape), f, ensure_ascii=False)
     rows = []
     r_e = one(a, "encdec", "f32", 1, 1)
     r_c = one(a, "ct2", "f32", 1, 1)
