@@ -672,6 +672,32 @@ def completions(binary):
         check(s.stop() == 0, "completions: exit status 0")
 
 
+def completions_bart(binary):
+    """A BART-family model (the seeded random Marian of tests/data, with its
+    tokenizer): /v1/completions greedy as transformers' generate() and
+    MarianTokenizer give it (tests/data/bart-golden/marian.json), best_of as
+    `encdec generate --beam` (whose beams test_bart_golden pins)."""
+    d = os.path.join(HERE, "..", "data", "tiny-random-marian")
+    gold = json.load(open(os.path.join(HERE, "..", "data", "bart-golden", "marian.json"), encoding="utf-8"))
+    api, n = gold["api"], gold["max_new_tokens"]
+    s = Server(binary, d)
+    try:
+        c = s.client()
+        r = c.completions.create(model="tiny-random-marian", prompt=api["inputs"], max_tokens=n,
+                                 temperature=0)
+        check([ch.text for ch in r.choices] == api["greedy"]["text"],
+              "completions, Marian: greedy as transformers")
+        want = subprocess.run([binary, "generate", "-m", d, "--max-new-tokens", str(n), "--beam", "4",
+                               "--num-return", "2", api["inputs"][0]],
+                              capture_output=True, text=True, timeout=60).stdout.splitlines()
+        r = c.completions.create(model="tiny-random-marian", prompt=api["inputs"][0], max_tokens=n,
+                                 best_of=4, n=2, temperature=0)
+        check([ch.text for ch in r.choices] == want and len(want) == 2,
+              "completions, Marian: best_of 4 as encdec generate --beam 4 (%r)" % want)
+    finally:
+        check(s.stop() == 0, "completions, Marian: exit status 0")
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -692,6 +718,7 @@ def main():
     start_errors(binary, tiny)
     load(binary, tiny, sanitized)
     completions(binary)
+    completions_bart(binary)
     if vad_model():
         vad(binary, tiny)
     else:
