@@ -71,6 +71,10 @@ static void test_tokenizers(void) {
         {"[1, 2]", ENCDEC_ERR_CONFIG, ""},
         {"{\"</s>\": 0, \"<unk>\": 1.5}", ENCDEC_ERR_TOKENIZER, "the id of \"<unk>\" is not an integer"},
         {"{\"</s>\": 0, \"<unk>\": -1}", ENCDEC_ERR_TOKENIZER, "the id of \"<unk>\""},
+        /* fuzz_bart's find: an id past int's range (its cast was undefined) */
+        {"{\"</s>\": 0, \"<unk>\": 1, \"a\": 6666666666666666666666666666666666666}",
+         ENCDEC_ERR_TOKENIZER, "the id of \"a\" is not an integer"},
+        {"{\"</s>\": 0, \"<unk>\": 1, \"a\": -1e300}", ENCDEC_ERR_TOKENIZER, "the id of \"a\""},
         {"{\"</s>\": 0, \"<unk>\": 2}", ENCDEC_ERR_TOKENIZER, "vocab.json"},           /* a hole at 1 */
         {"{\"</s>\": 0, \"x\": 1}", ENCDEC_ERR_TOKENIZER, "no \"</s>\" or \"<unk>\""},
         {"{\"</s>\": 1, \"<unk>\": 0}", ENCDEC_ERR_TOKENIZER, "does not fit the model"},  /* eos 0 */

@@ -6,6 +6,7 @@
 #include "base/fmap.h"
 #include "base/json.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,8 +63,9 @@ static encdec_status load_vocab(ed_ttok *t, const char *path) {
     const cJSON *e;
     int added;
     cJSON_ArrayForEach(e, c) {
-        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valueint < 0 ||
-            e->valueint >= TV_MAX_ID) {
+        /* the range first: a cast of 1e300 to int is undefined (the fuzzer's find) */
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble < TV_MAX_ID) ||
+            e->valuedouble != floor(e->valuedouble)) {
             st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the id of \"%.40s\" is not an integer in "
                          "[0, %d)", ed_basename(path), e->string, TV_MAX_ID);
             break;
