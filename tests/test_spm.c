@@ -456,12 +456,23 @@ static void check_handmade(void) {
         free(s);
         spm_free(t);
     }
-    /* a BPE model */
+    /* a BPE model: pairs merge by the score of what they make, whatever the
+     * unigram search would prefer; an unknown run is still one <unk> */
     make_model(&b, pieces, scores, 5, 2, 0);
     tmp_write(tmp_path("bpe.model"), b.p, b.n);
+    t = load(0, tmp_path("bpe.model"));
+    if (t) {
+        expect_ids(t, "ab", (int[]){3}, 1);                 /* ▁+a (-1), then ▁a+b (-3) */
+        expect_ids(t, "axxb", (int[]){4, 2, 5}, 3);
+        expect_ids(t, " c  ab", (int[]){6, 7, 3}, 3);       /* ▁c is no piece */
+        spm_free(t);
+    }
+    /* a WORD model */
+    make_model(&b, pieces, scores, 5, 3, 0);
+    tmp_write(tmp_path("word.model"), b.p, b.n);
     t = (spm_tok *)&t;
-    CHECK_STATUS(spm_load_model(&t, tmp_path("bpe.model")), ENCDEC_ERR_TOKENIZER,
-                 "model_type is BPE (2); only UNIGRAM models are supported");
+    CHECK_STATUS(spm_load_model(&t, tmp_path("word.model")), ENCDEC_ERR_TOKENIZER,
+                 "model_type is WORD (3); only UNIGRAM and BPE models are supported");
     CHECK(t == NULL);
     /* no <unk>, byte pieces without byte_fallback, an empty piece, a bad type */
     pbuf c = {.n = 0};

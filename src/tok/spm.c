@@ -1,5 +1,5 @@
 /* spm.c - text -> ids: special spellings split out, normalisation, the unigram
- * Viterbi search, unknown characters. Two pipelines (spm_internal.h):
+ * Viterbi search (a BPE-type model's merges: spm_bpe.c), unknown characters. Two pipelines (spm_internal.h):
  *
  *   SPM_SLOW (spiece.model, as HF's slow T5Tokenizer): split at <pad> </s> <unk>
  *   and <extra_id_N> (sentinels swallow the whitespace around them, Python's
@@ -187,6 +187,7 @@ static encdec_status put_unknown(const spm_tok *t, const char *s, size_t n, spm_
 }
 
 static encdec_status viterbi(const spm_tok *t, const char *s, size_t n, scratch *w, spm_ids *out) {
+    if (t->bpe) return spm_bpe(t, s, n, out);   /* a BPE-type model merges instead */
     if (n == 0) return ENCDEC_OK;
     if (n + 1 > w->cap) {
         size_t cap = n + 1 > 2 * w->cap ? n + 1 : 2 * w->cap;

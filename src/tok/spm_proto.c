@@ -269,8 +269,8 @@ encdec_status spm_load_proto(spm_tok *t, const uint8_t *data, size_t size, const
     pb_reader r = {data, data + size, data, file, "ModelProto"};
     encdec_status st = read_model(t, &r, &m);
     if (st) return st;
-    if (m.model_type != 1)
-        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model_type is %s (%lld); only UNIGRAM models are supported",
+    if (m.model_type != 1 && m.model_type != 2)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model_type is %s (%lld); only UNIGRAM and BPE models are supported",
                        file, model_type_name(m.model_type), (long long)m.model_type);
     if (m.ws_suffix) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: treat_whitespace_as_suffix is not supported", file);
     if (m.denormalizer_rules) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: denormalizer rules are not supported", file);
@@ -284,6 +284,7 @@ encdec_status spm_load_proto(spm_tok *t, const uint8_t *data, size_t size, const
         int n = snprintf(s, sizeof s, "<extra_id_%d>", n_extra - 1 - i);
         if ((st = spm_put(t, n_pieces + i, s, (size_t)n, 0, SPM_ADDED, file))) return st;
     }
+    t->bpe = m.model_type == 2;
     t->byte_fallback = m.byte_fallback != 0;
     t->decode_bytes = t->byte_fallback;
     t->add_dummy_prefix = m.add_dummy_prefix != 0;

@@ -1,7 +1,6 @@
-/* text.c - a text-to-text model's tokenizer over SentencePiece (text.h). */
-#include "tok/text.h"
-#include "tok/bpe.h"
-#include "tok/vocab.h"
+/* text.c - a text-to-text model's tokenizer (text.h): the kinds, T5's wrapped
+ * SentencePiece, BART's BPE, Marian's pair of models over vocab.json. */
+#include "tok/text_internal.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
@@ -10,23 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ed_ttok {
-    const spm_tok *spm;        /* the T5 kind: ids are the model's; borrowed */
-    bpe_tok *bpe;              /* BART's byte-level BPE (owned); bos below, eos */
-    /* Marian: */
-    spm_tok *src, *tgt;        /* owned; target.spm is read (transformers requires it) but
-                                  decoding needs only the pieces' spellings */
-    tok_vocab vocab;           /* vocab.json: piece <-> model id */
-    tok_vocab text;            /* each id's text (U+2581 -> space) */
-    int eos, unk, pad, bos;
-};
-
 #define SPACE_MARK "\xe2\x96\x81"   /* U+2581 */
 
 encdec_status ttok_wrap_spm(ed_ttok **out, const spm_tok *spm) {
     *out = calloc(1, sizeof **out);
     if (!*out) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    (*out)->kind = TTOK_T5;
     (*out)->spm = spm;
+    (*out)->src_lang = -1;
     return ENCDEC_OK;
 }
 
@@ -37,8 +27,7 @@ int ttok_is_marian_dir(const char *dir) {
            ed_is_file(ed_path_join(p, sizeof p, dir, "vocab.json"));
 }
 
-/* s with every U+2581 as a space, into v at id. */
-static encdec_status put_text(tok_vocab *v, int id, const char *s, const char *file) {
+encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file) {
     size_t n = strlen(s), k = 0;
     char *t = malloc(n + 1);
     if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
@@ -56,7 +45,7 @@ static encdec_status put_text(tok_vocab *v, int id, const char *s, const char *f
     return st;
 }
 
-static encdec_status load_vocab(ed_ttok *t, const char *path) {
+encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path) {
     cJSON *c;
     encdec_status st = ed_json_load(path, &c);
     if (st) return st;
@@ -71,7 +60,7 @@ static encdec_status load_vocab(ed_ttok *t, const char *path) {
             break;
         }
         st = tv_put(&t->vocab, e->valueint, e->string, strlen(e->string), path, &added);
-        if (!st) st = put_text(&t->text, e->valueint, e->string, path);
+        if (!st) st = ttok_put_text(&t->text, e->valueint, e->string, path);
         if (st) break;
     }
     cJSON_Delete(c);
@@ -92,7 +81,10 @@ encdec_status ttok_load_marian(ed_ttok **out, const char *dir) {
     char p[4200];
     encdec_status st = spm_load_model_ex(&t->src, ed_path_join(p, sizeof p, dir, "source.spm"), 0);
     if (!st) st = spm_load_model_ex(&t->tgt, ed_path_join(p, sizeof p, dir, "target.spm"), 0);
-    if (!st) st = load_vocab(t, ed_path_join(p, sizeof p, dir, "vocab.json"));
+    t->kind = TTOK_MARIAN;
+    t->src_lang = -1;
+    if (!st) st = ttok_read_vocab_json(t, ed_path_join(p, sizeof p, dir, "vocab.json"));
+    if (!st) st = ttok_marian_langs(t);
     if (st) {
         ttok_free(t);
         return st;
@@ -113,6 +105,8 @@ encdec_status ttok_load_bpe(ed_ttok **out, const char *dir, int bos) {
     ed_ttok *t = calloc(1, sizeof *t);
     if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
     encdec_status st = bpe_load_dir(&t->bpe, dir);
+    t->kind = TTOK_BART;
+    t->src_lang = -1;
     t->bos = bos;
     if (!st) {
         t->eos = bpe_token_id(t->bpe, "</s>");
@@ -136,6 +130,11 @@ void ttok_free(ed_ttok *t) {
     spm_free(t->tgt);
     tv_free(&t->vocab);
     tv_free(&t->text);
+    free(t->special);
+    free(t->added);
+    for (int i = 0; i < t->n_langs; i++) free(t->lang_code[i]);
+    free(t->lang_code);
+    free(t->lang_id);
     free(t);
 }
 
@@ -158,9 +157,12 @@ static int lang_code(const ed_ttok *t, const char *text, size_t len, size_t *res
     return id;
 }
 
-static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+/* Marian: the target language's token (tgt, else one the text starts
+ * with), the pieces, </s>. */
+static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t len, int tgt, int **ids,
+                                   int *n) {
     size_t rest = 0;
-    int code = lang_code(t, text, len, &rest);
+    int code = tgt >= 0 ? t->lang_id[tgt] : lang_code(t, text, len, &rest);
     int *sp = NULL, ns = 0;
     encdec_status st = spm_encode(t->src, text + rest, len - rest, 0, &sp, &ns);
     if (st) return st;
@@ -206,10 +208,17 @@ static encdec_status bpe_encode_all(const ed_ttok *t, const char *text, size_t l
     return ENCDEC_OK;
 }
 
-encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                               int *n) {
+    if (src >= t->n_langs || tgt >= t->n_langs) src = tgt = -1;   /* not from ttok_find_lang */
     if (t->spm) return spm_encode(t->spm, text, len, 1, ids, n);
     if (t->bpe) return bpe_encode_all(t, text, len, ids, n);
-    return marian_encode(t, text, len, ids, n);
+    if (t->kind == TTOK_MARIAN) return marian_encode(t, text, len, tgt, ids, n);
+    return ttok_sp_encode(t, text, len, src, ids, n);
+}
+
+encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
+    return ttok_encode_lang(t, text, len, -1, -1, ids, n);
 }
 
 static int marian_special(const ed_ttok *t, int id) {
@@ -246,7 +255,8 @@ encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) 
         *text = bpe_decode(t->bpe, ids, n, 1);
         return *text ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
     }
-    if (!t->spm) return marian_decode(t, ids, n, text);
+    if (t->kind == TTOK_MARIAN) return marian_decode(t, ids, n, text);
+    if (!t->spm) return ttok_sp_decode(t, ids, n, text);
     int *kept = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), k = 0, V = spm_n_vocab(t->spm);
     if (!kept) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
     for (int i = 0; i < n; i++)
@@ -273,5 +283,6 @@ int ttok_is_normal(const ed_ttok *t, int id) {
     if (t->spm) return spm_is_normal(t->spm, id);
     if (t->bpe) return id >= 0 && id < bpe_n_vocab(t->bpe) && !bpe_is_special(t->bpe, id);
     const char *p = tv_spelling(&t->vocab, id);
+    if (t->kind != TTOK_MARIAN) return p && !t->special[id];
     return p && !marian_special(t, id) && strncmp(p, ">>", 2) != 0;
 }

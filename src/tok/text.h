@@ -9,7 +9,9 @@
  *     MarianTokenizer without sacremoses);
  *   - BART's byte-level BPE (tok/bpe.h: tokenizer.json, or vocab.json +
  *     merges.txt with special_tokens_map.json), <s> text </s> as
- *     BartTokenizer builds its inputs.
+ *     BartTokenizer builds its inputs;
+ *   - the SentencePiece classes of NLLB, mBART-50, mBART, M2M100 and
+ *     Pegasus, with their language codes (text_sp.c).
  *
  *   ed_ttok *t;  ttok_load_marian(&t, "models/opus-mt-en-de");
  *   int *ids, n;  ttok_encode(t, "Hello", 5, &ids, &n);      ids end with </s>
@@ -38,6 +40,19 @@ int ttok_is_marian_dir(const char *dir);
 /* BART's byte-level BPE files in dir (bpe_load_dir's), with bos (-1: none)
  * before every input and "</s>" after it. */
 encdec_status ttok_load_bpe(ed_ttok **out, const char *dir, int bos);
+/* The SentencePiece tokenizer of a fairseq translation model in dir, as
+ * transformers' class of that name builds it (text_sp.c): NllbTokenizer,
+ * MBart50Tokenizer, MBartTokenizer (sentencepiece.bpe.model), M2M100Tokenizer
+ * (sentencepiece.bpe.model + vocab.json), PegasusTokenizer (spiece.model);
+ * the class is tokenizer_config.json's tokenizer_class, else model_type's
+ * ("pegasus", "mbart": mBART-50, "m2m_100": M2M100 with vocab.json, else
+ * NLLB). Added tokens and their ids come from tokenizer_config.json's
+ * added_tokens_decoder, else added_tokens.json, else the class's layout.
+ * Errors: ENCDEC_ERR_TOKENIZER naming the file; a src_lang that is not one
+ * of the codes. */
+encdec_status ttok_load_sp(ed_ttok **out, const char *dir, const char *model_type);
+/* 1 when dir holds sentencepiece.bpe.model or spiece.model. */
+int ttok_is_sp_dir(const char *dir);
 /* 1 when dir holds byte-level BPE files (tokenizer.json, or vocab.json +
  * merges.txt). */
 int ttok_is_bpe_dir(const char *dir);
@@ -48,6 +63,29 @@ int ttok_eos(const ed_ttok *t);
 /* text[0, len) -> ids with the end token appended; *ids malloc'd. Invalid
  * UTF-8: ENCDEC_ERR_ARG naming the byte. */
 encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n);
+/* The same with languages, indices from ttok_find_lang or -1 for the
+ * default: src is the source language token of NLLB, mBART and M2M100
+ * inputs ([src] text </s>; mBART: text </s> [src]); tgt is Marian's >>xx<<
+ * token before the text (TTOK_TGT_SOURCE); each is ignored by the kinds
+ * that have no such place. */
+encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                               int *n);
+
+/* Languages: the codes as users write them ("fra_Latn", "fr_XX", "fr";
+ * Marian's ">>fr<<" as "fr"), i in [0, ttok_n_langs); NULL / -1 when out
+ * of range. ttok_find_lang takes a code or the token's spelling ("__fr__",
+ * ">>fr<<"): its index, or -1. */
+int ttok_n_langs(const ed_ttok *t);
+const char *ttok_lang_code(const ed_ttok *t, int i);
+int ttok_lang_token(const ed_ttok *t, int i);
+int ttok_find_lang(const ed_ttok *t, const char *code);
+/* Where the target language goes: forced as the first generated token
+ * (NLLB, mBART-50, M2M100: forced_bos_token_id), as the decoder's start
+ * (mBART), before the source text (Marian), or nowhere. */
+enum { TTOK_TGT_NONE, TTOK_TGT_FORCED, TTOK_TGT_START, TTOK_TGT_SOURCE };
+int ttok_tgt_place(const ed_ttok *t);
+/* 1 when inputs carry a source language token (NLLB, mBART, M2M100). */
+int ttok_has_src_lang(const ed_ttok *t);
 /* ids -> text, special tokens skipped, ids past the tokenizer's skipped
  * (a model's vocabulary padded past its tokenizer); *text malloc'd. */
 encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text);

@@ -1,0 +1,64 @@
+/* text_internal.h - the ed_ttok structure shared by the text tokenizer files:
+ *
+ *   text.c       the kinds and the calls every kind answers (encode, decode,
+ *                one token's text); T5's wrapped SentencePiece, BART's BPE,
+ *                Marian's pair of models over vocab.json
+ *   text_sp.c    the SentencePiece classes of the fairseq translation
+ *                models: NLLB, mBART-50, mBART, M2M100, Pegasus
+ *   text_lang.c  language codes: the model's list, lookups, where the target
+ *                language goes
+ *
+ * The "mapped" kinds (Marian and text_sp.c's) segment with a SentencePiece
+ * model and map each piece's spelling to the model's id through vocab.
+ * Not for use outside src/tok/.
+ */
+#ifndef ED_TOK_TEXT_INTERNAL_H
+#define ED_TOK_TEXT_INTERNAL_H
+
+#include "tok/text.h"
+#include "tok/bpe.h"
+#include "tok/vocab.h"
+
+#include <stdint.h>
+
+enum { TTOK_T5, TTOK_BART, TTOK_MARIAN, TTOK_NLLB, TTOK_MBART50, TTOK_MBART, TTOK_M2M100,
+       TTOK_PEGASUS };
+
+struct ed_ttok {
+    int kind;                  /* TTOK_* */
+    const spm_tok *spm;        /* T5: ids are the model's; borrowed */
+    bpe_tok *bpe;              /* BART's byte-level BPE (owned); bos below, eos */
+    /* the mapped kinds: */
+    spm_tok *src, *tgt;        /* owned; src segments; Marian's target.spm is read
+                                  (transformers requires it), decoding needs only
+                                  the pieces' spellings */
+    tok_vocab vocab;           /* piece or token spelling <-> model id */
+    tok_vocab text;            /* each id's text (U+2581 -> space) */
+    int eos, unk, pad, bos;
+    uint8_t *special;          /* [vocab.n] skipped by decoding (text_sp.c's kinds) */
+    int *added;                /* [n_added] ids split out of the text before segmenting */
+    int n_added;
+    int clean_up;              /* tokenizer_config's clean_up_tokenization_spaces */
+    /* languages (text_lang.c) */
+    int *lang_id;              /* [n_langs] the language tokens' ids */
+    char **lang_code;          /* [n_langs] as users write them ("fr", "fra_Latn", "fr_XX") */
+    int n_langs;
+    int src_lang;              /* the default source language token, -1: none */
+    int lang_suffix;           /* 1: x </s> [lang] (mBART, NLLB's legacy); 0: [lang] x </s> */
+};
+
+/* s with every U+2581 as a space, into v at id. */
+encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file);
+/* A JSON {spelling: id} file into t->vocab and t->text. */
+encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path);
+/* The language list: codes[i] (copied) for token id ids[i]. */
+encdec_status ttok_set_langs(ed_ttok *t, char **codes, const int *ids, int n);
+/* Marian's: vocab.json's >>xx<< tokens. */
+encdec_status ttok_marian_langs(ed_ttok *t);
+
+/* text_sp.c */
+encdec_status ttok_sp_encode(const ed_ttok *t, const char *text, size_t len, int src_lang, int **ids,
+                             int *n);
+encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, char **text);
+
+#endif
