@@ -9,6 +9,8 @@
 int cli_transcribe(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_translate(int argc, char **argv);   /* generate, a target language required */
+int cli_generate_as(int argc, char **argv, int translate);
 int cli_stream(int argc, char **argv);
 
 /* Resolves the model path: -m value, else $ENCDEC_MODEL, else the default

@@ -9,16 +9,24 @@
 
 static const char *HELP =
     "usage: encdec generate -m MODEL [options] [TEXT...]\n"
+    "       encdec translate -m MODEL [--src-lang CODE] --tgt-lang CODE [options] [TEXT...]\n"
     "(options and texts in any order; \"--\" ends the options)\n"
     "\n"
     "Generates text from text with a T5-family model (T5, Flan-T5, mT5, umT5) or a\n"
-    "BART-family one (BART, mBART, Marian / OPUS-MT, M2M100 / NLLB, Pegasus: so far\n"
-    "with Marian's and BART's tokenizers); a Hugging Face safetensors directory. Each TEXT\n"
-    "argument is one input (Marian's multilingual models: \">>fra<< text\"); without TEXT, the\n"
-    "inputs are read from standard input, one per line. Inputs are encoded and decoded\n"
-    "together, --batch at a time, and printed in input order.\n"
+    "BART-family one (BART, mBART, mBART-50, Marian / OPUS-MT, M2M100, NLLB-200,\n"
+    "Pegasus); a Hugging Face safetensors directory with its tokenizer files. Each TEXT\n"
+    "argument is one input; without TEXT, the inputs are read from standard input, one\n"
+    "per line. Inputs are encoded and decoded together, --batch at a time, and printed\n"
+    "in input order. translate is generate with a target language required where the\n"
+    "model has languages.\n"
     "\n"
     "options:\n"
+    "      --src-lang CODE    the inputs' language, for models whose inputs carry it\n"
+    "                         (NLLB \"eng_Latn\", mBART \"en_XX\", M2M100 \"en\"; default:\n"
+    "                         the tokenizer's src_lang)\n"
+    "      --tgt-lang CODE    the language to generate (NLLB \"fra_Latn\", mBART \"fr_XX\",\n"
+    "                         M2M100 \"fr\", a multilingual Marian model's \"fra\" for >>fra<<)\n"
+    "      --list-languages   print the model's language codes, one per line, and exit\n"
     "  -m, --model PATH       model directory or .safetensors file (default: $ENCDEC_MODEL)\n"
     "  -t, --threads N        worker threads, 1..256 (default: CPUs online, at most 8)\n"
     "      --max-new-tokens N tokens generated per sequence, </s> included, 1..4096\n"
@@ -65,7 +73,7 @@ static const char *HELP =
 
 typedef struct {
     const char *model;
-    int threads, json, batch, stream;
+    int threads, json, batch, stream, list_langs, translate;
     encdec_generate_params gp;
     encdec_model_params mp;   /* compute mode, kernel set */
     encdec_kv_type cross_kv;
@@ -96,6 +104,7 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(HELP, stdout); return 0; }
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--stream")) o->stream = 1;
+        else if (!strcmp(a, "--list-languages")) o->list_langs = 1;
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
         else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1;
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
@@ -108,6 +117,8 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
             i++;
             if (!strcmp(a, "--kv-cache")) ok = cli_parse_kv(v, &o->gp.kv_mode);
             else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+            else if (!strcmp(a, "--src-lang")) o->gp.src_lang = v;
+            else if (!strcmp(a, "--tgt-lang")) o->gp.tgt_lang = v;
             else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_parse_int(a, v, 1, 256, &o->threads);
             else if (!strcmp(a, "--max-new-tokens")) ok = cli_parse_int(a, v, 1, 4096, &o->gp.max_new_tokens);
             else if (!strcmp(a, "--beam")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_beams);
@@ -163,6 +174,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->threads = cli_default_threads();
     o->json = 0;
     o->stream = 0;
+    o->list_langs = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
     o->mp = encdec_model_default_params();
@@ -338,10 +350,44 @@ static int run_stdin(encdec_session *s, const opts *o) {
     return failed;
 }
 
-int cli_generate(int argc, char **argv) {
+/* The model's language codes on one line each, or all on stderr after a
+ * usage error. */
+static void print_langs(const encdec_model *m, FILE *f) {
+    for (int i = 0; encdec_model_language(m, i); i++) fprintf(f, "%s\n", encdec_model_language(m, i));
+}
+
+/* --src-lang and --tgt-lang against the model's codes (translate: a target
+ * where there are languages): 1, or 0 after a usage error listing them. */
+static int check_langs(const encdec_model *m, const opts *o) {
+    const char *bad = NULL, *which = NULL;
+    if (o->gp.tgt_lang && encdec_model_find_language(m, o->gp.tgt_lang) < 0) bad = o->gp.tgt_lang, which = "--tgt-lang";
+    if (o->gp.src_lang && encdec_model_find_language(m, o->gp.src_lang) < 0) bad = o->gp.src_lang, which = "--src-lang";
+    if (bad && !encdec_model_language(m, 0)) {
+        cli_err("encdec: %s \"%s\": this model has no languages to choose\n", which, bad);
+        return 0;
+    }
+    if (bad) {
+        cli_err("encdec: %s \"%s\" is not one of the model's language codes:\n", which, bad);
+        print_langs(m, stderr);
+        return 0;
+    }
+    if (o->translate && !o->gp.tgt_lang && encdec_model_language(m, 0)) {
+        cli_err("encdec: translate needs --tgt-lang CODE (encdec translate -m %s --list-languages "
+                "lists them)\n", o->model);
+        return 0;
+    }
+    return 1;
+}
+
+int cli_translate(int argc, char **argv) { return cli_generate_as(argc, argv, 1); }
+
+int cli_generate(int argc, char **argv) { return cli_generate_as(argc, argv, 0); }
+
+int cli_generate_as(int argc, char **argv, int translate) {
     opts o;
     int first;
     int rc = parse(argc, argv, &o, &first);
+    o.translate = translate;
     if (rc <= 0) return rc == 0 ? 0 : CLI_USAGE_ERR;
     double load_ms;
     encdec_model *m = cli_load_model(o.model, &o.mp, &load_ms);
@@ -353,6 +399,11 @@ int cli_generate(int argc, char **argv) {
                 o.model, info.family);
         encdec_model_free(m);
         return 1;
+    }
+    if (o.list_langs || !check_langs(m, &o)) {
+        if (o.list_langs) print_langs(m, stdout);
+        encdec_model_free(m);
+        return o.list_langs ? 0 : CLI_USAGE_ERR;
     }
     encdec_session *s = NULL;
     encdec_session_params sp = {o.threads, o.cross_kv};

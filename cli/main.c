@@ -15,8 +15,11 @@ static const char *USAGE =
     "commands:\n"
     "  transcribe [options] AUDIO...   speech to text (WAV, FLAC, OGG, MP3, m4a...)\n"
     "  generate -m MODEL [options] [TEXT...]\n"
-    "                                  text to text (T5 family); inputs from stdin\n"
-    "                                  without TEXT, one per line\n"
+    "                                  text to text (T5 and BART families); inputs\n"
+    "                                  from stdin without TEXT, one per line\n"
+    "  translate -m MODEL --tgt-lang CODE [options] [TEXT...]\n"
+    "                                  generate with languages (NLLB, M2M100, mBART,\n"
+    "                                  Marian); --list-languages lists the codes\n"
     "  bench [options] AUDIO           time load, mel, encoder and decoding per cache mode\n"
     "  stream [options] AUDIO|-        live transcription: text as the audio arrives\n"
     "                                  (raw PCM from standard input, or a file)\n"
@@ -46,6 +49,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "transcribe")) return cli_transcribe(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
     if (!strcmp(cmd, "stream")) return cli_stream(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return srv_main(argc - 1, argv + 1);
     fprintf(stderr, "encdec: unknown command \"%.200s\"\n\n%s", cmd, USAGE);

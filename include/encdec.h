@@ -195,12 +195,15 @@ typedef struct {
 /* Fills *info; the strings are static or owned by the model. */
 ENCDEC_API void encdec_model_get_info(const encdec_model *m, encdec_model_info *info);
 
-/* Whisper: the code of the model's i-th language ("en", "zh", ... in the
- * tokenizer's order; English-only models: "en" alone), NULL past the end
- * or for other families. */
+/* The code of the model's i-th language, NULL past the end: Whisper's ("en",
+ * "zh", ... in the tokenizer's order; English-only models: "en" alone); a
+ * translation model's, as its tokenizer spells them (NLLB "fra_Latn",
+ * mBART "fr_XX", M2M100 "fr", a multilingual Marian model's >>fr<< as "fr");
+ * none for T5, BART and Pegasus. */
 ENCDEC_API const char *encdec_model_language(const encdec_model *m, int i);
-/* The index of a language by code or English name ("de", "German"; case
- * ignored) among the model's, or -1. */
+/* The index of a language among the model's, or -1: Whisper's by code or
+ * English name ("de", "German"; case ignored); a translation model's by
+ * code or token spelling ("fr", "__fr__"). */
 ENCDEC_API int encdec_model_find_language(const encdec_model *m, const char *name);
 /* The English name, lower case, of a Whisper language given by code or
  * name ("de" -> "german"), or NULL when there is no such language. */
@@ -817,6 +820,17 @@ typedef struct {
      * request's deliveries, which then come several tokens at a time). */
     encdec_token_fn on_token;
     void *user;                /* passed to on_token */
+    /* Translation models' languages, as encdec_model_language lists them
+     * (NULL = the tokenizer's default source, the model's own start):
+     * src_lang: the source language token of NLLB, mBART-50, mBART and
+     * M2M100 inputs ("eng_Latn", "en_XX", "en"); tgt_lang: the target
+     * language, forced as the first generated token (NLLB, mBART-50,
+     * M2M100: forced_bos_token_id), as the decoder's start (mBART), or as
+     * the >>fr<< token before a multilingual Marian model's input. A code the
+     * model lacks, or a language a model has no place for, is ENCDEC_ERR_ARG
+     * naming the model's codes. */
+    const char *src_lang;
+    const char *tgt_lang;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

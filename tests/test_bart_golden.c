@@ -403,6 +403,102 @@ static void check_sequences(const encdec_result *r, const cJSON *tokens, const c
     }
 }
 
+/* Translation's languages (the "langs" golden: mBART-50, M2M100): inputs
+ * with the source language's token, outputs with the target's forced first,
+ * by a session (greedy and beam) and an engine (greedy); codes the model
+ * lacks, and languages a model has no place for, are usage errors. */
+static void check_langs(encdec_model *m, const cJSON *lj, const char *const *in, int B,
+                        const encdec_generate_params *beam) {
+    const char *src = cJSON_GetObjectItem(lj, "src_lang")->valuestring;
+    const char *tgt = cJSON_GetObjectItem(lj, "tgt_lang")->valuestring;
+    const cJSON *ids = cJSON_GetObjectItem(lj, "input_ids");
+    int si = encdec_model_find_language(m, src), bad = 0;
+    CHECK(si >= 0);
+    CHECK_STR(encdec_model_language(m, si), src);
+    for (int b = 0; b < B; b++) {
+        int *got = NULL, n = 0;
+        CHECK_EQ_INT(ttok_encode_lang(m->ttok, in[b], strlen(in[b]), si, -1, &got, &n), ENCDEC_OK);
+        const cJSON *want = cJSON_GetArrayItem(ids, b);
+        bad += n != cJSON_GetArraySize(want);
+        for (int t = 0; t < n && t < cJSON_GetArraySize(want); t++) bad += got[t] != cJSON_GetArrayItem(want, t)->valueint;
+        free(got);
+    }
+    CHECK_EQ_INT(bad, 0);
+    printf("  languages %s -> %s: %d input id mismatches; generations below\n", src, tgt, bad);
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = beam->max_new_tokens;
+    p.src_lang = src;
+    p.tgt_lang = tgt;
+    encdec_result *r = NULL;
+    const cJSON *gj = cJSON_GetObjectItem(lj, "greedy"), *bj = cJSON_GetObjectItem(lj, "beam");
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(gj, "tokens"), cJSON_GetObjectItem(gj, "text"), 1);
+    encdec_result_free(r);
+    r = NULL;
+    encdec_generate_params pb = *beam;
+    pb.src_lang = src;
+    pb.tgt_lang = tgt;
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &pb, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(bj, "tokens"), cJSON_GetObjectItem(bj, "text"), pb.num_return_sequences);
+    encdec_result_free(r);
+    /* an engine request's languages: its own strings, not kept */
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    for (int b = 0; e && b < B; b++) {
+        char s_copy[32], t_copy[32];
+        snprintf(s_copy, sizeof s_copy, "%s", src);
+        snprintf(t_copy, sizeof t_copy, "%s", tgt);
+        p.src_lang = s_copy;
+        p.tgt_lang = t_copy;
+        encdec_request *q = NULL;
+        CHECK_EQ_INT(encdec_engine_generate(e, in[b], &p, &q), ENCDEC_OK);
+        memset(s_copy, 'x', sizeof s_copy - 1);
+        memset(t_copy, 'x', sizeof t_copy - 1);
+        encdec_result *rb = NULL;
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &rb), ENCDEC_OK);
+        const encdec_sequence *sq = rb ? encdec_result_sequence(rb, 0) : NULL;
+        CHECK_STR(sq ? sq->text : "", cJSON_GetArrayItem(cJSON_GetObjectItem(gj, "text"), b)->valuestring);
+        encdec_result_free(rb);
+        encdec_request_free(q);
+    }
+    /* codes the model lacks: the usage error lists the model's */
+    p.src_lang = "xx_Latn";
+    p.tgt_lang = tgt;
+    r = NULL;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "unknown source language \"xx_Latn\"");
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, src);
+    p.src_lang = NULL;
+    p.tgt_lang = "klingon";
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "unknown target language \"klingon\"");
+    encdec_request *q = NULL;
+    if (e) CHECK_STATUS(encdec_engine_generate(e, in[0], &p, &q), ENCDEC_ERR_ARG, "unknown target language");
+    CHECK(r == NULL && q == NULL);
+    encdec_engine_free(e);
+    encdec_session_free(s);
+}
+
+/* A model without languages (Pegasus, BART): src_lang and tgt_lang are
+ * usage errors, and it lists no codes. */
+static void check_no_langs(encdec_model *m, const char *in) {
+    encdec_session *s = NULL;
+    encdec_session_params sp = {1};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    CHECK(encdec_model_language(m, 0) == NULL);
+    encdec_generate_params p = encdec_generate_default_params();
+    encdec_result *r = NULL;
+    p.src_lang = "en";
+    if (s) CHECK_STATUS(encdec_generate(s, &in, 1, &p, &r), ENCDEC_ERR_ARG, "carry no source language");
+    p.src_lang = NULL;
+    p.tgt_lang = "de";
+    if (s) CHECK_STATUS(encdec_generate(s, &in, 1, &p, &r), ENCDEC_ERR_ARG, "has no target languages");
+    encdec_session_free(s);
+}
+
 /* Through the public API (a model with its tokenizer): the tokenizer's
  * ids, then texts and tokens as transformers' generate() and its tokenizer's
  * decode give them, by a session and by an engine. */
@@ -502,6 +598,9 @@ static void check_api(const char *model_dir, golden *G, const char *model_type) 
         encdec_session_free(fs);
         encdec_model_free(fm);
     }
+    const cJSON *lj = cJSON_GetObjectItem(api, "langs");
+    if (lj) check_langs(m, lj, in, B, &p);
+    else if (strcmp(model_type, "marian")) check_no_langs(m, in[0]);
     /* the decoder's positions bound what an engine may generate */
     encdec_engine *e2 = NULL;
     ep.max_new_tokens = 4096;

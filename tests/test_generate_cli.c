@@ -209,6 +209,42 @@ static void test_errors(void) {
     CHECK_SH("\"$CLI\" generate -m \"$M\" </dev/null; echo rc=$?", 0, "rc=0");
 }
 
+/* `encdec translate` on the mBART-50 model (tokenizer and languages of
+ * tools/golden_text_tok.py): the texts transformers' generate gives with the
+ * source language's token and the target's forced; the usage errors. */
+static void test_translate(void) {
+    cJSON *js = NULL;
+    if (ed_json_load(ED_TEST_DATA "/bart-golden/mbart.json", &js)) {
+        CHECK(0);
+        return;
+    }
+    const cJSON *api = cJSON_GetObjectItem(js, "api"), *lj = cJSON_GetObjectItem(api, "langs");
+    char buf[4096] = "", script[4096];
+    for (int i = 0; i < 3; i++) {
+        strcat(buf, cJSON_GetArrayItem(cJSON_GetObjectItem(api, "inputs"), i)->valuestring);
+        strcat(buf, "\n");
+    }
+    const char *f = tmp_path("translate.txt");
+    tmp_write(f, buf, strlen(buf));
+#define MBART ED_TEST_DATA "/tiny-random-mbart"
+    snprintf(script, sizeof script, "\"$CLI\" translate -m %s --src-lang %s --tgt-lang %s --max-new-tokens 16 < %s",
+             MBART, cJSON_GetObjectItem(lj, "src_lang")->valuestring,
+             cJSON_GetObjectItem(lj, "tgt_lang")->valuestring, f);
+    CHECK_EQ_INT(sh(script), 0);
+    const cJSON *texts = cJSON_GetObjectItem(cJSON_GetObjectItem(lj, "greedy"), "text");
+    const char *want[3];
+    for (int i = 0; i < 3; i++) want[i] = cJSON_GetArrayItem(texts, i)->valuestring;
+    expect_lines(want, 3);
+    CHECK_SH("\"$CLI\" translate -m " MBART " --list-languages", 0, "ar_AR\ncs_CZ\nde_DE\n");
+    CHECK_SH("\"$CLI\" translate -m " MBART " x", 2, "translate needs --tgt-lang CODE");
+    CHECK_SH("\"$CLI\" translate -m " MBART " --tgt-lang de x", 2,
+             "--tgt-lang \"de\" is not one of the model\x27s language codes:\nar_AR\n");
+    CHECK_SH("\"$CLI\" generate -m " MBART " --src-lang xx_XX x", 2, "--src-lang \"xx_XX\"");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --tgt-lang de x", 2, "this model has no languages");
+    CHECK_SH("\"$CLI\" translate -m \"$M\" --max-new-tokens 2 x", 0, "");   /* T5: nothing to choose */
+    cJSON_Delete(js);
+}
+
 int main(void) {
     if (!tmp_new("encdec-generate-cli")) return 2;
     if (ed_json_load(GOLDEN, &g_js)) {
@@ -217,6 +253,7 @@ int main(void) {
     }
     test_outputs();
     test_errors();
+    test_translate();
     cJSON_Delete(g_js);
     tmp_remove(tmp_dir);
     return check_done();

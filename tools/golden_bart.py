@@ -456,6 +456,46 @@ def write_bart_tokenizer():
         tok.save_pretrained(model_dir("bart"))
 
 
+# the SentencePiece tokenizers of tools/golden_text_tok.py beside these models, and the
+# languages of their "langs" goldens (source token, forced target token)
+SP_TOKENIZERS = {"mbart": "mbart50", "m2m100": "m2m100", "pegasus": "pegasus"}
+LANG_PAIRS = {"mbart": ("fr_XX", "de_DE"), "m2m100": ("fr", "de")}
+
+
+def write_sp_tokenizer(variant):
+    """tools/golden_text_tok.py's tokenizer of that class, saved into the model's dir."""
+    import tempfile
+
+    import golden_text_tok
+
+    d = model_dir(variant)
+    with tempfile.TemporaryDirectory() as tmp:
+        golden_text_tok.make(SP_TOKENIZERS[variant], tmp).save_pretrained(d)
+    for f in ("sentencepiece.bpe.model", "spiece.model"):   # one copy in git: a link
+        mine = os.path.join(d, f)
+        for other in ("nllb", "pegasus"):
+            theirs = os.path.join(golden_text_tok.OUT, other, f)
+            if os.path.isfile(mine) and os.path.isfile(theirs) and open(mine, "rb").read() == open(theirs, "rb").read():
+                os.remove(mine)
+                os.symlink(os.path.relpath(theirs, d), mine)
+
+
+def langs_golden(variant, model, ids, bp, tok):
+    """Translation's languages: inputs with src_lang's token, generate() with the
+    target language's token forced first (forced_bos_token_id), as transformers'
+    translation examples run these models."""
+    src, tgt = LANG_PAIRS[variant]
+    tok.src_lang = src
+    enc = tok(MARIAN_TEXTS, return_tensors="pt", padding=True)
+    x, mask = enc["input_ids"], enc["attention_mask"]
+    forced = tok.get_lang_id(tgt) if variant == "m2m100" else tok.convert_tokens_to_ids(tgt)
+    g, (bt, bs) = greedy(model, x, mask, ids, forced), beam(model, x, mask, ids, bp, forced)
+    dec = lambda seqs: [tok.decode([t for t in s if t < len(tok)], skip_special_tokens=True) for s in seqs]
+    return {"src_lang": src, "tgt_lang": tgt, "forced": forced,
+            "input_ids": [[int(t) for t, m in zip(r, mr) if m] for r, mr in zip(x, mask)],
+            "greedy": {"tokens": g, "text": dec(g)}, "beam": {"tokens": bt, "scores": bs, "text": dec(bt)}}
+
+
 def api_golden(variant, model, ids, bp):
     """The public API's golden of a model with a tokenizer: HF's tokenizer ids of the
     texts, generate()'s greedy and beam tokens decoded as HF decodes them."""
@@ -469,12 +509,17 @@ def api_golden(variant, model, ids, bp):
     input_ids = [[int(t) for t, m in zip(r, mr) if m] for r, mr in zip(x, mask)]
     g = greedy(model, x, mask, ids)
     bt, bs = beam(model, x, mask, ids, bp)
-    dec = lambda seqs: [tok.decode(s, skip_special_tokens=True) for s in seqs]
+    # the slow SentencePiece classes cannot decode ids past their vocabulary (the
+    # model's padding rows): those are dropped first, as the fast classes drop them
+    dec = lambda seqs: [tok.decode([t for t in s if t < len(tok)], skip_special_tokens=True) for s in seqs]
     fg, (fbt, fbs) = greedy(model, x, mask, ids, FORCED_BOS), beam(model, x, mask, ids, bp, FORCED_BOS)
-    return {"inputs": MARIAN_TEXTS, "input_ids": input_ids, "greedy": {"tokens": g, "text": dec(g)},
-            "beam": {"tokens": bt, "scores": bs, "text": dec(bt)},
-            "forced": {"bos": FORCED_BOS, "greedy": {"tokens": fg, "text": dec(fg)},
-                       "beam": {"tokens": fbt, "scores": fbs, "text": dec(fbt)}}}
+    out = {"inputs": MARIAN_TEXTS, "input_ids": input_ids, "greedy": {"tokens": g, "text": dec(g)},
+           "beam": {"tokens": bt, "scores": bs, "text": dec(bt)},
+           "forced": {"bos": FORCED_BOS, "greedy": {"tokens": fg, "text": dec(fg)},
+                      "beam": {"tokens": fbt, "scores": fbs, "text": dec(fbt)}}}
+    if variant in LANG_PAIRS:
+        out["langs"] = langs_golden(variant, model, ids, bp, tok)
+    return out
 
 
 def pad_rows(seqs, n):
@@ -516,6 +561,8 @@ def golden(variant):
         write_marian_tokenizer()
     if variant == "bart":
         write_bart_tokenizer()
+    if variant in SP_TOKENIZERS:
+        write_sp_tokenizer(variant)
     seqs, x, mask = inputs(variant)
     g = greedy(model, x, mask, ids)
     tf = teacher_forced(model, x, mask, g, ids)
@@ -566,7 +613,7 @@ def golden(variant):
             "greedy": {"tokens": g, "min_margin": round(m, 4)},
             "beam": {"num_beams": NUM_BEAMS, "num_return_sequences": NUM_RETURN, **bp,
                      "tokens": bt, "scores": bs}}
-    if variant in ("marian", "bart"):
+    if variant in ("marian", "bart") or variant in SP_TOKENIZERS:
         meta["api"] = api_golden(variant, model.to(torch.float32), ids, bp)
         print("  api:", json.dumps(meta["api"], ensure_ascii=False))
     with open(os.path.join(GOLDEN_DIR, variant + ".json"), "w") as f:

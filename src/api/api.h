@@ -125,8 +125,16 @@ typedef struct {
     int n_tokens, t_max;
 } api_packed;
 encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults */
+/* The languages of a generation (encdec_generate_params' src_lang and
+ * tgt_lang) as the model takes them: a source language index for the
+ * tokenizer (src; tgt for Marian's >>xx<< token, -1: none), the decoder's
+ * start and the forced first token (-1: none). */
+typedef struct {
+    int src, tgt, dec_start, forced;
+} api_langs;
+encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *out);
 encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
-                           api_packed *pk);
+                           const api_langs *lg, api_packed *pk);
 void api_packed_free(api_packed *pk);
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
  * with l[0, n) each output's length so far (a copy of len, the task's, or
@@ -143,9 +151,9 @@ typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t, const api_watch *w);
  * sequences (width each: beams or samples): the decoder start fed, the
  * strategy's task run by run(run_ctx, t, watch), the sequences added to r;
  * p->on_token called for every token on the way (gen_stream.h). */
-encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p, int B,
-                                  const dec_model *dm, api_run_fn run, void *run_ctx,
-                                  encdec_result *r);
+encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
+                                  const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
+                                  void *run_ctx, encdec_result *r);
 
 /* transcribe.c: the whole transcript of r's segments as its sequence 0 (every
  * text token decoded together). */

@@ -46,7 +46,8 @@ struct encdec_request {
     encdec_audio_info info;      /* what the file held (file input) */
     int gen;                     /* a T5 generation: */
     char *text;                  /* its input */
-    encdec_generate_params gp;
+    encdec_generate_params gp;   /* its language strings resolved into langs and cleared */
+    api_langs langs;
     pthread_t th;
     atomic_int cancel;
     pthread_mutex_t mu;
@@ -139,7 +140,7 @@ static encdec_status generate_body(encdec_request *q) {
     const encdec_model *m = q->e->model;
     const char *in[1] = {q->text};
     api_packed pk;
-    encdec_status st = api_tokenize(&m->text, in, 1, q->gp.truncate, &pk);
+    encdec_status st = api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, &pk);
     sch_client *c = NULL;
     encdec_result *r = NULL;
     if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
@@ -157,7 +158,7 @@ static encdec_status generate_body(encdec_request *q) {
         dec_runner *rn = sch_client_runner(c);
         rn_begin(rn, ENCDEC_KV_FULL);
         dec_model dm = rn_seam(rn);
-        st = api_generate_decode(&m->text, &q->gp, 1, &dm, run_posted, c, r);
+        st = api_generate_decode(&m->text, &q->gp, &q->langs, 1, &dm, run_posted, c, r);
         r->timings.encoder_ms = t1 - t0;
         r->timings.decode_ms = ed_now_ms() - t1;
         r->timings.n_steps = rn->n_steps;
@@ -369,6 +370,8 @@ encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
         st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: this is a Whisper model (speech to "
                      "text); use encdec_engine_transcribe");
     if (!st) st = api_generate_check(&q->gp);
+    if (!st) st = api_langs_of(&e->model->text, &q->gp, &q->langs);
+    q->gp.src_lang = q->gp.tgt_lang = NULL;   /* the caller's strings: not kept */
     int width = q->gp.do_sample ? q->gp.num_return_sequences : q->gp.num_beams;
     if (!st && q->gp.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",

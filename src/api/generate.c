@@ -77,8 +77,43 @@ void api_packed_free(api_packed *pk) {
     free(pk->len);
 }
 
+/* "unknown target language "xx"; this model's 202: ace_Arab, ..." */
+static encdec_status unknown_lang(const ed_ttok *t, const char *which, const char *code) {
+    char list[700];
+    size_t k = 0;
+    int n = ttok_n_langs(t), i = 0;
+    for (; i < n && k + 40 < sizeof list; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? " " : "", ttok_lang_code(t, i));
+    if (i < n) snprintf(list + k, sizeof list - k, " ... (%d more)", n - i);
+    return ed_fail(ENCDEC_ERR_ARG, "unknown %s language \"%.40s\"; this model's %d codes: %s", which,
+                   code, n, list);
+}
+
+encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *lg) {
+    const ed_ttok *t = m->tok;
+    *lg = (api_langs){-1, -1, m->dec_start, m->forced_bos};
+    if (p->src_lang) {
+        if (!ttok_has_src_lang(t))
+            return ed_fail(ENCDEC_ERR_ARG, "src_lang \"%.40s\": this %s model's inputs carry no "
+                           "source language%s", p->src_lang, m->model_type,
+                           ttok_n_langs(t) ? " (a Marian model knows its source language)" : "");
+        if ((lg->src = ttok_find_lang(t, p->src_lang)) < 0) return unknown_lang(t, "source", p->src_lang);
+    }
+    if (p->tgt_lang) {
+        int place = ttok_tgt_place(t), i = ttok_find_lang(t, p->tgt_lang);
+        if (place == TTOK_TGT_NONE)
+            return ed_fail(ENCDEC_ERR_ARG, "tgt_lang \"%.40s\": this %s model has no target "
+                           "languages", p->tgt_lang, m->model_type);
+        if (i < 0) return unknown_lang(t, "target", p->tgt_lang);
+        if (place == TTOK_TGT_FORCED) lg->forced = ttok_lang_token(t, i);
+        else if (place == TTOK_TGT_START) lg->dec_start = ttok_lang_token(t, i);
+        else lg->tgt = i;
+    }
+    return ENCDEC_OK;
+}
+
 encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
-                           api_packed *pk) {
+                           const api_langs *lg, api_packed *pk) {
     memset(pk, 0, sizeof *pk);
     pk->start = ed_alloc((size_t)B * sizeof(int), "input table");
     pk->len = ed_alloc((size_t)B * sizeof(int), "input table");
@@ -89,7 +124,8 @@ encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B,
         if (!inputs[b]) return ed_fail(ENCDEC_ERR_ARG, "input %d is NULL", b);
         if (!inputs[b][0]) return ed_fail(ENCDEC_ERR_ARG, "input %d is empty", b);
         int *ids = NULL, n = 0;
-        encdec_status st = ttok_encode(m->tok, inputs[b], strlen(inputs[b]), &ids, &n);
+        encdec_status st = ttok_encode_lang(m->tok, inputs[b], strlen(inputs[b]), lg ? lg->src : -1,
+                                            lg ? lg->tgt : -1, &ids, &n);
         if (st) {
             ed_err_prefix("input %d", b);
             return st;
@@ -133,9 +169,9 @@ static encdec_status add_token(encdec_result *r, const ed_ttok *tok, int id, flo
 
 static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len); }
 
-encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p, int B,
-                                  const dec_model *dm, api_run_fn run, void *run_ctx,
-                                  encdec_result *r) {
+encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
+                                  const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
+                                  void *run_ctx, encdec_result *r) {
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
     int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
@@ -150,7 +186,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
      * token where the model has one (the target language, BART's <s>): fed
      * with it, then the first of every output (log-prob 0, counted in
      * max_new_tokens, as transformers' forced_bos_token_id) */
-    int prompt[2] = {m->dec_start, m->forced_bos}, n_prompt = m->forced_bos >= 0 ? 2 : 1;
+    int prompt[2] = {lg->dec_start, lg->forced}, n_prompt = lg->forced >= 0 ? 2 : 1;
     if (n_prompt == 2) {
         rules.forced = &prompt[1];
         rules.n_forced = 1;
@@ -213,7 +249,7 @@ static encdec_status run_here(void *ctx, dec_task *t, const api_watch *w) {
 }
 
 static encdec_status run(encdec_session *s, const api_packed *pk, int B,
-                         const encdec_generate_params *p, encdec_result *r) {
+                         const encdec_generate_params *p, const api_langs *lg, encdec_result *r) {
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
     const s2s_model *m = &s->model->text;
     s2s_shape shape = {pk->n_tokens, pk->t_max, B, B * width, p->max_new_tokens + 1};
@@ -229,7 +265,7 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);
-        st = api_generate_decode(m, p, B, &dm, run_here, &dm, r);
+        st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, r);
     }
     r->timings.encoder_ms = t1 - t0;
     r->timings.decode_ms = ed_now_ms() - t1;
@@ -251,16 +287,18 @@ static encdec_status encdec_generate_body(encdec_session *s, const char *const *
     if (!inputs || n_inputs < 1 || n_inputs > GEN_MAX_INPUTS)
         return ed_fail(ENCDEC_ERR_ARG, "encdec_generate: %d inputs (1..%d)", n_inputs, GEN_MAX_INPUTS);
     encdec_generate_params p = params ? *params : encdec_generate_default_params();
+    api_langs lg;
     encdec_status st = api_generate_check(&p);
+    if (!st) st = api_langs_of(&s->model->text, &p, &lg);
     if (st) return st;
     api_packed pk;
-    st = api_tokenize(&s->model->text, inputs, n_inputs, p.truncate, &pk);
+    st = api_tokenize(&s->model->text, inputs, n_inputs, p.truncate, &lg, &pk);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);
         if (!r) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: result");
     }
-    if (!st) st = run(s, &pk, n_inputs, &p, r);
+    if (!st) st = run(s, &pk, n_inputs, &p, &lg, r);
     api_packed_free(&pk);
     if (st) {
         encdec_result_free(r);

@@ -50,19 +50,23 @@ static encdec_status detect_family(const char *path, api_family *fam) {
     return st;
 }
 
-/* A BART-family model's tokenizer, from the files beside it. */
+/* A BART-family model's tokenizer, from the files beside it: Marian's pair
+ * of SentencePiece models, BART's byte-level BPE, or the SentencePiece
+ * classes of NLLB, mBART, M2M100 and Pegasus. */
 static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
     char dir[4096];
     model_dir(path, dir, sizeof dir);
     const bart_hparams *h = &m->bart->hp;
-    int bpe = !strcmp(m->bart->var->model_type, "bart") && ttok_is_bpe_dir(dir);
-    if (!ttok_is_marian_dir(dir) && !bpe)
-        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer encdec reads for this %s model: it "
-                       "reads Marian's source.spm + target.spm + vocab.json and BART's byte-level "
-                       "BPE (tokenizer.json, or vocab.json + merges.txt) so far (the SentencePiece "
-                       "BPE of mBART, M2M100, NLLB and Pegasus is not done yet)", dir,
-                       m->bart->var->model_type);
-    encdec_status st = bpe ? ttok_load_bpe(&m->ttok, dir, h->bos) : ttok_load_marian(&m->ttok, dir);
+    const char *type = m->bart->var->model_type;
+    encdec_status st;
+    if (ttok_is_marian_dir(dir)) st = ttok_load_marian(&m->ttok, dir);
+    else if (strcmp(type, "bart") && ttok_is_sp_dir(dir)) st = ttok_load_sp(&m->ttok, dir, type);
+    else if (ttok_is_bpe_dir(dir)) st = ttok_load_bpe(&m->ttok, dir, h->bos);
+    else
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer beside this %s model: encdec reads "
+                       "Marian's source.spm + target.spm + vocab.json, sentencepiece.bpe.model (NLLB, "
+                       "mBART, M2M100 with vocab.json), spiece.model (Pegasus), or BART's byte-level "
+                       "BPE (tokenizer.json, or vocab.json + merges.txt)", dir, type);
     if (st) return st;
     if (ttok_n_vocab(m->ttok) > h->n_vocab || ttok_eos(m->ttok) != h->eos)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer (%d ids, </s> %d) does not fit the "
@@ -387,6 +391,7 @@ const char *encdec_build_info(void) {
 }
 
 const char *encdec_model_language(const encdec_model *m, int i) {
+    if (m && api_is_text(m)) return ttok_lang_code(m->ttok, i);
     if (!m || m->family != API_WHISPER) return NULL;
     if (!m->w->multilingual) return i == 0 ? "en" : NULL;
     return i >= 0 && i < m->w->sp.n_langs ? wlang_code(i) : NULL;
@@ -399,6 +404,7 @@ const char *encdec_language_name(const char *code) {
 const char *encdec_language_code(int i) { return wlang_code(i); }
 
 int encdec_model_find_language(const encdec_model *m, const char *name) {
+    if (m && api_is_text(m)) return ttok_find_lang(m->ttok, name);
     if (!m || m->family != API_WHISPER || !name || strlen(name) > 32) return -1;
     int i = wlang_find(name);
     return encdec_model_language(m, i) ? i : -1;

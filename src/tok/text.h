@@ -45,8 +45,8 @@ encdec_status ttok_load_bpe(ed_ttok **out, const char *dir, int bos);
  * MBart50Tokenizer, MBartTokenizer (sentencepiece.bpe.model), M2M100Tokenizer
  * (sentencepiece.bpe.model + vocab.json), PegasusTokenizer (spiece.model);
  * the class is tokenizer_config.json's tokenizer_class, else model_type's
- * ("pegasus", "mbart": mBART-50, "m2m_100": M2M100 with vocab.json, else
- * NLLB). Added tokens and their ids come from tokenizer_config.json's
+ * ("pegasus"; "mbart": mBART-50, or mBART with 25 codes or fewer;
+ * "m2m_100": M2M100 with vocab.json, else NLLB). Added tokens and their ids come from tokenizer_config.json's
  * added_tokens_decoder, else added_tokens.json, else the class's layout.
  * Errors: ENCDEC_ERR_TOKENIZER naming the file; a src_lang that is not one
  * of the codes. */

@@ -268,8 +268,8 @@ static encdec_status m2m100_layout(build *b, int n_json, const cJSON *cfg, const
         st = listed(extra, s) ? put_added(b, n_json + i, s, 1) : put(b, n_json + i, s, 0);
     }
     for (int i = 0; i < madeup && !st; i++) {
-        snprintf(s, sizeof s, "madeupword%04d", i);
-        st = put(b, n_json + n + i, s, 0);
+        snprintf(s, sizeof s, "madeupword%04d", i);   /* decode as <unk>: skipped */
+        st = put(b, n_json + n + i, s, 1);
     }
     return st ? st : ttok_set_langs(b->t, names, ids, n);
 }
@@ -360,6 +360,9 @@ encdec_status ttok_load_sp(ed_ttok **out, const char *dir, const char *model_typ
                      "MBart50Tokenizer, MBartTokenizer, M2M100Tokenizer, PegasusTokenizer", dir,
                      cJSON_IsString(cls) ? "\"" : "", cJSON_IsString(cls) ? cls->valuestring : "(none)",
                      cJSON_IsString(cls) ? "\"" : "");
+    /* mBART without a class: mBART-cc25's 25 codes, or mBART-50's */
+    if (!st && kind == TTOK_MBART50 && !cJSON_IsString(cls) && cJSON_GetArraySize(extra_specials(cfg, map)) <= 25)
+        kind = TTOK_MBART;
     ed_ttok *t = st ? NULL : calloc(1, sizeof *t);
     if (!st && !t) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
     if (!st) {
