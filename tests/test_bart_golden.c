@@ -499,6 +499,40 @@ static void check_no_langs(encdec_model *m, const char *in) {
     encdec_session_free(s);
 }
 
+/* bad_words_ids in the model's config (Marian's <pad> in real OPUS-MT
+ * configs): the token banned at every step, as generate() bans it; a
+ * malformed entry is a configuration error. */
+static void check_bad_words(const cJSON *bw, const char *const *in, int B, int N) {
+    static const char *const files[] = {"config.json", "model.safetensors", "source.spm",
+                                        "target.spm", "vocab.json", NULL};
+    const char *d = md_copy(ED_TEST_DATA "/tiny-random-marian", "bad-words", files);
+    char *ids = cJSON_PrintUnformatted(cJSON_GetObjectItem(bw, "ids"));
+    md_set_config(d, "bad_words_ids", ids);
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_model_load(d, &m), ENCDEC_OK);
+    encdec_session_params sp = {2};
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = N;
+    const cJSON *g = cJSON_GetObjectItem(bw, "greedy");
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(g, "tokens"), cJSON_GetObjectItem(g, "text"), 1);
+    printf("  bad_words_ids %s: greedy as generate() gives it\n", ids);
+    free(ids);
+    encdec_result_free(r);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    const char *bad[] = {"[[1, 2], 3]", "[[99999]]", "[[-1]]", "7"};
+    for (int i = 0; i < 4; i++) {
+        md_set_config(d, "bad_words_ids", bad[i]);
+        m = (encdec_model *)&m;
+        CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, "bad_words_ids");
+        CHECK(m == NULL);
+    }
+}
+
 /* Through the public API (a model with its tokenizer): the tokenizer's
  * ids, then texts and tokens as transformers' generate() and its tokenizer's
  * decode give them, by a session and by an engine. */
@@ -601,6 +635,8 @@ static void check_api(const char *model_dir, golden *G, const char *model_type) 
     const cJSON *lj = cJSON_GetObjectItem(api, "langs");
     if (lj) check_langs(m, lj, in, B, &p);
     else if (strcmp(model_type, "marian")) check_no_langs(m, in[0]);
+    const cJSON *bw = cJSON_GetObjectItem(api, "bad_words");
+    if (bw) check_bad_words(bw, in, B, G->N);
     /* the decoder's positions bound what an engine may generate */
     encdec_engine *e2 = NULL;
     ep.max_new_tokens = 4096;

@@ -519,6 +519,17 @@ def api_golden(variant, model, ids, bp):
                       "beam": {"tokens": fbt, "scores": fbs, "text": dec(fbt)}}}
     if variant in LANG_PAIRS:
         out["langs"] = langs_golden(variant, model, ids, bp, tok)
+    if variant == "marian":
+        # bad_words_ids (real OPUS-MT configs ban <pad>): here the token greedy picks
+        # most often, banned at every step by generate()
+        flat = [t for q in g for t in q if t != ids["eos"]]
+        bad = max(set(flat), key=lambda t: (flat.count(t), -t))
+        kw = dict(gen_kw(model), bad_words_ids=[[bad]])
+        with torch.no_grad():
+            o = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **kw)
+        bw = [strip(r, ids["start"], ids["eos"]) for r in o.sequences]
+        assert bw != g and all(bad not in q for q in bw)
+        out["bad_words"] = {"ids": [[bad]], "greedy": {"tokens": bw, "text": dec(bw)}}
     return out
 
 

@@ -37,6 +37,10 @@ struct encdec_model {
     whisper_model *w_dev;
 };
 
+/* gen_config.c: m's suppress list from the generation config in dir
+ * (generation_config.json, else config.json): bad_words_ids. */
+encdec_status api_gen_config(s2s_model *m, const char *dir);
+
 /* A text-to-text model (T5, the BART family): generation, not transcription. */
 static inline int api_is_text(const encdec_model *m) { return m->family != API_WHISPER; }
 

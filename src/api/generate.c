@@ -181,7 +181,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     float *scores = ed_alloc(n_out * sizeof(float), "output scores");
     float *logits = dec_alloc_n((size_t)W * (size_t)m->n_vocab, sizeof(float), "decode logits");
     encdec_status st = !toks || !lps || !lens || !scores || !logits ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
-    dec_rules rules = {NULL, 0, NULL, 0, m->eos, max_new};
+    dec_rules rules = {m->suppress, m->n_suppress, NULL, 0, m->eos, max_new};
     /* the decoder start for every sequence (one pass), and the forced first
      * token where the model has one (the target language, BART's <s>): fed
      * with it, then the first of every output (log-prob 0, counted in

@@ -84,7 +84,9 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                               h->n_head, h->d_kv};
         encdec_status st = ttok_wrap_spm(&m->ttok, m->t5->tok);
         m->text.tok = m->ttok;
-        return st;
+        char dir[4096];
+        model_dir(path, dir, sizeof dir);
+        return st ? st : api_gen_config(&m->text, dir);
     }
     const bart_hparams *h = &m->bart->hp;
     m->text = (s2s_model){&bart_s2s_ops, m->bart, NULL, m->bart->var->model_type, h->n_vocab,
@@ -92,7 +94,9 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                           h->dec_heads, h->d / h->dec_heads};
     encdec_status st = bart_tokenizer(m, path);
     m->text.tok = m->ttok;
-    return st;
+    char dir[4096];
+    model_dir(path, dir, sizeof dir);
+    return st ? st : api_gen_config(&m->text, dir);
 }
 
 /* The family's weight matrices into out[0, cap); returns how many there are. */
@@ -313,6 +317,7 @@ void encdec_model_free(encdec_model *m) {
     t5_free(m->t5);
     bart_free(m->bart);
     ttok_free(m->ttok);
+    free(m->text.suppress);
     free(m);
 }
 

@@ -63,6 +63,10 @@ typedef struct {
     int forced_bos;            /* the first generated token, forced (mBART-50, M2M100 and
                                   NLLB's target language, BART's <s>); -1: none */
     int n_dec_layer, n_head, head_dim;   /* the cross cache's shape */
+    int *suppress;             /* the generation config's one-token bad_words_ids: banned at
+                                  every step (owned; api/gen_config.c) */
+    int n_suppress;
+    int n_bad_long;            /* its longer bad_words_ids entries, not applied */
 } s2s_model;
 
 extern const s2s_ops t5_s2s_ops, bart_s2s_ops;
