@@ -205,6 +205,12 @@ ENCDEC_API const char *encdec_model_language(const encdec_model *m, int i);
  * English name ("de", "German"; case ignored); a translation model's by
  * code or token spelling ("fr", "__fr__"). */
 ENCDEC_API int encdec_model_find_language(const encdec_model *m, const char *name);
+/* A text model's tokens by their spelling in its tokenizer ("\u2581Hello",
+ * "eng_Latn", "</s>"; BART's byte-level "\u0120the"), as CTranslate2's token
+ * lists spell them: the id, or -1 (also for Whisper models); and an id's
+ * spelling, NULL out of range. Borrowed from the model. */
+ENCDEC_API int encdec_model_token_id(const encdec_model *m, const char *token);
+ENCDEC_API const char *encdec_model_token(const encdec_model *m, int id);
 /* The English name, lower case, of a Whisper language given by code or
  * name ("de" -> "german"), or NULL when there is no such language. */
 ENCDEC_API const char *encdec_language_name(const char *code);
@@ -831,6 +837,17 @@ typedef struct {
      * naming the model's codes. */
     const char *src_lang;
     const char *tgt_lang;
+    /* CTranslate2's rules (its translate_batch options of these names): a
+     * logit of a token the sequence generated (forced ones included) divided
+     * by repetition_penalty when positive, multiplied when negative (0 or 1:
+     * off); a token that would repeat an n-gram of the generated tokens
+     * banned (no_repeat_ngram_size > 0); the suppress_tokens[0,
+     * n_suppress_tokens) never generated (besides the generation config's
+     * bad_words_ids). */
+    float repetition_penalty;
+    int no_repeat_ngram_size;
+    const int *suppress_tokens;
+    int n_suppress_tokens;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
@@ -856,6 +873,18 @@ ENCDEC_API encdec_status encdec_generate(encdec_session *s, const char *const *i
 ENCDEC_API encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
                                                 const encdec_generate_params *params,
                                                 encdec_request **out);
+/* The same from tokens, as CTranslate2's translate_batch takes them: ids[0,
+ * n_ids) the encoder's input as the model takes it (</s> and any language
+ * token included; longer than the model accepts: an error, or with
+ * truncate its first tokens and its last), prefix[0, n_prefix) the
+ * decoder's first tokens after its start (a target prefix: forced, every
+ * output starts with them; n_prefix < max_new_tokens; 0: the model's own
+ * forced token or tgt_lang's). src_lang is an error (the tokens carry it),
+ * so is a Marian tgt_lang. Ids must be below the vocabulary size. */
+ENCDEC_API encdec_status encdec_engine_generate_ids(encdec_engine *e, const int *ids, int n_ids,
+                                                    const int *prefix, int n_prefix,
+                                                    const encdec_generate_params *params,
+                                                    encdec_request **out);
 
 /* ---- results ------------------------------------------------------------ */
 

@@ -466,6 +466,32 @@ static void check_langs(encdec_model *m, const cJSON *lj, const char *const *in,
         encdec_result_free(rb);
         encdec_request_free(q);
     }
+    /* from tokens (CTranslate2's way): the golden's input ids, the target
+     * language as a one-token prefix; the same outputs */
+    for (int b = 0; e && b < B; b++) {
+        const cJSON *w = cJSON_GetArrayItem(ids, b);
+        int n = cJSON_GetArraySize(w), tok[256], pre = cJSON_GetObjectItem(lj, "forced")->valueint;
+        for (int t = 0; t < n && t < 256; t++) tok[t] = cJSON_GetArrayItem(w, t)->valueint;
+        encdec_generate_params pi = encdec_generate_default_params();
+        pi.max_new_tokens = beam->max_new_tokens;
+        encdec_request *q = NULL;
+        encdec_result *rb = NULL;
+        CHECK_EQ_INT(encdec_engine_generate_ids(e, tok, n, &pre, 1, &pi, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &rb), ENCDEC_OK);
+        const encdec_sequence *sq = rb ? encdec_result_sequence(rb, 0) : NULL;
+        CHECK_STR(sq ? sq->text : "", cJSON_GetArrayItem(cJSON_GetObjectItem(gj, "text"), b)->valuestring);
+        encdec_result_free(rb);
+        encdec_request_free(q);
+        if (b) continue;
+        tok[0] = 1 << 20;   /* out of the vocabulary; then a prefix as long as the output */
+        CHECK_STATUS(encdec_engine_generate_ids(e, tok, n, &pre, 1, &pi, &q), ENCDEC_ERR_ARG, "not below the vocabulary");
+        tok[0] = 0;
+        pi.max_new_tokens = 1;
+        CHECK_STATUS(encdec_engine_generate_ids(e, tok, n, &pre, 1, &pi, &q), ENCDEC_ERR_ARG, "a target prefix of 1");
+        pi.max_new_tokens = 8;
+        pi.src_lang = src;
+        CHECK_STATUS(encdec_engine_generate_ids(e, tok, n, NULL, 0, &pi, &q), ENCDEC_ERR_ARG, "the input is tokens");
+    }
     /* codes the model lacks: the usage error lists the model's */
     p.src_lang = "xx_Latn";
     p.tgt_lang = tgt;

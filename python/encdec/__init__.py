@@ -1,4 +1,4 @@
-"""encdec: Whisper and T5-family inference on the CPU, from Python.
+"""encdec: Whisper, T5 and BART-family inference on the CPU, from Python.
 
     import encdec
     model = encdec.WhisperModel("tiny.en", compute_type="int8")
@@ -16,6 +16,7 @@ from ._native import ArgumentError, CancelledError, EncdecError
 from ._native import lib as _lib
 from .audio import decode_audio
 from .t5 import Seq2SeqModel, T5Model
+from .translator import TranslationResult, Translator
 from .vad import VadOptions, get_speech_timestamps
 from .whisper import (BatchedInferencePipeline, LiveEvent, Segment, TranscriptionInfo,
                       TranscriptionOptions, WhisperModel, Word)
@@ -28,7 +29,8 @@ def build_info():
     return _lib.encdec_build_info().decode()
 
 
-__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Seq2SeqModel", "Segment", "Word", "LiveEvent",
+__all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Seq2SeqModel", "Translator",
+           "TranslationResult", "Segment", "Word", "LiveEvent",
            "TranscriptionInfo", "TranscriptionOptions", "decode_audio",
            "VadOptions", "get_speech_timestamps",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

@@ -204,7 +204,10 @@ class GenerateParams(Structure):
                 ("length_penalty", c_float), ("early_stopping", c_int),
                 ("num_return_sequences", c_int), ("do_sample", c_int), ("temperature", c_float),
                 ("top_k", c_int), ("top_p", c_float), ("seed", c_uint64), ("truncate", c_int),
-                ("on_token", TOKEN_FN), ("user", c_void_p)]
+                ("on_token", TOKEN_FN), ("user", c_void_p), ("src_lang", c_char_p),
+                ("tgt_lang", c_char_p), ("repetition_penalty", c_float),
+                ("no_repeat_ngram_size", c_int), ("suppress_tokens", POINTER(c_int)),
+                ("n_suppress_tokens", c_int)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.
@@ -273,6 +276,10 @@ _fn("encdec_engine_get_stats", None, c_void_p, P(EngineStats))
 _fn("encdec_generate_default_params", GenerateParams)
 _fn("encdec_generate", _status, c_void_p, P(c_char_p), c_int, P(GenerateParams), P(c_void_p))
 _fn("encdec_engine_generate", _status, c_void_p, c_char_p, P(GenerateParams), P(c_void_p))
+_fn("encdec_engine_generate_ids", _status, c_void_p, P(c_int), c_int, P(c_int), c_int,
+    P(GenerateParams), P(c_void_p))
+_fn("encdec_model_token_id", c_int, c_void_p, c_char_p)
+_fn("encdec_model_token", c_char_p, c_void_p, c_int)
 _fn("encdec_result_text", c_char_p, c_void_p)
 _fn("encdec_result_n_sequences", c_int, c_void_p)
 _fn("encdec_result_sequence", P(Sequence), c_void_p, c_int)

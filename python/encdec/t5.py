@@ -1,10 +1,12 @@
 """T5Model (also Seq2SeqModel): text-to-text generation for the T5 family (T5,
-Flan-T5, mT5, umT5) and the BART family (BART, mBART, Marian / OPUS-MT,
-M2M100 / NLLB, Pegasus; Marian's and BART's tokenizers so far), with Hugging Face
-generate()'s parameter names.
+Flan-T5, mT5, umT5) and the BART family (BART, mBART, mBART-50, Marian /
+OPUS-MT, M2M100, NLLB-200, Pegasus), with Hugging Face generate()'s parameter
+names.
 
     model = encdec.T5Model("models/flan-t5-small")
     model.generate(["translate English to German: Hello."], max_new_tokens=32)
+    nllb = encdec.Seq2SeqModel("models/nllb-200-distilled-600M")
+    nllb.generate("Hello.", src_lang="eng_Latn", tgt_lang="fra_Latn")
 
 The model runs on an engine (encdec_engine_*): every text of a call is one
 request, and the requests of all calls, from any number of Python threads,
@@ -62,9 +64,24 @@ class T5Model(Owner):
             N.lib.encdec_engine_free(e)
 
 
+    @property
+    def languages(self):
+        """The model's language codes (NLLB "fra_Latn", mBART "fr_XX", M2M100
+        "fr", a multilingual Marian model's >>fr<< as "fr"); [] for models
+        without."""
+        out, i = [], 0
+        while True:
+            c = N.lib.encdec_model_language(self._model.handle, i)
+            if not c:
+                return out
+            out.append(c.decode())
+            i += 1
+
     def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,
-                 early_stopping=False, truncate=False, return_scores=False, on_token=None):
+                 early_stopping=False, truncate=False, return_scores=False, on_token=None,
+                 src_lang=None, tgt_lang=None, repetition_penalty=1.0, no_repeat_ngram_size=0,
+                 suppress_tokens=None):
         """Generates for one text (a str: returns a str, or a list of
         num_return_sequences strs) or a list of texts (returns a list of
         those, one per text). Greedy by default; num_beams > 1: beam search
@@ -76,7 +93,11 @@ class T5Model(Owner):
         piece) for every token as it is chosen, piece the text it adds (whole
         characters; may be empty), in order per sequence; a true return
         stops the generation (EncdecError, status "cancelled"). Called on
-        this thread."""
+        this thread. src_lang / tgt_lang: translation models' languages
+        (see languages): the inputs' language token (NLLB, mBART, M2M100),
+        the target forced first (or the decoder's start, mBART; or the >>xx<<
+        token, Marian). repetition_penalty, no_repeat_ngram_size: CTranslate2's
+        rules; suppress_tokens: ids never generated."""
         if not self._engine:
             raise ValueError("the model is closed")
         single = isinstance(texts, str)
@@ -97,12 +118,30 @@ class T5Model(Owner):
         gp.length_penalty = float(length_penalty)
         gp.early_stopping = int(bool(early_stopping))
         gp.truncate = int(bool(truncate))
+        keep = _rules(gp, src_lang, tgt_lang, repetition_penalty, no_repeat_ngram_size, suppress_tokens)
         call = _Call(self._engine, gp, [t.encode("utf-8") for t in items], on_token,
                      bool(return_scores))
+        call.keep = keep
         out = call.run()
         if num_return_sequences == 1:
             out = [o[0] for o in out]
         return out[0] if single else out
+
+
+def _rules(gp, src_lang, tgt_lang, repetition_penalty, no_repeat_ngram_size, suppress_tokens):
+    """The languages and CTranslate2 rules into gp; returns what gp points at
+    (kept alive by the caller)."""
+    gp.src_lang = src_lang.encode() if src_lang else None
+    gp.tgt_lang = tgt_lang.encode() if tgt_lang else None
+    gp.repetition_penalty = float(repetition_penalty)
+    gp.no_repeat_ngram_size = int(no_repeat_ngram_size)
+    sup = None
+    if suppress_tokens:
+        ids = [int(t) for t in suppress_tokens]
+        sup = (ctypes.c_int * len(ids))(*ids)
+        gp.suppress_tokens = ctypes.cast(sup, ctypes.POINTER(ctypes.c_int))
+        gp.n_suppress_tokens = len(ids)
+    return (gp.src_lang, gp.tgt_lang, sup)
 
 
 class _Call:
@@ -132,13 +171,20 @@ class _Call:
             self.fns.append(fn)
             self.gp.on_token = fn
         q = ctypes.c_void_p()
-        st = N.lib.encdec_engine_generate(self.engine, self.texts[i], ctypes.byref(self.gp),
-                                          ctypes.byref(q))
+        st = self._start(i, q)
         if st:
             raise N.error(st, f"text {i}" if len(self.texts) > 1 else None)
         self.reqs[i] = q
         threading.Thread(target=self._wait, args=(i, q), name="encdec-generate",
                          daemon=True).start()
+
+    def _start(self, i, q):   # submits input i: a status
+        return N.lib.encdec_engine_generate(self.engine, self.texts[i], ctypes.byref(self.gp),
+                                            ctypes.byref(q))
+
+    def _collect(self, sq):   # one output sequence as the call returns it
+        t = N.text(sq.text)
+        return (t, float(sq.score)) if self.scores else t
 
     def _wait(self, i, q):   # a waiting thread: the request's end onto the queue
         r = ctypes.c_void_p()
@@ -149,9 +195,7 @@ class _Call:
         else:
             try:
                 for k in range(N.lib.encdec_result_n_sequences(r)):
-                    sq = N.lib.encdec_result_sequence(r, k).contents
-                    t = N.text(sq.text)
-                    out.append((t, float(sq.score)) if self.scores else t)
+                    out.append(self._collect(N.lib.encdec_result_sequence(r, k).contents))
             finally:
                 N.lib.encdec_result_free(r)
         self.events.put(("end", i, out, err))

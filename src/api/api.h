@@ -135,10 +135,16 @@ encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults
  * start and the forced first token (-1: none). */
 typedef struct {
     int src, tgt, dec_start, forced;
+    const int *prefix;         /* the decoder's first tokens after its start, forced (in
+                                  place of forced): encdec_engine_generate_ids' target prefix */
+    int n_prefix;
 } api_langs;
 encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *out);
 encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
                            const api_langs *lg, api_packed *pk);
+/* One input given as token ids (checked against the vocabulary, truncated
+ * as api_tokenize truncates) into pk. */
+encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int truncate, api_packed *pk);
 void api_packed_free(api_packed *pk);
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
  * with l[0, n) each output's length so far (a copy of len, the task's, or

@@ -46,6 +46,9 @@ struct encdec_request {
     encdec_audio_info info;      /* what the file held (file input) */
     int gen;                     /* a T5 generation: */
     char *text;                  /* its input */
+    int *ids, n_ids;             /* or its input's tokens (encdec_engine_generate_ids) */
+    int *prefix;                 /* the target prefix (langs.prefix points here) */
+    int *suppress;               /* gp.suppress_tokens (copied; gp points here) */
     encdec_generate_params gp;   /* its language strings resolved into langs and cleared */
     api_langs langs;
     pthread_t th;
@@ -140,7 +143,8 @@ static encdec_status generate_body(encdec_request *q) {
     const encdec_model *m = q->e->model;
     const char *in[1] = {q->text};
     api_packed pk;
-    encdec_status st = api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, &pk);
+    encdec_status st = q->ids ? api_pack_ids(&m->text, q->ids, q->n_ids, q->gp.truncate, &pk)
+                              : api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, &pk);
     sch_client *c = NULL;
     encdec_result *r = NULL;
     if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
@@ -231,6 +235,9 @@ static encdec_status copy_params(encdec_request *q, const encdec_transcribe_para
 
 static void request_release(encdec_request *q) {
     free(q->text);
+    free(q->ids);
+    free(q->prefix);
+    free(q->suppress);
     for (int i = 0; i < 6; i++) free(q->strs[i]);
     free(q->clips);
     free(q->prompt_ids);
@@ -359,19 +366,23 @@ encdec_status encdec_engine_transcribe_memory(encdec_engine *e, const void *data
     return start_encoded(e, q, st, "encdec_engine_transcribe_memory", audio, out);
 }
 
-encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
-                                     const encdec_generate_params *params, encdec_request **out) {
-    encdec_request *q;
-    encdec_status st = new_request(e, NULL, &q, out);
-    if (st) return st;
+/* A text request's parameters checked into q (st: an error so far). */
+static encdec_status gen_params(encdec_engine *e, encdec_request *q, const encdec_generate_params *params,
+                                encdec_status st) {
     q->gen = 1;
     q->gp = params ? *params : encdec_generate_default_params();
-    if (!api_is_text(e->model))
+    if (!st && !api_is_text(e->model))
         st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: this is a Whisper model (speech to "
                      "text); use encdec_engine_transcribe");
     if (!st) st = api_generate_check(&q->gp);
     if (!st) st = api_langs_of(&e->model->text, &q->gp, &q->langs);
     q->gp.src_lang = q->gp.tgt_lang = NULL;   /* the caller's strings: not kept */
+    if (!st && q->gp.n_suppress_tokens) {      /* nor the caller's list */
+        q->suppress = malloc(sizeof(int) * (size_t)q->gp.n_suppress_tokens);
+        if (!q->suppress) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: suppress_tokens");
+        else memcpy(q->suppress, q->gp.suppress_tokens, sizeof(int) * (size_t)q->gp.n_suppress_tokens);
+    }
+    q->gp.suppress_tokens = q->suppress;
     int width = q->gp.do_sample ? q->gp.num_return_sequences : q->gp.num_beams;
     if (!st && q->gp.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
@@ -382,9 +393,64 @@ encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
     if (!st && q->gp.max_new_tokens > e->max_new)
         st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is over the engine's %d",
                      q->gp.max_new_tokens, e->max_new);
+    return st;
+}
+
+encdec_status encdec_engine_generate(encdec_engine *e, const char *input,
+                                     const encdec_generate_params *params, encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, NULL, &q, out);
+    if (st) return st;
+    st = gen_params(e, q, params, st);
     if (!st && (!input || !*input))
         st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate: the input is %s", input ? "empty" : "NULL");
     if (!st && !(q->text = strdup(input))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input");
+    if (st) {
+        request_release(q);
+        return st;
+    }
+    return start(e, q, out);
+}
+
+static int *dup_ids(const int *p, int n, encdec_status *st) {
+    int *q = n > 0 && !*st ? malloc(sizeof(int) * (size_t)n) : NULL;
+    if (q) memcpy(q, p, sizeof(int) * (size_t)n);
+    else if (n > 0 && !*st) *st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokens");
+    return q;
+}
+
+encdec_status encdec_engine_generate_ids(encdec_engine *e, const int *ids, int n_ids, const int *prefix,
+                                         int n_prefix, const encdec_generate_params *params,
+                                         encdec_request **out) {
+    encdec_request *q;
+    encdec_status st = new_request(e, NULL, &q, out);
+    if (st) return st;
+    if (params && params->src_lang)
+        st = ed_fail(ENCDEC_ERR_ARG, "src_lang \"%.40s\": the input is tokens; put the language's "
+                     "token among them", params->src_lang);
+    st = gen_params(e, q, params, st);
+    if (!st && (!ids || n_ids < 1 || n_ids > (1 << 20)))
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate_ids: %d input tokens (1..%d)", n_ids, 1 << 20);
+    if (!st && (n_prefix < 0 || (n_prefix > 0 && !prefix) || n_prefix >= q->gp.max_new_tokens))
+        st = ed_fail(ENCDEC_ERR_ARG, "encdec_engine_generate_ids: a target prefix of %d tokens (0..%d: "
+                     "fewer than max_new_tokens)", n_prefix, q->gp.max_new_tokens - 1);
+    const s2s_model *m = &e->model->text;
+    for (int i = 0; !st && i < n_ids; i++)
+        if (ids[i] < 0 || ids[i] >= m->n_vocab)
+            st = ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the vocabulary size %d", i,
+                         ids[i], m->n_vocab);
+    for (int i = 0; !st && i < n_prefix; i++)
+        if (prefix[i] < 0 || prefix[i] >= m->n_vocab)
+            st = ed_fail(ENCDEC_ERR_ARG, "target prefix token %d is id %d, not below the vocabulary "
+                         "size %d", i, prefix[i], m->n_vocab);
+    if (!st && q->langs.tgt >= 0)
+        st = ed_fail(ENCDEC_ERR_ARG, "tgt_lang: this model takes its target language as a token of "
+                     "the input; put it among the tokens");
+    q->ids = dup_ids(ids, n_ids, &st);
+    q->n_ids = n_ids;
+    q->prefix = dup_ids(prefix, n_prefix, &st);
+    q->langs.prefix = q->prefix;
+    q->langs.n_prefix = n_prefix;
     if (st) {
         request_release(q);
         return st;

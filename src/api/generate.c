@@ -56,6 +56,14 @@ encdec_status api_generate_check(encdec_generate_params *p) {
                        !p->do_sample ? " (more sequences need more beams, or sampling)" : "");
     if (p->truncate != 0 && p->truncate != 1)
         return ed_fail(ENCDEC_ERR_ARG, "truncate must be 0 or 1, not %d", p->truncate);
+    if (!(p->repetition_penalty >= 0 && p->repetition_penalty <= 1e6))
+        return ed_fail(ENCDEC_ERR_ARG, "repetition_penalty %g is not in 0..1e6 (0 or 1: off)",
+                       (double)p->repetition_penalty);
+    if (p->no_repeat_ngram_size < 0 || p->no_repeat_ngram_size > 1024)
+        return ed_fail(ENCDEC_ERR_ARG, "no_repeat_ngram_size %d is out of range 0..1024", p->no_repeat_ngram_size);
+    if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
+        return ed_fail(ENCDEC_ERR_ARG, "suppress_tokens: %d tokens%s", p->n_suppress_tokens,
+                       p->n_suppress_tokens > 0 ? " and no list" : "");
     if (p->on_token && p->num_beams > 1)
         return ed_fail(ENCDEC_ERR_ARG, "on_token streams greedy or sampled tokens: beam search's "
                        "tokens are final only at the end (num_beams %d)", p->num_beams);
@@ -70,6 +78,28 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     return ENCDEC_OK;
 }
 
+
+encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int truncate, api_packed *pk) {
+    memset(pk, 0, sizeof *pk);
+    if (!ids || n < 1) return ed_fail(ENCDEC_ERR_ARG, "the input has no tokens");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->n_vocab)
+            return ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the vocabulary size %d",
+                           i, ids[i], m->n_vocab);
+    if (n > m->n_positions && !truncate)
+        return ed_fail(ENCDEC_ERR_ARG, "the input has %d tokens; the model accepts at most %d; shorten "
+                       "it or allow truncation", n, m->n_positions);
+    int k = n > m->n_positions ? m->n_positions : n;
+    pk->ids = ed_alloc(sizeof(int) * (size_t)k, "input tokens");
+    pk->start = ed_alloc(sizeof(int), "input table");
+    pk->len = ed_alloc(sizeof(int), "input table");
+    if (!pk->ids || !pk->start || !pk->len) return ENCDEC_ERR_NOMEM;
+    memcpy(pk->ids, ids, sizeof(int) * (size_t)k);
+    if (k < n) pk->ids[k - 1] = ids[n - 1];   /* the first tokens, and the last (</s>, a language) */
+    pk->start[0] = 0;
+    pk->len[0] = pk->n_tokens = pk->t_max = k;
+    return ENCDEC_OK;
+}
 
 void api_packed_free(api_packed *pk) {
     free(pk->ids);
@@ -91,7 +121,7 @@ static encdec_status unknown_lang(const ed_ttok *t, const char *which, const cha
 
 encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *lg) {
     const ed_ttok *t = m->tok;
-    *lg = (api_langs){-1, -1, m->dec_start, m->forced_bos};
+    *lg = (api_langs){-1, -1, m->dec_start, m->forced_bos, NULL, 0};
     if (p->src_lang) {
         if (!ttok_has_src_lang(t))
             return ed_fail(ENCDEC_ERR_ARG, "src_lang \"%.40s\": this %s model's inputs carry no "
@@ -182,17 +212,42 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     float *logits = dec_alloc_n((size_t)W * (size_t)m->n_vocab, sizeof(float), "decode logits");
     encdec_status st = !toks || !lps || !lens || !scores || !logits ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
     dec_rules rules = {m->suppress, m->n_suppress, NULL, 0, m->eos, max_new};
+    rules.repetition_penalty = p->repetition_penalty;
+    rules.no_repeat_ngram = p->no_repeat_ngram_size;
+    /* the caller's suppressed tokens with the generation config's */
+    int n_sup = m->n_suppress + p->n_suppress_tokens;
+    int *sup = n_sup > m->n_suppress ? ed_alloc(sizeof(int) * (size_t)n_sup, "suppressed tokens") : NULL;
+    if (n_sup > m->n_suppress && !sup) st = ENCDEC_ERR_NOMEM;
+    for (int i = 0; sup && i < p->n_suppress_tokens && !st; i++)
+        if (p->suppress_tokens[i] < 0 || p->suppress_tokens[i] >= m->n_vocab)
+            st = ed_fail(ENCDEC_ERR_ARG, "suppress_tokens[%d] is %d, not below the vocabulary size %d", i,
+                         p->suppress_tokens[i], m->n_vocab);
+    if (sup && !st) {
+        if (m->n_suppress) memcpy(sup, m->suppress, sizeof(int) * (size_t)m->n_suppress);
+        memcpy(sup + m->n_suppress, p->suppress_tokens, sizeof(int) * (size_t)p->n_suppress_tokens);
+        rules.suppress = sup;
+        rules.n_suppress = n_sup;
+    }
     /* the decoder start for every sequence (one pass), and the forced first
-     * token where the model has one (the target language, BART's <s>): fed
-     * with it, then the first of every output (log-prob 0, counted in
-     * max_new_tokens, as transformers' forced_bos_token_id) */
-    int prompt[2] = {lg->dec_start, lg->forced}, n_prompt = lg->forced >= 0 ? 2 : 1;
-    if (n_prompt == 2) {
+     * token where the model has one (the target language, BART's <s>), or
+     * the caller's target prefix: fed with it, then the first of every
+     * output (log-prob 0, counted in max_new_tokens, as transformers'
+     * forced_bos_token_id) */
+    int n_forced = lg->n_prefix ? lg->n_prefix : lg->forced >= 0, n_prompt = 1 + n_forced;
+    int *prompt = ed_alloc(sizeof(int) * (size_t)n_prompt, "decoder prompt");
+    if (!prompt) st = ENCDEC_ERR_NOMEM;
+    if (prompt) {
+        prompt[0] = lg->dec_start;
+        if (lg->n_prefix) memcpy(prompt + 1, lg->prefix, sizeof(int) * (size_t)lg->n_prefix);
+        else if (n_forced) prompt[1] = lg->forced;
+    }
+    if (!st && n_forced) {
         rules.forced = &prompt[1];
-        rules.n_forced = 1;
-        if (max_new < 2)
-            st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d: this %s model forces its first token, "
-                         "so it needs 2 or more", max_new, m->model_type);
+        rules.n_forced = n_forced;
+        if (max_new <= n_forced)
+            st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d: %d token%s forced first (%s), so it needs "
+                         "%d or more", max_new, n_forced, n_forced > 1 ? "s are" : " is",
+                         lg->n_prefix ? "the target prefix" : "this model's first token", n_forced + 1);
     }
     /* then the strategy as a task */
     if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
@@ -229,6 +284,8 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     free(lens);
     free(scores);
     free(logits);
+    free(prompt);
+    free(sup);
     return st;
 }
 

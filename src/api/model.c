@@ -402,6 +402,14 @@ const char *encdec_model_language(const encdec_model *m, int i) {
     return i >= 0 && i < m->w->sp.n_langs ? wlang_code(i) : NULL;
 }
 
+int encdec_model_token_id(const encdec_model *m, const char *token) {
+    return m && api_is_text(m) ? ttok_token_id(m->ttok, token) : -1;
+}
+
+const char *encdec_model_token(const encdec_model *m, int id) {
+    return m && api_is_text(m) ? ttok_token_spelling(m->ttok, id) : NULL;
+}
+
 const char *encdec_language_name(const char *code) {
     return code && strlen(code) <= 32 ? wlang_name(wlang_find(code)) : NULL;
 }

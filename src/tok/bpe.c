@@ -459,6 +459,8 @@ const char *bpe_token_bytes(const bpe_tok *t, int id, size_t *len) {
     return t->bytes + t->bytes_off[id];
 }
 
+const char *bpe_token_spelling(const bpe_tok *t, int id) { return tv_spelling(&t->voc, id); }
+
 int bpe_is_special(const bpe_tok *t, int id) {
     return id >= 0 && id < t->voc.n && t->special[id];
 }

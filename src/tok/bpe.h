@@ -45,6 +45,8 @@ int bpe_token_id(const bpe_tok *t, const char *token);
  * *len set. NULL if id is out of range. Borrowed. */
 const char *bpe_token_bytes(const bpe_tok *t, int id, size_t *len);
 int bpe_is_special(const bpe_tok *t, int id);
+/* The token's spelling in the vocabulary ("Ġthe"), NULL if out of range. */
+const char *bpe_token_spelling(const bpe_tok *t, int id);
 
 /* Encodes UTF-8 text (special-token spellings are treated as plain text).
  * Writes at most cap ids; *n_out is the full count (may exceed cap).

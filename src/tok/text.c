@@ -279,6 +279,19 @@ const char *ttok_token_text(const ed_ttok *t, int id, size_t *len) {
     return p;
 }
 
+int ttok_token_id(const ed_ttok *t, const char *s) {
+    if (!s) return -1;
+    if (t->spm) return spm_piece_id(t->spm, s);
+    if (t->bpe) return bpe_token_id(t->bpe, s);
+    return tv_lookup(&t->vocab, s, strlen(s));
+}
+
+const char *ttok_token_spelling(const ed_ttok *t, int id) {
+    if (t->spm) return spm_piece(t->spm, id);
+    if (t->bpe) return bpe_token_spelling(t->bpe, id);
+    return tv_spelling(&t->vocab, id);
+}
+
 int ttok_is_normal(const ed_ttok *t, int id) {
     if (t->spm) return spm_is_normal(t->spm, id);
     if (t->bpe) return id >= 0 && id < bpe_n_vocab(t->bpe) && !bpe_is_special(t->bpe, id);

@@ -92,6 +92,11 @@ encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text);
 /* One token's text (U+2581 as a space; a special token's spelling), *len
  * bytes, borrowed; NULL when out of range. */
 const char *ttok_token_text(const ed_ttok *t, int id, size_t *len);
+/* Tokens by their spelling in the vocabulary ("\u2581Hello", "\u0120the",
+ * "eng_Latn", "</s>"), as CTranslate2's token lists spell them: the id or
+ * -1; an id's spelling (borrowed) or NULL out of range. */
+int ttok_token_id(const ed_ttok *t, const char *s);
+const char *ttok_token_spelling(const ed_ttok *t, int id);
 /* 1 for a normal piece (text of its own: no byte piece, special or added
  * token), whose text next to another normal piece is theirs joined. */
 int ttok_is_normal(const ed_ttok *t, int id);

@@ -1,0 +1,107 @@
+"""Translation from Python: Seq2SeqModel.generate with src_lang / tgt_lang and
+encdec.Translator (CTranslate2's translate_batch) on the seeded random
+mBART-50, M2M100 and Marian models with their tokenizers, against
+transformers' generate() (tests/data/bart-golden/*.json: "api" and its
+"langs", written by tools/golden_bart.py)."""
+
+import json
+
+import pytest
+
+import encdec
+from conftest import DATA
+
+
+def gold(variant):
+    return json.loads((DATA / "bart-golden" / f"{variant}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def mbart():
+    m = encdec.Seq2SeqModel(str(DATA / "tiny-random-mbart"), cpu_threads=2)
+    yield m
+    m.close()
+
+
+def test_languages_and_generate(mbart):
+    g = gold("mbart")
+    lj = g["api"]["langs"]
+    assert mbart.languages[:3] == ["ar_AR", "cs_CZ", "de_DE"] and len(mbart.languages) == 52
+    got = mbart.generate(g["api"]["inputs"], max_new_tokens=g["max_new_tokens"], src_lang=lj["src_lang"],
+                         tgt_lang=lj["tgt_lang"])
+    assert got == lj["greedy"]["text"]
+    b = g["beam"]
+    got = mbart.generate(g["api"]["inputs"], max_new_tokens=g["max_new_tokens"], src_lang=lj["src_lang"],
+                         tgt_lang=lj["tgt_lang"], num_beams=b["num_beams"],
+                         num_return_sequences=b["num_return_sequences"], length_penalty=b["length_penalty"],
+                         early_stopping=b["early_stopping"])
+    assert [t for per in got for t in per] == lj["beam"]["text"]
+
+
+def test_unknown_language_lists_the_codes(mbart):
+    with pytest.raises(encdec.ArgumentError, match=r'unknown target language "xx".*ar_AR cs_CZ'):
+        mbart.generate("x", tgt_lang="xx")
+    with pytest.raises(encdec.ArgumentError, match="unknown source language"):
+        mbart.generate("x", src_lang="english")
+
+
+def tokens(tr, ids):
+    return [encdec._native.text(encdec._native.lib.encdec_model_token(tr._model._model.handle, i)) or "<unk>"
+            for i in ids]
+
+
+@pytest.mark.parametrize("variant", ["mbart", "m2m100"])
+def test_translate_batch_as_transformers(variant):
+    """CTranslate2's usage: source tokens with the language token and </s>,
+    the target language as target_prefix; hypotheses keep the prefix and
+    leave out </s>."""
+    g = gold(variant)
+    lj, n = g["api"]["langs"], g["max_new_tokens"]
+    tr = encdec.Translator(str(DATA / f"tiny-random-{variant}"), intra_threads=2)
+    try:
+        source = [tokens(tr, ids) for ids in lj["input_ids"]]
+        prefix = [tokens(tr, [lj["forced"]])] * len(source)
+        res = tr.translate_batch(source, target_prefix=prefix, beam_size=1, max_decoding_length=n - 1)
+        eos = g["ids"]["eos"]
+        want = [tokens(tr, [t for t in s if t != eos]) for s in lj["greedy"]["tokens"]]
+        assert [r.hypotheses[0] for r in res] == want
+        assert all(r.scores == [] for r in res)
+        b = g["beam"]
+        if not b["early_stopping"]:
+            return   # CTranslate2's beam stops as early_stopping=True does
+        res = tr.translate_batch(source, target_prefix=prefix, beam_size=b["num_beams"],
+                                 num_hypotheses=b["num_return_sequences"], length_penalty=b["length_penalty"],
+                                 max_decoding_length=n - 1, return_scores=True, return_end_token=True)
+        want = [tokens(tr, s) for s in lj["beam"]["tokens"]]
+        k = b["num_return_sequences"]
+        assert [h for r in res for h in r.hypotheses] == want
+        assert [s for r in res for s in r.scores] == pytest.approx(lj["beam"]["scores"], abs=2e-3)
+        assert len(res) == len(source) and all(len(r.hypotheses) == k for r in res)
+    finally:
+        tr.close()
+
+
+def test_translate_batch_options_and_errors():
+    tr = encdec.Translator(str(DATA / "tiny-random-marian"), intra_threads=1)
+    try:
+        src = [["\u2581The", "</s>"]]
+        base = tr.translate_batch(src, beam_size=1, max_decoding_length=8)[0].hypotheses[0]
+        # a suppressed token never comes back; the unknown piece becomes <unk>
+        banned = tr.translate_batch(src, beam_size=1, max_decoding_length=8,
+                                    suppress_sequences=[[base[0]]])[0].hypotheses[0]
+        assert base[0] not in banned
+        assert tr.translate_batch([["no-such-piece", "</s>"]], beam_size=1, max_decoding_length=2)
+        with pytest.raises(ValueError, match="coverage_penalty"):
+            tr.translate_batch(src, coverage_penalty=0.2)
+        with pytest.raises(ValueError, match="beam_size 1"):
+            tr.translate_batch(src, sampling_topk=5)
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            tr.translate_batch(src, frobnicate=1)
+        with pytest.raises(encdec.ArgumentError, match="target prefix"):
+            tr.translate_batch(src, target_prefix=[["\u2581The"] * 20], max_decoding_length=8)
+        assert tr.translate_batch([]) == []
+        s = tr.translate_batch(src, beam_size=1, sampling_topk=4, sampling_temperature=0.7,
+                               max_decoding_length=8)
+        assert len(s[0].hypotheses) == 1
+    finally:
+        tr.close()
