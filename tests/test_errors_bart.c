@@ -54,15 +54,26 @@ static void test_configs(void) {
     const char *d = md_copy(MBART, "pos", NO_TOK);
     md_set_config(d, "max_position_embeddings", "100");
     CHECK_STATUS(load(d), ENCDEC_ERR_SHAPE, "embed_positions.weight has shape [66,64], expected [102,64]");
-    /* a model whose tokenizer encdec does not read yet says so */
+    /* a model without tokenizer files says which files encdec reads */
     d = md_copy(MBART, "mbart-tok", NO_TOK);
-    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer encdec reads for this mbart model");
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer beside this mbart model: encdec reads");
+    /* mBART's files, one of them lying: a class of another family, a
+     * vocabulary larger than the model's */
+    static const char *const SP[] = {"config.json", "model.safetensors", "sentencepiece.bpe.model",
+                                     "special_tokens_map.json", NULL};
+    d = md_copy(MBART, "mbart-class", SP);
+    const char *cls = "{\"tokenizer_class\": \"BertTokenizer\"}";
+    tmp_write(tmp_join(d, "tokenizer_config.json"), cls, strlen(cls));
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "tokenizer_class \"BertTokenizer\" is none of");
+    d = md_copy(MBART, "mbart-big", SP);
+    md_set_config(d, "vocab_size", "300");
+    CHECK(load(d) != ENCDEC_OK);
 }
 
 static void test_tokenizers(void) {
     const char *d = md_copy(MARIAN, "no-vocab", (const char *const[]){"config.json", "model.safetensors",
                                                                      "source.spm", "target.spm", NULL});
-    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer encdec reads for this marian model");
+    CHECK_STATUS(load(d), ENCDEC_ERR_TOKENIZER, "no tokenizer beside this marian model");
     struct {
         const char *vocab;
         encdec_status want;
