@@ -190,6 +190,11 @@ typedef struct {
     const char *isa;          /* the kernel set its sessions run: "c", "avx2", "avx512", "amx",
                                  "neon" (the best of the CPU's up to the one asked for) */
     const char *device;       /* "cpu", or the GPU in words ("NVIDIA H200, sm_90, 140 GiB") */
+    /* A one-pair translation model's languages as its tokenizer_config.json
+     * names them (Marian / OPUS-MT's source_lang and target_lang: "en", "de");
+     * NULL when it names none. Models with language codes list them with
+     * encdec_model_language. */
+    const char *source_language, *target_language;
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */

@@ -239,6 +239,7 @@ static int route_of(const char *url, int *known_path) {
         {"/inference", R_INFERENCE}, {"/load", R_LOAD},
         {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
         {"/v1/completions", R_COMPLETIONS}, {"/v1/realtime", R_REALTIME},
+        {"/translate", R_LT_TRANSLATE}, {"/languages", R_LT_LANGUAGES},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (!strcmp(url, r[i].path)) {
@@ -250,7 +251,11 @@ static int route_of(const char *url, int *known_path) {
 }
 
 static int is_audio_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_INFERENCE; }
-static int is_post_route(int r) { return is_audio_route(r) || r == R_COMPLETIONS || r == R_LOAD; }
+static int is_post_route(int r) {
+    return is_audio_route(r) || r == R_COMPLETIONS || r == R_LOAD || r == R_LT_TRANSLATE;
+}
+/* A body collected whole (JSON, or LibreTranslate's form), up to 1 MB. */
+static int whole_body_route(int r) { return r == R_COMPLETIONS || r == R_LT_TRANSLATE; }
 
 /* A body that is the audio itself: audio/..., or application/octet-stream. */
 static int raw_audio_type(const char *ct) {
@@ -396,7 +401,7 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
         return srv_fail_req(k, c, 413, "invalid_request_error", "file", "file_too_large",
                             "the request body of %llu bytes is over this server's limit of %zu bytes",
                             h.length, s->o.max_upload);
-    if (k->route == R_COMPLETIONS) return MHD_YES;   /* a JSON body, collected as it comes */
+    if (whole_body_route(k->route)) return MHD_YES;   /* collected as it comes */
     srv_form_init(&k->form, s->o.max_upload);
     k->form_on = 1;
     if (raw_audio_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"))) {
@@ -418,7 +423,7 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
 /* A piece of the body: the form's fields, or the JSON of a completion. */
 static void body_piece(conn *k, const char *upload, size_t n) {
     if (k->answered) return;
-    if (k->route == R_COMPLETIONS) {
+    if (whole_body_route(k->route)) {
         if (k->body_len + n > (1u << 20)) {
             k->body_big = 1;
         } else if (!k->body_big) {
@@ -470,6 +475,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return srv_send_body(k, c, 200, strdup("{\"status\": \"ok\"}"), "application/json", NULL);
     case R_METRICS: return metrics(k, c);
     case R_COMPLETIONS: return srv_ep_completions(k, c);
+    case R_LT_TRANSLATE: return srv_ep_translate(k, c);
+    case R_LT_LANGUAGES: return srv_ep_languages(k, c);
     case R_LOAD: return srv_ep_load(k, c);
     case R_REALTIME:
 #if ENCDEC_WITH_WS

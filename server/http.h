@@ -104,7 +104,8 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
 enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS,
        R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
        R_LOAD /* whisper.cpp's: another model (ep_load.c) */,
-       R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */ };
+       R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */,
+       R_LT_TRANSLATE, R_LT_LANGUAGES /* LibreTranslate's (ep_lt.c) */ };
 
 typedef struct {
     srv *s;
@@ -150,6 +151,9 @@ void srv_add_tokens(srv *s, long long n);
 /* ---- the endpoints: called for the request's last call, and again each
  * time its parked connection is resumed ---- */
 enum MHD_Result srv_ep_audio(conn *k, struct MHD_Connection *c);        /* ep_audio.c */
+/* ep_lt.c: LibreTranslate's POST /translate and GET /languages. */
+enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c);
+enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
 enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
 enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c);     /* ep_realtime.c */

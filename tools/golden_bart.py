@@ -435,6 +435,9 @@ def write_marian_tokenizer():
     with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump(vocab, f, ensure_ascii=False, indent=1)
         f.write("\n")
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:   # as OPUS-MT's name the pair
+        json.dump({"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "de"}, f)
+        f.write("\n")
 
 
 def write_bart_tokenizer():

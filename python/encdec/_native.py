@@ -80,7 +80,8 @@ class ModelInfo(Structure):
                 ("d_model", c_int), ("n_enc_layer", c_int), ("n_dec_layer", c_int),
                 ("n_head", c_int), ("n_vocab", c_int), ("multilingual", c_int),
                 ("weight_bytes", c_size_t), ("compute", c_char_p), ("isa", c_char_p),
-                ("device", c_char_p)]
+                ("device", c_char_p), ("source_language", c_char_p),
+                ("target_language", c_char_p)]
 
 
 class SessionParams(Structure):

@@ -334,6 +334,8 @@ static void text_info(const encdec_model *m, encdec_model_info *info) {
     info->compute = api_compute_name(m->compute);
     info->isa = api_isa_running(m->isa);
     info->device = "cpu";
+    info->source_language = ttok_pair(m->ttok, 0);
+    info->target_language = ttok_pair(m->ttok, 1);
     if (m->family == API_T5) {
         info->family = "t5";
         info->d_model = m->t5->hp.d;

@@ -61,6 +61,8 @@ typedef struct {
     hyp_list *lists;    /* [G] */
     hyp *hyps;          /* [G, W + 1]: the lists' storage */
     int *seq, *next, *to, *from;   /* [G * W] step and reorder arguments */
+    int *hist;          /* [W, N] a group's beams' tokens so far, for the rules that read
+                           them (repetition_penalty, no_repeat_ngram); NULL when none do */
     long n_added;
 } beam_run;
 
@@ -184,15 +186,30 @@ static int hyp_done(const beam_run *b, const hyp_list *l, float best_sum, int t)
 typedef struct {
     beam_run *b;
     float *rows;
-    int t;
+    int g, t;
 } lsm_job;
 
-/* One beam's log_softmax terms, then the rules on its row. */
+/* Beam j of group g before step t: its t tokens, read back through the
+ * parents (forced ones included), into out. */
+static const int *history(const beam_run *b, int g, int j, int t, int *out) {
+    size_t GW = (size_t)b->G * b->W;
+    for (int u = t - 1, s = j; u >= 0; u--) {
+        size_t i = (size_t)u * GW + (size_t)g * b->W + s;
+        out[u] = b->tok[i];
+        s = b->parent[i];
+    }
+    return out;
+}
+
+/* One beam's log_softmax terms, then the rules on its row (with its
+ * history where they read it). */
 static void lsm_row(void *arg, int j) {
     lsm_job *q = arg;
-    float *row = q->rows + (size_t)j * q->b->V;
-    log_softmax_terms(row, q->b->V, &q->b->mx[j], &q->b->lse[j]);
-    dec_apply_rules(row, q->b->V, q->b->r, NULL, q->t);
+    const beam_run *b = q->b;
+    float *row = q->rows + (size_t)j * b->V;
+    log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
+    const int *gen = b->hist ? history(b, q->g, j, q->t, b->hist + (size_t)j * b->N) : NULL;
+    dec_apply_rules(row, b->V, b->r, gen, q->t);
 }
 
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
@@ -200,7 +217,7 @@ static void lsm_row(void *arg, int j) {
  * -inf after the log_softmax, without renormalising. */
 static void process_group(beam_run *b, int g, float *rows, int t) {
     int W = b->W, V = b->V, K = 2 * W, nb = 0;
-    lsm_job q = {b, rows, t};
+    lsm_job q = {b, rows, g, t};
     if (b->m->par_for && W > 1) b->m->par_for(b->m->ctx, W, lsm_row, &q);   /* rows: independent */
     else
         for (int j = 0; j < W; j++) lsm_row(&q, j);
@@ -309,6 +326,10 @@ static encdec_status beam_alloc(beam_run *b) {
         !b->lists || !b->hyps || !b->seq)
         return ENCDEC_ERR_NOMEM;
     b->lse = b->mx + b->W;
+    const dec_rules *r = b->r;
+    if ((r->repetition_penalty > 0 && r->repetition_penalty != 1) || r->no_repeat_ngram > 0)
+        if (!(b->hist = dec_alloc_n((size_t)b->W * b->N, sizeof *b->hist, "beam histories")))
+            return ENCDEC_ERR_NOMEM;
     b->next = b->seq + GW;
     b->to = b->next + GW;
     b->from = b->to + GW;
@@ -329,6 +350,7 @@ static void beam_free(beam_run *b) {
     free(b->mx);
     free(b->lists);
     free(b->hyps);
+    free(b->hist);
     free(b->seq);
 }
 

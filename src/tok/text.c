@@ -74,6 +74,24 @@ encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path) {
     return ENCDEC_OK;
 }
 
+/* tokenizer_config.json's source_lang and target_lang (optional). */
+static encdec_status read_pair(ed_ttok *t, const char *dir) {
+    char p[4200];
+    if (!ed_is_file(ed_path_join(p, sizeof p, dir, "tokenizer_config.json"))) return ENCDEC_OK;
+    cJSON *c;
+    encdec_status st = ed_json_load(p, &c);
+    if (st) return st;
+    const char *keys[2] = {"source_lang", "target_lang"};
+    for (int i = 0; i < 2 && !st; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keys[i]);
+        if (cJSON_IsString(v) && *v->valuestring && strlen(v->valuestring) < 32 &&
+            !(t->pair[i] = strdup(v->valuestring)))
+            st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    }
+    cJSON_Delete(c);
+    return st;
+}
+
 encdec_status ttok_load_marian(ed_ttok **out, const char *dir) {
     *out = NULL;
     ed_ttok *t = calloc(1, sizeof *t);
@@ -85,6 +103,7 @@ encdec_status ttok_load_marian(ed_ttok **out, const char *dir) {
     t->src_lang = -1;
     if (!st) st = ttok_read_vocab_json(t, ed_path_join(p, sizeof p, dir, "vocab.json"));
     if (!st) st = ttok_marian_langs(t);
+    if (!st) st = read_pair(t, dir);
     if (st) {
         ttok_free(t);
         return st;
@@ -135,6 +154,8 @@ void ttok_free(ed_ttok *t) {
     for (int i = 0; i < t->n_langs; i++) free(t->lang_code[i]);
     free(t->lang_code);
     free(t->lang_id);
+    free(t->pair[0]);
+    free(t->pair[1]);
     free(t);
 }
 

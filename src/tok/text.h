@@ -84,6 +84,9 @@ int ttok_find_lang(const ed_ttok *t, const char *code);
  * (mBART), before the source text (Marian), or nowhere. */
 enum { TTOK_TGT_NONE, TTOK_TGT_FORCED, TTOK_TGT_START, TTOK_TGT_SOURCE };
 int ttok_tgt_place(const ed_ttok *t);
+/* A one-pair model's languages (Marian's tokenizer_config.json source_lang,
+ * target_lang): which 0 or 1; NULL when not named. */
+const char *ttok_pair(const ed_ttok *t, int which);
 /* 1 when inputs carry a source language token (NLLB, mBART, M2M100). */
 int ttok_has_src_lang(const ed_ttok *t);
 /* ids -> text, special tokens skipped, ids past the tokenizer's skipped

@@ -45,6 +45,7 @@ struct ed_ttok {
     int n_langs;
     int src_lang;              /* the default source language token, -1: none */
     int lang_suffix;           /* 1: x </s> [lang] (mBART, NLLB's legacy); 0: [lang] x </s> */
+    char *pair[2];             /* Marian: tokenizer_config.json's source_lang, target_lang */
 };
 
 /* s with every U+2581 as a space, into v at id. */

@@ -75,3 +75,5 @@ int ttok_tgt_place(const ed_ttok *t) {
 }
 
 int ttok_has_src_lang(const ed_ttok *t) { return t->src_lang >= 0; }
+
+const char *ttok_pair(const ed_ttok *t, int which) { return which == 0 || which == 1 ? t->pair[which] : NULL; }

@@ -1,0 +1,127 @@
+/* ep_lt.c - LibreTranslate's API (http.h, lt.h): POST /translate, one engine
+ * request per text (they share the decode steps with everything else the
+ * server runs), the connection parked until all are done; GET /languages.
+ * Errors are LibreTranslate's {"error": message}. */
+#include "http.h"
+#include "lt.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LT_BEAMS 4   /* beam search, as translation services run these models */
+
+typedef struct {
+    srv_lt_req r;
+    encdec_request *q[SRV_LT_MAX_Q];
+} lt_st;
+
+static void lt_free(void *p) {
+    lt_st *t = p;
+    if (!t) return;
+    for (int i = 0; i < t->r.n_q; i++) encdec_request_free(t->q[i]);   /* cancels the rest */
+    srv_lt_free(&t->r);
+    free(t);
+}
+
+static enum MHD_Result lt_fail(conn *k, struct MHD_Connection *c, int status, const char *message) {
+    return srv_send_body(k, c, status, srv_lt_error_body(message), "application/json", NULL);
+}
+
+static int all_done(void *ctx, double now) {
+    (void)now;
+    lt_st *t = ctx;
+    for (int i = 0; i < t->r.n_q; i++)
+        if (!encdec_request_done(t->q[i])) return 0;
+    return 1;
+}
+
+static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    if (k->body_big) return lt_fail(k, c, 413, "the request body is over 1 MB");
+    lt_st *t = calloc(1, sizeof *t);
+    if (!t) return lt_fail(k, c, 500, "out of memory");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    int json = ct && !strncasecmp(ct, "application/json", 16);
+    srv_lt_error e;
+    if (!srv_lt_parse(s->model, k->body ? k->body : "", k->body_len, json, &t->r, &e)) {
+        lt_free(t);
+        return lt_fail(k, c, e.status, e.message);
+    }
+    encdec_generate_params p = encdec_generate_default_params();
+    p.num_return_sequences = 1 + t->r.alternatives;
+    p.num_beams = p.num_return_sequences > LT_BEAMS ? p.num_return_sequences : LT_BEAMS;
+    p.max_new_tokens = 256;
+    encdec_model_info info;
+    encdec_model_get_info(s->model, &info);
+    if (info.family && !strcmp(info.family, "bart") && p.max_new_tokens > info.n_text_ctx - 1)
+        p.max_new_tokens = info.n_text_ctx - 1;
+    p.src_lang = t->r.src >= 0 ? encdec_model_language(s->model, t->r.src) : NULL;
+    p.tgt_lang = t->r.tgt >= 0 ? encdec_model_language(s->model, t->r.tgt) : NULL;
+    for (int i = 0; i < t->r.n_q; i++) {
+        encdec_status st = encdec_engine_generate(s->engine, t->r.q[i], &p, &t->q[i]);
+        if (st) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
+            lt_free(t);
+            return lt_fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500, msg);
+        }
+    }
+    k->ep = t;
+    k->ep_free = lt_free;
+    srv_park_conn(s, &k->park, c, all_done, t, s->o.timeout_s > 0 ? k->t0 + s->o.timeout_s * 1e3 : 0);
+    return MHD_YES;
+}
+
+static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    lt_st *t = k->ep;
+    if (k->park.gone) {
+        k->status = 499;
+        return MHD_NO;
+    }
+    if (k->park.late && !all_done(t, 0)) return lt_fail(k, c, 504, "the request took longer than the server's limit");
+    int per = 1 + t->r.alternatives, n = t->r.n_q * per;
+    encdec_result *res[SRV_LT_MAX_Q] = {0};
+    const char **texts = calloc((size_t)n, sizeof *texts);
+    enum MHD_Result ret = MHD_YES;
+    int failed = !texts;
+    char msg[600] = "out of memory";
+    int status = 500;
+    for (int i = 0; i < t->r.n_q && !failed; i++) {
+        encdec_status st = encdec_request_wait(t->q[i], &res[i]);
+        if (st) {   /* an input the model cannot take (too long, invalid UTF-8): the client's */
+            snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
+            status = st == ENCDEC_ERR_ARG ? 400 : 500;
+            failed = 1;
+            break;
+        }
+        srv_add_tokens(s, encdec_result_timings(res[i])->n_tokens);
+        for (int k2 = 0; k2 < per; k2++) {
+            const encdec_sequence *sq = encdec_result_sequence(res[i], k2);
+            texts[i * per + k2] = sq && sq->text ? sq->text : "";
+        }
+    }
+    char *body = failed ? NULL : srv_lt_body(&t->r, texts);
+    if (failed || !body) ret = lt_fail(k, c, failed ? status : 500, msg);
+    else ret = srv_send_body(k, c, 200, body, "application/json", NULL);
+    for (int i = 0; i < t->r.n_q; i++) encdec_result_free(res[i]);
+    free(texts);
+    return ret;
+}
+
+enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c) {
+    if (!k->s->text) return lt_fail(k, c, 404, "the model transcribes speech: /translate serves translation models");
+    return k->ep ? answer(k, c) : submit(k, c);
+}
+
+enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    pthread_mutex_lock(&s->model_mu);
+    char *body = s->text ? srv_lt_languages(s->model) : strdup("[]");
+    pthread_mutex_unlock(&s->model_mu);
+    if (!body) return lt_fail(k, c, 500, "out of memory");
+    return srv_send_body(k, c, 200, body, "application/json", NULL);
+}

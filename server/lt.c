@@ -1,0 +1,318 @@
+/* lt.c - LibreTranslate's requests and responses over a translation model
+ * (lt.h). */
+#include "lt.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NLLB-200's codes (ISO 639-3 and script) that have an ISO 639-1 code, as
+ * LibreTranslate names languages ("zt": Chinese in traditional script). The
+ * 639-3 part also names Marian's >>fra<< tokens. */
+static const char *const NLLB_ISO1[][2] = {
+    {"afr_Latn", "af"}, {"aka_Latn", "ak"}, {"amh_Ethi", "am"}, {"arb_Arab", "ar"}, {"asm_Beng", "as"},
+    {"ayr_Latn", "ay"}, {"azj_Latn", "az"}, {"bak_Cyrl", "ba"}, {"bam_Latn", "bm"}, {"bel_Cyrl", "be"},
+    {"ben_Beng", "bn"}, {"bod_Tibt", "bo"}, {"bos_Latn", "bs"}, {"bul_Cyrl", "bg"}, {"cat_Latn", "ca"},
+    {"ces_Latn", "cs"}, {"cym_Latn", "cy"}, {"dan_Latn", "da"}, {"deu_Latn", "de"}, {"dzo_Tibt", "dz"},
+    {"ell_Grek", "el"}, {"eng_Latn", "en"}, {"epo_Latn", "eo"}, {"est_Latn", "et"}, {"eus_Latn", "eu"},
+    {"ewe_Latn", "ee"}, {"fao_Latn", "fo"}, {"pes_Arab", "fa"}, {"fij_Latn", "fj"}, {"fin_Latn", "fi"},
+    {"fra_Latn", "fr"}, {"gla_Latn", "gd"}, {"gle_Latn", "ga"}, {"glg_Latn", "gl"}, {"grn_Latn", "gn"},
+    {"guj_Gujr", "gu"}, {"hat_Latn", "ht"}, {"hau_Latn", "ha"}, {"heb_Hebr", "he"}, {"hin_Deva", "hi"},
+    {"hrv_Latn", "hr"}, {"hun_Latn", "hu"}, {"hye_Armn", "hy"}, {"ibo_Latn", "ig"}, {"ind_Latn", "id"},
+    {"isl_Latn", "is"}, {"ita_Latn", "it"}, {"jav_Latn", "jv"}, {"jpn_Jpan", "ja"}, {"kan_Knda", "kn"},
+    {"kas_Arab", "ks"}, {"kat_Geor", "ka"}, {"kaz_Cyrl", "kk"}, {"khm_Khmr", "km"}, {"kik_Latn", "ki"},
+    {"kin_Latn", "rw"}, {"kir_Cyrl", "ky"}, {"kon_Latn", "kg"}, {"kor_Hang", "ko"}, {"kmr_Latn", "ku"},
+    {"lao_Laoo", "lo"}, {"lvs_Latn", "lv"}, {"lim_Latn", "li"}, {"lin_Latn", "ln"}, {"lit_Latn", "lt"},
+    {"ltz_Latn", "lb"}, {"lug_Latn", "lg"}, {"mal_Mlym", "ml"}, {"mar_Deva", "mr"}, {"mkd_Cyrl", "mk"},
+    {"plt_Latn", "mg"}, {"mlt_Latn", "mt"}, {"khk_Cyrl", "mn"}, {"mri_Latn", "mi"}, {"zsm_Latn", "ms"},
+    {"mya_Mymr", "my"}, {"nld_Latn", "nl"}, {"nno_Latn", "nn"}, {"nob_Latn", "nb"}, {"npi_Deva", "ne"},
+    {"nya_Latn", "ny"}, {"oci_Latn", "oc"}, {"gaz_Latn", "om"}, {"ory_Orya", "or"}, {"pan_Guru", "pa"},
+    {"pol_Latn", "pl"}, {"por_Latn", "pt"}, {"pbt_Arab", "ps"}, {"quy_Latn", "qu"}, {"ron_Latn", "ro"},
+    {"run_Latn", "rn"}, {"rus_Cyrl", "ru"}, {"sag_Latn", "sg"}, {"san_Deva", "sa"}, {"srd_Latn", "sc"},
+    {"sin_Sinh", "si"}, {"slk_Latn", "sk"}, {"slv_Latn", "sl"}, {"smo_Latn", "sm"}, {"sna_Latn", "sn"},
+    {"snd_Arab", "sd"}, {"som_Latn", "so"}, {"sot_Latn", "st"}, {"spa_Latn", "es"}, {"als_Latn", "sq"},
+    {"srp_Cyrl", "sr"}, {"ssw_Latn", "ss"}, {"sun_Latn", "su"}, {"swe_Latn", "sv"}, {"swh_Latn", "sw"},
+    {"tam_Taml", "ta"}, {"tat_Cyrl", "tt"}, {"tel_Telu", "te"}, {"tgk_Cyrl", "tg"}, {"tgl_Latn", "tl"},
+    {"tha_Thai", "th"}, {"tir_Ethi", "ti"}, {"tsn_Latn", "tn"}, {"tso_Latn", "ts"}, {"tuk_Latn", "tk"},
+    {"tur_Latn", "tr"}, {"twi_Latn", "tw"}, {"uig_Arab", "ug"}, {"ukr_Cyrl", "uk"}, {"urd_Arab", "ur"},
+    {"uzn_Latn", "uz"}, {"vie_Latn", "vi"}, {"wol_Latn", "wo"}, {"xho_Latn", "xh"}, {"ydd_Hebr", "yi"},
+    {"yor_Latn", "yo"}, {"zho_Hans", "zh"}, {"zho_Hant", "zt"}, {"zul_Latn", "zu"},
+};
+#define N_NLLB ((int)(sizeof NLLB_ISO1 / sizeof *NLLB_ISO1))
+
+/* ---- codes ------------------------------------------------------------------------------ */
+
+void srv_lt_code(const encdec_model *m, int i, char *out, size_t n) {
+    const char *c = encdec_model_language(m, i);
+    snprintf(out, n, "%s", c ? c : "");
+    if (!c) return;
+    size_t len = strlen(c);
+    for (int k = 0; k < N_NLLB; k++) {
+        const char *x = NLLB_ISO1[k][0];
+        if (!strcmp(x, c) || (len == 3 && !strncmp(x, c, 3))) {   /* NLLB; Marian's "fra" */
+            snprintf(out, n, "%s", NLLB_ISO1[k][1]);
+            return;
+        }
+    }
+    /* mBART's "fr_XX": its ISO 639-1 part */
+    if (len == 5 && c[2] == '_' && islower((unsigned char)c[0]) && islower((unsigned char)c[1]))
+        snprintf(out, n, "%.2s", c);
+}
+
+int srv_lt_find(const encdec_model *m, const char *code) {
+    if (!code || !*code || strlen(code) > 32) return -1;
+    int i = encdec_model_find_language(m, code);
+    if (i >= 0) return i;
+    char c[40];
+    for (i = 0; encdec_model_language(m, i); i++) {
+        srv_lt_code(m, i, c, sizeof c);
+        if (!strcmp(c, code)) return i;
+    }
+    return -1;
+}
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+
+static int fail(srv_lt_error *e, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    e->status = status;
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static int hexv(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Decodes a urlencoded value in place ('+' a space, %XX a byte); 0 when a
+ * % is not followed by two hex digits. */
+static int url_decode(char *s) {
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r == '+') {
+            *w++ = ' ';
+        } else if (*r == '%') {
+            int a = hexv(r[1]), b = a >= 0 ? hexv(r[2]) : -1;
+            if (b < 0) return 0;
+            *w++ = (char)(a << 4 | b);
+            r += 2;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = 0;
+    return 1;
+}
+
+typedef struct {
+    const char *q, *source, *target, *format, *alternatives;
+} lt_fields;
+
+static int parse_form(srv_lt_req *r, const char *body, size_t len, lt_fields *f, srv_lt_error *e) {
+    if (!(r->form = malloc(len + 1))) return fail(e, 500, "out of memory");
+    memcpy(r->form, body, len);
+    r->form[len] = 0;
+    if (memchr(body, 0, len)) return fail(e, 400, "the form holds a NUL byte");
+    for (char *save = NULL, *kv = strtok_r(r->form, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+        char *v = strchr(kv, '=');
+        if (!v) continue;
+        *v++ = 0;
+        if (!url_decode(kv) || !url_decode(v)) return fail(e, 400, "a malformed %%-escape in the form");
+        if (!strcmp(kv, "q")) f->q = v;
+        else if (!strcmp(kv, "source")) f->source = v;
+        else if (!strcmp(kv, "target")) f->target = v;
+        else if (!strcmp(kv, "format")) f->format = v;
+        else if (!strcmp(kv, "alternatives")) f->alternatives = v;
+    }
+    if (f->q) r->q[r->n_q++] = f->q;
+    return 1;
+}
+
+static const char *json_str(const cJSON *j, const char *key, int *bad) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (v && !cJSON_IsString(v) && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && !strcmp(key, "alternatives")))
+        *bad = 1;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int parse_json(srv_lt_req *r, const char *body, size_t len, lt_fields *f, srv_lt_error *e) {
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return fail(e, 400, "the body is not a JSON object");
+    }
+    r->json = j;
+    int bad = 0;
+    f->source = json_str(j, "source", &bad);
+    f->target = json_str(j, "target", &bad);
+    f->format = json_str(j, "format", &bad);
+    const cJSON *alt = cJSON_GetObjectItemCaseSensitive(j, "alternatives");
+    if (cJSON_IsNumber(alt)) {
+        if (!(alt->valuedouble >= 0 && alt->valuedouble <= 8) || alt->valuedouble != (int)alt->valuedouble)
+            return fail(e, 400, "Invalid request: alternatives must be a whole number from 0 to 8");
+        r->alternatives = (int)alt->valuedouble;
+    } else if (alt && !cJSON_IsNull(alt)) {
+        f->alternatives = json_str(j, "alternatives", &bad);
+    }
+    if (bad) return fail(e, 400, "Invalid request: source, target and format are strings");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(j, "q"), *it;
+    if (cJSON_IsString(q)) {
+        r->q[r->n_q++] = q->valuestring;
+    } else if (cJSON_IsArray(q)) {
+        r->q_list = 1;
+        cJSON_ArrayForEach(it, q) {
+            if (!cJSON_IsString(it)) return fail(e, 400, "Invalid request: q must be a string or a list of strings");
+            if (r->n_q == SRV_LT_MAX_Q) return fail(e, 400, "Invalid request: at most %d texts a request", SRV_LT_MAX_Q);
+            r->q[r->n_q++] = it->valuestring;
+        }
+    } else if (q && !cJSON_IsNull(q)) {
+        return fail(e, 400, "Invalid request: q must be a string or a list of strings");
+    }
+    return 1;
+}
+
+/* The model's language for a client's code; "auto" (and an absent
+ * source) the model's default where it has one. */
+static int map_lang(const encdec_model *m, const char *code, int source, int *out, srv_lt_error *e) {
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    *out = -1;
+    const char *which = source ? "source" : "target";
+    int marian = !strcmp(info.model_type, "marian");
+    if (!encdec_model_language(m, 0) || (source && marian)) {   /* one pair; Marian's one source */
+        const char *mine = source ? info.source_language : info.target_language;
+        if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine)) return 1;
+        return fail(e, 400, "%s language %.40s is not supported: this model translates %s to %s", which,
+                    code, info.source_language ? info.source_language : "?",
+                    info.target_language ? info.target_language : "?");
+    }
+    if (source && (!code || !strcmp(code, "auto"))) return 1;   /* the tokenizer's default */
+    if (!code) return fail(e, 400, "Invalid request: missing target parameter");
+    if ((*out = srv_lt_find(m, code)) < 0)
+        return fail(e, 400, "%s language %.40s is not supported (GET /languages lists them)", which, code);
+    return 1;
+}
+
+int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_json, srv_lt_req *r,
+                 srv_lt_error *e) {
+    memset(r, 0, sizeof *r);
+    r->src = r->tgt = -1;
+    lt_fields f = {0};
+    if (!(is_json ? parse_json(r, body, len, &f, e) : parse_form(r, body, len, &f, e))) return 0;
+    if (!r->n_q) return fail(e, 400, "Invalid request: missing q parameter");
+    for (int i = 0; i < r->n_q; i++)
+        if (!*r->q[i]) return fail(e, 400, "Invalid request: text %d of q is empty", i);
+    if (f.alternatives) {
+        char *end;
+        long a = strtol(f.alternatives, &end, 10);
+        if (*end || end == f.alternatives || a < 0 || a > 8)
+            return fail(e, 400, "Invalid request: alternatives must be a whole number from 0 to 8");
+        r->alternatives = (int)a;
+    }
+    if (f.format && strcmp(f.format, "text")) {
+        r->html = !strcmp(f.format, "html");
+        return fail(e, 400, "format %.20s is not supported: text only", f.format);
+    }
+    if (!f.target) return fail(e, 400, "Invalid request: missing target parameter");
+    return map_lang(m, f.source, 1, &r->src, e) && map_lang(m, f.target, 0, &r->tgt, e);
+}
+
+void srv_lt_free(srv_lt_req *r) {
+    cJSON_Delete(r->json);
+    free(r->form);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+static char *print(cJSON *j) {
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return s;
+}
+
+char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
+    cJSON *j = cJSON_CreateObject(), *tt = NULL, *alts = NULL;
+    int per = 1 + r->alternatives;
+    if (r->q_list) {
+        tt = cJSON_AddArrayToObject(j, "translatedText");
+        if (r->alternatives) alts = cJSON_AddArrayToObject(j, "alternatives");
+    }
+    for (int i = 0; i < r->n_q; i++) {
+        const char *t = texts[i * per];
+        cJSON *a = r->alternatives ? cJSON_CreateArray() : NULL;
+        for (int k = 1; k < per; k++) cJSON_AddItemToArray(a, cJSON_CreateString(texts[i * per + k]));
+        if (r->q_list) {
+            cJSON_AddItemToArray(tt, cJSON_CreateString(t));
+            if (a) cJSON_AddItemToArray(alts, a);
+        } else {
+            cJSON_AddStringToObject(j, "translatedText", t);
+            if (a) cJSON_AddItemToObject(j, "alternatives", a);
+        }
+    }
+    return print(j);
+}
+
+/* A language's entry: its code, name (Whisper's English names where it has
+ * one, capitalised; else the code) and targets. */
+static cJSON *lang_entry(const char *code, cJSON *targets) {
+    cJSON *o = cJSON_CreateObject();
+    char name[64];
+    const char *n = encdec_language_name(code);
+    snprintf(name, sizeof name, "%s", n ? n : code);
+    name[0] = (char)toupper((unsigned char)name[0]);
+    cJSON_AddStringToObject(o, "code", code);
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddItemToObject(o, "targets", targets);
+    return o;
+}
+
+char *srv_lt_languages(const encdec_model *m) {
+    cJSON *a = cJSON_CreateArray();
+    char c[40];
+    if (!encdec_model_language(m, 0)) {
+        encdec_model_info info;
+        encdec_model_get_info(m, &info);
+        if (info.source_language && info.target_language) {
+            cJSON *t = cJSON_CreateArray();
+            cJSON_AddItemToArray(t, cJSON_CreateString(info.target_language));
+            cJSON_AddItemToArray(a, lang_entry(info.source_language, t));
+        }
+        return print(a);
+    }
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    if (!strcmp(info.model_type, "marian")) {   /* one source (or any), the >>xx<< targets */
+        cJSON *t = cJSON_CreateArray();
+        for (int k = 0; encdec_model_language(m, k); k++) {
+            srv_lt_code(m, k, c, sizeof c);
+            cJSON_AddItemToArray(t, cJSON_CreateString(c));
+        }
+        cJSON_AddItemToArray(a, lang_entry(info.source_language ? info.source_language : "auto", t));
+        return print(a);
+    }
+    /* every language translates into every other (the model's list) */
+    for (int i = 0; encdec_model_language(m, i); i++) {
+        cJSON *t = cJSON_CreateArray();
+        for (int k = 0; encdec_model_language(m, k); k++) {
+            if (k == i) continue;
+            srv_lt_code(m, k, c, sizeof c);
+            cJSON_AddItemToArray(t, cJSON_CreateString(c));
+        }
+        srv_lt_code(m, i, c, sizeof c);
+        cJSON_AddItemToArray(a, lang_entry(c, t));
+    }
+    return print(a);
+}
+
+char *srv_lt_error_body(const char *message) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", message);
+    return print(j);
+}

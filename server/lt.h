@@ -1,0 +1,58 @@
+/* lt.h - LibreTranslate's API for translation models (NLLB-200, M2M100,
+ * mBART-50, Marian / OPUS-MT): POST /translate's body (JSON, or a urlencoded
+ * form) checked into requests, the language codes its clients send mapped
+ * onto the model's, and the response bodies of /translate and /languages.
+ * No I/O: ep_lt.c runs the requests; tests and the fuzz harness drive this.
+ *
+ * Codes: LibreTranslate's (ISO 639-1: "en", "fr", "zh", "zt" for
+ * traditional Chinese) or the model's own ("fra_Latn", "fr_XX", "fr"), in
+ * either field; responses and /languages speak ISO 639-1 where the model's
+ * code has one, else the model's code.
+ */
+#ifndef SRV_LT_H
+#define SRV_LT_H
+
+#include "encdec.h"
+
+#include <stddef.h>
+
+#define SRV_LT_MAX_Q 64
+
+typedef struct {
+    int status;               /* 400, 404, 500 ... */
+    char message[512];        /* LibreTranslate's body: {"error": message} */
+} srv_lt_error;
+
+typedef struct {
+    void *json;               /* the parsed JSON body, or NULL (a form) */
+    char *form;               /* a form body, decoded in place */
+    const char *q[SRV_LT_MAX_Q];
+    int n_q, q_list;          /* q was a list: so is translatedText */
+    int src, tgt;             /* the model's language indices (-1: its default / none) */
+    int alternatives;         /* extra translations per text (beam search), 0..8 */
+    int html;                 /* format "html": refused (400) */
+} srv_lt_req;
+
+/* Parses a body (content type: application/json, else a urlencoded form)
+ * and maps its languages onto model m: 1, or 0 with e set. r must be freed
+ * either way. */
+int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_json, srv_lt_req *r,
+                 srv_lt_error *e);
+void srv_lt_free(srv_lt_req *r);
+
+/* The code a client sees for the model's language i (ISO 639-1 where it
+ * has one), into out[n]. */
+void srv_lt_code(const encdec_model *m, int i, char *out, size_t n);
+/* The model's language index for a client's code (LibreTranslate's or the
+ * model's own), or -1. */
+int srv_lt_find(const encdec_model *m, const char *code);
+
+/* {"translatedText": text or [texts]} (with "alternatives" when asked):
+ * texts[i * (1 + alternatives) + k], k = 0 the translation. */
+char *srv_lt_body(const srv_lt_req *r, const char *const *texts);
+/* GET /languages: [{"code", "name", "targets"}] of the model. */
+char *srv_lt_languages(const encdec_model *m);
+/* {"error": message}. */
+char *srv_lt_error_body(const char *message);
+
+#endif

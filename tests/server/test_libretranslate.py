@@ -1,0 +1,133 @@
+"""LibreTranslate's API on translation models: its own Python client
+(libretranslatepy, unchanged) and raw requests against `encdec serve`.
+
+  mBART-50 (tests/data/tiny-random-mbart, tokenizer and 52 language codes of
+  tools/golden_text_tok.py): /languages in ISO 639-1, /translate (form body
+  from the client, JSON bodies, a list of texts, alternatives) giving what
+  `encdec translate --beam 4` gives (whose beams test_bart_golden pins to
+  transformers' generate), and LibreTranslate's errors ({"error": ...}).
+  Marian (tests/data/tiny-random-marian, en -> de in its
+  tokenizer_config.json, and a >>de<< token): the pair, and a target it
+  lacks refused.
+
+    tests/server/run.sh tests/server/test_libretranslate.py build/encdec
+"""
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+from common import HERE, Server
+
+FAILED = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILED.append(what)
+
+
+def post(url, body, ctype):
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def cli(binary, model, src, tgt, text, ret=1):
+    out = subprocess.run([binary, "translate", "-m", model, "--src-lang", src, "--tgt-lang", tgt,
+                          "--beam", "4", "--num-return", str(ret), "--max-new-tokens", "63", text],
+                         capture_output=True, text=True, timeout=120)
+    return out.stdout.splitlines()
+
+
+def mbart(binary):
+    from libretranslatepy import LibreTranslateAPI
+
+    d = os.path.join(HERE, "..", "data", "tiny-random-mbart")
+    texts = json.load(open(os.path.join(HERE, "..", "data", "bart-golden", "mbart.json"),
+                           encoding="utf-8"))["api"]["inputs"]
+    s = Server(binary, d)
+    try:
+        lt = LibreTranslateAPI(s.url + "/")
+        langs = lt.languages()
+        codes = [x["code"] for x in langs]
+        fr = [x for x in langs if x["code"] == "fr"]
+        check(len(langs) == 52 and "ar" in codes and "zh" in codes and fr and fr[0]["name"] == "French"
+              and "de" in fr[0]["targets"] and "fr" not in fr[0]["targets"],
+              "languages: mBART-50's 52, ISO 639-1 codes, names, every other one a target")
+        want = cli(binary, d, "fr_XX", "de_DE", texts[0])
+        got = lt.translate(texts[0], "fr", "de")
+        check([got] == want, "translate (the client's form body): as encdec translate --beam 4 (%r)" % want)
+        st, out = post(s.url + "/translate", json.dumps({"q": texts, "source": "fr_XX", "target": "de_DE",
+                                                         "format": "text", "alternatives": 1}).encode(),
+                       "application/json")
+        want2 = [cli(binary, d, "fr_XX", "de_DE", t, 2) for t in texts]
+        check(st == 200 and out["translatedText"] == [w[0] for w in want2]
+              and out["alternatives"] == [[w[1]] for w in want2],
+              "translate: a list of texts in the model's codes, one alternative each")
+        for body, code, what in [
+            ({"q": "x", "source": "fr", "target": "xx"}, 400, "target language xx is not supported"),
+            ({"source": "fr", "target": "de"}, 400, "missing q"),
+            ({"q": "x", "source": "fr"}, 400, "missing target"),
+            ({"q": "<b>x</b>", "source": "fr", "target": "de", "format": "html"}, 400, "text only"),
+            ({"q": ["x", 3], "source": "fr", "target": "de"}, 400, "q must be a string"),
+            ({"q": "x", "source": "fr", "target": "de", "alternatives": 99}, 400, "alternatives"),
+            ({"q": " ".join(str(i) for i in range(400)), "source": "fr", "target": "de"}, 400, "the model accepts at most 64"),
+        ]:
+            st, out = post(s.url + "/translate", json.dumps(body).encode(), "application/json")
+            check(st == code and what in out.get("error", ""), "translate refuses %r: %s (%r)" % (
+                {k: v if len(str(v)) < 40 else "..." for k, v in body.items()}, what, out))
+        st, out = post(s.url + "/translate", b"{not json", "application/json")
+        check(st == 400 and "JSON" in out["error"], "translate: malformed JSON")
+        st, out = post(s.url + "/translate", b"q=%zz&target=de", "application/x-www-form-urlencoded")
+        check(st == 400 and "escape" in out["error"], "translate: a malformed form")
+        st, out = post(s.url + "/translate", "q=\u00fcber&source=auto&target=de".encode(),
+                       "application/x-www-form-urlencoded")
+        check(st == 200 and isinstance(out["translatedText"], str),
+              "translate: source auto is the tokenizer's source language")
+    finally:
+        check(s.stop() == 0, "mBART: exit status 0")
+
+
+def marian(binary):
+    from libretranslatepy import LibreTranslateAPI
+
+    d = os.path.join(HERE, "..", "data", "tiny-random-marian")
+    s = Server(binary, d)
+    try:
+        lt = LibreTranslateAPI(s.url + "/")
+        langs = lt.languages()
+        check(len(langs) == 1 and langs[0]["code"] == "en" and langs[0]["targets"] == ["de"],
+              "languages: Marian's one pair from tokenizer_config.json (%r)" % langs)
+        got = lt.translate("The house is wonderful.", "en", "de")
+        check(isinstance(got, str), "translate: Marian en -> de")
+        st, out = post(s.url + "/translate", json.dumps({"q": "x", "source": "en", "target": "fr"}).encode(),
+                       "application/json")
+        check(st == 400 and "not supported" in out["error"], "translate: a target Marian lacks (%r)" % out)
+    finally:
+        check(s.stop() == 0, "Marian: exit status 0")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    try:
+        import libretranslatepy  # noqa: F401
+    except ImportError:
+        print("skip: libretranslatepy is not installed (scripts/venv-client.sh installs it)")
+        return 77
+    mbart(sys.argv[1])
+    marian(sys.argv[1])
+    print("%d failed" % len(FAILED))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
