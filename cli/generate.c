@@ -18,7 +18,11 @@ static const char *HELP =
     "argument is one input; without TEXT, the inputs are read from standard input, one\n"
     "per line. Inputs are encoded and decoded together, --batch at a time, and printed\n"
     "in input order. translate is generate with a target language required where the\n"
-    "model has languages.\n"
+    "model has languages. The search options default to the model's generation config\n"
+    "where it sets them (generation_config.json: num_beams, length_penalty,\n"
+    "early_stopping, max_length, min_length, no_repeat_ngram_size, repetition_penalty),\n"
+    "as transformers' generate() does (not with --sample or --stream: one sequence);\n"
+    "else to the values below.\n"
     "\n"
     "options:\n"
     "      --src-lang CODE    the inputs' language, for models whose inputs carry it\n"
@@ -31,10 +35,14 @@ static const char *HELP =
     "  -t, --threads N        worker threads, 1..256 (default: CPUs online, at most 8)\n"
     "      --max-new-tokens N tokens generated per sequence, </s> included, 1..4096\n"
     "                         (default 128)\n"
+    "      --min-new-tokens N </s> is banned before N tokens (default 0)\n"
     "      --beam N           beam search with N beams, 1..64 (default 1: greedy)\n"
     "      --length-penalty X beam score = sum of log-probs / length^X (default 1)\n"
     "      --early-stopping   beam: stop an input once N hypotheses are finished\n"
     "                         (default: once no live beam can beat them)\n"
+    "      --no-repeat-ngram N  never repeat an n-gram of N tokens (default 0: off)\n"
+    "      --repetition-penalty X  a generated token's logit / X (x X when negative;\n"
+    "                         default 1: off)\n"
     "      --num-return N     sequences returned per input (beam: 1..N beams;\n"
     "                         sampling: 1..64; default 1)\n"
     "      --sample           sample instead of taking the most likely token\n"
@@ -71,9 +79,12 @@ static const char *HELP =
     "its line number and prints an empty line; the others still run. Exit status 0 on\n"
     "success, 1 if any input failed, 2 on a usage error.\n";
 
+enum { SET_BEAM = 1, SET_LP = 2, SET_EARLY = 4, SET_MAX = 8, SET_MIN = 16, SET_NGRAM = 32, SET_REP = 64 };
+
 typedef struct {
     const char *model;
     int threads, json, batch, stream, list_langs, translate;
+    unsigned set;               /* the search options given (SET_*): the rest are the model's */
     encdec_generate_params gp;
     encdec_model_params mp;   /* compute mode, kernel set */
     encdec_kv_type cross_kv;
@@ -106,7 +117,7 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
         else if (!strcmp(a, "--stream")) o->stream = 1;
         else if (!strcmp(a, "--list-languages")) o->list_langs = 1;
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
-        else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1;
+        else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1, o->set |= SET_EARLY;
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
         else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->gp.kv_mode)) return -1; }
         else if (!v) {
@@ -120,14 +131,18 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
             else if (!strcmp(a, "--src-lang")) o->gp.src_lang = v;
             else if (!strcmp(a, "--tgt-lang")) o->gp.tgt_lang = v;
             else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_parse_int(a, v, 1, 256, &o->threads);
-            else if (!strcmp(a, "--max-new-tokens")) ok = cli_parse_int(a, v, 1, 4096, &o->gp.max_new_tokens);
-            else if (!strcmp(a, "--beam")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_beams);
+            else if (!strcmp(a, "--max-new-tokens")) ok = cli_parse_int(a, v, 1, 4096, &o->gp.max_new_tokens), o->set |= SET_MAX;
+            else if (!strcmp(a, "--min-new-tokens")) ok = cli_parse_int(a, v, 0, 4096, &o->gp.min_new_tokens), o->set |= SET_MIN;
+            else if (!strcmp(a, "--no-repeat-ngram")) ok = cli_parse_int(a, v, 0, 1024, &o->gp.no_repeat_ngram_size), o->set |= SET_NGRAM;
+            else if (!strcmp(a, "--beam")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_beams), o->set |= SET_BEAM;
             else if (!strcmp(a, "--num-return")) ok = cli_parse_int(a, v, 1, 64, &o->gp.num_return_sequences);
             else if (!strcmp(a, "--top-k")) ok = cli_parse_int(a, v, 0, 1 << 20, &o->gp.top_k);
             else if (!strcmp(a, "--batch")) ok = cli_parse_int(a, v, 1, 4096, &o->batch);
             else if (!strcmp(a, "--seed")) ok = parse_seed(v, &o->gp.seed);
             else if (!strcmp(a, "--length-penalty")) {
-                if ((ok = cli_parse_double(a, v, -100, 100, &x))) o->gp.length_penalty = (float)x;
+                if ((ok = cli_parse_double(a, v, -100, 100, &x))) o->gp.length_penalty = (float)x, o->set |= SET_LP;
+            } else if (!strcmp(a, "--repetition-penalty")) {
+                if ((ok = cli_parse_double(a, v, 0, 1e6, &x))) o->gp.repetition_penalty = (float)x, o->set |= SET_REP;
             } else if (!strcmp(a, "--temperature")) {
                 if ((ok = cli_parse_double(a, v, 1e-6, 1e6, &x))) o->gp.temperature = (float)x;
             } else if (!strcmp(a, "--top-p")) {
@@ -175,6 +190,7 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
     o->json = 0;
     o->stream = 0;
     o->list_langs = 0;
+    o->set = 0;
     o->batch = 32;
     o->gp = encdec_generate_default_params();
     o->mp = encdec_model_default_params();
@@ -379,6 +395,23 @@ static int check_langs(const encdec_model *m, const opts *o) {
     return 1;
 }
 
+/* The model's generation config for the search options not given (its
+ * beams only where neither --sample nor --stream asks for one sequence at a
+ * time). */
+static void model_search(const encdec_model *m, opts *o) {
+    encdec_generate_params mp = encdec_generate_model_params(m);
+    encdec_generate_params *g = &o->gp;
+    if (!(o->set & SET_BEAM) && !g->do_sample && !o->stream && mp.num_beams > g->num_return_sequences)
+        g->num_beams = mp.num_beams;
+    if (!(o->set & SET_LP)) g->length_penalty = mp.length_penalty;
+    if (!(o->set & SET_EARLY)) g->early_stopping = mp.early_stopping;
+    if (!(o->set & SET_MAX)) g->max_new_tokens = mp.max_new_tokens;
+    if (!(o->set & SET_MIN)) g->min_new_tokens = mp.min_new_tokens;
+    if (!(o->set & SET_NGRAM)) g->no_repeat_ngram_size = mp.no_repeat_ngram_size;
+    if (!(o->set & SET_REP)) g->repetition_penalty = mp.repetition_penalty;
+    if (g->min_new_tokens >= g->max_new_tokens) g->min_new_tokens = g->max_new_tokens - 1;
+}
+
 int cli_translate(int argc, char **argv) { return cli_generate_as(argc, argv, 1); }
 
 int cli_generate(int argc, char **argv) { return cli_generate_as(argc, argv, 0); }
@@ -400,6 +433,7 @@ int cli_generate_as(int argc, char **argv, int translate) {
         encdec_model_free(m);
         return 1;
     }
+    model_search(m, &o);
     if (o.list_langs || !check_langs(m, &o)) {
         if (o.list_langs) print_langs(m, stdout);
         encdec_model_free(m);

@@ -853,12 +853,24 @@ typedef struct {
     int no_repeat_ngram_size;
     const int *suppress_tokens;
     int n_suppress_tokens;
+    /* </s> is banned until this many tokens are generated (forced ones
+     * included): transformers' min_length - 1. */
+    int min_new_tokens;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
  * length_penalty 1, early_stopping 0, one sequence; sampling temperature 1, top_k 0, top_p 1,
  * seed 0; no truncation; no on_token. */
 ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
+/* The same with the model's own generation config where it sets them, as
+ * transformers' generate() starts from it (generation_config.json, else
+ * config.json): num_beams, length_penalty, early_stopping (true, false,
+ * "never"), max_new_tokens (or max_length - 1; capped to what the model
+ * may generate), min_length (as min_new_tokens = min_length - 1),
+ * no_repeat_ngram_size, repetition_penalty. bart-large-cnn's summaries,
+ * OPUS-MT's beams. (transformers' 20-token max_length default is not taken:
+ * without one, 128.) Whisper models and NULL: the defaults. */
+ENCDEC_API encdec_generate_params encdec_generate_model_params(const encdec_model *m);
 
 /* Generates text for n_inputs UTF-8 inputs at once (encoded as one packed
  * batch, decoded together): the result holds n_inputs x num_return_sequences

@@ -525,6 +525,51 @@ static void check_no_langs(encdec_model *m, const char *in) {
     encdec_session_free(s);
 }
 
+/* A generation config with search settings (bart-large-cnn's kind: beams, a
+ * length penalty, min_length, no_repeat_ngram_size, early_stopping,
+ * max_length): encdec_generate_model_params takes them, and generating with
+ * them gives what generate() gives with nothing but that config. */
+static void check_gen_config(const cJSON *gc, const char *const *in, int B) {
+    static const char *const files[] = {"config.json", "model.safetensors", "vocab.json", "merges.txt",
+                                        "special_tokens_map.json", "tokenizer_config.json", NULL};
+    const char *d = md_copy(ED_TEST_DATA "/tiny-random-bart", "gen-config", files);
+    char *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItem(gc, "config"));
+    tmp_write(tmp_join(d, "generation_config.json"), cfg, strlen(cfg));
+    free(cfg);
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_model_load(d, &m), ENCDEC_OK);
+    encdec_session_params sp = {2};
+    if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_generate_params p = encdec_generate_model_params(m);
+    CHECK_EQ_INT(p.num_beams, 4);
+    CHECK_NEAR(p.length_penalty, 2.0, 0);
+    CHECK_EQ_INT(p.early_stopping, 1);
+    CHECK_EQ_INT(p.max_new_tokens, 13);      /* max_length 14, the start one of them */
+    CHECK_EQ_INT(p.min_new_tokens, 8);       /* min_length 9 */
+    CHECK_EQ_INT(p.no_repeat_ngram_size, 3);
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(gc, "tokens"), cJSON_GetObjectItem(gc, "text"), 1);
+    printf("  generation config (beams, length penalty, min_length, no_repeat_ngram_size): as generate()\n");
+    encdec_result_free(r);
+    encdec_session_free(s);
+    /* the defaults without a model, or a Whisper one; lying values refused */
+    encdec_generate_params dflt = encdec_generate_model_params(NULL);
+    CHECK_EQ_INT(dflt.num_beams, 1);
+    CHECK_EQ_INT(dflt.max_new_tokens, 128);
+    encdec_model_free(m);
+    const char *bad[][2] = {{"{\"num_beams\": 0}", "num_beams"}, {"{\"min_length\": 1.5}", "min_length"},
+                            {"{\"early_stopping\": \"sometimes\"}", "early_stopping"},
+                            {"{\"no_repeat_ngram_size\": -2}", "no_repeat_ngram_size"}};
+    for (int i = 0; i < 4; i++) {
+        tmp_write(tmp_join(d, "generation_config.json"), bad[i][0], strlen(bad[i][0]));
+        m = (encdec_model *)&m;
+        CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, bad[i][1]);
+        CHECK(m == NULL);
+    }
+}
+
 /* bad_words_ids in the model's config (Marian's <pad> in real OPUS-MT
  * configs): the token banned at every step, as generate() bans it; a
  * malformed entry is a configuration error. */
@@ -661,6 +706,8 @@ static void check_api(const char *model_dir, golden *G, const char *model_type) 
     const cJSON *lj = cJSON_GetObjectItem(api, "langs");
     if (lj) check_langs(m, lj, in, B, &p);
     else if (strcmp(model_type, "marian")) check_no_langs(m, in[0]);
+    const cJSON *gc = cJSON_GetObjectItem(api, "gen_config");
+    if (gc) check_gen_config(gc, in, B);
     const cJSON *bw = cJSON_GetObjectItem(api, "bad_words");
     if (bw) check_bad_words(bw, in, B, G->N);
     /* the decoder's positions bound what an engine may generate */

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "clirun.h"
 #include "tmpdir.h"
+#include "modeldir.h"
 
 #include "base/json.h"
 
@@ -245,6 +246,63 @@ static void test_translate(void) {
     cJSON_Delete(js);
 }
 
+/* How many of --json's lines in g_out have the token ids want[line]. */
+static int lines_as(const cJSON *want) {
+    int line = 0, ok = 0;
+    char *copy = strdup(g_out);
+    for (char *p = copy; p && *p && line < cJSON_GetArraySize(want); line++) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        cJSON *o = cJSON_Parse(p), *ids = cJSON_CreateArray(), *t;
+        const cJSON *seq = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "sequences"), 0);
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(seq, "tokens"))
+            cJSON_AddItemToArray(ids, cJSON_CreateNumber(cJSON_GetObjectItem(t, "id")->valueint));
+        char *got = cJSON_PrintUnformatted(ids), *w = cJSON_PrintUnformatted(cJSON_GetArrayItem(want, line));
+        ok += got && w && !strcmp(got, w);
+        free(got);
+        free(w);
+        cJSON_Delete(ids);
+        cJSON_Delete(o);
+        p = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+    return ok;
+}
+
+/* The model's generation config as the search's defaults (the BART golden's
+ * "gen_config": beams, length penalty, min_length, no_repeat_ngram_size,
+ * max_length), as transformers' generate() takes them; an option given
+ * overrides its setting. */
+static void test_model_config(void) {
+    cJSON *js = NULL;
+    if (ed_json_load(ED_TEST_DATA "/bart-golden/bart.json", &js)) {
+        CHECK(0);
+        return;
+    }
+    const cJSON *api = cJSON_GetObjectItem(js, "api"), *gc = cJSON_GetObjectItem(api, "gen_config");
+    static const char *const files[] = {"config.json", "model.safetensors", "vocab.json", "merges.txt",
+                                        "special_tokens_map.json", "tokenizer_config.json", NULL};
+    const char *d = md_copy(ED_TEST_DATA "/tiny-random-bart", "gen-config", files);
+    char *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItem(gc, "config"));
+    tmp_write(tmp_join(d, "generation_config.json"), cfg, strlen(cfg));
+    free(cfg);
+    char buf[4096] = "", script[4096];
+    for (int i = 0; i < 3; i++) {
+        strcat(buf, cJSON_GetArrayItem(cJSON_GetObjectItem(api, "inputs"), i)->valuestring);
+        strcat(buf, "\n");
+    }
+    const char *f = tmp_path("summarise.txt");
+    tmp_write(f, buf, strlen(buf));
+    snprintf(script, sizeof script, "\"$CLI\" generate -m %s --json < %s", d, f);
+    CHECK_EQ_INT(sh(script), 0);
+    CHECK_EQ_INT(lines_as(cJSON_GetObjectItem(gc, "tokens")), 3);
+    /* --beam 1 overrides num_beams: greedy search, other outputs */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m %s --beam 1 --json < %s", d, f);
+    CHECK_EQ_INT(sh(script), 0);
+    CHECK(lines_as(cJSON_GetObjectItem(gc, "tokens")) < 3);
+    cJSON_Delete(js);
+}
+
 int main(void) {
     if (!tmp_new("encdec-generate-cli")) return 2;
     if (ed_json_load(GOLDEN, &g_js)) {
@@ -254,6 +312,7 @@ int main(void) {
     test_outputs();
     test_errors();
     test_translate();
+    test_model_config();
     cJSON_Delete(g_js);
     tmp_remove(tmp_dir);
     return check_done();

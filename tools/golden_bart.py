@@ -499,6 +499,31 @@ def langs_golden(variant, model, ids, bp, tok):
             "greedy": {"tokens": g, "text": dec(g)}, "beam": {"tokens": bt, "scores": bs, "text": dec(bt)}}
 
 
+# the search settings of a summarisation model's generation config (bart-large-cnn's
+# kind: beams, a length penalty, a minimum length, no repeated trigrams), smaller
+GEN_CONFIG = {"num_beams": 4, "length_penalty": 2.0, "early_stopping": True, "max_length": 14,
+              "min_length": 9, "no_repeat_ngram_size": 3}
+
+
+def gen_config_golden(model, x, mask, ids, tok):
+    """generate() with nothing but the model's generation config (GEN_CONFIG and the
+    ids; forced_eos_token_id none: encdec does not force </s> at max_length)."""
+    from transformers import GenerationConfig
+
+    gc = GenerationConfig(decoder_start_token_id=ids["start"], bos_token_id=ids["bos"],
+                          eos_token_id=ids["eos"], pad_token_id=ids["pad"], forced_eos_token_id=None,
+                          **GEN_CONFIG)
+    with torch.no_grad():
+        o = model.generate(input_ids=x, attention_mask=mask, generation_config=gc, synced_gpus=False)
+    seqs = [strip(r, ids["start"], ids["eos"]) for r in o]
+    with torch.no_grad():   # what the settings change: plain greedy differs
+        g = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **gen_kw(model)).sequences
+    assert seqs != [strip(r, ids["start"], ids["eos"]) for r in g]
+    assert all(len(q) >= GEN_CONFIG["min_length"] - 1 for q in seqs)
+    return {"config": dict(gc.to_diff_dict(), forced_eos_token_id=None), "tokens": seqs,
+            "text": [tok.decode(q, skip_special_tokens=True) for q in seqs]}
+
+
 def api_golden(variant, model, ids, bp):
     """The public API's golden of a model with a tokenizer: HF's tokenizer ids of the
     texts, generate()'s greedy and beam tokens decoded as HF decodes them."""
@@ -522,6 +547,8 @@ def api_golden(variant, model, ids, bp):
                       "beam": {"tokens": fbt, "scores": fbs, "text": dec(fbt)}}}
     if variant in LANG_PAIRS:
         out["langs"] = langs_golden(variant, model, ids, bp, tok)
+    if variant == "bart":
+        out["gen_config"] = gen_config_golden(model, x, mask, ids, tok)
     if variant == "marian":
         # bad_words_ids (real OPUS-MT configs ban <pad>): here the token greedy picks
         # most often, banned at every step by generate()

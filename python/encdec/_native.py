@@ -208,7 +208,7 @@ class GenerateParams(Structure):
                 ("on_token", TOKEN_FN), ("user", c_void_p), ("src_lang", c_char_p),
                 ("tgt_lang", c_char_p), ("repetition_penalty", c_float),
                 ("no_repeat_ngram_size", c_int), ("suppress_tokens", POINTER(c_int)),
-                ("n_suppress_tokens", c_int)]
+                ("n_suppress_tokens", c_int), ("min_new_tokens", c_int)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.
@@ -275,6 +275,7 @@ _fn("encdec_request_cancel", None, c_void_p)
 _fn("encdec_request_free", None, c_void_p)
 _fn("encdec_engine_get_stats", None, c_void_p, P(EngineStats))
 _fn("encdec_generate_default_params", GenerateParams)
+_fn("encdec_generate_model_params", GenerateParams, c_void_p)
 _fn("encdec_generate", _status, c_void_p, P(c_char_p), c_int, P(GenerateParams), P(c_void_p))
 _fn("encdec_engine_generate", _status, c_void_p, c_char_p, P(GenerateParams), P(c_void_p))
 _fn("encdec_engine_generate_ids", _status, c_void_p, P(c_int), c_int, P(c_int), c_int,

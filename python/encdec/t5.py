@@ -77,11 +77,11 @@ class T5Model(Owner):
             out.append(c.decode())
             i += 1
 
-    def generate(self, texts, max_new_tokens=128, num_beams=1, do_sample=False, temperature=1.0,
-                 top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=1.0,
-                 early_stopping=False, truncate=False, return_scores=False, on_token=None,
-                 src_lang=None, tgt_lang=None, repetition_penalty=1.0, no_repeat_ngram_size=0,
-                 suppress_tokens=None):
+    def generate(self, texts, max_new_tokens=None, num_beams=None, do_sample=False, temperature=1.0,
+                 top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=None,
+                 early_stopping=None, truncate=False, return_scores=False, on_token=None,
+                 src_lang=None, tgt_lang=None, repetition_penalty=None, no_repeat_ngram_size=None,
+                 suppress_tokens=None, min_new_tokens=None):
         """Generates for one text (a str: returns a str, or a list of
         num_return_sequences strs) or a list of texts (returns a list of
         those, one per text). Greedy by default; num_beams > 1: beam search
@@ -97,7 +97,12 @@ class T5Model(Owner):
         (see languages): the inputs' language token (NLLB, mBART, M2M100),
         the target forced first (or the decoder's start, mBART; or the >>xx<<
         token, Marian). repetition_penalty, no_repeat_ngram_size: CTranslate2's
-        rules; suppress_tokens: ids never generated."""
+        rules; suppress_tokens: ids never generated; min_new_tokens: </s>
+        banned before that many. Search settings left None are the model's
+        generation config's (num_beams, length_penalty, early_stopping,
+        max_length, min_length, no_repeat_ngram_size, repetition_penalty),
+        as transformers' generate() takes them; else greedy, 128 new tokens
+        (at most the engine's max_new_tokens)."""
         if not self._engine:
             raise ValueError("the model is closed")
         single = isinstance(texts, str)
@@ -106,19 +111,30 @@ class T5Model(Owner):
             return []
         if not all(isinstance(t, str) for t in items):
             raise TypeError("generate: texts must be a str or a list of str")
-        gp = N.lib.encdec_generate_default_params()
-        gp.max_new_tokens = int(max_new_tokens)
-        gp.num_beams = int(num_beams)
+        gp = N.lib.encdec_generate_model_params(self._model.handle)
+        model_beams, model_max = gp.num_beams, min(gp.max_new_tokens, self.max_new_tokens)
+        gp.max_new_tokens = int(max_new_tokens) if max_new_tokens is not None else model_max
+        # the config's beams for one sequence at a time: not with sampling or on_token
+        gp.num_beams = int(num_beams) if num_beams is not None else (
+            1 if do_sample or on_token is not None or num_return_sequences > model_beams else model_beams)
         gp.do_sample = int(bool(do_sample))
         gp.temperature = float(temperature)
         gp.top_k = int(top_k)
         gp.top_p = float(top_p)
         gp.seed = int(seed)
         gp.num_return_sequences = int(num_return_sequences)
-        gp.length_penalty = float(length_penalty)
-        gp.early_stopping = int(bool(early_stopping))
+        if length_penalty is not None:
+            gp.length_penalty = float(length_penalty)
+        if early_stopping is not None:
+            gp.early_stopping = int(bool(early_stopping)) if early_stopping != "never" else 2
+        if min_new_tokens is not None:
+            gp.min_new_tokens = int(min_new_tokens)
+        gp.min_new_tokens = min(gp.min_new_tokens, max(gp.max_new_tokens - 1, 0))
         gp.truncate = int(bool(truncate))
-        keep = _rules(gp, src_lang, tgt_lang, repetition_penalty, no_repeat_ngram_size, suppress_tokens)
+        keep = _rules(gp, src_lang, tgt_lang,
+                      gp.repetition_penalty if repetition_penalty is None else repetition_penalty,
+                      gp.no_repeat_ngram_size if no_repeat_ngram_size is None else no_repeat_ngram_size,
+                      suppress_tokens)
         call = _Call(self._engine, gp, [t.encode("utf-8") for t in items], on_token,
                      bool(return_scores))
         call.keep = keep

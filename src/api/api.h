@@ -26,6 +26,7 @@ struct encdec_model {
     bart_model *bart;      /* API_BART */
     s2s_model text;        /* API_T5, API_BART: generation's view of the model */
     ed_ttok *ttok;         /* its tokenizer (owned) */
+    encdec_generate_params gen_defaults;   /* encdec_generate_model_params' (text models) */
     encdec_compute compute;
     int isa;               /* kernel-set limit of its loads and sessions (base/isa.h) */
     /* on a GPU: the handle the weights were uploaded with, the device
@@ -37,9 +38,10 @@ struct encdec_model {
     whisper_model *w_dev;
 };
 
-/* gen_config.c: m's suppress list from the generation config in dir
- * (generation_config.json, else config.json): bad_words_ids. */
-encdec_status api_gen_config(s2s_model *m, const char *dir);
+/* gen_config.c: from the generation config in dir (generation_config.json,
+ * else config.json): m->text's suppress list (bad_words_ids) and
+ * m->gen_defaults (the search settings it names). */
+encdec_status api_gen_config(struct encdec_model *m, const char *dir);
 
 /* A text-to-text model (T5, the BART family): generation, not transcription. */
 static inline int api_is_text(const encdec_model *m) { return m->family != API_WHISPER; }

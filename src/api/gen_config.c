@@ -1,6 +1,9 @@
-/* gen_config.c - what a text model's generation config imposes on every
- * generation: bad_words_ids (Marian's <pad>, as transformers bans it), read
- * from generation_config.json, else config.json, as generate() reads them. */
+/* gen_config.c - a text model's generation config, read from
+ * generation_config.json, else config.json, as transformers' generate()
+ * reads it: what it imposes on every generation (bad_words_ids: Marian's
+ * <pad>), and the search settings encdec_generate_model_params starts from
+ * (num_beams, length_penalty, early_stopping, max_length / max_new_tokens,
+ * min_length, no_repeat_ngram_size, repetition_penalty). */
 #include "api/api.h"
 #include "base/err.h"
 #include "base/fmap.h"
@@ -37,7 +40,54 @@ static encdec_status bad_words(const cJSON *c, const char *file, int n_vocab, in
     return ENCDEC_OK;
 }
 
-encdec_status api_gen_config(s2s_model *m, const char *dir) {
+/* A number member, absent or null: *out unchanged. */
+static encdec_status num(const cJSON *c, const char *file, const char *key, double lo, double hi, int whole,
+                         double *out, int *set) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!v || cJSON_IsNull(v)) return ENCDEC_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+        (whole && v->valuedouble != (double)(long)v->valuedouble))
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: %s must be a%s number in %g..%g", file, key,
+                       whole ? " whole" : "", lo, hi);
+    *out = v->valuedouble;
+    *set = 1;
+    return ENCDEC_OK;
+}
+
+/* The search settings into p (those the file names). */
+static encdec_status search(const cJSON *c, const char *file, int max_new, encdec_generate_params *p) {
+    double beams = p->num_beams, lp = p->length_penalty, max_len = 0, max_nt = 0, min_len = 0;
+    double ngram = 0, rep = 1;
+    int s_beams = 0, s_lp = 0, s_max = 0, s_mnt = 0, s_min = 0, s_ngram = 0, s_rep = 0;
+    encdec_status st = num(c, file, "num_beams", 1, 64, 1, &beams, &s_beams);
+    if (!st) st = num(c, file, "length_penalty", -100, 100, 0, &lp, &s_lp);
+    if (!st) st = num(c, file, "max_length", 1, 1 << 20, 1, &max_len, &s_max);
+    if (!st) st = num(c, file, "max_new_tokens", 1, 1 << 20, 1, &max_nt, &s_mnt);
+    if (!st) st = num(c, file, "min_length", 0, 1 << 20, 1, &min_len, &s_min);
+    if (!st) st = num(c, file, "no_repeat_ngram_size", 0, 1024, 1, &ngram, &s_ngram);
+    if (!st) st = num(c, file, "repetition_penalty", 1e-6, 1e6, 0, &rep, &s_rep);
+    if (st) return st;
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(c, "early_stopping");
+    if (cJSON_IsBool(es)) p->early_stopping = cJSON_IsTrue(es);
+    else if (cJSON_IsString(es) && !strcmp(es->valuestring, "never")) p->early_stopping = 2;
+    else if (es && !cJSON_IsNull(es))
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: early_stopping must be true, false or \"never\"", file);
+    p->num_beams = (int)beams;
+    p->length_penalty = (float)lp;
+    /* max_new_tokens wins over max_length (whose count includes the start) */
+    long mn = s_mnt ? (long)max_nt : s_max ? (long)max_len - 1 : p->max_new_tokens;
+    if (mn < 1) mn = 1;
+    p->max_new_tokens = (int)(mn > max_new ? max_new : mn);
+    if (s_min) p->min_new_tokens = min_len > 1 ? (int)min_len - 1 : 0;
+    if (p->min_new_tokens >= p->max_new_tokens) p->min_new_tokens = p->max_new_tokens - 1;
+    if (s_ngram) p->no_repeat_ngram_size = (int)ngram;
+    if (s_rep) p->repetition_penalty = (float)rep;
+    return ENCDEC_OK;
+}
+
+encdec_status api_gen_config(encdec_model *model, const char *dir) {
+    s2s_model *m = &model->text;
+    model->gen_defaults = encdec_generate_default_params();
     char p[4200];
     const char *name = ed_is_file(ed_path_join(p, sizeof p, dir, "generation_config.json"))
                            ? "generation_config.json" : "config.json";
@@ -47,6 +97,13 @@ encdec_status api_gen_config(s2s_model *m, const char *dir) {
     encdec_status st = ed_json_load(p, &c);
     if (st) return st;
     st = bad_words(c, name, m->n_vocab, &m->suppress, &m->n_suppress, &m->n_bad_long);
+    /* what a request may generate: 4096, and the BART family's positions */
+    int most = m->ops == &bart_s2s_ops && m->n_positions - 1 < 4096 ? m->n_positions - 1 : 4096;
+    if (!st) st = search(c, name, most, &model->gen_defaults);
     cJSON_Delete(c);
     return st;
+}
+
+encdec_generate_params encdec_generate_model_params(const encdec_model *m) {
+    return m && api_is_text(m) ? m->gen_defaults : encdec_generate_default_params();
 }

@@ -59,6 +59,8 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (!(p->repetition_penalty >= 0 && p->repetition_penalty <= 1e6))
         return ed_fail(ENCDEC_ERR_ARG, "repetition_penalty %g is not in 0..1e6 (0 or 1: off)",
                        (double)p->repetition_penalty);
+    if (p->min_new_tokens < 0 || p->min_new_tokens > GEN_MAX_NEW)
+        return ed_fail(ENCDEC_ERR_ARG, "min_new_tokens %d is out of range 0..%d", p->min_new_tokens, GEN_MAX_NEW);
     if (p->no_repeat_ngram_size < 0 || p->no_repeat_ngram_size > 1024)
         return ed_fail(ENCDEC_ERR_ARG, "no_repeat_ngram_size %d is out of range 0..1024", p->no_repeat_ngram_size);
     if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
@@ -214,6 +216,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     dec_rules rules = {m->suppress, m->n_suppress, NULL, 0, m->eos, max_new};
     rules.repetition_penalty = p->repetition_penalty;
     rules.no_repeat_ngram = p->no_repeat_ngram_size;
+    rules.min_new = p->min_new_tokens;
     /* the caller's suppressed tokens with the generation config's */
     int n_sup = m->n_suppress + p->n_suppress_tokens;
     int *sup = n_sup > m->n_suppress ? ed_alloc(sizeof(int) * (size_t)n_sup, "suppressed tokens") : NULL;

@@ -86,7 +86,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
         m->text.tok = m->ttok;
         char dir[4096];
         model_dir(path, dir, sizeof dir);
-        return st ? st : api_gen_config(&m->text, dir);
+        return st ? st : api_gen_config(m, dir);
     }
     const bart_hparams *h = &m->bart->hp;
     m->text = (s2s_model){&bart_s2s_ops, m->bart, NULL, m->bart->var->model_type, h->n_vocab,
@@ -96,7 +96,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
     m->text.tok = m->ttok;
     char dir[4096];
     model_dir(path, dir, sizeof dir);
-    return st ? st : api_gen_config(&m->text, dir);
+    return st ? st : api_gen_config(m, dir);
 }
 
 /* The family's weight matrices into out[0, cap); returns how many there are. */

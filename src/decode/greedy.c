@@ -37,6 +37,7 @@ void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *
     if (gen && r->no_repeat_ngram > 0) ban_ngrams(logits, n_vocab, r->no_repeat_ngram, gen, n_gen);
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
+    if (n_gen < r->min_new && r->eot >= 0 && r->eot < n_vocab) logits[r->eot] = -INFINITY;
     if (n_gen == 0)
         for (int i = 0; i < r->n_begin_suppress; i++)
             if (r->begin_suppress[i] >= 0 && r->begin_suppress[i] < n_vocab)

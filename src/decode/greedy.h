@@ -48,6 +48,8 @@ typedef struct {
                                    came; 0 or 1: off */
     int no_repeat_ngram;        /* > 0: a token that would repeat an n-gram of the sequence's
                                    generated tokens is banned (-inf), CTranslate2's rule */
+    int min_new;                /* eot banned while fewer tokens were generated (forced ones
+                                   included): transformers' min_length - 1 */
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated

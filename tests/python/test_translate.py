@@ -105,3 +105,25 @@ def test_translate_batch_options_and_errors():
         assert len(s[0].hypotheses) == 1
     finally:
         tr.close()
+
+
+def test_generate_takes_the_model_generation_config(tmp_path):
+    """A summarisation model's generation config (beams, length penalty,
+    min_length, no_repeat_ngram_size, max_length): generate() with no search
+    arguments gives what transformers' generate() gives with that config
+    (bart.json's "gen_config"); an argument overrides its setting."""
+    import shutil
+
+    g = gold("bart")
+    gc = g["api"]["gen_config"]
+    src = DATA / "tiny-random-bart"
+    for f in ("config.json", "model.safetensors", "vocab.json", "merges.txt", "special_tokens_map.json",
+              "tokenizer_config.json"):
+        shutil.copy(src / f, tmp_path / f)
+    (tmp_path / "generation_config.json").write_text(json.dumps(gc["config"]))
+    m = encdec.Seq2SeqModel(str(tmp_path), cpu_threads=2)
+    try:
+        assert m.generate(g["api"]["inputs"]) == gc["text"]
+        assert m.generate(g["api"]["inputs"], num_beams=1) != gc["text"]
+    finally:
+        m.close()
