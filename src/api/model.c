@@ -45,6 +45,11 @@ static encdec_status detect_family(const char *path, api_family *fam) {
         else if (strcmp(t, "whisper") != 0)
             st = ed_fail(ENCDEC_ERR_NO_MODEL, "%s: model_type \"%.40s\" is not supported "
                          "(whisper, t5, mt5, umt5, bart, mbart, marian, m2m_100, pegasus)", cfg, t);
+    } else {   /* a CTranslate2 conversion: its spec says which */
+        char bin[4200], spec[64];
+        if (ct2_spec_name(ed_path_join(bin, sizeof bin, dir, "model.bin"), spec, sizeof spec) &&
+            !strcmp(spec, "TransformerSpec"))
+            *fam = API_BART;
     }
     cJSON_Delete(c);
     return st;
@@ -326,7 +331,7 @@ void encdec_model_free(encdec_model *m) {
 static void text_info(const encdec_model *m, encdec_model_info *info) {
     const s2s_model *t = &m->text;
     info->model_type = t->model_type;
-    info->format = "safetensors";
+    info->format = m->bart && m->bart->ct2 ? "ctranslate2" : "safetensors";
     info->n_text_ctx = t->n_positions;
     info->n_dec_layer = t->n_dec_layer;
     info->n_head = t->n_head;

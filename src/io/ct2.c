@@ -235,6 +235,18 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
     return ENCDEC_OK;
 }
 
+int ct2_spec_name(const char *path, char *out, size_t cap) {
+    ed_fmap m;
+    if (ed_fmap_open(&m, path)) return 0;
+    ct2_reader r = {m.data, 0, m.size, path};
+    uint32_t version;
+    const char *spec;
+    int ok = !read_uint(&r, 4, &version, "binary version") && !read_str(&r, &spec, "spec name");
+    if (ok) snprintf(out, cap, "%s", spec);
+    ed_fmap_close(&m);
+    return ok;
+}
+
 encdec_status ct2_load_file(ed_wtab *t, const char *path) {
     ed_fmap m;
     encdec_status st = ed_fmap_open(&m, path);

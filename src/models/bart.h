@@ -40,6 +40,8 @@
 #include "models/s2s.h"
 #include "models/wload.h"
 
+struct cJSON;
+
 #define BART_XKV_ROWS 256   /* the cross K|V product runs in blocks of this many tokens */
 
 typedef enum {
@@ -106,7 +108,14 @@ typedef struct bart_model {
     const float *logits_bias;          /* [V] or NULL */
     ed_wtab *wt;
     size_t weight_bytes;
+    int ct2;                           /* read from a CTranslate2 directory (bart_ct2.c) */
 } bart_model;
+
+/* bart_ct2.c: a CTranslate2 TransformerSpec's tensors in wt (names as in
+ * model.bin) given Hugging Face's names too, and the config.json
+ * transformers would have written (*config, the caller frees), from the
+ * spec's attributes and dir's config.json and shared vocabulary. */
+encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, struct cJSON **config);
 
 /* The variant a config.json model_type names, or NULL. */
 const bart_variant *bart_variant_of(const char *model_type);

@@ -92,11 +92,9 @@ static encdec_status read_ids(const cJSON *c, bart_hparams *h, const char *mt) {
     return ENCDEC_OK;
 }
 
-static encdec_status read_config(bart_model *m, const char *dir) {
-    char path[4096];
-    cJSON *c;
-    encdec_status st = ed_json_load(ed_path_join(path, sizeof path, dir, CFG), &c);
-    if (st) return st;
+/* config.json's object c (not freed here). */
+static encdec_status read_config(bart_model *m, const cJSON *c) {
+    encdec_status st = ENCDEC_OK;
     bart_hparams *h = &m->hp;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
     if (!cJSON_IsString(mt) || !(m->var = bart_variant_of(mt->valuestring))) {
@@ -149,7 +147,6 @@ static encdec_status read_config(bart_model *m, const char *dir) {
     h->emb_scale = scale ? sqrtf((float)h->d) : 1.0f;
     st = read_ids(c, h, m->var->model_type);
 done:
-    cJSON_Delete(c);
     return st;
 }
 
@@ -268,7 +265,12 @@ static const float *positions(loader *L, const char *side) {
     snprintf(name, sizeof name, "%s%s.embed_positions.weight", L->pfx, side);
     const float *src = NULL;
     bart_pos_kind kind = L->m->var->pos;
-    if (kind == BART_POS_LEARNED) src = wl_get2(&L->w, name, (int64_t)n + 2, d);
+    char table[200];   /* a CTranslate2 model's rows as positions use them (bart_ct2.c) */
+    snprintf(table, sizeof table, "%s%s.embed_positions.table", L->pfx, side);
+    if (wtab_get(L->w.wt, table)) {
+        src = wl_get2(&L->w, table, n, d);
+        kind = BART_POS_SIN_HALVES;   /* no offset */
+    } else if (kind == BART_POS_LEARNED) src = wl_get2(&L->w, name, (int64_t)n + 2, d);
     else if (kind == BART_POS_SIN_HALVES && wtab_get(L->w.wt, name)) src = wl_get2(&L->w, name, n, d);
     if (L->w.st) return NULL;
     if (src && kind == BART_POS_LEARNED && h->emb_scale == 1.0f) return src + 2 * (size_t)d;
@@ -344,11 +346,20 @@ encdec_status bart_load(bart_model **out, const char *path) {
         free(m);
         return ENCDEC_ERR_NOMEM;
     }
-    char dir[4096];
+    char dir[4096], p[4200];
     int hf = 0;
     const char *file = "";
-    encdec_status st = wl_open(m->wt, path, 0, dir, sizeof dir, &hf, &file, NULL);
-    if (!st) st = read_config(m, dir);
+    /* a CTranslate2 directory (model.bin, no safetensors) is read as the
+     * checkpoint it was converted from (bart_ct2.c) */
+    int ct2 = ed_is_dir(path) && !ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors")) &&
+              !ed_is_file(ed_path_join(p, sizeof p, path, "model.safetensors.index.json"));
+    encdec_status st = wl_open(m->wt, path, ct2, dir, sizeof dir, &hf, &file, NULL);
+    cJSON *cfg = NULL;
+    m->ct2 = !st && !hf;
+    if (m->ct2) st = bart_ct2_adapt(m->wt, dir, &cfg);
+    else if (!st) st = ed_json_load(ed_path_join(p, sizeof p, dir, CFG), &cfg);
+    if (!st) st = read_config(m, cfg);
+    cJSON_Delete(cfg);
     if (!st) {
         loader L = {{m->wt, file, ENCDEC_OK, 0}, m, "model."};
         if (!wtab_get(m->wt, "model.encoder.layers.0.fc1.weight") &&
@@ -389,8 +400,11 @@ static void layer_mats(wl_mat *out, int cap, int *n, bart_layer *y, int d, int F
 int bart_matrices(bart_model *m, wl_mat *out, int cap) {
     const bart_hparams *h = &m->hp;
     int d = h->d, n = 0;
+    /* both embeddings even when they are one matrix: a conversion then
+     * updates both (the second is seen as a view of the first), and the
+     * memory it frees is used by neither */
     wl_mat_add(out, cap, &n, &m->enc_emb, h->enc_vocab, d, WL_DECODE_ONLY);
-    if (!h->shared) wl_mat_add(out, cap, &n, &m->dec_emb, h->n_vocab, d, WL_DECODE_ONLY);
+    wl_mat_add(out, cap, &n, &m->dec_emb, h->n_vocab, d, WL_DECODE_ONLY);
     for (int l = 0; l < h->n_enc_layer; l++) layer_mats(out, cap, &n, &m->enc[l], d, h->enc_ffn, 0);
     for (int l = 0; l < h->n_dec_layer; l++) layer_mats(out, cap, &n, &m->dec[l], d, h->dec_ffn, 1);
     wl_mat_add(out, cap, &n, &m->w_xkv, h->n_dec_layer * 2 * d, d, 0);

@@ -1,0 +1,127 @@
+/* test_bart_ct2.c - CTranslate2 directories of BART-family models
+ * (models/bart_ct2.c): the seeded random Marian, M2M100 and BART models of
+ * tools/golden_bart_ct2.py, converted by CTranslate2's own converter, give
+ * the tokens transformers' generate gives on the same weights (greedy and
+ * beam search; CTranslate2's own greedy hypotheses are the same, the
+ * script checks), through a session and an engine; the model reads as a
+ * CTranslate2 one; a lying directory is refused.
+ */
+#include "check.h"
+#include "tmpdir.h"
+#include "modeldir.h"
+#include "base/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *g_golden;
+
+static int same_tokens(const encdec_sequence *sq, const cJSON *want) {
+    int n = cJSON_GetArraySize(want), ok = sq && sq->n_tokens == n;
+    for (int t = 0; ok && t < n; t++) ok = sq->tokens[t].id == cJSON_GetArrayItem(want, t)->valueint;
+    if (!ok && sq) {
+        fprintf(stderr, "  got:");
+        for (int t = 0; t < sq->n_tokens; t++) fprintf(stderr, " %d", sq->tokens[t].id);
+        fprintf(stderr, "\n  want: %s\n", cJSON_PrintUnformatted(want));
+    }
+    return ok;
+}
+
+static void check_model(const char *name, const cJSON *g) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/../../%s", ED_TEST_DATA, cJSON_GetObjectItem(g, "model_dir")->valuestring);
+    encdec_model *m = NULL;
+    CHECK_STATUS(encdec_model_load(dir, &m), ENCDEC_OK, "");
+    if (!m) return;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    CHECK_STR(info.family, "bart");
+    CHECK_STR(info.format, "ctranslate2");
+    const cJSON *texts = cJSON_GetObjectItem(g, "inputs"), *langs = cJSON_GetObjectItem(g, "langs");
+    int B = cJSON_GetArraySize(texts);
+    const char *in[8];
+    for (int b = 0; b < B && b < 8; b++) in[b] = cJSON_GetArrayItem(texts, b)->valuestring;
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = cJSON_GetObjectItem(g, "max_new_tokens")->valueint;
+    if (cJSON_IsArray(langs)) {
+        p.src_lang = cJSON_GetArrayItem(langs, 0)->valuestring;
+        p.tgt_lang = cJSON_GetArrayItem(langs, 1)->valuestring;
+    }
+    const cJSON *gj = cJSON_GetObjectItem(g, "greedy"), *bj = cJSON_GetObjectItem(g, "beam");
+    encdec_result *r = NULL;
+    int ok = 0;
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    for (int b = 0; r && b < B; b++) {
+        const encdec_sequence *sq = encdec_result_sequence(r, b);
+        ok += same_tokens(sq, cJSON_GetArrayItem(cJSON_GetObjectItem(gj, "tokens"), b));
+        CHECK_STR(sq ? sq->text : "", cJSON_GetArrayItem(cJSON_GetObjectItem(gj, "text"), b)->valuestring);
+    }
+    CHECK_EQ_INT(ok, B);
+    encdec_result_free(r);
+    r = NULL;
+    p.num_beams = cJSON_GetObjectItem(bj, "num_beams")->valueint;
+    p.num_return_sequences = cJSON_GetObjectItem(bj, "num_return_sequences")->valueint;
+    p.length_penalty = (float)cJSON_GetObjectItem(bj, "length_penalty")->valuedouble;
+    p.early_stopping = cJSON_IsTrue(cJSON_GetObjectItem(bj, "early_stopping"));
+    /* every input's best hypothesis exact; a lower-ranked one may be another
+     * of (nearly) the same score (transformers computed in float32 what is
+     * a bfloat16 product here: near ties, within 0.01, fall either way) */
+    int okb = 0, nb = cJSON_GetArraySize(cJSON_GetObjectItem(bj, "tokens"));
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    for (int i = 0; r && i < nb; i++) {
+        const encdec_sequence *sq = encdec_result_sequence(r, i);
+        int same = same_tokens(sq, cJSON_GetArrayItem(cJSON_GetObjectItem(bj, "tokens"), i));
+        double want = cJSON_GetArrayItem(cJSON_GetObjectItem(bj, "scores"), i)->valuedouble;
+        if (!same && sq && sq->rank > 0 && fabs(sq->score - want) < 1e-2) {
+            printf("  input %d, hypothesis %d: a near tie (score %.5f, transformers' %.5f)\n", sq->input,
+                   sq->rank, (double)sq->score, want);
+            same = 1;
+        }
+        okb += same;
+    }
+    CHECK_EQ_INT(okb, nb);
+    encdec_result_free(r);
+    printf("%s (%s, CTranslate2 directory): greedy %d of %d, beam %d of %d sequences as transformers'\n",
+           name, info.model_type, ok, B, okb, nb);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+/* A CTranslate2 directory that lies: a vocabulary of another size, none at
+ * all, a config.json whose tokens the vocabulary lacks. */
+static void check_errors(void) {
+    static const char *const files[] = {"model.bin", "config.json", "shared_vocabulary.json", "source.spm",
+                                        "target.spm", "vocab.json", "tokenizer_config.json", NULL};
+    const char *d = md_copy(ED_TEST_DATA "/tiny-random-marian-ct2", "lying", files);
+    const char *short_vocab = "[\"</s>\", \"<unk>\"]";
+    tmp_write(tmp_join(d, "shared_vocabulary.json"), short_vocab, strlen(short_vocab));
+    encdec_model *m = (encdec_model *)&m;
+    CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, "shared_vocabulary: 2 tokens for a model of");
+    CHECK(m == NULL);
+    remove(tmp_join(d, "shared_vocabulary.json"));
+    CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, "no shared_vocabulary.json or .txt");
+    d = md_copy(ED_TEST_DATA "/tiny-random-marian-ct2", "lying-cfg", files);
+    const char *cfg = "{\"eos_token\": \"<eos-that-is-not>\", \"decoder_start_token\": \"</s>\"}";
+    tmp_write(tmp_join(d, "config.json"), cfg, strlen(cfg));
+    CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, "is not in the vocabulary");
+    CHECK(m == NULL);
+}
+
+int main(void) {
+    if (ed_json_load(ED_TEST_DATA "/bart-golden/ct2.json", &g_golden)) {
+        fprintf(stderr, "%s\n", encdec_last_error());
+        return 1;
+    }
+    if (!tmp_new("encdec-test-bart-ct2")) return 2;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e);
+    check_errors();
+    cJSON_Delete(g_golden);
+    tmp_remove(tmp_dir);
+    return check_done();
+}
