@@ -133,7 +133,7 @@ class Translator:
         gp.num_beams = int(beam_size)
         gp.num_return_sequences = int(num_hypotheses)
         gp.length_penalty = float(length_penalty)
-        gp.max_new_tokens = int(max_decoding_length) + 1   # and the end token
+        gp.max_new_tokens = int(max_decoding_length)   # CTranslate2's count: the prefix and </s> in it
         gp.truncate = 1
         gp.early_stopping = 1   # CTranslate2's beam ends with beam_size finished hypotheses
         if sample:

@@ -61,7 +61,7 @@ def test_translate_batch_as_transformers(variant):
     try:
         source = [tokens(tr, ids) for ids in lj["input_ids"]]
         prefix = [tokens(tr, [lj["forced"]])] * len(source)
-        res = tr.translate_batch(source, target_prefix=prefix, beam_size=1, max_decoding_length=n - 1)
+        res = tr.translate_batch(source, target_prefix=prefix, beam_size=1, max_decoding_length=n)
         eos = g["ids"]["eos"]
         want = [tokens(tr, [t for t in s if t != eos]) for s in lj["greedy"]["tokens"]]
         assert [r.hypotheses[0] for r in res] == want
@@ -71,7 +71,7 @@ def test_translate_batch_as_transformers(variant):
             return   # CTranslate2's beam stops as early_stopping=True does
         res = tr.translate_batch(source, target_prefix=prefix, beam_size=b["num_beams"],
                                  num_hypotheses=b["num_return_sequences"], length_penalty=b["length_penalty"],
-                                 max_decoding_length=n - 1, return_scores=True, return_end_token=True)
+                                 max_decoding_length=n, return_scores=True, return_end_token=True)
         want = [tokens(tr, s) for s in lj["beam"]["tokens"]]
         k = b["num_return_sequences"]
         assert [h for r in res for h in r.hypotheses] == want
@@ -127,3 +127,22 @@ def test_generate_takes_the_model_generation_config(tmp_path):
         assert m.generate(g["api"]["inputs"], num_beams=1) != gc["text"]
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("variant", ["m2m100", "marian", "bart"])
+def test_translator_on_a_ctranslate2_directory(variant):
+    """encdec.Translator on what CTranslate2's converter wrote (the
+    tests/data/tiny-random-*-ct2 conversions of tools/golden_bart_ct2.py):
+    the source tokens and target prefix a CTranslate2 user passes give
+    CTranslate2's own greedy hypotheses (bart-golden/ct2.json)."""
+    g = json.loads((DATA / "bart-golden" / "ct2.json").read_text(encoding="utf-8"))["models"][variant]
+    tr = encdec.Translator(str(DATA.parent.parent / g["model_dir"]), intra_threads=2)
+    try:
+        source = [tokens(tr, ids) for ids in g["input_ids"]]
+        prefix = [tokens(tr, [s[0]]) for s in g["greedy"]["tokens"]] if g["langs"] else None
+        res = tr.translate_batch(source, target_prefix=prefix, beam_size=1,
+                                 max_decoding_length=g["max_new_tokens"])   # as the script asked it
+        # (ids past the tokenizer, the random model's padding rows, read as <unk> both ways)
+        assert [r.hypotheses[0] for r in res] == [tokens(tr, ids) for ids in g["ct2_greedy"]]
+    finally:
+        tr.close()
