@@ -92,6 +92,52 @@ static void check_model(const char *name, const cJSON *g) {
     encdec_model_free(m);
 }
 
+/* A conversion without the tokenizer files (CTranslate2 users tokenize
+ * themselves): it loads with its vocabulary for tokens, generates from
+ * token ids what it generates with its tokenizer, and refuses text with a
+ * message naming the files it lacks. */
+static void check_tokens_only(const cJSON *g) {
+    static const char *const files[] = {"model.bin", "config.json", "shared_vocabulary.json", NULL};
+    const char *d = md_copy(ED_TEST_DATA "/tiny-random-m2m100-ct2", "tokens-only", files);
+    encdec_model *m = NULL;
+    CHECK_EQ_INT(encdec_model_load(d, &m), ENCDEC_OK);
+    if (!m) return;
+    CHECK_EQ_INT(encdec_model_token_id(m, "__de__"), cJSON_GetArrayItem(cJSON_GetArrayItem(
+                     cJSON_GetObjectItem(cJSON_GetObjectItem(g, "greedy"), "tokens"), 0), 0)->valueint);
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    const cJSON *ids = cJSON_GetObjectItem(g, "input_ids");
+    int ok = 0, B = cJSON_GetArraySize(ids);
+    for (int b = 0; e && b < B; b++) {
+        const cJSON *w = cJSON_GetArrayItem(ids, b);
+        const cJSON *want = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "greedy"), "tokens"), b);
+        int n = cJSON_GetArraySize(w), tok[256], pre = cJSON_GetArrayItem(want, 0)->valueint;
+        for (int t = 0; t < n && t < 256; t++) tok[t] = cJSON_GetArrayItem(w, t)->valueint;
+        encdec_generate_params p = encdec_generate_default_params();
+        p.max_new_tokens = cJSON_GetObjectItem(g, "max_new_tokens")->valueint;
+        encdec_request *q = NULL;
+        encdec_result *r = NULL;
+        CHECK_EQ_INT(encdec_engine_generate_ids(e, tok, n, &pre, 1, &p, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+        ok += r && same_tokens(encdec_result_sequence(r, 0), want);
+        encdec_result_free(r);
+        encdec_request_free(q);
+    }
+    CHECK_EQ_INT(ok, B);
+    encdec_request *q = NULL;
+    encdec_generate_params p8 = encdec_generate_default_params();
+    p8.max_new_tokens = 8;
+    CHECK_EQ_INT(encdec_engine_generate(e, "Hello", &p8, &q), ENCDEC_OK);
+    encdec_result *r = NULL;
+    if (q) CHECK_STATUS(encdec_request_wait(q, &r), ENCDEC_ERR_TOKENIZER, "no tokenizer files");
+    encdec_request_free(q);
+    printf("m2m100 without its tokenizer files: %d of %d token inputs as transformers'; text refused\n", ok, B);
+    encdec_engine_free(e);
+    encdec_model_free(m);
+}
+
 /* A CTranslate2 directory that lies: a vocabulary of another size, none at
  * all, a config.json whose tokens the vocabulary lacks. */
 static void check_errors(void) {
@@ -120,6 +166,7 @@ int main(void) {
     if (!tmp_new("encdec-test-bart-ct2")) return 2;
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e);
+    check_tokens_only(cJSON_GetObjectItem(cJSON_GetObjectItem(g_golden, "models"), "m2m100"));
     check_errors();
     cJSON_Delete(g_golden);
     tmp_remove(tmp_dir);

@@ -67,6 +67,7 @@ static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
     if (ttok_is_marian_dir(dir)) st = ttok_load_marian(&m->ttok, dir);
     else if (strcmp(type, "bart") && ttok_is_sp_dir(dir)) st = ttok_load_sp(&m->ttok, dir, type);
     else if (ttok_is_bpe_dir(dir)) st = ttok_load_bpe(&m->ttok, dir, h->bos);
+    else if (m->bart->ct2 && ttok_is_vocab_dir(dir)) st = ttok_load_vocab(&m->ttok, dir);   /* tokens only */
     else
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer beside this %s model: encdec reads "
                        "Marian's source.spm + target.spm + vocab.json, sentencepiece.bpe.model (NLLB, "

@@ -235,6 +235,11 @@ encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, i
     if (t->spm) return spm_encode(t->spm, text, len, 1, ids, n);
     if (t->bpe) return bpe_encode_all(t, text, len, ids, n);
     if (t->kind == TTOK_MARIAN) return marian_encode(t, text, len, tgt, ids, n);
+    if (t->kind == TTOK_VOCAB)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "this model directory has a vocabulary but no tokenizer "
+                       "files (sentencepiece.bpe.model, source.spm + target.spm + vocab.json, "
+                       "tokenizer.json, ...): give it tokens (encdec.Translator, "
+                       "encdec_engine_generate_ids), or copy the tokenizer files beside it");
     return ttok_sp_encode(t, text, len, src, ids, n);
 }
 

@@ -56,6 +56,11 @@ int ttok_is_sp_dir(const char *dir);
 /* 1 when dir holds byte-level BPE files (tokenizer.json, or vocab.json +
  * merges.txt). */
 int ttok_is_bpe_dir(const char *dir);
+/* A CTranslate2 directory's shared_vocabulary.json (or .txt) alone, for
+ * token-level use (ttok_token_id, ttok_decode): encoding text is
+ * ENCDEC_ERR_TOKENIZER naming the files it needs. */
+encdec_status ttok_load_vocab(ed_ttok **out, const char *dir);
+int ttok_is_vocab_dir(const char *dir);
 void ttok_free(ed_ttok *t);
 
 int ttok_n_vocab(const ed_ttok *t);     /* the ids it knows: 0 .. n-1 */

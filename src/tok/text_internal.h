@@ -7,6 +7,7 @@
  *                models: NLLB, mBART-50, mBART, M2M100, Pegasus
  *   text_lang.c  language codes: the model's list, lookups, where the target
  *                language goes
+ *   text_vocab.c a CTranslate2 vocabulary without tokenizer files: tokens only
  *
  * The "mapped" kinds (Marian and text_sp.c's) segment with a SentencePiece
  * model and map each piece's spelling to the model's id through vocab.
@@ -22,7 +23,7 @@
 #include <stdint.h>
 
 enum { TTOK_T5, TTOK_BART, TTOK_MARIAN, TTOK_NLLB, TTOK_MBART50, TTOK_MBART, TTOK_M2M100,
-       TTOK_PEGASUS };
+       TTOK_PEGASUS, TTOK_VOCAB /* a CTranslate2 vocabulary alone (text_vocab.c) */ };
 
 struct ed_ttok {
     int kind;                  /* TTOK_* */

@@ -1,0 +1,90 @@
+/* text_vocab.c - a CTranslate2 directory's vocabulary alone
+ * (shared_vocabulary.json or .txt) as a tokenizer (text.h): token
+ * spellings <-> ids for token-level generation (CTranslate2's
+ * translate_batch, encdec_engine_generate_ids) and for decoding (pieces
+ * joined, U+2581 a space, specials skipped, ends stripped). Encoding text
+ * needs the model's own tokenizer files: an error naming them. */
+#include "tok/text_internal.h"
+#include "base/err.h"
+#include "base/fmap.h"
+#include "base/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ttok_is_vocab_dir(const char *dir) {
+    char p[4200], q[4200];
+    return ed_is_file(ed_path_join(p, sizeof p, dir, "shared_vocabulary.json")) ||
+           ed_is_file(ed_path_join(q, sizeof q, dir, "shared_vocabulary.txt"));
+}
+
+/* Token i spelled s (n bytes) into the tables; special when <...> is one of
+ * the usual control tokens. */
+static encdec_status put(ed_ttok *t, int i, const char *s, size_t n, const char *file) {
+    int added;
+    char *z = strndup(s, n);
+    if (!z) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: vocabulary");
+    encdec_status st = tv_put(&t->vocab, i, z, n, file, &added);
+    if (!st) st = ttok_put_text(&t->text, i, z, file);
+    static const char *const sp[] = {"<s>", "</s>", "<pad>", "<unk>", "<mask>"};
+    for (size_t k = 0; k < sizeof sp / sizeof *sp && !st; k++)
+        if (!strcmp(z, sp[k])) t->special[i] = 1;
+    free(z);
+    return st;
+}
+
+encdec_status ttok_load_vocab(ed_ttok **out, const char *dir) {
+    *out = NULL;
+    char p[4200];
+    int json = ed_is_file(ed_path_join(p, sizeof p, dir, "shared_vocabulary.json"));
+    if (!json) ed_path_join(p, sizeof p, dir, "shared_vocabulary.txt");
+    char *text = NULL;
+    size_t len = 0;
+    encdec_status st = ed_read_file(p, &text, &len);
+    if (st) return st;
+    ed_ttok *t = calloc(1, sizeof *t);
+    cJSON *arr = json ? cJSON_ParseWithLength(text, len) : NULL;
+    size_t n = json ? (size_t)cJSON_GetArraySize(arr) : 0;
+    if (!json)
+        for (size_t i = 0; i < len; i++) n += text[i] == '\n';
+    if (!t) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    else if (json && !cJSON_IsArray(arr)) st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: not a list of tokens", p);
+    else if (!(t->special = calloc(n + 1, 1))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    if (!st) {
+        t->kind = TTOK_VOCAB;
+        t->src_lang = -1;
+    }
+    int i = 0;
+    if (!st && json) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, arr) {
+            if (!cJSON_IsString(e)) {
+                st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: entry %d is not a string", p, i);
+                break;
+            }
+            if ((st = put(t, i++, e->valuestring, strlen(e->valuestring), p))) break;
+        }
+    } else if (!st) {
+        for (char *line = text, *end; line < text + len && !st; line = end + 1) {
+            end = memchr(line, '\n', (size_t)(text + len - line));
+            if (!end) end = text + len;
+            st = put(t, i++, line, (size_t)(end - line), p);
+        }
+    }
+    cJSON_Delete(arr);
+    free(text);
+    if (!st) st = tv_check(&t->vocab, p);
+    if (!st) {
+        t->eos = tv_lookup(&t->vocab, "</s>", 4);
+        t->unk = tv_lookup(&t->vocab, "<unk>", 5);
+        t->pad = tv_lookup(&t->vocab, "<pad>", 5);
+        t->bos = tv_lookup(&t->vocab, "<s>", 3);
+        if (t->eos < 0) st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no </s> token", p);
+    }
+    if (st) {
+        ttok_free(t);
+        return st;
+    }
+    *out = t;
+    return ENCDEC_OK;
+}
