@@ -4,7 +4,8 @@ thread count, in one run.
 
 Usage (from the repository root, after scripts/venv.sh and a build of the library):
 
-    .venv/bin/python bench/text_vs_ctranslate2.py [--shape opus-mt-en-de|flan-t5-small] [--threads 2]
+    .venv/bin/python bench/text_vs_ctranslate2.py [--shape opus-mt-en-de|flan-t5-small|
+        nllb-200-distilled-600M|bart-large-cnn] [--threads 2]
         [--batches 1,16,64] [--beams 1,4] [--computes f32,int8] [--max-new 24]
         [--repeats 3] [--lib build/libencdec.so.0] [--json OUT]
 
@@ -13,11 +14,18 @@ layers, 8 heads, FFN 2048, 58101 tokens, swish, sinusoidal positions), written o
 ${XDG_CACHE_HOME:-~/.cache}/encdec/models/<shape>-random as a Hugging Face directory
 with a Marian tokenizer (two SentencePiece models trained here on a few sentences, and
 a vocab.json filled out to the model's size); flan-t5-small: tools/gen_tiny_t5.py
---bench's model (random, flan-t5-small's config and tokenizer). Each is converted by
+--bench's model (random, flan-t5-small's config and tokenizer); nllb-200-distilled-600M
+(M2M100: d_model 1024, 12 + 12 layers, 16 heads, FFN 4096, 256206 tokens, relu) with
+tests/data/text-tok/nllb's tokenizer, translating eng_Latn to fra_Latn (the target
+forced first: CTranslate2's target_prefix, encdec's tgt_lang); bart-large-cnn (BART:
+d_model 1024, 12 + 12 layers, 16 heads, FFN 4096, 50264 tokens, gelu, learned
+positions) with tests/data/tiny-random-bart's byte-level BPE. Their tokenizers are
+smaller than the models' vocabularies: CTranslate2's converter gets placeholder
+tokens for the other rows (ids, not text, are compared). Each is converted by
 CTranslate2's own converter (ct2-transformers-converter's TransformersConverter)
 next to it. The </s> logit can never win (Marian: -1e4 through final_logits_bias;
-T5: a zero </s> row), so both engines generate exactly --max-new tokens for every
-sequence.
+T5: a zero </s> row; NLLB: a minimum length of --max-new on both engines), so both
+engines generate exactly --max-new tokens for every sequence.
 
 Correctness first: encdec's greedy tokens for the batch-1 input are compared with
 CTranslate2's f32 ones (the agreement is printed; random weights may part two engines
@@ -48,7 +56,25 @@ SHAPES = {
                       "eos_token_id": 0, "decoder_start_token_id": 58100, "forced_eos_token_id": None,
                       "share_encoder_decoder_embeddings": True, "static_position_embeddings": True},
     "flan-t5-small": {},   # tools/gen_tiny_t5.py --bench's
+    "nllb-200-distilled-600M": {"model_type": "m2m_100", "d_model": 1024, "encoder_layers": 12,
+                                "decoder_layers": 12, "encoder_attention_heads": 16,
+                                "decoder_attention_heads": 16, "encoder_ffn_dim": 4096,
+                                "decoder_ffn_dim": 4096, "vocab_size": 256206,
+                                "max_position_embeddings": 1024, "activation_function": "relu",
+                                "scale_embedding": True, "pad_token_id": 1, "eos_token_id": 2,
+                                "bos_token_id": 0, "decoder_start_token_id": 2, "dropout": 0.0,
+                                "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0},
+    "bart-large-cnn": {"model_type": "bart", "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
+                       "encoder_attention_heads": 16, "decoder_attention_heads": 16,
+                       "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "vocab_size": 50264,
+                       "max_position_embeddings": 1024, "activation_function": "gelu",
+                       "scale_embedding": False, "pad_token_id": 1, "eos_token_id": 2, "bos_token_id": 0,
+                       "decoder_start_token_id": 2, "forced_bos_token_id": None,
+                       "forced_eos_token_id": None, "normalize_before": False},
 }
+# the shapes whose tokenizers come from tests/data, and their languages
+TOKENIZERS = {"nllb-200-distilled-600M": ("tests/data/text-tok/nllb", ("eng_Latn", "fra_Latn")),
+              "bart-large-cnn": ("tests/data/tiny-random-bart", None)}
 T5_PREFIX = "translate English to German: "
 SENTENCES = [
     "The house is wonderful and the garden is green.",
@@ -77,7 +103,19 @@ def convert(d, ct2):
             kw["torch_dtype"] = kw.pop("dtype", None)
             return model_class.from_pretrained(path, **kw)
 
-    Converter(d).convert(ct2, force=True)
+    from ctranslate2.converters import transformers as T
+
+    register = T.BartLoader.set_vocabulary
+
+    def padded(self, spec, tokens):   # a tokenizer smaller than the model: placeholders
+        rows = spec.decoder.embeddings.weight.shape[0]
+        register(self, spec, tokens + ["<placeholder_%d>" % i for i in range(rows - len(tokens))])
+
+    T.BartLoader.set_vocabulary = padded
+    try:
+        Converter(d).convert(ct2, force=True)
+    finally:
+        T.BartLoader.set_vocabulary = register
 
 
 def make_model(shape):
@@ -97,6 +135,8 @@ def make_model(shape):
     import torch
     import transformers
 
+    if shape in TOKENIZERS:
+        return make_big(shape, d, ct2)
     cfg = dict(SHAPES[shape])
     cfg.pop("model_type")
     config = transformers.MarianConfig(**cfg)
@@ -131,6 +171,36 @@ def make_model(shape):
     return d, ct2
 
 
+def make_big(shape, d, ct2):
+    """NLLB / BART-large shapes: HF's own init (std 0.02), the test tokenizer beside."""
+    import shutil
+
+    import torch
+    import transformers
+    import transformers.models.m2m_100.modeling_m2m_100 as m2m
+
+    m2m.is_fsdp_managed_module = lambda module: False   # this torch lacks torch.distributed
+    cfg = dict(SHAPES[shape])
+    kind = cfg.pop("model_type")
+    config = (transformers.M2M100Config if kind == "m2m_100" else transformers.BartConfig)(**cfg)
+    torch.manual_seed(0)
+    cls = transformers.M2M100ForConditionalGeneration if kind == "m2m_100" else \
+        transformers.BartForConditionalGeneration
+    model = cls(config).eval()
+    if kind == "bart":
+        with torch.no_grad():
+            model.final_logits_bias[0, config.eos_token_id] = -1e4
+    os.makedirs(d, exist_ok=True)
+    model.save_pretrained(d, safe_serialization=True)
+    del model
+    src = os.path.join(ROOT, TOKENIZERS[shape][0])
+    for f in os.listdir(src):
+        if not f.endswith((".safetensors", "config.json")) or f == "tokenizer_config.json":
+            shutil.copy(os.path.join(src, f), d)
+    convert(d, ct2)
+    return d, ct2
+
+
 def inputs(model_dir, n, shape):
     """n texts and their tokenizer's pieces (CTranslate2's input)."""
     from transformers import AutoTokenizer
@@ -152,10 +222,13 @@ def worker_ct2(a, texts, pieces):
     tr = ctranslate2.Translator(a.ct2, device="cpu", compute_type=ct, inter_threads=1,
                                 intra_threads=a.threads)
     src = pieces[:a.batch]
+    langs = TOKENIZERS.get(a.shape, (None, None))[1]
+    prefix = [[langs[1]]] * len(src) if langs else None
+    min_len = a.max_new if a.shape.startswith("nllb") else 0
 
     def run():
-        r = tr.translate_batch(src, beam_size=a.beam, max_decoding_length=a.max_new,
-                               max_batch_size=0, return_scores=False)
+        r = tr.translate_batch(src, target_prefix=prefix, beam_size=a.beam, max_decoding_length=a.max_new,
+                               min_decoding_length=min_len, max_batch_size=0, return_scores=False)
         return [x.hypotheses[0] for x in r]
 
     return run
@@ -180,6 +253,11 @@ def worker_encdec(a, texts, pieces):
     gp = N.lib.encdec_generate_default_params()
     gp.max_new_tokens = a.max_new
     gp.num_beams = a.beam
+    langs = TOKENIZERS.get(a.shape, (None, None))[1]
+    if langs:
+        gp.src_lang, gp.tgt_lang = langs[0].encode(), langs[1].encode()
+    if a.shape.startswith("nllb"):
+        gp.min_new_tokens = a.max_new   # </s> never: as CTranslate2's min_decoding_length
 
     def run():
         r = ctypes.c_void_p()
@@ -232,7 +310,7 @@ def one(a, engine, compute, batch, beam):
     cmd = [sys.executable, __file__, "--worker", "--engine", engine, "--compute", compute,
            "--batch", str(batch), "--beam", str(beam), "--model", a.model, "--ct2", a.ct2,
            "--threads", str(a.threads), "--max-new", str(a.max_new), "--repeats", str(a.repeats),
-           "--lib", a.lib, "--inputs", a.inputs]
+           "--lib", a.lib, "--inputs", a.inputs, "--shape", a.shape]
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
