@@ -117,6 +117,11 @@ enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c) {
     return k->ep ? answer(k, c) : submit(k, c);
 }
 
+enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c) {
+    return lt_fail(k, c, 400, "language detection is not available here: give the source language "
+                   "(GET /languages lists them)");
+}
+
 enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     pthread_mutex_lock(&s->model_mu);

@@ -105,7 +105,7 @@ enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPL
        R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
        R_LOAD /* whisper.cpp's: another model (ep_load.c) */,
        R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */,
-       R_LT_TRANSLATE, R_LT_LANGUAGES /* LibreTranslate's (ep_lt.c) */ };
+       R_LT_TRANSLATE, R_LT_LANGUAGES, R_LT_DETECT /* LibreTranslate's (ep_lt.c) */ };
 
 typedef struct {
     srv *s;
@@ -154,6 +154,8 @@ enum MHD_Result srv_ep_audio(conn *k, struct MHD_Connection *c);        /* ep_au
 /* ep_lt.c: LibreTranslate's POST /translate and GET /languages. */
 enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c);
+/* POST /detect: refused in LibreTranslate's shape (encdec detects no text languages). */
+enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
 enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
 enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c);     /* ep_realtime.c */

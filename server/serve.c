@@ -41,6 +41,7 @@ static const char *HELP =
     "                                  target, format (text), alternatives; JSON or a form;\n"
     "                                  beam search with 4 beams\n"
     "  GET  /languages                 LibreTranslate's: the model's languages and targets\n"
+    "                                  (POST /detect: 400, no language detection)\n"
     "  POST /load                      whisper.cpp server's: field model, another model in\n"
     "                                  place of this one (with --allow-load)\n"
     "  GET  /v1/realtime               a WebSocket (?intent=transcription): live transcription\n"

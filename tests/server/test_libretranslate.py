@@ -83,6 +83,8 @@ def mbart(binary):
             st, out = post(s.url + "/translate", json.dumps(body).encode(), "application/json")
             check(st == code and what in out.get("error", ""), "translate refuses %r: %s (%r)" % (
                 {k: v if len(str(v)) < 40 else "..." for k, v in body.items()}, what, out))
+        st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
+        check(st == 400 and "language detection is not available" in out["error"], "detect: refused, said why")
         st, out = post(s.url + "/translate", b"{not json", "application/json")
         check(st == 400 and "JSON" in out["error"], "translate: malformed JSON")
         st, out = post(s.url + "/translate", b"q=%zz&target=de", "application/x-www-form-urlencoded")
