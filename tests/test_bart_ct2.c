@@ -24,7 +24,9 @@ static int same_tokens(const encdec_sequence *sq, const cJSON *want) {
     if (!ok && sq) {
         fprintf(stderr, "  got:");
         for (int t = 0; t < sq->n_tokens; t++) fprintf(stderr, " %d", sq->tokens[t].id);
-        fprintf(stderr, "\n  want: %s\n", cJSON_PrintUnformatted(want));
+        char *w = cJSON_PrintUnformatted(want);
+        fprintf(stderr, "\n  want: %s\n", w ? w : "?");
+        free(w);
     }
     return ok;
 }
