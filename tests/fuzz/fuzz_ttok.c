@@ -1,0 +1,65 @@
+/* fuzz_ttok.c - any bytes as the tokenizer_config.json of a translation
+ * model's SentencePiece tokenizer (tok/text_sp.c: the class, added tokens
+ * and their ids, language codes, src_lang, M2M100's language lists), beside
+ * the real files of tests/data/text-tok/<class> (the first byte picks NLLB,
+ * M2M100 or Pegasus); what loads encodes and decodes a text with a
+ * language. Seeds: those directories' own configs. */
+#include "fuzz_common.h"
+#include "tok/text.h"
+
+static char g_dirs[3][256];
+
+static void copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    char buf[4096];
+    size_t n;
+    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0) fwrite(buf, 1, n, b);
+    if (a) fclose(a);
+    if (b) fclose(b);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    static const char *const names[3] = {"nllb", "m2m100", "pegasus"};
+    static const char *const files[] = {"sentencepiece.bpe.model", "spiece.model", "vocab.json",
+                                        "special_tokens_map.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(g_dirs[i], sizeof g_dirs[i], "%s/encdec-fuzz-ttok-%d-%s",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid(), names[i]);
+        mkdir(g_dirs[i], 0700);
+        for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+            char from[512], to[512];
+            snprintf(from, sizeof from, "%s/text-tok/%s/%s", FUZZ_DATA_DIR, names[i], files[f]);
+            snprintf(to, sizeof to, "%s/%s", g_dirs[i], files[f]);
+            if (access(from, R_OK) == 0) copy_file(from, to);
+        }
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!size) return 0;
+    const char *dir = g_dirs[data[0] % 3];
+    char p[512];
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(p, "wb");
+    if (!f) return 0;
+    fwrite(data + 1, 1, size - 1, f);
+    fclose(f);
+    ed_ttok *t = NULL;
+    if (ttok_load_sp(&t, dir, data[0] % 3 == 2 ? "pegasus" : "m2m_100") == ENCDEC_OK) {
+        int *ids = NULL, n = 0;
+        const char *text = "Hello <mask> world, fra_Latn __de__ <pad>.";
+        int lang = ttok_n_langs(t) ? ttok_n_langs(t) - 1 : -1;
+        if (ttok_encode_lang(t, text, strlen(text), lang, -1, &ids, &n) == ENCDEC_OK) {
+            char *s = NULL;
+            if (ttok_decode(t, ids, n, &s) == ENCDEC_OK) free(s);
+            for (int i = 0; i < n; i++) ttok_token_text(t, ids[i], NULL);
+        }
+        free(ids);
+        ttok_free(t);
+    }
+    unlink(p);
+    return 0;
+}
