@@ -18,6 +18,12 @@ void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int
     if (M <= 0 || N <= 0) return;
 #ifdef K_HAVE_VEC
     if (M <= K_MF_ROWS && K > 0 && k_isa() >= K_ISA_VEC) {   /* decode steps: at read bandwidth */
+#ifdef __x86_64__
+        if (k_isa() >= K_ISA_AVX512) {   /* 16 lanes */
+            k_matmul_f_avx512(y, ldy, x, ldx, w, ldw, b, M, N, K);
+            return;
+        }
+#endif
         K_VEC(k_matmul_f)(y, ldy, x, ldx, w, ldw, b, M, N, K);
         return;
     }

@@ -12,7 +12,8 @@
  *
  * Declared here: softmax, log-sum-exp, the activations (vec_impl.h) and
  * the fused long attention (attn_flash_impl.h) and the few-row f32 product
- * (matmul_f_impl.h), instantiated by vec_avx2.c and vec_neon.c, written with intrinsics so
+ * (matmul_f_impl.h; also in 16 lanes, matmul_f_avx512.c), instantiated by vec_avx2.c and
+ * vec_neon.c, written with intrinsics so
  * that the exp / erf polynomials run in lanes (GCC does not vectorise
  * poly.h's branch-free scalar forms on its own). Each computes poly.h's
  * formulas lane by lane (rounding may differ by contraction into FMAs:
@@ -46,6 +47,11 @@ int K_VEC(k_attention_flash_dh)(void);
 #define K_MF_ROWS 16
 void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                        const float *b, int M, int N, int K);
+#ifdef __x86_64__
+/* the same in 16 lanes (matmul_f_avx512.c), where k_isa() >= K_ISA_AVX512 */
+void k_matmul_f_avx512(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                       const float *b, int M, int N, int K);
+#endif
 #endif
 
 #endif
