@@ -1,7 +1,8 @@
 /* gemm_bench.c - k_gemm (fp32 and bf16) against BLIS and against this
- * machine's register peak, on the Whisper encoder's shapes.
+ * machine's register peak, on the Whisper encoder's shapes (or one shape: --shape NxK).
  *
  *   build/bench/gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] [-s rows|cols] [--best]
+ *                          [--shape NxK]   (one product y[M,N] = x[M,K] . w[N,K]^T instead)
  *
  * For 1 .. MAXTHREADS (default 2) threads of an ed_pool:
  *   peak: independent vfmadd231ps (and vdpbf16ps, and AMX tdpbf16ps)
@@ -320,7 +321,7 @@ static double check(ed_pool *p, int M, int N, int K, int cols) {
 }
 
 int main(int argc, char **argv) {
-    int d = 384, M = 1500, maxth = 2, reps = 11, cols = 0;
+    int d = 384, M = 1500, maxth = 2, reps = 11, cols = 0, oN = 0, oK = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-d") && i + 1 < argc) d = atoi(argv[++i]);
@@ -329,9 +330,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "-s") && i + 1 < argc) cols = !strcmp(argv[++i], "cols");
         else if (!strcmp(a, "--best")) g_best = 1;
+        else if (!strcmp(a, "--shape") && i + 1 < argc && sscanf(argv[++i], "%dx%d", &oN, &oK) == 2 &&
+                 oN > 0 && oK > 0)
+            ;
         else {
             fprintf(stderr, "usage: gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] "
-                            "[-s rows|cols] [--best]\n");
+                            "[-s rows|cols] [--best] [--shape NxK]\n");
             return 2;
         }
     }
@@ -356,7 +360,8 @@ int main(int argc, char **argv) {
         {"qkv", 3 * d, d, 0}, {"out", d, d, 0}, {"fc1", 4 * d, d, 0}, {"fc1+gelu", 4 * d, d, 1},
         {"fc2", d, 4 * d, 0}, {"conv2", d, 3 * d, 0}};
     int nsh = (int)(sizeof sh / sizeof sh[0]);
-    int Nmax = 4 * d, Kmax = 4 * d;
+    if (oN) sh[0].name = "shape", sh[0].N = oN, sh[0].K = oK, sh[0].gelu = 0, nsh = 1;
+    int Nmax = oN > 4 * d ? oN : 4 * d, Kmax = oK > 4 * d ? oK : 4 * d;
     unsigned long seed = 1;
     float *x = rnd((size_t)M * Kmax, &seed), *w = rnd((size_t)Nmax * Kmax, &seed);
     float *b = rnd((size_t)Nmax, &seed);
