@@ -9,7 +9,7 @@ build):
 
     .venv/bin/python bench/batched_vs_faster_whisper.py [--minutes 10,60]
         [--models tiny.en,base] [--precisions f32=float32,int8=int8] [--threads 2]
-        [--repeats 3] [--rows seq,vad,b8,b16] [--json OUT]
+        [--repeats 3] [--rows seq,vad,b8,b16] [--json OUT (figures and each row's texts)]
 
 The recordings are made here (bench/out/, reused): utterances of ../shared/audio (jfk,
 LibriSpeech, LibriVox, cards, platforms) and of espeak-ng (sentences written below, two
@@ -140,9 +140,17 @@ def resample(path):
 
 
 def recording(minutes):
+    """The recording's path and text, made by a child process when missing: the peak RSS
+    of every process this one starts includes this process's own peak (Linux keeps it
+    across exec), so the samples of an hour must never be held here."""
     path, ref = OUT / f"batched-{minutes}min.wav", OUT / f"batched-{minutes}min.txt"
-    if path.exists() and ref.exists():
-        return path, ref.read_text()
+    if not (path.exists() and ref.exists()):
+        subprocess.run([sys.executable, __file__, "--make-recording", str(minutes)], check=True)
+    return path, ref.read_text()
+
+
+def make_recording(minutes):
+    path, ref = OUT / f"batched-{minutes}min.wav", OUT / f"batched-{minutes}min.txt"
     rng = random.Random(minutes)
     nrng = np.random.default_rng(minutes)
     utts = utterances()
@@ -158,7 +166,6 @@ def recording(minutes):
         total += len(x) + gap
     write_wav(path, np.concatenate(parts))
     ref.write_text(" ".join(words))
-    return path, " ".join(words)
 
 
 def norm(text):
@@ -238,7 +245,11 @@ def main():
     ap.add_argument("--rows", default="seq,vad,b8,b16")
     ap.add_argument("--json")
     ap.add_argument("--encdec", default=str(ROOT / "build" / "encdec"), help="the CLI to run")
+    ap.add_argument("--make-recording", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.make_recording:
+        make_recording(a.make_recording)
+        return
     global ENCDEC
     ENCDEC = a.encdec
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
@@ -268,7 +279,8 @@ def main():
                           f"| {fs / dur:.4f} | {fr:.0f} | {fw_:.3f} | {fs / es:.2f}x |", flush=True)
                     results.append(dict(minutes=minutes, model=name, precision=prec, row=row,
                                         encdec_s=es, encdec_rss_mb=er, encdec_wer=ew,
-                                        fw_s=fs, fw_rss_mb=fr, fw_wer=fw_))
+                                        fw_s=fs, fw_rss_mb=fr, fw_wer=fw_,
+                                        encdec_text=e[0][1], fw_text=f[0][1]))
     if a.json:
         Path(a.json).write_text(json.dumps(dict(cpu=cpu, isa=isa, threads=a.threads,
                                                 repeats=a.repeats, results=results), indent=1))

@@ -5,7 +5,8 @@ N clients at once, each sending a recording at the pace it would be spoken
 one `encdec serve`. Run with .venv-client's Python (the websockets package):
 
     .venv-client/bin/python bench/realtime_sessions.py [--encdec build/encdec]
-        [--model DIR] [--threads 2] [--sessions 1,8] [--recording talk]
+        [--model DIR] [--threads 2] [--compute f32] [--sessions 1,8]
+        [--recording talk]
 
 For each N: every session's final-word latency (the wall-clock time a
 word's delta arrived minus the word's end in the audio: the delta's
@@ -107,7 +108,8 @@ def rss_mb(url):
 
 
 def run(a, n, pcm, ref, jfk):
-    cmd = [a.encdec, "serve", "--port", "0", "-t", str(a.threads), "-q", "--max-live", str(n)]
+    cmd = [a.encdec, "serve", "--port", "0", "-t", str(a.threads), "-q", "--max-live", str(n),
+           "--compute", a.compute]
     p = subprocess.Popen(cmd + (["-m", a.model] if a.model else []), stdout=subprocess.PIPE,
                          text=True)
     port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
@@ -167,6 +169,7 @@ def main():
     ap.add_argument("--encdec", default=os.path.join(os.path.dirname(HERE), "build", "encdec"))
     ap.add_argument("--model")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compute", default="f32", help="encdec serve's --compute (f32, bf16, int8)")
     ap.add_argument("--sessions", default="1,8")
     ap.add_argument("--recording", default="talk")
     a = ap.parse_args()
