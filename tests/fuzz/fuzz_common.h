@@ -29,6 +29,17 @@ static inline const char *fuzz_write(const uint8_t *data, size_t size, const cha
     return path;
 }
 
+/* A copy of file `from` at `to` (a test file the harness's directory needs
+ * as a real file, not a link); a missing source leaves `to` empty. */
+static inline void fuzz_copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    char buf[4096];
+    size_t n;
+    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0) fwrite(buf, 1, n, b);
+    if (a) fclose(a);
+    if (b) fclose(b);
+}
+
 /* A directory (made once per process) of symlinks to files[0, n) of
  * tests/data/<model>, with file `name` written from each fuzz input: the
  * harnesses fuzz one file while the rest stay valid. Returns the

@@ -13,15 +13,6 @@
 
 static char g_dir[256];
 
-static void copy_file(const char *from, const char *to) {
-    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-    char buf[4096];
-    size_t n;
-    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0) fwrite(buf, 1, n, b);
-    if (a) fclose(a);
-    if (b) fclose(b);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
@@ -30,9 +21,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     mkdir(g_dir, 0700);
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", g_dir);
-    copy_file(FUZZ_DATA_DIR "/tiny-random-marian-ct2/config.json", p);
+    fuzz_copy_file(FUZZ_DATA_DIR "/tiny-random-marian-ct2/config.json", p);
     snprintf(p, sizeof p, "%s/shared_vocabulary.json", g_dir);
-    copy_file(FUZZ_DATA_DIR "/tiny-random-marian-ct2/shared_vocabulary.json", p);
+    fuzz_copy_file(FUZZ_DATA_DIR "/tiny-random-marian-ct2/shared_vocabulary.json", p);
     return 0;
 }
 

@@ -9,15 +9,6 @@
 
 static char g_dirs[3][256];
 
-static void copy_file(const char *from, const char *to) {
-    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-    char buf[4096];
-    size_t n;
-    while (a && b && (n = fread(buf, 1, sizeof buf, a)) > 0) fwrite(buf, 1, n, b);
-    if (a) fclose(a);
-    if (b) fclose(b);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
@@ -32,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             char from[512], to[512];
             snprintf(from, sizeof from, "%s/text-tok/%s/%s", FUZZ_DATA_DIR, names[i], files[f]);
             snprintf(to, sizeof to, "%s/%s", g_dirs[i], files[f]);
-            if (access(from, R_OK) == 0) copy_file(from, to);
+            if (access(from, R_OK) == 0) fuzz_copy_file(from, to);
         }
     }
     return 0;
