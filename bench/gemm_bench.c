@@ -2,7 +2,9 @@
  * machine's register peak, on the Whisper encoder's shapes (or one shape: --shape NxK).
  *
  *   build/bench/gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] [-s rows|cols] [--best]
- *                          [--shape NxK]   (one product y[M,N] = x[M,K] . w[N,K]^T instead)
+ *                          [--packed] [--shape NxK]   (one product y[M,N] = x[M,K] . w[N,K]^T instead)
+ *
+ * --packed: k_gemm without its few-row fp32 path (gemm_ws.c), to compare the two.
  *
  * For 1 .. MAXTHREADS (default 2) threads of an ed_pool:
  *   peak: independent vfmadd231ps (and vdpbf16ps, and AMX tdpbf16ps)
@@ -211,6 +213,14 @@ typedef struct {
     void *scratch[ED_POOL_MAX_THREADS];
 } gemm_ctx;
 
+static int g_packed;   /* --packed: k_gemm's packed path only (gemm_packed_isa) */
+
+static int gemm_call(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+                     int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
+    return (g_packed ? gemm_packed_isa : k_gemm_isa)(isa, y, ldy, x, ldx, w, b, M, N, K, mode,
+                                                     epi, scratch);
+}
+
 static void gemm_task(void *arg, int ith, int nth) {
     gemm_ctx *c = arg;
     int lo, hi;
@@ -219,12 +229,12 @@ static void gemm_task(void *arg, int ith, int nth) {
         ed_split(c->N, ith, nth, GEMM_NR, &lo, &hi);
         w.p = c->w + (size_t)lo * c->K;
         if (hi > lo)
-            k_gemm_isa(c->isa, c->y + lo, c->N, c->x, c->K, w, c->b ? c->b + lo : NULL, c->M,
+            gemm_call(c->isa, c->y + lo, c->N, c->x, c->K, w, c->b ? c->b + lo : NULL, c->M,
                        hi - lo, c->K, (k_gemm_mode)c->mode, c->gelu, c->scratch[ith]);
     } else {
         ed_split(c->M, ith, nth, GEMM_MR, &lo, &hi);
         if (hi > lo)
-            k_gemm_isa(c->isa, c->y + (size_t)lo * c->N, c->N, c->x + (size_t)lo * c->K, c->K, w,
+            gemm_call(c->isa, c->y + (size_t)lo * c->N, c->N, c->x + (size_t)lo * c->K, c->K, w,
                        c->b, hi - lo, c->N, c->K, (k_gemm_mode)c->mode, c->gelu, c->scratch[ith]);
     }
 }
@@ -330,12 +340,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "-s") && i + 1 < argc) cols = !strcmp(argv[++i], "cols");
         else if (!strcmp(a, "--best")) g_best = 1;
+        else if (!strcmp(a, "--packed")) g_packed = 1;
         else if (!strcmp(a, "--shape") && i + 1 < argc && sscanf(argv[++i], "%dx%d", &oN, &oK) == 2 &&
                  oN > 0 && oK > 0)
             ;
         else {
             fprintf(stderr, "usage: gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] "
-                            "[-s rows|cols] [--best] [--shape NxK]\n");
+                            "[-s rows|cols] [--best] [--packed] [--shape NxK]\n");
             return 2;
         }
     }

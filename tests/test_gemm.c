@@ -17,7 +17,8 @@
  * GELU, over several K blocks) and overlapping rows of x (ldx < K, the
  * convolution windows); weights packed at load for AMX (K_BF16A): every
  * element reads back as its bf16 rounding, and products on AMX and C agree
- * with the reference. NaN in x's row padding catches reads
+ * with the reference; the few-row fp32 path bit for bit the packed path's.
+ * NaN in x's row padding catches reads
  * past K, a sentinel in y's padding catches writes past N. Controls: a
  * perturbed result and a wrong reference must fail the same comparison.
  */
@@ -157,6 +158,54 @@ static void test_shapes(void) {
         }
         free(x), free(b);
     }
+}
+
+/* The few-row fp32 path (gemm_ws.c: x transposed, w broadcast in place)
+ * against the packed path on the same product, bit for bit: the op layer's
+ * promise that sums follow K's blocking only holds whichever path k_gemm
+ * takes. Shapes around its edges (rows of x: 1, 16, 17, 32, 33, 128; rows
+ * of w around its 14-row tiles, the 64 it starts at; K across the 384-k
+ * blocks), strides, bias, GELU, K_GEMM_ACC; also the reference's tolerance
+ * and y's padding (run_one). */
+static void test_ws(void) {
+    if (k_gemm_path(2, K_GEMM_F32) != 2) {
+        printf("SKIP few-row fp32 path: no AVX-512 here\n");
+        return;
+    }
+    static const int sh[][5] = {   /* M, N, K, ldx - K, ldy - N */
+        {1, 64, 1, 0, 0},      {5, 77, 7, 3, 1},     {16, 64, 383, 0, 0},  {17, 65, 384, 1, 0},
+        {32, 70, 385, 0, 5},   {33, 99, 512, 0, 0},  {64, 300, 800, 2, 3}, {100, 141, 1200, 0, 0},
+        {128, 128, 96, 0, 0},  {31, 1000, 512, 0, 0}};
+    int checked = 0, ws = 0, same = 0;
+    for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
+        int M = sh[q][0], N = sh[q][1], K = sh[q][2], ldx = K + sh[q][3], ldy = N + sh[q][4];
+        ws += gemm_ws_takes(M, N, K);
+        float *x = make_x(M, K, ldx), *b = malloc(sizeof(float) * (size_t)N);
+        for (int j = 0; j < N; j++) b[j] = frand();
+        tw w = make_w(N, K, K_F32);
+        float *y0 = malloc(sizeof(float) * (size_t)M * ldy), *y1 = malloc(sizeof(float) * (size_t)M * ldy);
+        float *yi = malloc(sizeof(float) * (size_t)M * ldy);   /* y's old values for K_GEMM_ACC */
+        void *s = xalloc(k_gemm_scratch_bytes(M, N, K, K_GEMM_F32));
+        for (size_t i = 0; i < (size_t)M * ldy; i++) yi[i] = frand();
+        for (int epi = 0; epi < 4; epi++)
+            for (int bias = 0; bias < 2; bias++) {
+                memcpy(y0, yi, sizeof(float) * (size_t)M * ldy);
+                memcpy(y1, yi, sizeof(float) * (size_t)M * ldy);
+                CHECK_EQ_INT(k_gemm_isa(2, y0, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), 2);
+                CHECK_EQ_INT(gemm_packed_isa(2, y1, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), 2);
+                int eq = !memcmp(y0, y1, sizeof(float) * (size_t)M * ldy);
+                CHECK(eq);
+                if (!eq) fprintf(stderr, "  ws %dx%dx%d epi %d bias %d: differs from the packed path\n", M, N, K, epi, bias);
+                same += eq, checked++;
+            }
+        for (int v = 0; v < 4; v++)   /* against the reference, y's padding untouched */
+            CHECK(run_one(2, M, N, K, ldx, ldy, &w, K_GEMM_F32, v & 1, v >> 1, x, b) <= 1);
+        free_w(&w);
+        free(x), free(b), free(y0), free(y1), free(yi), free(s);
+    }
+    CHECK(ws >= 8);   /* the shapes do reach the path */
+    printf("few-row fp32 path: %d of %d products bit for bit the packed path's (%d shapes of %zu take it)\n",
+           same, checked, ws, sizeof sh / sizeof sh[0]);
 }
 
 /* K_GEMM_ACC on every path: y starts as y0, the result is compared with
@@ -512,6 +561,7 @@ int main(void) {
     test_misaligned_scratch();
     test_shapes();
     test_c_vs_vector();
+    test_ws();
     test_amx();
     test_acc_windows();
     test_amx_packed();

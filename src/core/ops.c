@@ -263,16 +263,27 @@ static k_gemm_mode gemm_mode(k_w w) {
     return (w.t == K_BF16 && w.lowp) || w.t == K_BF16A ? K_GEMM_BF16 : K_GEMM_F32;
 }
 
-/* The packed GEMM takes this product: many rows, or weights packed for it. */
-static int gemm_fits(k_w w, int M) {
+/* From this many rows, f32 weights and N >= 64 (a thread's slice), k_gemm's
+ * few-row path (kern/gemm_ws.c, AVX-512) beats the few-row kernel on every
+ * decode shape measured: 1.3-2.7x at 8-16 rows (build/bench/gemm_bench
+ * -m 8 -s cols --shape 58101x512, 2048x512, 512x512). */
+#define OP_WS_MIN_M 8
+
+/* The packed GEMM takes this product: many rows, or weights packed for it;
+ * few: also a few rows of f32 weights where k_gemm's few-row path runs
+ * (not for op_matmul_w_inv's passes, whose sums must be those of one row). */
+static int gemm_fits(k_w w, int M, int N, int few) {
     if (w.t == K_BF16A) return 1;
+    if (few && w.t == K_F32 && M >= OP_WS_MIN_M && N >= 128 &&
+        k_gemm_path(K_ISA_AMX, K_GEMM_F32) == 2)
+        return 1;
     return w.t != K_F16P && w.t != K_BF16P && w.t != K_Q8 && M > OP_H_SMALL_M && k_gemm_has(gemm_mode(w));
 }
 
 void op_matmul_w_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                     const float *b, int M, int N, int K, int epi, float *tmp) {
     OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, epi));
-    if (gemm_fits(w, M)) {
+    if (gemm_fits(w, M, N, 1)) {
         gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), epi};
         ed_pool_run(p, gemm_task, &c);
         return;
@@ -301,7 +312,7 @@ static void win_task(void *arg, int ith, int nth) {
 void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                    const float *b, int M, int N, int K, int epi, float *col) {
     OP_DEV(p, od_matmul_win(dev_, y, ldy, x, ldx, w, b, M, N, K, epi, col));
-    if (gemm_fits(w, M) || ldx >= K) {
+    if (gemm_fits(w, M, N, 1) || ldx >= K) {
         op_matmul_w_ex(p, y, ldy, x, ldx, w, b, M, N, K, epi & K_GEMM_GELU, NULL);
         return;
     }
@@ -310,9 +321,9 @@ void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w
     op_matmul_w_ex(p, y, ldy, col, K, w, b, M, N, K, epi & K_GEMM_GELU, NULL);
 }
 
-void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
-                 int M, int N, int K) {
-    OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, 0));
+/* op_matmul_w on the CPU; few: as gemm_fits. */
+static void matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
+                     const float *b, int M, int N, int K, int few) {
     if (w.t == K_F16P || w.t == K_BF16P) {
         mmp_ctx c = {y, x, b, w, ldy, ldx, M, N, K};
         ed_pool_run(p, mmp_task, &c);
@@ -323,7 +334,7 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
         ed_pool_run(p, mmq_task, &c);
         return;
     }
-    if (gemm_fits(w, M)) {
+    if (gemm_fits(w, M, N, few)) {
         gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0};
         ed_pool_run(p, gemm_task, &c);
         return;
@@ -336,11 +347,17 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
     ed_pool_run(p, mmh_task, &c);
 }
 
+void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+                 int M, int N, int K) {
+    OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, 0));
+    matmul_w(p, y, ldy, x, ldx, w, b, M, N, K, 1);
+}
+
 void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K) {
     OP_DEV(p, od_matmul_w_inv(dev_, y, ldy, x, ldx, w, b, M, N, K));
     if (w.t == K_F16P || w.t == K_BF16P || w.t == K_Q8) {
-        op_matmul_w(p, y, ldy, x, ldx, w, b, M, N, K);
+        matmul_w(p, y, ldy, x, ldx, w, b, M, N, K, 0);
         return;
     }
     /* f32 weights: up to 16 rows take k_matmul_f (per row the same sums);
@@ -349,7 +366,7 @@ void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w
     int rows = w.t == K_F32 && k_isa() < K_ISA_VEC ? 1 : OP_INV_ROWS;
     for (int m0 = 0; m0 < M; m0 += rows) {
         int m = M - m0 < rows ? M - m0 : rows;
-        op_matmul_w(p, y + (size_t)m0 * ldy, ldy, x + (size_t)m0 * ldx, ldx, w, b, m, N, K);
+        matmul_w(p, y + (size_t)m0 * ldy, ldy, x + (size_t)m0 * ldx, ldx, w, b, m, N, K, 0);
     }
 }
 

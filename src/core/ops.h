@@ -32,8 +32,10 @@ void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const 
                   int ldw, const float *b, int M, int N, int K);
 /* The same with a weight as stored (kern.h k_w; ldw = K): many rows
  * (encoders, prompts) go to the packed GEMM (kern/gemm.h) on the vector
- * sets; few rows to our few-row kernels over column slices (f32: k_matmul_f,
- * f16/bf16: k_matmul_h); the rest (the C set) to BLAS over tiles of a size
+ * sets, and so do 8-16 rows of f32 weights on AVX-512 (k_gemm's few-row
+ * path, gemm_ws.c: decode steps of batches and beams); fewer rows to our
+ * few-row kernels over column slices (f32: k_matmul_f, f16/bf16:
+ * k_matmul_h); the rest (the C set) to BLAS over tiles of a size
  * set by the shape alone (f16/bf16: each thread expands the tile's columns
  * of w into its pool scratch first). The bits of y never depend on the
  * pool's thread count. */
@@ -44,7 +46,8 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
  * several requests in one pass needs for each request's output to be what
  * it is alone). Products whose kernel choice or summation depends on M
  * (row-major f32 / f16 / bf16 weights) run in passes of at most
- * OP_INV_ROWS rows (f32 in the C kernel set: one row a pass, BLIS's gemv);
+ * OP_INV_ROWS rows on the few-row kernels (f32 in the C kernel set: one
+ * row a pass, BLIS's gemv);
  * panel-major halves and int8 rows are invariant as they are and run in
  * one pass. */
 #define OP_INV_ROWS 16

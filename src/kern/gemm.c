@@ -57,11 +57,24 @@ static size_t layout_bytes(int M, int N, int K, int KC, int bf16, size_t esz) {
     return ((xb + 63) & ~(size_t)63) + ((wb + 63) & ~(size_t)63) + 64;   /* + 64: see gemm_run */
 }
 
+#ifndef GEMM_WS_MAX_M
+#define GEMM_WS_MAX_M 128
+#endif
+
+int gemm_ws_takes(int M, int N, int K) {
+    return K > 0 && M > 0 && M <= GEMM_WS_MAX_M && N >= 64;
+}
+
+size_t gemm_ws_scratch_bytes(int M, int K) {
+    return (size_t)rup(M, GEMM_WS_C) * (size_t)K * 4 + (size_t)GEMM_WS_R * GEMM_KC_F * 4 + 128;
+}
+
 size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
     if (M < 1) M = 1;
     if (N < 1) N = 1;
     if (K < 1) K = 1;
     size_t n = layout_bytes(M, N, K, GEMM_KC_F, 0, 4), a;
+    if (gemm_ws_takes(M, N, K) && (a = gemm_ws_scratch_bytes(M, K)) > n) n = a;
     if ((a = layout_bytes(M, N, K, GEMM_KC_AVX2, 0, 4)) > n) n = a;   /* both modes on AVX2 */
     if (mode == K_GEMM_BF16) {
         if ((a = layout_bytes(M, N, K, GEMM_KC_B, 1, 2)) > n) n = a;
@@ -219,8 +232,8 @@ int k_gemm_has(k_gemm_mode mode) { return k_gemm_path(K_ISA_AVX512, mode) >= 1; 
 
 int k_gemm_has_amx(void) { return k_gemm_path(K_ISA_AMX, K_GEMM_BF16) == 3; }
 
-int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
-               int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
+int gemm_packed_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+                    int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
     int bf = mode == K_GEMM_BF16, used = k_gemm_path(isa, mode);
     int KC = bf ? GEMM_KC_B : GEMM_KC_F;
     gemm_impl im = {pack_x_c, pack_w_c, bf ? kernel_bf16_c : kernel_f32_c, GEMM_MR, GEMM_NR, KC,
@@ -247,6 +260,18 @@ int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const
 #endif
     if (M > 0 && N > 0) gemm_run(&im, y, ldy, x, ldx, w, b, M, N, K, bf, epi, scratch);
     return used;
+}
+
+int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
+               int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
+#ifdef GEMM_X86
+    if (mode == K_GEMM_F32 && w.t == K_F32 && gemm_ws_takes(M, N, K) &&
+        k_gemm_path(isa, mode) == 2) {
+        gemm_run_ws(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
+        return 2;
+    }
+#endif
+    return gemm_packed_isa(isa, y, ldy, x, ldx, w, b, M, N, K, mode, epi, scratch);
 }
 
 int k_gemm(float *y, int ldy, const float *x, int ldx, k_w w, const float *b, int M, int N,
