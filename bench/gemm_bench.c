@@ -2,9 +2,11 @@
  * machine's register peak, on the Whisper encoder's shapes (or one shape: --shape NxK).
  *
  *   build/bench/gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] [-s rows|cols] [--best]
- *                          [--packed] [--shape NxK]   (one product y[M,N] = x[M,K] . w[N,K]^T instead)
+ *                          [--packed] [--avx2] [--shape NxK]   (one product y[M,N] = x[M,K] . w[N,K]^T instead)
  *
- * --packed: k_gemm without its few-row fp32 path (gemm_ws.c), to compare the two.
+ * --packed: k_gemm without its few-row fp32 path (gemm_ws.c), to compare the two;
+ * --avx2: every run under the AVX2 limit (an AVX2 machine's kernels on this one; the
+ * BLIS column then holds k_matmul_ex's AVX2 few-row kernel up to 16 rows).
  *
  * For 1 .. MAXTHREADS (default 2) threads of an ed_pool:
  *   peak: independent vfmadd231ps (and vdpbf16ps, and AMX tdpbf16ps)
@@ -214,6 +216,7 @@ typedef struct {
 } gemm_ctx;
 
 static int g_packed;   /* --packed: k_gemm's packed path only (gemm_packed_isa) */
+static int g_isa32 = 2;   /* --avx2: the fp32 column on k_gemm's AVX2 path (1) */
 
 static int gemm_call(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                      int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
@@ -341,12 +344,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-s") && i + 1 < argc) cols = !strcmp(argv[++i], "cols");
         else if (!strcmp(a, "--best")) g_best = 1;
         else if (!strcmp(a, "--packed")) g_packed = 1;
+        else if (!strcmp(a, "--avx2")) g_isa32 = 1;
         else if (!strcmp(a, "--shape") && i + 1 < argc && sscanf(argv[++i], "%dx%d", &oN, &oK) == 2 &&
                  oN > 0 && oK > 0)
             ;
         else {
             fprintf(stderr, "usage: gemm_bench [-d D] [-m ROWS] [-t MAXTHREADS] [-r REPEATS] "
-                            "[-s rows|cols] [--best] [--packed] [--shape NxK]\n");
+                            "[-s rows|cols] [--best] [--packed] [--avx2] [--shape NxK]\n");
             return 2;
         }
     }
@@ -381,6 +385,7 @@ int main(int argc, char **argv) {
     for (int nth = 1; nth <= maxth; nth++) {
         ed_pool *p;
         if (ed_pool_new(&p, nth)) return 1;
+        if (g_isa32 == 1) ed_pool_set_isa(p, K_ISA_VEC);   /* --avx2: every kernel of the runs */
         double worst = check(p, 397, 200, 301, cols);
         printf("\n== %d thread%s: check vs k_gemm_ref (397x200x301, bias, gelu): worst error %.3f "
                "of the bound (1e-5 sum|x||w|) %s\n",
@@ -417,7 +422,7 @@ int main(int argc, char **argv) {
             for (int t = 0; t < nth; t++) c.scratch[t] = scratch_for(M, c.N, c.K);
             double p32 = 0, p16 = 0;
             double gb = sh[s].gelu ? 0 : time_gemm(p, &c, -1, 2, reps, NULL);
-            double g32 = time_gemm(p, &c, 0, 2, reps, has32 ? &p32 : NULL);
+            double g32 = time_gemm(p, &c, 0, g_isa32, reps, has32 ? &p32 : NULL);
             double g16 = has16 ? time_gemm(p, &c, 1, 2, reps, &p16) : 0;
             double gam = hasamx ? time_gemm(p, &c, 1, 3, reps, NULL) : 0, pam = pkamx;
             char bl[16] = "      -", r32[32] = "", r16[32] = "", ram[32] = "", xb[16] = "    -";

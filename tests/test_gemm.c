@@ -163,19 +163,16 @@ static void test_shapes(void) {
 /* The few-row fp32 path (gemm_ws.c: x transposed, w broadcast in place)
  * against the packed path on the same product, bit for bit: the op layer's
  * promise that sums follow K's blocking only holds whichever path k_gemm
- * takes. Shapes around its edges (rows of x: 1, 16, 17, 32, 33, 128; rows
- * of w around its 14-row tiles, the 64 it starts at; K across the 384-k
- * blocks), strides, bias, GELU, K_GEMM_ACC; also the reference's tolerance
- * and y's padding (run_one). */
-static void test_ws(void) {
-    if (k_gemm_path(2, K_GEMM_F32) != 2) {
-        printf("SKIP few-row fp32 path: no AVX-512 here\n");
-        return;
-    }
+ * takes, AVX-512 and AVX2 (where the CPU has them). Shapes around its
+ * edges (rows of x: 1, 16, 17, 32, 33, 128; rows of w around its 14- and
+ * 6-row tiles, the 64 it starts at; K across the 384- and 768-k blocks),
+ * strides, bias, GELU (the AVX2 path leaves it to the packed one),
+ * K_GEMM_ACC; also the reference's tolerance and y's padding (run_one). */
+static void test_ws_isa(int isa) {
     static const int sh[][5] = {   /* M, N, K, ldx - K, ldy - N */
         {1, 64, 1, 0, 0},      {5, 77, 7, 3, 1},     {16, 64, 383, 0, 0},  {17, 65, 384, 1, 0},
         {32, 70, 385, 0, 5},   {33, 99, 512, 0, 0},  {64, 300, 800, 2, 3}, {100, 141, 1200, 0, 0},
-        {128, 128, 96, 0, 0},  {31, 1000, 512, 0, 0}};
+        {128, 128, 96, 0, 0},  {31, 1000, 512, 0, 0}, {9, 67, 769, 0, 0},  {15, 130, 1537, 1, 1}};
     int checked = 0, ws = 0, same = 0;
     for (size_t q = 0; q < sizeof sh / sizeof sh[0]; q++) {
         int M = sh[q][0], N = sh[q][1], K = sh[q][2], ldx = K + sh[q][3], ldy = N + sh[q][4];
@@ -191,21 +188,33 @@ static void test_ws(void) {
             for (int bias = 0; bias < 2; bias++) {
                 memcpy(y0, yi, sizeof(float) * (size_t)M * ldy);
                 memcpy(y1, yi, sizeof(float) * (size_t)M * ldy);
-                CHECK_EQ_INT(k_gemm_isa(2, y0, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), 2);
-                CHECK_EQ_INT(gemm_packed_isa(2, y1, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), 2);
+                CHECK_EQ_INT(k_gemm_isa(isa, y0, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), isa);
+                CHECK_EQ_INT(gemm_packed_isa(isa, y1, ldy, x, ldx, w.w, bias ? b : NULL, M, N, K, K_GEMM_F32, epi, s), isa);
                 int eq = !memcmp(y0, y1, sizeof(float) * (size_t)M * ldy);
                 CHECK(eq);
-                if (!eq) fprintf(stderr, "  ws %dx%dx%d epi %d bias %d: differs from the packed path\n", M, N, K, epi, bias);
+                if (!eq)
+                    fprintf(stderr, "  %s ws %dx%dx%d epi %d bias %d: differs from the packed path\n",
+                            k_isa_name(isa), M, N, K, epi, bias);
                 same += eq, checked++;
             }
         for (int v = 0; v < 4; v++)   /* against the reference, y's padding untouched */
-            CHECK(run_one(2, M, N, K, ldx, ldy, &w, K_GEMM_F32, v & 1, v >> 1, x, b) <= 1);
+            CHECK(run_one(isa, M, N, K, ldx, ldy, &w, K_GEMM_F32, v & 1, v >> 1, x, b) <= 1);
         free_w(&w);
         free(x), free(b), free(y0), free(y1), free(yi), free(s);
     }
-    CHECK(ws >= 8);   /* the shapes do reach the path */
-    printf("few-row fp32 path: %d of %d products bit for bit the packed path's (%d shapes of %zu take it)\n",
-           same, checked, ws, sizeof sh / sizeof sh[0]);
+    CHECK(ws >= 10);   /* the shapes do reach the path */
+    printf("few-row fp32 path on %s: %d of %d products bit for bit the packed path's (%d shapes of %zu take it)\n",
+           k_isa_name(isa), same, checked, ws, sizeof sh / sizeof sh[0]);
+}
+
+static void test_ws(void) {
+    for (int isa = 1; isa <= 2; isa++) {
+        if (k_gemm_path(isa, K_GEMM_F32) != isa) {
+            printf("SKIP few-row fp32 path on %s: not here\n", k_isa_name(isa));
+            continue;
+        }
+        test_ws_isa(isa);
+    }
 }
 
 /* K_GEMM_ACC on every path: y starts as y0, the result is compared with

@@ -263,10 +263,11 @@ static k_gemm_mode gemm_mode(k_w w) {
     return (w.t == K_BF16 && w.lowp) || w.t == K_BF16A ? K_GEMM_BF16 : K_GEMM_F32;
 }
 
-/* From this many rows, f32 weights and N >= 64 (a thread's slice), k_gemm's
- * few-row path (kern/gemm_ws.c, AVX-512) beats the few-row kernel on every
- * decode shape measured: 1.3-2.7x at 8-16 rows (build/bench/gemm_bench
- * -m 8 -s cols --shape 58101x512, 2048x512, 512x512). */
+/* From this many rows, f32 weights and N >= 128 (64 a thread), k_gemm's
+ * few-row path (kern/gemm_ws.c, gemm_ws_avx2.c) beats the few-row kernel
+ * on every decode shape measured: 1.3-3.3x at 8-16 rows, AVX-512 and AVX2
+ * alike (build/bench/gemm_bench [--avx2] -m 8 -s cols --shape 58101x512,
+ * 2048x512, 512x512; Xeon, 2026-11-29); at 4 rows they are even. */
 #define OP_WS_MIN_M 8
 
 /* The packed GEMM takes this product: many rows, or weights packed for it;
@@ -275,7 +276,7 @@ static k_gemm_mode gemm_mode(k_w w) {
 static int gemm_fits(k_w w, int M, int N, int few) {
     if (w.t == K_BF16A) return 1;
     if (few && w.t == K_F32 && M >= OP_WS_MIN_M && N >= 128 &&
-        k_gemm_path(K_ISA_AMX, K_GEMM_F32) == 2)
+        k_gemm_path(K_ISA_AMX, K_GEMM_F32) >= 1)
         return 1;
     return w.t != K_F16P && w.t != K_BF16P && w.t != K_Q8 && M > OP_H_SMALL_M && k_gemm_has(gemm_mode(w));
 }

@@ -32,8 +32,8 @@ void op_matmul_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, const 
                   int ldw, const float *b, int M, int N, int K);
 /* The same with a weight as stored (kern.h k_w; ldw = K): many rows
  * (encoders, prompts) go to the packed GEMM (kern/gemm.h) on the vector
- * sets, and so do 8-16 rows of f32 weights on AVX-512 (k_gemm's few-row
- * path, gemm_ws.c: decode steps of batches and beams); fewer rows to our
+ * sets, and so do 8-16 rows of f32 weights on AVX2 and AVX-512 (k_gemm's
+ * few-row path, gemm_ws.c: decode steps of batches and beams); fewer rows to our
  * few-row kernels over column slices (f32: k_matmul_f, f16/bf16:
  * k_matmul_h); the rest (the C set) to BLAS over tiles of a size
  * set by the shape alone (f16/bf16: each thread expands the tile's columns

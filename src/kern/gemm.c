@@ -66,7 +66,9 @@ int gemm_ws_takes(int M, int N, int K) {
 }
 
 size_t gemm_ws_scratch_bytes(int M, int K) {
-    return (size_t)rup(M, GEMM_WS_C) * (size_t)K * 4 + (size_t)GEMM_WS_R * GEMM_KC_F * 4 + 128;
+    size_t tail = (size_t)GEMM_WS_R * GEMM_KC_F > (size_t)6 * GEMM_KC_AVX2 ? (size_t)GEMM_WS_R * GEMM_KC_F
+                                                                           : (size_t)6 * GEMM_KC_AVX2;
+    return (size_t)rup(M, GEMM_WS_C) * (size_t)K * 4 + tail * 4 + 128;   /* + the AVX2 path's */
 }
 
 size_t k_gemm_scratch_bytes(int M, int N, int K, k_gemm_mode mode) {
@@ -265,10 +267,16 @@ int gemm_packed_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, 
 int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                int M, int N, int K, k_gemm_mode mode, int epi, void *scratch) {
 #ifdef GEMM_X86
-    if (mode == K_GEMM_F32 && w.t == K_F32 && gemm_ws_takes(M, N, K) &&
-        k_gemm_path(isa, mode) == 2) {
-        gemm_run_ws(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
-        return 2;
+    if (mode == K_GEMM_F32 && w.t == K_F32 && gemm_ws_takes(M, N, K)) {
+        int path = k_gemm_path(isa, mode);
+        if (path == 2) {
+            gemm_run_ws(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
+            return 2;
+        }
+        if (path == 1 && !(epi & K_GEMM_GELU)) {   /* (its GELU would not be k_gelu's rows) */
+            gemm_run_ws_avx2(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
+            return 1;
+        }
     }
 #endif
     return gemm_packed_isa(isa, y, ldy, x, ldx, w, b, M, N, K, mode, epi, scratch);

@@ -139,7 +139,7 @@ void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float
                   int N, int K, int epi, void *scratch);
 /* The fp32 path for few rows against a tall w (gemm_ws.c; AVX-512, w in
  * f32): x transposed into 32-row panels, w broadcast in place, 14 x 32
- * tiles of y^T; the same sums as the packed path, bit for bit. k_gemm takes
+ * tiles of y^T (AVX2: 6 x 16); the same sums as the packed path, bit for bit. k_gemm takes
  * it where gemm_ws_takes; gemm_packed_isa is k_gemm_isa without it (tests,
  * benchmarks). */
 #define GEMM_WS_R 14
@@ -148,6 +148,10 @@ int gemm_ws_takes(int M, int N, int K);
 size_t gemm_ws_scratch_bytes(int M, int K);
 void gemm_run_ws(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,
                  int M, int N, int K, int epi, void *scratch);
+/* The same on AVX2 + FMA (gemm_ws_avx2.c: 6 x 16 tiles, the packed AVX2
+ * path's sums; no K_GEMM_GELU). */
+void gemm_run_ws_avx2(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,
+                      int M, int N, int K, int epi, void *scratch);
 int gemm_packed_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const float *b,
                     int M, int N, int K, k_gemm_mode mode, int epi, void *scratch);
 /* y[mr, nr] (ldy) = gelu_erf(y), AVX-512 (k_gelu's formula). */
