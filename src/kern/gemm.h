@@ -148,6 +148,31 @@ int gemm_ws_takes(int M, int N, int K);
 size_t gemm_ws_scratch_bytes(int M, int K);
 void gemm_run_ws(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,
                  int M, int N, int K, int epi, void *scratch);
+/* Both few-row paths fetch the next tile's rows (contiguous: rows n0 + R ..)
+ * into L2 while a tile runs, spread over the tile's kernel calls: each call
+ * takes its share (at most two lines a k step) from gemm_ws_pf_take. */
+typedef struct {
+    const char *p;   /* the next tile's first byte */
+    size_t lines, done, per;
+} gemm_ws_pf;
+
+static inline gemm_ws_pf gemm_ws_pf_start(const float *w, int n0, int R, int N, int K, size_t calls) {
+    int nnext = N - n0 - R < R ? N - n0 - R : R;
+    gemm_ws_pf f = {(const char *)(w + (size_t)(n0 + R) * K), 0, 0, 0};
+    f.lines = nnext > 0 ? ((size_t)nnext * K * 4 + 63) / 64 : 0;
+    f.per = (f.lines + calls - 1) / calls;
+    return f;
+}
+
+/* This call's lines: *at, the count returned (kc: the call's k steps). */
+static inline int gemm_ws_pf_take(gemm_ws_pf *f, int kc, const char **at) {
+    size_t n = f->lines - f->done < f->per ? f->lines - f->done : f->per;
+    if (n > 2 * (size_t)kc) n = 2 * (size_t)kc;
+    *at = f->p + f->done * 64;
+    f->done += n;
+    return (int)n;
+}
+
 /* The same on AVX2 + FMA (gemm_ws_avx2.c: 6 x 16 tiles, the packed AVX2
  * path's sums; no K_GEMM_GELU). */
 void gemm_run_ws_avx2(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,

@@ -120,8 +120,7 @@ typedef struct {
     const float *xt, *w, *b;
     float *wt;   /* the last tile's rows, zero padded (GEMM_KC_F apart) */
     int Mp, K, epi;
-    const char *pf;   /* the next tile's rows, to fetch: lines [done, lines) */
-    size_t lines, done, per;
+    gemm_ws_pf pf;   /* the next tile's rows, to fetch */
 } ws_run;
 
 K_AVX512 static void ws_one(ws_run *r, float *yt, size_t ldy, int n0, int nr, int m0, int mr) {
@@ -136,11 +135,10 @@ K_AVX512 static void ws_one(ws_run *r, float *yt, size_t ldy, int n0, int nr, in
                 memcpy(r->wt + (size_t)i * GEMM_KC_F, wsrc + (size_t)i * r->K, (size_t)kc * 4);
             wsrc = r->wt, ldw = GEMM_KC_F;
         }
-        size_t npf = r->lines - r->done < r->per ? r->lines - r->done : r->per;
-        if (npf > 2 * (size_t)kc) npf = 2 * (size_t)kc;   /* two a step at most */
+        const char *pf;
+        int npf = gemm_ws_pf_take(&r->pf, kc, &pf);
         ws_tile(r->xt + (size_t)k0 * r->Mp + (size_t)(m0 / WS_C) * kc * WS_C, wsrc, ldw, kc, acc,
-                r->pf + r->done * 64, (int)npf);
-        r->done += npf;
+                pf, npf);
         if (k0 == 0) {
             if (r->epi & K_GEMM_ACC) ws_load(v, yt, ldy, mr, nr);
             for (int i = 0; i < WS_R; i++) {
@@ -163,17 +161,12 @@ K_AVX512 void gemm_run_ws(float *y, int ldy, const float *x, int ldx, const floa
                           const float *b, int M, int N, int K, int epi, void *scratch) {
     int Mp = rup(M, WS_C);
     float *xt = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    ws_run r = {xt, w, b, xt + (size_t)Mp * K, Mp, K, epi, NULL, 0, 0, 0};
+    ws_run r = {xt, w, b, xt + (size_t)Mp * K, Mp, K, epi, {NULL, 0, 0, 0}};
     ws_pack_x(xt, x, ldx, M, Mp, K);
     size_t calls = (size_t)(K + GEMM_KC_F - 1) / GEMM_KC_F * (size_t)(Mp / WS_C);
     for (int n0 = 0; n0 < N; n0 += WS_R) {
         int nr = N - n0 < WS_R ? N - n0 : WS_R;
-        /* the next tile's rows (contiguous) fetched into L2 while this one
-         * runs, spread over its kernel calls */
-        int nnext = N - n0 - WS_R < WS_R ? N - n0 - WS_R : WS_R;
-        r.lines = nnext > 0 ? ((size_t)nnext * K * 4 + 63) / 64 : 0;
-        r.per = (r.lines + calls - 1) / calls, r.done = 0;
-        r.pf = (const char *)(w + (size_t)(n0 + WS_R) * K);
+        r.pf = gemm_ws_pf_start(w, n0, WS_R, N, K, calls);
         for (int m0 = 0; m0 < M; m0 += WS_C)
             ws_one(&r, y + (size_t)m0 * ldy + n0, (size_t)ldy, n0, nr, m0, M - m0 < WS_C ? M - m0 : WS_C);
     }

@@ -79,10 +79,7 @@ V2 void gemm_run_ws_avx2(float *y, int ldy, const float *x, int ldx, const float
     float a[WR][WC] __attribute__((aligned(32))), v[WR][WC];
     for (int n0 = 0; n0 < N; n0 += WR) {
         int nr = N - n0 < WR ? N - n0 : WR;
-        int nnext = N - n0 - WR < WR ? N - n0 - WR : WR;
-        size_t lines = nnext > 0 ? ((size_t)nnext * K * 4 + 63) / 64 : 0, done = 0;
-        size_t per = (lines + calls - 1) / calls;
-        const char *pf = (const char *)(w + (size_t)(n0 + WR) * K);
+        gemm_ws_pf f = gemm_ws_pf_start(w, n0, WR, N, K, calls);
         for (int m0 = 0; m0 < M; m0 += WC) {
             int mr = M - m0 < WC ? M - m0 : WC;
             float *yt = y + (size_t)m0 * ldy + n0;
@@ -96,11 +93,9 @@ V2 void gemm_run_ws_avx2(float *y, int ldy, const float *x, int ldx, const float
                         memcpy(wt + (size_t)i * KC, ws + (size_t)i * K, sizeof(float) * (size_t)kc);
                     ws = wt, ldw = KC;
                 }
-                size_t npf = lines - done < per ? lines - done : per;
-                if (npf > 2 * (size_t)kc) npf = 2 * (size_t)kc;
-                tile(xt + (size_t)k0 * Mp + (size_t)(m0 / WC) * kc * WC, ws, ldw, kc, a,
-                     pf + done * 64, (int)npf);
-                done += npf;
+                const char *pf;
+                int npf = gemm_ws_pf_take(&f, kc, &pf);
+                tile(xt + (size_t)k0 * Mp + (size_t)(m0 / WC) * kc * WC, ws, ldw, kc, a, pf, npf);
                 for (int i = 0; i < nr; i++)
                     for (int j = 0; j < mr; j++) {
                         if (k0 == 0) {
