@@ -3,7 +3,8 @@
  * tools/golden_bart_ct2.py, converted by CTranslate2's own converter, give
  * the tokens transformers' generate gives on the same weights (greedy and
  * beam search; CTranslate2's own greedy hypotheses are the same, the
- * script checks), through a session and an engine; the model reads as a
+ * script checks) on every kernel set (C, AVX2 or NEON, this CPU's best),
+ * through a session and an engine; the model reads as a
  * CTranslate2 one; a lying directory is refused.
  */
 #include "check.h"
@@ -31,11 +32,28 @@ static int same_tokens(const encdec_sequence *sq, const cJSON *want) {
     return ok;
 }
 
-static void check_model(const char *name, const cJSON *g) {
+/* The kernel sets to check: the portable C set, the 8-lane vector set
+ * (AVX2 / NEON) and this CPU's best. */
+static const encdec_isa g_sets[] = {ENCDEC_ISA_C,
+#if defined(__aarch64__)
+                                    ENCDEC_ISA_NEON,
+#else
+                                    ENCDEC_ISA_AVX2,
+#endif
+                                    ENCDEC_ISA_AUTO};
+
+static void check_model(const char *name, const cJSON *g, encdec_isa isa) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/../../%s", ED_TEST_DATA, cJSON_GetObjectItem(g, "model_dir")->valuestring);
     encdec_model *m = NULL;
-    CHECK_STATUS(encdec_model_load(dir, &m), ENCDEC_OK, "");
+    encdec_model_params mp = encdec_model_default_params();
+    mp.isa = isa;
+    encdec_status st = encdec_model_load_ex(dir, &mp, &m);
+    if (st == ENCDEC_ERR_ARG && isa != ENCDEC_ISA_AUTO) {   /* not on this CPU */
+        printf("SKIP %s on %s: %s\n", name, encdec_isa_name(isa), encdec_last_error());
+        return;
+    }
+    CHECK_STATUS(st, ENCDEC_OK, "");
     if (!m) return;
     encdec_model_info info;
     encdec_model_get_info(m, &info);
@@ -88,8 +106,8 @@ static void check_model(const char *name, const cJSON *g) {
     }
     CHECK_EQ_INT(okb, nb);
     encdec_result_free(r);
-    printf("%s (%s, CTranslate2 directory): greedy %d of %d, beam %d of %d sequences as transformers'\n",
-           name, info.model_type, ok, B, okb, nb);
+    printf("%s (%s, CTranslate2 directory, kernels %s): greedy %d of %d, beam %d of %d sequences as "
+           "transformers'\n", name, info.model_type, info.isa, ok, B, okb, nb);
     encdec_session_free(s);
     encdec_model_free(m);
 }
@@ -167,7 +185,8 @@ int main(void) {
     }
     if (!tmp_new("encdec-test-bart-ct2")) return 2;
     const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e);
+    for (size_t i = 0; i < sizeof g_sets / sizeof g_sets[0]; i++)
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e, g_sets[i]);
     check_tokens_only(cJSON_GetObjectItem(cJSON_GetObjectItem(g_golden, "models"), "m2m100"));
     check_errors();
     cJSON_Delete(g_golden);
