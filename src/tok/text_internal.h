@@ -39,6 +39,7 @@ struct ed_ttok {
     uint8_t *special;          /* [vocab.n] skipped by decoding (text_sp.c's kinds) */
     int *added;                /* [n_added] ids split out of the text before segmenting */
     int n_added;
+    uint8_t added_first[256];  /* 1: some added token's spelling starts with this byte */
     int clean_up;              /* tokenizer_config's clean_up_tokenization_spaces */
     /* languages (text_lang.c) */
     int *lang_id;              /* [n_langs] the language tokens' ids */

@@ -111,6 +111,7 @@ static encdec_status put_added(build *b, int id, const char *s, int special) {
     if (!a) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
     t->added = a;
     t->added[t->n_added++] = id;
+    t->added_first[(uint8_t)s[0]] = 1;
     return ENCDEC_OK;
 }
 
@@ -396,6 +397,7 @@ encdec_status ttok_load_sp(ed_ttok **out, const char *dir, const char *model_typ
 static int added_at(const ed_ttok *t, const char *s, size_t len, size_t *n) {
     int best = -1;
     *n = 0;
+    if (!t->added_first[(uint8_t)s[0]]) return -1;   /* most bytes: no token starts here */
     for (int i = 0; i < t->n_added; i++) {
         size_t k = tv_len(&t->vocab, t->added[i]);
         if (k > *n && k <= len && !memcmp(s, tv_spelling(&t->vocab, t->added[i]), k)) {
