@@ -36,6 +36,9 @@ static const char *HELP =
     "      --max-new-tokens N tokens generated per sequence, </s> included, 1..4096\n"
     "                         (default 128)\n"
     "      --min-new-tokens N </s> is banned before N tokens (default 0)\n"
+    "      --no-forced-eos    a sequence cut at --max-new-tokens ends where it is cut\n"
+    "                         (default: in </s> where the model's config sets a\n"
+    "                         forced_eos_token_id, as transformers' generate())\n"
     "      --beam N           beam search with N beams, 1..64 (default 1: greedy)\n"
     "      --length-penalty X beam score = sum of log-probs / length^X (default 1)\n"
     "      --early-stopping   beam: stop an input once N hypotheses are finished\n"
@@ -79,7 +82,8 @@ static const char *HELP =
     "its line number and prints an empty line; the others still run. Exit status 0 on\n"
     "success, 1 if any input failed, 2 on a usage error.\n";
 
-enum { SET_BEAM = 1, SET_LP = 2, SET_EARLY = 4, SET_MAX = 8, SET_MIN = 16, SET_NGRAM = 32, SET_REP = 64 };
+enum { SET_BEAM = 1, SET_LP = 2, SET_EARLY = 4, SET_MAX = 8, SET_MIN = 16, SET_NGRAM = 32, SET_REP = 64,
+       SET_FEOS = 128 };
 
 typedef struct {
     const char *model;
@@ -119,6 +123,7 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
         else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1, o->set |= SET_EARLY;
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
+        else if (!strcmp(a, "--no-forced-eos")) o->gp.forced_eos = 0, o->set |= SET_FEOS;
         else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->gp.kv_mode)) return -1; }
         else if (!v) {
             cli_err("encdec: unknown option or missing value: \"%s\" (see encdec generate --help)\n", a);
@@ -409,6 +414,7 @@ static void model_search(const encdec_model *m, opts *o) {
     if (!(o->set & SET_MIN)) g->min_new_tokens = mp.min_new_tokens;
     if (!(o->set & SET_NGRAM)) g->no_repeat_ngram_size = mp.no_repeat_ngram_size;
     if (!(o->set & SET_REP)) g->repetition_penalty = mp.repetition_penalty;
+    if (!(o->set & SET_FEOS)) g->forced_eos = mp.forced_eos;
     if (g->min_new_tokens >= g->max_new_tokens) g->min_new_tokens = g->max_new_tokens - 1;
 }
 

@@ -856,6 +856,13 @@ typedef struct {
     /* </s> is banned until this many tokens are generated (forced ones
      * included): transformers' min_length - 1. */
     int min_new_tokens;
+    /* 1: a sequence that reaches max_new_tokens ends in the model's
+     * forced_eos_token_id (its </s> where it names none): transformers'
+     * ForcedEOSTokenLogitsProcessor, which BART, Marian and Pegasus configs
+     * turn on (bart-large-cnn's summaries, OPUS-MT's translations); 0: off
+     * (the default; encdec_generate_model_params takes it from the model's
+     * config: 1 where the config sets a forced_eos_token_id). */
+    int forced_eos;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
@@ -867,7 +874,8 @@ ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
  * config.json): num_beams, length_penalty, early_stopping (true, false,
  * "never"), max_new_tokens (or max_length - 1; capped to what the model
  * may generate), min_length (as min_new_tokens = min_length - 1),
- * no_repeat_ngram_size, repetition_penalty. bart-large-cnn's summaries,
+ * no_repeat_ngram_size, repetition_penalty, forced_eos_token_id (as
+ * forced_eos). bart-large-cnn's summaries,
  * OPUS-MT's beams. (transformers' 20-token max_length default is not taken:
  * without one, 128.) Whisper models and NULL: the defaults. */
 ENCDEC_API encdec_generate_params encdec_generate_model_params(const encdec_model *m);

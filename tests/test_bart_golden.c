@@ -549,20 +549,41 @@ static void check_gen_config(const cJSON *gc, const char *const *in, int B) {
     CHECK_EQ_INT(p.max_new_tokens, 13);      /* max_length 14, the start one of them */
     CHECK_EQ_INT(p.min_new_tokens, 8);       /* min_length 9 */
     CHECK_EQ_INT(p.no_repeat_ngram_size, 3);
+    CHECK_EQ_INT(p.forced_eos, 1);           /* forced_eos_token_id 2 */
     if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
     check_sequences(r, cJSON_GetObjectItem(gc, "tokens"), cJSON_GetObjectItem(gc, "text"), 1);
-    printf("  generation config (beams, length penalty, min_length, no_repeat_ngram_size): as generate()\n");
+    printf("  generation config (beams, length penalty, min_length, no_repeat_ngram_size, "
+           "forced_eos_token_id): as generate()\n");
     encdec_result_free(r);
+    r = NULL;
+    /* forced_eos 0: a sequence cut at max_new_tokens ends where it is cut
+     * (the golden's forced </s> at 13 tokens becomes another token), and
+     * forced_eos 7 is refused */
+    p.forced_eos = 0;
+    int cut = 0;
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    for (int b = 0; r && b < B; b++) {
+        const encdec_sequence *q = encdec_result_sequence(r, b);
+        cut += q && q->n_tokens == 13 && q->tokens[12].id != 2;
+    }
+    CHECK(cut >= 1);
+    encdec_result_free(r);
+    r = NULL;
+    p.forced_eos = 7;
+    if (s) CHECK_STATUS(encdec_generate(s, in, B, &p, &r), ENCDEC_ERR_ARG, "forced_eos 7");
+    CHECK(r == NULL);
     encdec_session_free(s);
     /* the defaults without a model, or a Whisper one; lying values refused */
     encdec_generate_params dflt = encdec_generate_model_params(NULL);
     CHECK_EQ_INT(dflt.num_beams, 1);
     CHECK_EQ_INT(dflt.max_new_tokens, 128);
+    CHECK_EQ_INT(dflt.forced_eos, 0);
     encdec_model_free(m);
     const char *bad[][2] = {{"{\"num_beams\": 0}", "num_beams"}, {"{\"min_length\": 1.5}", "min_length"},
                             {"{\"early_stopping\": \"sometimes\"}", "early_stopping"},
-                            {"{\"no_repeat_ngram_size\": -2}", "no_repeat_ngram_size"}};
-    for (int i = 0; i < 4; i++) {
+                            {"{\"no_repeat_ngram_size\": -2}", "no_repeat_ngram_size"},
+                            {"{\"forced_eos_token_id\": 1e9}", "forced_eos_token_id"}};
+    for (int i = 0; i < 5; i++) {
         tmp_write(tmp_join(d, "generation_config.json"), bad[i][0], strlen(bad[i][0]));
         m = (encdec_model *)&m;
         CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_ERR_CONFIG, bad[i][1]);

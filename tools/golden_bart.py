@@ -507,20 +507,26 @@ GEN_CONFIG = {"num_beams": 4, "length_penalty": 2.0, "early_stopping": True, "ma
 
 def gen_config_golden(model, x, mask, ids, tok):
     """generate() with nothing but the model's generation config (GEN_CONFIG and the
-    ids; forced_eos_token_id none: encdec does not force </s> at max_length)."""
+    ids, forced_eos_token_id </s> as bart-large-cnn's: a sequence that reaches
+    max_length ends in </s>)."""
     from transformers import GenerationConfig
 
     gc = GenerationConfig(decoder_start_token_id=ids["start"], bos_token_id=ids["bos"],
-                          eos_token_id=ids["eos"], pad_token_id=ids["pad"], forced_eos_token_id=None,
-                          **GEN_CONFIG)
+                          eos_token_id=ids["eos"], pad_token_id=ids["pad"],
+                          forced_eos_token_id=ids["eos"], **GEN_CONFIG)
     with torch.no_grad():
         o = model.generate(input_ids=x, attention_mask=mask, generation_config=gc, synced_gpus=False)
+        # what the forced </s> changes: the same search without it
+        o2 = model.generate(input_ids=x, attention_mask=mask, synced_gpus=False,
+                            generation_config=GenerationConfig(**dict(gc.to_dict(), forced_eos_token_id=None)))
+    assert [list(map(int, r)) for r in o] != [list(map(int, r)) for r in o2]
+    assert any(len(r) == GEN_CONFIG["max_length"] and int(r[-1]) == ids["eos"] for r in o)
     seqs = [strip(r, ids["start"], ids["eos"]) for r in o]
     with torch.no_grad():   # what the settings change: plain greedy differs
         g = model.generate(input_ids=x, attention_mask=mask, num_beams=1, **gen_kw(model)).sequences
     assert seqs != [strip(r, ids["start"], ids["eos"]) for r in g]
     assert all(len(q) >= GEN_CONFIG["min_length"] - 1 for q in seqs)
-    return {"config": dict(gc.to_diff_dict(), forced_eos_token_id=None), "tokens": seqs,
+    return {"config": gc.to_diff_dict(), "tokens": seqs,
             "text": [tok.decode(q, skip_special_tokens=True) for q in seqs]}
 
 

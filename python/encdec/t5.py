@@ -81,7 +81,7 @@ class T5Model(Owner):
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=None,
                  early_stopping=None, truncate=False, return_scores=False, on_token=None,
                  src_lang=None, tgt_lang=None, repetition_penalty=None, no_repeat_ngram_size=None,
-                 suppress_tokens=None, min_new_tokens=None):
+                 suppress_tokens=None, min_new_tokens=None, forced_eos=None):
         """Generates for one text (a str: returns a str, or a list of
         num_return_sequences strs) or a list of texts (returns a list of
         those, one per text). Greedy by default; num_beams > 1: beam search
@@ -98,9 +98,11 @@ class T5Model(Owner):
         the target forced first (or the decoder's start, mBART; or the >>xx<<
         token, Marian). repetition_penalty, no_repeat_ngram_size: CTranslate2's
         rules; suppress_tokens: ids never generated; min_new_tokens: </s>
-        banned before that many. Search settings left None are the model's
-        generation config's (num_beams, length_penalty, early_stopping,
-        max_length, min_length, no_repeat_ngram_size, repetition_penalty),
+        banned before that many; forced_eos: a sequence cut at
+        max_new_tokens ends in the model's forced_eos_token_id (</s>).
+        Search settings left None are the model's generation config's
+        (num_beams, length_penalty, early_stopping, max_length, min_length,
+        no_repeat_ngram_size, repetition_penalty, forced_eos_token_id),
         as transformers' generate() takes them; else greedy, 128 new tokens
         (at most the engine's max_new_tokens)."""
         if not self._engine:
@@ -130,6 +132,8 @@ class T5Model(Owner):
         if min_new_tokens is not None:
             gp.min_new_tokens = int(min_new_tokens)
         gp.min_new_tokens = min(gp.min_new_tokens, max(gp.max_new_tokens - 1, 0))
+        if forced_eos is not None:
+            gp.forced_eos = int(bool(forced_eos))
         gp.truncate = int(bool(truncate))
         keep = _rules(gp, src_lang, tgt_lang,
                       gp.repetition_penalty if repetition_penalty is None else repetition_penalty,

@@ -3,7 +3,7 @@
  * reads it: what it imposes on every generation (bad_words_ids: Marian's
  * <pad>), and the search settings encdec_generate_model_params starts from
  * (num_beams, length_penalty, early_stopping, max_length / max_new_tokens,
- * min_length, no_repeat_ngram_size, repetition_penalty). */
+ * min_length, no_repeat_ngram_size, repetition_penalty, forced_eos_token_id). */
 #include "api/api.h"
 #include "base/err.h"
 #include "base/fmap.h"
@@ -85,6 +85,22 @@ static encdec_status search(const cJSON *c, const char *file, int max_new, encde
     return ENCDEC_OK;
 }
 
+/* generation_config.json's forced_eos_token_id (transformers reads that
+ * file alone where it exists: a key it lacks is none): an id, a list of
+ * ids (the first), or null. */
+static encdec_status forced_eos(const cJSON *c, const char *file, int n_vocab, int *id) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "forced_eos_token_id");
+    if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
+    *id = -1;
+    if (!v || cJSON_IsNull(v)) return ENCDEC_OK;
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble || v->valuedouble < 0 ||
+        v->valuedouble >= n_vocab)
+        return ed_fail(ENCDEC_ERR_CONFIG, "%s: forced_eos_token_id is not a token id below %d", file,
+                       n_vocab);
+    *id = (int)v->valuedouble;
+    return ENCDEC_OK;
+}
+
 encdec_status api_gen_config(encdec_model *model, const char *dir) {
     s2s_model *m = &model->text;
     model->gen_defaults = encdec_generate_default_params();
@@ -100,6 +116,10 @@ encdec_status api_gen_config(encdec_model *model, const char *dir) {
     /* what a request may generate: 4096, and the BART family's positions */
     int most = m->ops == &bart_s2s_ops && m->n_positions - 1 < 4096 ? m->n_positions - 1 : 4096;
     if (!st) st = search(c, name, most, &model->gen_defaults);
+    /* config.json's forced_eos_token_id (with its class default) is the
+     * model's already (bart_load.c) */
+    if (!st && !strcmp(name, "generation_config.json")) st = forced_eos(c, name, m->n_vocab, &m->forced_eos);
+    if (!st) model->gen_defaults.forced_eos = m->forced_eos >= 0;
     cJSON_Delete(c);
     return st;
 }

@@ -61,6 +61,8 @@ encdec_status api_generate_check(encdec_generate_params *p) {
                        (double)p->repetition_penalty);
     if (p->min_new_tokens < 0 || p->min_new_tokens > GEN_MAX_NEW)
         return ed_fail(ENCDEC_ERR_ARG, "min_new_tokens %d is out of range 0..%d", p->min_new_tokens, GEN_MAX_NEW);
+    if (p->forced_eos != 0 && p->forced_eos != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "forced_eos %d is not 0 or 1", p->forced_eos);
     if (p->no_repeat_ngram_size < 0 || p->no_repeat_ngram_size > 1024)
         return ed_fail(ENCDEC_ERR_ARG, "no_repeat_ngram_size %d is out of range 0..1024", p->no_repeat_ngram_size);
     if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
@@ -217,6 +219,8 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     rules.repetition_penalty = p->repetition_penalty;
     rules.no_repeat_ngram = p->no_repeat_ngram_size;
     rules.min_new = p->min_new_tokens;
+    rules.force_last = p->forced_eos != 0;
+    rules.force_last_id = m->forced_eos >= 0 ? m->forced_eos : m->eos;
     /* the caller's suppressed tokens with the generation config's */
     int n_sup = m->n_suppress + p->n_suppress_tokens;
     int *sup = n_sup > m->n_suppress ? ed_alloc(sizeof(int) * (size_t)n_sup, "suppressed tokens") : NULL;

@@ -88,6 +88,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
         m->text = (s2s_model){&t5_s2s_ops, m->t5, NULL, m->t5->model_type, h->n_vocab,
                               h->n_positions, h->eos, h->dec_start, -1, h->n_dec_layer,
                               h->n_head, h->d_kv};
+        m->text.forced_eos = -1;
         encdec_status st = ttok_wrap_spm(&m->ttok, m->t5->tok);
         m->text.tok = m->ttok;
         char dir[4096];
@@ -98,6 +99,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
     m->text = (s2s_model){&bart_s2s_ops, m->bart, NULL, m->bart->var->model_type, h->n_vocab,
                           h->n_positions, h->eos, h->dec_start, h->forced_bos, h->n_dec_layer,
                           h->dec_heads, h->d / h->dec_heads};
+    m->text.forced_eos = h->forced_eos;
     encdec_status st = bart_tokenizer(m, path);
     m->text.tok = m->ttok;
     char dir[4096];

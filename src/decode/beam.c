@@ -210,6 +210,7 @@ static void lsm_row(void *arg, int j) {
     log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
     const int *gen = b->hist ? history(b, q->g, j, q->t, b->hist + (size_t)j * b->N) : NULL;
     dec_apply_rules(row, b->V, b->r, gen, q->t);
+    if (dec_forced_at(b->r, q->t, b->V)) b->mx[j] = b->lse[j] = 0;   /* its log-prob 0 */
 }
 
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'

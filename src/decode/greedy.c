@@ -38,6 +38,8 @@ void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
     if (n_gen < r->min_new && r->eot >= 0 && r->eot < n_vocab) logits[r->eot] = -INFINITY;
+    if (dec_forced_at(r, n_gen, n_vocab))
+        for (int i = 0; i < n_vocab; i++) logits[i] = i == r->force_last_id ? 0.0f : -INFINITY;
     if (n_gen == 0)
         for (int i = 0; i < r->n_begin_suppress; i++)
             if (r->begin_suppress[i] >= 0 && r->begin_suppress[i] < n_vocab)

@@ -50,6 +50,9 @@ typedef struct {
                                    generated tokens is banned (-inf), CTranslate2's rule */
     int min_new;                /* eot banned while fewer tokens were generated (forced ones
                                    included): transformers' min_length - 1 */
+    int force_last;             /* 1: the max_new-th token is force_last_id, whatever the
+                                   logits (transformers' forced_eos_token_id) */
+    int force_last_id;
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated
@@ -57,6 +60,15 @@ typedef struct {
  * in CTranslate2's order: the repetition penalty, the n-gram ban, the
  * suppressions, then the hook. */
 void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen);
+
+/* 1 when the rules force the token at n_gen (r->force_last at the last
+ * position): dec_apply_rules leaves force_last_id at 0 and every other
+ * logit at -inf. A search that takes log-probs of the raw logits (beam.c,
+ * as transformers' processors see log-probs) gives that token log-prob 0
+ * itself, as ForcedEOSTokenLogitsProcessor does. */
+static inline int dec_forced_at(const dec_rules *r, int n_gen, int n_vocab) {
+    return r->force_last && n_gen == r->max_new - 1 && r->force_last_id >= 0 && r->force_last_id < n_vocab;
+}
 
 /* Nonzero when r's hook stops the sequence after gen[0, n_gen). */
 int dec_should_stop(const dec_rules *r, const int *gen, int n_gen);

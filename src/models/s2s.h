@@ -67,6 +67,8 @@ typedef struct {
                                   every step (owned; api/gen_config.c) */
     int n_suppress;
     int n_bad_long;            /* its longer bad_words_ids entries, not applied */
+    int forced_eos;            /* forced_eos_token_id (config.json, generation_config.json's
+                                  over it), -1: none */
 } s2s_model;
 
 extern const s2s_ops t5_s2s_ops, bart_s2s_ops;
