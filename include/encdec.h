@@ -842,9 +842,10 @@ typedef struct {
      * naming the model's codes. */
     const char *src_lang;
     const char *tgt_lang;
-    /* CTranslate2's rules (its translate_batch options of these names): a
-     * logit of a token the sequence generated (forced ones included) divided
-     * by repetition_penalty when positive, multiplied when negative (0 or 1:
+    /* The rules of these names (transformers' and CTranslate2's, which
+     * differ in the details ctranslate2_rules below chooses): a logit of a
+     * token the sequence generated (forced ones included) divided by
+     * repetition_penalty when positive, multiplied when negative (0 or 1:
      * off); a token that would repeat an n-gram of the generated tokens
      * banned (no_repeat_ngram_size > 0); the suppress_tokens[0,
      * n_suppress_tokens) never generated (besides the generation config's
@@ -863,6 +864,15 @@ typedef struct {
      * (the default; encdec_generate_model_params takes it from the model's
      * config: 1 where the config sets a forced_eos_token_id). */
     int forced_eos;
+    /* Whose rules the search follows where transformers and CTranslate2
+     * differ: 0, transformers' generate() (the default): the decoder start
+     * token is among the tokens repetition_penalty penalizes, and beam
+     * search applies the rules to log-probs (the penalty scales them,
+     * suppressed tokens leave the others unrenormalised); 1, CTranslate2's
+     * (encdec.Translator): generated tokens only, the rules on the logits
+     * before the log-softmax. Greedy and sampling choose alike either way
+     * but for the decoder start's penalty. */
+    int ctranslate2_rules;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

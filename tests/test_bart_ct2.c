@@ -4,12 +4,14 @@
  * the tokens transformers' generate gives on the same weights (greedy and
  * beam search; CTranslate2's own greedy hypotheses are the same, the
  * script checks) on every kernel set (C, AVX2 or NEON, this CPU's best),
- * through a session and an engine; the model reads as a
+ * through a session and an engine; repetition_penalty with CTranslate2's
+ * rules as CTranslate2 gives it (rep_penalty.h); the model reads as a
  * CTranslate2 one; a lying directory is refused.
  */
 #include "check.h"
 #include "tmpdir.h"
 #include "modeldir.h"
+#include "rep_penalty.h"
 #include "base/json.h"
 
 #include <math.h>
@@ -189,6 +191,7 @@ int main(void) {
         cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e, g_sets[i]);
     check_tokens_only(cJSON_GetObjectItem(cJSON_GetObjectItem(g_golden, "models"), "m2m100"));
     check_errors();
+    rp_check("ct2", 1);
     cJSON_Delete(g_golden);
     tmp_remove(tmp_dir);
     return check_done();

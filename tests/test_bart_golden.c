@@ -11,10 +11,13 @@
  * lengths (packed here, padded in HF); teacher-forced logits at every decode
  * step; greedy and beam-search tokens and beam scores, in each cache mode
  * (identical across modes); each input alone gives its row of the batch.
+ * Then repetition_penalty with transformers' rules, greedy and beam 4, on
+ * the Marian and BART models (rep_penalty.h).
  */
 #include "check.h"
 #include "golden.h"
 #include "modeldir.h"
+#include "rep_penalty.h"
 
 #include "base/json.h"
 #include "decode/search.h"
@@ -799,6 +802,7 @@ int main(void) {
     run_variant("marian", "marian");
     run_variant("m2m100", "m2m_100");
     run_variant("pegasus", "pegasus");
+    rp_check("hf", 0);
     tmp_remove(tmp_dir);
     return check_done();
 }

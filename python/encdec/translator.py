@@ -136,6 +136,7 @@ class Translator:
         gp.max_new_tokens = int(max_decoding_length)   # CTranslate2's count: the prefix and </s> in it
         gp.truncate = 1
         gp.early_stopping = 1   # CTranslate2's beam ends with beam_size finished hypotheses
+        gp.ctranslate2_rules = 1
         if sample:
             gp.do_sample = 1
             gp.top_k = int(sampling_topk) if sampling_topk > 1 else 0

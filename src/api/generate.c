@@ -63,6 +63,8 @@ encdec_status api_generate_check(encdec_generate_params *p) {
         return ed_fail(ENCDEC_ERR_ARG, "min_new_tokens %d is out of range 0..%d", p->min_new_tokens, GEN_MAX_NEW);
     if (p->forced_eos != 0 && p->forced_eos != 1)
         return ed_fail(ENCDEC_ERR_ARG, "forced_eos %d is not 0 or 1", p->forced_eos);
+    if (p->ctranslate2_rules != 0 && p->ctranslate2_rules != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "ctranslate2_rules %d is not 0 or 1", p->ctranslate2_rules);
     if (p->no_repeat_ngram_size < 0 || p->no_repeat_ngram_size > 1024)
         return ed_fail(ENCDEC_ERR_ARG, "no_repeat_ngram_size %d is out of range 0..1024", p->no_repeat_ngram_size);
     if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
@@ -248,6 +250,8 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
         if (lg->n_prefix) memcpy(prompt + 1, lg->prefix, sizeof(int) * (size_t)lg->n_prefix);
         else if (n_forced) prompt[1] = lg->forced;
     }
+    rules.ct2 = p->ctranslate2_rules;
+    if (prompt && !p->ctranslate2_rules) rules.pen_prompt = prompt, rules.n_pen_prompt = 1;   /* the start */
     if (!st && n_forced) {
         rules.forced = &prompt[1];
         rules.n_forced = n_forced;

@@ -207,15 +207,28 @@ static void lsm_row(void *arg, int j) {
     lsm_job *q = arg;
     const beam_run *b = q->b;
     float *row = q->rows + (size_t)j * b->V;
-    log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
     const int *gen = b->hist ? history(b, q->g, j, q->t, b->hist + (size_t)j * b->N) : NULL;
+    if (b->r->ct2) {   /* CTranslate2: the rules on the logits, then the log-softmax */
+        dec_apply_rules(row, b->V, b->r, gen, q->t);
+        log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
+        return;
+    }
+    log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
+    if (b->r->repetition_penalty > 0 && b->r->repetition_penalty != 1) {
+        /* the penalty scales log-probs: the row becomes them (the same
+         * values the candidates would compute from mx and lse) */
+        for (int v = 0; v < b->V; v++) row[v] = (row[v] - b->mx[j]) - b->lse[j];
+        b->mx[j] = b->lse[j] = 0;
+    }
     dec_apply_rules(row, b->V, b->r, gen, q->t);
     if (dec_forced_at(b->r, q->t, b->V)) b->mx[j] = b->lse[j] = 0;   /* its log-prob 0 */
 }
 
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
  * logits. As in HF the rules apply to the log-probs: suppressed tokens get
- * -inf after the log_softmax, without renormalising. */
+ * -inf after the log_softmax, without renormalising, and the repetition
+ * penalty scales log-probs; with r->ct2 (CTranslate2) they apply to the
+ * logits before it (lsm_row). */
 static void process_group(beam_run *b, int g, float *rows, int t) {
     int W = b->W, V = b->V, K = 2 * W, nb = 0;
     lsm_job q = {b, rows, g, t};

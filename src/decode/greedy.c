@@ -6,13 +6,15 @@
 #include <math.h>
 #include <string.h>
 
-/* Each distinct token of gen once, from its own logit (the first time it is
- * seen: later copies are skipped, so a token never gets the penalty twice). */
-static void penalize(float *logits, int n_vocab, float pen, const int *gen, int n_gen) {
-    for (int i = 0; i < n_gen; i++) {
-        int id = gen[i], seen = 0;
+/* Each distinct token of pre[0, n_pre) and gen once, from its own logit
+ * (the first time it is seen: later copies are skipped, so a token never
+ * gets the penalty twice). */
+static void penalize(float *logits, int n_vocab, float pen, const int *pre, int n_pre, const int *gen,
+                     int n_gen) {
+    for (int i = 0; i < n_pre + n_gen; i++) {
+        int id = i < n_pre ? pre[i] : gen[i - n_pre], seen = 0;
         if (id < 0 || id >= n_vocab) continue;
-        for (int k = 0; k < i && !seen; k++) seen = gen[k] == id;
+        for (int k = 0; k < i && !seen; k++) seen = (k < n_pre ? pre[k] : gen[k - n_pre]) == id;
         if (seen) continue;
         float x = logits[id];
         logits[id] = x < 0 ? x * pen : x / pen;
@@ -32,8 +34,9 @@ static void ban_ngrams(float *logits, int n_vocab, int n, const int *gen, int n_
 }
 
 void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *gen, int n_gen) {
-    if (gen && r->repetition_penalty > 0 && r->repetition_penalty != 1)
-        penalize(logits, n_vocab, r->repetition_penalty, gen, n_gen);
+    if ((gen || r->pen_prompt) && r->repetition_penalty > 0 && r->repetition_penalty != 1)
+        penalize(logits, n_vocab, r->repetition_penalty, r->pen_prompt, r->pen_prompt ? r->n_pen_prompt : 0,
+                 gen, gen ? n_gen : 0);
     if (gen && r->no_repeat_ngram > 0) ban_ngrams(logits, n_vocab, r->no_repeat_ngram, gen, n_gen);
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;

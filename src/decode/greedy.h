@@ -53,6 +53,13 @@ typedef struct {
     int force_last;             /* 1: the max_new-th token is force_last_id, whatever the
                                    logits (transformers' forced_eos_token_id) */
     int force_last_id;
+    const int *pen_prompt;      /* [n_pen_prompt] tokens penalized besides the generated ones
+                                   (transformers': the decoder start); NULL: none */
+    int n_pen_prompt;
+    int ct2;                    /* beam search (beam.c): 1, CTranslate2's order (the rules on
+                                   the logits, then the log-softmax); 0, transformers' (the
+                                   log-softmax first, the rules on the log-probs: suppressed
+                                   tokens -inf unrenormalised, the penalty scales log-probs) */
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated
