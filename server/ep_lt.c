@@ -54,6 +54,7 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     p.num_return_sequences = 1 + t->r.alternatives;
     p.num_beams = p.num_return_sequences > LT_BEAMS ? p.num_return_sequences : LT_BEAMS;
     p.max_new_tokens = 256;
+    p.ctranslate2_rules = 1;   /* LibreTranslate's engine (Argos Translate) is CTranslate2 */
     encdec_model_info info;
     encdec_model_get_info(s->model, &info);
     if (info.family && !strcmp(info.family, "bart") && p.max_new_tokens > info.n_text_ctx - 1)
