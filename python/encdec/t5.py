@@ -96,8 +96,9 @@ class T5Model(Owner):
         this thread. src_lang / tgt_lang: translation models' languages
         (see languages): the inputs' language token (NLLB, mBART, M2M100),
         the target forced first (or the decoder's start, mBART; or the >>xx<<
-        token, Marian). repetition_penalty, no_repeat_ngram_size: CTranslate2's
-        rules; suppress_tokens: ids never generated; min_new_tokens: </s>
+        token, Marian). repetition_penalty, no_repeat_ngram_size: transformers'
+        rules (the decoder start penalized; beam search's penalty on
+        log-probs); suppress_tokens: ids never generated; min_new_tokens: </s>
         banned before that many; forced_eos: a sequence cut at
         max_new_tokens ends in the model's forced_eos_token_id (</s>).
         Search settings left None are the model's generation config's
