@@ -5,7 +5,8 @@ the same recording transcribed offline (`encdec transcribe`), same model
 and threads. Standard library only.
 
     python3 bench/live_latency.py [--encdec build/encdec] [--model DIR] [--threads 2]
-        [--step 1.0] [--vad] [--recording talk|pauses|dense] [AUDIO.wav]
+        [--step 1.0] [--vad] [--compute f32|bf16|int8] [--recording talk|pauses|dense]
+        [AUDIO.wav]
 
 The recording defaults to tests/data/longform-golden.json's "talk" (62 s of
 ../shared/audio's utterances with pauses of low noise), built here; its
@@ -105,6 +106,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--step", type=float, default=1.0)
     ap.add_argument("--vad", action="store_true")
+    ap.add_argument("--compute", default="f32", help="encdec's --compute, live and offline")
     ap.add_argument("--recording", default="talk")
     ap.add_argument("audio", nargs="?")
     a = ap.parse_args()
@@ -115,7 +117,7 @@ def main():
         ref = build(a.recording, audio)
     with wave.open(audio) as w:
         seconds = w.getnframes() / w.getframerate()
-    model = ["-m", a.model] if a.model else []
+    model = (["-m", a.model] if a.model else []) + ["--compute", a.compute]
     cmd = [a.encdec, "stream", "--realtime", "--json", "-t", str(a.threads), "--step",
            str(a.step)] + model + (["--vad"] if a.vad else []) + [audio]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -136,7 +138,8 @@ def main():
             lat.append(ev["wall"] - end)
     off = subprocess.run([a.encdec, "transcribe", "-t", str(a.threads)] + model + [audio],
                          capture_output=True, text=True, check=True).stdout
-    print(f"{os.path.basename(audio)}: {seconds:.1f} s, step {a.step} s, {a.threads} threads"
+    print(f"{os.path.basename(audio)}: {seconds:.1f} s, step {a.step} s, {a.threads} threads, "
+          f"{a.compute}"
           f"{', VAD' if a.vad else ''}")
     print(f"  final-word latency: median {pct(lat, 0.5):.2f} s, p90 {pct(lat, 0.9):.2f} s, "
           f"max {max(lat):.2f} s over {len(lat)} words")

@@ -99,23 +99,34 @@ def file_request(url, path):
     return time.time() - t
 
 
-def rss_mb(url):
+def metrics(url):
+    """The server's /metrics as {name: value} (unlabelled series)."""
+    out = {}
     with urllib.request.urlopen(url + "/metrics", timeout=60) as r:
         for line in r.read().decode().splitlines():
-            if line.startswith("encdec_resident_memory_bytes "):
-                return float(line.split()[1]) / 2 ** 20
-    return float("nan")
+            if line and not line.startswith("#") and "{" not in line:
+                k, v = line.split()[:2]
+                out[k] = float(v)
+    return out
+
+
+def cpu_s(pid):
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run(a, n, pcm, ref, jfk):
     cmd = [a.encdec, "serve", "--port", "0", "-t", str(a.threads), "-q", "--max-live", str(n),
-           "--compute", a.compute]
+           "--compute", a.compute, "--cross-kv", a.cross_kv]
     p = subprocess.Popen(cmd + (["-m", a.model] if a.model else []), stdout=subprocess.PIPE,
                          text=True)
     port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
     url = "http://127.0.0.1:%d" % port
     try:
         alone = file_request(url, jfk)
+        cpu0, m0 = cpu_s(p.pid), metrics(url)
         outs, ths = [], []
         for _ in range(n):
             ths.append(threading.Thread(target=session, args=(port, pcm, outs)))
@@ -125,7 +136,9 @@ def run(a, n, pcm, ref, jfk):
         during = file_request(url, jfk)
         for t in ths:
             t.join()
-        rss = rss_mb(url)
+        m = metrics(url)
+        rss = m.get("encdec_resident_memory_bytes", float("nan")) / 2 ** 20
+        cpu = cpu_s(p.pid)
     finally:
         p.terminate()
         p.wait()
@@ -162,6 +175,12 @@ def run(a, n, pcm, ref, jfk):
     print(f"  WER per session: median {statistics.median(wers):.2f}%, worst {max(wers):.2f}%")
     print(f"  a file request (jfk.wav): {alone:.2f} s alone, {during:.2f} s during the sessions")
     print(f"  server RSS at the end: {rss:.0f} MB")
+    d = {k: m.get(k, 0) - m0.get(k, 0) for k in m}
+    audio = n * len(pcm) / 48000
+    steps = d.get("encdec_decode_steps_total", 0)
+    print(f"  server CPU: {cpu - cpu0:.1f} s for {audio:.0f} s of audio ({(cpu - cpu0) / audio:.3f} s a second); "
+          f"{d.get('encdec_encoder_passes_total', 0):.0f} encoder passes, {steps:.0f} decode steps, "
+          f"{d.get('encdec_decoded_sequences_total', 0) / max(steps, 1):.2f} sequences a step")
 
 
 def main():
@@ -170,6 +189,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compute", default="f32", help="encdec serve's --compute (f32, bf16, int8)")
+    ap.add_argument("--cross-kv", default="f32", help="encdec serve's --cross-kv (f32, f16, bf16)")
     ap.add_argument("--sessions", default="1,8")
     ap.add_argument("--recording", default="talk")
     a = ap.parse_args()

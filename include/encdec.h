@@ -499,6 +499,14 @@ typedef struct {
                                      first window, as they are (faster-whisper's initial_prompt
                                      as ids); with initial_prompt set, an error */
     int n_initial_prompt_tokens;
+    int whole_windows;            /* 1: every window moves on by its whole length, its
+                                     unfinished last segment kept (ending where its audio
+                                     ends): no window starts inside another. For audio of one
+                                     window or less (a live session's buffer) that is one
+                                     decode, where openai-whisper's rule (0, the default:
+                                     the next window starts at the last complete segment, or
+                                     with word times at the last word's end) decodes the
+                                     audio after the last word again in a second window */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected

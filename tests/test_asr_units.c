@@ -135,27 +135,36 @@ static void test_segments(void) {
     int adv, single;
     /* two complete segments, then an unfinished one: resume at the last pair */
     int a[] = {TB + 0, 1, 2, TB + 50, TB + 50, 3, TB + 120, TB + 130, 4, 5};
-    CHECK_EQ_INT(asr_split_segments(a, 10, TB, 3000, s, &adv, &single), 2);
+    CHECK_EQ_INT(asr_split_segments(a, 10, TB, 3000, 0, s, &adv, &single), 2);
     CHECK_EQ_INT(single, 0);
     CHECK(s[0].first == 0 && s[0].n == 4 && s[0].start == 0.0 && s[0].end == 50 * 0.02);
     CHECK(s[1].first == 4 && s[1].n == 3 && s[1].start == 50 * 0.02 && s[1].end == 120 * 0.02);
     CHECK_EQ_INT(adv, 120 * 2);   /* the start of the pair that ends the last complete one */
     /* a single timestamp at the end closes the last segment: the whole window */
     int b[] = {TB + 0, 1, TB + 40, TB + 40, 2, TB + 90};
-    CHECK_EQ_INT(asr_split_segments(b, 6, TB, 2500, s, &adv, &single), 2);
+    CHECK_EQ_INT(asr_split_segments(b, 6, TB, 2500, 0, s, &adv, &single), 2);
     CHECK(single && adv == 2500 && s[1].first == 3 && s[1].n == 3 && s[1].end == 90 * 0.02);
     /* no pair: one segment to its last timestamp */
     int c[] = {TB + 10, 1, 2, TB + 70};
-    CHECK_EQ_INT(asr_split_segments(c, 4, TB, 3000, s, &adv, &single), 1);
+    CHECK_EQ_INT(asr_split_segments(c, 4, TB, 3000, 0, s, &adv, &single), 1);
     CHECK(s[0].start == 0 && s[0].end == 70 * 0.02 && adv == 3000 && single);
     /* no timestamps at all: the window's content */
     int d[] = {1, 2, 3};
-    CHECK_EQ_INT(asr_split_segments(d, 3, TB, 1234, s, &adv, &single), 1);
+    CHECK_EQ_INT(asr_split_segments(d, 3, TB, 1234, 0, s, &adv, &single), 1);
     CHECK(s[0].n == 3 && fabs(s[0].end - 12.34) < 1e-12 && adv == 1234 && !single);
     /* a lone <|0.00|> does not set the end */
     int e[] = {TB, 1};
-    CHECK_EQ_INT(asr_split_segments(e, 2, TB, 800, s, &adv, &single), 1);
+    CHECK_EQ_INT(asr_split_segments(e, 2, TB, 800, 0, s, &adv, &single), 1);
     CHECK(fabs(s[0].end - 8.0) < 1e-12);
+    /* whole windows: a's unfinished rest is a third segment to the
+     * content's end, and the window moves on by all of it */
+    CHECK_EQ_INT(asr_split_segments(a, 10, TB, 3000, 1, s, &adv, &single), 3);
+    CHECK(s[1].first == 4 && s[1].n == 3 && s[1].end == 120 * 0.02);
+    CHECK(s[2].first == 7 && s[2].n == 3 && s[2].start == 130 * 0.02 && s[2].end == 30.0);
+    CHECK(adv == 3000 && !single);
+    /* ... and what closed anyway is as without it */
+    CHECK_EQ_INT(asr_split_segments(b, 6, TB, 2500, 1, s, &adv, &single), 2);
+    CHECK(single && adv == 2500 && s[1].end == 90 * 0.02);
 }
 
 /* Times past a window's audio: a 4.75 s clip whose segments the model

@@ -276,6 +276,59 @@ static void fallback(const cJSON *js) {
     free(pcm);
 }
 
+/* whole_windows: spans of the talk (the first recording: speech with
+ * short pauses) as a live session's buffer holds them, with word times.
+ * Where a decode ends inside a segment, openai-whisper's rule decodes the
+ * audio after the last word again in a second window; with whole windows
+ * the one window is all, its unfinished last segment kept to the span's
+ * end. */
+static void whole_windows(const cJSON *js, int quick) {
+    float *pcm;
+    size_t n;
+    if (!rec_build(cJSON_GetArrayItem(cJSON_GetObjectItem(js, "recordings"), 0), &pcm, &n)) {
+        CHECK(0);
+        return;
+    }
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.word_timestamps = 1;
+    p.temperature_increment = 0;
+    /* (start, seconds): spans where tiny.en's decode ended inside a segment
+     * on 2026-11-29, and one where it did not */
+    static const double spans[][2] = {{18, 5.3}, {6, 9.1}, {33, 7.7}, {3, 11.5}, {0, 5.3}};
+    int n_spans = quick ? 2 : (int)(sizeof spans / sizeof spans[0]), twice = 0;
+    for (int k = 0; k < n_spans; k++) {
+        size_t a = (size_t)(spans[k][0] * 16000), len = (size_t)(spans[k][1] * 16000);
+        if (a + len > n) continue;
+        int windows[2] = {0, 0}, segs[2] = {0, 0};
+        char first[2][2048] = {"", ""};   /* the text of the first window's segments */
+        for (int whole = 0; whole < 2; whole++) {
+            p.whole_windows = whole;
+            encdec_result *r = NULL;
+            CHECK_EQ_INT(encdec_transcribe(g_sess, pcm + a, len, &p, &r), ENCDEC_OK);
+            if (!r) continue;
+            windows[whole] = encdec_result_timings(r)->n_windows;
+            for (int i = 0; i < encdec_result_n_segments(r); i++) {
+                const encdec_segment *g = encdec_result_segment(r, i);
+                if (g->seek != 0) continue;
+                segs[whole]++;
+                size_t u = strlen(first[whole]);
+                snprintf(first[whole] + u, sizeof first[whole] - u, "%s", g->text);
+            }
+            encdec_result_free(r);
+        }
+        printf("  talk %g s + %g s: %d windows by openai-whisper's rule, %d whole: %s\n",
+               spans[k][0], spans[k][1], windows[0], windows[1], first[1]);
+        twice += windows[0] >= 2;
+        CHECK_EQ_INT(windows[1], 1);
+        /* the first window's complete segments as openai-whisper's rule has
+         * them, then at most the unfinished one */
+        CHECK(!strncmp(first[1], first[0], strlen(first[0])));
+        CHECK(segs[1] == segs[0] || segs[1] == segs[0] + 1);
+    }
+    CHECK(twice >= 1);   /* the case is met: the checks above can fail */
+    free(pcm);
+}
+
 /* tiny.en's directory without the alignment heads in its config.json: the
  * loader falls back to OpenAI's heads for tiny.en's shape, which must be the
  * ones the CTranslate2 converter wrote. */
@@ -385,6 +438,7 @@ int main(void) {
         golden_cases(js, quick);
         if (!quick) fallback(js);
         cache_modes();
+        whole_windows(js, quick);
     }
     languages(js);
     default_heads(tiny);

@@ -381,6 +381,7 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     a->lang_threshold = p->language_detection_threshold;
     a->lang_per_window = p->multilingual != 0;
     a->detect_only = p->detect_language_only != 0;
+    a->whole_windows = p->whole_windows != 0;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
     int half = w->hp.n_text_ctx / 2;
     if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, &ids[0],

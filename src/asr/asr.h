@@ -121,6 +121,8 @@ typedef struct {
     int lang_per_window;                 /* 1: every window detects its own language
                                             (faster-whisper's multilingual) */
     int detect_only;                     /* 1: stop once the language is known */
+    int whole_windows;                   /* 1: each window moves on by its whole length, its
+                                            unfinished tail a last segment (encdec.h) */
 } asr_params;
 
 /* openai-whisper's defaults: timestamps, temperatures 0, 0.2 ... 1.0,

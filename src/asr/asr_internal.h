@@ -26,9 +26,11 @@ typedef struct {
  * content (seg_frames mel frames) without one. out[] needs room for n + 1
  * segments. Returns how many; *advance: mel frames to move the window by
  * (to the last complete segment's end, or the whole content); *single_end:
- * the single-timestamp ending (the words pass keeps the window's end then). */
-int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, asr_split *out,
-                       int *advance, int *single_end);
+ * the single-timestamp ending (the words pass keeps the window's end then).
+ * whole: the unfinished rest after the last pair is a last segment ending
+ * at the content's end, and *advance the whole content. */
+int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, int whole,
+                       asr_split *out, int *advance, int *single_end);
 
 /* ---- quality.c ---- */
 

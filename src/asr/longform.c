@@ -315,8 +315,8 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         return ENCDEC_OK;
     }
     int advance, single_end;
-    int n_seg = asr_split_segments(res.tok, res.n, m->sp.timestamp_begin, size, r->splits, &advance,
-                                   &single_end);
+    int n_seg = asr_split_segments(res.tok, res.n, m->sp.timestamp_begin, size, p->whole_windows,
+                                   r->splits, &advance, &single_end);
     double offset = seek * (double)MEL_HOP / MEL_SAMPLE_RATE;
     for (int i = 0; i < n_seg; i++)
         r->segs[i] = (asr_wseg){r->splits[i].first, r->splits[i].n, offset + r->splits[i].start,
@@ -329,7 +329,8 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         r->rep->align_ms += ed_now_ms() - t0;
         if (st) return st;
         double end = asr_words_end(r->segs, n_seg);   /* where speech stopped */
-        if (!single_end && !isnan(end) && end > offset) *next = (int)nearbyint(end * FRAMES_PER_SECOND);
+        if (!single_end && !p->whole_windows && !isnan(end) && end > offset)
+            *next = (int)nearbyint(end * FRAMES_PER_SECOND);
         if (!isnan(p->hallucination_silence)) {
             asr_silence_ctx c = {p->hallucination_silence, seek, offset, size / (double)FRAMES_PER_SECOND,
                                  (seek + r->win) / (double)FRAMES_PER_SECOND, r->last_speech, r->content};

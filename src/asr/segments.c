@@ -5,8 +5,8 @@
 #define FRAME_SECONDS 0.01    /* seconds per mel frame */
 #define INPUT_STRIDE 2        /* mel frames per timestamp step */
 
-int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, asr_split *out,
-                       int *advance, int *single_end) {
+int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, int whole,
+                       asr_split *out, int *advance, int *single_end) {
 #define IS_TS(i) (tok[i] >= ts_begin)
     *single_end = n >= 2 && !IS_TS(n - 2) && IS_TS(n - 1);
     int n_seg = 0, last = 0;
@@ -17,7 +17,11 @@ int asr_split_segments(const int *tok, int n, int ts_begin, int seg_frames, asr_
         last = i;
     }
     if (n_seg > 0) {
-        if (*single_end) {
+        if (whole && !*single_end && last < n) {   /* the unfinished rest: to the content's end */
+            out[n_seg++] = (asr_split){last, n - last, (tok[last] - ts_begin) * TIME_PRECISION,
+                                       seg_frames * (double)MEL_HOP / MEL_SAMPLE_RATE};
+            *advance = seg_frames;
+        } else if (*single_end) {
             out[n_seg++] = (asr_split){last, n - last, (tok[last] - ts_begin) * TIME_PRECISION,
                                        (tok[n - 1] - ts_begin) * TIME_PRECISION};
             *advance = seg_frames;

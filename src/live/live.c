@@ -222,6 +222,7 @@ static encdec_status submit(encdec_live *l) {
     tp.clip_timestamps = NULL;
     tp.n_clip_timestamps = 0;
     tp.detect_language_only = 0;
+    tp.whole_windows = 1;   /* the audio after the last word is the next step's */
     encdec_status s = encdec_engine_transcribe(l->e, l->buf, l->n, &tp, &l->q);
     if (s) return s;
     l->q_t0 = l->buf_t0;
