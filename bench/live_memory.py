@@ -10,7 +10,14 @@ the end, the wall time and the real-time factor, and exits 1 when the
 growth is over --max-growth-mb. Standard library only.
 
     python3 bench/live_memory.py [--encdec build/encdec] [--model DIR] [--threads 2]
-        [--minutes 60] [--every 5] [--recording talk] [--max-growth-mb 16]
+        [--compute f32] [--minutes 60] [--every 5] [--recording talk]
+        [--max-growth-mb 16] [--server]
+
+--server: the same audio over `encdec serve`'s GET /v1/realtime instead (one
+WebSocket session, PCM16 at 24 kHz in 100 ms messages sent as fast as the
+server reads them, server VAD; the clock from the deltas' audio_end_ms),
+sampling the server's memory; run it with .venv-client's Python (the
+websockets package).
 
 The hour is tests/data/longform-golden.json's recording (the "talk": 62 s
 of ../shared/audio's utterances with pauses of low noise, as
@@ -41,6 +48,52 @@ def rss_mb(pid):
     return None
 
 
+def serve_stream(a, frames, clock, started):
+    """One live session over the server: the 16 kHz PCM frames as 24 kHz
+    PCM16 as fast as the server reads them. Returns (server pid, finals,
+    the server's Popen) once the session has ended."""
+    import audioop   # noqa: E402 (deprecated, still in 3.11)
+    import base64
+    from websockets.sync.client import connect
+    pcm, _ = audioop.ratecv(frames, 2, 1, 16000, 24000, None)
+    cmd = [a.encdec, "serve", "--port", "0", "-t", str(a.threads), "-q", "--compute", a.compute]
+    p = subprocess.Popen(cmd + (["-m", a.model] if a.model else []), stdout=subprocess.PIPE,
+                         text=True)
+    port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
+    started.append(p)
+    finals = [0]
+    with connect("ws://127.0.0.1:%d/v1/realtime?intent=transcription" % port, max_size=None,
+                 ping_timeout=None) as w:
+        w.send(json.dumps({"type": "session.update", "session": {
+            "type": "transcription", "audio": {"input": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "turn_detection": {"type": "server_vad", "silence_duration_ms": 600}}}}}))
+        done = threading.Event()
+
+        def reader():
+            try:
+                while True:
+                    e = json.loads(w.recv())
+                    t = e.get("type", "")
+                    if t.endswith("transcription.delta") and "audio_end_ms" in e:
+                        clock[0] = max(clock[0], e["audio_end_ms"] / 1e3)
+                    finals[0] += t.endswith("transcription.completed")
+                    if t == "error" and e["error"].get("event_id") == "end":
+                        done.set()
+            except Exception:
+                done.set()
+
+        threading.Thread(target=reader, daemon=True).start()
+        step = 4800 * 2
+        for i in range(0, len(pcm), step):
+            w.send(json.dumps({"type": "input_audio_buffer.append",
+                               "audio": base64.b64encode(pcm[i:i + step]).decode()}))
+        w.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        w.send(json.dumps({"type": "sentinel", "event_id": "end"}))
+        done.wait()
+    return finals[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--encdec", default=os.path.join(ROOT, "build", "encdec"))
@@ -50,6 +103,8 @@ def main():
     ap.add_argument("--every", type=float, default=5)
     ap.add_argument("--recording", default="talk")
     ap.add_argument("--max-growth-mb", type=float, default=16)
+    ap.add_argument("--compute", default="f32", help="encdec's --compute")
+    ap.add_argument("--server", action="store_true", help="over encdec serve's /v1/realtime")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         one = os.path.join(tmp, "one.wav")
@@ -66,36 +121,49 @@ def main():
             for _ in range(reps):
                 w.writeframes(frames)
         audio_s = reps * piece_s
-        cmd = [a.encdec, "stream", "--json", "-t", str(a.threads), path]
-        if a.model:
-            cmd[2:2] = ["-m", a.model]
-        t0 = time.time()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         clock = [0.0]
         samples = []   # (stream seconds, RSS MB)
+        procs = []     # the process sampled, once started
 
         def sample():
-            while p.poll() is None:
-                r = rss_mb(p.pid)
+            while not procs:
+                time.sleep(0.05)
+            while procs[0].poll() is None:
+                r = rss_mb(procs[0].pid)
                 if r is not None:
                     samples.append((clock[0], r))
                 time.sleep(1.0)
         th = threading.Thread(target=sample, daemon=True)
         th.start()
-        finals = 0
-        for line in p.stdout:
-            ev = json.loads(line)
-            if ev.get("end") is not None:
-                clock[0] = max(clock[0], ev["end"])
-            finals += ev.get("type") == "final"
-        rc = p.wait()
+        t0 = time.time()
+        if a.server:
+            finals = serve_stream(a, frames * reps, clock, procs)
+            wall = time.time() - t0
+            procs[0].terminate()
+            rc = procs[0].wait()
+            rc = 0 if rc in (0, -15) else rc
+        else:
+            cmd = [a.encdec, "stream", "--json", "-t", str(a.threads), "--compute", a.compute, path]
+            if a.model:
+                cmd[2:2] = ["-m", a.model]
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+            procs.append(p)
+            finals = 0
+            for line in p.stdout:
+                ev = json.loads(line)
+                if ev.get("end") is not None:
+                    clock[0] = max(clock[0], ev["end"])
+                finals += ev.get("type") == "final"
+            rc = p.wait()
+            wall = time.time() - t0
         th.join()
-        wall = time.time() - t0
     if rc != 0 or not samples:
-        print(f"encdec stream failed (exit {rc})", file=sys.stderr)
+        print(f"encdec {'serve' if a.server else 'stream'} failed (exit {rc})", file=sys.stderr)
         return 1
-    print(f"{audio_s / 60:.1f} min of audio ({a.recording} x {reps}), {finals} final events, "
-          f"wall {wall:.0f} s, real-time factor {wall / audio_s:.3f}, threads {a.threads}")
+    print(f"{audio_s / 60:.1f} min of audio ({a.recording} x {reps}), "
+          f"{'over the server' if a.server else 'encdec stream'}, {a.compute}, {finals} final "
+          f"{'transcripts' if a.server else 'events'}, wall {wall:.0f} s, real-time factor "
+          f"{wall / audio_s:.3f}, threads {a.threads}")
     print("| audio (min) | RSS (MB) |\n|---|---|")
     marks, k = [], 1
     for t, r in samples:
