@@ -1,9 +1,11 @@
 /* ep_lt.c - LibreTranslate's API (http.h, lt.h): POST /translate, one engine
- * request per text (they share the decode steps with everything else the
- * server runs), the connection parked until all are done; GET /languages.
- * Errors are LibreTranslate's {"error": message}. */
+ * request per text, or per text node of an HTML text (lt_html.h) (they
+ * share the decode steps with everything else the server runs), the
+ * connection parked until all are done; GET /languages. Errors are
+ * LibreTranslate's {"error": message}. */
 #include "http.h"
 #include "lt.h"
+#include "lt_html.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,19 +13,60 @@
 #include <string.h>
 #include <strings.h>
 
-#define LT_BEAMS 4   /* beam search, as translation services run these models */
+#define LT_BEAMS 4        /* beam search, as translation services run these models */
+#define LT_MAX_NODES 512  /* text nodes of a request's HTML texts, all together */
 
 typedef struct {
     srv_lt_req r;
-    encdec_request *q[SRV_LT_MAX_Q];
+    srv_html h[SRV_LT_MAX_Q];   /* format html: each text's markup and text nodes */
+    encdec_request **q;         /* [n_req]: one a text, or one a text node (html) */
+    int n_req;
 } lt_st;
 
 static void lt_free(void *p) {
     lt_st *t = p;
     if (!t) return;
-    for (int i = 0; i < t->r.n_q; i++) encdec_request_free(t->q[i]);   /* cancels the rest */
+    for (int i = 0; i < t->n_req; i++) encdec_request_free(t->q[i]);   /* cancels the rest */
+    free(t->q);
+    for (int i = 0; i < SRV_LT_MAX_Q; i++) srv_html_free(&t->h[i]);
     srv_lt_free(&t->r);
     free(t);
+}
+
+/* The texts the engine translates: the request's, or their HTML's text
+ * nodes (t->h). 0, or an HTTP status with msg set. */
+static int lt_sources(lt_st *t, const char ***src, char *msg, size_t n) {
+    int total = t->r.n_q;
+    if (t->r.html) {
+        total = 0;
+        for (int i = 0; i < t->r.n_q; i++) {
+            int st = srv_html_split(t->r.q[i], LT_MAX_NODES - total, &t->h[i]);
+            if (st == -2) {
+                snprintf(msg, n, "format html: at most %d texts to translate a request", LT_MAX_NODES);
+                return 400;
+            }
+            if (st) {
+                snprintf(msg, n, "out of memory");
+                return 500;
+            }
+            total += t->h[i].n_text;
+        }
+    }
+    *src = calloc((size_t)total + 1, sizeof **src);
+    t->q = calloc((size_t)total + 1, sizeof *t->q);
+    if (!*src || !t->q) {
+        snprintf(msg, n, "out of memory");
+        return 500;
+    }
+    t->n_req = 0;
+    for (int i = 0; i < t->r.n_q; i++) {
+        if (!t->r.html) {
+            (*src)[t->n_req++] = t->r.q[i];
+            continue;
+        }
+        for (int j = 0; j < t->h[i].n_text; j++) (*src)[t->n_req++] = t->h[i].text[j];
+    }
+    return 0;
 }
 
 static enum MHD_Result lt_fail(conn *k, struct MHD_Connection *c, int status, const char *message) {
@@ -33,7 +76,7 @@ static enum MHD_Result lt_fail(conn *k, struct MHD_Connection *c, int status, co
 static int all_done(void *ctx, double now) {
     (void)now;
     lt_st *t = ctx;
-    for (int i = 0; i < t->r.n_q; i++)
+    for (int i = 0; i < t->n_req; i++)
         if (!encdec_request_done(t->q[i])) return 0;
     return 1;
 }
@@ -61,14 +104,24 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
         p.max_new_tokens = info.n_text_ctx - 1;
     p.src_lang = t->r.src >= 0 ? encdec_model_language(s->model, t->r.src) : NULL;
     p.tgt_lang = t->r.tgt >= 0 ? encdec_model_language(s->model, t->r.tgt) : NULL;
-    for (int i = 0; i < t->r.n_q; i++) {
-        encdec_status st = encdec_engine_generate(s->engine, t->r.q[i], &p, &t->q[i]);
+    const char **src = NULL;
+    char msg[600];
+    int status = lt_sources(t, &src, msg, sizeof msg);
+    int n = t->n_req;
+    t->n_req = 0;
+    for (int i = 0; i < n && !status; i++) {
+        encdec_status st = encdec_engine_generate(s->engine, src[i], &p, &t->q[i]);
         if (st) {
-            char msg[600];
             snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
-            lt_free(t);
-            return lt_fail(k, c, st == ENCDEC_ERR_ARG ? 400 : 500, msg);
+            status = st == ENCDEC_ERR_ARG ? 400 : 500;
+        } else {
+            t->n_req = i + 1;
         }
+    }
+    free(src);
+    if (status) {
+        lt_free(t);
+        return lt_fail(k, c, status, msg);
     }
     k->ep = t;
     k->ep_free = lt_free;
@@ -84,14 +137,15 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
         return MHD_NO;
     }
     if (k->park.late && !all_done(t, 0)) return lt_fail(k, c, 504, "the request took longer than the server's limit");
-    int per = 1 + t->r.alternatives, n = t->r.n_q * per;
-    encdec_result *res[SRV_LT_MAX_Q] = {0};
-    const char **texts = calloc((size_t)n, sizeof *texts);
+    int per = 1 + t->r.alternatives, n = t->n_req * per;
+    encdec_result **res = calloc((size_t)t->n_req + 1, sizeof *res);
+    const char **texts = calloc((size_t)(n > t->r.n_q ? n : t->r.n_q) + 1, sizeof *texts);
+    char **docs = t->r.html ? calloc((size_t)t->r.n_q, sizeof *docs) : NULL;
     enum MHD_Result ret = MHD_YES;
-    int failed = !texts;
+    int failed = !res || !texts || (t->r.html && !docs);
     char msg[600] = "out of memory";
     int status = 500;
-    for (int i = 0; i < t->r.n_q && !failed; i++) {
+    for (int i = 0; i < t->n_req && !failed; i++) {
         encdec_status st = encdec_request_wait(t->q[i], &res[i]);
         if (st) {   /* an input the model cannot take (too long, invalid UTF-8): the client's */
             snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
@@ -105,10 +159,18 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
             texts[i * per + k2] = sq && sq->text ? sq->text : "";
         }
     }
+    if (docs && !failed) {   /* each HTML text again, its nodes translated */
+        for (int i = 0, at = 0; i < t->r.n_q && !failed; at += t->h[i++].n_text)
+            failed = !(docs[i] = srv_html_join(&t->h[i], texts + at));
+        for (int i = 0; i < t->r.n_q && !failed; i++) texts[i] = docs[i];
+    }
     char *body = failed ? NULL : srv_lt_body(&t->r, texts);
     if (failed || !body) ret = lt_fail(k, c, failed ? status : 500, msg);
     else ret = srv_send_body(k, c, 200, body, "application/json", NULL);
-    for (int i = 0; i < t->r.n_q; i++) encdec_result_free(res[i]);
+    for (int i = 0; res && i < t->n_req; i++) encdec_result_free(res[i]);
+    for (int i = 0; docs && i < t->r.n_q; i++) free(docs[i]);
+    free(docs);
+    free(res);
     free(texts);
     return ret;
 }

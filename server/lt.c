@@ -216,8 +216,11 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
         r->alternatives = (int)a;
     }
     if (f.format && strcmp(f.format, "text")) {
-        r->html = !strcmp(f.format, "html");
-        return fail(e, 400, "format %.20s is not supported: text only", f.format);
+        if (strcmp(f.format, "html"))
+            return fail(e, 400, "format %.20s is not supported: text or html", f.format);
+        r->html = 1;
+        if (r->alternatives)
+            return fail(e, 400, "Invalid request: alternatives are given for format text only");
     }
     if (!f.target) return fail(e, 400, "Invalid request: missing target parameter");
     return map_lang(m, f.source, 1, &r->src, e) && map_lang(m, f.target, 0, &r->tgt, e);

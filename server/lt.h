@@ -30,7 +30,7 @@ typedef struct {
     int n_q, q_list;          /* q was a list: so is translatedText */
     int src, tgt;             /* the model's language indices (-1: its default / none) */
     int alternatives;         /* extra translations per text (beam search), 0..8 */
-    int html;                 /* format "html": refused (400) */
+    int html;                 /* format "html": the texts are documents (lt_html.h) */
 } srv_lt_req;
 
 /* Parses a body (content type: application/json, else a urlencoded form)

@@ -48,15 +48,15 @@ for h in "${harnesses[@]}"; do
   extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
   [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
-                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c
+                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c
                             -lmicrohttpd)
   # the WebSocket of /v1/realtime: the same handler, its session and framing (wslay, nettle)
   [ "$h" = realtime ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
                                 server/ep_load.c server/form.c server/openai.c server/completions.c
-                                server/ep_lt.c server/lt.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
+                                server/ep_lt.c server/lt.c server/lt_html.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
                                 -lmicrohttpd -lwslay -lnettle)
   # LibreTranslate's request parser
-  [ "$h" = lt ] && extra=(server/lt.c)
+  [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 done
 

@@ -1,10 +1,13 @@
 /* fuzz_lt.c - LibreTranslate's request parser (server/lt.c) on the mBART-50
  * test model: any bytes as a JSON body (first byte even) or a urlencoded
  * form (odd), their languages mapped onto the model's codes, and a
- * response body built for the texts it accepted. Must accept or refuse,
- * never crash or leak. */
+ * response body built for the texts it accepted; with format html, each
+ * text split into markup and text nodes (server/lt_html.c) and joined again
+ * around translations that need escaping. Must accept or refuse, never
+ * crash or leak. */
 #include "fuzz_common.h"
 #include "../../server/lt.h"
+#include "../../server/lt_html.h"
 
 static encdec_model *g_model;
 
@@ -29,6 +32,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(srv_lt_body(&r, texts));
         char code[40];
         if (r.src >= 0) srv_lt_code(g_model, r.src, code, sizeof code);
+        for (int i = 0; r.html && i < r.n_q; i++) {
+            srv_html h;
+            if (srv_html_split(r.q[i], 512, &h) == 0) {
+                const char **out = calloc((size_t)h.n_text + 1, sizeof *out);
+                for (int j = 0; out && j < h.n_text; j++) out[j] = j & 1 ? "<&>" : h.text[j];
+                if (out) free(srv_html_join(&h, out));
+                free(out);
+            }
+            srv_html_free(&h);
+        }
     }
     srv_lt_free(&r);
     return 0;

@@ -12,6 +12,7 @@
 
     tests/server/run.sh tests/server/test_libretranslate.py build/encdec
 """
+import html
 import json
 import os
 import subprocess
@@ -75,7 +76,11 @@ def mbart(binary):
             ({"q": "x", "source": "fr", "target": "xx"}, 400, "target language xx is not supported"),
             ({"source": "fr", "target": "de"}, 400, "missing q"),
             ({"q": "x", "source": "fr"}, 400, "missing target"),
-            ({"q": "<b>x</b>", "source": "fr", "target": "de", "format": "html"}, 400, "text only"),
+            ({"q": "x", "source": "fr", "target": "de", "format": "xml"}, 400, "text or html"),
+            ({"q": "<b>x</b>", "source": "fr", "target": "de", "format": "html", "alternatives": 1}, 400,
+             "for format text only"),
+            ({"q": "<p>x</p>" * 600, "source": "fr", "target": "de", "format": "html"}, 400,
+             "at most 512 texts"),
             ({"q": ["x", 3], "source": "fr", "target": "de"}, 400, "q must be a string"),
             ({"q": "x", "source": "fr", "target": "de", "alternatives": 99}, 400, "alternatives"),
             ({"q": " ".join(str(i) for i in range(400)), "source": "fr", "target": "de"}, 400, "the model accepts at most 64"),
@@ -83,6 +88,21 @@ def mbart(binary):
             st, out = post(s.url + "/translate", json.dumps(body).encode(), "application/json")
             check(st == code and what in out.get("error", ""), "translate refuses %r: %s (%r)" % (
                 {k: v if len(str(v)) < 40 else "..." for k, v in body.items()}, what, out))
+        # format html: each text node translated as a text alone, the markup kept
+        a, b = texts[0], texts[1]
+        doc = ("<!DOCTYPE html><p class=\"x\">%s <b>%s</b></p>\n<code>keep me</code>"
+               "<span translate=\"no\">Keep</span><p>42</p>" % (html.escape(a, False), html.escape(b, False)))
+        ta, tb = cli(binary, d, "fr_XX", "de_DE", a)[0], cli(binary, d, "fr_XX", "de_DE", b)[0]
+        want = ("<!DOCTYPE html><p class=\"x\">%s <b>%s</b></p>\n<code>keep me</code>"
+                "<span translate=\"no\">Keep</span><p>42</p>" % (html.escape(ta, False), html.escape(tb, False)))
+        st, out = post(s.url + "/translate", json.dumps({"q": [doc, "<br>"], "source": "fr", "target": "de",
+                                                         "format": "html"}).encode(), "application/json")
+        check(st == 200 and out["translatedText"] == [want, "<br>"],
+              "translate format html: text nodes as texts alone, markup and kept elements as they were")
+        st, out = post(s.url + "/translate", b"q=%3Cp%3EBonjour%3C%2Fp%3E&source=fr&target=de&format=html",
+                       "application/x-www-form-urlencoded")
+        check(st == 200 and out["translatedText"].startswith("<p>") and out["translatedText"].endswith("</p>"),
+              "translate format html from a form (%r)" % out)
         st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
         check(st == 400 and "language detection is not available" in out["error"], "detect: refused, said why")
         st, out = post(s.url + "/translate", b"{not json", "application/json")
