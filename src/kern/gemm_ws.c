@@ -30,7 +30,7 @@
 #define WS_C GEMM_WS_C   /* rows of x in a panel (two vectors) */
 
 #ifndef WS_HINT
-#define WS_HINT _MM_HINT_T0
+#define WS_HINT _MM_HINT_T1   /* prefetcht1: 3-10% over prefetcht0 at 32 rows, even above (docs/BENCHMARKS.md) */
 #endif
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
