@@ -506,7 +506,9 @@ typedef struct {
                                      decode, where openai-whisper's rule (0, the default:
                                      the next window starts at the last complete segment, or
                                      with word times at the last word's end) decodes the
-                                     audio after the last word again in a second window */
+                                     audio after the last word again in a second window.
+                                     hallucination_silence_threshold's cut still resumes
+                                     after the segment it drops */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected

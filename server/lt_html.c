@@ -56,20 +56,59 @@ static void put_utf8(char **w, uint32_t c) {
     *w = (char *)o;
 }
 
+/* Named entities decoded: HTML 4's Latin-1 set (U+00A0 .. U+00FF in order)
+ * and its punctuation and Latin Extended ones, besides the markup five.
+ * Others stay as written, and join() keeps a reference it finds in a
+ * translation as a reference. */
+static const char *const LATIN1[96] = {
+    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf",
+    "laquo", "not", "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro",
+    "para", "middot", "cedil", "sup1", "ordm", "raquo", "frac14", "frac12", "frac34", "iquest",
+    "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig", "Ccedil", "Egrave",
+    "Eacute", "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve",
+    "Oacute", "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml",
+    "Yacute", "THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig",
+    "ccedil", "egrave", "eacute", "ecirc", "euml", "igrave", "iacute", "icirc", "iuml", "eth",
+    "ntilde", "ograve", "oacute", "ocirc", "otilde", "ouml", "divide", "oslash", "ugrave",
+    "uacute", "ucirc", "uuml", "yacute", "thorn", "yuml"};
+static const struct {
+    const char *name;
+    uint32_t c;
+} NAMED[] = {
+    {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''},
+    {"OElig", 338}, {"oelig", 339}, {"Scaron", 352}, {"scaron", 353}, {"Yuml", 376}, {"fnof",
+    402}, {"circ", 710}, {"tilde", 732}, {"ensp", 8194}, {"emsp", 8195}, {"thinsp", 8201},
+    {"zwnj", 8204}, {"zwj", 8205}, {"lrm", 8206}, {"rlm", 8207}, {"ndash", 8211}, {"mdash",
+    8212}, {"lsquo", 8216}, {"rsquo", 8217}, {"sbquo", 8218}, {"ldquo", 8220}, {"rdquo", 8221},
+    {"bdquo", 8222}, {"dagger", 8224}, {"Dagger", 8225}, {"bull", 8226}, {"hellip", 8230},
+    {"permil", 8240}, {"prime", 8242}, {"Prime", 8243}, {"lsaquo", 8249}, {"rsaquo", 8250},
+    {"euro", 8364}, {"trade", 8482}};
+
+/* The length of the entity name at s (letters, then letters or digits),
+ * 0 when none. */
+static size_t name_len(const char *s, size_t n) {
+    size_t i = 0;
+    if (n && isalpha((unsigned char)s[0]))
+        while (i < n && i < 32 && isalnum((unsigned char)s[i])) i++;
+    return i;
+}
+
 /* The entity at s[0] == '&' (at most n bytes): its length, its code point
  * in *c; 0 when it is not one decoded here. */
 static size_t entity(const char *s, size_t n, uint32_t *c) {
-    static const struct {
-        const char *name;
-        uint32_t c;
-    } named[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''},
-                 {"nbsp;", 0xA0}};
-    for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
-        size_t l = strlen(named[k].name);
-        if (l < n && !strncmp(s + 1, named[k].name, l)) {
-            *c = named[k].c;
-            return l + 1;
-        }
+    size_t l = name_len(s + 1, n - 1);
+    if (l && 1 + l < n && s[1 + l] == ';') {
+        for (int k = 0; k < 96; k++)
+            if (strlen(LATIN1[k]) == l && !strncmp(s + 1, LATIN1[k], l)) {
+                *c = 0xA0 + (uint32_t)k;
+                return l + 2;
+            }
+        for (size_t k = 0; k < sizeof NAMED / sizeof NAMED[0]; k++)
+            if (strlen(NAMED[k].name) == l && !strncmp(s + 1, NAMED[k].name, l)) {
+                *c = NAMED[k].c;
+                return l + 2;
+            }
+        return 0;
     }
     if (n < 4 || s[1] != '#') return 0;
     int hex = s[2] == 'x' || s[2] == 'X';
@@ -329,6 +368,12 @@ char *srv_html_join(const srv_html *h, const char *const *out) {
         }
         bad = put(&b, &len, &cap, s, p->lead);
         for (const char *t = out[p->text]; *t && !bad; t++) {
+            size_t ref = *t == '&' ? name_len(t + 1, strlen(t + 1)) : 0;
+            if (ref && t[1 + ref] == ';') {   /* "&name;" as the model wrote it: a reference */
+                bad = put(&b, &len, &cap, t, ref + 2);
+                t += ref + 1;
+                continue;
+            }
             const char *esc = *t == '&' ? "&amp;" : *t == '<' ? "&lt;" : *t == '>' ? "&gt;" : NULL;
             bad = esc ? put(&b, &len, &cap, esc, strlen(esc)) : put(&b, &len, &cap, t, 1);
         }

@@ -7,10 +7,12 @@
  * - markup is tags (quoted attribute values may hold '>'), comments,
  *   <!DOCTYPE ...> / <![CDATA[...]]> and <? ... >; a '<' that starts none of
  *   them is text;
- * - a text node's entities are decoded for the model (&amp; &lt; &gt;
- *   &quot; &apos; &#39; &nbsp; and numeric ones; others stay as written),
- *   its leading and trailing white space kept as it was, and its
- *   translation escaped (& < >) where it stood; a node without a letter
+ * - a text node's entities are decoded for the model (the markup five,
+ *   HTML 4's Latin-1 set (&nbsp; .. &yuml;), its typographic ones (&mdash;
+ *   &hellip; &rsquo; &euro; ...) and numeric ones; others stay as
+ *   written), its leading and trailing white space kept as it was, and its
+ *   translation escaped (& < >, but an "&name;" reference kept) where it
+ *   stood; a node without a letter
  *   (white space, numbers, ASCII punctuation) is kept as markup;
  * - nothing is translated inside <script>, <style> (raw text to their end
  *   tag), <code>, <kbd>, <samp>, <var>, <pre>, nor inside an element with

@@ -45,6 +45,14 @@ int main(void) {
         expect("<p> Fish &amp; chips &lt;3 &#233;t&#xE9; &nbsp;x &bogus; &#0; &quot;q&quot; &apos;a&apos;</p>",
                want, out, "<p> a &lt; b &amp; c &gt; d \"e\"</p>");
     }
+    {   /* named entities beyond the markup five (code points: HTML 4's
+         * entity tables, as Python's html.unescape has them); a reference
+         * in the translation stays one */
+        const char *want[] = {"\xc3\xa9t\xc3\xa9 \xe2\x80\x94 \xc2\xa9 \xe2\x80\xa6 \xc3\x9f\xc3\xbf \xe2\x82\xac &hellipx;", NULL};
+        const char *out[] = {"A &hellip; B & C &copy;"};
+        expect("<p>&eacute;t&eacute; &mdash; &copy; &hellip; &szlig;&yuml; &euro; &hellipx;</p>", want, out,
+               "<p>A &hellip; B &amp; C &copy;</p>");
+    }
     {   /* what is not translated: raw text, computer text, translate="no" */
         const char *want[] = {"T1", "after", NULL}, *out[] = {"X", "Y"};
         const char *doc =

@@ -149,7 +149,7 @@ size_t gemm_ws_scratch_bytes(int M, int K);
 void gemm_run_ws(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,
                  int M, int N, int K, int epi, void *scratch);
 /* Both few-row paths prefetch the next tile's rows (contiguous: rows n0 + R
- * ..) while a tile runs (AVX-512 prefetcht0, AVX2 prefetcht1), spread over the tile's kernel calls: each call
+ * ..) into L2 (prefetcht1) while a tile runs, spread over the tile's kernel calls: each call
  * takes its share (at most two lines a k step) from gemm_ws_pf_take. */
 typedef struct {
     const char *p;   /* the next tile's first byte */

@@ -99,6 +99,13 @@ def mbart(binary):
                                                          "format": "html"}).encode(), "application/json")
         check(st == 200 and out["translatedText"] == [want, "<br>"],
               "translate format html: text nodes as texts alone, markup and kept elements as they were")
+        # entities: the node the model gets is the text html.unescape reads
+        node = "caf&eacute; &mdash; &laquo;%s&raquo; &hellip;" % html.escape(a, False)
+        tn = cli(binary, d, "fr_XX", "de_DE", html.unescape(node))[0]
+        st, out = post(s.url + "/translate", json.dumps({"q": "<i>%s</i>" % node, "source": "fr", "target": "de",
+                                                         "format": "html"}).encode(), "application/json")
+        check(st == 200 and out["translatedText"] == "<i>%s</i>" % html.escape(tn, False),
+              "translate format html: entities decoded as html.unescape does (%r)" % out)
         st, out = post(s.url + "/translate", b"q=%3Cp%3EBonjour%3C%2Fp%3E&source=fr&target=de&format=html",
                        "application/x-www-form-urlencoded")
         check(st == 200 and out["translatedText"].startswith("<p>") and out["translatedText"].endswith("</p>"),
