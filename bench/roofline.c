@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
     }
     ed_pool *pool;
     if (ed_pool_new(&pool, threads)) return 1;
-    int lim = isa == ENCDEC_ISA_AUTO ? ED_ISA_ANY : k_isa_parse(encdec_isa_name(isa));
+    int lim = isa == ENCDEC_ISA_AUTO ? k_isa_cpu() : k_isa_parse(encdec_isa_name(isa));
     if (lim < 0 || lim > k_isa_cpu()) {
         fprintf(stderr, "roofline: this CPU has no kernel set %s\n", encdec_isa_name(isa));
         return 1;

@@ -52,6 +52,11 @@ static const char *HELP =
     "      --detect-language  print the language and its probability (\"en 0.9876\"), no\n"
     "                       transcription\n"
     "      --no-timestamps  no timestamp tokens: consecutive 30 s windows, one segment each\n"
+    "      --min-text-rate X  with --no-timestamps: a window of 5 s or more decoded to fewer\n"
+    "                       than X text tokens a second stopped early (Whisper can end its\n"
+    "                       text at a pause) and is decoded again with timestamps, the rest\n"
+    "                       of its audio after it; default 1 with --batch-size, else 0 (off,\n"
+    "                       as openai-whisper)\n"
     "      --word-timestamps  times of each word (cross-attention alignment + DTW)\n"
     "      --initial-prompt TEXT  text the first window continues (names, spelling, style)\n"
     "      --prefix TEXT    text the transcript starts with (the first window; after <|0.00|>\n"
@@ -225,7 +230,8 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
         {"--vad-max-speech-s", &p->vad_params.max_speech_duration_s, 0.1, 1e9, 0},
         {"--repetition-penalty", &p->repetition_penalty, 0.001, 1000, 0},
         {"--hallucination-silence-threshold", &p->hallucination_silence_threshold, 0, 1e6, 1},
-        {"--language-detection-threshold", &p->language_detection_threshold, 0, 1, 0}};
+        {"--language-detection-threshold", &p->language_detection_threshold, 0, 1, 0},
+        {"--min-text-rate", &p->min_text_rate, 0, 100, 0}};
     for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
         if (!strcmp(a, floats[k].name)) {
             if (!parse_float_opt(&floats[k], v)) return -1;
@@ -335,6 +341,7 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
     o->bp = encdec_batch_default_params();
     o->tp.vad_params.min_silence_duration_ms = -1;   /* not given: set below */
     o->tp.word_timestamps = -1;                      /* not given: set below */
+    o->tp.min_text_rate = -1;                        /* not given: set below */
     cli_args files;
     if (!cli_args_init(&files, argc)) return -1;
     for (int i = 1; i < argc; i++) {
@@ -373,6 +380,7 @@ static int parse(int argc, char **argv, opts *o, int *first_file) {
                 "--batch-size\n");
         return -1;
     }
+    if (o->tp.min_text_rate < 0) o->tp.min_text_rate = o->batch ? 1.0f : 0.0f;
     if (o->batch) {
         o->vad = 1;
         o->bp.batch_size = o->batch;

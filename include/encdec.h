@@ -509,6 +509,14 @@ typedef struct {
                                      audio after the last word again in a second window.
                                      hallucination_silence_threshold's cut still resumes
                                      after the segment it drops */
+    float min_text_rate;          /* without timestamps: a window of 5 s or more whose decode
+                                     has fewer text tokens than this per second of its audio
+                                     stopped early (Whisper can end its text at a pause and
+                                     drop the speech after it) and is decoded again with
+                                     timestamps, the rest of its audio in the windows after
+                                     it (timestamps mode's rule; the segments have times).
+                                     0 (the default): off, as openai-whisper; the CLI and the
+                                     Python BatchedInferencePipeline use 1 when batching */
 } encdec_transcribe_params;
 
 /* Defaults: openai-whisper's transcribe(): full caches, language detected

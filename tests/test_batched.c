@@ -14,6 +14,9 @@
  *    end); a segment callback that stops it: ENCDEC_ERR_CANCELLED, and the
  *    engine goes on serving (the sanitizers' pass leaves out batch 1 and
  *    the run after the cancel: the parts below use the engine after it).
+ * 2b. min_text_rate: forced on every chunk, the batched result without
+ *    timestamps is each chunk's timestamped transcription alone; at 1 (a
+ *    rate speech passes) it changes nothing.
  * 3. Without a VAD: a recording of 30 s or less is one chunk (= the
  *    session's); clips are chunks of their own; one given span longer
  *    than a chunk is cut into equal parts; errors named (batch size,
@@ -168,16 +171,24 @@ static int chunk_matches(const encdec_result *r, int *at, const encdec_result *a
 
 /* Every chunk of r (spans sp[k] of x, chunks of max samples) is what a
  * session gives it alone with p (language: lang0 for the first chunk,
- * lang for the others); returns the chunk count. */
+ * lang for the others; ts_min > 0: a chunk of ts_min samples or more with
+ * timestamps on and min_text_rate off); returns the chunk count. */
 static int each_chunk_alone(encdec_session *s, const float *x, const encdec_span *sp, int k,
                             size_t max, encdec_transcribe_params p, const char *lang0,
-                            const char *lang, const encdec_result *r) {
+                            const char *lang, const encdec_result *r, size_t ts_min) {
+    p.vad = NULL;
+    encdec_transcribe_params given = p;
     tchunk *ch = malloc(sizeof *ch * (size_t)k);
     int nc = chunks_of(sp, k, max, ch), at = 0, ok = 1;
     p.vad = NULL;
     for (int c = 0; c < nc && ok; c++) {
         float *j = joined(x, sp, ch[c]);
         encdec_result *a = NULL;
+        p = given;
+        if (ts_min && ch[c].len >= ts_min) {
+            p.timestamps = 1;
+            p.min_text_rate = 0;
+        }
         p.language = c ? lang : lang0;
         CHECK_EQ_INT(encdec_transcribe(s, j, ch[c].len, &p, &a), ENCDEC_OK);
         ok = a && chunk_matches(r, &at, a, sp, ch[c]);
@@ -233,12 +244,19 @@ static int write_wav(const char *path, const float *x, size_t n) {
 
 /* ---- 1, 2: tiny.en with the VAD ---- */
 
-static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, const float *x,
-                     size_t n) {
+/* The peer's batched VAD options (160 ms of silence ends speech, spans of
+ * at most 30 s). */
+static encdec_transcribe_params batched_params(const encdec_vad *v) {
     encdec_transcribe_params p = encdec_transcribe_default_params();
     p.vad = v;
     p.vad_params.min_silence_duration_ms = 160;
     p.vad_params.max_speech_duration_s = 30;
+    return p;
+}
+
+static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, const float *x,
+                     size_t n) {
+    encdec_transcribe_params p = batched_params(v);
     p.word_timestamps = 1;
     encdec_batch_params bp = encdec_batch_default_params();
     bp.batch_size = 4;
@@ -257,7 +275,7 @@ static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, c
     encdec_span *sp = NULL;
     int k = 0;
     CHECK_EQ_INT(encdec_vad_speech(v, x, n, &p.vad_params, 2, &sp, &k), ENCDEC_OK);
-    int nc = each_chunk_alone(s, x, sp, k, CHUNK, p, NULL, NULL, r);
+    int nc = each_chunk_alone(s, x, sp, k, CHUNK, p, NULL, NULL, r, 0);
     const encdec_timings *t = encdec_result_timings(r);
     printf("%.1f s, %d spans in %d chunks, batch 4: %d segments, %d windows, %d fallbacks, "
            "%.2f s (2 threads); each chunk as alone\n", n / (double)RATE, k, nc,
@@ -328,6 +346,57 @@ static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, c
     encdec_free(sp);
 }
 
+/* ---- 2b: min_text_rate ----
+ * Without timestamps, a chunk decoded to fewer text tokens a second than
+ * min_text_rate stopped early and is transcribed again with timestamps.
+ * Forced (a rate no speech reaches), the batched result is each chunk's
+ * timestamped transcription alone, token for token, for every chunk of 5 s
+ * or more (the shorter one as it was), and says so in its fallbacks; at
+ * a rate speech passes (1, the CLI's default when batching) it is the
+ * plain result without timestamps. */
+static void short_text(encdec_engine *e, encdec_session *s, const encdec_vad *v, const float *x,
+                       size_t n) {
+    encdec_transcribe_params p = batched_params(v);
+    p.timestamps = 0;
+    encdec_batch_params bp = encdec_batch_default_params();
+    bp.batch_size = 4;
+    encdec_span *sp = NULL;
+    int k = 0;
+    CHECK_EQ_INT(encdec_vad_speech(v, x, n, &p.vad_params, 2, &sp, &k), ENCDEC_OK);
+    tchunk *ch = malloc(sizeof *ch * (size_t)(k ? k : 1));
+    int nc = chunks_of(sp, k, CHUNK, ch), long_ones = 0;
+    for (int c = 0; c < nc; c++) long_ones += ch[c].len >= 5 * RATE;
+    CHECK(long_ones >= 2 && long_ones < nc);   /* both kinds met */
+    encdec_result *plain = NULL, *slow = NULL, *forced = NULL;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &plain), ENCDEC_OK);
+    p.min_text_rate = 1.0f;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &slow), ENCDEC_OK);
+    if (plain && slow) {
+        CHECK(golden_same_transcript(plain, slow));
+        CHECK_EQ_INT(encdec_result_timings(slow)->n_fallbacks,
+                     encdec_result_timings(plain)->n_fallbacks);
+    }
+    p.min_text_rate = 100.0f;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &forced), ENCDEC_OK);
+    if (forced && plain) {
+        CHECK_EQ_INT(each_chunk_alone(s, x, sp, k, CHUNK, p, NULL, NULL, forced, 5 * RATE), nc);
+        CHECK(encdec_result_timings(forced)->n_fallbacks >=
+              encdec_result_timings(plain)->n_fallbacks + long_ones);
+        CHECK(encdec_result_n_segments(forced) > encdec_result_n_segments(plain));
+        printf("min_text_rate 100: %d chunks redone with timestamps, %d segments (%d without)\n",
+               long_ones, encdec_result_n_segments(forced), encdec_result_n_segments(plain));
+    }
+    p.min_text_rate = -1.0f;
+    encdec_result *bad = NULL;
+    CHECK_STATUS(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &bad), ENCDEC_ERR_ARG,
+                 "min_text_rate");
+    encdec_result_free(plain);
+    encdec_result_free(slow);
+    encdec_result_free(forced);
+    free(ch);
+    encdec_free(sp);
+}
+
 /* ---- 3: without a VAD, and errors ---- */
 
 static void without_vad(encdec_engine *e, encdec_session *s, const float *x, size_t n) {
@@ -352,7 +421,7 @@ static void without_vad(encdec_engine *e, encdec_session *s, const float *x, siz
         encdec_transcribe_params q = p;
         q.clip_timestamps = NULL;
         q.n_clip_timestamps = 0;
-        CHECK_EQ_INT(each_chunk_alone(s, x, sp, 2, 0, q, NULL, NULL, r), 2);
+        CHECK_EQ_INT(each_chunk_alone(s, x, sp, 2, 0, q, NULL, NULL, r, 0), 2);
         CHECK(encdec_result_segment(r, encdec_result_n_segments(r) - 1)->start >= 20.0);
     }
     encdec_result_free(r);
@@ -371,7 +440,7 @@ static void without_vad(encdec_engine *e, encdec_session *s, const float *x, siz
         encdec_transcribe_params q = p;
         q.speech = NULL;
         q.n_speech = 0;
-        CHECK_EQ_INT(each_chunk_alone(s, x, sp, parts, 0, q, NULL, NULL, r), parts);
+        CHECK_EQ_INT(each_chunk_alone(s, x, sp, parts, 0, q, NULL, NULL, r, 0), parts);
         free(sp);
     }
     encdec_result_free(r);
@@ -433,14 +502,14 @@ static void multilingual(const encdec_vad *v) {
         if (r) {
             CHECK(!strcmp(encdec_result_language(r), "en"));
             CHECK(encdec_result_n_language_probs(r) > 1);
-            int nc = each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, "en", r);
+            int nc = each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, "en", r, 0);
             printf("base, no language: %d chunks, the first detects \"%s\" for all\n", nc,
                    encdec_result_language(r));
             CHECK(nc >= 2);
         }
         bp.language_per_chunk = 1;
         CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r2), ENCDEC_OK);
-        if (r2) each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, NULL, r2);
+        if (r2) each_chunk_alone(s, x, spans, k, 12 * RATE, p, NULL, NULL, r2, 0);
         encdec_result_free(r);
         encdec_result_free(r2);
         encdec_free(spans);
@@ -559,6 +628,7 @@ int main(void) {
     if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (x && v && s && e) {
         with_vad(e, s, v, x, n);
+        short_text(e, s, v, x, n);
         without_vad(e, s, x, n);
     }
     encdec_engine_free(e);

@@ -149,7 +149,8 @@ class TranscribeParams(Structure):
                 ("chunk_length", c_float), ("language_detection_segments", c_int),
                 ("language_detection_threshold", c_float), ("multilingual", c_int),
                 ("detect_language_only", c_int), ("initial_prompt_tokens", POINTER(c_int)),
-                ("n_initial_prompt_tokens", c_int), ("whole_windows", c_int)]
+                ("n_initial_prompt_tokens", c_int), ("whole_windows", c_int),
+                ("min_text_rate", c_float)]
 
 
 class LiveParams(Structure):

@@ -739,10 +739,14 @@ class BatchedInferencePipeline:
                    chunk_length=None, clip_timestamps=None, hallucination_silence_threshold=None,
                    batch_size=8, hotwords=None, language_detection_threshold=0.5,
                    language_detection_segments=1, seed=0, loop_detection=True,
-                   fallback_keep_last=False):
+                   fallback_keep_last=False, min_text_rate=1.0):
         """faster-whisper's BatchedInferencePipeline.transcribe(): (segments,
         info), segments a lazy iterator in time order. multilingual: every
-        chunk detects its own language when none is given."""
+        chunk detects its own language when none is given. min_text_rate
+        (encdec's; without timestamps): a chunk of 5 s or more decoded to
+        fewer text tokens a second stopped early (Whisper can end its text
+        at a pause and drop the speech after it) and is transcribed again
+        with timestamps; 0 keeps the peer's single decode."""
         m = self.model
         if not m._engine:
             raise ValueError("the model is closed")
@@ -753,6 +757,9 @@ class BatchedInferencePipeline:
             raise ValueError(f"chunk_length={chunk_length}: 1..30 seconds")
         hallucination_silence_threshold = None   # the peer's batched pipeline ignores it
         tp, keep = m._params(**_pick(locals()))
+        if not 0 <= float(min_text_rate) <= 100:
+            raise ValueError(f"min_text_rate={min_text_rate}: 0..100 text tokens a second")
+        tp.min_text_rate = float(min_text_rate)
         language = m._check_language(language)
         clips = None
         if clip_timestamps:   # the peer's batched form: [{"start": s, "end": s}, ...]

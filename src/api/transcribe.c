@@ -100,6 +100,9 @@ static encdec_status check_more(const encdec_transcribe_params *p) {
     if (p->n_initial_prompt_tokens > 0 && p->initial_prompt)
         return ed_fail(ENCDEC_ERR_ARG, "initial_prompt and initial_prompt_tokens both given: one "
                        "or the other");
+    if (bad_float(p->min_text_rate, 0.0f, 100.0f))
+        return ed_fail(ENCDEC_ERR_ARG, "min_text_rate %g is out of range 0..100 text tokens a "
+                       "second (0: off)", p->min_text_rate);
     if (p->vad) return api_vad_check(&p->vad_params);
     return ENCDEC_OK;
 }
@@ -382,6 +385,7 @@ static encdec_status to_asr(const encdec_model *model, const encdec_transcribe_p
     a->lang_per_window = p->multilingual != 0;
     a->detect_only = p->detect_language_only != 0;
     a->whole_windows = p->whole_windows != 0;
+    a->min_text_rate = p->min_text_rate;
     st = clips(p, n / (double)MEL_SAMPLE_RATE, a);
     int half = w->hp.n_text_ctx / 2;
     if (!st) st = encode_text(w, "initial_prompt", p->initial_prompt, 1 << 20, &ids[0],

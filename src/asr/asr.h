@@ -123,6 +123,10 @@ typedef struct {
     int detect_only;                     /* 1: stop once the language is known */
     int whole_windows;                   /* 1: each window moves on by its whole length, its
                                             unfinished tail a last segment (encdec.h) */
+    float min_text_rate;                 /* text tokens per second of audio: a window of 5 s or
+                                            more decoded without timestamps to fewer is decoded
+                                            again with them, the rest as timestamps mode's
+                                            long-form (encdec.h); 0: off */
 } asr_params;
 
 /* openai-whisper's defaults: timestamps, temperatures 0, 0.2 ... 1.0,

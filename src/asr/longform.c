@@ -43,7 +43,8 @@ static encdec_status ivec_push(ivec *a, const int *x, size_t n) {
 
 typedef struct {
     const asr_env *env;
-    const asr_params *p;
+    const asr_params *p;      /* the caller's, or ts_p */
+    asr_params ts_p;          /* the caller's with timestamps, after a short decode (min_text_rate) */
     const asr_sink *sink;
     asr_report *rep;
     asr_feed *feed;           /* the recording's samples, and its log-mel's maximum */
@@ -251,6 +252,35 @@ static double window_rms(const lf_run *r, int seek, int size) {
     return sqrt(ss / (double)(b - a));
 }
 
+/* A decode without timestamps that stopped early: fewer text tokens than
+ * min_text_rate a second over a window of 5 s or more (the model ended
+ * its text at a pause and the rest of the window's speech was never
+ * decoded: tiny.en does it on a chunk in ten of a batched recording). */
+static int short_text(const lf_run *r, const asr_window_result *res, int size) {
+    const asr_params *p = r->p;
+    if (p->timestamps || !(p->min_text_rate > 0) || size < 5 * FRAMES_PER_SECOND ||
+        r->env->m->sp.timestamp_begin < 0)
+        return 0;
+    int n_text = 0;
+    for (int i = 0; i < res->n; i++) n_text += res->tok[i] < r->env->m->sp.eot;
+    return n_text < p->min_text_rate * size / FRAMES_PER_SECOND;
+}
+
+static encdec_status run_window(lf_run *r, int seek, int size, int *next);
+
+/* From this window on, timestamps mode: the window again (its log-mel as
+ * that mode computes it, the encoder, the prompt, the decode), the rest of
+ * its audio in the windows that follow (the seek rule). */
+static encdec_status redo_with_timestamps(lf_run *r, int seek, int size, int *next) {
+    r->ts_p = *r->p;
+    r->ts_p.timestamps = 1;
+    r->p = r->work.p = &r->ts_p;
+    r->encoded_seek = -1;
+    r->rep->n_windows--;     /* counted again by the window's second run */
+    r->rep->n_fallbacks++;   /* a window decoded more than once */
+    return run_window(r, seek, size, next);
+}
+
 /* One window at seek, size frames of content: decode, segments, words;
  * returns the next seek in *next. */
 static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
@@ -314,6 +344,7 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next) {
         *next = seek + size;
         return ENCDEC_OK;
     }
+    if (short_text(r, &res, size)) return redo_with_timestamps(r, seek, size, next);
     int advance, single_end;
     int n_seg = asr_split_segments(res.tok, res.n, m->sp.timestamp_begin, size, p->whole_windows,
                                    r->splits, &advance, &single_end);

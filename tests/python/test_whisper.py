@@ -260,6 +260,20 @@ def test_batched_is_each_chunk_alone(tiny_en, batched_recording):
     assert [(s.tokens, s.start) for s in got] == want
 
 
+def test_batched_min_text_rate(tiny_en, batched_recording):
+    """min_text_rate: 0 is the peer's one decode per chunk (one segment
+    each, without timestamps); at a rate no speech reaches every chunk of
+    5 s or more is transcribed again with timestamps (segments at the
+    model's times, inside their chunk)."""
+    eb = encdec.BatchedInferencePipeline(tiny_en)
+    off = list(eb.transcribe(batched_recording, beam_size=1, min_text_rate=0)[0])
+    forced = list(eb.transcribe(batched_recording, beam_size=1, min_text_rate=100)[0])
+    assert len({s.seek for s in off}) == len(off) >= 4
+    assert len(forced) > len(off)
+    assert {s.seek for s in forced} >= {s.seek for s in off if s.end - s.start >= 5.5}
+    assert all(b.start >= a.start for a, b in zip(forced, forced[1:]))
+
+
 def test_batched_errors_and_cancel(tiny_en, batched_recording, jfk):
     eb = encdec.BatchedInferencePipeline(tiny_en)
     with pytest.raises(RuntimeError, match="No clip timestamps"):
@@ -270,6 +284,8 @@ def test_batched_errors_and_cancel(tiny_en, batched_recording, jfk):
         eb.transcribe(jfk, batch_size=0)
     with pytest.raises(ValueError, match="chunk_length"):
         eb.transcribe(jfk, chunk_length=40)
+    with pytest.raises(ValueError, match="min_text_rate"):
+        eb.transcribe(jfk, min_text_rate=-1)
     with pytest.raises(ValueError, match="unknown"):
         eb.transcribe(jfk, vad_parameters={"treshold": 0.5})
     with pytest.raises(ValueError):
