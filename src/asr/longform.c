@@ -255,7 +255,8 @@ static double window_rms(const lf_run *r, int seek, int size) {
 /* A decode without timestamps that stopped early: fewer text tokens than
  * min_text_rate a second over a window of 5 s or more (the model ended
  * its text at a pause and the rest of the window's speech was never
- * decoded: tiny.en does it on a chunk in ten of a batched recording). */
+ * decoded: tiny.en int8 did it on one chunk of 14 of the batched bench
+ * recording). */
 static int short_text(const lf_run *r, const asr_window_result *res, int size) {
     const asr_params *p = r->p;
     if (p->timestamps || !(p->min_text_rate > 0) || size < 5 * FRAMES_PER_SECOND ||
