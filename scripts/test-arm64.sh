@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ARM64 (aarch64) check: cross-compiles encdec with Debian's
 # aarch64-linux-gnu-gcc (cmake/aarch64-linux-gnu.cmake) and runs the kernel
-# tests, the tiny.en end-to-end test (test_isa: every kernel set, 1 and 3
-# threads) and the ggml / CTranslate2 int8 loaders against their goldens
+# tests, the tiny.en end-to-end test (test_isa: NEON, f32 on 3 threads
+# against transformers' tokens) and the ggml / CTranslate2 int8 loaders against their goldens
 # (test_ggml, test_ct2_int8) under qemu-user. Emulated timing means nothing; correctness is the
 # point. qemu's default CPU has the dot-product extension; the tests force
 # it off to run the path beneath (kern.h k_feat_mask).

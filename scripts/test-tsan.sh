@@ -5,9 +5,11 @@
 # with Whisper requests (test_engine) and with T5 requests packed into shared
 # encoder passes and streamed token by token (test_engine_t5), and the HTTP
 # server under concurrent clients, streamed completions included
-# (test_server_load, its sanitizers' size), every endpoint, error and
-# drain of test_server_openai, and the watcher of parked connections under
-# slow and misbehaving clients (test_server_hostile), and live sessions over
+# (test_server_load, its sanitizers' size), the parts of test_server_openai
+# where threads meet (a model swapped by /load under a request in flight, a
+# full queue, the deadline, a hang-up, SIGTERM's drain), the watcher of parked
+# connections under slow and misbehaving clients, streams and cancels
+# (test_server_hostile; both with --threaded), and live sessions over
 # WebSockets, each on its thread beside libmicrohttpd's (test_server_realtime).
 # Any report fails.
 # Called by scripts/test.sh after the ASan pass; needs the default model.

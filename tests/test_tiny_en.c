@@ -220,8 +220,12 @@ static void cli_and_wer(void) {
         {"librivox/sense_and_sensibility_01_austen_64kb-0930.wav", "he might even have been made amiable himself"},
     };
     int errs = 0, words = 0;
+    size_t n_set = sizeof set / sizeof set[0];
+#ifdef ED_SANITIZED
+    n_set = 3;   /* the sanitizers' pass: the paths (jfk, LibriSpeech, platforms), not the WER */
+#endif
     printf("%-58s %5s  %s\n", "file", "WER", "transcript");
-    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+    for (size_t i = 0; i < n_set; i++) {
         char args[512], nr[4096], nh[4096];
         int rc, n;
         snprintf(args, sizeof args, "'%s/audio/%s'", ED_SHARED_DIR, set[i].file);
@@ -258,7 +262,12 @@ static void no_timestamps_view(void) {
     if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
     int files = 0, same = 0;
     const cJSON *f;
+    int max_files = 1000, min_files = 13;
+#ifdef ED_SANITIZED
+    max_files = min_files = 3;   /* the sanitizers' pass: the path, on three */
+#endif
     cJSON_ArrayForEach(f, cJSON_GetObjectItem(js, "files")) {
+        if (files >= max_files) break;
         char path[1024];
         snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, f->string);
         float *pcm = NULL;
@@ -283,7 +292,7 @@ static void no_timestamps_view(void) {
     }
     printf("without timestamps: %d of %d files token for token as transformers' greedy decode\n",
            same, files);
-    CHECK(files >= 13);
+    CHECK(files >= min_files);
     CHECK_EQ_INT(same, files);
     encdec_session_free(s);
     encdec_model_free(m);

@@ -44,8 +44,8 @@ if [ ! -f "$lib" ] || [ -n "$newest_h" ] || [ -n "$(find src -name '*.c' -newer 
   rm -f "$lib"
   ar rcs "$lib" "$out"/obj/*.o
 fi
-for h in "${harnesses[@]}"; do
-  extra=()
+link_one() {   # link_one HARNESS: its binary, with the server's sources where it needs them
+  local h=$1 extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
   [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
                             server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c
@@ -58,7 +58,14 @@ for h in "${harnesses[@]}"; do
   # LibreTranslate's request parser
   [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
+}
+# every harness, as many at once as there are cores
+n_cores=$(nproc) linking=()
+for h in "${harnesses[@]}"; do
+  link_one "$h" & linking+=($!)
+  if [ ${#linking[@]} -ge "$n_cores" ]; then wait "${linking[0]}"; linking=("${linking[@]:1}"); fi
 done
+for p in "${linking[@]}"; do wait "$p"; done
 
 # Runs, two at a time; -runs replaces the time limit when FUZZ_RUNS is set.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -18,6 +18,16 @@ AUDIO = os.path.join(SHARED, "audio")
 JFK = os.path.join(AUDIO, "jfk.wav")
 
 
+
+def timed(fn, *args):
+    """fn(*args), then its wall time on a line of its own (where a long
+    test's minutes go)."""
+    t0 = time.monotonic()
+    try:
+        return fn(*args)
+    finally:
+        print("  [%s: %.1f s]" % (fn.__name__, time.monotonic() - t0), flush=True)
+
 def model_dir(env="ENCDEC_TINY_EN", name="whisper-tiny.en"):
     """An installed model: $env, else the cache's; None when absent."""
     d = os.environ.get(env)

@@ -1,6 +1,6 @@
 """encdec serve against OpenAI's official Python client (tests/server/requirements.txt).
 
-    test_openai.py ENCDEC_BINARY [--sanitized]
+    test_openai.py ENCDEC_BINARY [--sanitized] [--threaded]
 
 Starts servers on loopback (free ports) over whisper tiny.en, and whisper base
 when installed, and checks through the client: every response format, segment
@@ -36,7 +36,7 @@ except ImportError:
     print("skip: the openai client is not installed (scripts/venv-client.sh)")
     sys.exit(77)
 
-from common import (AUDIO, HERE, JFK, Server, long_wav, model_dir, multipart, pieces_wav,
+from common import (AUDIO, HERE, JFK, Server, long_wav, model_dir, multipart, pieces_wav, timed,
                     vad_model)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)   # the client marks translations
@@ -266,7 +266,7 @@ def load(binary, tiny, sanitized):
               "/load without --allow-load: 403")
     finally:
         s.stop()
-    long = long_wav(4 if sanitized else 8)
+    long = long_wav(4)   # 44 s: in flight while /load arrives
     s = Server(binary, tiny, "-q", "--allow-load")
     try:
         st0, ask = text(s)
@@ -319,7 +319,7 @@ def load(binary, tiny, sanitized):
 def limits(binary, tiny, sanitized):
     """A full queue (503, Retry-After), the deadline (504), a client that
     hangs up (cancelled, 499), then SIGTERM: in-flight work finishes, exit 0."""
-    long = long_wav(6 if sanitized else 12)
+    long = long_wav(6)
     s = Server(binary, tiny, "--max-queue", "1", "--max-active", "1")
     try:
         c = s.client()
@@ -703,34 +703,43 @@ def main():
         print(__doc__)
         return 2
     binary, sanitized = sys.argv[1], "--sanitized" in sys.argv
+    # --threaded (ThreadSanitizer's pass): the parts where requests, /load,
+    # signals and hang-ups meet on the server's threads; the single requests
+    # of the other parts are the release and AddressSanitizer passes'
+    threaded = "--threaded" in sys.argv
     tiny = model_dir("ENCDEC_TINY_EN", "whisper-tiny.en")
     if not tiny or not os.path.exists(JFK):
         print("skip: needs whisper tiny.en and ../shared/audio")
         return 77
     print("openai", openai.__version__)
+    if threaded:
+        timed(load, binary, tiny, sanitized)
+        timed(limits, binary, tiny, sanitized)
+        print("%d failed" % len(FAILED))
+        return 1 if FAILED else 0
     s = Server(binary, tiny)
     try:
-        formats(s)
-        errors(s)
-        whisper_cpp(s)
+        timed(formats, s)
+        timed(errors, s)
+        timed(whisper_cpp, s)
     finally:
         check(s.stop() == 0, "exit status 0")
-    start_errors(binary, tiny)
-    load(binary, tiny, sanitized)
-    completions(binary)
-    completions_bart(binary)
+    timed(start_errors, binary, tiny)
+    timed(load, binary, tiny, sanitized)
+    timed(completions, binary)
+    timed(completions_bart, binary)
     if vad_model():
-        vad(binary, tiny)
+        timed(vad, binary, tiny)
     else:
         print("  (the Silero VAD is not installed: vad_filter not checked)")
-    limits(binary, tiny, sanitized)
+    timed(limits, binary, tiny, sanitized)
     base = model_dir("ENCDEC_BASE", "whisper-base")
     if base:
-        multilingual(binary, base)
+        timed(multilingual, binary, base)
     else:
         print("  (whisper base not installed: translations not checked)")
     if not sanitized:
-        behind_nginx(binary, tiny)
+        timed(behind_nginx, binary, tiny)
     print("%d failed" % len(FAILED))
     return 1 if FAILED else 0
 

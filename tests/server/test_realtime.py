@@ -41,7 +41,7 @@ except ImportError:
     print("skip: the openai client or websockets is not installed (scripts/venv-client.sh)")
     sys.exit(77)
 
-from common import AUDIO, JFK, Server, model_dir
+from common import AUDIO, JFK, Server, model_dir, timed
 
 FAILED = []
 
@@ -421,14 +421,14 @@ def main():
         if st == 501:
             print("skip: encdec was built without libwslay / nettle")
             return 77
-        handshake(s)
-        manual_commit(s, ref)
-        server_vad(s, ref)
-        beta_and_errors(s, ref)
+        timed(handshake, s)
+        timed(manual_commit, s, ref)
+        timed(server_vad, s, ref)
+        timed(beta_and_errors, s, ref)
     finally:
         s.stop(signal.SIGTERM)
-    limits(binary, tiny)
-    sigterm(binary, tiny, ref)
+    timed(limits, binary, tiny)
+    timed(sigterm, binary, tiny, ref)
     print("%d failed" % len(FAILED))
     return 1 if FAILED else 0
 
