@@ -9,7 +9,7 @@
  * 2. int8: on every set, 1 and 3 threads give the same tokens (a product's
  *    bits do not depend on the slicing), and jfk.wav's words are the
  *    reference's; on the vector set (AVX2 / NEON), every recording of
- *    ../shared/audio gives the same tokens on 1, 2 and 3 threads (a Zen 3
+ *    ../shared/audio gives the same tokens on 1 and 3 threads (a Zen 3
  *    gave other tokens on 3 than on 1 while BLIS's kernels followed the
  *    slices: tests/test_threads.c forces each BLIS configuration on the
  *    ops underneath).
@@ -38,7 +38,7 @@ static const char *const g_files[] = {"jfk.wav", "librispeech/1272-128104-0000.w
 /* Under qemu-user (the aarch64 check) one whisper window takes minutes: the
  * top set only, f32 on 3 threads (transformers' tokens); the kernel tests
  * compare every set there, int8's included (test_q8). */
-#ifdef ED_EMULATED
+#if defined(ED_EMULATED) || defined(ED_SANITIZED)   /* sanitizers: 3, the odd split, alone */
 static const int g_f32_threads[] = {3};
 #else
 static const int g_f32_threads[] = {1, 3};
@@ -136,6 +136,7 @@ static void int8_threads(int level) {
     encdec_model *m = NULL;
     CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
     if (!m) return;
+#ifndef ED_SANITIZED   /* the sanitizers' pass: the paths (jfk's words below), not the bits */
     int *tok[2][N_FILES], ntok[2][N_FILES];
     for (int t = 0; t < 2; t++) {
         encdec_session *s = NULL;
@@ -151,6 +152,7 @@ static void int8_threads(int level) {
     }
     printf("int8 %-6s: %d/%d files the same on 1 and 3 threads\n", k_isa_name(level), same, N_FILES);
     CHECK_EQ_INT(same, N_FILES);
+#endif
     encdec_session *s = NULL;
     encdec_session_params sp = {2};
     CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
@@ -181,17 +183,17 @@ static int find_recordings(const char *dir, char **out, int n, int cap) {
     return n;
 }
 
-/* int8 on the vector set: every recording, 1, 2 and 3 threads, the same
- * tokens. */
+/* int8 on the vector set: every recording, 1 and 3 threads (the odd split:
+ * slices of unequal rows), the same tokens. */
 static void int8_every_recording(void) {
     char *paths[64];
     int n = find_recordings(ED_SHARED_DIR "/audio", paths, 0, 64), same = 0;
     encdec_model_params mp = {ENCDEC_COMPUTE_INT8, set_of(K_ISA_VEC)};
     encdec_model *m = NULL;
     CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
-    encdec_session *s[3] = {NULL, NULL, NULL};
-    for (int t = 0; m && t < 3; t++) {
-        encdec_session_params sp = {t + 1};
+    encdec_session *s[2] = {NULL, NULL};
+    for (int t = 0; m && t < 2; t++) {
+        encdec_session_params sp = {t ? 3 : 1};
         CHECK_EQ_INT(encdec_session_new(m, &sp, &s[t]), ENCDEC_OK);
     }
     encdec_transcribe_params p = encdec_transcribe_default_params();
@@ -199,8 +201,8 @@ static void int8_every_recording(void) {
         float *pcm = NULL;
         size_t len = 0;
         CHECK_EQ_INT(encdec_audio_load(paths[f], 0, &pcm, &len), ENCDEC_OK);
-        int *tok[3] = {NULL, NULL, NULL}, nt[3] = {0, 0, 0}, ok = pcm != NULL;
-        for (int t = 0; ok && t < 3; t++) {
+        int *tok[2] = {NULL, NULL}, nt[2] = {0, 0}, ok = pcm != NULL;
+        for (int t = 0; ok && t < 2; t++) {
             encdec_result *r = NULL;
             ok = s[t] && encdec_transcribe(s[t], pcm, len, &p, &r) == ENCDEC_OK;
             if (!ok) break;
@@ -209,19 +211,19 @@ static void int8_every_recording(void) {
             for (int i = 0; i < nt[t]; i++) tok[t][i] = encdec_result_token(r, i)->id;
             encdec_result_free(r);
         }
-        ok = ok && same_tokens(tok[0], nt[0], tok[1], nt[1]) && same_tokens(tok[0], nt[0], tok[2], nt[2]);
-        if (!ok) fprintf(stderr, "  int8 %s: %s: other tokens on 1, 2 and 3 threads\n",
+        ok = ok && same_tokens(tok[0], nt[0], tok[1], nt[1]);
+        if (!ok) fprintf(stderr, "  int8 %s: %s: other tokens on 1 and 3 threads\n",
                          k_isa_name(K_ISA_VEC), paths[f]);
         same += ok;
-        for (int t = 0; t < 3; t++) free(tok[t]);
+        for (int t = 0; t < 2; t++) free(tok[t]);
         encdec_free(pcm);
         free(paths[f]);
     }
-    printf("int8 %-6s: %d/%d recordings the same on 1, 2 and 3 threads\n", k_isa_name(K_ISA_VEC),
+    printf("int8 %-6s: %d/%d recordings the same on 1 and 3 threads\n", k_isa_name(K_ISA_VEC),
            same, n);
     CHECK(n >= 14);
     CHECK_EQ_INT(same, n);
-    for (int t = 0; t < 3; t++) encdec_session_free(s[t]);
+    for (int t = 0; t < 2; t++) encdec_session_free(s[t]);
     encdec_model_free(m);
 }
 #endif

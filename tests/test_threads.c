@@ -13,7 +13,8 @@
  * test runs itself once per BLIS configuration this CPU can run
  * (k_blas_configs: haswell, zen, zen2, zen3 and skx on x86-64), forced by
  * BLIS_ARCH_TYPE (the products BLIS runs, on 2, 3 and 16 threads), and once
- * as BLIS chooses (everything): one machine covers what the others run. (The same run-time choices of our own kernels are forced by
+ * as BLIS chooses (everything): one machine covers what the others run
+ * (the forced ones in the release pass only: BLIS is not instrumented). (The same run-time choices of our own kernels are forced by
  * the kernel-set limit; AVX-VNNI and the like by k_feat_mask, test_isa.)
  *
  * Control: an op that slices by the thread count (rows of x split evenly,
@@ -266,6 +267,7 @@ static int run_here(const char *cfg) {
     return check_done();
 }
 
+#if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
 /* This program again with BLIS_ARCH_TYPE naming cfg; its exit status. */
 static int run_child(const char *self, const char *cfg) {
     fflush(stdout);
@@ -282,6 +284,7 @@ static int run_child(const char *self, const char *cfg) {
     if (WIFSIGNALED(st)) fprintf(stderr, "  BLIS %s: killed by signal %d\n", cfg, WTERMSIG(st));
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+#endif
 
 int main(int argc, char **argv) {
     if (argc > 1) {   /* a child: BLIS_ARCH_TYPE set */
@@ -291,7 +294,10 @@ int main(int argc, char **argv) {
     }
     if (getenv("BLIS_ARCH_TYPE")) return run_here(getenv("BLIS_ARCH_TYPE"));
     int failed = run_here("as it chooses");
-#ifndef ED_EMULATED   /* qemu: BLIS's own choice only (minutes per configuration there) */
+#if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
+    /* qemu: BLIS's own choice only (minutes per configuration there); the
+     * sanitizers' pass too (a forced configuration runs BLIS's code, which
+     * they do not instrument, over the same paths of ours) */
     const char *cfgs[16];
     int n = k_blas_configs(cfgs, 16);
     for (int i = 0; i < n; i++) {
