@@ -9,7 +9,7 @@
  * ties, neighbours, NaN payloads and random bit patterns against a
  * two-candidate reference.
  *
- * Attention (Mq 1, 2, 5, 6, 7, 16, 17; Tk 1, 7, 1500; dh 1, 17, 48, 64, 80;
+ * Attention (Mq 1, 2, 5, 6, 7, 16, 17; Tk 1, 7, 1500 (333 under qemu); dh 1, 17, 48, 64, 80;
  * strided q and o; AVX-512 and C versions), against
  *   k_attention_kvh: k_attention_kvh_ref (double, libm exp), and
  *                    k_attention (BLAS) on the expanded K/V;
@@ -287,7 +287,7 @@ static void attn_case(int Mq, int Tk, int dh, float scale) {
 
     /* The tolerance sees an error of 1e-4 in one output column: V's
      * column 0 shifted by 1e-4 shifts o's by as much. */
-    if (Tk == 1500) {
+    if (Tk > 300) {
         for (int t = 0; t < Tk; t++) vf[(size_t)t * dh] += 1e-4f;
         k_attention_kvf(o, ldo, q, ldq, kf, vf, Mq, Tk, dh, scale, s);
         CHECK(diff_rows(o, ldo, r2, ldo, Mq, dh) > 10 * TOL);
@@ -373,13 +373,17 @@ int main(void) {
     test_conversions();
     test_expand_all();
     test_edges();
+#ifdef ED_EMULATED   /* qemu: its FMAs are soft; 333 keys still end in a part tile */
+    const int Mqs[] = {1, 2, 5, 6, 7, 16, 17}, Tks[] = {1, 7, 333}, dhs[] = {1, 17, 48, 64, 80};
+#else
     const int Mqs[] = {1, 2, 5, 6, 7, 16, 17}, Tks[] = {1, 7, 1500}, dhs[] = {1, 17, 48, 64, 80};
+#endif
     for (size_t a = 0; a < sizeof Mqs / sizeof Mqs[0]; a++)
         for (size_t b = 0; b < sizeof Tks / sizeof Tks[0]; b++)
             for (size_t c = 0; c < sizeof dhs / sizeof dhs[0]; c++) {
                 int dh = dhs[c];
                 attn_case(Mqs[a], Tks[b], dh, (float)(1.0 / sqrt((double)dh)));
-                if (Tks[b] == 1500 && (dh == 64 || dh == 17)) attn_case(Mqs[a], Tks[b], dh, 1.0f);
+                if (Tks[b] > 300 && (dh == 64 || dh == 17)) attn_case(Mqs[a], Tks[b], dh, 1.0f);
             }
     for (int l = 0; l < 2; l++)
         printf("scale %s: worst |diff| kvh-ref %.3g, kvh-k_attention %.3g, kvf-k_attention %.3g, "

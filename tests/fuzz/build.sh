@@ -8,7 +8,7 @@
 #   tests/fuzz/build.sh [SECONDS] [HARNESS...]      e.g. tests/fuzz/build.sh 30 audio ct2
 #   FUZZ_RUNS=1000000 tests/fuzz/build.sh 0 bpe      a fixed number of inputs instead
 # Needs clang and libclang-rt-dev (Debian: clang-14 libclang-rt-14-dev; scripts/deps.sh fuzz).
-# scripts/test.sh runs it (30 s each). Crashes found are fixed and their inputs
+# scripts/test.sh runs it (20 s each). Crashes found are fixed and their inputs
 # added to the unit tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +24,7 @@ arch=$(${CC} -dumpmachine | sed 's/-unknown//; s/-pc//')
 case "$arch" in aarch64*) arch=aarch64-linux-gnu ;; x86_64*) arch=x86_64-linux-gnu ;; esac
 blis_inc=/usr/include/$arch/blis-serial blis_lib=/usr/lib/$arch/blis-serial
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-cflags="-g -O1 $san -Iinclude -Isrc -isystem $blis_inc -DFUZZ_DATA_DIR=\"$root/tests/data\""
+cflags="-g1 -O1 $san -Iinclude -Isrc -isystem $blis_inc -DFUZZ_DATA_DIR=\"$root/tests/data\""
 libs="-L$blis_lib -Wl,-rpath,$blis_lib -lblis -lsndfile -lsoxr -lcjson -lz -lm -lpthread"
 # FFmpeg's decoder (src/audio/av.c) when the machine has it, as the build does
 if pkg-config --exists libavformat libavcodec libavutil; then

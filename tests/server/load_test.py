@@ -19,8 +19,8 @@ answered first), the servers' peak RSS together stays under MB (default
 it asserts holds on a busy machine as on a quiet one.
 Prints p50 / p90 / p99 latency per kind and the throughput.
 
-The suite runs a short version (CMakeLists.txt: 60 requests, 12 clients,
-1 long, 12 T5, besides the head-of-line one; about two minutes on 2 busy cores); the defaults are the long
+The suite runs a short version (CMakeLists.txt: 40 requests, 8 clients,
+1 long, 8 T5, besides the head-of-line one; about a minute and a half on 2 busy cores); the defaults are the long
 one, a benchmark of the server under load (docs/BENCHMARKS.md).
 """
 import io
