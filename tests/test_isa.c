@@ -6,7 +6,8 @@
  *    the tokens transformers' greedy decode gives on the same weights
  *    (tests/data/tiny-en-references.json, tools/golden_tiny_en.py), on
  *    every set and thread count.
- * 2. int8: on every set, 1 and 3 threads give the same tokens (a product's
+ * 2. int8: on every set, 1 and 3 threads give the same tokens (four files,
+ *    two on the portable set, whose int8 is slow; a product's
  *    bits do not depend on the slicing), and jfk.wav's words are the
  *    reference's; on the vector set (AVX2 / NEON), every recording of
  *    ../shared/audio gives the same tokens on 1 and 3 threads (a Zen 3
@@ -137,21 +138,22 @@ static void int8_threads(int level) {
     CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
     if (!m) return;
 #ifndef ED_SANITIZED   /* the sanitizers' pass: the paths (jfk's words below), not the bits */
-    int *tok[2][N_FILES], ntok[2][N_FILES];
+    /* the portable set's int8 is slow (34 s over the four files): two */
+    int *tok[2][N_FILES], ntok[2][N_FILES], nf = level == K_ISA_C ? 2 : N_FILES;
     for (int t = 0; t < 2; t++) {
         encdec_session *s = NULL;
         encdec_session_params sp = {t ? 3 : 1};
         CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
-        for (int f = 0; f < N_FILES; f++) tok[t][f] = s ? transcribe(s, f, &ntok[t][f]) : NULL;
+        for (int f = 0; f < nf; f++) tok[t][f] = s ? transcribe(s, f, &ntok[t][f]) : NULL;
         encdec_session_free(s);
     }
     int same = 0;
-    for (int f = 0; f < N_FILES; f++) {
+    for (int f = 0; f < nf; f++) {
         same += tok[0][f] && tok[1][f] && same_tokens(tok[0][f], ntok[0][f], tok[1][f], ntok[1][f]);
         free(tok[0][f]), free(tok[1][f]);
     }
-    printf("int8 %-6s: %d/%d files the same on 1 and 3 threads\n", k_isa_name(level), same, N_FILES);
-    CHECK_EQ_INT(same, N_FILES);
+    printf("int8 %-6s: %d/%d files the same on 1 and 3 threads\n", k_isa_name(level), same, nf);
+    CHECK_EQ_INT(same, nf);
 #endif
     encdec_session *s = NULL;
     encdec_session_params sp = {2};
