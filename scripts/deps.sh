@@ -10,7 +10,9 @@
 #                           need instead: Debian's cross compiler, qemu-user and
 #                           the arm64 builds of the same libraries (multiarch:
 #                           the arm64 architecture is added to dpkg for them)
-#   scripts/deps.sh test    what the server tests add: python3-venv (OpenAI's
+#   scripts/deps.sh test    what the suite adds: ccache (scripts/test.sh: one
+#                           compile of the library for its three release-flag
+#                           builds), python3-venv (OpenAI's
 #                           client, scripts/venv-client.sh) and nginx-light (two
 #                           replicas behind it; the test starts its own nginx on
 #                           loopback; on a machine with systemd the package also
@@ -27,7 +29,7 @@ if [ "${1:-}" = arm64 ]; then
 elif [ "${1:-}" = fuzz ]; then
   PKGS=(clang-14 libclang-rt-14-dev)
 elif [ "${1:-}" = test ]; then
-  PKGS=(python3-venv nginx-light)
+  PKGS=(ccache python3-venv nginx-light)
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
         libcjson-dev zlib1g-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libavutil-dev

@@ -41,13 +41,28 @@ report() {
 }
 trap report EXIT
 
+# The C compiler through ccache when the machine has it (scripts/deps.sh test
+# installs it), its cache in build-ccache/ (a clean clone starts it empty).
+# The Python package's build (pip install ., given the release build's flags,
+# -Werror included, and compiler spelling), the release build and the CUDA
+# build's C objects (the same flags but for core/dev.c and core/ops_dev.c)
+# then compile the library once between them, not three times. The
+# sanitizers', the cross and the fuzz builds have flags of their own and go
+# without it.
+use_ccache() {
+  command -v ccache >/dev/null || return 0
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_DIR=$PWD/build-ccache CC=${CC:-cc}
+  export SKBUILD_CMAKE_DEFINE="ENCDEC_WERROR=ON"
+}
+
 setup() {
   scripts/deps.sh
   scripts/fetch-model.sh tiny.en
   scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
   scripts/fetch-model.sh vad       # Silero VAD: tests/test_vad.c, --vad, vad_filter
-  scripts/deps.sh test             # python3-venv, nginx-light: the server tests (tests/server)
+  scripts/deps.sh test             # ccache; python3-venv, nginx-light: the server tests (tests/server)
   scripts/venv-client.sh           # OpenAI's Python client for them
+  use_ccache
   scripts/venv-python.sh           # pip install . (the Python package) + pytest, faster-whisper
 }
 stage "set-up (packages, models, venvs)" setup
@@ -72,6 +87,8 @@ cuda_build() {
   fi
 }
 stage "CUDA build (-Werror; its test skips without a GPU)" cuda_build
+# (the builds below have flags of their own: no cache to fill)
+unset CMAKE_C_COMPILER_LAUNCHER
 stage "release tests (ctest)" ctest --test-dir build --output-on-failure -j"$jobs"
 
 stage "AddressSanitizer + UBSan build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON
