@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The ARM64 (aarch64) check: cross-compiles encdec with Debian's
-# aarch64-linux-gnu-gcc (cmake/aarch64-linux-gnu.cmake) and runs the kernel
-# tests, the tiny.en end-to-end test (test_isa: NEON, f32 on 3 threads
-# against transformers' tokens) and the ggml / CTranslate2 int8 loaders against their goldens
-# (test_ggml, test_ct2_int8) under qemu-user. Emulated timing means nothing; correctness is the
-# point. qemu's default CPU has the dot-product extension; the tests force
-# it off to run the path beneath (kern.h k_feat_mask).
+# aarch64-linux-gnu-gcc (cmake/aarch64-linux-gnu.cmake) and runs under
+# qemu-user the kernel tests (every set's kernels against their twins),
+# Whisper and T5 end to end on NEON against transformers (test_whisper_golden,
+# test_t5_golden: the seeded random models' logits at every step and greedy
+# tokens), the kernel sets' named errors (test_isa; its tiny.en windows run
+# natively only: one took three minutes of both cores under qemu) and the
+# ggml / CTranslate2 int8 loaders against their goldens (test_ggml,
+# test_ct2_int8). Emulated timing means nothing; correctness is the point.
+# qemu's default CPU has the dot-product extension; the tests force it off to
+# run the path beneath (kern.h k_feat_mask).
 # Called by scripts/test.sh; needs the default model (scripts/fetch-model.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh arm64
 jobs=$(nproc)
-tests=(test_kern test_q8 test_matmul_hp test_attn_h test_isa test_ggml test_ct2_int8)
+tests=(test_kern test_q8 test_matmul_hp test_attn_h test_isa test_ggml test_ct2_int8
+       test_whisper_golden test_t5_golden)
 
 echo "== aarch64 cross build (-Werror), tests under qemu-user ==" >&2
 cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \

@@ -287,7 +287,15 @@ int main(void) {
         {"f32", 0}, {"f16", 0}, {"q8_0", 4e-2}, {"q5_1", 2.5e-1}, {"q5_0", 4e-1}, {"q4_0", 6e-1},
         {"q4_1", 6e-1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one_file(&cases[i], g, mel);
+#ifdef ED_EMULATED
+    /* qemu: f32, f16 and q5_1 (the fifth bits and the minimum). Every
+     * quantized file runs as f16 weights once decoded, on the same kernels;
+     * the block decoding is plain C, each format checked natively. */
+    static const int run[] = {0, 1, 3};
+#else
+    static const int run[] = {0, 1, 2, 3, 4, 5, 6};
+#endif
+    for (size_t i = 0; i < sizeof run / sizeof run[0]; i++) one_file(&cases[run[i]], g, mel);
     public_api();
     if (tmp_new("encdec-ggml")) {
         g_file = md_read_all(DIR "/ggml-q8_0.bin", &g_size);
