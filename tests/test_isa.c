@@ -2,8 +2,9 @@
  * (encdec_model_params.isa: the portable C kernels, AVX2, AVX-512, AMX),
  * with 1 and with 3 threads.
  *
- * 1. f32: four files of ../shared/audio without timestamps give exactly
- *    the tokens transformers' greedy decode gives on the same weights
+ * 1. f32: four files of ../shared/audio (two on the portable set, whose
+ *    decode is slow) without timestamps give exactly the tokens
+ *    transformers' greedy decode gives on the same weights
  *    (tests/data/tiny-en-references.json, tools/golden_tiny_en.py), on
  *    every set and thread count.
  * 2. int8: on every set, 1 and 3 threads give the same tokens (four files,
@@ -92,13 +93,16 @@ static void f32_against_transformers(int level, const cJSON *refs) {
     encdec_model_info info;
     encdec_model_get_info(m, &info);
     if (level < K_ISA_AMX) CHECK(!strcmp(info.isa, k_isa_name(level)));
+    /* the portable set decodes slowly (30 s over the four files on 1 and 3
+     * threads): two */
+    int nf = level == K_ISA_C && N_FILES > 2 ? 2 : N_FILES;
     for (size_t ti = 0; ti < sizeof g_f32_threads / sizeof g_f32_threads[0]; ti++) {
         int threads = g_f32_threads[ti];
         encdec_session *s = NULL;
         encdec_session_params sp = {threads};
         CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
         int same = 0;
-        for (int f = 0; s && f < N_FILES; f++) {
+        for (int f = 0; s && f < nf; f++) {
             const cJSON *want = cJSON_GetObjectItem(cJSON_GetObjectItem(refs, g_files[f]), "hf_tokens");
             int nw = cJSON_GetArraySize(want), n, *w = malloc(sizeof(int) * (size_t)(nw + 1));
             for (int i = 0; i < nw; i++) w[i] = cJSON_GetArrayItem(want, i)->valueint;
@@ -109,8 +113,8 @@ static void f32_against_transformers(int level, const cJSON *refs) {
             free(got), free(w);
         }
         printf("f32  %-6s %d thread%s: %d/%d files as transformers\n", info.isa, threads,
-               threads > 1 ? "s" : "", same, N_FILES);
-        CHECK_EQ_INT(same, N_FILES);
+               threads > 1 ? "s" : "", same, nf);
+        CHECK_EQ_INT(same, nf);
         encdec_session_free(s);
     }
     encdec_model_free(m);
