@@ -3,8 +3,9 @@
  * (f32, f16 and bf16 weights row-major, panel-major halves, int8, the bf16
  * mode's rounded products, with GELU and residual epilogues, convolution
  * windows) and the attention kernels, on shapes from one row to the
- * encoder's 1500 x 1536, on 2, 3, 4, 5, 7 and 16 threads against 1 thread,
- * bit for bit, on every kernel set this CPU has.
+ * encoder's 1500 x 1536, on 2, 3, 4, 5, 7 and 16 threads against 1 thread
+ * (the sanitizers' pass: 2, 3 and 16), bit for bit, on every kernel set this
+ * CPU has.
  *
  * BLIS picks its own kernels by the CPU, and some of them change with the
  * shape of a call (Zen 3's configuration sums matrices under 512 rows with
@@ -293,6 +294,12 @@ int main(int argc, char **argv) {
         return run_here(argv[1]);
     }
     if (getenv("BLIS_ARCH_TYPE")) return run_here(getenv("BLIS_ARCH_TYPE"));
+#ifdef ED_SANITIZED
+    /* the sanitizers' pass: the slicing's memory on 2, 3 and 16 threads (an
+     * even, an odd and a many-way split); every count's bits are the release
+     * pass's */
+    g_n_threads = 3;
+#endif
     int failed = run_here("as it chooses");
 #if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
     /* qemu: BLIS's own choice only (minutes per configuration there); the
