@@ -51,8 +51,14 @@ trap report EXIT
 # without it.
 use_ccache() {
   command -v ccache >/dev/null || return 0
+  ccache_on=1 cc_before=${CC-unset}
   export CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_DIR=$PWD/build-ccache CC=${CC:-cc}
   export SKBUILD_CMAKE_DEFINE="ENCDEC_WERROR=ON"
+}
+no_ccache() {   # the environment as it was (CC too: the fuzz build's is clang)
+  [ -n "${ccache_on:-}" ] || return 0
+  unset CMAKE_C_COMPILER_LAUNCHER SKBUILD_CMAKE_DEFINE
+  if [ "$cc_before" = unset ]; then unset CC; else export CC=$cc_before; fi
 }
 
 setup() {
@@ -88,7 +94,7 @@ cuda_build() {
 }
 stage "CUDA build (-Werror; its test skips without a GPU)" cuda_build
 # (the builds below have flags of their own: no cache to fill)
-unset CMAKE_C_COMPILER_LAUNCHER
+no_ccache
 stage "release tests (ctest)" ctest --test-dir build --output-on-failure -j"$jobs"
 
 stage "AddressSanitizer + UBSan build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DENCDEC_WERROR=ON -DENCDEC_SANITIZE=ON
