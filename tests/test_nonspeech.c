@@ -16,9 +16,9 @@
  * stops decodes). On tiny.en and, when installed, base, with beams where
  * the old detector misjudged; on base (a minute of beams a case) the run
  * without the detector only where it stopped a decode: one that stops
- * nothing leaves the decode as it is, which tiny.en's cases compare in full. Every result here, and tiny.en's on every
- * recording of ../shared/audio, has no segment or word past the end of
- * its audio.
+ * nothing leaves the decode as it is, which tiny.en's cases compare in full.
+ * Every result here, and tiny.en's on every recording of ../shared/audio,
+ * has no segment or word past the end of its audio.
  */
 #include "golden.h"
 
