@@ -3,8 +3,8 @@
  * on the request's thread once it holds its place, so a request that waits
  * costs nothing but its bytes, and one that is cancelled stops at once),
  * the connection parked until the answer is ready, or the answer streamed
- * as server-sent events (a keep-alive comment every 15 s while there is
- * nothing to say: a request that waits in the queue keeps its stream open;
+ * as server-sent events (a keep-alive comment after --keepalive seconds (15)
+ * with nothing to say: a request that waits in the queue keeps its stream open;
  * the deadline ends a stream with an error event). */
 #include "http.h"
 #include "openai.h"
@@ -51,7 +51,8 @@ static int on_stream_segment(const encdec_segment *g, void *user) {
 
 static int stream_ready(void *ctx, double now) {
     audio_st *a = ctx;
-    return evq_ready(&a->ev) || encdec_request_done(a->r) || now - a->last_sent >= SRV_KEEPALIVE_MS;
+    return evq_ready(&a->ev) || encdec_request_done(a->r) ||
+           now - a->last_sent >= a->s->o.keepalive_s * 1e3;
 }
 
 /* The request is done: its last event (the whole text, or an error). */

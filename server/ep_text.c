@@ -114,7 +114,7 @@ static int comp_reap(comp_st *cs) {
 
 static int stream_ready(void *ctx, double now) {
     comp_st *cs = ctx;
-    return evq_ready(&cs->ev) || any_done(cs) || now - cs->last_sent >= SRV_KEEPALIVE_MS;
+    return evq_ready(&cs->ev) || any_done(cs) || now - cs->last_sent >= cs->s->o.keepalive_s * 1e3;
 }
 
 static ssize_t comp_read(void *cls, uint64_t pos, char *buf, size_t max) {

@@ -90,11 +90,10 @@ size_t evq_take(ev_queue *q, char *buf, size_t max);
 /* 1 when bytes wait. */
 int evq_ready(ev_queue *q);
 
-#define SRV_KEEPALIVE_MS 15000   /* a comment line on a stream with nothing to say */
 /* A stream's turn with nothing queued: 1 when its deadline passed (the
  * timeout's error event is queued: the stream ends after it); else the
- * keep-alive comment into buf when SRV_KEEPALIVE_MS passed since the last
- * bytes (*n its length; *last_sent now), or *n = 0 (the caller parks). */
+ * keep-alive comment into buf when --keepalive's seconds passed since the
+ * last bytes (*n its length; *last_sent now), or *n = 0 (the caller parks). */
 int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double *last_sent,
                  char *buf, size_t max, size_t *n);
 #define SRV_SSE_KEEPALIVE ": keep-alive\n\n"   /* an SSE comment: clients skip it */

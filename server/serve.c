@@ -67,6 +67,9 @@ static const char *HELP =
     "      --max-upload-mb N   largest upload (default 25, as OpenAI's): 413 beyond\n"
     "      --max-audio-seconds S  longest audio accepted (default 10800): 400 beyond\n"
     "      --timeout S         a request's deadline in seconds (default 900; 0: none): 504\n"
+    "      --keepalive S       a stream (stream=true) with nothing to send for S seconds\n"
+    "                          gets an SSE comment, which proxies count as traffic\n"
+    "                          (default 15; 0.1..3600)\n"
     "      --alias NAME        another model name requests may use (default: whisper-1;\n"
     "                          repeatable, up to 8)\n"
     "      --max-connections N open connections at most (default 2048): 503 beyond\n"
@@ -153,6 +156,8 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
             if (!cli_parse_double(a, v, 1, 1e7, &o->max_audio_s)) return -1;
         } else if (!strcmp(a, "--timeout")) {
             if (!cli_parse_double(a, v, 0, 1e7, &o->timeout_s)) return -1;
+        } else if (!strcmp(a, "--keepalive")) {
+            if (!cli_parse_double(a, v, 0.1, 3600, &o->keepalive_s)) return -1;
         } else if (!strcmp(a, "--alias")) {
             if (!v || !*v || o->n_aliases >= SRV_MAX_ALIASES) {
                 cli_err("encdec serve: --alias needs a name (at most %d)\n", SRV_MAX_ALIASES);
@@ -181,7 +186,7 @@ int srv_main(int argc, char **argv) {
                     .max_audio_s = 10800, .max_connections = 2048, .aliases = {"whisper-1"},
                     .n_aliases = 1, .max_per_client = 128, .header_timeout_s = 30,
                     .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2,
-                    .max_live = 8};
+                    .max_live = 8, .keepalive_s = 15};
     const char *given = NULL, *vad_given = NULL;
     encdec_model_params mp = encdec_model_default_params();
     encdec_kv_type kv = ENCDEC_KV_F32;

@@ -61,6 +61,7 @@ typedef struct {
     int http_threads;         /* libmicrohttpd's pool (0: 2) */
     int allow_load;           /* POST /load may change the model (ep_load.c) */
     int max_live;             /* live sessions (GET /v1/realtime) open at once (503 beyond) */
+    double keepalive_s;       /* a stream silent this long gets a comment line (SSE) */
 } srv_opts;
 
 typedef struct srv srv;

@@ -59,7 +59,7 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
         evq_push(q, srv_sse_error(&e));
         return 1;
     }
-    if (now - *last_sent >= SRV_KEEPALIVE_MS && max >= sizeof SRV_SSE_KEEPALIVE - 1) {
+    if (now - *last_sent >= s->o.keepalive_s * 1e3 && max >= sizeof SRV_SSE_KEEPALIVE - 1) {
         memcpy(buf, SRV_SSE_KEEPALIVE, sizeof SRV_SSE_KEEPALIVE - 1);
         *n = sizeof SRV_SSE_KEEPALIVE - 1;
         *last_sent = now;

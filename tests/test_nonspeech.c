@@ -14,9 +14,10 @@
  * a slow sweep; a word and a half of jfk.wav said 20 times over (the model
  * repeats itself there while the window is not silence to it: the detector
  * stops decodes). On tiny.en and, when installed, base, with beams where
- * the old detector misjudged; on base (a minute of beams a case) the run
- * without the detector only where it stopped a decode: one that stops
- * nothing leaves the decode as it is, which tiny.en's cases compare in full.
+ * the old detector misjudged. A synthetic signal is decoded again without
+ * the detector only where it stopped a decode: one that stops nothing
+ * leaves the decode as it is, which the recordings of speech (jfk.wav,
+ * platforms_en.wav) check: they are compared in full whatever happens.
  * Every result here, and tiny.en's on every recording of ../shared/audio,
  * has no segment or word past the end of its audio.
  */
@@ -255,8 +256,7 @@ static float *signal_of(const ns_case *c, size_t *n, char *what, size_t cap) {
     return y;
 }
 
-static void run_model(const char *dir, const char *name, const ns_case *cs, int n_cases,
-                      int when_stopped) {
+static void run_model(const char *dir, const char *name, const ns_case *cs, int n_cases) {
     encdec_model *m = NULL;
     encdec_session *s = NULL;
     CHECK_EQ_INT(encdec_model_load(dir, &m), ENCDEC_OK);
@@ -273,7 +273,7 @@ static void run_model(const char *dir, const char *name, const ns_case *cs, int 
         char what[128];
         float *x = signal_of(&cs[i], &n, what, sizeof what);
         CHECK(x != NULL);
-        if (x) one(s, what, x, n, cs[i].beam, cs[i].keep_last, when_stopped, &t);
+        if (x) one(s, what, x, n, cs[i].beam, cs[i].keep_last, cs[i].k != FILE_, &t);
         free(x);
     }
     printf("%s: %d/%d the same with and without the detector (%d stopping nothing, not run "
@@ -342,15 +342,15 @@ int main(void) {
         {FILE_, 0, 1, 0, "jfk.wav"},     {FILE_, 0, 5, 0, "platforms_en.wav"},
     };
 #ifdef ED_SANITIZED
-    run_model(tiny, "tiny.en", tiny_cases + 4, 1, 0);
+    run_model(tiny, "tiny.en", tiny_cases + 4, 1);
     (void)base;
 #else
-    run_model(tiny, "tiny.en", tiny_cases, (int)(sizeof tiny_cases / sizeof tiny_cases[0]), 0);
+    run_model(tiny, "tiny.en", tiny_cases, (int)(sizeof tiny_cases / sizeof tiny_cases[0]));
     /* base: the tones the old detector turned into a sentence, and music
      * (compared without the detector where it stops a decode) */
     static const ns_case base_cases[] = {{TONES, 2, 5, 0, NULL}, {MUSIC, 1, 5, 0, NULL}};
     if (golden_find_model(base, sizeof base, "ENCDEC_BASE", "whisper-base"))
-        run_model(base, "base", base_cases, 2, 1);
+        run_model(base, "base", base_cases, 2);
     else
         printf("base: not installed, skipped\n");
     every_recording_within(tiny);

@@ -1,19 +1,20 @@
 """A load test of encdec serve on loopback (the standard library only).
 
-    load_test.py ENCDEC_BINARY [--requests N] [--clients C] [--long K] [--t5 T] [--rss-mb MB]
+    load_test.py ENCDEC_BINARY [--requests N] [--clients C] [--long K] [--long-seconds S]
+                 [--t5 T] [--rss-mb MB]
 
 Starts the server over whisper tiny.en, runs every kind of request once alone
 (the references), then N requests from C concurrent clients (default 1000 and
 64): short clips of ../shared/audio with several parameter sets (greedy,
 words, beam 5, sampling, no timestamps, text and srt formats) and K
-2-minute recordings; and T of them (default 100) T5 completions (greedy,
+recordings of S seconds (default 120: four windows); and T of them (default 100) T5 completions (greedy,
 sampling with n, best_of, a list of prompts, a list streamed token by
 token) to a second server over the
 seeded random T5 of tests/data, at the same time. Checks: no request fails,
 every answer is the same as the same request's alone (transcripts: the same
 bytes, verbose_json's tokens, times, words; completions: all but id and
 time; streamed: each choice's text and finish_reason), no head-of-line
-blocking (a short clip sent while a 2-minute recording is transcribed is
+blocking (a short clip sent while a long recording is transcribed is
 answered first), the servers' peak RSS together stays under MB (default
 1024), and both exit 0 on SIGTERM. Nothing is timed against a clock: what
 it asserts holds on a busy machine as on a quiet one.
@@ -149,7 +150,8 @@ def main():
         print(__doc__)
         return 2
     binary = args[0]
-    opt = {"--requests": 1000, "--clients": 64, "--long": 8, "--t5": 100, "--rss-mb": 1024}
+    opt = {"--requests": 1000, "--clients": 64, "--long": 8, "--long-seconds": 120, "--t5": 100,
+           "--rss-mb": 1024}
     for i, a in enumerate(args):
         if a in opt:
             opt[a] = int(args[i + 1])
@@ -165,7 +167,7 @@ def main():
                     if f.endswith(".wav"))}
     lv = sorted(os.path.join(AUDIO, "librivox", f) for f in os.listdir(os.path.join(AUDIO, "librivox"))
                 if f.endswith(".wav"))
-    two_min = wav_concat([jfk] + lv, 120)
+    long_wav = wav_concat([jfk] + lv, opt["--long-seconds"])
     V = [("model", "whisper-1"), ("response_format", "verbose_json")]
     kinds = []   # (label, fields, data, name)
     for name, data in clips.items():
@@ -178,7 +180,7 @@ def main():
         ("short-srt", [("model", "whisper-1"), ("response_format", "srt")],
          clips["1272-128104-0000.wav"], "l.wav"),
     ]
-    long_kind = ("2-minute", V, two_min, "two_minutes.wav")
+    long_kind = ("long", V, long_wav, "long.wav")
     kinds.append(long_kind)
     t5_dir = os.path.join(HERE, "..", "data", "tiny-random-t5-v1_1")
     t5_kinds = []   # (label, None, json body, "t5")
@@ -214,7 +216,7 @@ def main():
                 failures.append("reference %s %s: %d %s" % (k[0], k[3], st, out[:200]))
             ref[id(k)] = out
             alone.setdefault(k[0], []).append(dt)
-        # no head-of-line blocking: a short clip sent while a 2-minute
+        # no head-of-line blocking: a short clip sent while a long
         # recording is being transcribed is answered before that one (an
         # order of events, which a busy machine does not change: the long
         # one takes many times the short one's time alone)
@@ -237,11 +239,12 @@ def main():
             failures.append("head-of-line phase: status %d and %d (-2: not the answer alone)"
                             % (hol["short"][0], hol["long"][0]))
         elif hol["short"][1] >= hol["long"][1]:
-            failures.append("head-of-line blocking: the short clip (%s) was answered after the 2-minute "
-                            "recording that started before it" % short[3])
+            failures.append("head-of-line blocking: the short clip (%s) was answered after the %d s "
+                            "recording that started before it" % (short[3], opt["--long-seconds"]))
         else:
-            print("head of line: %s answered in %.2f s while a 2-minute recording ran (%.2f s alone; "
-                  "the recording ended %.2f s later)" % (short[3], dt, pct(alone[short[0]], 50),
+            print("head of line: %s answered in %.2f s while a %d s recording ran (%.2f s alone; "
+                  "the recording ended %.2f s later)" % (short[3], dt, opt["--long-seconds"],
+                                                          pct(alone[short[0]], 50),
                                                           hol["long"][1] - hol["short"][1]))
         rng = random.Random(1)
         n, n_long = opt["--requests"], min(opt["--long"], opt["--requests"])
@@ -278,7 +281,7 @@ def main():
             t.join()
         wall = time.time() - t0
         rss = peak_rss_mb(p.pid) + peak_rss_mb(p5.pid)
-        print("%d requests (%d 2-minute, %d T5) from %d clients in %.1f s: %.2f requests/s; "
+        print("%d requests (%d long, %d T5) from %d clients in %.1f s: %.2f requests/s; "
               "peak RSS %.0f MB (both servers)" % (n, n_long, n_t5, opt["--clients"], wall, n / wall, rss))
         print("%-14s %6s %8s %8s %8s %8s" % ("kind", "count", "alone", "p50", "p90", "p99"))
         for kname in sorted(lat):

@@ -582,6 +582,8 @@ def start_errors(binary, tiny):
     check(rc == 2 and "--port" in err, "start: a port out of range")
     rc, err = run("-m", tiny, "--max-upload-mb", "0")
     check(rc == 2 and "--max-upload-mb" in err, "start: an upload limit of 0")
+    rc, err = run("-m", tiny, "--keepalive", "0")
+    check(rc == 2 and "--keepalive" in err, "start: a keep-alive interval of 0")
     rc, err = run("-m", tiny, "--vad-model", "/nonexistent")
     check(rc == 1 and "/nonexistent" in err, "start: a VAD model that is not there")
     rc, err = run("-m", tiny, "--bogus")
