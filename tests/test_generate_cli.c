@@ -212,7 +212,9 @@ static void test_errors(void) {
 
 /* `encdec translate` on the mBART-50 model (tokenizer and languages of
  * tools/golden_text_tok.py): the texts transformers' generate gives with the
- * source language's token and the target's forced; the usage errors. */
+ * source language's token and the target's forced, through the slow class's
+ * files and through tokenizer.json alone (MBart50TokenizerFast's, converted
+ * by transformers from the same model); the usage errors. */
 static void test_translate(void) {
     cJSON *js = NULL;
     if (ed_json_load(ED_TEST_DATA "/bart-golden/mbart.json", &js)) {
@@ -225,7 +227,8 @@ static void test_translate(void) {
         strcat(buf, cJSON_GetArrayItem(cJSON_GetObjectItem(api, "inputs"), i)->valuestring);
         strcat(buf, "\n");
     }
-    const char *f = tmp_path("translate.txt");
+    char f[512];   /* (tmp_path's buffer is reused by the calls below) */
+    snprintf(f, sizeof f, "%s", tmp_path("translate.txt"));
     tmp_write(f, buf, strlen(buf));
 #define MBART ED_TEST_DATA "/tiny-random-mbart"
     snprintf(script, sizeof script, "\"$CLI\" translate -m %s --src-lang %s --tgt-lang %s --max-new-tokens 16 < %s",
@@ -235,6 +238,21 @@ static void test_translate(void) {
     const cJSON *texts = cJSON_GetObjectItem(cJSON_GetObjectItem(lj, "greedy"), "text");
     const char *want[3];
     for (int i = 0; i < 3; i++) want[i] = cJSON_GetArrayItem(texts, i)->valuestring;
+    expect_lines(want, 3);
+    static const char *const weights[] = {"config.json", "generation_config.json", "model.safetensors", NULL};
+    static const char *const fast_files[] = {"tokenizer.json", "tokenizer_config.json",
+                                             "special_tokens_map.json", NULL};
+    const char *fast = md_copy(MBART, "mbart-fast", weights);
+    for (int i = 0; fast_files[i]; i++) {
+        size_t n;
+        uint8_t *b = md_read_all(tmp_join(ED_TEST_DATA "/text-tok/mbart50-fast", fast_files[i]), &n);
+        tmp_write(tmp_join(fast, fast_files[i]), b, n);
+        free(b);
+    }
+    snprintf(script, sizeof script, "\"$CLI\" translate -m %s --src-lang %s --tgt-lang %s --max-new-tokens 16 < %s",
+             fast, cJSON_GetObjectItem(lj, "src_lang")->valuestring,
+             cJSON_GetObjectItem(lj, "tgt_lang")->valuestring, f);
+    CHECK_EQ_INT(sh(script), 0);
     expect_lines(want, 3);
     CHECK_SH("\"$CLI\" translate -m " MBART " --list-languages", 0, "ar_AR\ncs_CZ\nde_DE\n");
     CHECK_SH("\"$CLI\" translate -m " MBART " x", 2, "translate needs --tgt-lang CODE");

@@ -579,8 +579,46 @@ static void check_bad_files(void) {
                  "t5like.tokenizer.json");
     CHECK_STATUS(spm_load_json(&t, ED_TEST_DATA "/spm/t5like.model"), ENCDEC_ERR_TOKENIZER, "malformed JSON");
 
+    /* a BPE model (NLLB's and mBART's fast tokenizers; test_text_tok has them
+     * whole): what it must have, what it may not */
     expect_json_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
-                      "model type is BPE; only Unigram models are supported");
+                      "model.vocab is not a non-empty object");
+    expect_json_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+                      "BPE model without an unk_token");
+    expect_json_error("{\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"vocab\": {\"a\": 0}, "
+                      "\"merges\": []}}", "unk_token \"<unk>\" is not in model.vocab");
+    expect_json_error("{\"model\": {\"type\": \"BPE\", \"unk_token\": \"a\", \"vocab\": {\"a\": -1}}}",
+                      "model.vocab[\"a\"] is not an id");
+    expect_json_error("{\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0}}}",
+                      "BPE model with dropout is not supported");
+    expect_json_error("{\"model\": {\"type\": \"BPE\", \"continuing_subword_prefix\": \"##\"}}",
+                      "BPE model with continuing_subword_prefix is not supported");
+    const char *bpe_vocab = "\"type\": \"BPE\", \"unk_token\": \"<unk>\", "
+                            "\"vocab\": {\"<unk>\": 0, \"a\": 1, \"b\": 2, \"ab\": 3}";
+    char bpe[512];
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s}}", bpe_vocab);
+    expect_json_error(bpe, "model.merges is not an array");
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s, \"merges\": [\"a b\", \"b a\"]}}", bpe_vocab);
+    expect_json_error(bpe, "merge 1 (\"b\" \"a\") has a piece that is not in model.vocab");
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s, \"merges\": [[\"a\", \"c\"]]}}", bpe_vocab);
+    expect_json_error(bpe, "merge 0 (\"a\" \"c\") has a piece");
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s, \"merges\": [\"a b c\"]}}", bpe_vocab);
+    expect_json_error(bpe, "merge 0 is neither \"a b\" nor [\"a\", \"b\"]");
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s, \"merges\": [[\"a\"]]}}", bpe_vocab);
+    expect_json_error(bpe, "merge 0 is neither");
+    /* a good one: "ab" one piece, "c" unknown, a run of them one <unk> with fuse_unk */
+    snprintf(bpe, sizeof bpe, "{\"model\": {%s, \"fuse_unk\": true, \"merges\": [\"a b\"]}}", bpe_vocab);
+    tmp_write(tmp_path("bpe.json"), bpe, strlen(bpe));
+    CHECK_EQ_INT(spm_load_json(&t, tmp_path("bpe.json")), ENCDEC_OK);
+    if (t) {
+        int *ids = NULL, n = 0;
+        CHECK_EQ_INT(spm_encode(t, "abaccb", 6, 0, &ids, &n), ENCDEC_OK);
+        int want[] = {3, 1, 0, 2};
+        CHECK_EQ_INT(n, 4);
+        for (int i = 0; i < n && i < 4; i++) CHECK_EQ_INT(ids[i], want[i]);
+        free(ids);
+        spm_free(t);
+    }
     expect_json_error("{\"model\": {\"type\": \"WordPiece\"}}", "model type is WordPiece");
     expect_json_error("{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "model.vocab is not a non-empty array");
     expect_json_error("{\"model\": {\"type\": \"Unigram\", \"unk_id\": 5, \"vocab\": [[\"a\", -1]]}}",

@@ -7,6 +7,12 @@ trained here, and their goldens from transformers' own tokenizer classes:
   tests/data/text-tok/mbart/     MBartTokenizer    (sentencepiece.bpe.model, BPE; mBART-cc25)
   tests/data/text-tok/m2m100/    M2M100Tokenizer   (sentencepiece.bpe.model + vocab.json)
   tests/data/text-tok/pegasus/   PegasusTokenizer  (spiece.model, unigram, offset 103)
+  tests/data/text-tok/nllb-fast/, mbart50-fast/, pegasus-fast/
+                                 NllbTokenizerFast, MBart50TokenizerFast,
+                                 PegasusTokenizerFast: the same models converted by
+                                 transformers to tokenizer.json (BPE, BPE, Unigram)
+                                 and saved without the SentencePiece file, as a fast
+                                 tokenizer loaded from tokenizer.json saves itself
   tests/data/text-tok/golden.json
 
 Each directory is what the class's save_pretrained writes (tokenizer_config.json
@@ -57,7 +63,11 @@ LANGS = {
     "mbart": ("en_XX", ["ro_RO", "de_DE", "ar_AR", "zh_CN"]),
     "m2m100": ("en", ["fr", "de", "af", "zu"]),
     "pegasus": (None, []),
+    "nllb-fast": ("eng_Latn", ["fra_Latn", "deu_Latn", "zho_Hans", "ace_Arab", "zul_Latn"]),
+    "mbart50-fast": ("en_XX", ["fr_XX", "de_DE", "ar_AR", "sl_SI"]),
+    "pegasus-fast": (None, []),
 }
+SP_FILES = ("sentencepiece.bpe.model", "spiece.model", "added_tokens.json")
 
 
 def train(model_type, **kw):
@@ -121,7 +131,22 @@ def share(d):
 
 
 def lang_token(name, code):
-    return "__%s__" % code if name == "m2m100" else code
+    return "__%s__" % code if name == "m2m100" else code   # (m2m100 has no fast class)
+
+
+def save_fast(name, tmp, d):
+    """The slow class's directory converted to the fast class by transformers,
+    saved, and the SentencePiece files removed: tokenizer.json alone."""
+    from transformers import AutoTokenizer
+
+    slow_dir = os.path.join(tmp, "slow")
+    make(name, tmp).save_pretrained(slow_dir)
+    fast = AutoTokenizer.from_pretrained(slow_dir, use_fast=True)
+    assert fast.is_fast, name
+    fast.save_pretrained(d)
+    for f in SP_FILES:
+        if os.path.exists(os.path.join(d, f)):
+            os.remove(os.path.join(d, f))
 
 
 def golden(name, texts, rng):
@@ -131,10 +156,16 @@ def golden(name, texts, rng):
 
     d = os.path.join(OUT, name)
     shutil.rmtree(d, ignore_errors=True)
+    fast = name.endswith("-fast")
     with tempfile.TemporaryDirectory() as tmp:
-        make(name, tmp).save_pretrained(d)
+        if fast:
+            save_fast(name[:-5], tmp, d)
+        else:
+            make(name, tmp).save_pretrained(d)
     share(d)
-    tok = AutoTokenizer.from_pretrained(d, use_fast=False)   # back from the directory
+    tok = AutoTokenizer.from_pretrained(d, use_fast=fast)   # back from the directory
+    assert tok.is_fast == fast and not any(os.path.exists(os.path.join(d, f)) for f in SP_FILES[:2]
+                                           if fast), name
     src, others = LANGS[name]
     out = {"class": type(tok).__name__, "src_lang": src, "eos": tok.eos_token_id,
            "n_vocab": len(tok), "lang_ids": {}, "cases": [], "src_cases": [], "decode": []}

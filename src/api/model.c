@@ -71,8 +71,9 @@ static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
     else
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no tokenizer beside this %s model: encdec reads "
                        "Marian's source.spm + target.spm + vocab.json, sentencepiece.bpe.model (NLLB, "
-                       "mBART, M2M100 with vocab.json), spiece.model (Pegasus), or BART's byte-level "
-                       "BPE (tokenizer.json, or vocab.json + merges.txt)", dir, type);
+                       "mBART, M2M100 with vocab.json), spiece.model (Pegasus), their fast classes' "
+                       "tokenizer.json, or BART's byte-level BPE (tokenizer.json, or vocab.json + "
+                       "merges.txt)", dir, type);
     if (st) return st;
     if (ttok_n_vocab(m->ttok) > h->n_vocab || ttok_eos(m->ttok) != h->eos)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: the tokenizer (%d ids, </s> %d) does not fit the "

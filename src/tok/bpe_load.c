@@ -4,6 +4,7 @@
  * CTranslate2 vocabulary.txt / vocabulary.json. Every error names the file.
  */
 #include "tok/bpe_internal.h"
+#include "tok/vocab.h"
 #include "base/err.h"
 #include "base/fmap.h"
 
@@ -66,16 +67,9 @@ static encdec_status put_vocab(bpe_tok *t, const cJSON *vocab, int special, cons
 
 /* One merge: "a b" (tokenizers < 0.20) or ["a", "b"]. */
 static encdec_status put_merge_item(bpe_tok *t, const cJSON *m, int rank, const char *file) {
-    if (cJSON_IsString(m)) {
-        const char *s = m->valuestring, *sp = strchr(s, ' ');
-        if (sp && sp > s && sp[1] && !strchr(sp + 1, ' '))
-            return bpe_put_merge(t, s, (size_t)(sp - s), sp + 1, strlen(sp + 1), file, rank);
-    } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2) {
-        const cJSON *a = cJSON_GetArrayItem(m, 0), *b = cJSON_GetArrayItem(m, 1);
-        if (cJSON_IsString(a) && cJSON_IsString(b))
-            return bpe_put_merge(t, a->valuestring, strlen(a->valuestring), b->valuestring,
-                                 strlen(b->valuestring), file, rank);
-    }
+    const char *a, *b;
+    size_t na, nb;
+    if (tv_merge_sides(m, &a, &na, &b, &nb)) return bpe_put_merge(t, a, na, b, nb, file, rank);
     return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", file, rank);
 }
 

@@ -48,6 +48,8 @@ int spm_is_normal(const spm_tok *t, int id) {
     return id >= 0 && id < t->voc.n && !t->special[id] && t->type[id] == SPM_NORMAL;
 }
 
+int spm_split_token(const spm_tok *t, int i) { return i >= 0 && i < t->n_specials ? t->specials[i].id : -1; }
+
 /* ---- scratch ------------------------------------------------------------------------ */
 
 typedef struct {

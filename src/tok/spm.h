@@ -25,13 +25,14 @@
 
 typedef struct spm_tok spm_tok;
 
-/* Loads a SentencePiece unigram tokenizer: from a spiece.model protobuf file, or a
- * Hugging Face tokenizer.json whose model is Unigram. T5 conventions: the 100
+/* Loads a SentencePiece tokenizer: from a spiece.model protobuf file, or a
+ * Hugging Face tokenizer.json whose model is Unigram (or BPE, as NLLB's and
+ * mBART's fast tokenizers convert their sentencepiece.bpe.model). T5 conventions: the 100
  * sentinels <extra_id_0>..<extra_id_99> follow the pieces when loading spiece.model
  * (extra_id_0 has the HIGHEST id, n_pieces + 99; as HF T5Tokenizer with extra_ids=100);
  * from tokenizer.json they come from its added_tokens.
  * Errors: ENCDEC_ERR_IO (unreadable), ENCDEC_ERR_FORMAT (truncated or corrupt
- * protobuf), ENCDEC_ERR_TOKENIZER (not a unigram model, an unsupported pipeline
+ * protobuf), ENCDEC_ERR_TOKENIZER (a model type other than these, an unsupported pipeline
  * step, inconsistent pieces); the message names the file. */
 encdec_status spm_load_model(spm_tok **out, const char *path);   /* spiece.model */
 /* The same with n_extra sentinels (HF T5Tokenizer's extra_ids) instead of 100. */
@@ -55,6 +56,10 @@ int spm_is_special(const spm_tok *t, int id);
 /* 1 for a normal piece: text of its own (not a byte piece, a control, special,
  * user-defined or added token). */
 int spm_is_normal(const spm_tok *t, int id);
+/* The id of the i-th token split out of the text before segmentation
+ * (tokenizer.json's added_tokens, spiece.model's sentinels and controls), or
+ * -1 past the last. */
+int spm_split_token(const spm_tok *t, int i);
 
 /* text[0, len) (UTF-8) -> ids, with </s> appended when add_eos. *ids is malloc'd
  * (caller frees); an empty text gives just [eos] (or nothing). Invalid UTF-8 ->

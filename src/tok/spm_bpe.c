@@ -1,6 +1,7 @@
 /* spm_bpe.c - the segmentation of a SentencePiece model of type BPE (the
  * sentencepiece.bpe.model of mBART, mBART-50, M2M100 and NLLB), as the
- * `sentencepiece` library encodes:
+ * `sentencepiece` library encodes, and of the tokenizer.json the `tokenizers`
+ * library converts it to (NllbTokenizerFast, MBart50TokenizerFast):
  *
  *   the normalised text becomes one symbol per character (a user-defined
  *   piece matched at a position is one frozen symbol); every adjacent pair
@@ -14,6 +15,12 @@
  *
  * Scores are compared as floats, as the library stores them. Stale queue
  * entries (a side already merged elsewhere) are recognised by their sizes.
+ *
+ * From tokenizer.json (merge_cap > 0) the queue holds the pairs of pieces
+ * its merges list, ordered by rank, the lowest first, the leftmost on ties,
+ * as the `tokenizers` library merges a word; an unknown character is
+ * <unk> (its bytes where byte_fallback has them all), a run of them one
+ * <unk> where fuse_unk says so.
  */
 #include "tok/spm_internal.h"
 #include "base/err.h"
@@ -95,9 +102,19 @@ static int mergeable(const spm_tok *t, int id) {
     return ty == SPM_NORMAL || ty == SPM_USER_DEFINED || ty == SPM_UNUSED;
 }
 
+/* tokenizer.json: the pair's merge rank as the queue's score (-rank: the
+ * lowest rank first; exact in a float below 2^24 merges) */
+static encdec_status queue_ranked(bpe_run *r, int left, int right, size_t len) {
+    const sym *a = &r->sy[left], *b = &r->sy[right];
+    int rank = spm_merge_rank(r->t, spm_lookup(r->t, r->s + a->at, a->len),
+                              spm_lookup(r->t, r->s + b->at, b->len));
+    return rank < 0 ? ENCDEC_OK : heap_push(r, (pair){-(float)rank, left, right, len});
+}
+
 static encdec_status queue_pair(bpe_run *r, int left, int right) {
     if (left < 0 || right < 0 || r->sy[left].frozen || r->sy[right].frozen) return ENCDEC_OK;
     size_t len = r->sy[left].len + r->sy[right].len;
+    if (r->t->merge_cap) return queue_ranked(r, left, right, len);
     int id = spm_lookup(r->t, r->s + r->sy[left].at, len);
     if (!mergeable(r->t, id)) return ENCDEC_OK;
     if (r->t->type[id] == SPM_UNUSED) {
@@ -147,7 +164,10 @@ static encdec_status emit(const bpe_run *r, const char *s, size_t n, int depth, 
         encdec_status st = emit(r, s, u->left_len, depth + 1, out);
         return st ? st : emit(r, s + u->left_len, n - u->left_len, depth + 1, out);
     }
-    if (id == t->unk && t->byte_fallback) {
+    int all_bytes = 1;   /* tokenizer.json: bytes only when each has its piece */
+    for (size_t i = 0; t->style == SPM_FAST && id == t->unk && i < n; i++)
+        all_bytes &= t->byte_id[(uint8_t)s[i]] >= 0;
+    if (id == t->unk && t->byte_fallback && all_bytes) {
         encdec_status st = ENCDEC_OK;
         for (size_t i = 0; i < n && !st; i++) {
             int b = t->byte_id[(uint8_t)s[i]];
@@ -155,8 +175,9 @@ static encdec_status emit(const bpe_run *r, const char *s, size_t n, int depth, 
         }
         return st;
     }
-    /* a run of unknowns is one <unk> (sentencepiece merges them on output) */
-    if (id == t->unk && out->n > r->base && out->p[out->n - 1] == t->unk) return ENCDEC_OK;
+    /* a run of unknowns is one <unk> (sentencepiece merges them on output;
+     * `tokenizers` where fuse_unk) */
+    if (id == t->unk && t->fuse_unk && out->n > r->base && out->p[out->n - 1] == t->unk) return ENCDEC_OK;
     return spm_ids_put(out, id);
 }
 

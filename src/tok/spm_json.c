@@ -1,7 +1,11 @@
-/* spm_json.c - reads a Hugging Face tokenizer.json whose model is Unigram into a
- * SPM_FAST spm_tok. Supported, as T5 / mT5 / umT5 files use them:
+/* spm_json.c - reads a Hugging Face tokenizer.json of a SentencePiece model
+ * into a SPM_FAST spm_tok: Unigram, as T5 / mT5 / umT5 / Pegasus files have
+ * it, or BPE, as NLLB's and mBART's fast tokenizers convert theirs. Supported:
  *
  *   model          {"type": "Unigram", "vocab": [[piece, score], ...], "unk_id", "byte_fallback"}
+ *                  {"type": "BPE", "vocab": {piece: id}, "merges": ["a b" or ["a", "b"], ...],
+ *                   "unk_token", "fuse_unk", "byte_fallback"} (no dropout, no subword
+ *                   prefix or suffix, ignore_merges false)
  *   added_tokens   [{"id", "content", "special", "lstrip", "rstrip", "normalized"}]
  *   normalizer     Precompiled (base64 charsmap), Strip, Replace (a String pattern,
  *                  or the Regex " {2,}"), a Sequence of these, or null
@@ -280,11 +284,84 @@ static encdec_status read_decoder(spm_tok *t, const cJSON *d, const char *file) 
 
 /* ---- vocabulary ----------------------------------------------------------------- */
 
+/* A BPE option this reader does not implement: refused unless at its
+ * neutral value (null, false, 0 or ""). */
+static int neutral(const cJSON *v) {
+    return !v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+           (cJSON_IsString(v) && !v->valuestring[0]);
+}
+
+static encdec_status read_bpe_vocab(spm_tok *t, const cJSON *model, int *n_model, const char *file) {
+    static const char *const unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix",
+                                              "ignore_merges"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (!neutral(get(model, unsupported[i])))
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: BPE model with %s is not supported", file, unsupported[i]);
+    const cJSON *vocab = get(model, "vocab"), *unk = get(model, "unk_token"), *e;
+    if (!cJSON_IsObject(vocab) || !vocab->child)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model.vocab is not a non-empty object", file);
+    if (!cJSON_IsString(unk))
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: BPE model without an unk_token", file);
+    int top = -1;
+    cJSON_ArrayForEach(e, vocab) {
+        int id;
+        if (!e->string || !e->string[0] || !json_int(e, 0, SPM_MAX_ID - 1, &id))
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model.vocab[\"%.40s\"] is not an id", file,
+                           e->string ? e->string : "");
+        int is_unk = !strcmp(e->string, unk->valuestring);
+        encdec_status st = spm_put(t, id, e->string, strlen(e->string), 0, is_unk ? SPM_UNKNOWN : SPM_NORMAL, file);
+        if (st) return st;
+        if (is_unk) t->unk = id;
+        if (id > top) top = id;
+    }
+    if (t->unk < 0)
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: unk_token \"%.40s\" is not in model.vocab", file,
+                       unk->valuestring);
+    t->bpe = 1;
+    t->fuse_unk = flag(model, "fuse_unk", 0);
+    t->byte_fallback = flag(model, "byte_fallback", 0);
+    t->decode_bytes |= t->byte_fallback;
+    *n_model = top + 1;
+    return ENCDEC_OK;
+}
+
+/* model.merges, once the vocabulary is in place: each pair of pieces and
+ * the piece they make must be in it (as tokenizers requires). */
+static encdec_status read_merges(spm_tok *t, const cJSON *merges, const char *file) {
+    if (!cJSON_IsArray(merges)) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model.merges is not an array", file);
+    int n = cJSON_GetArraySize(merges), rank = 0;
+    if (n >= 1 << 24) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model.merges has too many entries", file);
+    encdec_status st = spm_merges_init(t, (size_t)n, file);
+    const cJSON *m;
+    char joined[1024];
+    cJSON_ArrayForEach(m, merges) {
+        if (st) break;
+        const char *a, *b;
+        size_t la, lb;
+        if (!tv_merge_sides(m, &a, &la, &b, &lb))
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", file, rank);
+        int l = spm_lookup(t, a, la), r = spm_lookup(t, b, lb), made = -1;
+        if (la + lb < sizeof joined) {
+            memcpy(joined, a, la);
+            memcpy(joined + la, b, lb);
+            made = spm_lookup(t, joined, la + lb);
+        }
+        if (l < 0 || r < 0 || made < 0)
+            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: merge %d (\"%.*s\" \"%.*s\") has a piece that is not "
+                           "in model.vocab", file, rank, (int)(la < 40 ? la : 40), a,
+                           (int)(lb < 40 ? lb : 40), b);
+        spm_merge_put(t, l, r, rank++);
+    }
+    return st;
+}
+
 static encdec_status read_model(spm_tok *t, const cJSON *model, int *n_model, const char *file) {
     if (!cJSON_IsObject(model)) return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no \"model\" object", file);
     const char *ty = type_of(model);
+    if (strcmp(ty, "BPE") == 0) return read_bpe_vocab(t, model, n_model, file);
     if (strcmp(ty, "Unigram") != 0)
-        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model type is %s; only Unigram models are supported", file, ty);
+        return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model type is %s; only Unigram and BPE models are supported",
+                       file, ty);
     const cJSON *vocab = get(model, "vocab"), *e;
     if (!cJSON_IsArray(vocab) || cJSON_GetArraySize(vocab) == 0)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: model.vocab is not a non-empty array", file);
@@ -345,8 +422,9 @@ encdec_status spm_load_json_doc(spm_tok *t, const char *text, size_t len, const 
     if (!st) st = read_normalizer(t, get(doc, "normalizer"), file);
     if (!st) st = read_pretokenizer(t, get(doc, "pre_tokenizer"), file);
     if (!st) st = read_decoder(t, get(doc, "decoder"), file);
-    cJSON_Delete(doc);
     if (!st) st = spm_finish(t, file);
+    if (!st && t->bpe) st = read_merges(t, get(get(doc, "model"), "merges"), file);
+    cJSON_Delete(doc);
     if (st) return st;
     t->eos = spm_lookup(t, "</s>", 4);
     t->pad = spm_lookup(t, "<pad>", 5);

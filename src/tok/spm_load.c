@@ -52,6 +52,7 @@ spm_tok *spm_alloc(int style) {
     t->style = style;
     t->unk = t->eos = t->pad = -1;
     t->add_dummy_prefix = t->remove_extra_ws = t->escape_ws = 1;
+    t->fuse_unk = 1;
     return t;
 }
 
@@ -64,6 +65,8 @@ void spm_free(spm_tok *t) {
     free(t->node_id);
     free(t->edges);
     free(t->specials);
+    free(t->merge_key);
+    free(t->merge_rank);
     spm_charsmap_free(&t->cmap);
     for (int i = 0; i < t->n_norm; i++) {
         free(t->norm[i].pattern);
@@ -81,6 +84,43 @@ void spm_free(spm_tok *t) {
 }
 
 int spm_lookup(const spm_tok *t, const char *s, size_t n) { return tv_lookup(&t->voc, s, n); }
+
+/* ---- the merge table of a tokenizer.json BPE model ---------------------------- */
+
+static size_t merge_slot(const spm_tok *t, uint64_t key) {
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t mask = t->merge_cap - 1, i = (size_t)(h >> 20) & mask;
+    while (t->merge_key[i] && t->merge_key[i] != key) i = (i + 1) & mask;
+    return i;
+}
+
+static uint64_t merge_key(int left, int right) {
+    return (uint64_t)(uint32_t)(left + 1) << 32 | (uint32_t)(right + 1);
+}
+
+encdec_status spm_merges_init(spm_tok *t, size_t n, const char *file) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;   /* at most half full */
+    t->merge_key = calloc(cap, sizeof *t->merge_key);
+    t->merge_rank = malloc(cap * sizeof *t->merge_rank);
+    if (!t->merge_key || !t->merge_rank) return ed_fail(ENCDEC_ERR_NOMEM, "%s: out of memory (merges)", file);
+    t->merge_cap = cap;
+    return ENCDEC_OK;
+}
+
+void spm_merge_put(spm_tok *t, int left, int right, int rank) {
+    uint64_t key = merge_key(left, right);
+    size_t i = merge_slot(t, key);
+    if (!t->merge_key[i]) t->n_merges++;
+    t->merge_key[i] = key;
+    t->merge_rank[i] = rank;
+}
+
+int spm_merge_rank(const spm_tok *t, int left, int right) {
+    if (left < 0 || right < 0) return -1;
+    size_t i = merge_slot(t, merge_key(left, right));
+    return t->merge_key[i] ? t->merge_rank[i] : -1;
+}
 
 /* Keeps score, type and special as long as the vocabulary's id arrays. */
 static int fit_ids(spm_tok *t) {

@@ -48,6 +48,8 @@ struct ed_ttok {
     int src_lang;              /* the default source language token, -1: none */
     int lang_suffix;           /* 1: x </s> [lang] (mBART, NLLB's legacy); 0: [lang] x </s> */
     char *pair[2];             /* Marian: tokenizer_config.json's source_lang, target_lang */
+    int src_json;              /* text_sp.c: src is tokenizer.json (the fast class): its ids
+                                  are the model's, and it splits its added tokens itself */
 };
 
 /* s with every U+2581 as a space, into v at id. */

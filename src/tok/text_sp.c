@@ -17,7 +17,11 @@
  * tokenizer_config.json's added_tokens_decoder (what save_pretrained writes)
  * gives added tokens their ids where it has them, else added_tokens.json,
  * else the layout above with additional_special_tokens as the language
- * codes. Added tokens are split out of the text before segmentation, as the
+ * codes. A directory with tokenizer.json and no SentencePiece model (what
+ * the fast classes save when they were loaded without one) is read as the
+ * fast class: the `tokenizers` pipeline of spm_json.c (BPE for NLLB and
+ * mBART, Unigram for Pegasus), whose ids are the model's and whose added
+ * tokens are split as that library splits them. Added tokens are split out of the text before segmentation, as the
  * slow classes split them; inputs are [src_lang] text </s> (mBART, and NLLB's
  * legacy_behaviour: text </s> [src_lang]; Pegasus: text </s>). Decoding skips
  * the special tokens, joins the pieces (U+2581 a space) and strips the ends;
@@ -67,9 +71,10 @@ static int class_of(const char *cls, const char *model_type, const char *dir) {
 }
 
 int ttok_is_sp_dir(const char *dir) {
-    char p[4200], q[4200];
+    char p[4200], q[4200], r[4200];
     return ed_is_file(ed_path_join(p, sizeof p, dir, "sentencepiece.bpe.model")) ||
-           ed_is_file(ed_path_join(q, sizeof q, dir, "spiece.model"));
+           ed_is_file(ed_path_join(q, sizeof q, dir, "spiece.model")) ||
+           ed_is_file(ed_path_join(r, sizeof r, dir, "tokenizer.json"));
 }
 
 /* ---- building the vocabulary ------------------------------------------------------------ */
@@ -189,6 +194,18 @@ static const char *spelling_of(const cJSON *e) {
 }
 
 /* ---- the classes' layouts ------------------------------------------------------------- */
+
+/* tokenizer.json: its added tokens (special as it says), then its pieces,
+ * each at the id it gives. */
+static encdec_status json_layout(build *b) {
+    const spm_tok *sp = b->t->src;
+    encdec_status st = ENCDEC_OK;
+    for (int i = 0, id; !st && (id = spm_split_token(sp, i)) >= 0; i++) {
+        const char *s = spm_piece(sp, id);
+        if (!tv_spelling(&b->t->vocab, id)) st = put_added(b, id, s, spm_is_special(sp, id));
+    }
+    return st ? st : put_pieces(b, 0, 0);
+}
 
 static encdec_status fairseq_layout(build *b, const cJSON *cfg, const cJSON *map, int explicit_ids) {
     static const char *const first[] = {"<s>", "<pad>", "</s>", "<unk>"};
@@ -312,9 +329,10 @@ static encdec_status build_sp(ed_ttok *t, const char *dir, const cJSON *cfg, con
     /* M2M100: vocab.json first; its languages follow its length */
     encdec_status st = t->kind == TTOK_M2M100 ? m2m100_vocab(&b, dir, &n_m2m) : ENCDEC_OK;
     if (!st) st = read_added_decoder(&b, cfg, &n_dec);
-    if (!st && !n_dec && t->kind != TTOK_M2M100) st = read_added_json(&b, dir, &n_json);
+    if (!st && !n_dec && t->kind != TTOK_M2M100 && !t->src_json) st = read_added_json(&b, dir, &n_json);
     if (!st) {
-        if (t->kind == TTOK_PEGASUS) st = pegasus_layout(&b, cfg, n_dec + n_json > 0);
+        if (t->src_json) st = json_layout(&b);
+        else if (t->kind == TTOK_PEGASUS) st = pegasus_layout(&b, cfg, n_dec + n_json > 0);
         else if (t->kind == TTOK_M2M100) st = m2m100_layout(&b, n_m2m, cfg, map);
         else st = fairseq_layout(&b, cfg, map, n_dec + n_json > 0);
     }
@@ -371,7 +389,15 @@ encdec_status ttok_load_sp(ed_ttok **out, const char *dir, const char *model_typ
         t->kind = kind;
         t->src_lang = -1;
         const char *file = kind == TTOK_PEGASUS ? "spiece.model" : "sentencepiece.bpe.model";
-        st = spm_load_model_ex(&t->src, ed_path_join(p, sizeof p, dir, file), 0);
+        t->src_json = !ed_is_file(ed_path_join(p, sizeof p, dir, file)) &&
+                      ed_is_file(ed_path_join(p, sizeof p, dir, "tokenizer.json"));
+        if (t->src_json && kind == TTOK_M2M100)   /* (transformers has no fast M2M100 class) */
+            st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: M2M100Tokenizer needs sentencepiece.bpe.model and "
+                         "vocab.json", dir);
+        else if (t->src_json)
+            st = spm_load_json(&t->src, p);
+        else
+            st = spm_load_model_ex(&t->src, ed_path_join(p, sizeof p, dir, file), 0);
     }
     if (!st) st = build_sp(t, dir, cfg, map);
     if (!st) st = ed_json_bool_opt(cfg, "clean_up_tokenization_spaces", "tokenizer_config.json", 0, &t->clean_up);
@@ -445,7 +471,7 @@ encdec_status ttok_sp_encode(const ed_ttok *t, const char *text, size_t len, int
     int lang = src_lang >= 0 ? t->lang_id[src_lang] : t->src_lang >= 0 ? t->lang_id[t->src_lang] : -1;
     encdec_status st = lang >= 0 && !t->lang_suffix ? idv_put(&v, lang) : ENCDEC_OK;
     size_t from = 0;
-    for (size_t at = 0; at < len && !st;) {
+    for (size_t at = 0; at < len && !st && !t->src_json;) {   /* (tokenizer.json splits its own) */
         size_t k;
         int id = t->n_added ? added_at(t, text + at, len - at, &k) : -1;
         if (id < 0) {
@@ -503,7 +529,22 @@ static size_t clean_up(char *s, size_t n) {
     return n;
 }
 
+/* tokenizer.json: its decoder (spm_decode's `tokenizers` pipeline), the
+ * special tokens and ids past the vocabulary skipped, then the clean-up as
+ * transformers' fast decode does it. */
+static encdec_status json_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+    int *v = malloc(sizeof(int) * (size_t)(n ? n : 1)), k = 0;
+    if (!v) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < spm_n_vocab(t->src)) v[k++] = ids[i];
+    encdec_status st = spm_decode(t->src, v, k, 1, text);
+    free(v);
+    if (!st && t->clean_up) clean_up(*text, strlen(*text));
+    return st;
+}
+
 encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+    if (t->src_json) return json_decode(t, ids, n, text);
     size_t cap = 1;
     for (int i = 0; i < n; i++)
         if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);

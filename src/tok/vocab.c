@@ -5,8 +5,22 @@
 #include "tok/vocab.h"
 #include "base/err.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+
+int tv_merge_sides(const cJSON *m, const char **a, size_t *na, const char **b, size_t *nb) {
+    if (cJSON_IsString(m)) {
+        const char *s = m->valuestring, *sp = strchr(s, ' ');
+        if (!sp || sp == s || !sp[1] || strchr(sp + 1, ' ')) return 0;   /* two parts, as tokenizers splits */
+        *a = s, *na = (size_t)(sp - s), *b = sp + 1, *nb = strlen(sp + 1);
+        return 1;
+    }
+    const cJSON *x = cJSON_GetArrayItem(m, 0), *y = cJSON_GetArrayItem(m, 1);
+    if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 2 || !cJSON_IsString(x) || !cJSON_IsString(y)) return 0;
+    *a = x->valuestring, *na = strlen(x->valuestring), *b = y->valuestring, *nb = strlen(y->valuestring);
+    return 1;
+}
 
 static uint64_t hash_str(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;        /* FNV-1a */

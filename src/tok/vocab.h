@@ -33,6 +33,12 @@ typedef struct {
     size_t hash_cap, n_hashed;
 } tok_vocab;
 
+/* One merge of a tokenizer.json BPE model, "a b" (tokenizers before 0.20)
+ * or ["a", "b"]: its sides, borrowed from m (*na, *nb bytes); 0 when it is
+ * neither (the string with other than one inner space included). */
+struct cJSON;
+int tv_merge_sides(const struct cJSON *m, const char **a, size_t *na, const char **b, size_t *nb);
+
 /* Gives id the n-byte spelling s; *added tells whether id was new. Giving an
  * id the spelling it already has changes nothing (*added = 0); a different
  * one, an id outside 0 .. TV_MAX_ID-1 or a buffer past 4 GiB is

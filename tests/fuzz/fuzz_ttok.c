@@ -2,20 +2,22 @@
  * model's SentencePiece tokenizer (tok/text_sp.c: the class, added tokens
  * and their ids, language codes, src_lang, M2M100's language lists), beside
  * the real files of tests/data/text-tok/<class> (the first byte picks NLLB,
- * M2M100 or Pegasus); what loads encodes and decodes a text with a
- * language. Seeds: those directories' own configs. */
+ * M2M100, Pegasus, or NLLB's fast class with tokenizer.json alone); what
+ * loads encodes and decodes a text with a language. Seeds: those
+ * directories' own configs. */
 #include "fuzz_common.h"
 #include "tok/text.h"
 
-static char g_dirs[3][256];
+#define N_DIRS 4
+static char g_dirs[N_DIRS][256];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    static const char *const names[3] = {"nllb", "m2m100", "pegasus"};
+    static const char *const names[N_DIRS] = {"nllb", "m2m100", "pegasus", "nllb-fast"};
     static const char *const files[] = {"sentencepiece.bpe.model", "spiece.model", "vocab.json",
-                                        "special_tokens_map.json"};
-    for (int i = 0; i < 3; i++) {
+                                        "special_tokens_map.json", "tokenizer.json"};
+    for (int i = 0; i < N_DIRS; i++) {
         snprintf(g_dirs[i], sizeof g_dirs[i], "%s/encdec-fuzz-ttok-%d-%s",
                  access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid(), names[i]);
         mkdir(g_dirs[i], 0700);
@@ -31,7 +33,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!size) return 0;
-    const char *dir = g_dirs[data[0] % 3];
+    const char *dir = g_dirs[data[0] % N_DIRS];
     char p[512];
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
     FILE *f = fopen(p, "wb");
@@ -39,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fwrite(data + 1, 1, size - 1, f);
     fclose(f);
     ed_ttok *t = NULL;
-    if (ttok_load_sp(&t, dir, data[0] % 3 == 2 ? "pegasus" : "m2m_100") == ENCDEC_OK) {
+    if (ttok_load_sp(&t, dir, data[0] % N_DIRS == 2 ? "pegasus" : "m2m_100") == ENCDEC_OK) {
         int *ids = NULL, n = 0;
         const char *text = "Hello <mask> world, fra_Latn __de__ <pad>.";
         int lang = ttok_n_langs(t) ? ttok_n_langs(t) - 1 : -1;
