@@ -8,7 +8,7 @@
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
 # test there too (but the Python and install tests: plain builds); then
 # ThreadSanitizer over the threaded parts (scripts/test-tsan.sh); then every fuzz
-# harness for 20 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
+# harness for 15 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
 # At the end (also after a failure) it prints each stage's wall time, the CPU
@@ -112,9 +112,9 @@ stage "ThreadSanitizer (build and tests)" scripts/test-tsan.sh
 # crash, leak or undefined behaviour fails the suite.
 fuzz() {
   scripts/deps.sh fuzz
-  tests/fuzz/build.sh "${ENCDEC_FUZZ_SECONDS:-20}"
+  tests/fuzz/build.sh "${ENCDEC_FUZZ_SECONDS:-15}"
 }
-stage "fuzzing: every harness ${ENCDEC_FUZZ_SECONDS:-20} s" fuzz
+stage "fuzzing: every harness ${ENCDEC_FUZZ_SECONDS:-15} s" fuzz
 
 # ARM64: the cross build and its kernel + tiny.en tests under qemu-user.
 stage "ARM64 cross build + tests under qemu" scripts/test-arm64.sh
