@@ -10,7 +10,8 @@
  * Per variant: the encoder output of a batch of 3 inputs of different
  * lengths (packed here, padded in HF); teacher-forced logits at every decode
  * step; greedy and beam-search tokens and beam scores, in each cache mode
- * (identical across modes); each input alone gives its row of the batch.
+ * (identical across modes); each input alone gives its row of the batch;
+ * encoder, logits and greedy tokens on every kernel set up to this CPU's.
  * Then repetition_penalty with transformers' rules, greedy and beam 4, on
  * the Marian and BART models (rep_penalty.h).
  */
@@ -43,6 +44,17 @@
  * two float32 orders of summation part (measured: at one step of one
  * input, transformers' f32 4.5e-5, ours 6.1e-4; 1e-6 at the others). */
 #define NOISE_X 20
+/* A row (logits, encoder output) may also part by SENS_X times how far
+ * float32-sized rounding moves it in float64 (the .json's noise.logits_rows
+ * and encoder_rows: every Linear and LayerNorm output perturbed by a
+ * relative 2^-24, tools/golden_bart.py), and the 90th percentile by SENS_X
+ * times the rows' 90th percentile of it: the ill-conditioned rows are known
+ * one by one, so another order of summation parts there and nowhere else.
+ * Measured: Marian's worst row with the portable kernels 4.15e-4, NEON's
+ * 3.82e-4, against its sensitivity 3.59e-4; every variant's rows within 0.31
+ * of their allowance with the AVX2 and the portable kernels (NEON under qemu:
+ * the same over the first five models). */
+#define SENS_X 5
 
 typedef struct {
     double enc_tol, logit_tol, score_tol;
@@ -72,18 +84,6 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Checks the worst row against tol and the 90th percentile against p90_tol;
- * returns the worst. */
-static double dev_check(devs *v, const char *what, double tol, double p90_tol) {
-    qsort(v->d, (size_t)v->n, sizeof v->d[0], cmp_d);
-    double worst = v->n ? v->d[v->n - 1] : 0, p90 = v->n ? v->d[(v->n * 9) / 10] : 0;
-    printf("  %s: max %.3g (tol %.2g), 90th percentile %.3g (tol %.2g)\n", what, worst, tol, p90,
-           p90_tol);
-    CHECK_NEAR(worst, 0, tol);
-    CHECK_NEAR(p90, 0, p90_tol);
-    return worst;
-}
-
 static const int *gi(const ed_wtab *g, const char *name) { return golden_need(g, name)->data; }
 static const float *gf(const ed_wtab *g, const char *name) { return golden_need(g, name)->data; }
 
@@ -103,17 +103,56 @@ static void pack_inputs(golden *G) {
     }
 }
 
+/* The rows checked: deviations, each over its allowance, sensitivities. */
+typedef struct {
+    devs dev, ratio, sens;
+} rows;
+
+/* Input b's row n (logits: its step; encoder: its position; key: the
+ * .json's noise.logits_rows or encoder_rows) deviates by d: its allowance is
+ * tol or SENS_X times its sensitivity to float32 rounding, the larger. */
+static void row_add(rows *r, const golden *G, const char *key, int b, int n, double d, double tol) {
+    const cJSON *all = cJSON_GetObjectItem(cJSON_GetObjectItem(G->js, "noise"), key);
+    const cJSON *v = cJSON_GetArrayItem(cJSON_GetArrayItem(all, b), n);
+    double sens = cJSON_IsNumber(v) ? v->valuedouble : 0, allow = SENS_X * sens;
+    if (allow < tol) allow = tol;
+    dev_add(&r->dev, d);
+    dev_add(&r->ratio, allow > 0 ? d / allow : 0);
+    dev_add(&r->sens, sens);
+}
+
+static double p90_of(devs *v) {
+    qsort(v->d, (size_t)v->n, sizeof v->d[0], cmp_d);
+    return v->n ? v->d[(v->n * 9) / 10] : 0;
+}
+
+/* Each row within its allowance; nine in ten within p90_tol, or SENS_X times
+ * the rows' 90th percentile of sensitivity where that is larger (a model
+ * whose every row is touchy: M2M100's random one). Returns the worst. */
+static double rows_check(rows *r, const char *what, double p90_tol) {
+    double p90 = p90_of(&r->dev), worst = r->dev.n ? r->dev.d[r->dev.n - 1] : 0;
+    p90_of(&r->ratio);
+    double ratio = r->ratio.n ? r->ratio.d[r->ratio.n - 1] : 0, s90 = SENS_X * p90_of(&r->sens);
+    if (s90 > p90_tol) p90_tol = s90;
+    printf("  %s: max %.3g, every row within %.2f of its allowance, 90th percentile %.3g (tol %.2g)\n",
+           what, worst, ratio, p90, p90_tol);
+    CHECK_NEAR(ratio, 0, 1.0);
+    CHECK_NEAR(p90, 0, p90_tol);
+    r->dev.n = r->ratio.n = r->sens.n = 0;
+    return worst;
+}
+
 static void check_encoder(bart_state *s, golden *G) {
     int d = s->m->hp.d;
     bart_encode(s, G->ids, G->start, G->len, G->B);
     const float *want = gf(G->g, "encoder_out");
-    static devs v;
-    v.n = 0;
+    static rows r;
     for (int b = 0; b < G->B; b++)
         for (int t = 0; t < G->len[b]; t++)
-            dev_add(&v, golden_row_diff(s->enc_out + (size_t)(G->start[b] + t) * d,
-                                 want + ((size_t)b * G->T_max + t) * d, (size_t)d));
-    dev_check(&v, "encoder output", G->enc_tol, ENC_TOL);
+            row_add(&r, G, "encoder_rows", b, t,
+                    golden_row_diff(s->enc_out + (size_t)(G->start[b] + t) * d,
+                                    want + ((size_t)b * G->T_max + t) * d, (size_t)d), G->enc_tol);
+    rows_check(&r, "encoder output", ENC_TOL);
 }
 
 static double noise(const golden *G, const char *key, double floor) {
@@ -139,8 +178,8 @@ static dec_model open_runner(dec_runner *r, bart_state *s, int width, encdec_kv_
 }
 
 /* Teacher-forced logits at every step, all inputs stepped together: the
- * rows' deviations checked (tol: the worst's, 0: none checked); returns
- * the worst. */
+ * rows' deviations checked (tol: the allowance's floor, 0: none checked);
+ * returns the worst. */
 static double check_logits(bart_state *s, golden *G, encdec_kv_mode mode, double tol,
                            double *median) {
     size_t V = (size_t)s->m->hp.n_vocab;
@@ -149,12 +188,12 @@ static double check_logits(bart_state *s, golden *G, encdec_kv_mode mode, double
     dec_runner r;
     dec_model dm = open_runner(&r, s, 1, mode);
     float *logits = malloc(sizeof(float) * (size_t)G->B * V);
-    static devs v;
-    v.n = 0;
+    static rows rr;
     int seq[16], tok[16], start = s->m->hp.dec_start;
     for (int b = 0; b < G->B; b++) {
         CHECK_EQ_INT(dm.feed(dm.ctx, b, &start, 1, logits + b * V), ENCDEC_OK);
-        dev_add(&v, golden_row_diff(logits + b * V, want + (size_t)b * G->N * V, V));
+        row_add(&rr, G, "logits_rows", b, 0, golden_row_diff(logits + b * V, want + (size_t)b * G->N * V, V),
+                tol);
     }
     for (int n = 1; n < G->N; n++) {
         int k = 0;
@@ -166,17 +205,21 @@ static double check_logits(bart_state *s, golden *G, encdec_kv_mode mode, double
         if (!k) break;
         CHECK_EQ_INT(dm.step(dm.ctx, k, seq, tok, logits), ENCDEC_OK);
         for (int i = 0; i < k; i++) {
-            dev_add(&v, golden_row_diff(logits + i * V, want + ((size_t)seq[i] * G->N + n) * V, V));
+            row_add(&rr, G, "logits_rows", seq[i], n,
+                    golden_row_diff(logits + i * V, want + ((size_t)seq[i] * G->N + n) * V, V), tol);
         }
     }
     free(logits);
     rn_free(&r);
     char what[64];
     snprintf(what, sizeof what, "logits at every step, %s", kv_name(mode));
-    if (tol > 0) return dev_check(&v, what, tol, LOGIT_TOL);
-    qsort(v.d, (size_t)v.n, sizeof v.d[0], cmp_d);
-    if (median) *median = v.n ? v.d[v.n / 2] : 0;
-    return v.n ? v.d[v.n - 1] : 0;
+    if (tol > 0) return rows_check(&rr, what, LOGIT_TOL);
+    devs *v = &rr.dev;
+    qsort(v->d, (size_t)v->n, sizeof v->d[0], cmp_d);
+    double worst = v->n ? v->d[v->n - 1] : 0;
+    if (median) *median = v->n ? v->d[v->n / 2] : 0;
+    rr.dev.n = rr.ratio.n = rr.sens.n = 0;
+    return worst;
 }
 
 static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode) {
@@ -295,8 +338,9 @@ static void check_forced(bart_state *s, golden *G) {
 
 /* Every kernel set up to this CPU's (the ones it lacks are skipped by the
  * limit itself: k_isa caps it), on 3 threads: encoder and teacher-forced
- * logits within the golden's bounds, greedy tokens exact. bart-mild only
- * (well conditioned: the peaky models part at float noise). */
+ * logits within the golden's bounds (each row within its allowance: the
+ * peaky models' ill-conditioned rows part at float noise, by as much as
+ * their sensitivity says), greedy tokens exact. Every variant. */
 static void check_kernel_sets(const bart_model *m, golden *G) {
     static const int sets[] = {K_ISA_C, K_ISA_VEC, K_ISA_AVX512, K_ISA_AMX};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
@@ -783,10 +827,8 @@ static void run_variant(const char *variant, const char *model_type) {
     check_alone(s, &G);
     bart_state_free(s);
     ed_pool_free(pool);
-    if (!strcmp(variant, "bart-mild")) {
-        check_kernel_sets(m, &G);
-        check_precision(model_dir, &G);
-    }
+    check_kernel_sets(m, &G);
+    if (!strcmp(variant, "bart-mild")) check_precision(model_dir, &G);
     check_api(model_dir, &G, model_type);
     free(G.ids), free(G.start), free(G.len);
     cJSON_Delete(G.js);

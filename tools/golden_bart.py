@@ -332,6 +332,48 @@ def rel_dev(a, b, lens):
     return w
 
 
+def row_dev(a, b):
+    return float((a - b).abs().max() / max(1.0, float(b.abs().max())))
+
+
+def row_sensitivity(m64, x, mask, seqs, ids, trials=4):
+    """Per input, per step (per position for the encoder's output): how far
+    float32-sized rounding moves that row of the teacher-forced logits (as rel_dev
+    measures a row). float64, every Linear and LayerNorm output multiplied by
+    1 + 2^-24 * N(0, 1) (seeded), the largest deviation from the unperturbed
+    values over `trials` runs: a row with peaky attention amplifies it where a
+    well-conditioned one does not, so a float32 implementation's distance from
+    the golden is judged row by row. Returns (logits rows, encoder rows)."""
+    base = teacher_forced(m64, x, mask, seqs, ids)
+    with torch.no_grad():
+        enc_base = m64.get_encoder()(input_ids=x, attention_mask=mask).last_hidden_state
+    gen = torch.Generator().manual_seed(20261130)
+
+    def hook(mod, inp, out):
+        return out * (1 + 2.0 ** -24 * torch.randn(out.shape, generator=gen, dtype=out.dtype))
+
+    hooks = [mod.register_forward_hook(hook) for mod in m64.modules()
+             if isinstance(mod, (torch.nn.Linear, torch.nn.LayerNorm))]
+    worst = [[0.0] * len(s) for s in seqs]
+    enc_worst = [[0.0] * n for n in LENGTHS]
+    try:
+        with torch.no_grad():
+            for _ in range(trials):
+                tf = teacher_forced(m64, x, mask, seqs, ids)
+                for b, s in enumerate(seqs):
+                    for t in range(len(s)):
+                        worst[b][t] = max(worst[b][t], row_dev(tf[b, t], base[b, t]))
+                enc = m64.get_encoder()(input_ids=x, attention_mask=mask).last_hidden_state
+                for b, n in enumerate(LENGTHS):
+                    for t in range(n):
+                        enc_worst[b][t] = max(enc_worst[b][t], row_dev(enc[b, t], enc_base[b, t]))
+    finally:
+        for h in hooks:
+            h.remove()
+    rnd = lambda rows: [[float("%.3g" % d) for d in row] for row in rows]
+    return rnd(worst), rnd(enc_worst)
+
+
 def margins(logits, seqs):
     m = float("inf")
     for b, s in enumerate(seqs):
@@ -636,6 +678,7 @@ def golden(variant):
     tf64 = teacher_forced(m64.to(torch.float64), x, mask, g, ids)
     noise = {"encoder_f32": rel_dev(enc32, enc, LENGTHS), "logits_f32": rel_dev(tf, tf64, [len(s) for s in g]),
              "beam_scores_f32": max(abs(a - b) for a, b in zip(bs, bs64))}
+    noise["logits_rows"], noise["encoder_rows"] = row_sensitivity(m64, x, mask, g, ids)
     tf, bs = tf64, bs64
     # forced_bos_token_id (mBART-50, M2M100 / NLLB's target language, BART's <s>): the
     # first generated token forced, the rest as generate() continues; float64 agrees
