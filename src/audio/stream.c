@@ -13,6 +13,7 @@
 #include "base/mem.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdio.h>
@@ -74,6 +75,8 @@ struct audio_stream {
     size_t emitted;             /* target-rate samples handed out */
     int eof, flushed;
     encdec_audio_info info;
+    int open_err;               /* libsndfile's error when its open failed (sf_error(NULL)) */
+    char open_why[160];         /* and its message */
 };
 
 /* Clips to [-1, 1] (NaN to 0), as a 16-bit conversion would. */
@@ -190,6 +193,27 @@ static SNDFILE *open_spool(audio_stream *s, SF_INFO *info) {
     return sf_open_fd(fd, SFM_READ, info, 1);
 }
 
+/* libsndfile keeps the error of a failed open in one variable for the
+ * whole process (sf_error(NULL), sf_strerror(NULL)), which any open in
+ * another thread resets: read after a concurrent open it said "No Error.",
+ * and a file only FFmpeg decodes (an .mp4 while the CLI read the next file)
+ * failed instead of going to FFmpeg. The library's opens go one at a time,
+ * each with its outcome kept in the stream before the next (other code in
+ * the process that calls libsndfile is beyond this lock). */
+static pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
+enum { FROM_PATH, FROM_SPOOL, FROM_MEMORY };
+
+static SNDFILE *open_sf(audio_stream *s, int from, SF_INFO *info) {
+    pthread_mutex_lock(&g_open_mu);
+    SNDFILE *f = from == FROM_PATH    ? sf_open(s->path, SFM_READ, info)
+                 : from == FROM_SPOOL ? open_spool(s, info)
+                                      : open_virtual(s, info);
+    s->open_err = f ? SF_ERR_NO_ERROR : sf_error(NULL);
+    snprintf(s->open_why, sizeof s->open_why, "%s", f ? "" : sf_strerror(NULL));
+    pthread_mutex_unlock(&g_open_mu);
+    return f;
+}
+
 /* A stream named name at rate with options p; NULL when out of memory. */
 static audio_stream *new_stream(const char *name, int rate, const encdec_audio_params *p) {
     audio_stream *s = ed_calloc(sizeof *s, "audio stream");
@@ -223,9 +247,8 @@ static encdec_status open_av(audio_stream *s) {
 /* The open's outcome: s checked and set up into *out, or freed. */
 static encdec_status opened(audio_stream *s, encdec_status st, audio_stream **out) {
     if (!st && !s->sf) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
-        if (sf_error(NULL) != SF_ERR_UNRECOGNISED_FORMAT || !audio_av_available()) {
+        const char *why = s->open_why;
+        if (s->open_err != SF_ERR_UNRECOGNISED_FORMAT || !audio_av_available()) {
             st = ed_fail(ENCDEC_ERR_AUDIO, "%s: %s", s->name, why);
         } else if ((st = open_av(s)) == ENCDEC_ERR_AUDIO) {   /* FFmpeg's turn: it did not either */
             char av_why[512];
@@ -253,15 +276,15 @@ encdec_status audio_stream_open(audio_stream **out, const char *path, int target
     encdec_status st = audio_source(path, p, &s->owned, &len, &s->spool);
     if (!st && s->spool) {   /* a stream, copied whole to a temporary file */
         s->info.stream = 1;
-        s->sf = open_spool(s, &s->sfi);
+        s->sf = open_sf(s, FROM_SPOOL, &s->sfi);
     } else if (!st && s->owned) {   /* ... or into memory */
         s->mem = (membuf){s->owned, (sf_count_t)len, 0};
         s->info.stream = 1;
-        s->sf = open_virtual(s, &s->sfi);
+        s->sf = open_sf(s, FROM_MEMORY, &s->sfi);
     } else if (!st) {
         s->path = strdup(path);
         if (!s->path) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: audio stream");
-        else s->sf = sf_open(path, SFM_READ, &s->sfi);
+        else s->sf = open_sf(s, FROM_PATH, &s->sfi);
     }
     return opened(s, st, out);
 }
@@ -274,7 +297,7 @@ encdec_status audio_stream_open_memory(audio_stream **out, const void *data, siz
     audio_stream *s = new_stream(name, target_rate, p);
     if (!s) return ENCDEC_ERR_NOMEM;
     s->mem = (membuf){data, (sf_count_t)len, 0};
-    s->sf = open_virtual(s, &s->sfi);
+    s->sf = open_sf(s, FROM_MEMORY, &s->sfi);
     return opened(s, ENCDEC_OK, out);
 }
 
@@ -392,9 +415,7 @@ encdec_status audio_stream_rewind(audio_stream *s) {
     sf_close(s->sf);
     SF_INFO again;
     memset(&again, 0, sizeof again);
-    s->sf = s->path    ? sf_open(s->path, SFM_READ, &again)
-            : s->spool ? open_spool(s, &again)
-                       : open_virtual(s, &again);
+    s->sf = open_sf(s, s->path ? FROM_PATH : s->spool ? FROM_SPOOL : FROM_MEMORY, &again);
     if (!s->sf || again.samplerate != s->sfi.samplerate || again.channels != s->sfi.channels)
         return ed_fail(ENCDEC_ERR_AUDIO, "%s: the audio changed while it was read", s->name);
     s->frames = s->emitted = s->out_at = s->out_n = 0;
