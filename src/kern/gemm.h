@@ -114,6 +114,7 @@ typedef struct {
     int mr, nr;   /* the tile: rows of an x micro-panel, columns of a w micro-panel */
     int kc;       /* k per block, and the packed x rows' pitch (elements) */
     size_t wblock;   /* bytes of a packed w block (kept in L2), at most W_BLOCK_BYTES */
+    int pf_next;     /* fetch the next w block's rows while this block's tiles run */
 } gemm_impl;
 
 void gemm_pack_x_avx512(void *xp, const float *x, int ldx, int M, int Mp, int kc, int bf16);

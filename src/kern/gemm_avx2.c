@@ -93,9 +93,9 @@ V2 static void pack_w(void *wp, k_w w, int K, int n0, int nn, int k0, int kc, in
                 transpose8(r);
                 for (int i = 0; i < 8; i++) _mm256_store_ps(pan + (size_t)(k + i) * NR + 8 * h, r[i]);
             }
-        for (int kk = 0; kk < kc; kk++)   /* what the blocks left: the k tail, partial halves */
-            for (int j = 0; j < NR; j++) {
-                if (kk < k && j < (nj & ~7)) continue;
+        int jb = nj & ~7;   /* what the blocks left: columns from jb above k, all from k on */
+        for (int kk = jb == NR ? k : 0; kk < kc; kk++)
+            for (int j = kk < k ? jb : 0; j < NR; j++) {
                 float v = 0.0f;
                 if (j < nj) {
                     size_t at = (size_t)(n0 + j0 + j) * K + k0 + kk;
