@@ -107,8 +107,12 @@ V2 void gemm_run_ws_avx2(float *y, int ldy, const float *x, int ldx, const float
                         }
                     }
             }
-            for (int j = 0; j < mr; j++)
+            for (int j = 0; j < mr; j++) {
                 for (int i = 0; i < nr; i++) yt[(size_t)j * ldy + i] = v[i][j];
+                /* the line of this row's outputs 2-3 tiles on: y's rows are
+                 * far apart, and no prefetcher follows these writes */
+                if (n0 + 16 < N) _mm_prefetch((const char *)(yt + (size_t)j * ldy + 16), _MM_HINT_T0);
+            }
         }
     }
 }
