@@ -2,7 +2,8 @@
  * x transposed once into 16-row panels, 6 rows of w broadcast from the
  * rows as stored (no packing of w), 6 x 16 tiles of y^T (12 ymm
  * accumulators, as the packed AVX2 kernel), the next tile's rows fetched
- * into L2 (prefetcht1) while this one runs.
+ * into L2 (prefetcht1) while this one runs, and the line of y that each
+ * row of x writes two tiles on (y's rows are a whole output row apart).
  *
  * The sums are the packed AVX2 path's, bit for bit: per K block of
  * GEMM_KC_AVX2 each element's products are added in k order from zero by
