@@ -183,10 +183,10 @@ static void gemm_bias_only(float *y, int ldy, const float *b, int M, int N, int 
  * weights from the cache, not from memory (the output matrix of a text
  * model is 100 MB and more, read once a decode step). */
 typedef struct {
-    const char *row;   /* the next block's first row, at its k0 */
+    const char *row;   /* the row being fetched, at the next block's k0 */
     size_t pitch;      /* bytes from one row to the next */
-    int rows, lines;   /* rows, and the 64-byte lines of one row's segment */
-    int at, per;       /* lines fetched so far, and per tile */
+    int rows, lines;   /* rows left (this one included), 64-byte lines of a row's segment */
+    int line, per;     /* the next line of this row, and lines per tile */
 } gemm_pf;
 
 static gemm_pf gemm_pf_next(k_w w, int N, int K, int KC, int k0, int n0, int nc, int tiles) {
@@ -205,9 +205,10 @@ static gemm_pf gemm_pf_next(k_w w, int N, int K, int KC, int k0, int n0, int nc,
 }
 
 static void gemm_pf_take(gemm_pf *f) {
-    for (int i = 0; i < f->per && f->at < f->rows * f->lines; i++, f->at++)
-        __builtin_prefetch(f->row + (size_t)(f->at / f->lines) * f->pitch + (size_t)(f->at % f->lines) * 64,
-                           0, 2);
+    for (int i = 0; i < f->per && f->rows > 0; i++) {
+        __builtin_prefetch(f->row + (size_t)f->line * 64, 0, 2);
+        if (++f->line == f->lines && --f->rows > 0) f->line = 0, f->row += f->pitch;
+    }
 }
 
 static void gemm_run(const gemm_impl *im, float *y, int ldy, const float *x, int ldx, k_w w,
