@@ -682,7 +682,9 @@ ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *o
  * are shared passes: each is transcribed as it would be alone
  * (encdec_transcribe of its samples with params: temperature fallback,
  * no-speech skips, loop detection, word times; conditioning on previous
- * text within a chunk only: chunks are independent, as the peers'). Its
+ * text within a chunk only: chunks are independent, as the peers'; without
+ * timestamps with whole_windows set: a chunk is one decode, as the peer's,
+ * and min_text_rate's redo has timestamps mode's rule). Its
  * segments come back in order, times in the recording's (mapped through
  * the chunk's spans), on the calling thread (params->on_segment,
  * on_progress after each chunk, on_language once). A file is read in

@@ -185,9 +185,11 @@ static int each_chunk_alone(encdec_session *s, const float *x, const encdec_span
         float *j = joined(x, sp, ch[c]);
         encdec_result *a = NULL;
         p = given;
+        p.whole_windows = !p.timestamps;   /* the batched call's: without timestamps, one decode */
         if (ts_min && ch[c].len >= ts_min) {
             p.timestamps = 1;
             p.min_text_rate = 0;
+            p.whole_windows = 0;
         }
         p.language = c ? lang : lang0;
         CHECK_EQ_INT(encdec_transcribe(s, j, ch[c].len, &p, &a), ENCDEC_OK);
@@ -347,7 +349,8 @@ static void with_vad(encdec_engine *e, encdec_session *s, const encdec_vad *v, c
 }
 
 /* ---- 2b: min_text_rate ----
- * Without timestamps, a chunk decoded to fewer text tokens a second than
+ * Without timestamps (word times on), a chunk is one decode: one segment
+ * at most. A chunk decoded to fewer text tokens a second than
  * min_text_rate stopped early and is transcribed again with timestamps.
  * Forced (a rate no speech reaches), the batched result is each chunk's
  * timestamped transcription alone, token for token, for every chunk of 5 s
@@ -358,6 +361,7 @@ static void short_text(encdec_engine *e, encdec_session *s, const encdec_vad *v,
                        size_t n) {
     encdec_transcribe_params p = batched_params(v);
     p.timestamps = 0;
+    p.word_timestamps = 1;   /* without timestamps a chunk is one decode, word times or not */
     encdec_batch_params bp = encdec_batch_default_params();
     bp.batch_size = 4;
     encdec_span *sp = NULL;
@@ -369,6 +373,8 @@ static void short_text(encdec_engine *e, encdec_session *s, const encdec_vad *v,
     CHECK(long_ones >= 2 && long_ones < nc);   /* both kinds met */
     encdec_result *plain = NULL, *slow = NULL, *forced = NULL;
     CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &plain), ENCDEC_OK);
+    /* one segment a chunk at most: no second decode from the last word's end */
+    if (plain) CHECK(encdec_result_n_segments(plain) <= nc);
 #ifndef ED_SANITIZED   /* the sanitizers' pass: the redo's path (rate 100) alone */
     p.min_text_rate = 1.0f;
     CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &slow), ENCDEC_OK);

@@ -387,6 +387,14 @@ static encdec_status batched(encdec_engine *e, const float *pcm, size_t n, audio
     b.cp.on_language = NULL;
     b.cp.user = NULL;
     b.cp.chunk_length = 0;   /* a chunk is one window */
+    /* Without timestamps a chunk's decode is its whole text (the peer's one
+     * decode a chunk): it moves on by its whole length. openai-whisper's rule
+     * (with word times, the next window at the last word's end) would decode
+     * the pause and padding after every chunk's speech again, where tiny.en
+     * makes up a word a frame or two long and moves on by those frames ("Mr."
+     * 21 times in a 4 s tail). A decode that stopped early is min_text_rate's
+     * (redone with timestamps, their rule). */
+    if (!p.timestamps) b.cp.whole_windows = 1;
     b.lang_ready = p.language || !b.w->multilingual || bp.language_per_chunk || p.multilingual;
     asr_feed feed;
     int have_feed = 0;

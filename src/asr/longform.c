@@ -275,6 +275,7 @@ static encdec_status run_window(lf_run *r, int seek, int size, int *next);
 static encdec_status redo_with_timestamps(lf_run *r, int seek, int size, int *next) {
     r->ts_p = *r->p;
     r->ts_p.timestamps = 1;
+    r->ts_p.whole_windows = 0;   /* the rest after the last complete segment: the windows after */
     r->p = r->work.p = &r->ts_p;
     r->encoded_seek = -1;
     r->rep->n_windows--;     /* counted again by the window's second run */
