@@ -100,7 +100,7 @@ static const char *HELP =
     "                       given) cut into chunks of up to 30 s, N decoded at once, every\n"
     "                       decoder step one pass for all; each chunk transcribed as it\n"
     "                       would be alone (fallback, words...), no text carried across\n"
-    "                       chunks; 1..256\n"
+    "                       chunks (with --no-timestamps one decode a chunk); 1..256\n"
     "      --chunk-length S seconds of audio per window, 1..30 (default 30; the window\n"
     "                       padded to 30 s); with --batch-size the longest chunk\n"
     "      --repetition-penalty X  a token already generated in a decode has its logit\n"
