@@ -119,7 +119,7 @@ K_AVX512 static void ws_store(const __m512 v[2 * WS_R], float *y, size_t ldy, in
 typedef struct {
     const float *xt, *w, *b;
     float *wt;   /* the last tile's rows, zero padded (GEMM_KC_F apart) */
-    int Mp, K, epi;
+    int Mp, N, K, epi;
     gemm_ws_pf pf;   /* the next tile's rows, to fetch */
 } ws_run;
 
@@ -154,6 +154,11 @@ K_AVX512 static void ws_one(ws_run *r, float *yt, size_t ldy, int n0, int nr, in
         }
     }
     ws_store(v, yt, ldy, mr, nr);
+    /* the lines of y the next tile writes (its last column's: tiles move on
+     * by less than a line): y's rows are far apart, and no prefetcher
+     * follows these writes */
+    if (n0 + 2 * WS_R <= r->N)
+        for (int j = 0; j < mr; j++) _mm_prefetch((const char *)(yt + (size_t)j * ldy + 2 * WS_R - 1), _MM_HINT_T0);
     if (r->epi & K_GEMM_GELU) gemm_gelu_tile_avx512(yt, ldy, mr, nr);
 }
 
@@ -161,7 +166,7 @@ K_AVX512 void gemm_run_ws(float *y, int ldy, const float *x, int ldx, const floa
                           const float *b, int M, int N, int K, int epi, void *scratch) {
     int Mp = rup(M, WS_C);
     float *xt = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    ws_run r = {xt, w, b, xt + (size_t)Mp * K, Mp, K, epi, {NULL, 0, 0, 0}};
+    ws_run r = {xt, w, b, xt + (size_t)Mp * K, Mp, N, K, epi, {NULL, 0, 0, 0}};
     ws_pack_x(xt, x, ldx, M, Mp, K);
     size_t calls = (size_t)(K + GEMM_KC_F - 1) / GEMM_KC_F * (size_t)(Mp / WS_C);
     for (int n0 = 0; n0 < N; n0 += WS_R) {
