@@ -23,7 +23,7 @@ static const char *HELP =
     "      --modes LIST   comma-separated cache modes (default full,self,none)\n"
     "      --beam N       beam search with N beams, 1..16 (default 1: greedy);\n"
     "                     decode ms are then per generated position, all beams\n"
-    "      --no-timestamps  transcribe without timestamps (consecutive 30 s windows)\n"
+    "      --no-timestamps  transcribe without timestamp tokens (one segment a window)\n"
     "      --word-timestamps  with word times\n"
     "      --no-fallback  no temperature fallback (one decode per window)\n"
     "  -l, --language LANG  spoken language, a code (de) or name (German);\n"

@@ -416,7 +416,9 @@ typedef struct {
                               (openai-whisper's rules, with patience) */
     int timestamps;        /* 1 (default): timestamp tokens, segments, and each window starting
                               where the last complete segment ended; 0: <|notimestamps|>,
-                              consecutive 30 s windows, one segment per window */
+                              one segment per window, consecutive 30 s windows (with
+                              word_timestamps the next window starts at the last word's end,
+                              openai-whisper's rule, unless whole_windows) */
     float patience;        /* beam search: > 0; 1 (default) = plain beam search */
     int best_of;           /* candidates sampled at temperature > 0, 1..16 (default 5) */
     float temperature;     /* the first temperature, 0..1 (default 0) */
