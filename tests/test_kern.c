@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include "base/pool.h"
+#include "base/half.h"
 #include "base/isa.h"
 #include "core/ops.h"
 #include "kern/gemm.h"
@@ -159,7 +160,7 @@ static void halves_of(const float *wf, uint16_t *wh, uint16_t *wb, int n) {
         uint32_t u;
         memcpy(&u, &wf[i], 4);
         wb[i] = (uint16_t)(u >> 16);
-        wh[i] = (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+        wh[i] = ed_f2h(wf[i]);   /* (subnormal halves included: |w| < 2^-14 happens) */
     }
 }
 
@@ -437,13 +438,14 @@ static void test_attention(ed_pool *pool) {
 }
 
 /* The fused long attention against the reference: ragged row and key
- * counts around its tiles (6 rows, 2 vectors of keys), groups (192 rows)
- * and key blocks (256); a large scale so that later key blocks raise the
- * running maximum; keys with a row stride. Where the set has no such
- * kernel, has() says so. */
+ * counts around its tiles (6 rows, 2 vectors of keys; from AVX-512 up 12
+ * rows and 32 keys), groups (192 rows) and key blocks (256); a large scale
+ * so that later key blocks raise the running maximum; keys with a row
+ * stride; a dh of 16, which the 16-lane set leaves to the 8-lane one. Where
+ * the set has no such kernel, has() says so. */
 static void test_attention_flash(void) {
     int cases[][3] = {{1, 1, 64}, {5, 3, 64}, {7, 17, 64}, {13, 255, 32}, {193, 257, 64},
-                      {200, 530, 64}, {6, 600, 128}};
+                      {200, 530, 64}, {6, 600, 128}, {24, 33, 96}, {12, 40, 16}};
     int have = k_attention_flash_has(64);
     CHECK_EQ_INT(have, k_isa() >= K_ISA_VEC);
     if (!have) return;

@@ -1,7 +1,8 @@
 /* attn_flash_impl.h - fused attention for long non-causal sequences (the
  * Whisper encoder's 1500 x 1500 per head), written once over vec_impl.h's
- * lane operations and instantiated with them (vec_avx2.c, vec_neon.c);
- * declared in vec.h, dispatched by k_attention_flash (kern.c).
+ * lane operations and instantiated with them (vec_avx2.c, vec_neon.c; and
+ * attn_flash_avx512.c: 16 lanes, 32 registers, so tiles of AF_MR = 12
+ * rows); declared in vec.h, dispatched by k_attention_flash (kern.c).
  *
  * Per head: K is packed once, pre-scaled, as panels of AF_NR keys
  * ([d][AF_NR], zero past Tk). Query rows go in groups of AF_RG (their
@@ -18,7 +19,9 @@
  * scores ran at about half of it. Sums are f32 in a different order from
  * k_attention's: results agree with k_attention_ref within 1e-5. */
 
-#define AF_MR 6              /* query rows per register tile */
+#ifndef AF_MR
+#define AF_MR 6              /* query rows per register tile (2 AF_MR accumulators) */
+#endif
 #define AF_NR (2 * VF_N)     /* keys (first product) or value columns (second) per tile */
 #define AF_BK 256            /* keys per block (a multiple of AF_NR) */
 #define AF_RG 192            /* query rows per group (a multiple of AF_MR) */

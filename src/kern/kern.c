@@ -215,6 +215,15 @@ void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int
                 0.0f, o, ldo);
 }
 
+/* The fused long attention: 16 lanes from AVX-512 up where dh allows,
+ * else the vector set's. Scratch: enough for either (a pool thread's limit
+ * may differ from the caller's). */
+#if defined(K_HAVE_VEC) && defined(__x86_64__)
+static int flash_avx512(int dh) {
+    return k_isa() >= K_ISA_AVX512 && dh > 0 && dh % k_attention_flash_dh_avx512() == 0;
+}
+#endif
+
 int k_attention_flash_has(int dh) {
 #ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) return dh > 0 && dh % K_VEC(k_attention_flash_dh)() == 0;
@@ -225,7 +234,12 @@ int k_attention_flash_has(int dh) {
 
 size_t k_attention_flash_scratch_bytes(int Tk, int dh) {
 #ifdef K_HAVE_VEC
-    return K_VEC(k_attention_flash_scratch)(Tk, dh);
+    size_t b = K_VEC(k_attention_flash_scratch)(Tk, dh);
+#ifdef __x86_64__
+    size_t w = k_attention_flash_scratch_avx512(Tk, dh);
+    b = w > b ? w : b;
+#endif
+    return b;
 #else
     (void)Tk, (void)dh;
     return 0;
@@ -236,8 +250,14 @@ void k_attention_flash(float *o, int ldo, const float *q, int ldq, const float *
                        const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                        void *scratch) {
 #ifdef K_HAVE_VEC
-    if (k_attention_flash_has(dh) && Mq > 0 && Tk > 0)
-        K_VEC(k_attention_flash)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
+    if (!k_attention_flash_has(dh) || Mq <= 0 || Tk <= 0) return;
+#ifdef __x86_64__
+    if (flash_avx512(dh)) {
+        k_attention_flash_avx512(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
+        return;
+    }
+#endif
+    K_VEC(k_attention_flash)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
 #else
     (void)o, (void)ldo, (void)q, (void)ldq, (void)k, (void)ldk, (void)v, (void)ldv, (void)Mq;
     (void)Tk, (void)dh, (void)scale, (void)scratch;

@@ -11,8 +11,9 @@
  * same thing with the same order of sums where its header says so.
  *
  * Declared here: softmax, log-sum-exp, the activations (vec_impl.h) and
- * the fused long attention (attn_flash_impl.h) and the few-row f32 product
- * (matmul_f_impl.h; also in 16 lanes, matmul_f_avx512.c), instantiated by vec_avx2.c and
+ * the fused long attention (attn_flash_impl.h; also in 16 lanes,
+ * attn_flash_avx512.c) and the few-row f32 product (matmul_f_impl.h; also
+ * in 16 lanes, matmul_f_avx512.c), instantiated by vec_avx2.c and
  * vec_neon.c, written with intrinsics so
  * that the exp / erf polynomials run in lanes (GCC does not vectorise
  * poly.h's branch-free scalar forms on its own). Each computes poly.h's
@@ -51,6 +52,12 @@ void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *
 /* the same in 16 lanes (matmul_f_avx512.c), where k_isa() >= K_ISA_AVX512 */
 void k_matmul_f_avx512(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                        const float *b, int M, int N, int K);
+/* the fused long attention in 16 lanes (attn_flash_avx512.c), likewise */
+size_t k_attention_flash_scratch_avx512(int Tk, int dh);
+void k_attention_flash_avx512(float *o, int ldo, const float *q, int ldq, const float *k,
+                              int ldk, const float *v, int ldv, int Mq, int Tk, int dh,
+                              float scale, void *scratch);
+int k_attention_flash_dh_avx512(void);
 #endif
 #endif
 
