@@ -2,7 +2,7 @@
  * the machine's read bandwidth and against the row-major k_matmul_h, for the
  * few rows of decode steps (greedy M = 1, beam search M = 2..16).
  *
- *   build/bench/hp_bench [-r REPEATS] [--hot] [--bf16] [-M LIST] [-s LIST]
+ *   build/bench/hp_bench [-r REPEATS] [--hot] [--bf16] [-M LIST] [-s LIST] [--isa SET]
  *
  * 1. Read bandwidth: a streaming sum over a 1 GiB buffer (1 and 2 threads),
  *    as q8_bench / roofline.c measure it.
@@ -18,6 +18,8 @@
  *    through >= 1 GiB of copies, so the weights come from memory as in a
  *    real decode step. --hot: the same matrix every call.
  * -M 1,5 / -s 0,2: only those rows / shapes (indices into the list above).
+ * --isa avx2 (c, neon, avx512): caps the kernel set (an AVX-512 machine
+ * measuring the AVX2 code).
  * --bf16 on a CPU with AMX adds k_matmul_hp_amx (the bf16 mode's decode
  * kernel: x rounded to bf16) on the same panels: checked against its
  * scalar twin, then 'amx ms', its 'of bw', and its speed-up over the panel
@@ -28,6 +30,7 @@
 #endif
 #include "bandwidth.h"
 #include "stats.h"
+#include "base/isa.h"
 #include "base/pool.h"
 #include "kern/kern.h"
 #include "kern/matmul_hp.h"
@@ -40,7 +43,7 @@
 
 #define COPY_BYTES ((size_t)1 << 30)
 
-static int g_reps = 7, g_hot = 0, g_bf16 = 0, g_amx = 0;
+static int g_reps = 7, g_hot = 0, g_bf16 = 0, g_amx = 0, g_isa = ED_ISA_ANY;
 
 /* ---- bandwidth (bandwidth.h) ---- */
 
@@ -125,8 +128,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--bf16")) g_bf16 = 1;
         else if (!strcmp(argv[i], "-M") && i + 1 < argc) nM = parse_list(argv[++i], Ms, 16);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) nsel = parse_list(argv[++i], sel, 8);
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc && k_isa_parse(argv[i + 1]) >= 0)
+            g_isa = k_isa_parse(argv[++i]);
         else {
-            fprintf(stderr, "usage: hp_bench [-r REPEATS] [--hot] [--bf16] [-M LIST] [-s LIST]\n");
+            fprintf(stderr, "usage: hp_bench [-r REPEATS] [--hot] [--bf16] [-M LIST] [-s LIST] [--isa SET]\n");
             return 2;
         }
     }
@@ -140,6 +145,10 @@ int main(int argc, char **argv) {
         if (sel[i] < 0 || sel[i] > 3) return fprintf(stderr, "hp_bench: shapes 0..3\n"), 2;
     ed_pool *pools[2];
     if (ed_pool_new(&pools[0], 1) || ed_pool_new(&pools[1], 2)) return 1;
+    ed_isa_swap(g_isa);
+    ed_pool_set_isa(pools[0], g_isa);
+    ed_pool_set_isa(pools[1], g_isa);
+    printf("kernel set %s\n", k_isa_name(k_isa()));
     g_bw.n = COPY_BYTES / sizeof(float);
     float *bwbuf = malloc(g_bw.n * sizeof(float));
     if (!bwbuf) return 1;
@@ -244,7 +253,7 @@ int main(int argc, char **argv) {
                     printf(" | %9.4f %5.0f%% %6.2fx", ma, 100 * bench_median(fa, g_reps), mp / ma);
                 printf("  (bw %.1f)\n", bench_median(bws, g_reps));
                 fflush(stdout);
-                if (cp.isa != 2 && mi == 0 && t == 0) printf("%-14s (k_matmul_hp used isa %d: the C path)\n", "", cp.isa);
+                if (cp.isa != 2 && mi == 0 && t == 0) printf("%-14s (k_matmul_hp used isa %d: %s)\n", "", cp.isa, cp.isa == 1 ? "AVX2 / NEON" : "the C path");
             }
         for (int i = 0; i < ncopy; i++) free(wr[i]), free(wp[i]);
         free(wr), free(wp), free(x), free(y), free(ref), free(wf), free(scale);
