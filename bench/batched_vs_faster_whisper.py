@@ -10,6 +10,7 @@ build):
     .venv/bin/python bench/batched_vs_faster_whisper.py [--minutes 10,60]
         [--models tiny.en,base] [--precisions f32=float32,int8=int8] [--threads 2]
         [--repeats 3] [--rows seq,vad,b8,b16] [--json OUT (figures and each row's texts)]
+        [--peer-padding peer|openai]
 
 The recordings are made here (bench/out/, reused): utterances of ../shared/audio (jfk,
 LibriSpeech, LibriVox, cards, platforms) and of espeak-ng (sentences written below, two
@@ -25,6 +26,10 @@ with thresholds 2.4 / -1 / 0.6 where the engine has it):
                                     | BatchedInferencePipeline.transcribe(batch_size=N)
          (the peer's batched defaults: no timestamps, its VAD options; the peer decodes
          each chunk once, at the first temperature; encdec keeps its fallback)
+--peer-padding openai: the peer's batched rows get openai-whisper's features for a chunk
+(its samples and 30 s of zero samples, 3000 frames: what encdec decodes) instead of its own
+(the chunk's frames, then frames of 0.0 in the normalised log-mel: not silence's value).
+The one difference in what the two engines are given, to tell it from the engines.
 Each run is a process of its own: encdec's CLI (-t T --json; its time: the process's wall
 time less its model load, which --json reports), faster-whisper's in a Python process (the
 model loaded, then the transcription timed, segments consumed). Peak RSS is the process's
@@ -202,8 +207,21 @@ def child(cmd):
 FW = r'''
 import json, sys, time
 from faster_whisper import WhisperModel, BatchedInferencePipeline
-model, ct, threads, audio, row = sys.argv[1:6]
+model, ct, threads, audio, row, padding = sys.argv[1:7]
 m = WhisperModel(model, device="cpu", compute_type=ct, cpu_threads=int(threads))
+if padding == "openai":   # a batched chunk's features as openai-whisper's window of it
+    fe, call = m.feature_extractor, m.feature_extractor.__call__
+
+    class Window:   # the chunk and 30 s of zero samples, cut to 3000 frames (+ the one dropped)
+        def __getattr__(self, k):
+            return getattr(fe, k)
+
+        def __call__(self, wav, padding=160, chunk_length=None):
+            if padding == 160 and chunk_length is None and len(wav) <= 480000:
+                return call(wav, padding=480000)[..., :3001]
+            return call(wav, padding=padding, chunk_length=chunk_length)
+
+    m.feature_extractor = Window()
 t0 = time.perf_counter()
 if row == "seq":
     segs, _ = m.transcribe(audio, beam_size=5, language="en")
@@ -229,8 +247,9 @@ def run_encdec(model, prec, threads, audio, row):
     return wall - j["timings"]["load_ms"] / 1e3, j["text"], rss
 
 
-def run_fw(model, ct, threads, audio, row):
-    out, wall, rss = child([sys.executable, "-c", FW, model, ct, str(threads), str(audio), row])
+def run_fw(model, ct, threads, audio, row, padding="peer"):
+    out, wall, rss = child([sys.executable, "-c", FW, model, ct, str(threads), str(audio), row,
+                            padding])
     j = json.loads(out.strip().splitlines()[-1])
     return j["seconds"], j["text"], rss
 
@@ -245,6 +264,8 @@ def main():
     ap.add_argument("--rows", default="seq,vad,b8,b16")
     ap.add_argument("--json")
     ap.add_argument("--encdec", default=str(ROOT / "build" / "encdec"), help="the CLI to run")
+    ap.add_argument("--peer-padding", choices=("peer", "openai"), default="peer",
+                    help="openai: the peer's batched chunks get openai-whisper's features")
     ap.add_argument("--make-recording", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.make_recording:
@@ -271,7 +292,8 @@ def main():
                 print("|---|---|---|---|---|---|---|---|---|---|")
                 for row in a.rows.split(","):
                     e = [run_encdec(model, ours, a.threads, audio, row) for _ in range(a.repeats)]
-                    f = [run_fw(model, theirs, a.threads, audio, row) for _ in range(a.repeats)]
+                    f = [run_fw(model, theirs, a.threads, audio, row, a.peer_padding)
+                         for _ in range(a.repeats)]
                     es, fs = statistics.median(x[0] for x in e), statistics.median(x[0] for x in f)
                     er, fr = max(x[2] for x in e), max(x[2] for x in f)
                     ew, fw_ = wer(ref, e[0][1]), wer(ref, f[0][1])
