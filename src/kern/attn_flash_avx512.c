@@ -1,5 +1,5 @@
 /* attn_flash_avx512.c - the fused long attention (attn_flash_impl.h) in 16
- * float lanes (AVX-512 F + DQ), for k_attention_flash where k_isa() reaches
+ * float lanes (AVX-512 F; vec512.h's lanes), for k_attention_flash where k_isa() reaches
  * K_ISA_AVX512: tiles of 12 query rows by 32 keys (24 of the 32 zmm
  * registers hold the tile), so each broadcast of a query element feeds two
  * 16-lane multiply-adds as in the AVX2 set, at twice its lanes and twice
@@ -14,22 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define VF __m512
-#define VF_N 16
-#define VT __attribute__((target("avx512f,avx512dq")))
-
-#define vf_set1 _mm512_set1_ps
-#define vf_load _mm512_loadu_ps
-#define vf_store _mm512_storeu_ps
-#define vf_add _mm512_add_ps
-#define vf_sub _mm512_sub_ps
-#define vf_mul _mm512_mul_ps
-#define vf_min _mm512_min_ps
-#define vf_max _mm512_max_ps
-#define vf_fma _mm512_fmadd_ps
-#define vf_fnma _mm512_fnmadd_ps
-#define vf_pow2(n) \
-    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
+#include "kern/vec512.h"
 
 VT static inline float vf_hmax(__m512 v) { return _mm512_reduce_max_ps(v); }
 
@@ -43,6 +28,5 @@ VT static inline double vf_hsum_d(__m512 v) {
 #define AF_MR 12
 #undef K_VEC
 #define K_VEC(name) name##_avx512
-#include "kern/vec_exp_impl.h"
 #include "kern/attn_flash_impl.h"
 #endif

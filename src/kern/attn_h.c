@@ -41,6 +41,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "kern/vec512.h"
 #define K_X86 1
 #define K_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define K_INLINE static inline __attribute__((always_inline))
@@ -295,24 +296,6 @@ K_AVX512 K_INLINE void scores_avx512(float *s, int lds, const float *q, int ldq,
     }
 }
 
-/* exp_poly (poly.h) on 16 lanes: same clamp, split and polynomial; the
- * power of two by vscalefps. */
-K_AVX512 K_INLINE __m512 exp_avx512(__m512 x) {
-    const __m512 shift = _mm512_set1_ps(12582912.0f);
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504f), shift), shift);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 /* x[0, n) = exp(x - max), n >= 1; returns 1 / sum (the sum's 16 lanes
  * combined in double, as k_softmax does). */
 K_AVX512 static float softmax_avx512(float *x, int n) {
@@ -323,12 +306,12 @@ K_AVX512 static float softmax_avx512(float *x, int n) {
     if (mt) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), mt, x + i));
     __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
     for (i = 0; i + 16 <= n; i += 16) {
-        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        __m512 e = vexp(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
         _mm512_storeu_ps(x + i, e);
         sum = _mm512_add_ps(sum, e);
     }
     if (mt) {
-        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mt, x + i), vm));
+        __m512 e = vexp(_mm512_sub_ps(_mm512_maskz_loadu_ps(mt, x + i), vm));
         _mm512_mask_storeu_ps(x + i, mt, e);
         sum = _mm512_mask_add_ps(sum, mt, sum, e);
     }

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kern/vec512.h"
 #include "kern/x86.h"
 
 #define AVX512 K_AVX512
@@ -98,25 +99,6 @@ AVX512 void gemm_pack_w_avx512(void *wp, k_w w, int K, int n0, int nn, int k0, i
         }
 }
 
-/* exp(x) as poly.h's exp_poly, 16 lanes. */
-AVX512 static inline __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-    __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504f), _mm512_set1_ps(12582912.0f));
-    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-    e = _mm512_slli_epi32(e, 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
-
 /* x * Phi(x) as k_gelu: erf by Abramowitz-Stegun 7.1.26 (poly.h's erf_poly). */
 AVX512 static inline __m512 gelu16(__m512 v) {
     __m512 z = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
@@ -129,7 +111,7 @@ AVX512 static inline __m512 gelu16(__m512 v) {
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-    __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
+    __m512 e = vexp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
     __m512 r = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, _mm512_set1_ps(1.0f));
     __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
     r = _mm512_mask_sub_ps(r, neg, _mm512_setzero_ps(), r);

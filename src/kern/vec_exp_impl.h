@@ -1,5 +1,5 @@
 /* vec_exp_impl.h - exp in lanes (vexp), the one lane function that
- * vec_impl.h and the wider attention set (attn_flash_avx512.c) share;
+ * vec_impl.h's sets (8 lanes, 4 on NEON) and vec512.h's 16 lanes share;
  * included after the lane operations (vec_impl.h's list) are defined. */
 #include "kern/poly.h"
 
