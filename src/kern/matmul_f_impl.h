@@ -17,8 +17,8 @@
  * into L1 the prefetches took the few fill buffers the loads need too, and
  * a tile's reads lagged the more, the more rows it had (AMD EPYC Zen 4,
  * [256206 x 1024], 2 threads, of the streaming read bandwidth: 1 row 89%,
- * 4 rows 77%, 7 rows 61%; into L2 32 rows ahead: 99%, 93%, 84%; this
- * machine's AVX2 set 87%, 74%, 56% before and 99%, 94%, 82% after). */
+ * 4 rows 69%, 7 rows 58%; into L2 32 rows ahead: 99%, 93-95%, 80-84%;
+ * this machine's AVX2 set 87%, 74%, 56% before, 99%, 94%, 82% after). */
 
 #define MF_NB 4
 #define MF_MB 3
