@@ -178,7 +178,7 @@ typedef struct {
     int ldy, ldx, M, N, K;
     k_gemm_mode mode;
     int epi;
-    int isa;   /* k_gemm_isa's cap: K_ISA_AMX (none), or OP_FEW_ISA (few_isa) */
+    int isa;   /* k_gemm_isa's cap: K_ISA_AMX (none), or K_ISA_VEC (few_isa) */
 } gemm_ctx;
 
 /* Rows [lo, ...) of w [N, K] as a matrix of their own (lo: a multiple of
@@ -273,9 +273,9 @@ static k_gemm_mode gemm_mode(k_w w) {
  * (gemm_bench [--avx2] -m 8 -s cols, 2026-11-29), but against the few-row
  * kernel on one thread (gemm_bench's first column splits rows by 14) and
  * with opus-mt's matrices in its 480 MB L3. On the Zen 4 (32 MB L3),
- * end to end, 8 rows: the AVX2 form (below) 25.4 NLLB tokens/s, the
- * few-row kernel 25.0 (its AVX2 set 29.3), k_gemm's AVX-512 form 11.0;
- * 16 rows 122 / 80 / 67. */
+ * end to end, NLLB-600M tokens/s at 8 rows: k_gemm's AVX-512 form 10.8,
+ * its AVX2 form (below) 23.8, the few-row kernel 25.0; 16 rows 68.7 /
+ * 116.9 / 80. */
 #define OP_WS_MIN_M 8
 
 /* Up to this many rows of f32 weights, op_matmul_w's products take k_gemm's
@@ -283,9 +283,9 @@ static k_gemm_mode gemm_mode(k_w w) {
  * where AVX-512 is there: the AVX-512 form holds x rows in 32 lanes, so 8
  * rows waste three quarters of its multiply-adds and 16 rows half. AMD
  * EPYC Zen 4, f32, text_vs_ctranslate2 workers (tokens/s): NLLB-600M 2
- * inputs x 4 beams (8 rows) 11.0 -> 25.4, 16 inputs greedy 67 -> 122;
- * bart-large-cnn 2 x 4 19.8 -> 43; opus-mt 2 x 4 105 -> 183, 16 inputs 560
- * -> 838 (the last two under the AVX2 cap, the same kernel). On the Xeon
+ * inputs x 4 beams (8 rows) 10.8 -> 23.8, 16 inputs greedy 68.7 -> 116.9;
+ * bart-large-cnn 20.4 -> 44.5, 123.0 -> 190.6; opus-mt 100.9 -> 161.5,
+ * 597.8 -> 812.4. On the Xeon
  * the AVX2 form was ahead too (58101 x 512: 72.3 against 63.2 GFLOP/s at 8
  * rows, 139.6 against 128.6 at 16; docs/BENCHMARKS.md). From 17 rows on
  * each set's own. Not for op_matmul_w_rows: its sums must not change with
