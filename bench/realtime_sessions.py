@@ -164,6 +164,8 @@ def run(a, n, pcm, ref, jfk):
         behind += last - o["seconds"] > 5
         tails.append(last - o["seconds"])
         wers.append(100 * edits(words(" ".join(text)), r) / len(r))
+        if a.texts:
+            print(f"  session {len(wers)} ({wers[-1]:.2f}%): {' | '.join(text)}")
     print(f"{n} session(s), {a.threads} threads, {len(pcm) / 48000:.1f} s each:")
     print(f"  utterance latency (completed after its audio's end): median {pct(lat, 0.5):.2f} s, "
           f"p90 {pct(lat, 0.9):.2f} s over {len(lat)} utterances")
@@ -192,6 +194,7 @@ def main():
     ap.add_argument("--cross-kv", default="f32", help="encdec serve's --cross-kv (f32, f16, bf16)")
     ap.add_argument("--sessions", default="1,8")
     ap.add_argument("--recording", default="talk")
+    ap.add_argument("--texts", action="store_true", help="print each session's transcripts")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     path = os.path.join(tmp, a.recording + ".wav")

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,8 +34,11 @@ static const char HELP[] =
     "      --rate HZ         the input is raw s16le mono PCM at HZ (1000..384000)\n"
     "      --realtime        feed a file at the pace it would be spoken (default: a file as\n"
     "                        fast as the model decodes: every step's audio, then its\n"
-    "                        decode; raw PCM as it comes)\n"
+    "                        decode; raw PCM from a pipe as it comes)\n"
     "      --step S          decode again after S seconds of new audio (default 1.0)\n"
+    "      --max-step S      the most new audio one decode takes (default 3.0): when the\n"
+    "                        decodes run slower than audio comes (a busy machine), each\n"
+    "                        takes what waited, up to S, and the stream keeps up\n"
     "      --agreement N     decodes that must agree on a word before it is final (2; 2..5)\n"
     "      --min-silence S   silence that ends an utterance (default 0.6; 0: agreement only)\n"
     "      --vad             Silero VAD judges silence (else the level: --silence-db)\n"
@@ -92,6 +96,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(a, "-l") || !strcmp(a, "--language")) o->language = strcmp(v, "auto") ? v : NULL;
             else if (!strcmp(a, "--vad-model")) o->vad_dir = v, o->vad = 1;
             else if (!strcmp(a, "--step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.step_s);
+            else if (!strcmp(a, "--max-step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.max_step_s);
             else if (!strcmp(a, "--min-silence")) ok = cli_parse_double(a, v, 0, 30, &o->lp.min_silence_s);
             else if (!strcmp(a, "--silence-db")) {
                 if ((ok = cli_parse_double(a, v, -120, 0, &x))) o->lp.silence_db = (float)x;
@@ -224,14 +229,19 @@ static int feed_file(encdec_live *l, const opts *o, out_state *w, encdec_status 
     return 0;
 }
 
-/* Raw s16le from a descriptor, fed as it comes; after each step's audio
- * its decode is awaited (a pipe holds what arrives meanwhile: the producer
- * waits rather than audio being lost), but with --realtime, where a file
- * is fed at the pace it would be spoken. */
+/* Raw s16le from a descriptor, fed as it comes. A regular file has each
+ * step's decode awaited after its audio (as fast as the model goes, as a
+ * decoded file is fed), or, with --realtime, is fed at the pace it would
+ * be spoken. A pipe (a microphone) is read while the decodes run; only
+ * when max_step_s of audio waits for them does the reader wait (the pipe
+ * holds what arrives meanwhile). */
 static int feed_raw(encdec_live *l, int fd, const opts *o, out_state *w, encdec_status *st) {
     unsigned char b[3200];   /* 0.1 s at 16 kHz */
     float x[1600];
     size_t have = 0;
+    struct stat sb;
+    int paced = !o->realtime && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    double ahead = o->lp.max_step_s > o->lp.step_s ? o->lp.max_step_s : o->lp.step_s;
     double t0 = cli_now_ms(), fed = 0, step = o->lp.step_s * o->rate, next = step;
     w->t0 = t0;   /* the stream's clock starts with its first sample */
     for (;;) {
@@ -253,9 +263,11 @@ static int feed_raw(encdec_live *l, int fd, const opts *o, out_state *w, encdec_
         }
         memmove(b, b + 2 * k, have - 2 * k);
         have -= 2 * k;
-        int wait = !o->realtime && fed >= next;
+        int wait = paced && fed >= next;
         if (wait) next += step;
         if (drain(l, w, wait ? -1 : 0, st)) return 0;
+        while (!paced && !o->realtime && encdec_live_backlog(l) >= ahead)
+            if (drain(l, w, 20, st)) return 0;
     }
 }
 

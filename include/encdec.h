@@ -753,6 +753,11 @@ typedef struct encdec_live encdec_live;
 typedef struct {
     int sample_rate;              /* of the audio fed (default 16000; others resampled) */
     double step_s;                /* new audio that calls for another decode (1.0; 0.1..10) */
+    double max_step_s;            /* the most new audio one decode takes (3.0; 0..10, taken
+                                     as step_s below it and as half of max_buffer_s above
+                                     that): a session whose decodes run slower than its
+                                     audio comes (a busy machine) decodes longer steps
+                                     instead of falling behind */
     int agreement;                /* decodes that must agree on a word (2; 2..5) */
     double min_silence_s;         /* silence after speech that ends an utterance (0.6;
                                      0: never, only agreement) */
@@ -811,9 +816,11 @@ ENCDEC_API encdec_status encdec_live_finish(encdec_live *l);
 ENCDEC_API int encdec_live_next(encdec_live *l, encdec_live_event *ev, int wait_ms);
 ENCDEC_API void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *out);
 /* Seconds of audio fed that no decode has started on (0 after finish or
- * DONE). At step_s or more the session is behind: a decode runs and the
- * next one's audio waits. A source that can wait (a file, a socket with
- * flow control) should, rather than feed more. */
+ * DONE). At step_s or more a decode runs and the next one's audio waits.
+ * A source of live audio keeps feeding up to max_step_s of backlog (the
+ * next decode takes it all: the session keeps up with real time on a
+ * machine too busy for a decode every step_s), and past it should wait if
+ * it can (a file, a socket with flow control) rather than feed more. */
 ENCDEC_API double encdec_live_backlog(encdec_live *l);
 /* Cancels a decode that runs and frees the session. */
 ENCDEC_API void encdec_live_free(encdec_live *l);

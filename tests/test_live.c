@@ -10,8 +10,9 @@
  * buffer never over its limit; silence not decoded (a minute of it: no
  * decode; speech after 45 s of it: times in the stream's clock); 24 kHz
  * audio resampled; the Silero VAD judging silence when installed; bad
- * parameters and calls refused. Then `encdec stream`: a file, --json, raw
- * PCM on standard input, --realtime's pace, its errors. */
+ * parameters and calls refused; a session behind real time decoding at
+ * most max_step_s of new audio at once. Then `encdec stream`: a file,
+ * --json, raw PCM on standard input, --realtime's pace, its errors. */
 #include "check.h"
 #include "clirun.h"
 #include "tmpdir.h"
@@ -234,7 +235,8 @@ static void utterances(encdec_engine *e) {
 #ifndef ED_SANITIZED   /* the sanitizers' pass leaves the long ones out */
 /* The 62 s talk of tests/data/longform-golden.json (speech and pauses):
  * live WER within 3 points of offline, the buffer within its limit (20 s,
- * tighter than the default). A decode every 2 s of audio, not every second:
+ * tighter than the default; its pauses keep it at 16 s or less). A decode
+ * every 2 s of audio, not every second:
  * utterances() has the default step; here, where the 20 s limit and the
  * pauses are what is checked, half the decodes do (38 s -> 20 s alone). */
 static void talk(encdec_engine *e) {
@@ -274,6 +276,9 @@ static void talk(encdec_engine *e) {
            "%.1f s held\n", (double)n / 16000, el, eo, w, r.st.decodes, r.st.failed,
            r.st.max_buffered_s);
     CHECK(w > 100 && (double)el / w <= (double)eo / w + 0.03);
+    /* its pauses are cut points: the buffer stays well under its limit
+     * (19 s held before they were, cut only as the limit neared) */
+    CHECK(r.st.max_buffered_s <= 16);
     if ((double)el / w > (double)eo / w + 0.03) fprintf(stderr, "live:%s\noffline:%s\nref:%s\n", r.final, off, ref);
     free(off), free(r.final), free(pcm), free(ws);
     cJSON_Delete(js);
@@ -358,6 +363,53 @@ static void backlog(encdec_engine *e, const float *jfk, size_t n) {
     encdec_live_free(l);
 }
 
+#define JFK_WORDS "and so my fellow americans ask not what your country can do for you ask what " \
+                  "you can do for your country"
+
+/* A session behind real time (audio fed faster than it decodes): the
+ * next decode takes max_step_s of what waits, not all of it; at the end
+ * the rest is decoded in steps of that size, and every word comes. */
+static void behind(encdec_engine *e, const float *jfk, size_t n) {
+    for (int cap = 0; cap < 2; cap++) {
+        encdec_live_params p = encdec_live_default_params();
+        CHECK(p.max_step_s == 3.0);
+        if (cap) p.max_step_s = 10;
+        encdec_live *l = NULL;
+        CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_OK);
+        if (!l) return;
+        CHECK_EQ_INT(encdec_live_feed(l, jfk, 2 * 16000), ENCDEC_OK);   /* the first decode */
+        CHECK_EQ_INT(encdec_live_feed(l, jfk + 2 * 16000, 8 * 16000), ENCDEC_OK);
+        encdec_live_event ev;
+        CHECK(encdec_live_next(l, &ev, -1));   /* the first decode's: the second has started */
+        double b = encdec_live_backlog(l), want = cap ? 0 : 5;
+        printf("behind, max_step_s %g: %.2f s wait after the second decode started\n",
+               p.max_step_s, b);
+        CHECK(fabs(b - want) < 0.01);
+        CHECK_EQ_INT(encdec_live_feed(l, jfk + 10 * 16000, n - 10 * 16000), ENCDEC_OK);
+        CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+        char text[1024] = "";
+        while (encdec_live_next(l, &ev, -1))
+            if (ev.kind == ENCDEC_LIVE_FINAL && strlen(text) + strlen(ev.text) < sizeof text)
+                strcat(text, ev.text);
+        encdec_live_stats st;
+        encdec_live_get_stats(l, &st);
+        int ed = wer_edits(text, JFK_WORDS);
+        printf("  %d decodes, %d edits:%s\n", st.decodes, ed, text);
+        CHECK(ed <= 2);
+        CHECK(cap ? st.decodes <= 3 : st.decodes >= 4);
+        encdec_live_free(l);
+    }
+    /* below step_s it is step_s; above half the buffer, half the buffer */
+    encdec_live_params p = encdec_live_default_params();
+    p.max_step_s = 0;
+    encdec_live *l = NULL;
+    CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_OK);
+    encdec_live_free(l);
+    p.max_step_s = 10.5;
+    CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_ERR_ARG);
+    CHECK(strstr(encdec_last_error(), "max_step_s"));
+}
+
 #ifndef ED_SANITIZED
 static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     char dir[1024];
@@ -439,8 +491,6 @@ static void bad_calls(encdec_engine *e) {
     encdec_live_free(NULL);
 }
 
-#define JFK_WORDS "and so my fellow americans ask not what your country can do for you ask what " \
-                  "you can do for your country"
 
 /* The text of `encdec stream`'s plain lines ("[  0.00 -->   1.04] And so"). */
 static void plain_text(const char *out, char *text, size_t cap) {
@@ -564,6 +614,7 @@ int main(void) {
         }
         rate_24k(e, jfk, n_jfk);
         backlog(e, jfk, n_jfk);
+        behind(e, jfk, n_jfk);
 #ifndef ED_SANITIZED
         with_vad(e, jfk, n_jfk);
         talk(e);

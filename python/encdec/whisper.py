@@ -455,7 +455,7 @@ class WhisperModel(Owner):
 
     def stream(self, chunks, sample_rate=16000, language=None, task="transcribe", beam_size=1,
                step=1.0, agreement=2, min_silence=0.6, vad_filter=False, silence_db=-45.0,
-               max_buffer=30.0):
+               max_buffer=30.0, max_step=3.0):
         """Live transcription (encdec's own; faster-whisper has none): the
         text of audio as it arrives. chunks: an iterable of mono pieces at
         sample_rate, NumPy arrays (float32 in [-1, 1], or int16 / int32) or
@@ -465,10 +465,13 @@ class WhisperModel(Owner):
         final text), times in seconds of the stream. Words become final when
         `agreement` successive decodes agree on them, or with their
         utterance once `min_silence` seconds of silence follow (the Silero
-        VAD's verdict with vad_filter, else the level: silence_db). After
-        each `step` seconds of audio the iterator waits for that step's
-        decode, so a source faster than real time loses nothing; one that
-        delivers audio as it is spoken gets its text within a second or two.
+        VAD's verdict with vad_filter, else the level: silence_db). A decode
+        starts after each `step` seconds of audio; when `max_step` seconds
+        wait for the decodes, the iterator waits for them, so a source
+        faster than real time loses nothing (it is decoded max_step seconds
+        at a time), and one that delivers audio as it is spoken gets its
+        text within a second or two, or, on a machine too busy for a decode
+        every step, keeps up with longer ones.
         The decodes are requests of this model's engine, beside its other
         transcriptions. Method: docs/LIVE.md."""
         if not self._engine:
@@ -478,6 +481,7 @@ class WhisperModel(Owner):
         language = self._check_language(language)
         lp = N.lib.encdec_live_default_params()
         lp.sample_rate, lp.step_s, lp.agreement = int(sample_rate), float(step), int(agreement)
+        lp.max_step_s = float(max_step)
         lp.min_silence_s, lp.silence_db, lp.max_buffer_s = float(min_silence), float(silence_db), \
             float(max_buffer)
         lang = language.encode() if language else None   # kept alive below
@@ -499,16 +503,16 @@ class WhisperModel(Owner):
             return False
 
         try:
-            fed, per_step = 0, max(1, int(step * sample_rate))
+            ahead = max(float(step), min(float(max_step), float(max_buffer) / 2))
             for chunk in chunks:
                 x = np.frombuffer(bytes(chunk), dtype="<i2") if isinstance(
                     chunk, (bytes, bytearray, memoryview)) else np.asarray(chunk)
                 x = A._as_float_samples(x.reshape(-1))
                 N.check(N.lib.encdec_live_feed(
                     h, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), x.size), "stream")
-                waited = fed // per_step < (fed + x.size) // per_step
-                fed += x.size
-                yield from ready(-1 if waited else 0)
+                yield from ready(0)
+                while N.lib.encdec_live_backlog(h) >= ahead:   # the decodes are behind
+                    yield from ready(20)
             N.check(N.lib.encdec_live_finish(h), "stream")
             yield from ready(-1)
         finally:

@@ -40,6 +40,7 @@ struct encdec_live {
     encdec_request *q;           /* the decode running, or NULL */
     double q_t0;                 /* its audio's start */
     double q_end;
+    int q_capped;                /* it stopped max_step_s after the one before: audio waits */
     live_words hyp[MAX_AGREE];   /* the last `agreement` decodes' words not final, newest first */
     int n_hyp;
     live_words tail;             /* the final text's last words */
@@ -59,6 +60,7 @@ encdec_live_params encdec_live_default_params(void) {
     encdec_live_params p = {0};
     p.sample_rate = SR;
     p.step_s = 1.0;
+    p.max_step_s = 3.0;
     p.agreement = 2;
     p.min_silence_s = 0.6;
     p.silence_db = -45.0f;
@@ -143,34 +145,51 @@ static int append(encdec_live *l, const float *x, size_t n) {
     return 0;
 }
 
-/* 1 when the stream's audio in [t0, t1) is silence (the VAD, else the level). */
-static int silent(const encdec_live *l, double t0, double t1) {
+/* The stream's audio in [t0, t1) judged frame by frame (the VAD's 32 ms
+ * frames, else the level's 30 ms): 1 when all of it is silence; *run (may
+ * be NULL) gets the longest stretch of silent frames, in seconds. */
+static int quiet(const encdec_live *l, double t0, double t1, double *run) {
+    if (run) *run = 0;
     if (t0 < l->buf_t0) t0 = l->buf_t0;
     if (t1 <= t0) return 1;
     size_t a = (size_t)((t0 - l->buf_t0) * SR), b = (size_t)((t1 - l->buf_t0) * SR);
     if (b > l->n) b = l->n;
     if (b <= a) return 1;
+    int all = 1;
+    size_t cur = 0, best = 0;   /* samples */
     if (l->p.vad) {
         /* the VAD's state wants context: up to 0.5 s before the stretch */
         size_t from = a > SR / 2 ? a - SR / 2 : 0;
         float *pr = NULL;
         size_t nf = 0;
         if (encdec_vad_probs(l->p.vad, l->buf + from, b - from, 1, &pr, &nf) != ENCDEC_OK) return 0;
-        int quiet = 1;
-        for (size_t f = (a - from) / 512; f < nf && quiet; f++) quiet = pr[f] < 0.35f;
+        for (size_t f = (a - from) / 512; f < nf; f++) {
+            int q = pr[f] < 0.35f;
+            all &= q;
+            cur = q ? cur + 512 : 0;
+            best = cur > best ? cur : best;
+        }
         encdec_free(pr);
-        return quiet;
+    } else {
+        const size_t fr = SR * 3 / 100;   /* 30 ms */
+        double lim = pow(10.0, l->p.silence_db / 20.0);
+        for (size_t i = a; i < b; i += fr) {
+            size_t e = i + fr < b ? i + fr : b;
+            double s = 0;
+            for (size_t j = i; j < e; j++) s += (double)l->buf[j] * l->buf[j];
+            int q = sqrt(s / (double)(e - i)) < lim;
+            all &= q;
+            cur = q ? cur + (e - i) : 0;
+            best = cur > best ? cur : best;
+            if (!all && !run) break;
+        }
     }
-    const size_t fr = SR * 3 / 100;   /* 30 ms */
-    double lim = pow(10.0, l->p.silence_db / 20.0);
-    for (size_t i = a; i < b; i += fr) {
-        size_t e = i + fr < b ? i + fr : b;
-        double s = 0;
-        for (size_t j = i; j < e; j++) s += (double)l->buf[j] * l->buf[j];
-        if (sqrt(s / (double)(e - i)) >= lim) return 0;
-    }
-    return 1;
+    if (run) *run = (double)best / SR;
+    return all;
 }
+
+/* 1 when the stream's audio in [t0, t1) is silence (the VAD, else the level). */
+static int silent(const encdec_live *l, double t0, double t1) { return quiet(l, t0, t1, NULL); }
 
 /* ---- final text ---- */
 
@@ -201,7 +220,7 @@ static void trim(encdec_live *l) {
     double len = (double)l->n / SR;
     if (len > TRIM_S && l->seg_cut > l->buf_t0) cut_at(l, l->seg_cut);
     len = (double)l->n / SR;
-    if (len > l->p.max_buffer_s - l->p.step_s - 1.0 && l->final_end > l->buf_t0)
+    if (len > l->p.max_buffer_s - l->p.max_step_s - 1.0 && l->final_end > l->buf_t0)
         cut_at(l, l->final_end);
 }
 
@@ -223,10 +242,17 @@ static encdec_status submit(encdec_live *l) {
     tp.n_clip_timestamps = 0;
     tp.detect_language_only = 0;
     tp.whole_windows = 1;   /* the audio after the last word is the next step's */
-    encdec_status s = encdec_engine_transcribe(l->e, l->buf, l->n, &tp, &l->q);
+    /* at most max_step_s of new audio (a session behind real time decodes
+     * longer steps, not more of them; the rest waits for the next) */
+    size_t n = l->n;
+    double from = l->decoded_to > l->buf_t0 ? l->decoded_to : l->buf_t0;
+    double cap = (from + l->p.max_step_s - l->buf_t0) * SR;
+    l->q_capped = cap < (double)n;
+    if (l->q_capped) n = (size_t)cap;
+    encdec_status s = encdec_engine_transcribe(l->e, l->buf, n, &tp, &l->q);
     if (s) return s;
     l->q_t0 = l->buf_t0;
-    l->q_end = l->buf_t0 + (double)l->n / SR;
+    l->q_end = l->buf_t0 + (double)n / SR;
     l->decoded_to = l->q_end;
     l->st.decodes++;
     return ENCDEC_OK;
@@ -267,6 +293,26 @@ static int failed(const encdec_live *l, const encdec_result *r) {
     return 0;
 }
 
+/* Where an utterance ended inside the first k words of h (words the
+ * decodes agree on, followed by at least one more): after the latest word
+ * i < k whose gap to the next is min_silence_s or more and holds silence
+ * for half of that at a stretch (the VAD's or the level's frames; the
+ * words' times are the alignment's, a breath or a word's tail may lie
+ * inside the gap). A decode that runs past a pause (a step longer than
+ * the pause, or a session behind real time taking several seconds at
+ * once) ends with speech again, so the rule on its last word does not see
+ * it. Returns i + 1, or 0. */
+static int pause_within(const encdec_live *l, const live_words *h, int k) {
+    if (l->p.min_silence_s <= 0) return 0;
+    for (int i = (k < h->n ? k : h->n - 1) - 1; i >= 0; i--) {
+        double a = h->w[i].end, b = h->w[i + 1].start, run;
+        if (b - a < l->p.min_silence_s) continue;
+        quiet(l, a, b, &run);
+        if (run >= l->p.min_silence_s / 2) return i + 1;
+    }
+    return 0;
+}
+
 /* A finished decode: its new words, what became final, the partial rest. */
 static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (failed(l, r)) {
@@ -298,14 +344,23 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
          * the decodes agree on all of it (or the silence lasted 3 times that:
          * one decode's word then) */
         if (l->p.min_silence_s > 0 && h->n) {
-            double quiet = l->fed_s - h->w[h->n - 1].end;
+            /* the audio fed since, unless the decode left some of it out */
+            double until = l->q_capped ? l->q_end : l->fed_s, quiet = until - h->w[h->n - 1].end;
             if (quiet >= l->p.min_silence_s && (k == h->n || quiet >= 3 * l->p.min_silence_s) &&
-                silent(l, l->fed_s - l->p.min_silence_s, l->fed_s))
+                silent(l, until - l->p.min_silence_s, until))
                 k = -h->n;
         }
     }
     int utt = last || k < 0;
     if (k < 0) k = -k;
+    int u = utt ? 0 : pause_within(l, h, k);
+    if (u > 0) {   /* an utterance ended inside the agreed words: final, its pause a cut point */
+        double cut = h->w[u].start - fmin(SILENCE_KEEP_S, (h->w[u].start - h->w[u - 1].end) / 2);
+        if (commit(l, u, 1, 1)) return ENCDEC_ERR_NOMEM;
+        if (push_words(l, ENCDEC_LIVE_PARTIAL, h, 0, h->n, 0)) return ENCDEC_ERR_NOMEM;
+        if (cut > l->seg_cut) l->seg_cut = cut;
+        k -= u;
+    }
     if (k > 0) {
         if (commit(l, k, utt, !utt)) return ENCDEC_ERR_NOMEM;
         segment_cut(l, r);
@@ -393,6 +448,8 @@ encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params
         return ed_fail(ENCDEC_ERR_ARG, "live: sample_rate %d is not in 1000..384000", p.sample_rate);
     if (!(p.step_s >= 0.1 && p.step_s <= 10))
         return ed_fail(ENCDEC_ERR_ARG, "live: step_s %g is not in 0.1..10", p.step_s);
+    if (!(p.max_step_s >= 0 && p.max_step_s <= 10))
+        return ed_fail(ENCDEC_ERR_ARG, "live: max_step_s %g is not in 0..10", p.max_step_s);
     if (p.agreement < 2 || p.agreement > MAX_AGREE)
         return ed_fail(ENCDEC_ERR_ARG, "live: agreement %d is not in 2..%d", p.agreement, MAX_AGREE);
     if (!(p.min_silence_s >= 0 && p.min_silence_s <= 30))
@@ -405,6 +462,8 @@ encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params
     if (!l) return ed_fail(ENCDEC_ERR_NOMEM, "live: out of memory");
     l->e = e;
     l->p = p;
+    if (l->p.max_step_s > p.max_buffer_s / 2) l->p.max_step_s = p.max_buffer_s / 2;
+    if (l->p.max_step_s < p.step_s) l->p.max_step_s = p.step_s;
     l->final_end = 0;
     if (p.tp.language) snprintf(l->lang, sizeof l->lang, "%s", p.tp.language);
     l->p.tp.language = NULL;   /* l->lang holds it */

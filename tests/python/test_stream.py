@@ -76,6 +76,13 @@ def test_stream_24k_and_odd_chunks(tiny_en, jfk_pcm):
     assert edits(words(text), JFK_WORDS) <= 2, text
 
 
+def test_stream_all_at_once(tiny_en, jfk_pcm):
+    # a source far ahead of the decodes (the whole recording in one chunk):
+    # decoded max_step seconds at a time, every word there
+    text = run(tiny_en, [jfk_pcm], max_step=2.0)
+    assert edits(words(text), JFK_WORDS) <= 2, text
+
+
 def test_stream_silence_gives_nothing(tiny_en):
     evs = list(tiny_en.stream([np.zeros(16000, np.float32)] * 20))
     assert not [e for e in evs if e.type == "final"]
@@ -84,6 +91,8 @@ def test_stream_silence_gives_nothing(tiny_en):
 def test_stream_bad_options(tiny_en, jfk_pcm):
     with pytest.raises(encdec.ArgumentError, match="step_s"):
         list(tiny_en.stream([jfk_pcm], step=0))
+    with pytest.raises(encdec.ArgumentError, match="max_step_s"):
+        list(tiny_en.stream([jfk_pcm], max_step=11))
     with pytest.raises(encdec.ArgumentError, match="agreement"):
         list(tiny_en.stream([jfk_pcm], agreement=9))
     with pytest.raises(ValueError, match="task"):
