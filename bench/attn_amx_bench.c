@@ -1,13 +1,13 @@
 /* attn_amx_bench.c - the Whisper encoder's self attention in the bf16
  * compute mode, one head on one thread: the fused k_attention_bf16 (AMX
- * tiles, or its portable C version) against the path it replaces
+ * tiles, AVX512_BF16's vdpbf16ps, or its portable C version) against the path it replaces
  * (core/ops.c's attn_gemm_head: K pre-scaled and V^T copied to f32, then
  * per 256 query rows k_gemm in K_GEMM_BF16 mode for the scores, k_softmax,
  * k_gemm for P . V), and for reference the rate of k_gemm (bf16 mode: AMX
  * where available) computing the scores alone as one product
  * ([Mq, dh] . [Tk, dh]^T into an [Mq, Tk] f32 matrix).
  *
- *   build/bench/attn_amx_bench [-r REPEATS] [--isa 0|3] [-s MQ,TK ...]
+ *   build/bench/attn_amx_bench [-r REPEATS] [--isa 0|2|3] [-s MQ,TK ...]
  *
  * Shapes (Mq = Tk, dh 64): 1500 (Whisper's 30 s window) and 448 by default.
  * The input is a fused [T, 3 H dh] QKV matrix with H = 6 heads (Whisper
@@ -166,7 +166,8 @@ static int bench_shape(int Mq, int Tk, int reps, int isa) {
     double flop = 4.0 * Mq * Tk * DH, md[N_VAR];
     for (int var = 0; var < N_VAR; var++) md[var] = bench_median(t[var], reps);
     printf("  %-40s %8.3f ms/head %8.0f GFLOP/s  (%.2fx the old path)\n",
-           used == 3 ? "k_attention_bf16 (AMX, fused)" : "k_attention_bf16 (portable C)", md[V_NEW],
+           used == 3 ? "k_attention_bf16 (AMX, fused)"
+           : used == 2 ? "k_attention_bf16 (vdpbf16ps, fused)" : "k_attention_bf16 (portable C)", md[V_NEW],
            flop / md[V_NEW] / 1e6, md[V_OLD] / md[V_NEW]);
     printf("  %-40s %8.3f ms/head %8.0f GFLOP/s\n", "old path (k_gemm bf16 + k_softmax)", md[V_OLD],
            flop / md[V_OLD] / 1e6);
@@ -189,7 +190,7 @@ int main(int argc, char **argv) {
                 return 2;
             n_shapes++;
         } else {
-            fprintf(stderr, "usage: %s [-r REPEATS] [--isa 0|3] [-s MQ,TK ...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r REPEATS] [--isa 0|2|3] [-s MQ,TK ...]\n", argv[0]);
             return 2;
         }
     }
@@ -197,9 +198,10 @@ int main(int argc, char **argv) {
     for (int s = 0; s < n_shapes; s++)
         if (shapes[s][0] < 1 || shapes[s][1] < 1 || shapes[s][0] > 8192 || shapes[s][1] > 8192)
             return 2;
-    printf("one head of self attention, bf16 products, 1 thread; AMX %s; old path: k_gemm bf16 (%s) "
-           "+ k_softmax; median of %d rounds of %d heads\n",
-           k_attention_bf16_has() ? "available" : "not available (portable C)",
+    printf("one head of self attention, bf16 products, 1 thread; fused kernel: %s; old path: k_gemm "
+           "bf16 (%s) + k_softmax; median of %d rounds of %d heads\n",
+           k_gemm_has_amx() ? "AMX tiles" : k_attention_bf16_has() ? "AVX512_BF16 (vdpbf16ps)"
+                                                                  : "portable C",
            k_gemm_has_amx() ? "AMX" : k_gemm_has(K_GEMM_BF16) ? "AVX512_BF16" : "C", reps, H);
     int fail = 0;
     for (int s = 0; s < n_shapes; s++) fail |= bench_shape(shapes[s][0], shapes[s][1], reps, isa);

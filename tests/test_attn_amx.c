@@ -1,7 +1,8 @@
 /* test_attn_amx.c - kern/attn_amx.h: one head of attention with bf16
  * products, its AMX version (where this CPU has it and Linux grants the
- * tile state; otherwise those checks are skipped, with a note) and its
- * portable C version, against the scalar twin k_attention_bf16_ref and
+ * tile state), its AVX512_BF16 version (vdpbf16ps; where the CPU has it:
+ * otherwise those checks are skipped, with a note) and its portable C
+ * version, against the scalar twin k_attention_bf16_ref and
  * against the full-f32 k_attention_ref.
  *
  * Cases: Mq 1, 15, 16, 17, 31, 32, 33, 100 x Tk 1, 15, 16, 17, 33, 100, 448
@@ -164,9 +165,12 @@ static int sentinel_intact(const prob *p) {
     return 1;
 }
 
-static int g_amx;
-static double g_worst_ref[2][2], g_worst_f32[2][2];   /* [isa 0 / 3][scale 1?] */
-static double g_ratio[2];                              /* worst |o - ref| / bound, per isa */
+/* The versions: C, AVX512_BF16 (vdpbf16ps), AMX; those this CPU runs. */
+#define N_VER 3
+static const int VER[N_VER] = {0, 2, 3};
+static int g_has[N_VER];
+static double g_worst_ref[N_VER][2], g_worst_f32[N_VER][2];   /* [version][scale 1?] */
+static double g_ratio[N_VER];                                  /* worst |o - ref| / bound */
 static long g_risk, g_outputs;
 
 /* Runs version isa on p into p->o (head 1's columns); returns the isa used. */
@@ -188,18 +192,19 @@ static void attn_case(int Mq, int Tk, int dh, float scale, int with_f32) {
                         scale, 0, p.s32);
     g_risk += allowed(&p);
     g_outputs += (long)Mq * Tk;
-    for (int isa = 0; isa <= 3; isa += 3) {
-        if (isa == 3 && !g_amx) continue;
+    for (int vi = 0; vi < N_VER; vi++) {
+        int isa = VER[vi];
+        if (!g_has[vi]) continue;
         int used = run(&p, isa);
         CHECK_EQ_INT(used, isa);
-        double q = ratio(&p, p.o + dh, p.r + dh, p.tol, 0, &g_worst_ref[isa == 3][large]);
-        if (q > g_ratio[isa == 3]) g_ratio[isa == 3] = q;
+        double q = ratio(&p, p.o + dh, p.r + dh, p.tol, 0, &g_worst_ref[vi][large]);
+        if (q > g_ratio[vi]) g_ratio[vi] = q;
         if (!(q <= 1))
             fprintf(stderr, "  isa %d Mq %d Tk %d dh %d scale %g: |o - ref| over the bound (x%.3g)\n",
                     isa, Mq, Tk, dh, scale, q);
         CHECK(q <= 1);
         if (with_f32) {
-            q = ratio(&p, p.o + dh, p.r32 + dh, NULL, tol_bf, &g_worst_f32[isa == 3][large]);
+            q = ratio(&p, p.o + dh, p.r32 + dh, NULL, tol_bf, &g_worst_f32[vi][large]);
             if (!(q <= 1))
                 fprintf(stderr, "  isa %d Mq %d Tk %d dh %d scale %g: |o - k_attention_ref| over %g "
                                 "(x%.3g)\n", isa, Mq, Tk, dh, scale, tol_bf, q);
@@ -212,8 +217,9 @@ static void attn_case(int Mq, int Tk, int dh, float scale, int with_f32) {
 
 /* Tk = 1: every row's output is v's rounded row. */
 static void test_one_key(void) {
-    for (int isa = 0; isa <= 3; isa += 3) {
-        if (isa == 3 && !g_amx) continue;
+    for (int vi = 0; vi < N_VER; vi++) {
+        int isa = VER[vi];
+        if (!g_has[vi]) continue;
         prob p;
         prob_init(&p, 37, 1, 80, 1.0f);
         run(&p, isa);
@@ -242,8 +248,9 @@ static int run_sizes(prob *p, int isa, int Mq, int Tk, int dh) {
 
 /* Tk 0 gives zeros; Mq 0 writes nothing; sizes out of range are refused. */
 static void test_edges(void) {
-    for (int isa = 0; isa <= 3; isa += 3) {
-        if (isa == 3 && !g_amx) continue;
+    for (int vi = 0; vi < N_VER; vi++) {
+        int isa = VER[vi];
+        if (!g_has[vi]) continue;
         prob p;
         prob_init(&p, 5, 0, 48, 0.125f);
         run(&p, isa);
@@ -276,8 +283,9 @@ static void test_catches(void) {
                          0.125f);
     allowed(&p);
     for (int j = 0; j < p.Tk; j++) p.qkv[(size_t)j * p.ld + 2 * H * p.dh + p.dh] += 1e-3f;
-    for (int isa = 0; isa <= 3; isa += 3) {
-        if (isa == 3 && !g_amx) continue;
+    for (int vi = 0; vi < N_VER; vi++) {
+        int isa = VER[vi];
+        if (!g_has[vi]) continue;
         double worst = 0;
         run(&p, isa);
         CHECK(ratio(&p, p.o + p.dh, p.r + p.dh, p.tol, 0, &worst) > 10);
@@ -313,7 +321,7 @@ static void test_threads(void) {
     pthread_t th[2];
     float *seq = malloc(sizeof(float) * 2 * no);
     for (int h = 0; h < 2; h++) {
-        t[h] = (thread_arg){&p, h, g_amx ? 3 : 0, malloc(sizeof(float) * no),
+        t[h] = (thread_arg){&p, h, g_has[2] ? 3 : g_has[1] ? 2 : 0, malloc(sizeof(float) * no),
                             aligned_alloc(64, sb)};
         thread_run(&t[h]);
         memcpy(seq + h * no, t[h].o, sizeof(float) * no);
@@ -330,9 +338,14 @@ static void test_threads(void) {
 }
 
 int main(void) {
-    g_amx = k_attention_bf16_has();
-    if (!g_amx)
-        printf("no AMX here (or the tile state was refused): AMX checks skipped, C version only\n");
+    g_has[0] = 1;   /* (no rows, no keys: the call only says which version would run) */
+    for (int vi = 1; vi < N_VER; vi++)
+        g_has[vi] = k_attention_bf16_isa(VER[vi], NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0, 1, 1.0f,
+                                         NULL) == VER[vi];
+    if (!g_has[2])
+        printf("no AMX here (or the tile state was refused): AMX checks skipped\n");
+    if (!g_has[1])
+        printf("no AVX512_BF16 here: the vdpbf16ps checks skipped\n");
     test_one_key();
     test_edges();
     test_catches();
@@ -357,12 +370,13 @@ int main(void) {
     attn_case(15, 33, 1, 1.0f, 1);
     attn_case(40, 70, 17, (float)(1.0 / sqrt(17.0)), 1);
     for (int l = 0; l < 2; l++)
-        printf("scale %s: worst |o - ref| C %.3g, AMX %.3g (bound %g + flips); |o - k_attention_ref| "
-               "C %.3g, AMX %.3g (tol %g)\n", l ? "1" : "1/sqrt(dh)", g_worst_ref[0][l],
-               g_worst_ref[1][l], TOL_ACC, g_worst_f32[0][l], g_worst_f32[1][l],
+        printf("scale %s: worst |o - ref| C %.3g, vdpbf16ps %.3g, AMX %.3g (bound %g + flips); "
+               "|o - k_attention_ref| C %.3g, vdpbf16ps %.3g, AMX %.3g (tol %g)\n",
+               l ? "1" : "1/sqrt(dh)", g_worst_ref[0][l], g_worst_ref[1][l], g_worst_ref[2][l],
+               TOL_ACC, g_worst_f32[0][l], g_worst_f32[1][l], g_worst_f32[2][l],
                l ? TOL_BF_LARGE : TOL_BF_SMALL);
-    printf("worst |o - ref| / bound: C %.3g, AMX %.3g; worst |o - ref| where no weight is at risk "
-           "%.3g; %ld of %ld weights within 2^-14 of a bf16 rounding change\n", g_ratio[0],
-           g_ratio[1], g_worst_clean, g_risk, g_outputs);
+    printf("worst |o - ref| / bound: C %.3g, vdpbf16ps %.3g, AMX %.3g; worst |o - ref| where no "
+           "weight is at risk %.3g; %ld of %ld weights within 2^-14 of a bf16 rounding change\n",
+           g_ratio[0], g_ratio[1], g_ratio[2], g_worst_clean, g_risk, g_outputs);
     return check_done();
 }

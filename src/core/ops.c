@@ -551,8 +551,9 @@ typedef struct {
     k_gemm_mode mode;
 } attn_gemm_ctx;
 
-/* The fused heads (scores and P stay in L1/L2): bf16 mode on AMX
- * (kern/attn_amx.h) and f32 on the vector sets (k_attention_flash). Items
+/* The fused heads (scores and P stay in L1/L2): bf16 mode on AMX or
+ * AVX512_BF16 (kern/attn_amx.h) and f32 on the vector sets
+ * (k_attention_flash). Items
  * are (head, part of the query rows): one part per head when the heads
  * divide evenly over the threads, else nth parts (each packs the head's K
  * and V again: 2 Tk dh values against 4 Mq Tk dh / nth flops). No memory
@@ -592,9 +593,11 @@ static void attn_fused_task(void *arg, int ith, int nth) {
 }
 
 /* Attention by heads through k_gemm pays for bf16 products on AVX-512
- * (vdpbf16ps: the fused kernel is f32); f32 runs the fused (flash) kernel
- * on every vector set, in 16 lanes from AVX-512 up: 5% less encoder time
- * than by heads for tiny.en and base (AMD Zen 4, 2 threads, 2026-11-30). */
+ * where the fused bf16 kernel does not run (heads wider than
+ * K_ATTN_BF16_MAX_DH: AMX and AVX512_BF16 both run it otherwise, 1.5x
+ * this path on a Zen 4); f32 runs the fused (flash) kernel on every vector
+ * set, in 16 lanes from AVX-512 up: 5% less encoder time than by heads for
+ * tiny.en and base (AMD Zen 4, 2 threads, 2026-11-30). */
 static int attn_gemm_pays(k_gemm_mode mode) {
     return mode == K_GEMM_BF16 && k_gemm_path(K_ISA_AMX, mode) >= 2;
 }

@@ -171,6 +171,10 @@ static void attn_c(float *o, int ldo, const float *q, int ldq, const float *k, i
 
 #define AMX K_AMX
 #define AMX_INLINE AMX static inline __attribute__((always_inline))
+/* The pieces both versions use: AVX-512 with BF16, no tiles (AMX's
+ * target is a superset, so they inline into the AMX functions). */
+#define BF16DP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define BF16DP_INLINE BF16DP static inline __attribute__((always_inline))
 
 /* Key chunks (of 32) per softmax / P.V step: P^T of a range is 8 KB, read
  * by the tile loads from L1 (measured: 2, 8 and 16 slower; one range of
@@ -208,7 +212,7 @@ static size_t amx_bytes(int Tk, int dh) {
 
 /* x[0, n) (n clamped to 0..32, zeros past it) times sg as 32 bf16 in order:
  * lane p holds the pair (x[2p], x[2p + 1]). */
-AMX_INLINE __m512i row_bf16x32(const float *x, int n, __m512 sg) {
+BF16DP_INLINE __m512i row_bf16x32(const float *x, int n, __m512 sg) {
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
                                          35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
                                          5, 3, 1);
@@ -218,7 +222,7 @@ AMX_INLINE __m512i row_bf16x32(const float *x, int n, __m512 sg) {
 }
 
 /* In place: r[i] lane j <- r[j] lane i, 32-bit elements (x86.h's k_tr16). */
-AMX_INLINE void transpose16(__m512i r[16]) {
+BF16DP_INLINE void transpose16(__m512i r[16]) {
     __m512 f[16];
     for (int i = 0; i < 16; i++) f[i] = _mm512_castsi512_ps(r[i]);
     k_tr16(f);
@@ -227,7 +231,7 @@ AMX_INLINE void transpose16(__m512i r[16]) {
 
 /* Software prefetch of rows [0, n) of x (ld), columns [0, dh): q, k and v
  * are column slices of a QKV matrix that is usually in L3 (3% faster). */
-AMX_INLINE void prefetch_rows(const float *x, int ld, int n, int dh, int to_l1) {
+BF16DP_INLINE void prefetch_rows(const float *x, int ld, int n, int dh, int to_l1) {
     for (int i = 0; i < n; i++)
         for (int d = 0; d < dh; d += 16) {
             const char *a = (const char *)(x + (size_t)i * ld + d);
@@ -238,7 +242,7 @@ AMX_INLINE void prefetch_rows(const float *x, int ld, int n, int dh, int to_l1) 
 
 /* kp: k[Tk, dh] (ldk) as A tiles: tile (key group, dim chunk), row n = key
  * n's 32 dims; keys past Tk and dims past dh zero. */
-AMX static void pack_k(const amx_buf *b, const float *k, int ldk) {
+BF16DP static void pack_k(const amx_buf *b, const float *k, int ldk) {
     const __m512 one = _mm512_set1_ps(1.0f);
     for (int t = 0; t < b->Tp; t++) {
         if (t + 16 < b->Tk) prefetch_rows(k + (size_t)(t + 16) * ldk, ldk, 1, b->dh, 1);
@@ -254,7 +258,7 @@ AMX static void pack_k(const amx_buf *b, const float *k, int ldk) {
 /* vt: v[Tk, dh] (ldv) as A tiles of V^T: tile (key chunk, dim group), row
  * d = dim d over the chunk's 32 keys, i.e. 16 pairs (v[2p][d], v[2p+1][d]):
  * built as rows per key pair, then transposed. */
-AMX static void pack_v(const amx_buf *b, const float *v, int ldv) {
+BF16DP static void pack_v(const amx_buf *b, const float *v, int ldv) {
     for (int j = 0; j < b->nj; j++) {
         int next = b->Tk - (j + 1) * 32;   /* rows of the next chunk */
         if (next > 0)
@@ -280,7 +284,7 @@ AMX static void pack_v(const amx_buf *b, const float *v, int ldv) {
 /* qt: rows [0, mr) of q (ldq, mr <= 32) times sg as B tiles of Q^T: tile
  * (query group, dim chunk), row p = dim pair p, lane n = query n's pair;
  * queries past mr zero. */
-AMX static void pack_q(const amx_buf *b, const float *q, int ldq, int mr, float sg) {
+BF16DP static void pack_q(const amx_buf *b, const float *q, int ldq, int mr, float sg) {
     __m512 s = _mm512_set1_ps(sg);
     for (int rg = 0; rg < 2; rg++)
         for (int c = 0; c < b->nd; c++) {
@@ -340,7 +344,7 @@ AMX static void scores(const amx_buf *b, __m512 amax[2]) {
 }
 
 /* 2^y for finite y up to ~1 (here y < 2^-23 |a_max c|); 0 below ~2^-149. */
-AMX_INLINE __m512 exp2v(__m512 y) {
+BF16DP_INLINE __m512 exp2v(__m512 y) {
     __m512 f = _mm512_reduce_ps(y, 0x09);   /* y - floor(y): round down, no precision exception */
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(EXP2_C5), f, _mm512_set1_ps(EXP2_C4));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C3));
@@ -351,7 +355,7 @@ AMX_INLINE __m512 exp2v(__m512 y) {
 }
 
 /* One row of a P^T tile: lane n = (bf16(e0[n]), bf16(e1[n])). */
-AMX_INLINE __m512i pair_bf16(__m512 e0, __m512 e1) {
+BF16DP_INLINE __m512i pair_bf16(__m512 e0, __m512 e1) {
     const __m512i zip = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
                                          24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                          16, 0);
@@ -361,7 +365,7 @@ AMX_INLINE __m512i pair_bf16(__m512 e0, __m512 e1) {
 /* One query group, key pairs [k0, k1) (whole chunks): S^T rows st [Tp][16]
  * -> P^T pairs in pt (the chunks of the range 2 KB apart); e = 2^(a c - mc),
  * keys past Tk 0; *l += e (a lane per query). */
-AMX static void softmax_range(const amx_buf *b, const float *st, char *pt, int k0, int k1,
+BF16DP static void softmax_range(const amx_buf *b, const float *st, char *pt, int k0, int k1,
                               __m512 mc, __m512 c, __m512 *l) {
     __m512 l0 = *l, l1 = _mm512_setzero_ps(), z = l1;
     int k = k0, kf = b->Tk / 2 < k1 ? b->Tk / 2 : k1;   /* pairs below kf: both keys valid */
@@ -417,7 +421,7 @@ AMX static void pv_range(const amx_buf *b, int j0, int j1) {
 
 /* o[mr, dims d0 .. d0 + 32 (below dh)] = ob^T * inv (a lane per query),
  * ob the [32 dims][32 queries] block of those dims. */
-AMX static void store_o(float *o, int ldo, const float *ob, int mr, int d0, int dh,
+BF16DP static void store_o(float *o, int ldo, const float *ob, int mr, int d0, int dh,
                         const __m512 inv[2]) {
     for (int rg = 0; rg < 2 && rg * 16 < mr; rg++)
         for (int h = 0; h < 2 && d0 + h * 16 < dh; h++) {
@@ -435,13 +439,18 @@ AMX static void store_o(float *o, int ldo, const float *ob, int mr, int d0, int 
         }
 }
 
-/* One block of mr <= 32 query rows (q, o at its first row). */
-AMX static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, int ldq, int mr,
-                           float scale) {
+/* The two products of a block, on tiles (AMX) or in vdpbf16ps (_dp). */
+typedef void (*scores_fn)(const amx_buf *b, __m512 amax[2]);
+typedef void (*pv_fn)(const amx_buf *b, int j0, int j1);
+
+/* One block of mr <= 32 query rows (q, o at its first row), its products
+ * by sc and pv. */
+BF16DP static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, int ldq,
+                              int mr, float scale, scores_fn sc, pv_fn pv) {
     __m512 amax[2], mc[2], l[2], inv[2], c = _mm512_set1_ps(exp2_scale(scale));
     pack_q(b, q, ldq, mr, scale < 0 ? -1.0f : 1.0f);
     K_MEMBAR(b->qt);
-    scores(b, amax);
+    sc(b, amax);
     /* a_max c rounded down: the maximum's y is in [0, 2^-23 |a_max c|) */
     for (int rg = 0; rg < 2; rg++) {
         mc[rg] = _mm512_mul_round_ps(amax[rg], c, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -453,7 +462,7 @@ AMX static void attn_block(const amx_buf *b, float *o, int ldo, const float *q, 
             softmax_range(b, b->st + (size_t)rg * b->Tp * 16, b->pt + rg * 1024, j0 * 16, j1 * 16,
                           mc[rg], c, &l[rg]);
         K_MEMBAR(b->pt);
-        pv_range(b, j0, j1);
+        pv(b, j0, j1);
     }
     K_MEMBAR(b->ob);
     for (int rg = 0; rg < 2; rg++) inv[rg] = _mm512_div_ps(_mm512_set1_ps(1.0f), l[rg]);
@@ -472,9 +481,103 @@ AMX static void attn_amx(float *o, int ldo, const float *q, int ldq, const float
         int next = Mq - r0 - 32;   /* the next block's rows of q, into L2 */
         if (next > 0) prefetch_rows(q + (size_t)(r0 + 32) * ldq, ldq, next < 32 ? next : 32, dh, 0);
         attn_block(&b, o + (size_t)r0 * ldo, ldo, q + (size_t)r0 * ldq, ldq,
-                   Mq - r0 < 32 ? Mq - r0 : 32, scale);
+                   Mq - r0 < 32 ? Mq - r0 : 32, scale, scores, pv_range);
     }
     _tile_release();
+}
+
+/* ---- AVX-512 BF16: the same layouts, vdpbf16ps in registers ----
+ *
+ * Where there are no tiles (AMD Zen 4 and later, Intel Cooper Lake), the
+ * two products read the packed tiles above as vectors: a row of a B tile
+ * (Q^T's or P^T's: 16 queries' pairs) is one zmm, and each 32-bit pair of
+ * an A tile's row (a key's dims, or a dim's keys) is broadcast to it. A
+ * register tile is 8 rows of A by both query groups (16 accumulators),
+ * so each B row loaded feeds 16 vdpbf16ps. The softmax, the packing and
+ * the output are the AMX version's; the sums of a and of P . V are f32 in
+ * pairs, in the order of the dims (keys) as the tiles take them. */
+
+#define DP_R 8   /* A rows per register tile */
+
+BF16DP_INLINE __m512 dpbf(__m512 acc, const char *a_pair, __m512i b_row) {
+    int32_t p;
+    memcpy(&p, a_pair, 4);
+    return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(p), (__m512bh)b_row);
+}
+
+/* S^T of the block into st and the maximum per query lane, as scores(). */
+BF16DP static void scores_dp(const amx_buf *b, __m512 amax[2]) {
+    __m512 m0 = _mm512_set1_ps(-FLT_MAX), m1 = m0;
+    for (int t0 = 0; t0 < b->Tp; t0 += DP_R) {
+        const char *kt = b->kp + (size_t)(t0 / 16) * b->nd * 1024 + (size_t)(t0 % 16) * 64;
+        __m512 a[DP_R][2];
+        for (int r = 0; r < DP_R; r++) a[r][0] = a[r][1] = _mm512_setzero_ps();
+        for (int c = 0; c < b->nd; c++) {
+            const char *kc = kt + (size_t)c * 1024, *q0 = b->qt + (size_t)c * 1024,
+                       *q1 = b->qt + ((size_t)b->nd + c) * 1024;
+            for (int p = 0; p < 16; p++) {
+                __m512i x0 = _mm512_load_si512(q0 + p * 64), x1 = _mm512_load_si512(q1 + p * 64);
+                for (int r = 0; r < DP_R; r++) {
+                    a[r][0] = dpbf(a[r][0], kc + r * 64 + p * 4, x0);
+                    a[r][1] = dpbf(a[r][1], kc + r * 64 + p * 4, x1);
+                }
+            }
+        }
+        for (int r = 0; r < DP_R; r++) {
+            _mm512_store_ps(b->st + (size_t)(t0 + r) * 16, a[r][0]);
+            _mm512_store_ps(b->st + ((size_t)b->Tp + t0 + r) * 16, a[r][1]);
+            if (t0 + r < b->Tk) m0 = _mm512_max_ps(m0, a[r][0]), m1 = _mm512_max_ps(m1, a[r][1]);
+        }
+    }
+    amax[0] = m0;
+    amax[1] = m1;
+}
+
+/* ob [dp][32] (+)= O^T over key chunks [j0, j1), as pv_range(). */
+BF16DP static void pv_range_dp(const amx_buf *b, int j0, int j1) {
+    for (int d0 = 0; d0 < b->dp; d0 += DP_R) {
+        float *ob = b->ob + (size_t)d0 * 32;
+        __m512 a[DP_R][2];
+        for (int r = 0; r < DP_R; r++) {
+            a[r][0] = j0 ? _mm512_load_ps(ob + r * 32) : _mm512_setzero_ps();
+            a[r][1] = j0 ? _mm512_load_ps(ob + r * 32 + 16) : _mm512_setzero_ps();
+        }
+        for (int j = j0; j < j1; j++) {
+            const char *vt = b->vt + ((size_t)j * b->ng + d0 / 16) * 1024 + (size_t)(d0 % 16) * 64;
+            const char *p0 = b->pt + (size_t)(j - j0) * 2048, *p1 = p0 + 1024;
+            for (int p = 0; p < 16; p++) {
+                __m512i x0 = _mm512_load_si512(p0 + p * 64), x1 = _mm512_load_si512(p1 + p * 64);
+                for (int r = 0; r < DP_R; r++) {
+                    a[r][0] = dpbf(a[r][0], vt + r * 64 + p * 4, x0);
+                    a[r][1] = dpbf(a[r][1], vt + r * 64 + p * 4, x1);
+                }
+            }
+        }
+        for (int r = 0; r < DP_R; r++) {
+            _mm512_store_ps(ob + r * 32, a[r][0]);
+            _mm512_store_ps(ob + r * 32 + 16, a[r][1]);
+        }
+    }
+}
+
+BF16DP static void attn_dp(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                           const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                           void *scratch) {
+    amx_buf b = amx_layout(scratch, Tk, dh);
+    pack_k(&b, k, ldk);
+    pack_v(&b, v, ldv);
+    for (int r0 = 0; r0 < Mq; r0 += 32) {
+        int next = Mq - r0 - 32;
+        if (next > 0) prefetch_rows(q + (size_t)(r0 + 32) * ldq, ldq, next < 32 ? next : 32, dh, 0);
+        attn_block(&b, o + (size_t)r0 * ldo, ldo, q + (size_t)r0 * ldq, ldq,
+                   Mq - r0 < 32 ? Mq - r0 : 32, scale, scores_dp, pv_range_dp);
+    }
+}
+
+static int dp_ok(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bf16");
 }
 
 #endif
@@ -493,28 +596,35 @@ size_t k_attention_bf16_scratch_bytes(int Mq, int Tk, int dh) {
     return n;
 }
 
-int k_attention_bf16_has(void) {
+/* The version that runs up to isa: 3 AMX, 2 AVX-512 BF16, 0 C. */
+static int version(int isa) {
+    isa = k_isa_at(isa);
 #ifdef ATTN_AMX_BUILT
-    return k_isa() >= K_ISA_AMX && gemm_amx_ok();
-#else
-    return 0;
+    if (isa >= 3 && k_isa() >= K_ISA_AMX && gemm_amx_ok()) return 3;
+    if (isa >= 2 && dp_ok()) return 2;
 #endif
+    return 0;
 }
+
+int k_attention_bf16_has(void) { return version(3) >= 2; }
 
 int k_attention_bf16_isa(int isa, float *o, int ldo, const float *q, int ldq, const float *k,
                          int ldk, const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                          void *scratch) {
-    isa = k_isa_at(isa);
     if (!sizes_ok(Mq, Tk, dh)) return -1;
-    int amx = isa >= 3 && k_attention_bf16_has();
+    int ver = version(isa);
     if (Tk == 0) {
         for (int i = 0; i < Mq; i++) memset(o + (size_t)i * ldo, 0, (size_t)dh * sizeof *o);
-        return amx ? 3 : 0;
+        return ver;
     }
 #ifdef ATTN_AMX_BUILT
-    if (amx) {
+    if (ver == 3) {
         if (Mq > 0) attn_amx(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
         return 3;
+    }
+    if (ver == 2) {
+        if (Mq > 0) attn_dp(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);
+        return 2;
     }
 #endif
     attn_c(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scratch);

@@ -10,7 +10,9 @@
  * fused [T, 3 d] QKV matrix). Sequential and reentrant: callers run heads on
  * several threads, each with its own scratch. On Intel AMX (AMX-TILE and
  * AMX-BF16, with the tile state granted by Linux) both products run on
- * tiles; elsewhere a portable C version computes the same quantities.
+ * tiles; with AVX512_BF16 and no tiles (AMD Zen 4, Cooper Lake) in
+ * vdpbf16ps over the same packed tiles; elsewhere a portable C version
+ * computes the same quantities.
  *
  * Numerics (every version, and the scalar twin _ref):
  *   qb, kb, vb = q, k, v rounded to bf16, to nearest even (k_f32_to_bf16);
@@ -19,12 +21,12 @@
  *   e[i][j]   = exp(s - m), evaluated as 2^y with y = a c - a_max c in f32:
  *               c = |scale| log2(e) rounded once, a_max the a of the
  *               maximum (for scale < 0, q's sign is flipped, which is
- *               exact); AMX: y by one fused multiply-add, a_max c rounded
+ *               exact); AMX and vdpbf16ps: y by one fused multiply-add, a_max c rounded
  *               down, so that the maximum's y is in [0, 2^-23 |a_max c|);
  *               C: a c and a_max c rounded to nearest, the maximum's y 0;
  *               2^y = 2^floor(y) p(y - floor(y)), p a degree-5 polynomial
  *               with p(0) = 1 (relative error < 2e-7): the maximum's e is
- *               1 (C), or within 2^-23 |a_max c| + 2^-24 of 1 (AMX); its
+ *               1 (C), or within 2^-23 |a_max c| + 2^-24 of 1 (AMX, vdpbf16ps); its
  *               P is 1;
  *   l[i]      = sum over j of e in f32 (before rounding);
  *   P         = bf16(e), to nearest even; e below FLT_MIN (2^-126, nothing
@@ -49,19 +51,21 @@
 /* Scratch bytes for one head with these sizes (any version). */
 size_t k_attention_bf16_scratch_bytes(int Mq, int Tk, int dh);
 
-/* 1 when the AMX version runs on this CPU: AMX-TILE, AMX-BF16, AVX-512
- * (F, BW, VL, DQ, BF16), and Linux granted the tile data state. */
+/* 1 when a vector version runs on this CPU: AMX (AMX-TILE, AMX-BF16,
+ * AVX-512 F, BW, VL, DQ, BF16, and Linux granted the tile data state), or
+ * AVX-512 with BF16 (vdpbf16ps). */
 int k_attention_bf16_has(void);
 
 /* One head as described above; scratch: k_attention_bf16_scratch_bytes
- * bytes, 64-byte aligned. Returns the version that ran: 3 = AMX, 0 =
- * portable C; -1 (nothing done) for sizes out of range. */
+ * bytes, 64-byte aligned. Returns the version that ran: 3 = AMX, 2 =
+ * AVX512_BF16, 0 = portable C; -1 (nothing done) for sizes out of range. */
 int k_attention_bf16(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                      const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                      void *scratch);
 
-/* The same on the best version up to isa (0 = C, 3 = AMX when available),
- * for tests and benchmarks; returns the one used (or -1). */
+/* The same on the best version up to isa (0 = C, 2 = AVX512_BF16, 3 =
+ * AMX, when available), for tests and benchmarks; returns the one used
+ * (or -1). */
 int k_attention_bf16_isa(int isa, float *o, int ldo, const float *q, int ldq, const float *k,
                          int ldk, const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                          void *scratch);
