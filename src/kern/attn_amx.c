@@ -470,10 +470,10 @@ BF16DP static void attn_block(const amx_buf *b, float *o, int ldo, const float *
         store_o(o, ldo, b->ob + (size_t)dd * 1024, mr, dd * 32, b->dh, inv);
 }
 
-AMX static void attn_amx(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
-                         const float *v, int ldv, int Mq, int Tk, int dh, float scale,
-                         void *scratch) {
-    k_amx_tiles_16x64();
+/* K and V packed, then the blocks of 32 query rows, their products by sc and pv. */
+BF16DP static void attn_blocks(void *scratch, float *o, int ldo, const float *q, int ldq,
+                               const float *k, int ldk, const float *v, int ldv, int Mq, int Tk,
+                               int dh, float scale, scores_fn sc, pv_fn pv) {
     amx_buf b = amx_layout(scratch, Tk, dh);
     pack_k(&b, k, ldk);
     pack_v(&b, v, ldv);
@@ -481,8 +481,15 @@ AMX static void attn_amx(float *o, int ldo, const float *q, int ldq, const float
         int next = Mq - r0 - 32;   /* the next block's rows of q, into L2 */
         if (next > 0) prefetch_rows(q + (size_t)(r0 + 32) * ldq, ldq, next < 32 ? next : 32, dh, 0);
         attn_block(&b, o + (size_t)r0 * ldo, ldo, q + (size_t)r0 * ldq, ldq,
-                   Mq - r0 < 32 ? Mq - r0 : 32, scale, scores, pv_range);
+                   Mq - r0 < 32 ? Mq - r0 : 32, scale, sc, pv);
     }
+}
+
+AMX static void attn_amx(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                         const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                         void *scratch) {
+    k_amx_tiles_16x64();
+    attn_blocks(scratch, o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scores, pv_range);
     _tile_release();
 }
 
@@ -563,15 +570,7 @@ BF16DP static void pv_range_dp(const amx_buf *b, int j0, int j1) {
 BF16DP static void attn_dp(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                            const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                            void *scratch) {
-    amx_buf b = amx_layout(scratch, Tk, dh);
-    pack_k(&b, k, ldk);
-    pack_v(&b, v, ldv);
-    for (int r0 = 0; r0 < Mq; r0 += 32) {
-        int next = Mq - r0 - 32;
-        if (next > 0) prefetch_rows(q + (size_t)(r0 + 32) * ldq, ldq, next < 32 ? next : 32, dh, 0);
-        attn_block(&b, o + (size_t)r0 * ldo, ldo, q + (size_t)r0 * ldq, ldq,
-                   Mq - r0 < 32 ? Mq - r0 : 32, scale, scores_dp, pv_range_dp);
-    }
+    attn_blocks(scratch, o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh, scale, scores_dp, pv_range_dp);
 }
 
 static int dp_ok(void) {
