@@ -92,7 +92,8 @@ void op_attention(ed_pool *p, float *o, int ldo, const float *q, int ldq, const 
                   float scale, int causal, float *scratch, size_t scratch_stride);
 
 /* op_attention whose long non-causal products (the encoder's) take bf16
- * inputs when bf16 != 0 (the bf16 compute mode: AMX or AVX512_BF16). */
+ * inputs when bf16 != 0 (the bf16 and int8 compute modes) and the CPU has
+ * bf16 products (AMX or AVX512_BF16); elsewhere f32, as op_attention. */
 void op_attention_lp(ed_pool *p, float *o, int ldo, const float *q, int ldq, const float *k,
                      int ldk, const float *v, int ldv, int Mq, int Tk, int n_head, int dh,
                      float scale, int causal, int bf16, float *scratch, size_t scratch_stride);

@@ -124,9 +124,11 @@ static void enc_attention(whisper_state *s, const whisper_enc_layer *y) {
     int T = h->n_audio_ctx, d = h->d, dh = d / h->n_head;
     op_layernorm(s->pool, s->e_a, s->e_x, y->ln1_g, y->ln1_b, T, d, LN_EPS);
     op_matmul_w(s->pool, s->e_h, 3 * d, s->e_a, d, y->w_qkv, y->b_qkv, T, 3 * d, d);     /* [T, 3d] */
+    /* the bf16 and int8 modes: bf16 products where the CPU has them (ops.c) */
+    int lowp = (y->w_qkv.t == K_BF16 && y->w_qkv.lowp) || y->w_qkv.t == K_BF16A ||
+               y->w_qkv.t == K_Q8;
     op_attention_lp(s->pool, s->e_a, d, s->e_h, 3 * d, s->e_h + d, 3 * d, s->e_h + 2 * d, 3 * d,
-                    T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0,
-                    (y->w_qkv.t == K_BF16 && y->w_qkv.lowp) || y->w_qkv.t == K_BF16A, s->scores,
+                    T, T, h->n_head, dh, 1.0f / sqrtf((float)dh), 0, lowp, s->scores,
                     s->scores_stride);
     op_matmul_w_ex(s->pool, s->e_x, d, s->e_a, d, y->w_o, y->b_o, T, d, d, K_GEMM_ACC,
                    s->e_h);                                                               /* x += */
