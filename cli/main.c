@@ -8,9 +8,10 @@
 static const char *USAGE =
     "usage: encdec <command> [options]\n"
     "\n"
-    "encdec runs encoder-decoder transformers (Whisper; T5, Flan-T5, mT5, umT5) on the\n"
-    "CPU, with a static self-attention cache and a cross-attention cache computed once\n"
-    "per input.\n"
+    "encdec runs encoder-decoder transformers (Whisper; T5, Flan-T5, mT5, umT5; BART,\n"
+    "mBART, Marian, M2M100, NLLB, Pegasus) on the CPU (Whisper also on an NVIDIA GPU in\n"
+    "a build with CUDA: --device), with a static self-attention cache and a\n"
+    "cross-attention cache computed once per input.\n"
     "\n"
     "commands:\n"
     "  transcribe [options] AUDIO...   speech to text (WAV, FLAC, OGG, MP3, m4a...)\n"
