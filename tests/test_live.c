@@ -68,21 +68,40 @@ static void rules(void) {
     const char *wh[] = {" And", " so", " my", " fellow", " Americans", " ask"};
     const double th[] = {0, 0.9, 0.9, 1.4, 1.4, 1.9, 1.9, 2.6, 2.55, 3.4, 3.4, 4};
     words(&a, wh, th, 6);
-    live_words_after(&a, &tail, 3.0);
+    live_words_after(&a, &tail, 3.0, NULL);
     CHECK(a.n == 2 && !strcmp(a.w[0].text, " Americans"));
     /* the tail's words 2 s after where the final text ends are new words */
     const char *wf[] = {" my", " fellow", " men"};
     const double tf[] = {5, 5.3, 5.3, 5.6, 5.6, 6};
     words(&a, wf, tf, 3);
-    live_words_after(&a, &tail, 3.0);
+    live_words_after(&a, &tail, 3.0, NULL);
     CHECK_EQ_INT(a.n, 3);
     /* no echo: words whose middle is before the final end go */
     const char *wn[] = {" so", " then", " we"};
     const double tn[] = {2.6, 3.2, 3.2, 3.5, 3.5, 3.9};
     words(&a, wn, tn, 3);
     words(&tail, (const char *const[]){" hello"}, (const double[]){2, 3}, 1);
-    live_words_after(&a, &tail, 3.0);
+    live_words_after(&a, &tail, 3.0, NULL);
     CHECK(a.n == 2 && !strcmp(a.w[0].text, " then"));
+    /* a decode that skipped the final words it heard ("for your") and
+     * timed the next before their end: kept when the decode before had it
+     * pending, else dropped */
+    const char *ws[] = {" country.", " And"}, *wp[] = {" country."};
+    const double ts[] = {8.98, 9.70, 11.6, 11.98}, tp[] = {10.24, 10.76};
+    live_words pending = {0};
+    words(&tail, (const char *const[]){" for", " your"}, (const double[]){9.7, 9.9, 9.9, 10.24}, 2);
+    words(&pending, wp, tp, 1);
+    words(&a, ws, ts, 2);
+    live_words_after(&a, &tail, 10.24, &pending);
+    CHECK(a.n == 2 && !strcmp(a.w[0].text, " country."));
+    words(&a, ws, ts, 2);
+    live_words_after(&a, &tail, 10.24, NULL);
+    CHECK(a.n == 1 && !strcmp(a.w[0].text, " And"));
+    words(&pending, (const char *const[]){" county"}, tp, 1);   /* not what was pending */
+    words(&a, ws, ts, 2);
+    live_words_after(&a, &tail, 10.24, &pending);
+    CHECK_EQ_INT(a.n, 1);
+    live_words_free(&pending);
     live_words_drop(&a, 5);
     CHECK_EQ_INT(a.n, 0);
     live_words_free(&a), live_words_free(&b), live_words_free(&c), live_words_free(&tail);

@@ -78,7 +78,16 @@ static int recurs(const live_words *hyp, int i, const live_words *tail, int m) {
     return 1;
 }
 
-void live_words_after(live_words *hyp, const live_words *tail, double final_end) {
+/* 1 when hyp's words [i, k) begin pending's words. */
+static int begins(const live_words *hyp, int i, int k, const live_words *pending) {
+    if (!pending || k - i > pending->n) return 0;
+    for (int j = i; j < k; j++)
+        if (!live_word_eq(hyp->w[j].text, pending->w[j - i].text)) return 0;
+    return 1;
+}
+
+void live_words_after(live_words *hyp, const live_words *tail, double final_end,
+                      const live_words *pending) {
     for (int m = tail->n < 5 ? tail->n : 5; m >= 1; m--) {   /* the longest echo first */
         int best = -1;
         double gap = 1.0;
@@ -93,6 +102,11 @@ void live_words_after(live_words *hyp, const live_words *tail, double final_end)
     }
     int k = 0;
     while (k < hyp->n && (hyp->w[k].start + hyp->w[k].end) / 2 < final_end) k++;
+    for (int i = 0; i < k; i++)
+        if (begins(hyp, i, k, pending)) {
+            k = i;
+            break;
+        }
     live_words_drop(hyp, k);
 }
 

@@ -34,8 +34,13 @@ int live_word_eq(const char *a, const char *b);
  * final_end; tail: its last words), in place. The decode may hold the
  * final text again: where the tail's last words (the most of them, up to
  * 5) recur in it ending within 1 s of final_end, what is up to there goes;
- * when they do not recur, the words whose middle is before final_end go. */
-void live_words_after(live_words *hyp, const live_words *tail, double final_end);
+ * when they do not recur, the words whose middle is before final_end go,
+ * but from the first of them that begins what the decode before had
+ * after the final text (pending, may be NULL): a decode that skipped the
+ * final words it heard times the next ones too early, and they are not
+ * lost. */
+void live_words_after(live_words *hyp, const live_words *tail, double final_end,
+                      const live_words *pending);
 
 /* How many leading words every list of hyps[n] has in common (n >= 1). */
 int live_agree(const live_words *const *hyps, int n);

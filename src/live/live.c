@@ -331,7 +331,7 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (l->n_hyp < l->p.agreement) l->n_hyp++;
     live_words *h = &l->hyp[0];
     if (words_of(l, r, h)) return ENCDEC_ERR_NOMEM;
-    live_words_after(h, &l->tail, l->final_end);
+    live_words_after(h, &l->tail, l->final_end, l->n_hyp > 1 ? &l->hyp[1] : NULL);
     if (push_words(l, ENCDEC_LIVE_PARTIAL, h, 0, h->n, 0)) return ENCDEC_ERR_NOMEM;
     int k;
     if (last) {
