@@ -20,6 +20,7 @@
 #define PROMPT_BYTES 200     /* the final text's tail given as each decode's prompt */
 #define TAIL_WORDS 8         /* final words kept to catch a decode's echo of them */
 #define TRIM_S 12.0          /* a buffer longer than this is cut where final text ends */
+#define TRIM_LATE_S 18.0     /* ... or this, where the cut leaves final words in it */
 #define SILENCE_KEEP_S 0.5   /* silence kept before new speech */
 
 typedef struct {
@@ -218,7 +219,9 @@ static int commit(encdec_live *l, int k, int utt_end, int agreed) {
  * the final text ends. */
 static void trim(encdec_live *l) {
     double len = (double)l->n / SR;
-    if (len > TRIM_S && l->seg_cut > l->buf_t0) cut_at(l, l->seg_cut);
+    /* a cut that leaves final words to be heard again waits longer */
+    int clean = l->final_end - l->seg_cut <= 1.0;
+    if (len > (clean ? TRIM_S : TRIM_LATE_S) && l->seg_cut > l->buf_t0) cut_at(l, l->seg_cut);
     len = (double)l->n / SR;
     if (len > l->p.max_buffer_s - l->p.max_step_s - 1.0 && l->final_end > l->buf_t0)
         cut_at(l, l->final_end);
