@@ -593,6 +593,7 @@ static void cli(const float *jfk, size_t n) {
     /* errors */
     const struct { const char *args; int rc; const char *said; } bad[] = {
         {"--step 0 x.wav", 2, "--step expects"},
+        {"--max-step 11 x.wav", 2, "--max-step expects"},
         {"--agreement 9 x.wav", 2, "--agreement expects"},
         {"--realtime -", 2, "--realtime paces a file"},
         {"", 2, "give one input"},

@@ -512,6 +512,18 @@ BF16DP_INLINE __m512 dpbf(__m512 acc, const char *a_pair, __m512i b_row) {
     return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(p), (__m512bh)b_row);
 }
 
+/* a[r][g] += A row r (64-byte rows at ar: 16 pairs) . B tile g's 16 rows
+ * (b0, b1: a row per pair, 16 query lanes): one tile pair's products. */
+BF16DP_INLINE void dp_tile(__m512 a[DP_R][2], const char *ar, const char *b0, const char *b1) {
+    for (int p = 0; p < 16; p++) {
+        __m512i x0 = _mm512_load_si512(b0 + p * 64), x1 = _mm512_load_si512(b1 + p * 64);
+        for (int r = 0; r < DP_R; r++) {
+            a[r][0] = dpbf(a[r][0], ar + r * 64 + p * 4, x0);
+            a[r][1] = dpbf(a[r][1], ar + r * 64 + p * 4, x1);
+        }
+    }
+}
+
 /* S^T of the block into st and the maximum per query lane, as scores(). */
 BF16DP static void scores_dp(const amx_buf *b, __m512 amax[2]) {
     __m512 m0 = _mm512_set1_ps(-FLT_MAX), m1 = m0;
@@ -522,13 +534,7 @@ BF16DP static void scores_dp(const amx_buf *b, __m512 amax[2]) {
         for (int c = 0; c < b->nd; c++) {
             const char *kc = kt + (size_t)c * 1024, *q0 = b->qt + (size_t)c * 1024,
                        *q1 = b->qt + ((size_t)b->nd + c) * 1024;
-            for (int p = 0; p < 16; p++) {
-                __m512i x0 = _mm512_load_si512(q0 + p * 64), x1 = _mm512_load_si512(q1 + p * 64);
-                for (int r = 0; r < DP_R; r++) {
-                    a[r][0] = dpbf(a[r][0], kc + r * 64 + p * 4, x0);
-                    a[r][1] = dpbf(a[r][1], kc + r * 64 + p * 4, x1);
-                }
-            }
+            dp_tile(a, kc, q0, q1);
         }
         for (int r = 0; r < DP_R; r++) {
             _mm512_store_ps(b->st + (size_t)(t0 + r) * 16, a[r][0]);
@@ -552,13 +558,7 @@ BF16DP static void pv_range_dp(const amx_buf *b, int j0, int j1) {
         for (int j = j0; j < j1; j++) {
             const char *vt = b->vt + ((size_t)j * b->ng + d0 / 16) * 1024 + (size_t)(d0 % 16) * 64;
             const char *p0 = b->pt + (size_t)(j - j0) * 2048, *p1 = p0 + 1024;
-            for (int p = 0; p < 16; p++) {
-                __m512i x0 = _mm512_load_si512(p0 + p * 64), x1 = _mm512_load_si512(p1 + p * 64);
-                for (int r = 0; r < DP_R; r++) {
-                    a[r][0] = dpbf(a[r][0], vt + r * 64 + p * 4, x0);
-                    a[r][1] = dpbf(a[r][1], vt + r * 64 + p * 4, x1);
-                }
-            }
+            dp_tile(a, vt, p0, p1);
         }
         for (int r = 0; r < DP_R; r++) {
             _mm512_store_ps(ob + r * 32, a[r][0]);
