@@ -201,27 +201,33 @@ static void sleep_until(double t_ms) {
     nanosleep(&ts, NULL);
 }
 
-/* A file decoded whole, fed a step at a time: after each step its decode
- * (as fast as it goes), or at the wall clock's pace (--realtime). */
+/* A file read a step at a time (never held whole: a recording of any
+ * length in bounded memory), fed a step at a time: after each step its
+ * decode (as fast as it goes), or at the wall clock's pace (--realtime). */
 static int feed_file(encdec_live *l, const opts *o, out_state *w, encdec_status *st) {
-    float *pcm = NULL;
-    size_t n = 0;
-    encdec_audio_info info;
-    encdec_status s = encdec_audio_load_ex(o->input, NULL, &pcm, &n, &info);
-    if (s) {
-        cli_err("encdec stream: %s: %s\n", o->input, encdec_last_error());
+    encdec_audio_reader *r = NULL;
+    encdec_status s = encdec_audio_reader_open(o->input, NULL, &r);
+    if (s) {   /* (the message names the file) */
+        cli_err("encdec stream: %s\n", encdec_last_error());
         return -1;
     }
-    size_t chunk = o->realtime ? 1600 : (size_t)(o->lp.step_s * 16000 + 0.5);
+    size_t chunk = o->realtime ? 1600 : (size_t)(o->lp.step_s * 16000 + 0.5), k = 0, i = 0;
+    float *pcm = malloc(sizeof *pcm * chunk);
+    if (!pcm) {
+        encdec_audio_reader_close(r);
+        cli_err("encdec stream: out of memory\n");
+        return -1;
+    }
     double t0 = cli_now_ms();
     w->t0 = t0;   /* the stream's clock starts with its first sample */
-    for (size_t i = 0; i < n; i += chunk) {
-        size_t k = n - i < chunk ? n - i : chunk;
+    for (;; i += k) {
+        if ((s = encdec_audio_reader_read(r, pcm, chunk, &k)) || !k) break;
         if (o->realtime) sleep_until(t0 + (double)i / 16.0);
-        if ((s = encdec_live_feed(l, pcm + i, k))) break;
+        if ((s = encdec_live_feed(l, pcm, k))) break;
         if (drain(l, w, o->realtime ? 0 : -1, st)) break;
     }
-    encdec_free(pcm);
+    free(pcm);
+    encdec_audio_reader_close(r);
     if (s) {
         cli_err("encdec stream: %s\n", encdec_last_error());
         return -1;

@@ -303,6 +303,23 @@ ENCDEC_API encdec_status encdec_audio_load_ex(const char *path, const encdec_aud
                                               float **pcm, size_t *n_samples,
                                               encdec_audio_info *info);
 
+/* The same audio a piece at a time, without holding all of it (a recording
+ * of any length in bounded memory; encdec stream's files): the formats,
+ * params and refusals of encdec_audio_load_ex, 16 kHz mono.
+ *   encdec_audio_reader *r;  encdec_audio_reader_open(path, NULL, &r);
+ *   while (!encdec_audio_reader_read(r, buf, cap, &got) && got) ...;
+ *   encdec_audio_reader_close(r);
+ * read: up to cap samples into dst, *got 0 at the end; info: what was read
+ * so far (seconds, truncated once the end came short of the header's). */
+typedef struct encdec_audio_reader encdec_audio_reader;
+ENCDEC_API encdec_status encdec_audio_reader_open(const char *path,
+                                                  const encdec_audio_params *params,
+                                                  encdec_audio_reader **out);
+ENCDEC_API encdec_status encdec_audio_reader_read(encdec_audio_reader *r, float *dst, size_t cap,
+                                                  size_t *got);
+ENCDEC_API void encdec_audio_reader_info(const encdec_audio_reader *r, encdec_audio_info *out);
+ENCDEC_API void encdec_audio_reader_close(encdec_audio_reader *r);
+
 /* ---- speech detection (Silero VAD) ----------------------------------------- */
 
 /* Silero VAD v6 (the network faster-whisper runs before Whisper): which

@@ -16,6 +16,7 @@
 #include "check.h"
 #include "tmpdir.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 #include <signal.h>
@@ -384,6 +385,74 @@ static void test_lying(void) {
                          "but file is malformed");
 }
 
+/* encdec_audio_reader: a piece at a time, the samples written (16 kHz) and
+ * those of encdec_audio_load_ex (a 44.1 kHz file resampled), in pieces of
+ * any size; the same refusals;
+ * a file cut short read to its end with info->truncated; NULL arguments. */
+/* Reads path with encdec_audio_reader in pieces of cap samples: 1 when it
+ * gives want[n] exactly and then stays at its end; *info what it read. */
+static int read_pieces(const char *path, size_t cap, const float *want, size_t n,
+                       encdec_audio_info *info) {
+    encdec_audio_reader *r = NULL;
+    CHECK_STATUS(encdec_audio_reader_open(path, NULL, &r), ENCDEC_OK, "");
+    float *buf = malloc(sizeof *buf * cap);
+    size_t total = 0, got = 0, differ = 0;
+    while (r && buf && !encdec_audio_reader_read(r, buf, cap, &got) && got) {
+        for (size_t i = 0; i < got; i++) differ += total + i >= n || buf[i] != want[total + i];
+        total += got;
+    }
+    int end = r && buf && !encdec_audio_reader_read(r, buf, cap, &got) && got == 0;
+    encdec_audio_reader_info(r, info);
+    free(buf);
+    encdec_audio_reader_close(r);
+    return r && total == n && !differ && end;
+}
+
+static void test_reader(void) {
+    const size_t n44 = 44100 * 3, caps[] = {1, 1000, 16000, 100000};
+    float *x = malloc(sizeof *x * n44);
+    if (!x) return;
+    noise(x, n44, 7, 0.5f);
+    /* at 16 kHz nothing is resampled: the samples written, exactly (float WAV) */
+    char p[512];
+    snprintf(p, sizeof p, "%s", tmp_path("reader16k.wav"));
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, x, 40000);
+    encdec_audio_info info;
+    for (int c = 0; c < 4; c++) CHECK(read_pieces(p, caps[c], x, 40000, &info));
+    /* at 44.1 kHz: encdec_audio_load_ex's samples */
+    snprintf(p, sizeof p, "%s", tmp_path("reader.wav"));
+    write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 44100, x, (sf_count_t)n44);
+    float *whole = NULL;
+    size_t n = 0;
+    CHECK_STATUS(encdec_audio_load_ex(p, NULL, &whole, &n, NULL), ENCDEC_OK, "");
+    for (int c = 0; c < 4 && whole; c++) {
+        CHECK(read_pieces(p, caps[c], whole, n, &info));
+        CHECK(info.sample_rate == 44100 && info.channels == 1 && fabs(info.seconds - 3.0) < 0.01);
+    }
+    encdec_free(whole);
+    encdec_audio_reader *r = (encdec_audio_reader *)&r;
+    CHECK_STATUS(encdec_audio_reader_open(tmp_path("missing.wav"), NULL, &r), ENCDEC_ERR_IO,
+                 "missing.wav");
+    CHECK(r == NULL);
+    CHECK_STATUS(encdec_audio_reader_open(tmp_dir, NULL, &r), ENCDEC_ERR_IO, "is a directory");
+    CHECK_STATUS(encdec_audio_reader_open("", NULL, &r), ENCDEC_ERR_ARG, "empty path");
+    CHECK_STATUS(encdec_audio_reader_open(p, NULL, NULL), ENCDEC_ERR_ARG, "out is NULL");
+    encdec_audio_params bad = {.max_seconds = -1};
+    CHECK_STATUS(encdec_audio_reader_open(p, &bad, &r), ENCDEC_ERR_ARG, "maximum duration -1 s");
+    /* over max_seconds: refused as it is read */
+    encdec_audio_params lim = {.max_seconds = 1};
+    size_t got = 0;
+    float buf[4096];
+    encdec_status st = encdec_audio_reader_open(p, &lim, &r);
+    while (!st && !(st = encdec_audio_reader_read(r, buf, 4096, &got)) && got) {}
+    CHECK_EQ_INT(st, ENCDEC_ERR_AUDIO);
+    encdec_audio_reader_close(r);
+    CHECK_STATUS(encdec_audio_reader_read(NULL, buf, 1, &got), ENCDEC_ERR_ARG, "NULL reader");
+    encdec_audio_reader_info(NULL, NULL);
+    encdec_audio_reader_close(NULL);
+    free(x);
+}
+
 int main(void) {
     /* the FIFO writer thread may write after the reader stopped (the stream
      * limit case): EPIPE for it, not the death of the test */
@@ -392,6 +461,7 @@ int main(void) {
     test_bad_files();
     test_limits();
     test_lying();
+    test_reader();
     encdec_model *m = NULL;
     encdec_session *s = NULL;
     CHECK_STATUS(encdec_model_load(MODEL_DIR, &m), ENCDEC_OK, "");
