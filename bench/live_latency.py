@@ -5,7 +5,8 @@ the same recording transcribed offline (`encdec transcribe`), same model
 and threads. Standard library only.
 
     python3 bench/live_latency.py [--encdec build/encdec] [--model DIR] [--threads 2]
-        [--step 1.0] [--vad] [--compute f32|bf16|int8] [--recording talk|pauses|dense]
+        [--step 1.0] [--vad] [--compute f32|bf16|int8] [--isa auto|avx2|...]
+        [--recording talk|pauses|dense]
         [AUDIO.wav]
 
 The recording defaults to tests/data/longform-golden.json's "talk" (62 s of
@@ -107,6 +108,7 @@ def main():
     ap.add_argument("--step", type=float, default=1.0)
     ap.add_argument("--vad", action="store_true")
     ap.add_argument("--compute", default="f32", help="encdec's --compute, live and offline")
+    ap.add_argument("--isa", default="auto", help="encdec's --isa (auto, avx2, ...)")
     ap.add_argument("--recording", default="talk")
     ap.add_argument("audio", nargs="?")
     a = ap.parse_args()
@@ -117,7 +119,7 @@ def main():
         ref = build(a.recording, audio)
     with wave.open(audio) as w:
         seconds = w.getnframes() / w.getframerate()
-    model = (["-m", a.model] if a.model else []) + ["--compute", a.compute]
+    model = (["-m", a.model] if a.model else []) + ["--compute", a.compute, "--isa", a.isa]
     cmd = [a.encdec, "stream", "--realtime", "--json", "-t", str(a.threads), "--step",
            str(a.step)] + model + (["--vad"] if a.vad else []) + [audio]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

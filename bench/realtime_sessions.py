@@ -5,7 +5,7 @@ N clients at once, each sending a recording at the pace it would be spoken
 one `encdec serve`. Run with .venv-client's Python (the websockets package):
 
     .venv-client/bin/python bench/realtime_sessions.py [--encdec build/encdec]
-        [--model DIR] [--threads 2] [--compute f32] [--sessions 1,8]
+        [--model DIR] [--threads 2] [--compute f32] [--isa auto] [--sessions 1,8]
         [--recording talk]
 
 For each N: every session's final-word latency (the wall-clock time a
@@ -119,7 +119,7 @@ def cpu_s(pid):
 
 def run(a, n, pcm, ref, jfk):
     cmd = [a.encdec, "serve", "--port", "0", "-t", str(a.threads), "-q", "--max-live", str(n),
-           "--compute", a.compute, "--cross-kv", a.cross_kv]
+           "--compute", a.compute, "--cross-kv", a.cross_kv, "--isa", a.isa]
     p = subprocess.Popen(cmd + (["-m", a.model] if a.model else []), stdout=subprocess.PIPE,
                          text=True)
     port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
@@ -192,6 +192,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compute", default="f32", help="encdec serve's --compute (f32, bf16, int8)")
     ap.add_argument("--cross-kv", default="f32", help="encdec serve's --cross-kv (f32, f16, bf16)")
+    ap.add_argument("--isa", default="auto", help="encdec serve's --isa (auto, avx2, ...)")
     ap.add_argument("--sessions", default="1,8")
     ap.add_argument("--recording", default="talk")
     ap.add_argument("--texts", action="store_true", help="print each session's transcripts")

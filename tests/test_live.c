@@ -101,6 +101,39 @@ static void rules(void) {
     words(&a, ws, ts, 2);
     live_words_after(&a, &tail, 10.24, &pending);
     CHECK_EQ_INT(a.n, 1);
+    /* a decode that left out the head of what was pending ("ask what you
+     * can do for your" pending, "your country." or "country. And" said):
+     * a skip; the same words from the head, other words, or a word that
+     * merely recurs later in pending are not */
+    const char *wq[] = {" ask", " what", " you", " can", " do", " for", " your"};
+    const double tq[] = {8.1, 8.7, 8.7, 8.9, 8.9, 9.3, 9.3, 9.5, 9.5, 9.7, 9.7, 9.9, 9.9, 9.95};
+    words(&pending, wq, tq, 7);
+    words(&a, (const char *const[]){" your", " country."}, (const double[]){9, 9.7, 9.7, 10.5}, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 1);
+    words(&a, (const char *const[]){" country.", " And"}, (const double[]){10, 10.5, 11.6, 12}, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);   /* "country" was not pending */
+    /* ... but said over the time of pending's "ask what you can" */
+    words(&a, (const char *const[]){" country.", " And"}, (const double[]){8.08, 9.7, 11.6, 12}, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 1);
+    words(&a, (const char *const[]){" asked", " what"}, (const double[]){8.0, 8.8, 8.8, 9}, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);   /* over one only: another word */
+    words(&a, (const char *const[]){" you", " can", " do"}, tq + 4, 3);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 1);
+    words(&a, (const char *const[]){" you", " could"}, tq + 4, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);   /* diverges where it resumes */
+    words(&a, wq, tq, 7);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);   /* all of it */
+    words(&a, (const char *const[]){" Ask", " what"}, tq, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);   /* case aside */
+    words(&a, (const char *const[]){" so", " what"}, tq, 2);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);
+    /* "the cat saw the" pending, "the cat saw the dog" said: not a skip */
+    words(&pending, (const char *const[]){" the", " cat", " saw", " the"}, tq, 4);
+    words(&a, (const char *const[]){" the", " cat", " saw", " the", " dog"}, tq, 5);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);
+    CHECK_EQ_INT(live_words_skip(&a, NULL), 0);
+    live_words_clear(&a);
+    CHECK_EQ_INT(live_words_skip(&a, &pending), 0);
     live_words_free(&pending);
     live_words_drop(&a, 5);
     CHECK_EQ_INT(a.n, 0);
@@ -429,6 +462,54 @@ static void behind(encdec_engine *e, const float *jfk, size_t n) {
     CHECK(strstr(encdec_last_error(), "max_step_s"));
 }
 
+/* Speech the decode did not hear: "And so my fellow Americans" decoded,
+ * while it ran "ask not what your" and then silence were fed. The silence
+ * after the decode's last word is no end of the utterance (the words in
+ * between were not heard yet); the only utterance end is after "your". */
+static void unheard(encdec_engine *e, const float *jfk) {
+    const size_t a = 2300 * 16, b0 = 3200 * 16, b1 = 5600 * 16, z = 1500 * 16;
+    float *x = calloc(a + (b1 - b0) + z, sizeof *x);
+    if (!x) return;
+    memcpy(x, jfk, sizeof *x * a);
+    memcpy(x + a, jfk + b0, sizeof *x * (b1 - b0));
+    encdec_live *l = NULL;
+    CHECK_EQ_INT(encdec_live_new(e, NULL, &l), ENCDEC_OK);
+    if (!l) return free(x);
+    CHECK_EQ_INT(encdec_live_feed(l, x, a), ENCDEC_OK);   /* the first decode: [0, 2.3 s) */
+    CHECK_EQ_INT(encdec_live_feed(l, x + a, (b1 - b0) + z), ENCDEC_OK);   /* during it */
+    CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+    encdec_live_event ev;
+    char text[1024] = "";
+    int ends = 0, early = 0;
+    while (encdec_live_next(l, &ev, -1)) {
+        if (ev.kind != ENCDEC_LIVE_FINAL) continue;
+        if (strlen(text) + strlen(ev.text) < sizeof text) strcat(text, ev.text);
+        ends += ev.utterance_end;
+        early += ev.utterance_end && ev.end < 3.0;
+    }
+    int ed = wer_edits(text, "and so my fellow americans ask not what your");
+    printf("speech fed during a decode, then silence: %d utterance ends (%d before it), %d edits:%s\n",
+           ends, early, ed, text);
+    CHECK_EQ_INT(early, 0);
+    CHECK(ed <= 1);
+    encdec_live_free(l);
+    free(x);
+}
+
+/* Decodes that stop early (at most 16 tokens a decode here, where Whisper
+ * may end a window's text early by itself): the next decode starts where
+ * the final text ends, and every word comes. */
+static void stopped(encdec_engine *e, const float *jfk, size_t n) {
+    encdec_live_params p = encdec_live_default_params();
+    p.tp.max_tokens = 16;
+    run r = stream(e, &p, jfk, n);
+    run_ok(&r, "stopped early", 30);
+    int ed = wer_edits(r.final, JFK_WORDS);
+    printf("decodes of at most 16 tokens: %d decodes, %d edits:%s\n", r.st.decodes, ed, r.final);
+    CHECK(ed <= 2);
+    free(r.final);
+}
+
 #ifndef ED_SANITIZED
 static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     char dir[1024];
@@ -635,6 +716,8 @@ int main(void) {
         rate_24k(e, jfk, n_jfk);
         backlog(e, jfk, n_jfk);
         behind(e, jfk, n_jfk);
+        unheard(e, jfk);
+        stopped(e, jfk, n_jfk);
 #ifndef ED_SANITIZED
         with_vad(e, jfk, n_jfk);
         talk(e);

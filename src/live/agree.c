@@ -110,6 +110,21 @@ void live_words_after(live_words *hyp, const live_words *tail, double final_end,
     live_words_drop(hyp, k);
 }
 
+int live_words_skip(const live_words *hyp, const live_words *pending) {
+    if (!pending || !hyp->n || !pending->n || live_word_eq(hyp->w[0].text, pending->w[0].text))
+        return 0;
+    for (int j = 1; j < pending->n; j++) {
+        int m = hyp->n < pending->n - j ? hyp->n : pending->n - j, i = 0;
+        while (i < m && live_word_eq(hyp->w[i].text, pending->w[j + i].text)) i++;
+        if (i == m) return 1;
+    }
+    /* or its first word is timed over two or more of pending's */
+    int over = 0;
+    for (int j = 0; j < pending->n; j++)
+        over += pending->w[j].start >= hyp->w[0].start && pending->w[j].end <= hyp->w[0].end;
+    return over >= 2;
+}
+
 int live_agree(const live_words *const *hyps, int n) {
     int k = 0;
     for (;; k++) {

@@ -42,6 +42,17 @@ int live_word_eq(const char *a, const char *b);
 void live_words_after(live_words *hyp, const live_words *tail, double final_end,
                       const live_words *pending);
 
+/* 1 when a decode heard pending's words (the decode before had them after
+ * the final text) and left out the first of them, what a prompt ending in
+ * nearly the same phrase makes Whisper do ("...what your country can do
+ * for you" given, "ask what you can do for your country" heard, "your
+ * country." or "country." said, its first word timed over the words it
+ * left out): hyp's first word is not pending's first, and either hyp's
+ * words are pending's from a word j >= 1 on (as many as both hold), or
+ * its first word's time holds two or more of pending's words. pending may
+ * be NULL. */
+int live_words_skip(const live_words *hyp, const live_words *pending);
+
 /* How many leading words every list of hyps[n] has in common (n >= 1). */
 int live_agree(const live_words *const *hyps, int n);
 

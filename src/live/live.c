@@ -22,6 +22,7 @@
 #define TRIM_S 12.0          /* a buffer longer than this is cut where final text ends */
 #define TRIM_LATE_S 18.0     /* ... or this, where the cut leaves final words in it */
 #define SILENCE_KEEP_S 0.5   /* silence kept before new speech */
+#define STOPPED_S 2.0        /* a decode's words ending this far before its audio: it stopped */
 
 typedef struct {
     encdec_live_event ev;
@@ -42,6 +43,7 @@ struct encdec_live {
     double q_t0;                 /* its audio's start */
     double q_end;
     int q_capped;                /* it stopped max_step_s after the one before: audio waits */
+    int q_bare;                  /* it has no prompt (a decode again: the prompted one skipped) */
     live_words hyp[MAX_AGREE];   /* the last `agreement` decodes' words not final, newest first */
     int n_hyp;
     live_words tail;             /* the final text's last words */
@@ -229,10 +231,12 @@ static void trim(encdec_live *l) {
 
 /* ---- decodes ---- */
 
-static encdec_status submit(encdec_live *l) {
+/* Starts a decode of the buffer's first n samples, with the final text
+ * before the buffer as its prompt unless bare. */
+static encdec_status request(encdec_live *l, size_t n, int bare) {
     encdec_transcribe_params tp = l->p.tp;
     tp.word_timestamps = 1;
-    tp.initial_prompt = l->prompt[0] ? l->prompt : NULL;
+    tp.initial_prompt = l->prompt[0] && !bare ? l->prompt : NULL;
     tp.initial_prompt_tokens = NULL;
     tp.n_initial_prompt_tokens = 0;
     if (l->lang[0]) tp.language = l->lang;
@@ -245,20 +249,27 @@ static encdec_status submit(encdec_live *l) {
     tp.n_clip_timestamps = 0;
     tp.detect_language_only = 0;
     tp.whole_windows = 1;   /* the audio after the last word is the next step's */
-    /* at most max_step_s of new audio (a session behind real time decodes
-     * longer steps, not more of them; the rest waits for the next) */
+    encdec_status s = encdec_engine_transcribe(l->e, l->buf, n, &tp, &l->q);
+    if (s) return s;
+    l->q_t0 = l->buf_t0;
+    l->q_end = l->buf_t0 + (double)n / SR;
+    l->q_bare = bare;
+    l->st.decodes++;
+    return ENCDEC_OK;
+}
+
+/* The next decode: the buffer up to at most max_step_s of new audio (a
+ * session behind real time decodes longer steps, not more of them; the
+ * rest waits for the next). */
+static encdec_status submit(encdec_live *l) {
     size_t n = l->n;
     double from = l->decoded_to > l->buf_t0 ? l->decoded_to : l->buf_t0;
     double cap = (from + l->p.max_step_s - l->buf_t0) * SR;
     l->q_capped = cap < (double)n;
     if (l->q_capped) n = (size_t)cap;
-    encdec_status s = encdec_engine_transcribe(l->e, l->buf, n, &tp, &l->q);
-    if (s) return s;
-    l->q_t0 = l->buf_t0;
-    l->q_end = l->buf_t0 + (double)n / SR;
-    l->decoded_to = l->q_end;
-    l->st.decodes++;
-    return ENCDEC_OK;
+    encdec_status s = request(l, n, 0);
+    if (!s) l->decoded_to = l->q_end;
+    return s;
 }
 
 /* The words of a result in stream time into w; the cut point from its segments. */
@@ -326,15 +337,30 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     }
     if (!l->lang[0] && encdec_result_language(r))
         snprintf(l->lang, sizeof l->lang, "%s", encdec_result_language(r));
+    live_words nw = {0};
+    const live_words *pending = l->n_hyp ? &l->hyp[0] : NULL;
+    if (words_of(l, r, &nw)) {
+        live_words_free(&nw);
+        return ENCDEC_ERR_NOMEM;
+    }
+    live_words_after(&nw, &l->tail, l->final_end, pending);
+    if (last && !nw.n && pending && pending->n) {
+        /* the last decode said nothing new: what the one before had pending is final */
+        live_words_free(&nw);
+        return commit(l, l->hyp[0].n, 1, 0) ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
+    }
+    if (!l->q_bare && l->prompt[0] && l->buf_t0 == l->q_t0 && live_words_skip(&nw, pending)) {
+        /* the prompt made it skip words it heard: the same audio again without */
+        live_words_free(&nw);
+        return request(l, (size_t)((l->q_end - l->q_t0) * SR + 0.5), 1);
+    }
     /* the newest hypothesis in front; the oldest kept falls off */
     live_words old = l->hyp[l->p.agreement - 1];
     for (int j = l->p.agreement - 1; j > 0; j--) l->hyp[j] = l->hyp[j - 1];
-    l->hyp[0] = (live_words){0};
+    l->hyp[0] = nw;
     live_words_free(&old);
     if (l->n_hyp < l->p.agreement) l->n_hyp++;
     live_words *h = &l->hyp[0];
-    if (words_of(l, r, h)) return ENCDEC_ERR_NOMEM;
-    live_words_after(h, &l->tail, l->final_end, l->n_hyp > 1 ? &l->hyp[1] : NULL);
     if (push_words(l, ENCDEC_LIVE_PARTIAL, h, 0, h->n, 0)) return ENCDEC_ERR_NOMEM;
     int k;
     if (last) {
@@ -347,10 +373,13 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
          * the decodes agree on all of it (or the silence lasted 3 times that:
          * one decode's word then) */
         if (l->p.min_silence_s > 0 && h->n) {
-            /* the audio fed since, unless the decode left some of it out */
+            /* the audio fed since, unless the decode left some of it out;
+             * what came after the decode's audio was not heard by it: all
+             * silence, or speech went on */
             double until = l->q_capped ? l->q_end : l->fed_s, quiet = until - h->w[h->n - 1].end;
             if (quiet >= l->p.min_silence_s && (k == h->n || quiet >= 3 * l->p.min_silence_s) &&
-                silent(l, until - l->p.min_silence_s, until))
+                silent(l, until - l->p.min_silence_s, until) &&
+                (until <= l->q_end || silent(l, l->q_end, until)))
                 k = -h->n;
         }
     }
@@ -372,6 +401,16 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
             l->seg_cut = l->final_end;
             cut_at(l, l->final_end);
         }
+    }
+    /* a decode whose words stop well before its audio's end, speech going
+     * on (Whisper may end a window's text early, the rest left to a next
+     * window that a live decode does not have; the next decodes of the same
+     * buffer stop there too): the next starts where the final text ends */
+    double said = h->n && h->w[h->n - 1].end > l->final_end ? h->w[h->n - 1].end : l->final_end;
+    if (!last && l->q_end - said >= STOPPED_S && l->final_end > l->buf_t0 &&
+        !silent(l, said + SILENCE_KEEP_S, l->q_end)) {
+        l->seg_cut = l->final_end;
+        cut_at(l, l->final_end);
     }
     trim(l);
     return ENCDEC_OK;
