@@ -23,6 +23,7 @@
 #define TRIM_LATE_S 18.0     /* ... or this, where the cut leaves final words in it */
 #define SILENCE_KEEP_S 0.5   /* silence kept before new speech */
 #define STOPPED_S 2.0        /* a decode's words ending this far before its audio: it stopped */
+#define END_TRIES 2          /* the stream's end decoded again after stopped decodes, at most */
 
 typedef struct {
     encdec_live_event ev;
@@ -39,6 +40,7 @@ struct encdec_live {
     double buf_t0;               /* stream seconds of buf[0] */
     double fed_s;                /* stream seconds fed */
     double decoded_to;           /* the end of the audio the last decode saw */
+    double heard_to;             /* ... when it left nothing pending (else 0) */
     encdec_request *q;           /* the decode running, or NULL */
     double q_t0;                 /* its audio's start */
     double q_end;
@@ -53,6 +55,7 @@ struct encdec_live {
     double seg_cut;              /* the latest segment end at or before final_end (a cut point) */
     char prompt[PROMPT_BYTES + 8];   /* the final text before the buffer: its last bytes */
     int finishing, finished;     /* finish called; DONE queued */
+    int end_tries;               /* the stream's end decoded again (END_TRIES) */
     queued *evq;                 /* events not yet taken */
     int nq, capq, headq;
     char *shown;                 /* the text of the event last returned */
@@ -327,10 +330,37 @@ static int pause_within(const encdec_live *l, const live_words *h, int k) {
     return 0;
 }
 
+/* 1 when the decode's words end at `said`, STOPPED_S or more before its
+ * audio does, and speech follows them. */
+static int stopped_early(const encdec_live *l, double said) {
+    return l->q_end - said >= STOPPED_S && !silent(l, said + SILENCE_KEEP_S, l->q_end);
+}
+
+/* Where a decode that stopped early (see take) is cut: at the start of
+ * the latest final word that begins a second or more before the final
+ * text ends. Not at its end: the alignment stretches the last word's end
+ * over what was not said, and the words after it would lose their start.
+ * The decode hears those final words again and drops them. */
+static double stopped_cut(const encdec_live *l) {
+    int i = l->tail.n - 1;
+    while (i > 0 && l->tail.w[i].start > l->final_end - 1.0) i--;
+    return i >= 0 ? l->tail.w[i].start : l->final_end;
+}
+
+/* At the stream's end, after a decode that stopped early: the audio from
+ * stopped_cut decoded again, rather than its last words lost (at most
+ * END_TRIES times). */
+static encdec_status decode_end_again(encdec_live *l) {
+    cut_at(l, stopped_cut(l));
+    l->end_tries++;
+    return request(l, l->n, 0);
+}
+
 /* A finished decode: its new words, what became final, the partial rest. */
 static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (failed(l, r)) {
         l->st.failed++;
+        l->heard_to = 0;
         /* the stream ended: what the last good decode left is final */
         if (last && l->n_hyp && l->hyp[0].n && commit(l, l->hyp[0].n, 1, 0)) return ENCDEC_ERR_NOMEM;
         return ENCDEC_OK;
@@ -347,7 +377,9 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (last && !nw.n && pending && pending->n) {
         /* the last decode said nothing new: what the one before had pending is final */
         live_words_free(&nw);
-        return commit(l, l->hyp[0].n, 1, 0) ? ENCDEC_ERR_NOMEM : ENCDEC_OK;
+        if (commit(l, l->hyp[0].n, 1, 0)) return ENCDEC_ERR_NOMEM;
+        if (l->end_tries < END_TRIES && stopped_early(l, l->final_end)) return decode_end_again(l);
+        return ENCDEC_OK;
     }
     if (!l->q_bare && l->prompt[0] && l->buf_t0 == l->q_t0 && live_words_skip(&nw, pending)) {
         /* the prompt made it skip words it heard: the same audio again without */
@@ -362,9 +394,13 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (l->n_hyp < l->p.agreement) l->n_hyp++;
     live_words *h = &l->hyp[0];
     if (push_words(l, ENCDEC_LIVE_PARTIAL, h, 0, h->n, 0)) return ENCDEC_ERR_NOMEM;
-    int k;
+    int k, again = 0;
     if (last) {
-        k = h->n;   /* the stream ended: everything */
+        k = h->n;   /* the stream ended: everything, unless the decode stopped early */
+        if (k && l->end_tries < END_TRIES && stopped_early(l, h->w[k - 1].end)) {
+            k--;   /* (its last word's time is stretched: it waits, see below) */
+            again = 1;
+        }
     } else {
         const live_words *hs[MAX_AGREE];
         for (int j = 0; j < l->n_hyp; j++) hs[j] = &l->hyp[j];
@@ -383,6 +419,11 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
                 k = -h->n;
         }
     }
+    /* a decode that stopped early (see below): its last word is the
+     * alignment's guess, timed over speech it did not transcribe; it
+     * waits for a decode that goes on past it */
+    int stopped = !last && h->n && stopped_early(l, h->w[h->n - 1].end);
+    if (stopped && k >= h->n) k = h->n - 1;
     int utt = last || k < 0;
     if (k < 0) k = -k;
     int u = utt ? 0 : pause_within(l, h, k);
@@ -405,13 +446,16 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     /* a decode whose words stop well before its audio's end, speech going
      * on (Whisper may end a window's text early, the rest left to a next
      * window that a live decode does not have; the next decodes of the same
-     * buffer stop there too): the next starts where the final text ends */
+     * buffer stop there too): the next starts a little before the final
+     * text's end (stopped_cut), on words it drops as final */
     double said = h->n && h->w[h->n - 1].end > l->final_end ? h->w[h->n - 1].end : l->final_end;
-    if (!last && l->q_end - said >= STOPPED_S && l->final_end > l->buf_t0 &&
-        !silent(l, said + SILENCE_KEEP_S, l->q_end)) {
-        l->seg_cut = l->final_end;
-        cut_at(l, l->final_end);
+    if (!last && l->final_end > l->buf_t0 && stopped_early(l, said)) {
+        double cut = stopped_cut(l);
+        if (cut > l->seg_cut) l->seg_cut = cut;
+        cut_at(l, cut);
     }
+    if (again) return decode_end_again(l);
+    l->heard_to = h->n ? 0 : l->q_end;
     trim(l);
     return ENCDEC_OK;
 }
@@ -429,6 +473,10 @@ static int due(encdec_live *l) {
 static int skip_silence(encdec_live *l) {
     int pending = l->n_hyp && l->hyp[0].n;
     double from = l->final_end > l->buf_t0 ? l->final_end : l->buf_t0;
+    /* a decode that left nothing pending heard its audio: only what came
+     * after it is new (the audio after the final text's last word also
+     * holds that word's tail, which the alignment ends early) */
+    if (l->heard_to > from) from = l->heard_to;
     if (pending || !silent(l, from, l->fed_s)) return 0;
     cut_at(l, l->fed_s - SILENCE_KEEP_S);
     l->decoded_to = l->fed_s;
