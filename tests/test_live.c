@@ -134,6 +134,14 @@ static void rules(void) {
     CHECK_EQ_INT(live_words_skip(&a, NULL), 0);
     live_words_clear(&a);
     CHECK_EQ_INT(live_words_skip(&a, &pending), 0);
+    /* a word timed over 1.5 s or more (the decode skipped speech there, if
+     * the audio under it is not silence: live.c judges that) */
+    words(&a, (const char *const[]){" is", " to", " be", " married"},
+          (const double[]){31.0, 31.3, 31.3, 33.6, 33.6, 33.8, 33.8, 34.2}, 4);
+    CHECK_EQ_INT(live_words_long(&a, 0, 1.5), 1);
+    CHECK_EQ_INT(live_words_long(&a, 2, 1.5), -1);
+    CHECK_EQ_INT(live_words_long(&a, 0, 2.5), -1);
+    CHECK_EQ_INT(live_words_long(&a, -3, 0.3), 0);
     live_words_free(&pending);
     live_words_drop(&a, 5);
     CHECK_EQ_INT(a.n, 0);

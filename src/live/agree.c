@@ -125,6 +125,12 @@ int live_words_skip(const live_words *hyp, const live_words *pending) {
     return over >= 2;
 }
 
+int live_words_long(const live_words *hyp, int from, double min_s) {
+    for (int i = from < 0 ? 0 : from; i < hyp->n; i++)
+        if (hyp->w[i].end - hyp->w[i].start >= min_s) return i;
+    return -1;
+}
+
 int live_agree(const live_words *const *hyps, int n) {
     int k = 0;
     for (;; k++) {

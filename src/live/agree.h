@@ -53,6 +53,10 @@ void live_words_after(live_words *hyp, const live_words *tail, double final_end,
  * be NULL. */
 int live_words_skip(const live_words *hyp, const live_words *pending);
 
+/* The first word of hyp, from word `from`, that lasts min_s or more
+ * (a decode that skipped speech times a word over it), or -1. */
+int live_words_long(const live_words *hyp, int from, double min_s);
+
 /* How many leading words every list of hyps[n] has in common (n >= 1). */
 int live_agree(const live_words *const *hyps, int n);
 

@@ -23,6 +23,7 @@
 #define TRIM_LATE_S 18.0     /* ... or this, where the cut leaves final words in it */
 #define SILENCE_KEEP_S 0.5   /* silence kept before new speech */
 #define STOPPED_S 2.0        /* a decode's words ending this far before its audio: it stopped */
+#define SKIPPED_S 1.5        /* a word timed over this much speech: the decode skipped some */
 #define END_TRIES 2          /* the stream's end decoded again after stopped decodes, at most */
 
 typedef struct {
@@ -356,6 +357,20 @@ static encdec_status decode_end_again(encdec_live *l) {
     return request(l, l->n, 0);
 }
 
+/* 1 when one of w's words is timed over SKIPPED_S or more of speech (not
+ * silence: a word before a pause is often timed into it): no word lasts
+ * that long; a decode that skipped what it heard (a prompt ending in
+ * nearly the words the audio begins with makes Whisper do that) times
+ * the word after the skip over the skipped speech. */
+static int skipped_speech(const encdec_live *l, const live_words *w) {
+    for (int i = live_words_long(w, 0, SKIPPED_S); i >= 0; i = live_words_long(w, i + 1, SKIPPED_S)) {
+        double run, len = w->w[i].end - w->w[i].start;
+        quiet(l, w->w[i].start, w->w[i].end, &run);
+        if (len - run >= SKIPPED_S) return 1;
+    }
+    return 0;
+}
+
 /* A finished decode: its new words, what became final, the partial rest. */
 static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (failed(l, r)) {
@@ -381,7 +396,8 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
         if (l->end_tries < END_TRIES && stopped_early(l, l->final_end)) return decode_end_again(l);
         return ENCDEC_OK;
     }
-    if (!l->q_bare && l->prompt[0] && l->buf_t0 == l->q_t0 && live_words_skip(&nw, pending)) {
+    if (!l->q_bare && l->prompt[0] && l->buf_t0 == l->q_t0 &&
+        (live_words_skip(&nw, pending) || skipped_speech(l, &nw))) {
         /* the prompt made it skip words it heard: the same audio again without */
         live_words_free(&nw);
         return request(l, (size_t)((l->q_end - l->q_t0) * SR + 0.5), 1);
