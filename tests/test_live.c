@@ -586,6 +586,36 @@ static void stopped(encdec_engine *e, const float *jfk, size_t n) {
     free(r.final);
 }
 
+/* The stream's end in one decode that stops early (9.5 s of jfk.wav fed
+ * at once, then finish, decodes of at most 12 tokens): what it did not
+ * say is decoded again from a second before its final words (twice at
+ * most), not lost; its last word waits for those decodes. */
+static void end_again(encdec_engine *e, const float *jfk, size_t n) {
+    encdec_live_params p = encdec_live_default_params();
+    p.tp.max_tokens = 12;
+    p.step_s = 10;   /* no decode before finish */
+    size_t k = 9500 * 16 < n ? 9500 * 16 : n;
+    encdec_live *l = NULL;
+    CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_OK);
+    if (!l) return;
+    CHECK_EQ_INT(encdec_live_feed(l, jfk, k), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+    encdec_live_event ev;
+    char text[1024] = "";
+    while (encdec_live_next(l, &ev, -1))
+        if (ev.kind == ENCDEC_LIVE_FINAL && strlen(text) + strlen(ev.text) < sizeof text)
+            strcat(text, ev.text);
+    encdec_live_stats st;
+    encdec_live_get_stats(l, &st);
+    int ed = wer_edits(text, "and so my fellow americans ask not what your country can do for you "
+                             "ask what you can do for");
+    printf("the end in decodes of at most 12 tokens: %d decodes, %d edits:%s\n", st.decodes, ed,
+           text);
+    CHECK(st.decodes >= 2 && st.decodes <= 3);
+    CHECK(ed <= 3);
+    encdec_live_free(l);
+}
+
 #ifndef ED_SANITIZED
 static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     char dir[1024];
@@ -794,6 +824,7 @@ int main(void) {
         behind(e, jfk, n_jfk);
         unheard(e, jfk);
         stopped(e, jfk, n_jfk);
+        end_again(e, jfk, n_jfk);
 #ifndef ED_SANITIZED
         with_vad(e, jfk, n_jfk);
         talk(e);
