@@ -494,6 +494,16 @@ static void backlog(encdec_engine *e, const float *jfk, size_t n) {
 #define JFK_WORDS "and so my fellow americans ask not what your country can do for you ask what " \
                   "you can do for your country"
 
+/* The events up to DONE: the FINAL texts into text (cap bytes), the stats. */
+static void finals_to_done(encdec_live *l, char *text, size_t cap, encdec_live_stats *st) {
+    encdec_live_event ev;
+    *text = 0;
+    while (encdec_live_next(l, &ev, -1))
+        if (ev.kind == ENCDEC_LIVE_FINAL && strlen(text) + strlen(ev.text) < cap)
+            strcat(text, ev.text);
+    encdec_live_get_stats(l, st);
+}
+
 /* A session behind real time (audio fed faster than it decodes): the
  * next decode takes max_step_s of what waits, not all of it; at the end
  * the rest is decoded in steps of that size, and every word comes. */
@@ -515,12 +525,9 @@ static void behind(encdec_engine *e, const float *jfk, size_t n) {
         CHECK(fabs(b - want) < 0.01);
         CHECK_EQ_INT(encdec_live_feed(l, jfk + 10 * 16000, n - 10 * 16000), ENCDEC_OK);
         CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
-        char text[1024] = "";
-        while (encdec_live_next(l, &ev, -1))
-            if (ev.kind == ENCDEC_LIVE_FINAL && strlen(text) + strlen(ev.text) < sizeof text)
-                strcat(text, ev.text);
+        char text[1024];
         encdec_live_stats st;
-        encdec_live_get_stats(l, &st);
+        finals_to_done(l, text, sizeof text, &st);
         int ed = wer_edits(text, JFK_WORDS);
         printf("  %d decodes, %d edits:%s\n", st.decodes, ed, text);
         CHECK(ed <= 2);
@@ -600,13 +607,9 @@ static void end_again(encdec_engine *e, const float *jfk, size_t n) {
     if (!l) return;
     CHECK_EQ_INT(encdec_live_feed(l, jfk, k), ENCDEC_OK);
     CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
-    encdec_live_event ev;
-    char text[1024] = "";
-    while (encdec_live_next(l, &ev, -1))
-        if (ev.kind == ENCDEC_LIVE_FINAL && strlen(text) + strlen(ev.text) < sizeof text)
-            strcat(text, ev.text);
+    char text[1024];
     encdec_live_stats st;
-    encdec_live_get_stats(l, &st);
+    finals_to_done(l, text, sizeof text, &st);
     int ed = wer_edits(text, "and so my fellow americans ask not what your country can do for you "
                              "ask what you can do for");
     printf("the end in decodes of at most 12 tokens: %d decodes, %d edits:%s\n", st.decodes, ed,
