@@ -780,7 +780,10 @@ typedef struct {
                                      0: never, only agreement) */
     const encdec_vad *vad;        /* judges silence when set (borrowed); else the level */
     float silence_db;             /* without a VAD: 30 ms frames quieter than this (RMS,
-                                     dBFS) are silence (-45) */
+                                     dBFS) are silence (-45), or than the stream's noise
+                                     floor + 8 dB where that is higher (its quietest
+                                     150 ms of the last 10 s; at most -30 dBFS): a room's
+                                     fan or hum is silence too */
     double max_buffer_s;          /* audio kept at most (30; 5..30) */
     encdec_transcribe_params tp;  /* each decode's (language, task, beams, thresholds...):
                                      word_timestamps is always on, initial_prompt is the

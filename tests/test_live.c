@@ -8,7 +8,9 @@
  * events' contract on every run (each FINAL is the start of the PARTIAL
  * before it, finals in time order, one DONE last, nothing after it); the
  * buffer never over its limit; silence not decoded (a minute of it: no
- * decode; speech after 45 s of it: times in the stream's clock); 24 kHz
+ * decode; speech after 45 s of it: times in the stream's clock; a room's
+ * noise at -40 dBFS: its pause not decoded, the noise floor's threshold
+ * on noise, quiet, loud noise and digital silence); 24 kHz
  * audio resampled; the Silero VAD judging silence when installed; bad
  * parameters and calls refused; a session behind real time decoding at
  * most max_step_s of new audio at once. Then `encdec stream`: a file,
@@ -21,6 +23,7 @@
 #include "../bench/wer.h"
 #include "base/json.h"
 #include "live/agree.h"
+#include "live/floor.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -147,6 +150,61 @@ static void rules(void) {
     CHECK_EQ_INT(a.n, 0);
     live_words_free(&a), live_words_free(&b), live_words_free(&c), live_words_free(&tail);
     live_words_free(&empty);
+}
+
+/* ---- the noise floor (the level rule without a VAD) ---- */
+
+/* n samples of noise at db dBFS RMS (a sum of 12 uniform draws: close to
+ * Gaussian), seeded, added to x. */
+static void add_noise(float *x, size_t n, double db, uint32_t seed) {
+    double amp = pow(10.0, db / 20.0);
+    for (size_t i = 0; i < n; i++) {
+        double g = -6;
+        for (int k = 0; k < 12; k++) {
+            seed = seed * 1664525u + 1013904223u;
+            g += (seed >> 8) / 16777216.0;
+        }
+        x[i] += (float)(amp * g);
+    }
+}
+
+static void floor_rule(void) {
+    float *x = calloc(16000 * 12, sizeof *x);
+    if (!x) return;
+    live_floor f = {0};
+    /* under 3 s fed: the caller's threshold */
+    add_noise(x, 16000 * 12, -40, 1);
+    live_floor_feed(&f, x, 16000 * 2);
+    CHECK_NEAR(live_floor_threshold(&f, -45), -45, 1e-9);
+    /* 12 s of noise at -40 dBFS: its floor (its quietest 150 ms, about
+     * -40.5) + 8 dB */
+    live_floor_feed(&f, x + 16000 * 2, 16000 * 10);
+    double t = live_floor_threshold(&f, -45);
+    printf("noise at -40 dBFS: silence under %.2f dBFS\n", t);
+    CHECK(t > -33.5 && t < -31.5);
+    CHECK_NEAR(live_floor_threshold(&f, -20), -20, 1e-9);   /* never under the caller's */
+    /* 150 ms of quiet in the last 10 s: the floor falls to it */
+    memset(x, 0, sizeof *x * 16000);
+    add_noise(x, 2400, -70, 2);
+    live_floor_feed(&f, x, 2400);
+    CHECK_NEAR(live_floor_threshold(&f, -45), -45, 1e-9);
+    /* ... and 10 s later it has left: -40 dBFS noise again */
+    memset(x, 0, sizeof *x * 16000 * 12);
+    add_noise(x, 16000 * 12, -40, 3);
+    live_floor_feed(&f, x, 16000 * 10 + 4800);
+    t = live_floor_threshold(&f, -45);
+    CHECK(t > -33.5 && t < -31.5);
+    /* loud noise: at most -30 dBFS (quiet speech is not told from it) */
+    memset(x, 0, sizeof *x * 16000 * 12);
+    add_noise(x, 16000 * 12, -20, 4);
+    live_floor_feed(&f, x, 16000 * 12);
+    CHECK_NEAR(live_floor_threshold(&f, -45), -30, 1e-9);
+    /* digital silence: nothing to add to the caller's */
+    live_floor g = {0};
+    memset(x, 0, sizeof *x * 16000 * 12);
+    live_floor_feed(&g, x, 16000 * 12);
+    CHECK_NEAR(live_floor_threshold(&g, -45), -45, 1e-9);
+    free(x);
 }
 
 /* ---- a stream, its events checked ---- */
@@ -620,6 +678,39 @@ static void end_again(encdec_engine *e, const float *jfk, size_t n) {
 }
 
 #ifndef ED_SANITIZED
+/* The word edits of text against jfk.wav's words said twice. */
+static int jfk_twice_edits(const char *text) {
+    const char *one = "and so my fellow americans ask not what your country can do for you ask "
+                      "what you can do for your country ";
+    char two[512];
+    snprintf(two, sizeof two, "%s%s", one, one);
+    return wer_edits(text, two);
+}
+
+/* A room with noise at -40 dBFS under all of it (above the level rule's
+ * -45 dB): jfk, 20 s of the noise alone, jfk. Its pause is silence to the
+ * noise floor: not decoded (before: every step decoded, 0 skipped, 28 s
+ * held), and nothing heard in it. */
+static void noisy_room(encdec_engine *e, const float *jfk, size_t n) {
+    size_t pad = 20 * 16000, len = 2 * n + pad;
+    float *x = calloc(len, sizeof *x);
+    if (!x) return;
+    memcpy(x, jfk, sizeof *x * n);
+    memcpy(x + n + pad, jfk, sizeof *x * n);
+    add_noise(x, len, -40, 7);
+    encdec_live_params p = encdec_live_default_params();
+    run r = stream(e, &p, x, len);
+    run_ok(&r, "noisy room", 30);
+    int ed = jfk_twice_edits(r.final);
+    printf("jfk, 20 s of noise at -40 dBFS, jfk: %d edits, %d decodes, %d skipped, at most "
+           "%.1f s held:%s\n", ed, r.st.decodes, r.st.skipped, r.st.max_buffered_s, r.final);
+    CHECK(ed <= 4);
+    CHECK(r.st.skipped >= 10);
+    CHECK(r.st.max_buffered_s <= 15);
+    free(r.final);
+    free(x);
+}
+
 static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     char dir[1024];
     encdec_vad *v = NULL;
@@ -638,11 +729,7 @@ static void with_vad(encdec_engine *e, const float *jfk, size_t n) {
     memcpy(x + n + pad, jfk, sizeof *x * n);
     run r = stream(e, &p, x, 2 * n + pad);
     run_ok(&r, "vad", 30);
-    const char *one = "and so my fellow americans ask not what your country can do for you ask "
-                      "what you can do for your country ";
-    char two[512];
-    snprintf(two, sizeof two, "%s%s", one, one);
-    int ed = wer_edits(r.final, two);
+    int ed = jfk_twice_edits(r.final);
     printf("jfk, 20 s of noise, jfk, with the VAD: %d edits, %d decodes, %d skipped:%s\n", ed,
            r.st.decodes, r.st.skipped, r.final);
     CHECK(ed <= 4);
@@ -801,6 +888,7 @@ static void cli(const float *jfk, size_t n) {
 
 int main(void) {
     rules();
+    floor_rule();
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en")) {
         printf("whisper tiny.en not installed: live decoding not checked\n");
         return check_done();
@@ -830,6 +918,7 @@ int main(void) {
         end_again(e, jfk, n_jfk);
 #ifndef ED_SANITIZED
         with_vad(e, jfk, n_jfk);
+        noisy_room(e, jfk, n_jfk);
         talk(e);
         pauses(e);
         dense_int8();

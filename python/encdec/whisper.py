@@ -465,7 +465,8 @@ class WhisperModel(Owner):
         final text), times in seconds of the stream. Words become final when
         `agreement` successive decodes agree on them, or with their
         utterance once `min_silence` seconds of silence follow (the Silero
-        VAD's verdict with vad_filter, else the level: silence_db). A decode
+        VAD's verdict with vad_filter, else the level: under silence_db, or
+        within 8 dB of the stream's noise floor where that is higher). A decode
         starts after each `step` seconds of audio; when `max_step` seconds
         wait for the decodes, the iterator waits for them, so a source
         faster than real time loses nothing (it is decoded max_step seconds

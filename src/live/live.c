@@ -6,6 +6,7 @@
  * request over a copy of the buffer; the session looks at it when it is
  * fed or asked for events (pump), never waiting unless asked to. */
 #include "live/agree.h"
+#include "live/floor.h"
 #include "base/err.h"
 
 #include <math.h>
@@ -38,6 +39,7 @@ struct encdec_live {
     soxr_t sx;                   /* NULL at 16 kHz */
     float *buf;                  /* buffered audio, 16 kHz */
     size_t n, cap;
+    live_floor floor;            /* the noise floor of the last 10 s fed (the level rule's) */
     double buf_t0;               /* stream seconds of buf[0] */
     double fed_s;                /* stream seconds fed */
     double decoded_to;           /* the end of the audio the last decode saw */
@@ -146,6 +148,7 @@ static int append(encdec_live *l, const float *x, size_t n) {
         l->cap = cap;
     }
     memcpy(l->buf + l->n, x, sizeof *x * n);
+    live_floor_feed(&l->floor, x, n);
     l->n += n;
     l->fed_s += (double)n / SR;
     l->st.fed_s = l->fed_s;
@@ -179,7 +182,7 @@ static int quiet(const encdec_live *l, double t0, double t1, double *run) {
         encdec_free(pr);
     } else {
         const size_t fr = SR * 3 / 100;   /* 30 ms */
-        double lim = pow(10.0, l->p.silence_db / 20.0);
+        double lim = pow(10.0, live_floor_threshold(&l->floor, l->p.silence_db) / 20.0);
         for (size_t i = a; i < b; i += fr) {
             size_t e = i + fr < b ? i + fr : b;
             double s = 0;
