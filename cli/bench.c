@@ -11,10 +11,13 @@
 static const char *HELP =
     "usage: encdec bench [options] AUDIO\n"
     "\n"
-    "Measures, on one audio file: model load ms, mel ms, encoder ms (per input, incl.\n"
-    "the cross-cache fill in full mode), decode ms per token in each cache mode\n"
-    "(full, self, none), real-time factor (full mode), peak RSS and threads. Medians\n"
-    "over the repeats. First checks that all cache modes produce identical tokens.\n"
+    "Measures, on one audio file: model load ms, mel ms, encoder ms (all passes of a\n"
+    "transcription, incl. the cross-cache fill in full mode; a multilingual model\n"
+    "without -l also encodes language detection's window, which on audio under 30 s\n"
+    "is not the first window's: openai-whisper's features for each), decode ms per\n"
+    "token in each cache mode (full, self, none), real-time factor (full mode), peak\n"
+    "RSS and threads. Medians over the repeats. First checks that all cache modes\n"
+    "produce identical tokens.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH   model (default: whisper tiny.en from the cache)\n"
@@ -36,8 +39,8 @@ static const char *HELP =
     "      --json         one JSON object with load_ms, mel_ms, encoder_ms,\n"
     "                     decode_ms_per_token {full,self,none} (per step with beams),\n"
     "                     n_tokens, n_steps, decode_ms, transcribe_ms (wall time of the\n"
-    "                     whole transcription), rtf, n_windows, n_decodes, peak_rss_mb,\n"
-    "                     threads, audio_s, model\n"
+    "                     whole transcription), rtf, n_windows, n_decodes, n_encodes,\n"
+    "                     peak_rss_mb, threads, audio_s, model\n"
     "  -h, --help         this help\n";
 
 static int cmp_d(const void *a, const void *b) {
@@ -51,7 +54,7 @@ static double median(double *v, int n) {
 }
 
 typedef struct {
-    int on, n_tokens, n_steps, n_windows, n_decodes, *tokens;
+    int on, n_tokens, n_steps, n_windows, n_decodes, n_encodes, *tokens;
     double mel, enc, per_tok, wall;
 } mode_res;
 
@@ -81,6 +84,7 @@ static int run_mode(encdec_session *s, const float *pcm, size_t n, encdec_kv_mod
             out->n_steps = t->n_steps;
             out->n_windows = t->n_windows;
             out->n_decodes = t->n_decodes;
+            out->n_encodes = t->n_encodes;
             out->tokens = malloc(sizeof(int) * (size_t)(out->n_tokens + 1));
             if (!out->tokens) ok = 0;
             for (int k = 0; ok && k < out->n_tokens; k++) out->tokens[k] = encdec_result_token(r, k)->id;
@@ -214,6 +218,7 @@ int cli_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(j, "transcribe_ms", f->wall);
             cJSON_AddNumberToObject(j, "n_windows", f->n_windows);
             cJSON_AddNumberToObject(j, "n_decodes", f->n_decodes);
+            cJSON_AddNumberToObject(j, "n_encodes", f->n_encodes);
             cJSON_AddNumberToObject(j, "rtf", rtf);
             cJSON_AddNumberToObject(j, "peak_rss_mb", cli_peak_rss_mb());
             cJSON_AddNumberToObject(j, "threads", threads);
@@ -233,7 +238,9 @@ int cli_bench(int argc, char **argv) {
             printf("precision  compute %s, cross K/V %s\n", info.compute, cli_kvtype_name(cross_kv));
             printf("load       %8.1f ms\n", load_ms);
             printf("mel        %8.1f ms\n", f->mel);
-            printf("encoder    %8.1f ms  (incl. cross K/V in full mode: %s)\n", f->enc,
+            printf("encoder    %8.1f ms  (%d pass%s%s; incl. cross K/V in full mode: %s)\n", f->enc,
+                   f->n_encodes, f->n_encodes == 1 ? "" : "es",
+                   f->n_encodes > f->n_windows ? ", language detection's window among them" : "",
                    res[0].on ? "yes" : "n/a");
             for (int k = 0; k < 3; k++)
                 if (res[k].on)

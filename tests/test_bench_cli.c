@@ -41,6 +41,7 @@ int main(void) {
         CHECK(num(j, "encoder_ms") > 0);
         /* openai-whisper's transcribe() of jfk.wav: 2 segments, 26 tokens with timestamps */
         CHECK_EQ_INT(num(j, "n_tokens"), 26);
+        CHECK_EQ_INT(num(j, "n_encodes"), 1);   /* tiny.en: no language detection */
         CHECK(num(j, "rtf") > 0);
         CHECK(num(j, "peak_rss_mb") > 100);      /* 151 MB of f32 weights alone */
         CHECK_EQ_INT(num(j, "threads"), 2);
