@@ -3,6 +3,7 @@
  *
  *   wer_set set;  wer_load(&set, "../shared/audio");    13 utterances
  *   wer_words(ref) / wer_edits(hyp, ref): WER = sum(edits) / sum(words)
+ *   wer_lost_run(hyp, ref): the longest run of ref words hyp lost
  *
  * Normalisation (both sides): ASCII letters lower-cased, digits and
  * apostrophes kept, everything else a word break ("ill-disposed" = "ill
@@ -71,6 +72,40 @@ static int wer_edits(const char *hyp, const char *ref) {
         memcpy(prev, cur, sizeof(int) * (size_t)(nr + 1));
     }
     return prev[nr];
+}
+
+/* The longest run of consecutive ref words that a minimal alignment of
+ * hyp to ref deletes: words lost (a phrase never transcribed), where a
+ * misheard word is a substitution. Matches and substitutions are taken
+ * before deletions where the costs tie. -1 when out of memory. */
+static inline int wer_lost_run(const char *hyp, const char *ref) {
+    char bh[4096], br[4096], *h[WER_MAX_WORDS], *r[WER_MAX_WORDS];
+    int nh = wer_split(hyp, bh, sizeof bh, h, WER_MAX_WORDS);
+    int nr = wer_split(ref, br, sizeof br, r, WER_MAX_WORDS);
+    int w = nr + 1, *d = malloc(sizeof(int) * (size_t)(nh + 1) * (size_t)w);
+    if (!d) return -1;
+    for (int j = 0; j <= nr; j++) d[j] = j;
+    for (int i = 1; i <= nh; i++) {
+        d[i * w] = i;
+        for (int j = 1; j <= nr; j++) {
+            int sub = d[(i - 1) * w + j - 1] + (strcmp(h[i - 1], r[j - 1]) != 0);
+            int del = d[i * w + j - 1] + 1, ins = d[(i - 1) * w + j] + 1;
+            d[i * w + j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    }
+    int i = nh, j = nr, run = 0, most = 0;
+    while (i > 0 || j > 0) {
+        if (i > 0 && j > 0 && d[i * w + j] == d[(i - 1) * w + j - 1] + (strcmp(h[i - 1], r[j - 1]) != 0)) {
+            i--, j--, run = 0;
+        } else if (j > 0 && d[i * w + j] == d[i * w + j - 1] + 1) {
+            j--, run++;
+            most = run > most ? run : most;
+        } else {
+            i--, run = 0;
+        }
+    }
+    free(d);
+    return most;
 }
 
 static void wer_add(wer_set *s, const char *dir, const char *file, const char *ref) {

@@ -24,6 +24,7 @@
 #define TRIM_LATE_S 18.0     /* ... or this, where the cut leaves final words in it */
 #define SILENCE_KEEP_S 0.5   /* silence kept before new speech */
 #define STOPPED_S 2.0        /* a decode's words ending this far before its audio: it stopped */
+#define MOVED_S 0.3          /* agreeing decodes that end a last word this far apart: its time is a guess */
 #define SKIPPED_S 1.5        /* a word timed over this much speech: the decode skipped some */
 #define END_TRIES 2          /* the stream's end decoded again after stopped decodes, at most */
 
@@ -374,6 +375,19 @@ static int skipped_speech(const encdec_live *l, const live_words *w) {
     return 0;
 }
 
+/* 1 when the newest hypothesis's last word ends MOVED_S or more from
+ * where an older hypothesis that has it at the same place ends it (the
+ * decodes agree on the word, not on its time). */
+static int last_moved(const encdec_live *l) {
+    const live_words *h = &l->hyp[0];
+    int i = h->n - 1;
+    for (int j = 1; j < l->n_hyp; j++)
+        if (i < l->hyp[j].n && live_word_eq(h->w[i].text, l->hyp[j].w[i].text) &&
+            fabs(h->w[i].end - l->hyp[j].w[i].end) >= MOVED_S)
+            return 1;
+    return 0;
+}
+
 /* A finished decode: its new words, what became final, the partial rest. */
 static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (failed(l, r)) {
@@ -438,11 +452,15 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
                 k = -h->n;
         }
     }
-    /* a decode that stopped early (see below): its last word is the
-     * alignment's guess, timed over speech it did not transcribe; it
-     * waits for a decode that goes on past it */
-    int stopped = !last && h->n && stopped_early(l, h->w[h->n - 1].end);
-    if (stopped && k >= h->n) k = h->n - 1;
+    /* a decode's last word is the alignment's guess when the decode
+     * stopped before its audio's end (see below): timed over the speech
+     * it did not transcribe ("Mr." over the 1.8 s of "Quilter is the
+     * apostle of the" that follow), it would end the final text late and
+     * drop those words from the next decodes. It waits for a decode that
+     * goes on past it when the decode stopped early, or when the decodes
+     * that agree on it do not agree on its end. */
+    if (!last && h->n && k >= h->n && (stopped_early(l, h->w[h->n - 1].end) || last_moved(l)))
+        k = h->n - 1;
     int utt = last || k < 0;
     if (k < 0) k = -k;
     int u = utt ? 0 : pause_within(l, h, k);
