@@ -79,6 +79,21 @@ static void rules(void) {
     words(&a, wf, tf, 3);
     live_words_after(&a, &tail, 3.0, NULL);
     CHECK_EQ_INT(a.n, 3);
+    /* the final text's last word said again from the same start, its end
+     * stretched over the pause after it ("used." final at 48.27-48.69,
+     * said at 48.27-49.95): an echo (live.c drops it unless what it lasts
+     * is speech: a skip); not one further on, nor another word */
+    words(&tail, (const char *const[]){" are", " used."}, (const double[]){48.05, 48.27, 48.27, 48.69}, 2);
+    words(&a, (const char *const[]){" used.", " Ten"}, (const double[]){48.27, 49.95, 50.04, 50.42}, 2);
+    live_words_after(&a, &tail, 48.69, NULL);
+    CHECK_EQ_INT(a.n, 2);   /* live_words_after keeps it: its end is 1.26 s on */
+    CHECK_EQ_INT(live_words_echo(&a, &tail, 0.25), 1);
+    words(&a, (const char *const[]){" used.", " Ten"}, (const double[]){48.60, 49.95, 50.04, 50.42}, 2);
+    CHECK_EQ_INT(live_words_echo(&a, &tail, 0.25), 0);
+    words(&a, (const char *const[]){" use", " Ten"}, (const double[]){48.27, 49.95, 50.04, 50.42}, 2);
+    CHECK_EQ_INT(live_words_echo(&a, &tail, 0.25), 0);
+    live_words_clear(&a);
+    CHECK_EQ_INT(live_words_echo(&a, &tail, 0.25), 0);
     /* no echo: words whose middle is before the final end go */
     const char *wn[] = {" so", " then", " we"};
     const double tn[] = {2.6, 3.2, 3.2, 3.5, 3.5, 3.9};

@@ -125,6 +125,12 @@ int live_words_skip(const live_words *hyp, const live_words *pending) {
     return over >= 2;
 }
 
+int live_words_echo(const live_words *hyp, const live_words *tail, double max_s) {
+    if (!hyp->n || !tail->n) return 0;
+    const live_word *f = &tail->w[tail->n - 1];
+    return live_word_eq(hyp->w[0].text, f->text) && fabs(hyp->w[0].start - f->start) <= max_s;
+}
+
 int live_words_long(const live_words *hyp, int from, double min_s) {
     for (int i = from < 0 ? 0 : from; i < hyp->n; i++)
         if (hyp->w[i].end - hyp->w[i].start >= min_s) return i;

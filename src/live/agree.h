@@ -53,6 +53,10 @@ void live_words_after(live_words *hyp, const live_words *tail, double final_end,
  * be NULL. */
 int live_words_skip(const live_words *hyp, const live_words *pending);
 
+/* 1 when hyp's first word is tail's last word again (the same word,
+ * begun within max_s of where it began): an echo whatever its end. */
+int live_words_echo(const live_words *hyp, const live_words *tail, double max_s);
+
 /* The first word of hyp, from word `from`, that lasts min_s or more
  * (a decode that skipped speech times a word over it), or -1. */
 int live_words_long(const live_words *hyp, int from, double min_s);

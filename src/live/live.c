@@ -388,6 +388,19 @@ static int last_moved(const encdec_live *l) {
     return 0;
 }
 
+/* 1 when w's first word is the final text's last said again, begun
+ * where that began (within 0.25 s) and stretched over the pause after it
+ * (what it lasts is speech for less than SKIPPED_S: not a skip): an echo
+ * its end did not show ("used." final at 48.27-48.69 s, said again at
+ * 48.27-49.95 by a decode that timed it up to the next words). */
+static int echo_stretched(const encdec_live *l, const live_words *w) {
+    if (!live_words_echo(w, &l->tail, 0.25)) return 0;
+    const live_word *x = &w->w[0];
+    double run, len = x->end - x->start;
+    quiet(l, x->start, x->end, &run);
+    return len - run < SKIPPED_S;
+}
+
 /* A finished decode: its new words, what became final, the partial rest. */
 static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     if (failed(l, r)) {
@@ -406,6 +419,7 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
         return ENCDEC_ERR_NOMEM;
     }
     live_words_after(&nw, &l->tail, l->final_end, pending);
+    if (echo_stretched(l, &nw)) live_words_drop(&nw, 1);
     if (last && !nw.n && pending && pending->n) {
         /* the last decode said nothing new: what the one before had pending is final */
         live_words_free(&nw);
