@@ -8,6 +8,12 @@
 #       build-cuda/rt/: the shared libraries those programs need that a bare
 #       CUDA image lacks (BLIS, libsndfile, ...), so that build-cuda runs on
 #       the GPU machine as it is (scripts/test.sh runs this half in CI).
+#   scripts/test-cuda.sh emu     here, no GPU: the CPU emulation of the CUDA
+#       backend (build-emu/, -DENCDEC_CUDA_EMU=ON: cuda/cuda.h on the host,
+#       device memory guarded, src/cuda/emu/emu.h) and the device tests
+#       through it with ENCDEC_DEVICE=cuda: the device seam (ops_dev.c, the
+#       models' uploads and states, the engine's caches) checked on every CI
+#       run; the GPU's own kernels and speed are the GPU run's.
 #   scripts/test-cuda.sh         on the GPU machine, with build-cuda/encdec,
 #       build-cuda/tests and build-cuda/rt carried there (about 25 MB): the
 #       device; every CUDA kernel against its CPU twin (test_cuda); the
@@ -23,7 +29,21 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=build-cuda
-GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched"
+GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched test_t5_golden test_bart_golden test_engine_t5"
+# Through the emulation: the same but test_longform and test_engine (a few
+# minutes there; their device paths are test_batched's and test_tiny_en's).
+EMU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_whisper_beam test_batched test_t5_golden test_bart_golden test_engine_t5"
+
+if [ "${1:-}" = emu ]; then
+  set -e
+  cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON -DENCDEC_CUDA_EMU=ON \
+        -DENCDEC_FFMPEG=OFF >/dev/null
+  # shellcheck disable=SC2086
+  cmake --build build-emu -j"$(nproc)" --target encdec_cli test_cuda $EMU_TESTS
+  ENCDEC_DEVICE=cuda ctest --test-dir build-emu --output-on-failure -j"$(nproc)" \
+    -R "^(test_cuda|$(echo $EMU_TESTS | tr ' ' '|'))\$"
+  exit 0
+fi
 
 if [ "${1:-}" = build ]; then
   set -e

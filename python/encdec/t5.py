@@ -32,13 +32,16 @@ class T5Model(Owner):
     use). num_workers: requests decoding at once (1..256). max_new_tokens:
     the most any generate() may ask for (1..4096, the BART family's
     max_position_embeddings - 1 at most; default 512 or that; the engine
-    sizes its self-attention caches by it)."""
+    sizes its self-attention caches by it). device, device_index: "cpu",
+    "cuda" (with the GPU's number) or "auto", as WhisperModel takes them
+    (default: the library's, $ENCDEC_DEVICE or the CPU)."""
 
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
-                 num_workers=8, max_new_tokens=None):
+                 num_workers=8, max_new_tokens=None, device=None, device_index=0):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
-        self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"))
+        self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"),
+                            device=device, device_index=device_index)
         ep = N.lib.encdec_engine_default_params()
         ep.n_threads = default_threads(cpu_threads)
         ep.max_active = int(num_workers)

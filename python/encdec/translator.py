@@ -54,7 +54,8 @@ _UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0, "patience": 1, "re
 
 
 class Translator:
-    """device: "cpu" (the CUDA backend runs Whisper only so far).
+    """device, device_index: "cpu", "cuda" (device_index: which GPU) or
+    "auto", as CTranslate2 takes them.
     compute_type: "default", "float32", "int8", "bfloat16" ... as encdec's
     models take them. intra_threads: the engine's threads (0: every core
     this process may use); inter_threads: accepted, the engine decodes
@@ -65,13 +66,13 @@ class Translator:
     def __init__(self, model_path, device="cpu", device_index=0, compute_type="default",
                  inter_threads=1, intra_threads=0, max_queued_batches=0, files=None,
                  max_new_tokens=None, num_workers=16):
-        if device not in ("cpu", "auto"):
-            raise ValueError(f"device={device!r}: encdec runs text models on the CPU so far")
         if files:
             raise ValueError("files: give the model's directory")
         self._model = T5Model(model_path, compute_type=compute_type, cpu_threads=intra_threads,
-                              num_workers=num_workers, max_new_tokens=max_new_tokens)
-        self.device, self.compute_type = "cpu", compute_type
+                              num_workers=num_workers, max_new_tokens=max_new_tokens,
+                              device=device, device_index=device_index)
+        self.device = "cuda" if self._model._model.info.get("device", "cpu") != "cpu" else "cpu"
+        self.compute_type = compute_type
         h = self._model._model.handle
         self._unk = N.lib.encdec_model_token_id(h, b"<unk>")
 

@@ -36,6 +36,7 @@ struct encdec_model {
     struct ed_dev *dev;
     int dev_index;
     whisper_model *w_dev;
+    void *text_dev;        /* API_T5, API_BART: the device copy text.model points at */
 };
 
 /* gen_config.c: from the generation config in dir (generation_config.json,

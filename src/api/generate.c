@@ -335,6 +335,8 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
         dec_model dm = rn_seam(&rn);
         st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, r);
     }
+    encdec_status dv = m->ops->status(s->text_st);   /* a device's failure, named */
+    if (dv) st = dv;
     r->timings.encoder_ms = t1 - t0;
     r->timings.decode_ms = ed_now_ms() - t1;
     r->timings.n_steps = rn.n_steps;

@@ -252,17 +252,29 @@ encdec_status api_dev_open(const encdec_model *m, struct ed_dev **out) {
  * matrix uploaded in the device's type (no CPU layouts: no conversion or
  * packing here), the file's pages dropped. */
 static encdec_status to_device(encdec_model *m, const encdec_model_params *p) {
-    if (m->family != API_WHISPER)
-        return ed_fail(ENCDEC_ERR_ARG, "%s models do not run on CUDA yet (Whisper does): "
-                       "use the CPU for this model", m->text.model_type);
     if (m->compute == ENCDEC_COMPUTE_INT8)
         return ed_fail(ENCDEC_ERR_ARG, "the int8 mode does not run on CUDA yet: use f32 or bf16");
     encdec_status st = ed_dev_open(ED_DEV_CUDA, p->device_index, &m->dev);
     if (st) return st;
     m->dev_index = p->device_index;
-    if (!p->no_weight_check) st = wl_check(m->w->wt);
-    if (!st) st = whisper_upload(m->w, m->dev, m->compute == ENCDEC_COMPUTE_BF16, &m->w_dev);
-    if (!st) wtab_drop_maps(m->w->wt);
+    int bf16 = m->compute == ENCDEC_COMPUTE_BF16;
+    ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->family == API_BART ? m->bart->wt : m->w->wt;
+    if (!p->no_weight_check) st = wl_check(wt);
+    if (!st && m->family == API_T5) {
+        t5_model *g = NULL;
+        st = t5_upload(m->t5, m->dev, bf16, &g);
+        m->text_dev = g;
+    } else if (!st && m->family == API_BART) {
+        bart_model *g = NULL;
+        st = bart_upload(m->bart, m->dev, bf16, &g);
+        m->text_dev = g;
+    } else if (!st) {
+        st = whisper_upload(m->w, m->dev, bf16, &m->w_dev);
+    }
+    if (!st && m->text_dev) m->text.model = m->text_dev;
+    /* the host's pages of the matrices go (T5's relative-bias tables, read
+     * again on the host, come back from the file on their next use) */
+    if (!st) wtab_drop_maps(wt);
     return st;
 }
 
@@ -321,6 +333,8 @@ const char *api_compute_name(encdec_compute c) {
 void encdec_model_free(encdec_model *m) {
     if (!m) return;
     whisper_dev_free(m->w_dev);
+    if (m->text_dev && m->family == API_T5) t5_dev_free(m->text_dev);
+    if (m->text_dev && m->family == API_BART) bart_dev_free(m->text_dev);
     ed_dev_close(m->dev);
     whisper_free(m->w);
     t5_free(m->t5);

@@ -6,6 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+float *ed_dev_floats(ed_dev *d, size_t a, size_t b, const char *what) {
+    size_t n;
+    if (!ed_mul_ok(a, b, &n) || !ed_mul_ok(n, sizeof(float), &n)) {
+        ed_fail(ENCDEC_ERR_NOMEM, "%s: size overflows", what);
+        return NULL;
+    }
+    return ed_dev_alloc(d, n ? n : sizeof(float), what);
+}
+
 #ifdef ENCDEC_HAVE_CUDA
 #include "cuda/cuda.h"
 #define CU(d) ((cu_dev *)(d))
@@ -53,6 +62,15 @@ encdec_status ed_dev_download(ed_dev *d, void *dst, const void *src, size_t byte
     return ENCDEC_OK;
 }
 
+void ed_dev_copy(ed_dev *d, void *dst, const void *src, size_t bytes) {
+    if (d) {
+        cu_bind(CU(d));
+        cu_copy(CU(d), dst, src, bytes);
+    } else if (bytes) {
+        memcpy(dst, src, bytes);
+    }
+}
+
 encdec_status ed_dev_sync(ed_dev *d) { return d ? cu_sync(CU(d)) : ENCDEC_OK; }
 
 #else   /* a CPU-only build */
@@ -81,6 +99,11 @@ encdec_status ed_dev_upload(ed_dev *d, void *dst, const void *src, size_t bytes)
 
 encdec_status ed_dev_download(ed_dev *d, void *dst, const void *src, size_t bytes) {
     return ed_dev_upload(d, dst, src, bytes);
+}
+
+void ed_dev_copy(ed_dev *d, void *dst, const void *src, size_t bytes) {
+    (void)d;
+    if (bytes) memcpy(dst, src, bytes);
 }
 
 encdec_status ed_dev_sync(ed_dev *d) { (void)d; return ENCDEC_OK; }

@@ -36,10 +36,15 @@ int ed_dev_count(ed_dev_kind kind);
 
 /* Memory of d (NULL: the host, ed_alloc's, freed with free()). */
 void *ed_dev_alloc(ed_dev *d, size_t bytes, const char *what);
+/* a x b floats (NULL and a named error on overflow or when memory runs out). */
+float *ed_dev_floats(ed_dev *d, size_t a, size_t b, const char *what);
 void ed_dev_free(ed_dev *d, void *p);
 /* Host to device and back (plain copies for NULL d); waits. */
 encdec_status ed_dev_upload(ed_dev *d, void *dst, const void *src, size_t bytes);
 encdec_status ed_dev_download(ed_dev *d, void *dst, const void *src, size_t bytes);
+/* d's memory to d's memory (host memory with a NULL d), queued after the
+ * work before it. */
+void ed_dev_copy(ed_dev *d, void *dst, const void *src, size_t bytes);
 /* Waits for the work queued on d; the first failure since the last check,
  * named (ENCDEC_OK on the CPU). */
 encdec_status ed_dev_sync(ed_dev *d);

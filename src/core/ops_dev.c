@@ -85,8 +85,9 @@ void od_attention(void *d, float *o, int ldo, const float *q, int ldq, const flo
     cu_attention(G(d), o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, n_head, dh, scale, causal);
 }
 
-/* Row r reads c[row_cache[r]]: the caches' device addresses and lengths
- * staged as two arrays over the caches the rows name. */
+/* Row r reads c[row_cache[r]]: the caches' device addresses, valid frames
+ * and lengths staged as arrays over the caches the rows name (the others'
+ * entries NULL and 0). */
 void od_attention_cross(void *d, float *o, int ldo, const float *q, int ldq, const kv_cross *c,
                         const int *row_cache, int l, int Mq, float scale) {
     if (Mq <= 0) return;
@@ -95,31 +96,59 @@ void od_attention_cross(void *d, float *o, int ldo, const float *q, int ldq, con
         for (int r = 0; r < Mq; r++)
             if (row_cache[r] + 1 > n) n = row_cache[r] + 1;
     const void **ptr = calloc((size_t)n, sizeof *ptr);
-    int *nv = calloc((size_t)n, sizeof *nv);
+    int *nv = calloc((size_t)2 * n, sizeof *nv), *nc = nv ? nv + n : NULL;
     if (!ptr || !nv) {
         free(ptr);
         free(nv);
         cu_fail(G(d), "cross attention: out of host memory");
         return;
     }
-    /* the caches no row reads may be unset (an engine's idle places) */
+    /* Only the caches a row reads: the others are an engine's idle places,
+     * unset or being freed by their requests' threads as this pass runs
+     * (sched.c sch_client_free), never to be touched here. nc marks them
+     * first. */
+    if (row_cache)
+        for (int r = 0; r < Mq; r++) nc[row_cache[r]] = 1;
+    else
+        nc[0] = 1;
     const kv_cross *c0 = &c[row_cache ? row_cache[0] : 0];
     int max_valid = 0;
     for (int i = 0; i < n; i++) {
+        if (!nc[i]) continue;
         ptr[i] = c[i].kv;
         nv[i] = c[i].kv ? c[i].n_valid : 0;
+        nc[i] = c[i].kv ? c[i].n_ctx : 0;
         if (nv[i] > max_valid) max_valid = nv[i];
-        if (c[i].kv && (c[i].type != c0->type || c[i].n_ctx != c0->n_ctx || c[i].dh != c0->dh))
-            cu_fail(G(d), "cross caches of different types or lengths in one pass");
+        if (c[i].kv && (c[i].type != c0->type || c[i].n_head != c0->n_head || c[i].dh != c0->dh))
+            cu_fail(G(d), "cross caches of different types or shapes in one pass");
     }
     const void *const *dptr = cu_stage(G(d), ptr, (size_t)n * sizeof *ptr);
-    const int *dnv = cu_stage(G(d), nv, (size_t)n * sizeof *nv);
+    const int *dnv = cu_stage(G(d), nv, (size_t)2 * n * sizeof *nv), *dnc = dnv ? dnv + n : NULL;
     const int *drc = row_cache ? cu_stage(G(d), row_cache, (size_t)Mq * sizeof(int)) : NULL;
     free(ptr);
     free(nv);
     if (!dptr || !dnv || (row_cache && !drc)) return;
     cu_attention_cross(G(d), o, ldo, q, ldq, dptr, dnv, (cu_type)c0->type, drc, l, c0->n_head,
-                       c0->n_ctx, c0->dh, max_valid, Mq, scale);
+                       dnc, c0->dh, max_valid, Mq, scale);
+}
+
+/* The pass's rows: up to the last segment's end; the two host tables staged. */
+void od_attention_seg(void *d, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                      const float *v, int ldv, int n_seg, const int *seg_start, const int *seg_len,
+                      int n_head, int dh, float scale, const float *bias, size_t bias_hstride,
+                      int bias_center) {
+    int rows = 0, max_len = 0;
+    for (int i = 0; i < n_seg; i++) {
+        if (seg_start[i] + seg_len[i] > rows) rows = seg_start[i] + seg_len[i];
+        if (seg_len[i] > max_len) max_len = seg_len[i];
+    }
+    if (rows <= 0) return;
+    cu_bind(G(d));
+    const int *ds = cu_stage(G(d), seg_start, (size_t)n_seg * sizeof(int));
+    const int *dl = cu_stage(G(d), seg_len, (size_t)n_seg * sizeof(int));
+    if (!ds || !dl) return;
+    cu_attention_seg(G(d), o, ldo, q, ldq, k, ldk, v, ldv, rows, n_seg, ds, dl, max_len, n_head, dh,
+                     scale, bias, bias_hstride, bias_center);
 }
 
 void od_attention_tab(void *d, float *o, int ldo, const float *q, int ldq, const float *kc,

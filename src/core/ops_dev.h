@@ -39,6 +39,10 @@ void od_attention(void *d, float *o, int ldo, const float *q, int ldq, const flo
                   int causal);
 void od_attention_cross(void *d, float *o, int ldo, const float *q, int ldq, const kv_cross *c,
                         const int *row_cache, int l, int Mq, float scale);
+void od_attention_seg(void *d, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                      const float *v, int ldv, int n_seg, const int *seg_start, const int *seg_len,
+                      int n_head, int dh, float scale, const float *bias, size_t bias_hstride,
+                      int bias_center);
 void od_attention_tab(void *d, float *o, int ldo, const float *q, int ldq, const float *kc,
                       const float *vc, size_t slot_stride, int ld, int R, const int *pos,
                       const int *tab, const int *tab_row, int tab_ld, int n_head, int dh,

@@ -97,7 +97,8 @@ void op_attention_seg(ed_pool *p, float *o, int ldo, const float *q, int ldq, co
                       const int *seg_len, int n_head, int dh, float scale, const float *bias,
                       size_t bias_hstride, int bias_center, float *scratch,
                       size_t scratch_stride) {
-    OP_DEV(p, od_unsupported(dev_, "attention within packed segments (T5's encoder)"));
+    OP_DEV(p, od_attention_seg(dev_, o, ldo, q, ldq, k, ldk, v, ldv, n_seg, seg_start, seg_len,
+                               n_head, dh, scale, bias, bias_hstride, bias_center));
     seg_ctx c = {o, q, k, v, ldo, ldq, ldk, ldv, n_seg, n_head, dh, seg_start, seg_len, scale,
                  bias, bias_hstride, bias_center, scratch, scratch_stride};
     ed_pool_run(p, seg_task, &c);

@@ -9,8 +9,6 @@
 #include <cuda_fp16.h>
 
 #define ATT_THREADS 128
-/* Keys a block holds scores for: 48 KiB of shared memory, less the query. */
-#define ATT_MAX_KEYS 11776
 
 __device__ static float ld_elem(const void *p, int t, size_t i) {
     if (t == CU_F32) return ((const float *)p)[i];
@@ -58,7 +56,7 @@ __global__ void k_attention(float *o, int ldo, const float *q, int ldq, const fl
 }
 
 static int keys_fit(cu_dev *g, int n, const char *what) {
-    if (n <= ATT_MAX_KEYS) return 1;
+    if (n <= CU_ATT_MAX_KEYS) return 1;
     cu_note(g, what, cudaErrorInvalidConfiguration);   /* over the plain kernel's shared memory */
     return 0;
 }
@@ -72,6 +70,54 @@ void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const f
     k_attention<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh,
                                                         scale, causal);
     CU_LAUNCHED(g, "attention");
+}
+
+/* Row i of the pass belongs to the segment that holds it (a scan: a pass
+ * packs a few inputs); rows of none are left as they are. */
+__global__ void k_attention_seg(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                                const float *v, int ldv, int n_seg, const int *seg_start,
+                                const int *seg_len, int dh, float scale, const float *bias,
+                                size_t bias_hstride, int bias_center) {
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    int i = blockIdx.x, h = blockIdx.y, s0 = -1, n = 0;
+    for (int s = 0; s < n_seg && s0 < 0; s++)
+        if (i >= seg_start[s] && i < seg_start[s] + seg_len[s]) {
+            s0 = seg_start[s];
+            n = seg_len[s];
+        }
+    if (s0 < 0) return;   /* the whole block alike */
+    float *qs = sm, *s = sm + dh;
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)i * ldq + h * dh + j];
+    __syncthreads();
+    const float *b = bias ? bias + (size_t)h * bias_hstride + bias_center - (i - s0) : NULL;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const float *kr = k + (size_t)(s0 + t) * ldk + h * dh;
+        float dot = 0.0f;
+        for (int j = 0; j < dh; j++) dot += qs[j] * kr[j];
+        s[t] = dot * scale + (b ? b[t] : 0.0f);
+    }
+    float inv = 1.0f / softmax_shared(s, n, red);
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int t = 0; t < n; t++) acc += s[t] * v[(size_t)(s0 + t) * ldv + h * dh + j];
+        o[(size_t)i * ldo + h * dh + j] = acc * inv;
+    }
+}
+
+void cu_attention_seg(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k,
+                      int ldk, const float *v, int ldv, int rows, int n_seg, const int *seg_start,
+                      const int *seg_len, int max_len, int n_head, int dh, float scale,
+                      const float *bias, size_t bias_hstride, int bias_center) {
+    if (rows <= 0 || n_seg <= 0 || n_head <= 0 ||
+        !keys_fit(g, max_len, "attention within segments: too many keys"))
+        return;
+    dim3 grid(rows, n_head);
+    size_t smem = (size_t)(dh + max_len) * sizeof(float);
+    k_attention_seg<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, k, ldk, v, ldv, n_seg,
+                                                            seg_start, seg_len, dh, scale, bias,
+                                                            bias_hstride, bias_center);
+    CU_LAUNCHED(g, "attention within segments");
 }
 
 __global__ void k_attention_tab(float *o, int ldo, const float *q, int ldq, const float *kc,
@@ -116,13 +162,14 @@ void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, con
 
 __global__ void k_attention_cross(float *o, int ldo, const float *q, int ldq,
                                   const void *const *caches, const int *n_valid, int t,
-                                  const int *row_cache, int l, int H, int n_ctx, int dh,
+                                  const int *row_cache, int l, int H, const int *n_ctx, int dh,
                                   float scale) {
     extern __shared__ float sm[];
     __shared__ float red[32];
     int r = blockIdx.x, h = blockIdx.y, c = row_cache ? row_cache[r] : 0, n = n_valid[c];
     const void *kv = caches[c];
-    size_t kb = (((size_t)l * 2 + 0) * H + h) * n_ctx * dh, vb = (((size_t)l * 2 + 1) * H + h) * n_ctx * dh;
+    size_t nc = (size_t)n_ctx[c];
+    size_t kb = (((size_t)l * 2 + 0) * H + h) * nc * dh, vb = (((size_t)l * 2 + 1) * H + h) * nc * dh;
     float *qs = sm, *s = sm + dh;
     for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)r * ldq + h * dh + j];
     __syncthreads();
@@ -141,8 +188,8 @@ __global__ void k_attention_cross(float *o, int ldo, const float *q, int ldq,
 
 void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
                         const void *const *caches, const int *n_valid, cu_type t,
-                        const int *row_cache, int l, int n_head, int n_ctx, int dh, int max_valid,
-                        int Mq, float scale) {
+                        const int *row_cache, int l, int n_head, const int *n_ctx, int dh,
+                        int max_valid, int Mq, float scale) {
     if (Mq <= 0 || n_head <= 0 || !keys_fit(g, max_valid, "cross attention: too many frames")) return;
     dim3 grid(Mq, n_head);
     size_t smem = (size_t)(dh + max_valid) * sizeof(float);

@@ -55,6 +55,8 @@ encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes);
 encdec_status cu_download(cu_dev *g, void *dst, const void *src, size_t bytes);
 encdec_status cu_sync(cu_dev *g);
 void cu_memset0(cu_dev *g, void *p, size_t bytes);
+/* Device memory to device memory, queued. */
+void cu_copy(cu_dev *g, void *dst, const void *src, size_t bytes);
 /* A small host array (ints, pointers) as device memory for the kernels
  * queued after this call: copied at once (the host array may change on
  * return), valid until another 4 MiB has been staged. NULL for 0 bytes
@@ -123,11 +125,26 @@ void cu_transpose(cu_dev *g, float *y, const float *x, int rows, int cols);
  * Twin: k_argmax. */
 void cu_argmax(cu_dev *g, int *idx, const float *x, int ldx, int M, int N);
 
+/* The attention kernels' longest key range (keys, positions or frames; the
+ * scores a block holds: 48 KiB of shared memory, less the query): a call
+ * over more fails, named ("too many keys", "... positions", "... frames"). */
+#define CU_ATT_MAX_KEYS 11776
+
 /* Multi-head attention, head h at column h * dh of q, k, v and o; causal:
  * query i sees keys [0, i + Tk - Mq]. Twin: k_attention_ref. */
 void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                   const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
                   int causal);
+/* Attention within packed segments, as op_attention_seg: rows [0, rows)
+ * of the pass; segment s is rows [seg_start[s], seg_start[s] + seg_len[s])
+ * (device arrays, n_seg entries; max_len bounds every seg_len) and attends
+ * to its own keys only; bias NULL or per head a Toeplitz vector (query i,
+ * key j of a segment: + bias[h * bias_hstride + bias_center + j - i]). Rows
+ * of no segment are left as they are. Twin: op_attention_seg. */
+void cu_attention_seg(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k,
+                      int ldk, const float *v, int ldv, int rows, int n_seg, const int *seg_start,
+                      const int *seg_len, int max_len, int n_head, int dh, float scale,
+                      const float *bias, size_t bias_hstride, int bias_center);
 /* Decoder self-attention through an index table, as op_attention_tab:
  * row r (query at position pos[r]) reads position t of its sequence from
  * slot tab[tab_row[r] * tab_ld + t]; K of slot s, position t, head h at
@@ -141,15 +158,16 @@ void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, con
  * position pos[r] of slot slot[r]: kc + slot * slot_stride + pos * d. */
 void cu_kv_self_put(cu_dev *g, float *kc, float *vc, size_t slot_stride, const float *qkv,
                     int ldqkv, int koff, int voff, int R, const int *pos, const int *slot, int d);
-/* Cross attention over cross caches of type t laid out as kv_cross's
- * [n_layer, 2, n_head, n_ctx, dh]: row r reads cache caches[row_cache[r]]
- * (row_cache NULL: caches[0]), layer l, its keys [0, n_valid[that cache]);
- * max_valid bounds every n_valid. caches (device pointers) and n_valid:
- * device arrays, one entry per cache. Twin: op_attention_cross. */
+/* Cross attention over cross caches of type t, each laid out as kv_cross's
+ * [n_layer, 2, n_head, n_ctx[c], dh] (its own length: a text model's
+ * inputs differ): row r reads cache caches[row_cache[r]] (row_cache NULL:
+ * caches[0]), layer l, its keys [0, n_valid[that cache]); max_valid bounds
+ * every n_valid. caches (device pointers), n_ctx and n_valid: device
+ * arrays, one entry per cache. Twin: op_attention_cross. */
 void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
                         const void *const *caches, const int *n_valid, cu_type t,
-                        const int *row_cache, int l, int n_head, int n_ctx, int dh, int max_valid,
-                        int Mq, float scale);
+                        const int *row_cache, int l, int n_head, const int *n_ctx, int dh,
+                        int max_valid, int Mq, float scale);
 /* Stores src [rows, L * 2 * n_head * dh] (ld; column block it * dh is
  * layer it / (2H), K or V (it / H) % 2, head it % H) as frames [t0, t0 +
  * rows) of a cross cache of type t. Twin: kv_cross_put per block. */

@@ -130,6 +130,10 @@ encdec_status cu_sync(cu_dev *g) {
     return take_error(g);
 }
 
+void cu_copy(cu_dev *g, void *dst, const void *src, size_t bytes) {
+    if (bytes) cu_note(g, "copy", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g->stream));
+}
+
 void cu_memset0(cu_dev *g, void *p, size_t bytes) {
     if (bytes) cu_note(g, "memset", cudaMemsetAsync(p, 0, bytes, g->stream));
 }

@@ -109,6 +109,9 @@ typedef struct bart_model {
     ed_wtab *wt;
     size_t weight_bytes;
     int ct2;                           /* read from a CTranslate2 directory (bart_ct2.c) */
+    /* a device copy (bart_upload): its device and the block its weights live in */
+    void *dev;
+    void *dev_mem;
 } bart_model;
 
 /* bart_ct2.c: a CTranslate2 TransformerSpec's tensors in wt (names as in
@@ -129,6 +132,11 @@ void bart_free(bart_model *m);
 /* The weight matrices (for wl_convert); a tied or shared embedding is
  * listed once per use. */
 int bart_matrices(bart_model *m, wl_mat *out, int cap);
+/* The model's weights on dev (core/dev.h's ed_dev; bf16: matrices as bf16),
+ * a copy whose states run there (models/mdev.h). bart_dev_free frees the
+ * copy only. */
+encdec_status bart_upload(const bart_model *m, void *dev, int bf16, bart_model **out);
+void bart_dev_free(bart_model *g);
 
 /* ---- per-session state ---- */
 
@@ -154,6 +162,11 @@ typedef struct bart_state {
     size_t scores_stride;
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;   /* [max_rows, d|d|3d|d|d|F_d] */
     int invariant;           /* 1: decoder products batch-invariant (the engine's state) */
+    /* on a device: the model's; the buffers above in its memory; the logits
+     * on their way to the host; the device's first failure (sticky) */
+    void *dev;
+    float *d_logits;
+    encdec_status status;
 } bart_state;
 
 encdec_status bart_state_new(bart_state **out, const bart_model *m, ed_pool *pool, kv_dtype cross_type);

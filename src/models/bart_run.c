@@ -8,6 +8,7 @@
 #include "models/bart.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "kern/kern.h"
 
 #include <math.h>
@@ -16,8 +17,13 @@
 
 encdec_status bart_state_new(bart_state **out, const bart_model *m, ed_pool *pool, kv_dtype cross_type) {
     *out = NULL;
+    void *dv = ed_pool_dev(pool);
+    if ((dv != NULL) != (m->dev != NULL))
+        return ed_fail(ENCDEC_ERR_ARG, "a %s model's state on the %s", m->dev ? "device" : "host",
+                       dv ? "device" : "host");
     bart_state *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: model state");
+    s->dev = dv;
     s->m = m;
     s->pool = pool;
     s->cross_type = cross_type;
@@ -25,14 +31,20 @@ encdec_status bart_state_new(bart_state **out, const bart_model *m, ed_pool *poo
     return ENCDEC_OK;
 }
 
+/* The state's activation buffers (on its device when it has one). */
+#define BART_BUFS(s)                                                                              \
+    {&(s)->enc_out, &(s)->e_x, &(s)->e_n, &(s)->e_qkv, &(s)->e_att, &(s)->e_h, &(s)->xkv,         \
+     &(s)->cross_buf, &(s)->d_x, &(s)->d_n, &(s)->d_qkv, &(s)->d_att, &(s)->d_q, &(s)->d_h,       \
+     &(s)->d_logits}
+
 static void free_buffers(bart_state *s) {
-    float **f[] = {&s->enc_out, &s->e_x, &s->e_n, &s->e_qkv, &s->e_att, &s->e_h, &s->xkv,
-                   &s->cross_buf, &s->scores, &s->d_x, &s->d_n, &s->d_qkv, &s->d_att, &s->d_q,
-                   &s->d_h};
+    float **f[] = BART_BUFS(s);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        free(*f[i]);
+        ed_dev_free(s->dev, *f[i]);
         *f[i] = NULL;
     }
+    free(s->scores);
+    s->scores = NULL;
     int **g[] = {&s->in_start, &s->in_len, &s->e_pos, &s->slot_input, &s->row_input};
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         free(*g[i]);
@@ -62,16 +74,18 @@ static encdec_status alloc_buffers(bart_state *s, const bart_shape *n) {
     size_t R = (size_t)imax(n->n_slots, n->n_ctx);
     s->max_rows = (int)R;
     s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n->t_max, n->n_ctx);
-    float **f[] = {&s->enc_out, &s->e_x, &s->e_n, &s->e_qkv, &s->e_att, &s->e_h, &s->xkv,
-                   &s->cross_buf, &s->scores, &s->d_x, &s->d_n, &s->d_qkv, &s->d_att, &s->d_q,
-                   &s->d_h};
-    size_t rows[] = {T, T, T, T, T, T, T < BART_XKV_ROWS ? T : BART_XKV_ROWS, T,
-                     (size_t)ed_pool_size(s->pool), R, R, R, R, R, R};
-    size_t cols[] = {d, d, d, 3 * d, d, (size_t)h->enc_ffn, L2d, L2d, s->scores_stride, d, d,
-                     3 * d, d, d, (size_t)h->dec_ffn};
+    void *dv = s->dev;
+    float **f[] = BART_BUFS(s);
+    size_t rows[] = {T, T, T, T, T, T, T < BART_XKV_ROWS ? T : BART_XKV_ROWS, T, R, R, R, R, R, R,
+                     dv ? R : 0};   /* on a device: the logits on their way */
+    size_t cols[] = {d, d, d, 3 * d, d, (size_t)h->enc_ffn, L2d, L2d, d, d, 3 * d, d, d,
+                     (size_t)h->dec_ffn, (size_t)h->n_vocab};
     encdec_status st = ENCDEC_OK;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (!(*f[i] = ed_alloc_floats(rows[i], cols[i], "model state"))) st = ENCDEC_ERR_NOMEM;
+        if (rows[i] && !(*f[i] = ed_dev_floats(dv, rows[i], cols[i], "model state"))) st = ENCDEC_ERR_NOMEM;
+    /* (the host's attention scratch: the device's kernels need none) */
+    s->scores = dv ? NULL : ed_alloc_floats((size_t)ed_pool_size(s->pool), s->scores_stride, "model state");
+    if (!dv && !s->scores) st = ENCDEC_ERR_NOMEM;
     s->in_start = ialloc((size_t)n->n_inputs, "input table");
     s->in_len = ialloc((size_t)n->n_inputs, "input table");
     s->e_pos = ialloc(T, "input positions");
@@ -80,7 +94,7 @@ static encdec_status alloc_buffers(bart_state *s, const bart_shape *n) {
     s->cross = ed_calloc((size_t)(n->n_inputs ? n->n_inputs : 1) * sizeof(kv_cross), "cross cache views");
     if (!s->in_start || !s->in_len || !s->e_pos || !s->slot_input || !s->row_input || !s->cross)
         st = ENCDEC_ERR_NOMEM;
-    if (!st) st = kv_self_init(&s->self, h->n_dec_layer, n->n_slots, n->n_ctx, h->d);
+    if (!st) st = kv_self_init_on(&s->self, dv, h->n_dec_layer, n->n_slots, n->n_ctx, h->d);
     return st;
 }
 
@@ -271,7 +285,14 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
     }
     if (m->var->pre_norm)
         op_layernorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d, h->eps);
-    mm(s, MM_DEC, logits, h->n_vocab, s->d_n, d, m->lm_head, m->logits_bias, n_out, h->n_vocab, d);
+    float *lg = s->dev ? s->d_logits : logits;
+    mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, m->lm_head, m->logits_bias, n_out, h->n_vocab, d);
+    encdec_status st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
+    if (st && !s->status) s->status = st;
+    if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
+        for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
+        for (int r = 0; r < n_out && h->eos >= 0; r++) logits[(size_t)r * h->n_vocab + h->eos] = 0.0f;
+    }
 }
 
 /* ---- behind the seam (decode/runner.h) ---- */
@@ -305,7 +326,16 @@ static s2s_view s2s_view_of(void *p) {
     bart_state *s = p;
     return (s2s_view){s->cross, s->slot_input, &s->self, &s->invariant, s->max_rows};
 }
-static int s2s_invariant(const void *m) { return bart_encode_invariant(m); }
+/* (a device's products are not batch-invariant over many rows: one input a pass there) */
+static int s2s_invariant(const void *m) {
+    return !((const bart_model *)m)->dev && bart_encode_invariant(m);
+}
+static encdec_status s2s_status(void *p) {
+    bart_state *s = p;
+    encdec_status st = op_sync(s->pool);
+    if (st && !s->status) s->status = st;
+    return s->status;
+}
 
 const s2s_ops bart_s2s_ops = {s2s_new, s2s_free, s2s_reserve, s2s_encode, rn_cross, rn_decode,
-                              s2s_rn, s2s_view_of, s2s_invariant};
+                              s2s_rn, s2s_view_of, s2s_invariant, s2s_status};

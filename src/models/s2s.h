@@ -51,6 +51,9 @@ typedef struct {
     s2s_view (*view)(void *s);
     /* 1 when inputs packed in one encoder pass get, bitwise, what they get alone */
     int (*encode_invariant)(const void *model);
+    /* waits for the state's device (nothing on the CPU) and returns its first
+     * failure, named (sticky: a failed device stays failed) */
+    encdec_status (*status)(void *s);
 } s2s_ops;
 
 /* A loaded text-to-text model, as generation sees it. */

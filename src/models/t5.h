@@ -91,6 +91,11 @@ typedef struct t5_model {
     spm_tok *tok;
     ed_wtab *wt;
     size_t weight_bytes;
+    /* a device copy (t5_upload): its device, the block its matrices and
+     * vectors live in (the relative-bias tables stay on the host: the
+     * Toeplitz vectors are built there and uploaded per shape) */
+    void *dev;
+    void *dev_mem;
 } t5_model;
 
 /* Loads a Hugging Face T5-family directory (config.json, model.safetensors or
@@ -102,6 +107,12 @@ void t5_free(t5_model *m);
 /* The weight matrices (for wl_convert): fills out[0, cap), returns how many
  * there are. The tied embedding is listed twice (as emb and lm_head). */
 int t5_matrices(t5_model *m, wl_mat *out, int cap);
+
+/* The model's weights on dev (core/dev.h's ed_dev; bf16: matrices as bf16):
+ * a copy sharing m's tokenizer, whose states run on that device
+ * (models/mdev.h). t5_dev_free frees the copy only. */
+encdec_status t5_upload(const t5_model *m, void *dev, int bf16, t5_model **out);
+void t5_dev_free(t5_model *g);
 
 /* Relative position bucket of key - query = rel, as T5 defines it
  * (bidirectional: the encoder; else causal: the decoder). */
@@ -140,6 +151,13 @@ typedef struct t5_state {
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;
     int invariant;           /* 1: decoder products batch-invariant (op_matmul_w_inv), the
                                 engine's state */
+    /* on a device: the model's, the buffers above in its memory, the
+     * logits on their way to the host, a bias table's host copy, the
+     * device's first failure (sticky) */
+    void *dev;
+    float *d_logits;
+    float *bias_h;
+    encdec_status status;
 } t5_state;
 
 encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_dtype cross_type);
@@ -178,5 +196,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
  * sequence g * width + j decoding input g (and reading its cross cache).
  * After t5_state_reserve with n_slots = inputs x width. */
 rn_model t5_rn_model(t5_state *s, int width);
+/* The device's first failure under s (sticky; ENCDEC_OK on the CPU). */
+encdec_status t5_state_status(const t5_state *s);
 
 #endif

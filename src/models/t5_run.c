@@ -3,6 +3,7 @@
 #include "models/t5.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "kern/kern.h"
 
 #include <math.h>
@@ -11,8 +12,13 @@
 
 encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_dtype cross_type) {
     *out = NULL;
+    void *dv = ed_pool_dev(pool);
+    if ((dv != NULL) != (m->dev != NULL))
+        return ed_fail(ENCDEC_ERR_ARG, "a %s model's state on the %s", m->dev ? "device" : "host",
+                       dv ? "device" : "host");
     t5_state *s = calloc(1, sizeof *s);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: T5 state");
+    s->dev = dv;
     s->m = m;
     s->pool = pool;
     s->cross_type = cross_type;
@@ -20,14 +26,21 @@ encdec_status t5_state_new(t5_state **out, const t5_model *m, ed_pool *pool, kv_
     return ENCDEC_OK;
 }
 
+/* The state's activation buffers (on its device when it has one). */
+#define T5_BUFS(s)                                                                                \
+    {&(s)->enc_out, &(s)->e_x, &(s)->e_n, &(s)->e_qkv, &(s)->e_att, &(s)->e_h, &(s)->enc_bias,    \
+     &(s)->dec_bias, &(s)->xkv, &(s)->cross_buf, &(s)->d_x, &(s)->d_n, &(s)->d_qkv, &(s)->d_att, \
+     &(s)->d_q, &(s)->d_h, &(s)->d_logits}
+
 static void free_buffers(t5_state *s) {
-    float **f[] = {&s->enc_out, &s->e_x, &s->e_n, &s->e_qkv, &s->e_att, &s->e_h, &s->enc_bias,
-                   &s->dec_bias, &s->xkv, &s->cross_buf, &s->scores, &s->d_x, &s->d_n,
-                   &s->d_qkv, &s->d_att, &s->d_q, &s->d_h};
+    float **f[] = T5_BUFS(s);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        free(*f[i]);
+        ed_dev_free(s->dev, *f[i]);
         *f[i] = NULL;
     }
+    free(s->scores);
+    free(s->bias_h);
+    s->scores = s->bias_h = NULL;
     free(s->in_start);
     free(s->in_len);
     free(s->slot_input);
@@ -65,37 +78,41 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
         int nth = ed_pool_size(s->pool);
         s->max_rows = (int)R;
         s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n.t_max, n.n_ctx);
-        s->enc_out = ed_alloc_floats(T, d, "encoder output");
-        s->e_x = ed_alloc_floats(T, d, "encoder activations");
-        s->e_n = ed_alloc_floats(T, d, "encoder activations");
-        s->e_qkv = ed_alloc_floats(T, 3 * I, "encoder Q|K|V");
-        s->e_att = ed_alloc_floats(T, I, "encoder attention");
-        s->e_h = ed_alloc_floats(T, G, "encoder feed-forward");
-        s->enc_bias = ed_alloc_floats(nbe * H, 2 * (size_t)n.t_max - 1, "encoder position bias");
-        s->dec_bias = ed_alloc_floats(nbd * H, (size_t)n.n_ctx, "decoder position bias");
-        s->xkv = ed_alloc_floats(T < T5_XKV_ROWS ? T : T5_XKV_ROWS, L2I, "cross K|V product rows");
-        s->cross_buf = ed_alloc_floats(T, L2I, "cross cache");
-        s->scores = ed_alloc_floats((size_t)nth, s->scores_stride, "attention scores");
-        s->d_x = ed_alloc_floats(R, d, "decoder activations");
-        s->d_n = ed_alloc_floats(R, d, "decoder activations");
-        s->d_qkv = ed_alloc_floats(R, 3 * I, "decoder Q|K|V");
-        s->d_att = ed_alloc_floats(R, I, "decoder attention");
-        s->d_q = ed_alloc_floats(R, I, "decoder cross Q");
-        s->d_h = ed_alloc_floats(R, G, "decoder feed-forward");
+        void *dv = s->dev;
+        size_t be = nbe * H * (2 * (size_t)n.t_max - 1), bd = nbd * H * (size_t)n.n_ctx;
+        s->enc_out = ed_dev_floats(dv, T, d, "encoder output");
+        s->e_x = ed_dev_floats(dv, T, d, "encoder activations");
+        s->e_n = ed_dev_floats(dv, T, d, "encoder activations");
+        s->e_qkv = ed_dev_floats(dv, T, 3 * I, "encoder Q|K|V");
+        s->e_att = ed_dev_floats(dv, T, I, "encoder attention");
+        s->e_h = ed_dev_floats(dv, T, G, "encoder feed-forward");
+        s->enc_bias = ed_dev_floats(dv, be, 1, "encoder position bias");
+        s->dec_bias = ed_dev_floats(dv, bd, 1, "decoder position bias");
+        s->xkv = ed_dev_floats(dv, T < T5_XKV_ROWS ? T : T5_XKV_ROWS, L2I, "cross K|V product rows");
+        s->cross_buf = ed_dev_floats(dv, T, L2I, "cross cache");
+        s->d_x = ed_dev_floats(dv, R, d, "decoder activations");
+        s->d_n = ed_dev_floats(dv, R, d, "decoder activations");
+        s->d_qkv = ed_dev_floats(dv, R, 3 * I, "decoder Q|K|V");
+        s->d_att = ed_dev_floats(dv, R, I, "decoder attention");
+        s->d_q = ed_dev_floats(dv, R, I, "decoder cross Q");
+        s->d_h = ed_dev_floats(dv, R, G, "decoder feed-forward");
+        /* on a device: the logits of a pass and the bias tables' host side */
+        s->d_logits = dv ? ed_dev_floats(dv, R, (size_t)h->n_vocab, "logits") : NULL;
+        s->bias_h = dv ? ed_alloc_floats(be > bd ? be : bd, 1, "position bias") : NULL;
+        s->scores = dv ? NULL : ed_alloc_floats((size_t)nth, s->scores_stride, "attention scores");
         s->in_start = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
         s->in_len = ed_alloc((size_t)n.n_inputs * sizeof(int), "input table");
         s->cross = ed_calloc((size_t)n.n_inputs * sizeof(kv_cross), "cross cache views");
         s->slot_input = ed_calloc((size_t)n.n_slots * sizeof(int), "sequence table");
         s->row_input = ed_calloc(R * sizeof(int), "row table");
-        float *all[] = {s->enc_out, s->e_x, s->e_n, s->e_qkv, s->e_att, s->e_h, s->enc_bias,
-                        s->dec_bias, s->xkv, s->cross_buf, s->scores, s->d_x, s->d_n,
-                        s->d_qkv, s->d_att, s->d_q, s->d_h};
+        float **all[] = T5_BUFS(s);
         encdec_status st = ENCDEC_OK;
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-            if (!all[i]) st = ENCDEC_ERR_NOMEM;
+            if (!*all[i] && (all[i] != &s->d_logits || dv)) st = ENCDEC_ERR_NOMEM;
+        if (dv ? !s->bias_h : !s->scores) st = ENCDEC_ERR_NOMEM;
         if (!s->in_start || !s->in_len || !s->cross || !s->slot_input || !s->row_input)
             st = ENCDEC_ERR_NOMEM;
-        if (!st) st = kv_self_init(&s->self, h->n_dec_layer, n.n_slots, n.n_ctx, h->inner);
+        if (!st) st = kv_self_init_on(&s->self, dv, h->n_dec_layer, n.n_slots, n.n_ctx, h->inner);
         if (st) {
             free_buffers(s);
             return st;
@@ -123,6 +140,21 @@ static void bias_tables(const t5_model *m, float *dst, int len, int centre, int 
     }
 }
 
+/* The device's first failure is kept (sticky). */
+static void dev_check(t5_state *s, encdec_status st) {
+    if (st && !s->status) s->status = st;
+}
+
+/* bias_tables into dst, the state's (device) table: built on the host
+ * (the learned tables are the host's), uploaded where the state has a device. */
+static void put_bias(t5_state *s, float *dst, int len, int centre, int bidirectional, int encoder) {
+    const t5_hparams *h = &s->m->hp;
+    int nb = h->bias_every_layer ? (encoder ? h->n_enc_layer : h->n_dec_layer) : 1;
+    bias_tables(s->m, s->dev ? s->bias_h : dst, len, centre, bidirectional, encoder);
+    if (s->dev)
+        dev_check(s, ed_dev_upload(s->dev, dst, s->bias_h, (size_t)nb * h->n_head * len * sizeof(float)));
+}
+
 void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, int B) {
     const t5_model *m = s->m;
     const t5_hparams *h = &m->hp;
@@ -131,7 +163,7 @@ void t5_encode(t5_state *s, const int *ids, const int *start, const int *len, in
     memcpy(s->in_start, start, (size_t)B * sizeof *start);
     memcpy(s->in_len, len, (size_t)B * sizeof *len);
     if (s->enc_bias_len != tm) {
-        bias_tables(m, s->enc_bias, blen, tm - 1, 1, 1);
+        put_bias(s, s->enc_bias, blen, tm - 1, 1, 1);
         s->enc_bias_len = tm;
     }
     op_embed(s->pool, s->e_x, m->emb, m->hp.n_vocab, ids, NULL, NULL, T, d);
@@ -213,7 +245,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     const t5_hparams *h = &m->hp;
     int d = h->d, I = h->inner, F = h->d_ff, G = F * (h->gated ? 2 : 1), n_ctx = s->self.n_ctx;
     if (s->dec_bias_len != n_ctx) {
-        bias_tables(m, s->dec_bias, n_ctx, n_ctx - 1, 0, 0);
+        put_bias(s, s->dec_bias, n_ctx, n_ctx - 1, 0, 0);
         s->dec_bias_len = n_ctx;
     }
     for (int r = 0; r < R; r++) s->row_input[r] = s->slot_input[slot[r]];
@@ -241,8 +273,16 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
     op_rmsnorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln, d, h->eps);
     if (h->tied) op_scale(s->pool, s->d_n, (size_t)n_out * d, sc);
-    mm(s, logits, h->n_vocab, s->d_n, d, m->lm_head, n_out, h->n_vocab, d);
+    float *lg = s->dev ? s->d_logits : logits;
+    mm(s, lg, h->n_vocab, s->d_n, d, m->lm_head, n_out, h->n_vocab, d);
+    dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
+    if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
+        for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
+        for (int r = 0; r < n_out && h->eos >= 0; r++) logits[(size_t)r * h->n_vocab + h->eos] = 0.0f;
+    }
 }
+
+encdec_status t5_state_status(const t5_state *s) { return s->status; }
 
 /* ---- behind the seam (decode/runner.h) ---- */
 
@@ -275,7 +315,15 @@ static s2s_view s2s_view_of(void *p) {
     t5_state *s = p;
     return (s2s_view){s->cross, s->slot_input, &s->self, &s->invariant, s->max_rows};
 }
-static int s2s_invariant(const void *m) { return t5_encode_invariant(m); }
+/* (a device's products are not batch-invariant over many rows: one input a pass there) */
+static int s2s_invariant(const void *m) {
+    return !((const t5_model *)m)->dev && t5_encode_invariant(m);
+}
+static encdec_status s2s_status(void *s) {
+    t5_state *t = s;
+    dev_check(t, op_sync(t->pool));
+    return t->status;
+}
 
 const s2s_ops t5_s2s_ops = {s2s_new, s2s_free, s2s_reserve, s2s_encode, rn_cross, rn_decode,
-                            s2s_rn, s2s_view_of, s2s_invariant};
+                            s2s_rn, s2s_view_of, s2s_invariant, s2s_status};

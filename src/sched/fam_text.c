@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/isa.h"
 #include "base/mem.h"
+#include "core/dev.h"
 #include "sched/sched.h"
 
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 typedef struct {
     const s2s_model *m;
+    ed_pool *pool;            /* the engine's (its device: the states' and caches') */
     void *enc, *dec;          /* the family's states */
     s2s_view dv;              /* dec's tables */
     kv_cross *xc;        /* [places] each place's input's cache */
@@ -78,17 +80,19 @@ static encdec_status t_encode_many(void *ctx, int n, const int *places, const vo
     m->ops->encode(t->enc, t->ids, start, len, n);
     m->ops->cross(t->enc);
     const kv_cross *ec = m->ops->view(t->enc).cross;
+    void *dev = ed_pool_dev(t->pool);
     for (int i = 0; i < n; i++) {
         int p = places[i];
         kv_cross_free(&t->xc[p]);
-        st = kv_cross_init(&t->xc[p], m->n_dec_layer, m->n_head, len[i], m->head_dim, t->cross_type);
+        st = kv_cross_init_on(&t->xc[p], dev, m->n_dec_layer, m->n_head, len[i], m->head_dim,
+                              t->cross_type);
         if (st) return st;
-        memcpy(t->xc[p].kv, ec[i].kv, kv_cross_bytes(&ec[i]));
+        ed_dev_copy(dev, t->xc[p].kv, ec[i].kv, kv_cross_bytes(&ec[i]));
         t->xc[p].n_valid = len[i];
         t->dv.cross[p] = t->xc[p];
         t->dv.cross[p].owned = 0;   /* a view: the place owns it */
     }
-    return ENCDEC_OK;
+    return m->ops->status(t->enc);   /* a device's failure, named */
 }
 
 static encdec_status t_encode(void *ctx, int place, const void *input) {
@@ -119,7 +123,7 @@ encdec_status sch_fam_text(sch_family *f, const s2s_model *m, ed_pool *pool, int
                            int n_ctx, kv_dtype cross_type, int isa) {
     tfam *t = calloc(1, sizeof *t);
     if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: engine state");
-    *t = (tfam){.m = m, .places = places, .slots = slots, .n_ctx = n_ctx, .cross_type = cross_type};
+    *t = (tfam){.m = m, .pool = pool, .places = places, .slots = slots, .n_ctx = n_ctx, .cross_type = cross_type};
     int S = places * slots, old = ed_isa_swap(isa);
     /* inputs of different requests share an encoder pass where each then
      * gets what it gets alone: the weights are read once for all (a short

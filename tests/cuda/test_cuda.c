@@ -18,8 +18,11 @@
 #include "cuda/cuda.h"
 #include "kern/kern.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static cu_dev *g;
 static uint32_t g_rng = 12345;
@@ -340,6 +343,40 @@ static void attention(void) {
     printf("attention (encoder, causal prompts): as k_attention_ref\n");
 }
 
+/* Attention within packed segments (the text encoders' packed inputs), with
+ * and without T5's Toeplitz bias, against op_attention_seg on the host; a
+ * row of no segment is left alone; a device-to-device copy. */
+static void segments(ed_pool *pool) {
+    int H = 4, dh = 32, d = H * dh, ldq = 3 * d, rows = 40, n_seg = 3;
+    int start[3] = {0, 7, 10}, len[3] = {7, 1, 29};   /* row 39: no segment's */
+    int tmax = 29, blen = 2 * tmax - 1;
+    float *qkv = rnd((size_t)rows * ldq, 1), *bias = rnd((size_t)H * blen, 2);
+    float *scratch = malloc(sizeof(float) * (size_t)OP_ATTN_ROWS * tmax);
+    float *dq = up(qkv, sizeof(float) * (size_t)rows * ldq), *db = up(bias, sizeof(float) * (size_t)H * blen);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        float *ref = rnd((size_t)rows * d, 1), *dout = up(ref, sizeof(float) * (size_t)rows * d);
+        op_attention_seg(pool, ref, d, qkv, ldq, qkv + d, ldq, qkv + 2 * d, ldq, n_seg, start, len, H,
+                         dh, 0.125f, with_bias ? bias : NULL, (size_t)blen, tmax - 1, scratch,
+                         (size_t)OP_ATTN_ROWS * tmax);
+        int *ds = up(start, sizeof start), *dl = up(len, sizeof len);
+        cu_attention_seg(g, dout, d, dq, ldq, dq + d, ldq, dq + 2 * d, ldq, rows, n_seg, ds, dl, tmax, H,
+                         dh, 0.125f, with_bias ? db : NULL, (size_t)blen, tmax - 1);
+        float *got = down(dout, (size_t)rows * d);
+        near(with_bias ? "attention within segments, T5's bias" : "attention within segments", got,
+             ref, (size_t)rows * d, 1e-5);
+        CHECK(memcmp(got + 39 * d, ref + 39 * d, sizeof(float) * d) == 0);   /* untouched */
+        float *dcopy = cu_alloc(g, sizeof(float) * (size_t)rows * d, "copy");
+        cu_copy(g, dcopy, dout, sizeof(float) * (size_t)rows * d);
+        float *again = down(dcopy, (size_t)rows * d);
+        CHECK(memcmp(again, got, sizeof(float) * (size_t)rows * d) == 0);
+        cu_free(g, dout), cu_free(g, ds), cu_free(g, dl), cu_free(g, dcopy);
+        free(ref), free(got), free(again);
+    }
+    cu_free(g, dq), cu_free(g, db);
+    free(qkv), free(bias), free(scratch);
+    printf("attention within packed segments (with T5's bias), device copies: as op_attention_seg\n");
+}
+
 /* The decoder's self-attention over slots through an index table, after
  * appending this step's K/V: beams share their history. */
 static void self_attention(ed_pool *pool) {
@@ -386,11 +423,12 @@ static void self_attention(ed_pool *pool) {
 static void cross_attention(ed_pool *pool) {
     int L = 2, H = 6, dh = 64, d = H * dh, T = 1500, R = 5;
     size_t ld = (size_t)L * 2 * d;
-    int valid[2] = {1500, 777}, rc[5] = {0, 0, 1, 1, 1};
+    /* the second cache as a text model's: its own length (frames), not the first's */
+    int valid[2] = {1500, 777}, rc[5] = {0, 0, 1, 1, 1}, nctx[2] = {T, 800};
     float *src[2] = {rnd((size_t)T * ld, 1), rnd((size_t)T * ld, 1)};
     float *q = rnd((size_t)R * d, 1), *ref = malloc(sizeof(float) * (size_t)R * d);
     float *dq = up(q, (size_t)R * d * 4), *dout = cu_alloc(g, (size_t)R * d * 4, "o");
-    int *drc = up(rc, sizeof rc), *dvalid = up(valid, sizeof valid);
+    int *drc = up(rc, sizeof rc), *dvalid = up(valid, sizeof valid), *dctx = up(nctx, sizeof nctx);
     size_t sstride = (size_t)OP_ATTN_ROWS * T;
     float *scratch = malloc(sizeof(float) * sstride);
     for (int t = KV_F32; t <= KV_BF16; t++) {
@@ -398,7 +436,7 @@ static void cross_attention(ed_pool *pool) {
         void *dc[2];
         float *dsrc[2];
         for (int i = 0; i < 2; i++) {
-            CHECK_EQ_INT(kv_cross_init(&c[i], L, H, T, dh, (kv_dtype)t), ENCDEC_OK);
+            CHECK_EQ_INT(kv_cross_init(&c[i], L, H, nctx[i], dh, (kv_dtype)t), ENCDEC_OK);
             for (int it = 0; it < L * 2 * H; it++)
                 kv_cross_put(&c[i], it / (2 * H), (it / H) % 2, it % H, src[i] + (size_t)it * dh, ld, 0, valid[i]);
             c[i].n_valid = valid[i];
@@ -406,8 +444,8 @@ static void cross_attention(ed_pool *pool) {
             dsrc[i] = up(src[i], (size_t)T * ld * 4);
             cu_memset0(g, dc[i], kv_cross_bytes(&c[i]));
             /* in two blocks of frames, as the model fills it */
-            cu_cross_put(g, dc[i], (cu_type)t, L, H, T, dh, dsrc[i], ld, 0, 100);
-            cu_cross_put(g, dc[i], (cu_type)t, L, H, T, dh, dsrc[i] + 100 * ld, ld, 100, valid[i] - 100);
+            cu_cross_put(g, dc[i], (cu_type)t, L, H, nctx[i], dh, dsrc[i], ld, 0, 100);
+            cu_cross_put(g, dc[i], (cu_type)t, L, H, nctx[i], dh, dsrc[i] + 100 * ld, ld, 100, valid[i] - 100);
         }
         size_t bytes = kv_cross_bytes(&c[1]);
         unsigned char *back = malloc(bytes);
@@ -415,14 +453,14 @@ static void cross_attention(ed_pool *pool) {
         int same = 1;   /* frames past n_valid are zeros on the device, unwritten on the host */
         size_t es = kv_dtype_size((kv_dtype)t);
         for (int blk = 0; blk < L * 2 * H; blk++)
-            same &= !memcmp(back + (size_t)blk * T * dh * es, (unsigned char *)c[1].kv + (size_t)blk * T * dh * es,
+            same &= !memcmp(back + (size_t)blk * nctx[1] * dh * es, (unsigned char *)c[1].kv + (size_t)blk * nctx[1] * dh * es,
                             (size_t)valid[1] * dh * es);
         CHECK(same);
         free(back);
         void **dcs = up(dc, sizeof dc);
         for (int l = 0; l < L; l++) {
             op_attention_cross(pool, ref, d, q, d, c, rc, l, R, 0.125f, scratch, sstride);
-            cu_attention_cross(g, dout, d, dq, d, (const void *const *)dcs, dvalid, (cu_type)t, drc, l, H, T, dh,
+            cu_attention_cross(g, dout, d, dq, d, (const void *const *)dcs, dvalid, (cu_type)t, drc, l, H, dctx, dh,
                                1500, R, 0.125f);
             float *got = down(dout, (size_t)R * d);
             char what[64];
@@ -433,9 +471,9 @@ static void cross_attention(ed_pool *pool) {
         cu_free(g, dcs);
         for (int i = 0; i < 2; i++) kv_cross_free(&c[i]), cu_free(g, dc[i]), cu_free(g, dsrc[i]);
     }
-    cu_free(g, dq), cu_free(g, dout), cu_free(g, drc), cu_free(g, dvalid);
+    cu_free(g, dq), cu_free(g, dout), cu_free(g, drc), cu_free(g, dvalid), cu_free(g, dctx);
     free(src[0]), free(src[1]), free(q), free(ref), free(scratch);
-    printf("cross cache layout (f32, f16, bf16), cross attention over two inputs: as op_attention_cross\n");
+    printf("cross cache layout (f32, f16, bf16), cross attention over two inputs of different lengths: as op_attention_cross\n");
 }
 
 static void errors(void) {
@@ -453,6 +491,40 @@ static void errors(void) {
     }
     cu_free(g, o), cu_free(g, q);
     printf("errors: no such device, a launch that cannot run, an allocation too large: named\n");
+}
+
+/* The CPU emulation's own guarantees (src/cuda/emu/, a test build): host
+ * memory given to a kernel, a kernel's extent past its buffer, and the host
+ * touching device memory each stop with the buffer named. */
+static void emulation(void) {
+    float host[17] = {0}, *dy = cu_alloc(g, 16 * sizeof(float), "probe");
+    float *dx = up(host, 16 * sizeof(float));
+    cu_add(g, dy, host, 16);
+    CHECK_STATUS(cu_sync(g), ENCDEC_ERR_DEVICE, "is not device memory");
+    cu_add(g, dy, dx, 17);
+    CHECK_STATUS(cu_sync(g), ENCDEC_ERR_DEVICE, "of device memory 'probe' (64 bytes) run past its end");
+    cu_add(g, dy, dx, 16);
+    CHECK_EQ_INT(cu_sync(g), ENCDEC_OK);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {   /* a device buffer read as host memory */
+        dup2(fds[1], 2);
+        volatile float v = dy[3];
+        (void)v;
+        _exit(0);
+    }
+    close(fds[1]);
+    char msg[512] = {0};
+    ssize_t got = read(fds[0], msg, sizeof msg - 1);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+    CHECK(strstr(msg, "the host touched device memory 'probe'") != NULL);
+    cu_free(g, dy), cu_free(g, dx);
+    printf("emulation: a host pointer to a kernel, a kernel past its buffer, the host reading "
+           "device memory: each stopped, named\n");
 }
 
 int main(void) {
@@ -474,7 +546,9 @@ int main(void) {
     attention();
     self_attention(pool);
     cross_attention(pool);
+    segments(pool);
     errors();
+    if (strstr(cu_dev_name(g), "emulation")) emulation();
     ed_pool_free(pool);
     cu_dev_close(g);
     return check_done();

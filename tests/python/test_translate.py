@@ -146,3 +146,20 @@ def test_translator_on_a_ctranslate2_directory(variant):
         assert [r.hypotheses[0] for r in res] == [tokens(tr, ids) for ids in g["ct2_greedy"]]
     finally:
         tr.close()
+
+
+def test_translator_devices():
+    """CTranslate2's device spelling: "cpu" runs, an unknown device and (on a
+    machine without a GPU) "cuda" are named errors; the text models take the
+    GPU where the build and the machine have one (scripts/test-cuda.sh)."""
+    d = str(DATA / "tiny-random-marian")
+    tr = encdec.Translator(d, device="cpu", intra_threads=1)
+    assert tr.device == "cpu"
+    tr.close()
+    with pytest.raises(ValueError, match="'auto', 'cpu', 'cuda'"):
+        encdec.Translator(d, device="tpu")
+    if encdec._native.lib.encdec_device_count(1) == 0:
+        with pytest.raises(ValueError, match="have 0 CUDA devices"):
+            encdec.Translator(d, device="cuda")
+        with pytest.raises(ValueError, match="have 0 CUDA devices"):
+            encdec.T5Model(d, device="cuda")
