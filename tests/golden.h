@@ -288,8 +288,12 @@ static inline encdec_status golden_greedy(const dec_model *dm, const whisper_mod
     return st;
 }
 
+/* The host model behind golden_open's device copy (one at a time). */
+static whisper_model *golden_host_model;
+
 /* Loads a golden file and the model it was made from (CHECKing both);
- * returns 1, or 0 after printing the error and freeing what was loaded. */
+ * returns 1, or 0 after printing the error and freeing what was loaded.
+ * The model goes with golden_close. */
 static inline int golden_open(const char *golden, const char *model_dir, ed_wtab **g,
                               whisper_model **m) {
     *g = wtab_new();
@@ -301,13 +305,28 @@ static inline int golden_open(const char *golden, const char *model_dir, ed_wtab
         whisper_model *dm = NULL;
         st = whisper_upload(*m, golden_dev(), 0, &dm);
         CHECK_EQ_INT(st, ENCDEC_OK);
-        if (!st) *m = dm;
+        if (!st) {
+            golden_host_model = *m;
+            *m = dm;
+        }
     }
     if (!st) return 1;
     fprintf(stderr, "%s\n", encdec_last_error());
     wtab_free(*g);
     *g = NULL;
     return 0;
+}
+
+/* Frees golden_open's model: a device copy, then the host model it shares
+ * its tokenizer with; else the model. */
+static inline void golden_close(whisper_model *m) {
+    if (m && m->dev) {
+        whisper_dev_free(m);
+        whisper_free(golden_host_model);
+        golden_host_model = NULL;
+    } else {
+        whisper_free(m);
+    }
 }
 
 /* The front of a golden test: our mel against the golden frames (1e-4),

@@ -85,7 +85,7 @@ int main(void) {
     whisper_state_free(s);
     ed_pool_free(pool);
     free(mel);
-    whisper_free(m);
+    golden_close(m);
     wtab_free(g);
     return check_done();
 }

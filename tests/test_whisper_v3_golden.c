@@ -157,7 +157,7 @@ int main(void) {
     whisper_state_free(s);
     ed_pool_free(pool);
     free(mel);
-    whisper_free(m);
+    golden_close(m);
 
     check_public(path, g);
     wtab_free(g);
