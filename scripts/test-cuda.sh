@@ -15,14 +15,17 @@
 #       models' uploads and states, the engine's caches) checked on every CI
 #       run; the GPU's own kernels and speed are the GPU run's.
 #   scripts/test-cuda.sh         on the GPU machine, with build-cuda/encdec,
-#       build-cuda/tests and build-cuda/rt carried there (about 25 MB): the
+#       build-cuda/tests and build-cuda/rt carried there (about 50 MB;
+#       scripts/gpu-session.sh packs them with tiny.en and ../shared): the
 #       device; every CUDA kernel against its CPU twin (test_cuda); the
 #       Whisper goldens (transformers' values, the CPU's tolerances) with
 #       the model and state on the GPU (ENCDEC_DEVICE=cuda); with tiny.en
 #       ($ENCDEC_TINY_EN or the default install) the tests of real speech,
 #       long-form (openai-whisper's segments), beams, the engine (a
 #       request's output whatever else runs) and batched long-form on the
-#       GPU, and the CLI's text on every recording of $ENCDEC_SHARED_DIR/audio
+#       GPU, the text families' (T5's, the BART family's, the text engine's),
+#       the CLI's text of nine seeded random text models against the CPU's,
+#       and the CLI's text on every recording of $ENCDEC_SHARED_DIR/audio
 #       against the CPU build's; then compute-sanitizer's memcheck on the
 #       kernel test and on a transcription. Every step runs; any failure,
 #       a skip of a kernel test included, fails. Under 8 minutes on an H100.
@@ -109,6 +112,22 @@ for t in $GPU_TESTS; do
   [ -x "$dir/tests/$t" ] || { echo "no $dir/tests/$t" >&2; fails="$fails $t"; continue; }
   step "$t on the GPU" env ENCDEC_DEVICE=cuda "$dir/tests/$t"
 done
+
+# The text families through the CLI: each seeded random model's text on the
+# GPU (f32) as on the CPU (through the CPU emulation the nine agree too).
+text_cli() {
+  local bad=0 m a b
+  for m in t5-v1_0 t5-v1_1 mt5 umt5 bart mbart marian m2m100 pegasus; do
+    a=$("$dir/encdec" generate -m "tests/data/tiny-random-$m" --device cpu --max-new-tokens 12 \
+        "hello world" "the cat sat on the mat" 2>&1)
+    b=$("$dir/encdec" generate -m "tests/data/tiny-random-$m" --device cuda --max-new-tokens 12 \
+        "hello world" "the cat sat on the mat" 2>&1)
+    if [ "$a" = "$b" ] && [ -n "$a" ]; then echo "same text: $m"
+    else echo "DIFFERENT: $m"; diff <(echo "$a") <(echo "$b") | head -6; bad=1; fi
+  done
+  return $bad
+}
+step "T5 and the BART family: the CLI's text on the GPU as on the CPU" text_cli
 
 # The CLI's text on the GPU (f32) against the CPU's, recording by recording.
 tiny=${ENCDEC_TINY_EN:-$HOME/.cache/encdec/models/whisper-tiny.en}
