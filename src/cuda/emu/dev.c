@@ -62,7 +62,8 @@ static region *find(const void *a) {
     int n = atomic_load(&n_regions);
     for (int i = 0; i < n; i++) {
         region *r = &regions[i];
-        if (r->map && c >= r->map && c < r->map + r->map_len) return r;
+        char *m = __atomic_load_n(&r->map, __ATOMIC_ACQUIRE);   /* published last */
+        if (m && c >= m && c < m + r->map_len) return r;
     }
     return NULL;
 }
@@ -256,7 +257,7 @@ void *cu_alloc(cu_dev *g, size_t bytes, const char *what) {
     r->bytes = bytes;
     r->map_len = data + page;
     snprintf(r->what, sizeof r->what, "%s", what);
-    r->map = map;
+    __atomic_store_n(&r->map, map, __ATOMIC_RELEASE);   /* find() reads without the lock */
     if (i == n) atomic_store(&n_regions, n + 1);
     pthread_mutex_unlock(&lock);
     return r->p;
@@ -268,9 +269,10 @@ void cu_free(cu_dev *g, void *p) {
     pthread_mutex_lock(&lock);
     region *r = find(p);
     if (r && r->p == p) {
-        munmap(r->map, r->map_len);
+        char *map = r->map;
         freed[n_freed++ % N_FREED] = *r;
-        r->map = NULL;
+        __atomic_store_n(&r->map, NULL, __ATOMIC_RELEASE);
+        munmap(map, r->map_len);
     } else {
         say("encdec CUDA emulation: cu_free of %p, not a device allocation\n", p);
         abort();
