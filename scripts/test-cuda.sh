@@ -14,6 +14,15 @@
 #       through it with ENCDEC_DEVICE=cuda: the device seam (ops_dev.c, the
 #       models' uploads and states, the engine's caches) checked on every CI
 #       run; the GPU's own kernels and speed are the GPU run's.
+#   scripts/test-cuda.sh simt    here, no GPU: the CUDA backend's own source
+#       (src/cuda/*.cu) compiled by the host's C++ compiler and run on the
+#       CPU (build-simt/, -DENCDEC_CUDA_SIMT=ON: each GPU thread a fiber,
+#       barriers and shuffles real, launches held to the GPU's limits,
+#       cuBLAS a model that checks its arguments; src/cuda/simt/simt.h):
+#       test_cuda (every kernel against its CPU twin) and the goldens of
+#       Whisper, T5 and the BART family with ENCDEC_DEVICE=cuda, so the
+#       kernels' logic is checked on every CI run; the GPU run adds its
+#       arithmetic, its concurrency and its speed.
 #   scripts/test-cuda.sh         on the GPU machine, with build-cuda/encdec,
 #       build-cuda/tests and build-cuda/rt carried there (about 50 MB;
 #       scripts/gpu-session.sh packs them with tiny.en and ../shared): the
@@ -36,6 +45,26 @@ GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform
 # Through the emulation: the same but test_longform and test_engine (a few
 # minutes there; their device paths are test_batched's and test_tiny_en's).
 EMU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_whisper_beam test_batched test_t5_golden test_bart_golden test_engine_t5"
+
+# Through the CUDA source on the CPU: the kernel test and the goldens (the
+# real models' tests take minutes there: a thread switch per barrier).
+SIMT_TESTS="test_simt test_whisper_golden test_t5_golden test_bart_golden test_engine_t5"
+
+if [ "${1:-}" = simt ]; then
+  set -e
+  cmake -S . -B build-simt -DCMAKE_BUILD_TYPE=Release -DENCDEC_WERROR=ON -DENCDEC_CUDA_SIMT=ON \
+        -DENCDEC_FFMPEG=OFF >/dev/null
+  # shellcheck disable=SC2086
+  cmake --build build-simt -j"$(nproc)" --target test_cuda $SIMT_TESTS
+  # a skip fails here (the build has its device)
+  ENCDEC_DEVICE=cuda ctest --test-dir build-simt --output-on-failure -j"$(nproc)" \
+    -R "^(test_cuda|$(echo $SIMT_TESTS | tr ' ' '|'))\$" | tee build-simt/ctest.out
+  if grep -q 'Skipped' build-simt/ctest.out; then
+    echo "a test skipped in the SIMT build" >&2
+    exit 1
+  fi
+  exit 0
+fi
 
 if [ "${1:-}" = emu ]; then
   set -e

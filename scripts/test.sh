@@ -5,7 +5,8 @@
 # `pip install .` into a fresh venv, the installed C library's), with the
 # CUDA build beside it (scripts/test-cuda.sh build: compiled and linked, its
 # kernel test skipped without a GPU) and the CUDA backend emulated on the
-# CPU with the device tests through it (scripts/test-cuda.sh emu); then builds
+# CPU with the device tests through it (scripts/test-cuda.sh emu) and the
+# CUDA kernels' own source run on the CPU (scripts/test-cuda.sh simt); then builds
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
 # test there too (but the Python and install tests: plain builds); then
 # ThreadSanitizer over the threaded parts (scripts/test-tsan.sh); then every fuzz
@@ -97,6 +98,9 @@ stage "CUDA build (-Werror; its test skips without a GPU)" cuda_build
 # The CUDA backend emulated on the CPU (scripts/test-cuda.sh emu): the
 # device seam and the device tests on every run, without a GPU.
 stage "CUDA backend emulated on the CPU (device tests)" scripts/test-cuda.sh emu
+# The CUDA backend's own kernels run on the CPU (scripts/test-cuda.sh simt):
+# each against its CPU twin, and the goldens through them.
+stage "CUDA source on the CPU (kernels, goldens)" scripts/test-cuda.sh simt
 # (the builds below have flags of their own: no cache to fill)
 no_ccache
 stage "release tests (ctest)" ctest --test-dir build --output-on-failure -j"$jobs"

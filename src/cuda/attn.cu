@@ -34,7 +34,7 @@ __device__ static float softmax_shared(float *s, int n, float *red) {
 __global__ void k_attention(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                             const float *v, int ldv, int Mq, int Tk, int dh, float scale,
                             int causal) {
-    extern __shared__ float sm[];
+    CU_SHARED_DYN(float, sm);
     __shared__ float red[32];
     int i = blockIdx.x, h = blockIdx.y;
     float *qs = sm, *s = sm + dh;
@@ -67,7 +67,7 @@ void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const f
     if (Mq <= 0 || n_head <= 0 || !keys_fit(g, Tk, "attention: too many keys")) return;
     dim3 grid(Mq, n_head);
     size_t smem = (size_t)(dh + Tk) * sizeof(float);
-    k_attention<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh,
+    CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh,
                                                         scale, causal);
     CU_LAUNCHED(g, "attention");
 }
@@ -78,7 +78,7 @@ __global__ void k_attention_seg(float *o, int ldo, const float *q, int ldq, cons
                                 const float *v, int ldv, int n_seg, const int *seg_start,
                                 const int *seg_len, int dh, float scale, const float *bias,
                                 size_t bias_hstride, int bias_center) {
-    extern __shared__ float sm[];
+    CU_SHARED_DYN(float, sm);
     __shared__ float red[32];
     int i = blockIdx.x, h = blockIdx.y, s0 = -1, n = 0;
     for (int s = 0; s < n_seg && s0 < 0; s++)
@@ -114,7 +114,7 @@ void cu_attention_seg(cu_dev *g, float *o, int ldo, const float *q, int ldq, con
         return;
     dim3 grid(rows, n_head);
     size_t smem = (size_t)(dh + max_len) * sizeof(float);
-    k_attention_seg<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, k, ldk, v, ldv, n_seg,
+    CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention_seg)(o, ldo, q, ldq, k, ldk, v, ldv, n_seg,
                                                             seg_start, seg_len, dh, scale, bias,
                                                             bias_hstride, bias_center);
     CU_LAUNCHED(g, "attention within segments");
@@ -124,7 +124,7 @@ __global__ void k_attention_tab(float *o, int ldo, const float *q, int ldq, cons
                                 const float *vc, size_t slot_stride, int ld, const int *pos,
                                 const int *tab, const int *tab_row, int tab_ld, int dh, float scale,
                                 const float *bias, size_t bias_hstride, int bias_center) {
-    extern __shared__ float sm[];
+    CU_SHARED_DYN(float, sm);
     __shared__ float red[32];
     int r = blockIdx.x, h = blockIdx.y, n = pos[r] + 1;
     const int *slots = tab + (size_t)tab_row[r] * tab_ld;
@@ -154,7 +154,7 @@ void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, con
     if (R <= 0 || n_head <= 0 || !keys_fit(g, tab_ld, "self-attention: too many positions")) return;
     dim3 grid(R, n_head);
     size_t smem = (size_t)(dh + tab_ld) * sizeof(float);
-    k_attention_tab<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, kc, vc, slot_stride, ld,
+    CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention_tab)(o, ldo, q, ldq, kc, vc, slot_stride, ld,
                                                             pos, tab, tab_row, tab_ld, dh, scale,
                                                             bias, bias_hstride, bias_center);
     CU_LAUNCHED(g, "self-attention");
@@ -164,7 +164,7 @@ __global__ void k_attention_cross(float *o, int ldo, const float *q, int ldq,
                                   const void *const *caches, const int *n_valid, int t,
                                   const int *row_cache, int l, int H, const int *n_ctx, int dh,
                                   float scale) {
-    extern __shared__ float sm[];
+    CU_SHARED_DYN(float, sm);
     __shared__ float red[32];
     int r = blockIdx.x, h = blockIdx.y, c = row_cache ? row_cache[r] : 0, n = n_valid[c];
     const void *kv = caches[c];
@@ -193,7 +193,7 @@ void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
     if (Mq <= 0 || n_head <= 0 || !keys_fit(g, max_valid, "cross attention: too many frames")) return;
     dim3 grid(Mq, n_head);
     size_t smem = (size_t)(dh + max_valid) * sizeof(float);
-    k_attention_cross<<<grid, ATT_THREADS, smem, g->stream>>>(o, ldo, q, ldq, caches, n_valid, t,
+    CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention_cross)(o, ldo, q, ldq, caches, n_valid, t,
                                                               row_cache, l, n_head, n_ctx, dh, scale);
     CU_LAUNCHED(g, "cross attention");
 }

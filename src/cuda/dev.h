@@ -24,6 +24,15 @@ struct cu_dev {
     size_t stage_off;
 };
 
+/* A launch, kernel last (it may be a template's instance):
+ * CU_LAUNCH(grid, block, shared bytes, stream, kernel)(arguments); and a
+ * kernel's dynamic shared memory. The SIMT test build (cuda/simt/simt.h)
+ * spells both its own way. */
+#ifndef CU_LAUNCH
+#define CU_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<(grid), (block), (smem), (stream)>>>
+#define CU_SHARED_DYN(T, name) extern __shared__ T name[]
+#endif
+
 /* Records e (the first failure only) under what; returns e == cudaSuccess. */
 int cu_note(cu_dev *g, const char *what, cudaError_t e);
 int cu_note_blas(cu_dev *g, const char *what, cublasStatus_t s);

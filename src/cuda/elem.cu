@@ -25,14 +25,14 @@ __global__ void k_layernorm_rows(float *y, const float *x, const int *rows, cons
 void cu_layernorm(cu_dev *g, float *y, const float *x, const float *gamma, const float *beta,
                   int M, int D, float eps) {
     if (M <= 0) return;
-    k_layernorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, NULL, gamma, beta, D, eps);
+    CU_LAUNCH(M, ROW_THREADS, 0, g->stream, k_layernorm_rows)(y, x, NULL, gamma, beta, D, eps);
     CU_LAUNCHED(g, "layernorm");
 }
 
 void cu_layernorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
                          const float *gamma, const float *beta, int D, float eps) {
     if (n <= 0) return;
-    k_layernorm_rows<<<n, ROW_THREADS, 0, g->stream>>>(y, x, rows, gamma, beta, D, eps);
+    CU_LAUNCH(n, ROW_THREADS, 0, g->stream, k_layernorm_rows)(y, x, rows, gamma, beta, D, eps);
     CU_LAUNCHED(g, "layernorm (gathered rows)");
 }
 
@@ -49,14 +49,14 @@ __global__ void k_rmsnorm_rows(float *y, const float *x, const int *rows, const 
 
 void cu_rmsnorm(cu_dev *g, float *y, const float *x, const float *gamma, int M, int D, float eps) {
     if (M <= 0) return;
-    k_rmsnorm_rows<<<M, ROW_THREADS, 0, g->stream>>>(y, x, NULL, gamma, D, eps);
+    CU_LAUNCH(M, ROW_THREADS, 0, g->stream, k_rmsnorm_rows)(y, x, NULL, gamma, D, eps);
     CU_LAUNCHED(g, "rmsnorm");
 }
 
 void cu_rmsnorm_gather(cu_dev *g, float *y, const float *x, const int *rows, int n,
                        const float *gamma, int D, float eps) {
     if (n <= 0) return;
-    k_rmsnorm_rows<<<n, ROW_THREADS, 0, g->stream>>>(y, x, rows, gamma, D, eps);
+    CU_LAUNCH(n, ROW_THREADS, 0, g->stream, k_rmsnorm_rows)(y, x, rows, gamma, D, eps);
     CU_LAUNCHED(g, "rmsnorm (gathered rows)");
 }
 
@@ -67,7 +67,7 @@ __global__ void k_scale_n(float *x, size_t n, float s) {
 
 void cu_scale(cu_dev *g, float *x, size_t n, float s) {
     if (!n) return;
-    k_scale_n<<<cu_blocks(n, 256), 256, 0, g->stream>>>(x, n, s);
+    CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_scale_n)(x, n, s);
     CU_LAUNCHED(g, "scale");
 }
 
@@ -78,7 +78,7 @@ __global__ void k_add_n(float *y, const float *x, size_t n) {
 
 void cu_add(cu_dev *g, float *y, const float *x, size_t n) {
     if (!n) return;
-    k_add_n<<<cu_blocks(n, 256), 256, 0, g->stream>>>(y, x, n);
+    CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_add_n)(y, x, n);
     CU_LAUNCHED(g, "add");
 }
 
@@ -103,7 +103,7 @@ __global__ void k_ffn_act(float *h, int ld, int M, int F, int act, int gated) {
 void cu_ffn_act(cu_dev *g, float *h, int ld, int M, int F, int act, int gated) {
     size_t n = (size_t)M * F;
     if (!n) return;
-    k_ffn_act<<<cu_blocks(n, 256), 256, 0, g->stream>>>(h, ld, M, F, act, gated);
+    CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_ffn_act)(h, ld, M, F, act, gated);
     CU_LAUNCHED(g, "ffn activation");
 }
 
@@ -124,7 +124,7 @@ __global__ void k_embed(float *x, const void *emb, int t, const int *tok, const 
 void cu_embed(cu_dev *g, float *x, cu_w emb, const int *tok, const float *pos_emb, const int *pos,
               int R, int d) {
     if (R <= 0) return;
-    k_embed<<<R, ROW_THREADS, 0, g->stream>>>(x, emb.p, emb.t, tok, pos_emb, pos, d);
+    CU_LAUNCH(R, ROW_THREADS, 0, g->stream, k_embed)(x, emb.p, emb.t, tok, pos_emb, pos, d);
     CU_LAUNCHED(g, "embedding");
 }
 
@@ -137,7 +137,7 @@ __global__ void k_windows(float *col, const float *x, int ldx, int M, int K) {
 void cu_windows(cu_dev *g, float *col, const float *x, int ldx, int M, int K) {
     size_t n = (size_t)M * K;
     if (!n) return;
-    k_windows<<<cu_blocks(n, 256), 256, 0, g->stream>>>(col, x, ldx, M, K);
+    CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_windows)(col, x, ldx, M, K);
     CU_LAUNCHED(g, "windows");
 }
 
@@ -156,7 +156,7 @@ __global__ void k_transpose(float *y, const float *x, int rows, int cols) {
 void cu_transpose(cu_dev *g, float *y, const float *x, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
     dim3 grid((cols + 31) / 32, (rows + 31) / 32), block(32, 8);
-    k_transpose<<<grid, block, 0, g->stream>>>(y, x, rows, cols);
+    CU_LAUNCH(grid, block, 0, g->stream, k_transpose)(y, x, rows, cols);
     CU_LAUNCHED(g, "transpose");
 }
 
@@ -186,7 +186,7 @@ __global__ void k_argmax_rows(int *idx, const float *x, int ldx, int N) {
 
 void cu_argmax(cu_dev *g, int *idx, const float *x, int ldx, int M, int N) {
     if (M <= 0) return;
-    k_argmax_rows<<<M, ROW_THREADS, 0, g->stream>>>(idx, x, ldx, N);
+    CU_LAUNCH(M, ROW_THREADS, 0, g->stream, k_argmax_rows)(idx, x, ldx, N);
     CU_LAUNCHED(g, "argmax");
 }
 
@@ -204,7 +204,7 @@ __global__ void k_kv_self_put(float *kc, float *vc, size_t slot_stride, const fl
 void cu_kv_self_put(cu_dev *g, float *kc, float *vc, size_t slot_stride, const float *qkv,
                     int ldqkv, int koff, int voff, int R, const int *pos, const int *slot, int d) {
     if (R <= 0) return;
-    k_kv_self_put<<<R, ROW_THREADS, 0, g->stream>>>(kc, vc, slot_stride, qkv, ldqkv, koff, voff, pos,
+    CU_LAUNCH(R, ROW_THREADS, 0, g->stream, k_kv_self_put)(kc, vc, slot_stride, qkv, ldqkv, koff, voff, pos,
                                                     slot, d);
     CU_LAUNCHED(g, "self cache append");
 }
@@ -227,6 +227,6 @@ void cu_cross_put(cu_dev *g, void *cache, cu_type t, int n_layer, int n_head, in
                   const float *src, size_t ld, int t0, int rows) {
     if (rows <= 0) return;
     dim3 grid(rows, n_layer * 2 * n_head);
-    k_cross_put<<<grid, dh < 128 ? 64 : 128, 0, g->stream>>>(cache, t, n_head, n_ctx, dh, src, ld, t0);
+    CU_LAUNCH(grid, dh < 128 ? 64 : 128, 0, g->stream, k_cross_put)(cache, t, n_head, n_ctx, dh, src, ld, t0);
     CU_LAUNCHED(g, "cross cache layout");
 }

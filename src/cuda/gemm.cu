@@ -47,9 +47,9 @@ void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, co
         void *xh = cu_workspace(g, n * 2);
         if (!xh) return;
         if (w.t == CU_F16)
-            k_to_half<__half><<<cu_blocks(n, 256), 256, 0, g->stream>>>((__half *)xh, x, ldx, M, K);
+            CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_to_half<__half>)((__half *)xh, x, ldx, M, K);
         else
-            k_to_half<__nv_bfloat16><<<cu_blocks(n, 256), 256, 0, g->stream>>>((__nv_bfloat16 *)xh, x,
+            CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_to_half<__nv_bfloat16>)((__nv_bfloat16 *)xh, x,
                                                                                ldx, M, K);
         CU_LAUNCHED(g, "matmul: input to halves");
         cudaDataType ht = w.t == CU_F16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -59,7 +59,7 @@ void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, co
     }
     if (b || (epi & CU_EPI_GELU)) {
         size_t n = (size_t)M * N;
-        k_bias_act<<<cu_blocks(n, 256), 256, 0, g->stream>>>(y, ldy, b, M, N, !!(epi & CU_EPI_GELU));
+        CU_LAUNCH(cu_blocks(n, 256), 256, 0, g->stream, k_bias_act)(y, ldy, b, M, N, !!(epi & CU_EPI_GELU));
         CU_LAUNCHED(g, "matmul epilogue");
     }
 }
@@ -132,9 +132,10 @@ __global__ void k_matmul_inv(float *y, int ldy, const float *x, int ldx, const W
     }
 #pragma unroll
     for (int r = 0; r < INV_ROWS; r++) {
+        if (r >= nr) break;   /* (nr is the block's: the warp leaves together) */
         float s = acc[r];
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0 && r < nr) y[(size_t)(r0 + r) * ldy + n] = s + (b ? b[n] : 0.0f);
+        if (lane == 0) y[(size_t)(r0 + r) * ldy + n] = s + (b ? b[n] : 0.0f);
     }
 }
 
@@ -144,9 +145,9 @@ static void launch_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, co
     dim3 grid((unsigned)((N + INV_WARPS - 1) / INV_WARPS), (unsigned)((M + INV_ROWS - 1) / INV_ROWS));
     bool vec = K % 4 == 0 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & (walign - 1)) == 0;
     if (vec)
-        k_matmul_inv<W, true><<<grid, INV_WARPS * 32, 0, g->stream>>>(y, ldy, x, ldx, w, b, M, N, K);
+        CU_LAUNCH(grid, INV_WARPS * 32, 0, g->stream, k_matmul_inv<W, true>)(y, ldy, x, ldx, w, b, M, N, K);
     else
-        k_matmul_inv<W, false><<<grid, INV_WARPS * 32, 0, g->stream>>>(y, ldy, x, ldx, w, b, M, N, K);
+        CU_LAUNCH(grid, INV_WARPS * 32, 0, g->stream, k_matmul_inv<W, false>)(y, ldy, x, ldx, w, b, M, N, K);
     CU_LAUNCHED(g, "matmul (batch-invariant)");
 }
 

@@ -1,0 +1,2 @@
+/* cublas_v2.h - the SIMT test build's stand-in: see simt.h. */
+#include "cuda/simt/simt.h"
