@@ -1,8 +1,9 @@
 /* attn.cu - attention: one block per (query row, head), the row's scores in
  * shared memory, an exact softmax (max, exp, sum), then the weighted sum of
- * values with the threads over the head's columns. Plain and exact first:
- * the flash-style encoder kernel and the split-K decode kernel come with
- * the GPU's profile, each checked against these (tests/test_cuda.c). */
+ * values with the threads over the head's columns; and for the encoder's
+ * passes a tiled kernel (below) that reads K and V once per 16 query rows.
+ * The split-frames decode kernel comes with the GPU's profile, checked
+ * against these (tests/cuda/test_cuda.c). */
 #include "cuda/dev.h"
 
 #include <cuda_bf16.h>
@@ -61,10 +62,103 @@ static int keys_fit(cu_dev *g, int n, const char *what) {
     return 0;
 }
 
+/* ---- the tiled kernel (flash-style): a block holds T_BQ query rows of one
+ * head and walks the keys in tiles of T_BK through shared memory, each row
+ * keeping its running maximum and sum (the softmax online), so K and V are
+ * read once per T_BQ rows, not once per row, and any number of keys fits.
+ * Thread t works on row t / 8 of the tile: its scores of keys t % 8 + 8j
+ * and its outputs at columns t % 8 + 8j; a row's 8 threads are lanes of
+ * one warp, which reduce its max and sum by shuffles. Heads up to T_DH wide
+ * (Whisper's, T5's and the BART family's are 64). ---- */
+#define T_BQ 16
+#define T_BK 64
+#define T_DH 64
+#define T_THREADS (T_BQ * 8)
+static_assert(CU_ATT_TILED(T_BQ, T_DH) && !CU_ATT_TILED(T_BQ - 1, T_DH) && !CU_ATT_TILED(T_BQ, T_DH + 1),
+              "cuda.h's CU_ATT_TILED names this kernel's shapes");
+
+__global__ void k_attention_tiled(float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
+                                  const float *v, int ldv, int Mq, int Tk, int dh, float scale,
+                                  int causal) {
+    __shared__ float qs[T_BQ][T_DH];
+    __shared__ float ks[T_BK][T_DH + 1];   /* + 1: row t's column c and row t + 1's in other banks */
+    __shared__ float vs[T_BK][T_DH];
+    __shared__ float ps[T_BQ][T_BK];
+    int h = blockIdx.y, i0 = blockIdx.x * T_BQ, tid = threadIdx.x;
+    int r = tid / 8, sub = tid % 8, i = i0 + r;
+    for (int e = tid; e < T_BQ * dh; e += T_THREADS) {
+        int rr = e / dh, c = e % dh;
+        qs[rr][c] = i0 + rr < Mq ? q[(size_t)(i0 + rr) * ldq + h * dh + c] : 0.0f;
+    }
+    /* the keys the block's last row sees (causal: row i sees [0, i + Tk - Mq]) */
+    int last = i0 + T_BQ - 1 < Mq ? i0 + T_BQ - 1 : Mq - 1;
+    int kend = causal ? last + Tk - Mq + 1 : Tk;
+    float m = -INFINITY, l = 0.0f, acc[T_DH / 8];
+#pragma unroll
+    for (int j = 0; j < T_DH / 8; j++) acc[j] = 0.0f;
+    for (int t0 = 0; t0 < kend; t0 += T_BK) {
+        int nk = kend - t0 < T_BK ? kend - t0 : T_BK;
+        __syncthreads();   /* the last tile's readers are done (and qs is written) */
+        for (int e = tid; e < T_BK * dh; e += T_THREADS) {
+            int tt = e / dh, c = e % dh;
+            ks[tt][c] = tt < nk ? k[(size_t)(t0 + tt) * ldk + h * dh + c] : 0.0f;
+            vs[tt][c] = tt < nk ? v[(size_t)(t0 + tt) * ldv + h * dh + c] : 0.0f;
+        }
+        __syncthreads();
+        float sc[T_BK / 8], mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < T_BK / 8; j++) {
+            int tt = sub + 8 * j;
+            float s = -INFINITY;
+            if (tt < nk && i < Mq && (!causal || t0 + tt <= i + Tk - Mq)) {
+                float dot = 0.0f;
+                for (int c = 0; c < dh; c++) dot += qs[r][c] * ks[tt][c];
+                s = dot * scale;
+            }
+            sc[j] = s;
+            mx = fmaxf(mx, s);
+        }
+        for (int off = 1; off < 8; off <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        float mn = fmaxf(m, mx);
+        float corr = mn == -INFINITY ? 1.0f : expf(m - mn), sum = 0.0f;   /* (m -inf: 0) */
+#pragma unroll
+        for (int j = 0; j < T_BK / 8; j++) {
+            float p = sc[j] == -INFINITY ? 0.0f : expf(sc[j] - mn);
+            ps[r][sub + 8 * j] = p;
+            sum += p;
+        }
+        for (int off = 1; off < 8; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        l = l * corr + sum;
+        m = mn;
+        __syncthreads();   /* the row's exps, written by its 8 threads, read by each */
+#pragma unroll
+        for (int j = 0; j < T_DH / 8; j++) acc[j] *= corr;
+        for (int tt = 0; tt < nk; tt++) {
+            float p = ps[r][tt];
+#pragma unroll
+            for (int j = 0; j < T_DH / 8; j++) acc[j] += p * vs[tt][sub + 8 * j];
+        }
+    }
+    if (i >= Mq) return;
+#pragma unroll
+    for (int j = 0; j < T_DH / 8; j++) {
+        int c = sub + 8 * j;
+        if (c < dh) o[(size_t)i * ldo + h * dh + c] = acc[j] / l;
+    }
+}
+
 void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                   const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
                   int causal) {
-    if (Mq <= 0 || n_head <= 0 || !keys_fit(g, Tk, "attention: too many keys")) return;
+    if (Mq <= 0 || n_head <= 0) return;
+    if (CU_ATT_TILED(Mq, dh)) {   /* the encoder's passes, long prompts (T_BQ rows, T_DH wide) */
+        dim3 grid((Mq + T_BQ - 1) / T_BQ, n_head);
+        CU_LAUNCH(grid, T_THREADS, 0, g->stream, k_attention_tiled)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk,
+                                                                    dh, scale, causal);
+        CU_LAUNCHED(g, "attention (tiled)");
+        return;
+    }
+    if (!keys_fit(g, Tk, "attention: too many keys")) return;
     dim3 grid(Mq, n_head);
     size_t smem = (size_t)(dh + Tk) * sizeof(float);
     CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention)(o, ldo, q, ldq, k, ldk, v, ldv, Mq, Tk, dh,

@@ -131,7 +131,10 @@ void cu_argmax(cu_dev *g, int *idx, const float *x, int ldx, int M, int N);
 #define CU_ATT_MAX_KEYS 11776
 
 /* Multi-head attention, head h at column h * dh of q, k, v and o; causal:
- * query i sees keys [0, i + Tk - Mq]. Twin: k_attention_ref. */
+ * query i sees keys [0, i + Tk - Mq]. Passes of CU_ATT_TILED shape run
+ * the tiled kernel, which takes any number of keys; the others hold at
+ * most CU_ATT_MAX_KEYS. Twin: k_attention_ref. */
+#define CU_ATT_TILED(Mq, dh) ((Mq) >= 16 && (dh) <= 64)
 void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const float *k, int ldk,
                   const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
                   int causal);

@@ -319,7 +319,11 @@ static void rows_and_tables(void) {
 static void attention(void) {
     static const int cases[][5] = {   /* Mq, Tk, heads, dh, causal */
         {1500, 1500, 6, 64, 0}, {1, 1, 1, 64, 0}, {7, 7, 8, 64, 1}, {3, 10, 4, 32, 1},
-        {33, 77, 20, 64, 0}, {5, 300, 2, 128, 1}};
+        {33, 77, 20, 64, 0}, {5, 300, 2, 128, 1},
+        /* the tiled kernel (16 rows or more, heads up to 64): causal prompts, as
+         * long as the keys and shorter, narrow and odd heads, a tile's edges */
+        {40, 40, 3, 64, 1}, {20, 50, 2, 32, 1}, {17, 130, 2, 48, 0}, {64, 64, 1, 64, 1},
+        {16, 12000, 1, 64, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int Mq = cases[c][0], Tk = cases[c][1], H = cases[c][2], dh = cases[c][3], causal = cases[c][4];
         int d = H * dh, ldq = 3 * d;   /* q, k, v side by side as a fused QKV */
@@ -340,7 +344,7 @@ static void attention(void) {
         cu_free(g, dq), cu_free(g, dout);
         free(qkv), free(ref), free(scratch), free(got);
     }
-    printf("attention (encoder, causal prompts): as k_attention_ref\n");
+    printf("attention (encoder, causal prompts; tiled: 16 rows or more, 12000 keys): as k_attention_ref\n");
 }
 
 /* Attention within packed segments (the text encoders' packed inputs), with

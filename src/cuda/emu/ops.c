@@ -193,7 +193,8 @@ void cu_attention(cu_dev *g, float *o, int ldo, const float *q, int ldq, const f
                   const float *v, int ldv, int Mq, int Tk, int n_head, int dh, float scale,
                   int causal) {
     int D = n_head * dh;
-    if (Mq <= 0 || n_head <= 0 || !keys_fit(g, Tk, "attention: too many keys")) return;
+    if (Mq <= 0 || n_head <= 0 || (!CU_ATT_TILED(Mq, dh) && !keys_fit(g, Tk, "attention: too many keys")))
+        return;
     if (!DP(g, o, blk(Mq, D, ldo), "attention o") || !DP(g, q, blk(Mq, D, ldq), "attention q") ||
         !DP(g, k, blk(Tk, D, ldk), "attention k") || !DP(g, v, blk(Tk, D, ldv), "attention v"))
         return;
