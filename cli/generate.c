@@ -66,7 +66,7 @@ static const char *HELP =
     "                         amx, neon\n"
     "      --no-weight-check  skip the load-time scan of the weights for NaN, Inf and\n"
     "                         absurd values (a corrupt file)\n"
-    "      --device DEV       cpu (default), cuda or cuda:N (f32 and bf16)\n"
+    "      --device DEV       cpu (default), cuda or cuda:N (every --compute mode)\n"
     "      --truncate         cut inputs longer than the model accepts (T5: n_positions,\n"
     "                         512; BART: max_position_embeddings) to their first tokens\n"
     "                         (default: an error)\n"

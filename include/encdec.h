@@ -149,8 +149,8 @@ typedef struct {
                              bit), is ENCDEC_ERR_FORMAT naming the tensor and element; it
                              reads every weight once at load (+19 ms for tiny.en's 75 MB,
                              +39 ms for base's 145 MB on a 2-core AVX-512 Xeon VM) */
-    encdec_device device;   /* ENCDEC_DEVICE_CUDA: every family in f32 or bf16; int8 is
-                               refused (not yet) */
+    encdec_device device;   /* ENCDEC_DEVICE_CUDA: every family, in every compute mode
+                               (int8: the CPU's int8 products, bit for bit) */
     int device_index;       /* which GPU, 0.. */
 } encdec_model_params;
 /* f32, auto, checked, on the CPU; the environment's ENCDEC_DEVICE ("cuda",

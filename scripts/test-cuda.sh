@@ -177,9 +177,16 @@ bf16_text() {   # the bf16 mode on the GPU: tensor-core products, the words stil
   echo "bf16: $t"
   case "$t" in *"ask not what your country can do for you"*) return 0 ;; *) return 1 ;; esac
 }
+int8_text() {   # the int8 mode on the GPU: the CPU's int8 products (dp4a), the words right
+  local t
+  t=$("$dir/encdec" transcribe -m "$tiny" --device cuda --compute int8 "$shared/audio/jfk.wav")
+  echo "int8: $t"
+  case "$t" in *"ask not what your country can do for you"*) return 0 ;; *) return 1 ;; esac
+}
 if [ -f "$tiny/model.bin" ]; then
   step "tiny.en: the CLI's text on the GPU as on the CPU" cli_texts
   step "tiny.en: --compute bf16 on the GPU" bf16_text
+  step "tiny.en: --compute int8 on the GPU" int8_text
 else
   echo "no tiny.en at $tiny: the real-speech steps fail" >&2
   fails="$fails tiny.en"

@@ -407,19 +407,30 @@ static void check_precision(const char *model_dir, golden *G) {
         {ENCDEC_COMPUTE_INT8, KV_F16, "int8:f16", 0.5},
     };
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
-        bart_model *m = NULL;
+        bart_model *m = NULL, *run;
         CHECK_EQ_INT(bart_load(&m, model_dir), ENCDEC_OK);
         if (!m) return;
-        int n = bart_matrices(m, NULL, 0);
-        wl_mat *mats = calloc((size_t)n, sizeof *mats);
-        bart_matrices(m, mats, n);
-        CHECK_EQ_INT(wl_convert(m->wt, mats, n, cfg[i].c, &m->weight_bytes), ENCDEC_OK);
-        CHECK_EQ_INT(wl_panelize(m->wt, mats, n), ENCDEC_OK);
-        free(mats);
+        run = m;
+        if (golden_dev()) {   /* ENCDEC_DEVICE=cuda: the mode's weights on the device */
+            run = NULL;
+            CHECK_EQ_INT(bart_upload(m, golden_dev(), cfg[i].c, &run), ENCDEC_OK);
+            if (!run) {
+                bart_free(m);
+                return;
+            }
+        } else {
+            int n = bart_matrices(m, NULL, 0);
+            wl_mat *mats = calloc((size_t)n, sizeof *mats);
+            bart_matrices(m, mats, n);
+            CHECK_EQ_INT(wl_convert(m->wt, mats, n, cfg[i].c, &m->weight_bytes), ENCDEC_OK);
+            CHECK_EQ_INT(wl_panelize(m->wt, mats, n), ENCDEC_OK);
+            free(mats);
+        }
         ed_pool *pool;
         bart_state *s;
         CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
-        CHECK_EQ_INT(bart_state_new(&s, m, pool, cfg[i].kv), ENCDEC_OK);
+        ed_pool_set_device(pool, run != m ? golden_dev() : NULL);
+        CHECK_EQ_INT(bart_state_new(&s, run, pool, cfg[i].kv), ENCDEC_OK);
         bart_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
         CHECK_EQ_INT(bart_state_reserve(s, &shape), ENCDEC_OK);
         bart_encode(s, G->ids, G->start, G->len, G->B);
@@ -430,6 +441,7 @@ static void check_precision(const char *model_dir, golden *G) {
         CHECK_NEAR(med, 0, cfg[i].tol / 3);
         bart_state_free(s);
         ed_pool_free(pool);
+        if (run != m) bart_dev_free(run);
         bart_free(m);
     }
 }

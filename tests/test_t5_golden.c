@@ -368,14 +368,17 @@ static void check_precision(const char *model_dir, golden *G) {
         {ENCDEC_COMPUTE_INT8, KV_F16, "int8:f16", 0.5},
     };
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
-        encdec_model_params mp = {cfg[i].c};
+        encdec_model_params mp = encdec_model_default_params();   /* ENCDEC_DEVICE's device */
+        mp.compute = cfg[i].c;
         encdec_model *em = NULL;
         CHECK_STATUS(encdec_model_load_ex(model_dir, &mp, &em), ENCDEC_OK, "");
         if (!em) continue;
         ed_pool *pool;
         t5_state *s;
         CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
-        CHECK_EQ_INT(t5_state_new(&s, em->t5, pool, cfg[i].kv), ENCDEC_OK);
+        ed_pool_set_device(pool, em->dev);
+        CHECK_EQ_INT(t5_state_new(&s, em->text_dev ? (t5_model *)em->text_dev : em->t5, pool, cfg[i].kv),
+                     ENCDEC_OK);
         t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
         CHECK_EQ_INT(t5_state_reserve(s, &shape), ENCDEC_OK);
         t5_encode(s, G->ids, G->start, G->len, G->B);

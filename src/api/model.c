@@ -249,27 +249,26 @@ encdec_status api_dev_open(const encdec_model *m, struct ed_dev **out) {
 }
 
 /* The model's weights onto its device: checked as on the CPU, then each
- * matrix uploaded in the device's type (no CPU layouts: no conversion or
- * packing here), the file's pages dropped. */
+ * matrix uploaded in the device's type (f32, bf16, or int8 in the device's
+ * layout of the CPU's bytes: models/mdev.h; no CPU layouts here), the
+ * file's pages dropped. */
 static encdec_status to_device(encdec_model *m, const encdec_model_params *p) {
-    if (m->compute == ENCDEC_COMPUTE_INT8)
-        return ed_fail(ENCDEC_ERR_ARG, "the int8 mode does not run on CUDA yet: use f32 or bf16");
     encdec_status st = ed_dev_open(ED_DEV_CUDA, p->device_index, &m->dev);
     if (st) return st;
     m->dev_index = p->device_index;
-    int bf16 = m->compute == ENCDEC_COMPUTE_BF16;
+    int mode = (int)m->compute;
     ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->family == API_BART ? m->bart->wt : m->w->wt;
     if (!p->no_weight_check) st = wl_check(wt);
     if (!st && m->family == API_T5) {
         t5_model *g = NULL;
-        st = t5_upload(m->t5, m->dev, bf16, &g);
+        st = t5_upload(m->t5, m->dev, mode, &g);
         m->text_dev = g;
     } else if (!st && m->family == API_BART) {
         bart_model *g = NULL;
-        st = bart_upload(m->bart, m->dev, bf16, &g);
+        st = bart_upload(m->bart, m->dev, mode, &g);
         m->text_dev = g;
     } else if (!st) {
-        st = whisper_upload(m->w, m->dev, bf16, &m->w_dev);
+        st = whisper_upload(m->w, m->dev, mode, &m->w_dev);
     }
     if (!st && m->text_dev) m->text.model = m->text_dev;
     /* the host's pages of the matrices go (T5's relative-bias tables, read

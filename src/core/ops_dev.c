@@ -12,11 +12,12 @@
 
 void od_unsupported(void *d, const char *what) { cu_fail(G(d), what); }
 
-/* A weight as the device runs it: plain row-major f32 / f16 / bf16 (what
- * whisper_upload leaves); the CPU's packed and int8 layouts are not. */
+/* A weight as the device runs it: plain row-major f32 / f16 / bf16, or
+ * int8 in the device's layout (what the models' uploads leave); the CPU's
+ * packed layouts are not. */
 static int dev_w(void *d, k_w w, cu_w *out) {
-    if (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16) {
-        cu_fail(G(d), "a weight in a CPU-only layout (packed or int8) reached the device");
+    if (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16 && w.t != K_Q8) {
+        cu_fail(G(d), "a weight in a CPU-only layout (packed) reached the device");
         return 0;
     }
     out->p = w.p;

@@ -69,8 +69,13 @@ void cu_bind(cu_dev *g);
  * backend does not run), returned by the next cu_sync / cu_download. */
 void cu_fail(cu_dev *g, const char *what);
 
-/* Element types of weights and caches (values as kern.h's K_F32, K_F16, K_BF16). */
-typedef enum { CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2 } cu_type;
+/* Element types of weights and caches (values as kern.h's K_F32, K_F16,
+ * K_BF16, K_Q8). CU_Q8 (weights only): int8 rows with a scale each, in
+ * kern/q8.h's device layout (row n at n * k_q8_dev_row_bytes(K): the float
+ * scale, then the K bytes padded to 4), the int8 mode's: a product
+ * quantises each row of x as k_matmul_q8 does and sums exactly, so its
+ * values are the CPU's bit for bit. */
+typedef enum { CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2, CU_Q8 = 3 } cu_type;
 typedef struct {
     const void *p;   /* [N, K] row-major (ldw = K), device memory */
     cu_type t;
@@ -84,6 +89,9 @@ typedef struct {
 enum { CU_EPI_GELU = 1, CU_EPI_ACC = 2 };
 void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
                int M, int N, int K, int epi);
+
+/* (CU_Q8 weights: y = the int8 product with b inside it, as k_matmul_q8;
+ * then y's old value added and GELU, as op_matmul_w_ex does on the CPU.) */
 
 /* The same without epilogue, batch-invariant: row r of y depends on row r
  * of x only, bitwise, whatever M is and wherever r sits (each output's sum

@@ -117,8 +117,12 @@ __global__ void k_embed(float *x, const void *emb, int t, const int *tok, const 
                         const int *pos, int d) {
     int r = blockIdx.x;
     size_t row = (size_t)tok[r] * d;
-    for (int j = threadIdx.x; j < d; j += blockDim.x)
-        x[(size_t)r * d + j] = elem(emb, t, row + j) + (pe ? pe[(size_t)pos[r] * d + j] : 0.0f);
+    /* int8 (the device layout of kern/q8.h): scale times byte, as k_q8_row */
+    const char *q8 = t == CU_Q8 ? (const char *)emb + (size_t)tok[r] * (4 + (((size_t)d + 3) & ~(size_t)3)) : NULL;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        float e = q8 ? *(const float *)q8 * (float)((const signed char *)(q8 + 4))[j] : elem(emb, t, row + j);
+        x[(size_t)r * d + j] = e + (pe ? pe[(size_t)pos[r] * d + j] : 0.0f);
+    }
 }
 
 void cu_embed(cu_dev *g, float *x, cu_w emb, const int *tok, const float *pos_emb, const int *pos,

@@ -8,7 +8,11 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <float.h>
 #include <stdint.h>
+
+#define INV_ROWS 8    /* rows per warp of the batch-invariant and int8 products */
+#define INV_WARPS 4   /* warps (output columns) per block */
 
 template <typename H> __device__ H to_half(float v);
 template <> __device__ __half to_half<__half>(float v) { return __float2half_rn(v); }
@@ -34,9 +38,102 @@ __global__ void k_bias_act(float *y, int ldy, const float *b, int M, int N, int 
     y[r * ldy + c] = gelu ? gelu_erf(v) : v;
 }
 
+/* ---- int8 (CU_Q8): kern/q8.h's arithmetic, so the CPU's values ----
+ * Row i of x -> xq[i] (Kp bytes: q8_round(x * (127 / max |x|)), 0 past K)
+ * and sx[i] = max |x| / 127 (rows with max below FLT_MIN, or not finite:
+ * as q8_inv); one block per row. */
+__device__ static int q8_round(float v) {
+    float r = rintf(v);
+    if (r >= -127.0f && r <= 127.0f) return (int)r;
+    return r > 0 ? 127 : -127;   /* (NaN: -127, as the CPU's) */
+}
+
+__global__ void k_q8_quant_rows(signed char *xq, float *sx, const float *x, int ldx, int K, int Kp) {
+    __shared__ float red[32];
+    const float *xr = x + (size_t)blockIdx.x * ldx;
+    float mx = 0.0f;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        float a = fabsf(xr[k]);
+        if (a > mx) mx = a;   /* NaNs skipped */
+    }
+    mx = cu_block_max(mx, red);
+    float inv = 0.0f, s = 0.0f;
+    if (mx >= FLT_MIN && mx <= FLT_MAX) {
+        s = __fdiv_rn(mx, 127.0f);
+        inv = __fdiv_rn(127.0f, mx);
+    } else if (mx > FLT_MAX) {
+        s = mx;
+    }
+    if (threadIdx.x == 0) sx[blockIdx.x] = s;
+    signed char *d = xq + (size_t)blockIdx.x * Kp;
+    for (int k = threadIdx.x; k < Kp; k += blockDim.x) d[k] = (signed char)(k < K ? q8_round(__fmul_rn(xr[k], inv)) : 0);
+}
+
+/* As k_matmul_inv, one warp per output column and INV_ROWS rows: each lane
+ * sums its 4-byte groups exactly (dp4a), the warp adds the lanes' sums
+ * (exact too), and y = fmaf(D, sx * s, b) (+ y's old value, then GELU). */
+__global__ void k_matmul_q8(float *y, int ldy, const signed char *xq, const float *sx, const char *w,
+                            const float *b, int M, int N, int K, int acc_y, int gelu) {
+    int lane = threadIdx.x & 31, n = blockIdx.x * INV_WARPS + (threadIdx.x >> 5);
+    int r0 = blockIdx.y * INV_ROWS;
+    if (n >= N) return;
+    int nr = M - r0 < INV_ROWS ? M - r0 : INV_ROWS, words = (K + 3) / 4;
+    size_t rb = 4 + 4 * (size_t)words;
+    const char *row = w + (size_t)n * rb;
+    const int *wq = (const int *)(row + 4);
+    int acc[INV_ROWS];
+#pragma unroll
+    for (int r = 0; r < INV_ROWS; r++) acc[r] = 0;
+    for (int k = lane; k < words; k += 32) {
+        int wv = wq[k];
+#pragma unroll
+        for (int r = 0; r < INV_ROWS; r++) {
+            if (r >= nr) break;
+            acc[r] = __dp4a(((const int *)(xq + (size_t)(r0 + r) * 4 * words))[k], wv, acc[r]);
+        }
+    }
+    float sn = *(const float *)row;
+#pragma unroll
+    for (int r = 0; r < INV_ROWS; r++) {
+        if (r >= nr) break;   /* (nr is the block's: the warp leaves together) */
+        int d = acc[r];
+        for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        if (lane == 0) {
+            float *yo = y + (size_t)(r0 + r) * ldy + n;
+            float v = fmaf((float)d, __fmul_rn(sx[r0 + r], sn), b ? b[n] : 0.0f);
+            if (acc_y) v = __fadd_rn(*yo, v);
+            *yo = gelu ? gelu_erf(v) : v;
+        }
+    }
+}
+
+static void matmul_q8(cu_dev *g, float *y, int ldy, const float *x, int ldx, const void *w,
+                      const float *b, int M, int N, int K, int epi) {
+    if (M > 65535 * INV_ROWS) {
+        cu_fail(g, "matmul (int8): too many rows");
+        return;
+    }
+    int Kp = (K + 3) & ~3;
+    size_t xb = ((size_t)M * Kp + 15) & ~(size_t)15;
+    char *ws = (char *)cu_workspace(g, xb + (size_t)M * sizeof(float));
+    if (!ws) return;
+    signed char *xq = (signed char *)ws;
+    float *sx = (float *)(ws + xb);
+    CU_LAUNCH(M, 256, 0, g->stream, k_q8_quant_rows)(xq, sx, x, ldx, K, Kp);
+    CU_LAUNCHED(g, "matmul (int8): rows quantised");
+    dim3 grid((unsigned)((N + INV_WARPS - 1) / INV_WARPS), (unsigned)((M + INV_ROWS - 1) / INV_ROWS));
+    CU_LAUNCH(grid, INV_WARPS * 32, 0, g->stream, k_matmul_q8)(y, ldy, xq, sx, (const char *)w, b, M, N, K,
+                                                              !!(epi & CU_EPI_ACC), !!(epi & CU_EPI_GELU));
+    CU_LAUNCHED(g, "matmul (int8)");
+}
+
 void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
                int M, int N, int K, int epi) {
     if (M <= 0 || N <= 0) return;
+    if (w.t == CU_Q8) {
+        matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, epi);
+        return;
+    }
     const float one = 1.0f, beta = (epi & CU_EPI_ACC) ? 1.0f : 0.0f;
     if (w.t == CU_F32) {
         cu_note_blas(g, "matmul f32",
@@ -72,8 +169,6 @@ void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, co
  * so a request's logits are the same whatever else shares its pass. The
  * weight row streams once per INV_ROWS rows (a decode step is bound by the
  * weights' bytes, not by arithmetic). */
-#define INV_ROWS 8
-#define INV_WARPS 4
 
 __device__ static inline void w4(const float *w, int k, float *v) {
     float4 t = *(const float4 *)(w + k);
@@ -158,7 +253,9 @@ void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w
         cu_fail(g, "matmul (batch-invariant): too many rows");
         return;
     }
-    if (w.t == CU_F32)
+    if (w.t == CU_Q8)   /* exact sums: invariant whatever the rows */
+        matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, 0);
+    else if (w.t == CU_F32)
         launch_inv(g, y, ldy, x, ldx, (const float *)w.p, b, M, N, K, 16);
     else if (w.t == CU_F16)
         launch_inv(g, y, ldy, x, ldx, (const __half *)w.p, b, M, N, K, 8);

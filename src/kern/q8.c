@@ -421,3 +421,35 @@ void k_matmul_q8_ref(float *y, int ldy, const float *x, int ldx, k_q8 w, const f
         }
     }
 }
+
+/* ---- the CUDA backend's row-major layout (q8.h) ---- */
+
+void k_q8_to_dev(void *dst, k_q8 w) {
+    q8_parts p = parts(w);
+    size_t rb = k_q8_dev_row_bytes(w.K);
+    for (int n = 0; n < w.N; n++) {
+        char *row = (char *)dst + (size_t)n * rb;
+        const int8_t *src = p.q + (size_t)(n / 16) * 16 * p.Kp + (n % 16) * 4;
+        memcpy(row, &p.s[n], sizeof(float));
+        int8_t *q = (int8_t *)(row + 4);
+        for (int k = 0; k < p.Kp; k++) q[k] = k < w.K ? src[(size_t)(k / 4) * 64 + k % 4] : 0;
+    }
+}
+
+void k_matmul_q8_dev_ref(float *y, int ldy, const float *x, int ldx, const void *w, const float *b,
+                         int M, int N, int K) {
+    size_t rb = k_q8_dev_row_bytes(K);
+    for (int i = 0; i < M; i++) {
+        const float *xi = x + (size_t)i * ldx;
+        float sxi, inv = q8_inv(q8_amax_c(xi, K), &sxi);
+        for (int n = 0; n < N; n++) {
+            const char *row = (const char *)w + (size_t)n * rb;
+            const int8_t *q = (const int8_t *)(row + 4);
+            float sn;
+            memcpy(&sn, row, sizeof sn);
+            long long D = 0;
+            for (int k = 0; k < K; k++) D += (long long)q8_round(xi[k] * inv) * q[k];
+            y[(size_t)i * ldy + n] = q8_out(D, sxi, sn, b, n);
+        }
+    }
+}

@@ -82,4 +82,16 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
 void k_matmul_q8_ref(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,
                      int n0, int nn);
 
+/* The row-major layout of the CUDA backend (cuda.h's CU_Q8): row n at
+ * n * k_q8_dev_row_bytes(K) bytes, its scale s[n] (a float) and then
+ * q[n, 0 .. K) as bytes, zero up to a multiple of 4. */
+static inline size_t k_q8_dev_row_bytes(int K) { return 4 + (((size_t)K + 3) & ~(size_t)3); }
+/* w (packed) in that layout into dst (N * k_q8_dev_row_bytes(K) bytes): the
+ * same q and s, byte for byte. */
+void k_q8_to_dev(void *dst, k_q8 w);
+/* y = x . W^T + b over that layout, rows quantised as above: k_matmul_q8's
+ * values bit for bit (scalar: the CUDA emulation's and the tests' twin). */
+void k_matmul_q8_dev_ref(float *y, int ldy, const float *x, int ldx, const void *w, const float *b,
+                         int M, int N, int K);
+
 #endif

@@ -132,10 +132,11 @@ void bart_free(bart_model *m);
 /* The weight matrices (for wl_convert); a tied or shared embedding is
  * listed once per use. */
 int bart_matrices(bart_model *m, wl_mat *out, int cap);
-/* The model's weights on dev (core/dev.h's ed_dev; bf16: matrices as bf16),
+/* The model's weights on dev (core/dev.h's ed_dev; mode: an encdec_compute,
+ * matrices in f32, bf16 or int8 as models/mdev.h says),
  * a copy whose states run there (models/mdev.h). bart_dev_free frees the
  * copy only. */
-encdec_status bart_upload(const bart_model *m, void *dev, int bf16, bart_model **out);
+encdec_status bart_upload(const bart_model *m, void *dev, int mode, bart_model **out);
 void bart_dev_free(bart_model *g);
 
 /* ---- per-session state ---- */

@@ -3,6 +3,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 #include "kern/attn_h.h"
+#include "kern/q8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,8 +41,37 @@ static int shared_vec(const float *const *orig, int i) {
     return -1;
 }
 
-encdec_status md_upload(ed_dev *d, wl_mat *mats, int nm, md_vec *vecs, int nv, int bf16,
+/* Whether matrix i goes as int8 (the int8 mode, as wl_convert: all but the
+ * WL_NOT_INT8 ones), and its bytes on the device. */
+static int as_q8(const wl_mat *m, int mode) { return mode == ENCDEC_COMPUTE_INT8 && !(m->flags & WL_NOT_INT8); }
+static size_t dev_bytes(const wl_mat *m, int mode) {
+    if (as_q8(m, mode)) return (size_t)m->N * k_q8_dev_row_bytes(m->K);
+    return (size_t)m->N * m->K * (mode == ENCDEC_COMPUTE_BF16 ? 2 : 4);
+}
+
+/* Matrix w [N, K] into dst in the device's int8 layout (kern/q8.h): packed
+ * as the CPU's int8 mode packs it, then rewritten row-major, so the device
+ * holds the CPU's bytes and scales. */
+static encdec_status put_q8(ed_dev *d, void *dst, k_w w, int N, int K) {
+    if (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16)
+        return ed_fail(ENCDEC_ERR_ARG, "a weight matrix in a CPU-only layout cannot go to the device");
+    if (K > K_Q8_MAX_K)
+        return ed_fail(ENCDEC_ERR_SHAPE, "int8 weights: rows of %d are longer than %d", K, K_Q8_MAX_K);
+    size_t pb = k_q8_bytes(N, K), db = (size_t)N * k_q8_dev_row_bytes(K);
+    void *packed = ed_alloc(pb, "int8 weights"), *rows = ed_alloc(db ? db : 1, "int8 weights");   /* (64-byte aligned) */
+    encdec_status st = packed && rows ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
+    if (!st) {
+        k_q8_to_dev(rows, k_q8_pack(packed, w, N, K));
+        st = ed_dev_upload(d, dst, rows, db);
+    }
+    free(packed);
+    free(rows);
+    return st;
+}
+
+encdec_status md_upload(ed_dev *d, wl_mat *mats, int nm, md_vec *vecs, int nv, int mode,
                         void **mem, size_t *bytes) {
+    int bf16 = mode == ENCDEC_COMPUTE_BF16;
     *mem = NULL;
     *bytes = 0;
     const void **om = ed_calloc((size_t)(nm + 1) * sizeof *om, "weight list");
@@ -51,11 +81,11 @@ encdec_status md_upload(ed_dev *d, wl_mat *mats, int nm, md_vec *vecs, int nv, i
         free(ov);
         return ENCDEC_ERR_NOMEM;
     }
-    size_t total = 0, big = 0, es = bf16 ? 2 : 4;
+    size_t total = 0, big = 0;
     for (int i = 0; i < nm; i++) {
         om[i] = mats[i].w->p;
         size_t n = (size_t)mats[i].N * mats[i].K;
-        if (shared_mat(mats, om, i) < 0) total += up256(n * es);
+        if (shared_mat(mats, om, i) < 0) total += up256(dev_bytes(&mats[i], mode));
         if (n > big) big = n;
     }
     for (int i = 0; i < nv; i++) {
@@ -75,11 +105,13 @@ encdec_status md_upload(ed_dev *d, wl_mat *mats, int nm, md_vec *vecs, int nv, i
             *w = *mats[j].w;
             continue;
         }
-        st = put_matrix(d, at, *w, mats[i].N, mats[i].K, bf16, tmp, half);
+        int q8 = as_q8(&mats[i], mode);
+        st = q8 ? put_q8(d, at, *w, mats[i].N, mats[i].K)
+                : put_matrix(d, at, *w, mats[i].N, mats[i].K, bf16, tmp, half);
         w->p = at;
-        w->t = bf16 ? K_BF16 : K_F32;
+        w->t = q8 ? K_Q8 : bf16 ? K_BF16 : K_F32;
         w->lowp = bf16;
-        at += up256((size_t)mats[i].N * mats[i].K * es);
+        at += up256(dev_bytes(&mats[i], mode));
     }
     for (int i = 0; !st && i < nv; i++) {
         if (!ov[i]) continue;
@@ -106,7 +138,7 @@ encdec_status md_upload(ed_dev *d, wl_mat *mats, int nm, md_vec *vecs, int nv, i
 }
 
 encdec_status md_upload_lists(ed_dev *d, void *g, md_mats_fn list_mats, md_vecs_fn list_vecs,
-                              int bf16, void **mem, size_t *bytes) {
+                              int mode, void **mem, size_t *bytes) {
     int nm = list_mats(g, NULL, 0), nv = list_vecs(g, NULL, 0);
     wl_mat *mats = ed_alloc((size_t)(nm ? nm : 1) * sizeof *mats, "weight list");
     md_vec *vecs = ed_alloc((size_t)(nv ? nv : 1) * sizeof *vecs, "vector list");
@@ -114,7 +146,7 @@ encdec_status md_upload_lists(ed_dev *d, void *g, md_mats_fn list_mats, md_vecs_
     if (!st) {
         list_mats(g, mats, nm);
         list_vecs(g, vecs, nv);
-        st = md_upload(d, mats, nm, vecs, nv, bf16, mem, bytes);
+        st = md_upload(d, mats, nm, vecs, nv, mode, mem, bytes);
     }
     free(mats);
     free(vecs);

@@ -108,10 +108,11 @@ void t5_free(t5_model *m);
  * there are. The tied embedding is listed twice (as emb and lm_head). */
 int t5_matrices(t5_model *m, wl_mat *out, int cap);
 
-/* The model's weights on dev (core/dev.h's ed_dev; bf16: matrices as bf16):
+/* The model's weights on dev (core/dev.h's ed_dev; mode: an encdec_compute,
+ * matrices in f32, bf16 or int8 as models/mdev.h says):
  * a copy sharing m's tokenizer, whose states run on that device
  * (models/mdev.h). t5_dev_free frees the copy only. */
-encdec_status t5_upload(const t5_model *m, void *dev, int bf16, t5_model **out);
+encdec_status t5_upload(const t5_model *m, void *dev, int mode, t5_model **out);
 void t5_dev_free(t5_model *g);
 
 /* Relative position bucket of key - query = rel, as T5 defines it

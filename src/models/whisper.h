@@ -111,9 +111,9 @@ typedef struct whisper_model {
 encdec_status whisper_load(whisper_model **out, const char *path);
 void whisper_free(whisper_model *m);
 /* A copy of m's weights on device dev (core/dev.h's ed_dev): matrices in
- * f32 (bf16 = 0) or bf16, vectors f32; tokenizer and rules shared with m,
+ * f32, bf16 or int8 by mode (an encdec_compute; models/mdev.h), vectors f32; tokenizer and rules shared with m,
  * which must outlive it. Freed with whisper_dev_free. */
-encdec_status whisper_upload(const whisper_model *m, void *dev, int bf16, whisper_model **out);
+encdec_status whisper_upload(const whisper_model *m, void *dev, int mode, whisper_model **out);
 void whisper_dev_free(whisper_model *g);
 /* The weight matrices (for wl_convert): fills out[0, cap), returns how many
  * there are. */

@@ -17,6 +17,7 @@
 #include "core/ops.h"
 #include "cuda/cuda.h"
 #include "kern/kern.h"
+#include "kern/q8.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -146,6 +147,72 @@ static void matmul_inv_case(int M, int N, int K, int t, int ldx) {
     free(x), free(w), free(b), free(wh), free(ref), free(all), free(other);
 }
 
+/* int8 (CU_Q8): the CPU's packed matrix in the device layout; the product,
+ * plain, accumulating and with GELU, and the batch-invariant one, against
+ * k_matmul_q8 on the CPU: the same bits (exact integer sums, the same
+ * float steps), GELU to rounding; the embedding rows as k_q8_row. Rows of
+ * zeros and a NaN in x take the CPU's branches. */
+static void q8_case(int M, int N, int K, int ldx) {
+    float *x = rnd((size_t)M * ldx, 2), *w = rnd((size_t)N * K, 0.5f), *b = rnd(N, 1);
+    for (int k = 0; k < K; k++) w[k] = 0.0f;                        /* a zero weight row */
+    if (M > 2) {
+        for (int k = 0; k < K; k++) x[(size_t)ldx + k] = 0.0f;      /* a zero row of x */
+        x[(size_t)2 * ldx + K / 2] = NAN;                            /* a NaN: -127, as the CPU */
+    }
+    void *packed = aligned_alloc(64, (k_q8_bytes(N, K) + 63) & ~(size_t)63);
+    k_w kw = {w, K_F32, 0};
+    k_q8 q = k_q8_pack(packed, kw, N, K);
+    size_t rb = k_q8_dev_row_bytes(K);
+    void *rows = malloc((size_t)N * rb);
+    k_q8_to_dev(rows, q);
+    float *ref = malloc(sizeof(float) * (size_t)M * N), *y0 = rnd((size_t)M * N, 1);
+    void *sc = malloc(k_q8_scratch_bytes(M, K));
+    k_matmul_q8(ref, N, x, ldx, q, b, M, 0, N, sc);
+    float *dx = up(x, sizeof(float) * (size_t)M * ldx), *db = up(b, sizeof(float) * N);
+    float *dy = up(y0, sizeof(float) * (size_t)M * N);
+    cu_w cw = {up(rows, (size_t)N * rb), CU_Q8};
+    char what[96];
+    int same = 1;
+    cu_matmul(g, dy, N, dx, ldx, cw, db, M, N, K, 0);
+    float *got = down(dy, (size_t)M * N);
+    same &= memcmp(got, ref, sizeof(float) * (size_t)M * N) == 0;
+    free(got);
+    cu_matmul_inv(g, dy, N, dx, ldx, cw, db, M, N, K);
+    got = down(dy, (size_t)M * N);
+    same &= memcmp(got, ref, sizeof(float) * (size_t)M * N) == 0;
+    free(got);
+    if (!same) fprintf(stderr, "int8 matmul %dx%dx%d: not the CPU's bits\n", M, N, K);
+    CHECK(same);
+    /* accumulate into y0, then GELU */
+    float *acc = malloc(sizeof(float) * (size_t)M * N);
+    for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = y0[i] + ref[i];
+    float *dy2 = up(y0, sizeof(float) * (size_t)M * N);
+    cu_matmul(g, dy2, N, dx, ldx, cw, db, M, N, K, CU_EPI_ACC);
+    got = down(dy2, (size_t)M * N);
+    snprintf(what, sizeof what, "int8 matmul %dx%dx%d, accumulated", M, N, K);
+    CHECK(memcmp(got, acc, sizeof(float) * (size_t)M * N) == 0);
+    free(got);
+    cu_matmul(g, dy2, N, dx, ldx, cw, db, M, N, K, CU_EPI_GELU);
+    got = down(dy2, (size_t)M * N);
+    for (int i = 0; i < M; i++) k_gelu_ref(ref + (size_t)i * N, (size_t)N);
+    snprintf(what, sizeof what, "int8 matmul %dx%dx%d, GELU", M, N, K);
+    near(what, got, ref, (size_t)M * N, 1e-5);
+    free(got);
+    /* embedding rows of the same matrix */
+    int tok[3] = {0, N - 1, N / 2}, R = N >= 3 ? 3 : 1;
+    float *erow = malloc(sizeof(float) * (size_t)3 * K);
+    for (int r = 0; r < R; r++) k_q8_row(erow + (size_t)r * K, q, tok[r]);
+    int *dtok = up(tok, sizeof tok);
+    float *de = cu_alloc(g, sizeof(float) * (size_t)3 * K, "embedding");
+    cu_embed(g, de, cw, dtok, NULL, NULL, R, K);
+    got = down(de, (size_t)R * K);
+    CHECK(memcmp(got, erow, sizeof(float) * (size_t)R * K) == 0);
+    free(got);
+    cu_free(g, dx), cu_free(g, db), cu_free(g, dy), cu_free(g, dy2), cu_free(g, (void *)cw.p);
+    cu_free(g, dtok), cu_free(g, de);
+    free(x), free(w), free(b), free(packed), free(rows), free(ref), free(y0), free(sc), free(acc), free(erow);
+}
+
 static void matmuls(void) {
     static const int shapes[][3] = {{1, 1, 1}, {1, 51864, 384}, {3, 384, 384}, {17, 1536, 384},
                                     {64, 384, 1536}, {257, 100, 33}, {1500, 512, 512}, {5, 7, 1280}};
@@ -158,6 +225,11 @@ static void matmuls(void) {
     for (size_t i = 0; i < sizeof inv / sizeof inv[0]; i++)
         for (int t = CU_F32; t <= CU_BF16; t++) matmul_inv_case(inv[i][0], inv[i][1], inv[i][2], t, inv[i][3]);
     printf("matmul (batch-invariant): f32, f16, bf16 weights, as k_matmul_ref, each row alone as in any batch\n");
+    static const int q8[][4] = {{1, 1, 1, 1}, {1, 51864, 384, 384}, {9, 1536, 384, 390}, {37, 384, 1536, 1536},
+                                {64, 100, 33, 35}, {3, 70, 7, 7}};
+    for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++) q8_case(q8[i][0], q8[i][1], q8[i][2], q8[i][3]);
+    printf("matmul (int8): plain, accumulated, batch-invariant: the CPU's k_matmul_q8 bit for bit; GELU; "
+           "embedding rows as k_q8_row\n");
 }
 
 static void norms(void) {

@@ -7,6 +7,7 @@
 #include "kern/gemm.h"
 #include "base/half.h"
 #include "kern/kern.h"
+#include "kern/q8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static size_t blk(int M, int N, int ld) {
     return M <= 0 || N <= 0 ? 0 : ((size_t)(M - 1) * (size_t)ld + (size_t)N) * 4;
 }
 static size_t wbytes(cu_w w, int N, int K) {
+    if (w.t == CU_Q8) return (size_t)N * k_q8_dev_row_bytes(K);
     return (size_t)N * (size_t)K * (w.t == CU_F32 ? 4 : 2);
 }
 #define DP(g, p, n, what) emu_dev_ptr((g), (p), (n), (what))
@@ -33,12 +35,33 @@ static int keys_fit(cu_dev *g, int n, const char *what) {
     return 0;
 }
 
+/* int8 weights (the device layout): the product as k_matmul_q8 (its twin
+ * on that layout), then y's old value added and GELU, as op_matmul_w_ex. */
+static void matmul_q8(cu_dev *g, float *y, int ldy, const float *x, int ldx, const void *w,
+                      const float *b, int M, int N, int K, int epi) {
+    float *t = emu_scratch(g, (size_t)M * N);
+    if (!t) return;
+    emu_enter();
+    k_matmul_q8_dev_ref(t, N, x, ldx, w, b, M, N, K);
+    for (int i = 0; i < M; i++) {
+        float *yr = y + (size_t)i * ldy;
+        if (epi & CU_EPI_ACC) k_add(yr, t + (size_t)i * N, (size_t)N);
+        else memcpy(yr, t + (size_t)i * N, (size_t)N * sizeof(float));
+        if (epi & CU_EPI_GELU) k_gelu(yr, (size_t)N);
+    }
+    emu_leave();
+}
+
 void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
                int M, int N, int K, int epi) {
     if (M <= 0) return;
     if (!DP(g, y, blk(M, N, ldy), "matmul y") || !DP(g, x, blk(M, K, ldx), "matmul x") ||
         !DP(g, w.p, wbytes(w, N, K), "matmul w") || !DP(g, b, b ? (size_t)N * 4 : 0, "matmul b"))
         return;
+    if (w.t == CU_Q8) {
+        matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, epi);
+        return;
+    }
     int e = ((epi & CU_EPI_GELU) ? K_GEMM_GELU : 0) | ((epi & CU_EPI_ACC) ? K_GEMM_ACC : 0);
     /* [M, N] for the accumulation, then (halves) x in the weight's type, as cublasGemmEx takes it */
     size_t nt = (epi & CU_EPI_ACC) ? (size_t)M * N : 0, nx = w.t == CU_F32 ? 0 : (size_t)M * K;
@@ -66,6 +89,10 @@ void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w
         !DP(g, w.p, wbytes(w, N, K), "matmul_inv w") ||
         !DP(g, b, b ? (size_t)N * 4 : 0, "matmul_inv b"))
         return;
+    if (w.t == CU_Q8) {
+        matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, 0);
+        return;
+    }
     emu_enter();
     op_matmul_w_inv(g->pool, y, ldy, x, ldx, kw_of(w), b, M, N, K);
     emu_leave();
@@ -158,7 +185,14 @@ void cu_embed(cu_dev *g, float *x, cu_w emb, const int *tok, const float *pos_em
               !DP(g, emb.p, wbytes(emb, tok[r] + 1, d), "embed token row") ||
               (pos_emb && !DP(g, pos_emb, blk(pos[r] + 1, d, d), "embed position row"));
         if (bad) break;
-        k_w_row(x + (size_t)r * d, kw_of(emb), tok[r], tok[r] + 1, d);
+        if (emb.t == CU_Q8) {   /* scale times byte, as k_q8_row */
+            const char *row = (const char *)emb.p + (size_t)tok[r] * k_q8_dev_row_bytes(d);
+            float sn;
+            memcpy(&sn, row, sizeof sn);
+            for (int j = 0; j < d; j++) x[(size_t)r * d + j] = sn * (float)((const signed char *)(row + 4))[j];
+        } else {
+            k_w_row(x + (size_t)r * d, kw_of(emb), tok[r], tok[r] + 1, d);
+        }
         if (pos_emb) k_add(x + (size_t)r * d, pos_emb + (size_t)pos[r] * d, (size_t)d);
     }
     emu_leave();

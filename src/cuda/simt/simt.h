@@ -157,6 +157,14 @@ static inline float2 __bfloat1622float2(__nv_bfloat162 h) {
     return float2{__bfloat162float(h.x), __bfloat162float(h.y)};
 }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float __fdiv_rn(float a, float b) { return a / b; }   /* IEEE on the host */
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+/* The sum of c and the four products of a's and b's signed bytes. */
+static inline int __dp4a(int a, int b, int c) {
+    for (int i = 0; i < 4; i++) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+    return c;
+}
 
 #define __global__
 #define __device__
