@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA backend's check, in two halves.
+# The CUDA backend's checks: three here, without a GPU (build, emu, simt), and the
+# run on the GPU machine.
 #
 #   scripts/test-cuda.sh build   here (the CUDA toolkit, no GPU needed): the
 #       CUDA build in build-cuda/ (-DENCDEC_CUDA=ON, warnings as errors:
