@@ -6,7 +6,8 @@ Usage (on the GPU machine, from the repository root, with the CUDA build of
 scripts/test-cuda.sh build carried there; python3 with torch and transformers):
 
     python3 bench/gpu_bench.py --encdec build-cuda/encdec --audio JFK.wav \\
-        [--shapes tiny.en,base,small,large-v3] [--repeats 5] [--batch 64] [--json OUT]
+        [--shapes tiny.en,base,small,large-v3] [--computes f32,bf16,int8] [--repeats 5]
+        [--batch 64] [--json OUT]
 
 Models: for each shape, a random-weight Whisper of that shape, seeded, made here
 by transformers and saved as safetensors beside the English tokenizer of
@@ -32,7 +33,8 @@ Rows (medians over --repeats, after a warm-up):
                       the batch; transformers: torch.cuda.max_memory_allocated
 transformers runs in bfloat16 with sdpa attention and its static cache where
 generate accepts it (else its dynamic cache, said in the output); encdec runs
---compute f32 and --compute bf16. The 10-minute recording (--long) is encdec's
+each --compute of --computes (f32, bf16 and int8: the int8 mode's products
+are the CPU's, exact integer sums). The 10-minute recording (--long) is encdec's
 long-form alone, on the first shape (transformers' long-form needs real timestamps).
 """
 import argparse
@@ -232,6 +234,7 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(ROOT, "..", "shared", "assets",
                                                         "whisper-tiny.en-tokenizer"))
     ap.add_argument("--shapes", default="tiny.en,base,small,large-v3")
+    ap.add_argument("--computes", default="f32,bf16,int8", help="encdec's --compute modes, each a row")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--json")
@@ -251,7 +254,7 @@ def main():
         ids = make_model(shape, a.tokenizer, mdir)
         torch.cuda.empty_cache()
         row = {"shape": shape}
-        for comp in ("f32", "bf16"):
+        for comp in a.computes.split(","):
             try:
                 b = encdec_bench(a.encdec, mdir, a.audio, comp, a.repeats)
             except RuntimeError as e:
@@ -266,9 +269,10 @@ def main():
             if long_wav and comp == "bf16" and not rows:
                 lb = encdec_bench(a.encdec, mdir, long_wav, comp, 1)
                 row["encdec_long_rtf"] = lb["rtf"]
-        if "encdec_f32" not in row:
+        first = next((k for k in row if k.startswith("encdec_") and k != "encdec_long_rtf"), None)
+        if first is None:
             continue
-        n_tok = row["encdec_f32"]["tokens"]
+        n_tok = row[first]["tokens"]
         if n_tok < 1:
             print("%s: encdec decoded no token (the random model ended the window at once): "
                   "no like-for-like transformers row" % shape)
@@ -295,16 +299,13 @@ def print_row(row, batch):
     print("\n%s (%d tokens a window; transformers: %s cache)" % (row["shape"], hf["tokens"], hf["cache"]))
     print("  %-22s %12s %12s %12s %16s %10s" % ("", "encoder ms", "ms/token", "window ms",
                                                "tok/s batch %d" % batch, "GPU MB"))
-    for k in ("encdec_f32", "encdec_bf16", "transformers_bf16"):
-        if k not in row:
-            continue
+    engines = [k for k in row if k.startswith("encdec_") and k != "encdec_long_rtf"]
+    for k in engines + ["transformers_bf16"]:
         r = row[k]
         print("  %-22s %12.2f %12.3f %12.1f %16.0f %10.0f" % (
             k, r["encoder_ms"], r["decode_ms_per_token"], r["window_ms"], r["batch_tokens_per_s"],
             r["gpu_mb"]))
-    for k in ("encdec_f32", "encdec_bf16"):
-        if k not in row:
-            continue
+    for k in engines:
         r = row[k]
         print("  %-22s encoder %.2fx, ms/token %.2fx, window %.2fx, batch %.2fx transformers'" % (
             k + " speed:", hf["encoder_ms"] / r["encoder_ms"],
