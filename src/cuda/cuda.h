@@ -133,9 +133,10 @@ void cu_transpose(cu_dev *g, float *y, const float *x, int rows, int cols);
  * Twin: k_argmax. */
 void cu_argmax(cu_dev *g, int *idx, const float *x, int ldx, int M, int N);
 
-/* The attention kernels' longest key range (keys, positions or frames; the
- * scores a block holds: 48 KiB of shared memory, less the query): a call
- * over more fails, named ("too many keys", "... positions", "... frames"). */
+/* The per-row attention kernels' longest key range (keys, positions or
+ * frames; the scores a block holds: 48 KiB of shared memory, less the
+ * query): a call over more fails, named ("too many keys", "... positions",
+ * "... frames"). cu_attention's tiled kernel (CU_ATT_TILED) has no limit. */
 #define CU_ATT_MAX_KEYS 11776
 
 /* Multi-head attention, head h at column h * dh of q, k, v and o; causal:

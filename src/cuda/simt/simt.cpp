@@ -308,10 +308,8 @@ static int run_block(int backward) {
     }
 }
 
-static block_run *block_state() {
-    if (br) return br;
-    br = (block_run *)calloc(1, sizeof *br);
-    if (!br) return nullptr;
+static block_run *block_state() {   /* this OS thread's, made on first use */
+    if (!br) br = (block_run *)calloc(1, sizeof *br);
     return br;
 }
 
