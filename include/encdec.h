@@ -129,9 +129,11 @@ typedef enum {
 /* Where a model's sessions and engines run. */
 typedef enum {
     ENCDEC_DEVICE_CPU = 0,   /* this CPU's kernels (default) */
-    ENCDEC_DEVICE_CUDA,      /* an NVIDIA GPU (a build with -DENCDEC_CUDA=ON; Whisper): weights
-                                uploaded once at load (f32 mode: f32; bf16 mode: bf16 with f32
-                                accumulation), every cache and activation in its memory */
+    ENCDEC_DEVICE_CUDA,      /* an NVIDIA GPU (a build with -DENCDEC_CUDA=ON; every family):
+                                weights uploaded once at load (f32 mode: f32; bf16 mode: bf16
+                                with f32 accumulation; int8 mode: int8 rows with their scales,
+                                the CPU's int8 products), every cache and activation in its
+                                memory */
 } encdec_device;
 /* "cpu", "cuda" or "cuda:N" into *dev and *index (0 without ":N"); 0, or
  * -1 for another spelling (then nothing is written). */

@@ -17,6 +17,10 @@
  *    ops underneath).
  * 3. The model reports the set it runs; a set above this CPU's, or of
  *    another architecture, is a named error.
+ * 4. No kernel above the model's set runs (k_isa_peak): in 1 on every set,
+ *    and, on the set below this CPU's best, through the batched pipeline
+ *    and an engine request with the Silero VAD (its recurrent steps on the
+ *    caller's thread, its pool made there) where the VAD is installed.
  */
 #include "golden.h"
 
@@ -88,6 +92,7 @@ static int same_tokens(const int *a, int na, const int *b, int nb) {
 static void f32_against_transformers(int level, const cJSON *refs) {
     encdec_model_params mp = {ENCDEC_COMPUTE_F32, set_of(level)};
     encdec_model *m = NULL;
+    k_isa_peak(1);
     CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
     if (!m) return;
     encdec_model_info info;
@@ -117,6 +122,7 @@ static void f32_against_transformers(int level, const cJSON *refs) {
         CHECK_EQ_INT(same, nf);
         encdec_session_free(s);
     }
+    CHECK(k_isa_peak(0) <= level);   /* the load's packing and every op of the sessions */
     encdec_model_free(m);
 }
 
@@ -306,6 +312,61 @@ static void extensions_off(void) {
     encdec_model_free(m);
 }
 
+/* The batched pipeline with the Silero VAD on a model of the set below this
+ * CPU's best (jfk.wav between 2 s of silence): the VAD's pool and its steps
+ * on the calling thread follow the model's set too, as every op does. */
+static void batched_vad_limit(void) {
+    char vad_dir[1024];
+    int level = k_isa_cpu() - 1;
+    if (level < K_ISA_C) return;
+    if (!golden_find_file(vad_dir, sizeof vad_dir, "ENCDEC_VAD", "silero-vad-v6", "model.safetensors")) {
+        printf("Silero VAD not installed: the batched pipeline's set not checked\n");
+        return;
+    }
+    size_t pad = 2 * 16000, n = g_n[0] + 2 * pad;
+    float *x = calloc(n, sizeof *x);
+    if (x) memcpy(x + pad, g_pcm[0], sizeof *x * g_n[0]);
+    encdec_vad *v = NULL;
+    encdec_model *m = NULL;
+    encdec_engine *e = NULL;
+    encdec_model_params mp = {ENCDEC_COMPUTE_F32, set_of(level)};
+    encdec_engine_params ep = {2, 4, ENCDEC_KV_F32};
+    CHECK_EQ_INT(encdec_vad_load(vad_dir, &v), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_model_load_ex(g_model, &mp, &m), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (x && v && e) {
+        encdec_transcribe_params p = encdec_transcribe_default_params();
+        p.timestamps = 0;
+        p.vad = v;
+        encdec_batch_params bp = encdec_batch_default_params();
+        encdec_result *r = NULL;
+        k_isa_peak(1);
+        CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_OK);
+        int peak = k_isa_peak(0);
+        printf("batched with the VAD on the %s set: the highest set run %s\n", k_isa_name(level),
+               peak >= 0 ? k_isa_name(peak) : "none");
+        CHECK(peak >= K_ISA_C && peak <= level);
+        CHECK(r && strstr(encdec_result_text(r), "for your country"));
+        encdec_result_free(r);
+        r = NULL;
+        encdec_request *q = NULL;   /* an engine request with the VAD: its pool on the request's thread */
+        k_isa_peak(1);
+        CHECK_EQ_INT(encdec_engine_transcribe(e, x, n, &p, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+        peak = k_isa_peak(0);
+        printf("an engine request with the VAD: the highest set run %s\n",
+               peak >= 0 ? k_isa_name(peak) : "none");
+        CHECK(peak >= K_ISA_C && peak <= level);
+        CHECK(r && strstr(encdec_result_text(r), "for your country"));
+        encdec_result_free(r);
+        encdec_request_free(q);
+    }
+    encdec_engine_free(e);
+    encdec_model_free(m);
+    encdec_vad_free(v);
+    free(x);
+}
+
 int main(void) {
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en"))
         return check_skip("whisper tiny.en not installed (scripts/fetch-model.sh tiny.en)");
@@ -335,6 +396,9 @@ int main(void) {
 #endif
 #if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
     if (k_isa_cpu() >= K_ISA_VEC) int8_every_recording();
+#endif
+#ifndef ED_EMULATED
+    batched_vad_limit();
 #endif
     for (int f = 0; f < N_FILES; f++) encdec_free(g_pcm[f]);
     cJSON_Delete(js);

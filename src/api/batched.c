@@ -15,6 +15,7 @@
 #include "audio/audio.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/isa.h"
 #include "base/mem.h"
 #include "tok/lang.h"
 
@@ -356,9 +357,9 @@ static void no_speech_language(bt_run *b) {
     if (b->p->on_language) b->p->on_language(b->r->language, 1.0f, b->p->user);
 }
 
-static encdec_status batched(encdec_engine *e, const float *pcm, size_t n, audio_stream *as,
-                             const encdec_transcribe_params *params,
-                             const encdec_batch_params *batch, encdec_result **out) {
+static encdec_status batched_body(encdec_engine *e, const float *pcm, size_t n, audio_stream *as,
+                                  const encdec_transcribe_params *params,
+                                  const encdec_batch_params *batch, encdec_result **out) {
     encdec_transcribe_params p = params ? *params : encdec_transcribe_default_params();
     encdec_batch_params bp = batch ? *batch : encdec_batch_default_params();
     if (bp.batch_size == 0) bp.batch_size = 8;
@@ -448,6 +449,17 @@ static encdec_status check_call(encdec_engine *e, encdec_result **out) {
         return ed_fail(ENCDEC_ERR_ARG, "encdec_engine_transcribe_batched: this engine's model is "
                        "text to text; use encdec_engine_generate");
     return ENCDEC_OK;
+}
+
+/* The caller's thread (the VAD, the mel, the chunks' results) and every pool
+ * it makes run under the model's kernel-set limit (base/isa.h). */
+static encdec_status batched(encdec_engine *e, const float *pcm, size_t n, audio_stream *as,
+                             const encdec_transcribe_params *params,
+                             const encdec_batch_params *batch, encdec_result **out) {
+    int old = ed_isa_swap(api_engine_model(e)->isa);
+    encdec_status st = batched_body(e, pcm, n, as, params, batch, out);
+    ed_isa_swap(old);
+    return st;
 }
 
 encdec_status encdec_engine_transcribe_batched(encdec_engine *e, const float *pcm, size_t n_samples,

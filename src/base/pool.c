@@ -116,7 +116,7 @@ encdec_status ed_pool_new(ed_pool **out, int n_threads) {
     ed_pool *p = calloc(1, sizeof *p);
     if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: thread pool");
     p->n = n_threads;
-    p->isa = ED_ISA_ANY;
+    p->isa = ed_isa_limit();  /* the creating thread's, until ed_pool_set_isa */
     p->scratch = calloc((size_t)n_threads, sizeof *p->scratch);
     p->scratch_cap = calloc((size_t)n_threads, sizeof *p->scratch_cap);
     pthread_mutex_init(&p->mu, NULL);

@@ -27,7 +27,8 @@ int ed_pool_size(const ed_pool *p);
 void ed_pool_run(ed_pool *p, ed_pool_fn fn, void *ctx);
 
 /* The instruction-set limit (base/isa.h) every thread of a run works under,
- * the caller's included for the run's duration (default ED_ISA_ANY). */
+ * the caller's included for the run's duration (default: the limit of the
+ * thread that made the pool). */
 void ed_pool_set_isa(ed_pool *p, int lim);
 int ed_pool_isa(const ed_pool *p);
 

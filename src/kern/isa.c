@@ -50,9 +50,20 @@ int k_isa_cpu(void) {
     return v;
 }
 
+static atomic_int peak = -1;   /* k_isa_peak: written only when a higher level first shows */
+
 int k_isa(void) {
-    int cpu = k_isa_cpu(), lim = ed_isa_limit();
-    return lim < cpu ? lim : cpu;
+    int cpu = k_isa_cpu(), lim = ed_isa_limit(), v = lim < cpu ? lim : cpu;
+    int p = atomic_load_explicit(&peak, memory_order_relaxed);
+    while (v > p && !atomic_compare_exchange_weak_explicit(&peak, &p, v, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+    }
+    return v;
+}
+
+int k_isa_peak(int reset) {
+    return reset ? atomic_exchange_explicit(&peak, -1, memory_order_relaxed)
+                 : atomic_load_explicit(&peak, memory_order_relaxed);
 }
 
 int k_isa_at(int isa) {

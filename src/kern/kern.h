@@ -28,6 +28,8 @@ enum {
 int k_isa_cpu(void);              /* the best set this CPU has (AMX: by CPUID) */
 int k_isa(void);                  /* min(k_isa_cpu(), this thread's limit) */
 int k_isa_at(int isa);            /* min(isa, k_isa()): the *_isa entry points' cap */
+int k_isa_peak(int reset);        /* the highest k_isa() answered since the last reset
+                                     (-1: none); reset: starts again (for tests) */
 const char *k_isa_name(int level);   /* "c", "avx2" (aarch64: "neon"), "avx512", "amx" */
 int k_isa_parse(const char *name);   /* the level of a name, -1 if none */
 

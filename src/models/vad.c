@@ -2,6 +2,7 @@
  * probabilities in blocks. */
 #include "models/vad.h"
 #include "base/err.h"
+#include "base/isa.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "core/ops.h"
@@ -277,10 +278,12 @@ encdec_status vad_probs(vad_state *s, ed_pool *pool, const float *pcm, size_t n_
                         float *probs) {
     if (!s || !pool || (n_frames && (!pcm || !probs)))
         return ed_fail(ENCDEC_ERR_ARG, "vad_probs: NULL state, pool or buffers");
+    int old = ed_isa_swap(ed_pool_isa(pool));   /* the recurrent steps run here, not on the pool */
     for (size_t f0 = 0; f0 < n_frames; f0 += BLOCK) {
         int nf = n_frames - f0 < BLOCK ? (int)(n_frames - f0) : BLOCK;
         features(s, pool, pcm + f0 * VAD_FRAME, nf);
         for (int f = 0; f < nf; f++) probs[f0 + f] = step(s, s->gates + (size_t)f * 4 * H);
     }
+    ed_isa_swap(old);
     return ENCDEC_OK;
 }
