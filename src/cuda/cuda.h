@@ -96,8 +96,13 @@ void cu_matmul(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, co
 /* The same without epilogue, batch-invariant: row r of y depends on row r
  * of x only, bitwise, whatever M is and wherever r sits (each output's sum
  * runs in an order set by K alone; op_matmul_w_inv's contract). A decode
- * step's kernel: it streams the weights once per 8 rows. Twin:
- * k_matmul_ref. */
+ * step's kernel. f32 weights, and halves with K % 16 != 0: x in f32, on
+ * CUDA cores, the weights streamed once per 8 rows. Halves with K % 16 ==
+ * 0 (CU_INV_TC; weights 32-byte aligned, as uploads are): x rounded to
+ * the weight's type first, as cu_matmul does, on tensor cores, the
+ * weights streamed once per 64 rows. Twin: k_matmul_ref (of x rounded
+ * where CU_INV_TC). */
+#define CU_INV_TC(t, K) (((t) == CU_F16 || (t) == CU_BF16) && (K) % 16 == 0)
 void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w, const float *b,
                    int M, int N, int K);
 

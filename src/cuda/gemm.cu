@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <float.h>
+#include <mma.h>
 #include <stdint.h>
 
 #define INV_ROWS 8    /* rows per warp of the batch-invariant and int8 products */
@@ -234,6 +235,85 @@ __global__ void k_matmul_inv(float *y, int ldy, const float *x, int ldx, const W
     }
 }
 
+/* ---- the same on tensor cores (f16 / bf16 weights, K % 16 == 0:
+ * CU_INV_TC) ----
+ * x goes to the weight's type once (rows padded with zeros to 16). A warp
+ * owns 16 output columns and up to TC_TILES tiles of 16 rows: for each 16
+ * k in increasing order, one fragment of its 16 weight rows (read in place;
+ * the last columns' rows, N % 16 of them, from a copy padded with zeros)
+ * and one mma per row tile. Every output's sum is the same chain of mma
+ * steps over k whatever M is and wherever its row sits (the rows of a tile
+ * do not mix), so the product keeps k_matmul_inv's contract; the weights
+ * stream once per 16 * TC_TILES rows instead of once per INV_ROWS. */
+#define TC_WARPS 4   /* warps (16-column strips) per block */
+#define TC_TILES 4   /* 16-row tiles per warp: 64 rows a block */
+
+template <typename H>
+__global__ void k_matmul_inv_tc(float *y, int ldy, const H *xh, int Mp, const H *w, const H *wtail,
+                                const float *b, int M, int N, int K) {
+    using namespace nvcuda;
+    __shared__ __align__(32) float st[TC_WARPS][16 * 16];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int n0 = (blockIdx.x * TC_WARPS + warp) * 16, r0 = blockIdx.y * 16 * TC_TILES;
+    if (n0 >= N) return;   /* the whole warp */
+    int nt = (Mp - r0) / 16;
+    const H *wn = n0 + 16 <= N ? w + (size_t)n0 * K : wtail;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[TC_TILES];
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major> fb;
+#pragma unroll
+    for (int t = 0; t < TC_TILES; t++) wmma::fill_fragment(acc[t], 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(fb, wn + k, K);
+#pragma unroll
+        for (int t = 0; t < TC_TILES; t++) {
+            if (t >= nt) break;   /* (nt is the block's: the warp stays together) */
+            wmma::load_matrix_sync(fa, xh + (size_t)(r0 + 16 * t) * K + k, K);
+            wmma::mma_sync(acc[t], fa, fb, acc[t]);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TC_TILES; t++) {
+        if (t >= nt) break;
+        wmma::store_matrix_sync(st[warp], acc[t], 16, wmma::mem_row_major);
+        __syncwarp();
+        for (int i = lane; i < 256; i += 32) {
+            int r = r0 + 16 * t + (i >> 4), c = n0 + (i & 15);
+            if (r < M && c < N) y[(size_t)r * ldy + c] = st[warp][i] + (b ? b[c] : 0.0f);
+        }
+        __syncwarp();
+    }
+}
+
+template <typename H>
+static void launch_inv_tc(cu_dev *g, float *y, int ldy, const float *x, int ldx, const H *w,
+                          const float *b, int M, int N, int K) {
+    if (((uintptr_t)w & 31) != 0) {
+        cu_fail(g, "matmul (batch-invariant, tensor cores): the weights are not 32-byte aligned");
+        return;
+    }
+    int Mp = (M + 15) & ~15, N16 = N & ~15;
+    size_t xn = (size_t)Mp * K;
+    H *xh = (H *)cu_workspace(g, (xn + 16 * (size_t)K) * sizeof(H));
+    if (!xh) return;
+    H *wtail = xh + xn;   /* 32-byte aligned: K % 16 == 0 */
+    CU_LAUNCH(cu_blocks((size_t)M * K, 256), 256, 0, g->stream, k_to_half<H>)(xh, x, ldx, M, K);
+    CU_LAUNCHED(g, "matmul (batch-invariant, tensor cores): input to halves");
+    if (Mp > M) cu_note(g, "matmul (batch-invariant, tensor cores): padding rows",
+                        cudaMemsetAsync(xh + (size_t)M * K, 0, (size_t)(Mp - M) * K * sizeof(H), g->stream));
+    if (N16 < N) {
+        cu_note(g, "matmul (batch-invariant, tensor cores): last columns",
+                cudaMemsetAsync(wtail, 0, 16 * (size_t)K * sizeof(H), g->stream));
+        cu_note(g, "matmul (batch-invariant, tensor cores): last columns",
+                cudaMemcpyAsync(wtail, w + (size_t)N16 * K, (size_t)(N - N16) * K * sizeof(H),
+                                cudaMemcpyDeviceToDevice, g->stream));
+    }
+    int strips = (N + 15) / 16;
+    dim3 grid((unsigned)((strips + TC_WARPS - 1) / TC_WARPS), (unsigned)((Mp + 16 * TC_TILES - 1) / (16 * TC_TILES)));
+    CU_LAUNCH(grid, TC_WARPS * 32, 0, g->stream, k_matmul_inv_tc<H>)(y, ldy, xh, Mp, w, wtail, b, M, N, K);
+    CU_LAUNCHED(g, "matmul (batch-invariant, tensor cores)");
+}
+
 template <typename W>
 static void launch_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, const W *w,
                        const float *b, int M, int N, int K, size_t walign) {
@@ -257,6 +337,10 @@ void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w
         matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, 0);
     else if (w.t == CU_F32)
         launch_inv(g, y, ldy, x, ldx, (const float *)w.p, b, M, N, K, 16);
+    else if (CU_INV_TC(w.t, K) && w.t == CU_F16)
+        launch_inv_tc(g, y, ldy, x, ldx, (const __half *)w.p, b, M, N, K);
+    else if (CU_INV_TC(w.t, K))
+        launch_inv_tc(g, y, ldy, x, ldx, (const __nv_bfloat16 *)w.p, b, M, N, K);
     else if (w.t == CU_F16)
         launch_inv(g, y, ldy, x, ldx, (const __half *)w.p, b, M, N, K, 8);
     else

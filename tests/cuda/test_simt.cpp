@@ -11,9 +11,14 @@
  *     memory, a grid.y of 65536) are refused; a host pointer is refused;
  *   - a kernel reading past its buffer meets the guard page (a child);
  *   - the cuBLAS model: each transposition against a plain loop, and a
- *     leading dimension cuBLAS rejects is rejected. */
+ *     leading dimension cuBLAS rejects is rejected;
+ *   - the warp matrix calls (mma.h): a 16 x 16 x 16 bf16 product with a
+ *     column-major B against a loop; a misaligned tile, a warp of 16
+ *     lanes and lanes loading different tiles each stop the launch. */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 extern "C" {
 #include "check.h"
@@ -172,8 +177,54 @@ static void blas() {
     printf("cuBLAS model: the four transpositions as a loop; a short leading dimension rejected\n");
 }
 
+/* c[16 x 16] = a[16 x 16] (row-major) . b (16 x 16, column-major: b's
+ * column j at b + j * 16), a + off and lane-dependent a when asked. */
+__global__ void k_mma(float *c, const __nv_bfloat16 *a, const __nv_bfloat16 *b, int off, int by_lane) {
+    using namespace nvcuda;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fa, a + off + (by_lane ? 256 * (threadIdx.x & 1) : 0), 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+
+static void tensor_cores() {
+    __nv_bfloat16 ha[512], hb[256];
+    for (int i = 0; i < 512; i++) ha[i] = __float2bfloat16_rn((float)((i * 7) % 13 - 6) / 4);
+    for (int i = 0; i < 256; i++) hb[i] = __float2bfloat16_rn((float)((i * 5) % 11 - 5) / 8);
+    __nv_bfloat16 *a = (__nv_bfloat16 *)dev(sizeof ha), *b = (__nv_bfloat16 *)dev(sizeof hb);
+    float *c = (float *)dev(256 * sizeof(float)), got[256];
+    cudaMemcpyAsync(a, ha, sizeof ha, cudaMemcpyHostToDevice, NULL);
+    cudaMemcpyAsync(b, hb, sizeof hb, cudaMemcpyHostToDevice, NULL);
+    CU_LAUNCH(1, 32, 0, NULL, k_mma)(c, a, b, 0, 0);
+    CHECK_EQ_INT(cudaGetLastError(), cudaSuccess);
+    cudaMemcpyAsync(got, c, sizeof got, cudaMemcpyDeviceToHost, NULL);
+    int bad = 0;
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            double s = 0;
+            for (int k = 0; k < 16; k++)
+                s += (double)__bfloat162float(ha[i * 16 + k]) * __bfloat162float(hb[j * 16 + k]);
+            bad += fabs(got[i * 16 + j] - s) > 1e-5;
+        }
+    CHECK_EQ_INT(bad, 0);
+    CU_LAUNCH(1, 32, 0, NULL, k_mma)(c, a, b, 8, 0);    /* 16 bytes: not 256-bit aligned */
+    CHECK_EQ_INT(cudaGetLastError(), cudaErrorLaunchFailure);
+    CU_LAUNCH(1, 16, 0, NULL, k_mma)(c, a, b, 0, 0);    /* half a warp */
+    CHECK_EQ_INT(cudaGetLastError(), cudaErrorLaunchFailure);
+    CU_LAUNCH(1, 32, 0, NULL, k_mma)(c, a, b, 0, 1);    /* odd lanes load another tile */
+    CHECK_EQ_INT(cudaGetLastError(), cudaErrorLaunchFailure);
+    cudaFree(a), cudaFree(b), cudaFree(c);
+    printf("warp matrix calls: a bf16 tile product as a loop; a misaligned tile, half a warp and "
+           "lanes with different tiles stopped\n");
+}
+
 int main() {
     reductions();
+    tensor_cores();
     misuse();
     blas();
     return check_done();

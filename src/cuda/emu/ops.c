@@ -93,9 +93,27 @@ void cu_matmul_inv(cu_dev *g, float *y, int ldy, const float *x, int ldx, cu_w w
         matmul_q8(g, y, ldy, x, ldx, w.p, b, M, N, K, 0);
         return;
     }
+    float *xr = NULL;
+    if (CU_INV_TC(w.t, K)) {   /* the tensor-core kernel's input: x in the weight's type */
+        xr = malloc(sizeof(float) * (size_t)M * K);
+        if (!xr) {
+            cu_fail(g, "matmul (batch-invariant): out of host memory");
+            return;
+        }
+    }
     emu_enter();
-    op_matmul_w_inv(g->pool, y, ldy, x, ldx, kw_of(w), b, M, N, K);
+    if (xr) {
+        for (int r = 0; r < M; r++)
+            for (int k = 0; k < K; k++) {
+                float v = x[(size_t)r * ldx + k];
+                xr[(size_t)r * K + k] = w.t == CU_F16 ? ed_h2f(ed_f2h(v)) : ed_bf2f(ed_f2bf(v));
+            }
+        op_matmul_w_inv(g->pool, y, ldy, xr, K, kw_of(w), b, M, N, K);
+    } else {
+        op_matmul_w_inv(g->pool, y, ldy, x, ldx, kw_of(w), b, M, N, K);
+    }
     emu_leave();
+    free(xr);
 }
 
 void cu_layernorm(cu_dev *g, float *y, const float *x, const float *gamma, const float *beta,

@@ -165,9 +165,11 @@ struct block_run {
     int shfl_n[MAX_THREADS];                /* each thread's shuffles so far (its turn) */
     const void *shfl_at[2][MAX_THREADS];    /* where in the code each turn's shuffle is */
     const void *bar_at;                     /* where the first thread at this barrier waits */
+    const void *coll_at[MAX_THREADS / 32];  /* where the first lane at a warp-wide call waits */
     void (*body)(void *);
     void *arg;
     int broken;                             /* a thread misused a barrier or shuffle */
+    mma_slot mma[MAX_THREADS / 32];         /* each warp's mma_sync in flight (mma.h) */
     alignas(64) char shared_dyn[DYN_SHARED_MAX];
 };
 static thread_local block_run *br;
@@ -236,6 +238,28 @@ static void warp_sync() {
         return;
     }
     block_wait(F_WARP);
+}
+
+/* __syncwarp() and the tensor-core fragments' calls (mma.h): every lane of
+ * a whole warp, none returned, at the same statement. */
+void warp_collective(const char *what) {
+    const void *at = __builtin_return_address(0);
+    int w = br->cur / 32, lanes = br->n - 32 * w < 32 ? br->n - 32 * w : 32;
+    if (lanes != 32 || br->warp_live[w] != 32) {
+        fail(cudaErrorLaunchFailure, "%s in a warp of %d lanes, %d of them still running", what, lanes,
+             br->warp_live[w]);
+        br->broken = 1;
+    }
+    if (br->at_warp[w] == 0) br->coll_at[w] = at;
+    else same_site(at, br->coll_at[w], what);
+    warp_sync();
+}
+
+mma_slot *warp_mma_slot() { return &br->mma[br->cur / 32]; }
+
+void kernel_fail(const char *what) {
+    fail(cudaErrorLaunchFailure, "%s", what);
+    br->broken = 1;
 }
 
 uint32_t shfl_xor_bits(unsigned mask, uint32_t v, int lane_mask) {
@@ -361,6 +385,7 @@ void run(const launch_cfg &c, void (*body)(void *), void *arg) {
                     int l = (int)nt - 32 * w;
                     b->warp_live[w] = l <= 0 ? 0 : l < 32 ? l : 32;
                     b->at_warp[w] = 0;
+                    b->mma[w].done = 0;
                 }
                 for (int i = 0; i < (int)nt; i++) {
                     fiber *f = &b->f[i];

@@ -170,6 +170,7 @@ static inline int __dp4a(int a, int b, int c) {
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static thread_local   /* one block runs at a time on an OS thread */
 
 namespace simt {
@@ -179,6 +180,18 @@ extern thread_local uint3 t_tid, t_bid;
 extern thread_local dim3 t_bdim, t_gdim;
 
 void syncthreads();
+/* A warp-wide meeting of all 32 lanes at one statement (__syncwarp, the
+ * fragments' calls of mma.h); what names it in the failure. */
+void warp_collective(const char *what);
+/* Stops the launch as a kernel's error would, saying what. */
+void kernel_fail(const char *what);
+/* A warp's mma_sync (mma.h): the first lane through computes the tile,
+ * the other 31 check that they hold the same operands and take it. */
+struct mma_slot {
+    int done;   /* lanes through this mma_sync */
+    float a[256], b[256], c[256], d[256];
+};
+mma_slot *warp_mma_slot();
 uint32_t shfl_xor_bits(unsigned mask, uint32_t v, int lane_mask);
 void *dyn_shared();
 
@@ -236,6 +249,7 @@ launcher<P...> launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, void (*k)(P..
 #define blockDim (simt::t_bdim)
 #define gridDim (simt::t_gdim)
 #define __syncthreads() simt::syncthreads()
+#define __syncwarp(...) simt::warp_collective("__syncwarp()")
 #define __shfl_xor_sync(mask, v, lane) simt::shfl_xor((mask), (v), (lane))
 
 /* The backend's launch and dynamic shared memory (src/cuda/dev.h spells
