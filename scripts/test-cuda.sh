@@ -37,7 +37,9 @@
 #       GPU, the text families' (T5's, the BART family's, the text engine's),
 #       the CLI's text of nine seeded random text models against the CPU's,
 #       and the CLI's text on every recording of $ENCDEC_SHARED_DIR/audio
-#       against the CPU build's; then compute-sanitizer's memcheck on the
+#       against the CPU build's, and the engine's (f32, and bf16 on tensor
+#       cores) the same with 8 and with 2 files at once; the bf16 and int8
+#       texts of jfk.wav; then compute-sanitizer's memcheck on the
 #       kernel test and on a transcription. Every step runs; any failure,
 #       a skip of a kernel test included, fails. Under 8 minutes on an H100.
 set -uo pipefail
@@ -187,8 +189,20 @@ int8_text() {   # the int8 mode on the GPU: the CPU's int8 products (dp4a), the 
   echo "int8: $t"
   case "$t" in *"ask not what your country can do for you"*) return 0 ;; *) return 1 ;; esac
 }
+engine_texts() {   # the engine's batch-invariant products (bf16: tensor cores): 8 or 2 at once, one text
+  local files=() c a b bad=0
+  for f in "$shared"/audio/*.wav "$shared"/audio/*/*.wav "$shared"/audio/*.flac; do [ -e "$f" ] && files+=("$f"); done
+  for c in f32 bf16; do
+    a=$("$dir/encdec" transcribe -m "$tiny" --device cuda --compute $c -P 8 "${files[@]}" 2>/dev/null)
+    b=$("$dir/encdec" transcribe -m "$tiny" --device cuda --compute $c -P 2 "${files[@]}" 2>/dev/null)
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "$c: ${#files[@]} files, the same text 8 and 2 at once"
+    else echo "$c: DIFFERENT 8 and 2 at once"; diff <(echo "$a") <(echo "$b") | head -6; bad=1; fi
+  done
+  return $bad
+}
 if [ -f "$tiny/model.bin" ]; then
   step "tiny.en: the CLI's text on the GPU as on the CPU" cli_texts
+  step "tiny.en: the engine's text on the GPU whatever shares its steps" engine_texts
   step "tiny.en: --compute bf16 on the GPU" bf16_text
   step "tiny.en: --compute int8 on the GPU" int8_text
 else
