@@ -67,8 +67,23 @@ static size_t layout_bytes(int M, int N, int K, int KC, int bf16, size_t esz) {
 #define GEMM_WS_MAX_M_AVX2 64
 #endif
 
+/* Past GEMM_WS_MAX_M rows the few-row path still leads while x^T (read
+ * once for every 14 rows of w) stays in half of a 1 MB L2: AMD EPYC Zen 4,
+ * 2 threads on column slices (gemm_bench -m M --shape NxK -s cols,
+ * 2026-12-01), GFLOP/s few-row against packed: 256 x 58101 x 512 (64
+ * inputs x 4 beams of opus-mt's output matrix) 205-210 / 181-182, 256 x
+ * 51865 x 384 206-209 / 178-185, 160 x 58101 x 512 209-211 / 159-166,
+ * 256 x 1024 x 512 203-205 / 177-190; one thread, 256 x 512 x 512 95 /
+ * 83-89; but 256 x 50264 x 1024 (x^T 1 MB) 136-162 / 180-181, 256 x 512 x
+ * 2048 69-78 / 89-90. The packed path's 14-row tiles and w packing at
+ * these row counts are what it loses on. */
+#ifndef GEMM_WS_XT_BYTES
+#define GEMM_WS_XT_BYTES (512 << 10)
+#endif
+
 int gemm_ws_takes(int M, int N, int K) {
-    return K > 0 && M > 0 && M <= GEMM_WS_MAX_M && N >= 64;
+    return K > 0 && M > 0 && N >= 64 &&
+           (M <= GEMM_WS_MAX_M || (size_t)rup(M, GEMM_WS_C) * (size_t)K * 4 <= GEMM_WS_XT_BYTES);
 }
 
 size_t gemm_ws_scratch_bytes(int M, int K) {

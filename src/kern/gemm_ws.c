@@ -1,6 +1,7 @@
 /* gemm_ws.c - k_gemm's fp32 path for a decode step's shape on AVX-512: a
- * few rows of x (up to GEMM_WS_MAX_M) against a tall w (an output matrix:
- * 64 x 58101 x 512), with w read in place instead of packed.
+ * few rows of x (up to GEMM_WS_MAX_M, or while x^T fits gemm_ws_takes's
+ * bound) against a tall w (an output matrix: 64 x 58101 x 512), with w
+ * read in place instead of packed.
  *
  * The packed path (gemm.c) transposes every w block into 32-column panels
  * on each call; with few rows of x to spread it over, that transpose costs
