@@ -316,6 +316,37 @@ static void extensions_off(void) {
 /* The batched pipeline with the Silero VAD on a model of the set below this
  * CPU's best (jfk.wav between 2 s of silence): the VAD's pool and its steps
  * on the calling thread follow the model's set too, as every op does. */
+/* A live session judging silence with the VAD: the VAD runs on the
+ * thread that drives the session, under the engine's model's set too. */
+static void live_vad_limit(encdec_engine *e, const encdec_vad *v, const float *x, size_t n, int level) {
+    encdec_live_params lp = encdec_live_default_params();
+    lp.vad = v;
+    lp.tp.language = "en";
+    encdec_live *l = NULL;
+    k_isa_peak(1);
+    CHECK_EQ_INT(encdec_live_new(e, &lp, &l), ENCDEC_OK);
+    if (!l) return;
+    char text[2048] = "";
+    encdec_live_event ev;
+    for (size_t i = 0; i < n; i += 8000) {   /* half a second at a time */
+        CHECK_EQ_INT(encdec_live_feed(l, x + i, n - i < 8000 ? n - i : 8000), ENCDEC_OK);
+        while (encdec_live_next(l, &ev, -1))
+            if (ev.kind == ENCDEC_LIVE_FINAL) strncat(text, ev.text, sizeof text - strlen(text) - 1);
+    }
+    CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+    while (encdec_live_next(l, &ev, -1))
+        if (ev.kind == ENCDEC_LIVE_FINAL) strncat(text, ev.text, sizeof text - strlen(text) - 1);
+    int peak = k_isa_peak(0);
+    encdec_live_stats st;
+    encdec_live_get_stats(l, &st);
+    printf("a live session with the VAD (%d decodes, %d steps skipped): the highest set run %s\n",
+           st.decodes, st.skipped, peak >= 0 ? k_isa_name(peak) : "none");
+    CHECK(st.skipped > 0);   /* the VAD did judge the silences */
+    CHECK(peak >= K_ISA_C && peak <= level);
+    CHECK(strstr(text, "for your country") != NULL);
+    encdec_live_free(l);
+}
+
 static void batched_vad_limit(void) {
     char vad_dir[1024];
     int level = k_isa_cpu() - 1;
@@ -361,6 +392,7 @@ static void batched_vad_limit(void) {
         CHECK(r && strstr(encdec_result_text(r), "for your country"));
         encdec_result_free(r);
         encdec_request_free(q);
+        live_vad_limit(e, v, x, n, level);
     }
     encdec_engine_free(e);
     encdec_model_free(m);

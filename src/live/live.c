@@ -7,7 +7,9 @@
  * fed or asked for events (pump), never waiting unless asked to. */
 #include "live/agree.h"
 #include "live/floor.h"
+#include "api/api.h"
 #include "base/err.h"
+#include "base/isa.h"
 
 #include <math.h>
 #include <soxr.h>
@@ -173,7 +175,11 @@ static int quiet(const encdec_live *l, double t0, double t1, double *run) {
         size_t from = a > SR / 2 ? a - SR / 2 : 0;
         float *pr = NULL;
         size_t nf = 0;
-        if (encdec_vad_probs(l->p.vad, l->buf + from, b - from, 1, &pr, &nf) != ENCDEC_OK) return 0;
+        /* on the thread that drives the session: under the model's kernel set, as the decodes */
+        int old = ed_isa_swap(api_engine_model(l->e)->isa);
+        encdec_status st = encdec_vad_probs(l->p.vad, l->buf + from, b - from, 1, &pr, &nf);
+        ed_isa_swap(old);
+        if (st != ENCDEC_OK) return 0;
         for (size_t f = (a - from) / 512; f < nf; f++) {
             int q = pr[f] < 0.35f;
             all &= q;
