@@ -4,6 +4,8 @@
  *   - a block reduction through shared memory and warp shuffles gives the
  *     sum (barriers and shuffles meet as on the GPU); a missing barrier
  *     before reading another thread's shared value gives stale reads;
+ *   - shared memory (static and dynamic) that a block reads before writing
+ *     it holds NaN bytes, not another block's or launch's values;
  *   - threads waiting at different meeting points stop the launch, named,
  *     and so do two halves of a block at two different __syncthreads();
  *   - a shuffle that reads a lane which has returned stops the launch;
@@ -75,6 +77,17 @@ __global__ void k_nobarrier(float *out) {
 
 __global__ void k_touch(float *out, const float *x, int n) { out[0] = x[n]; }
 
+/* Block 0 writes its static and dynamic shared arrays (when asked), every
+ * block reads them: a block that did not write reads what the GPU left. */
+__global__ void k_unwritten(float *out, int write) {
+    __shared__ float s[32];
+    CU_SHARED_DYN(float, d);
+    if (write && blockIdx.x == 0) s[threadIdx.x] = 1.0f, d[threadIdx.x] = 2.0f;
+    __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = s[threadIdx.x];
+    out[blockIdx.x * 64 + 32 + threadIdx.x] = d[threadIdx.x];
+}
+
 static void *dev(size_t bytes) {
     void *p = NULL;
     CHECK_EQ_INT(cudaMalloc(&p, bytes), cudaSuccess);
@@ -108,6 +121,25 @@ static void reductions() {
     CHECK(stale > 0);
     cudaFree(o2);
     printf("a missing barrier: %d stale reads\n", stale);
+
+    /* shared memory a block reads before it writes holds NaN bytes, static
+     * and dynamic alike: not block 0's values, not the last launch's */
+    float *o3 = (float *)dev(3 * 64 * sizeof(float)), h3[3 * 64];
+    int unwritten = 0, written = 0;
+    for (int write = 1; write >= 0; write--) {
+        CU_LAUNCH(3, 32, 32 * sizeof(float), NULL, k_unwritten)(o3, write);
+        CHECK_EQ_INT(cudaGetLastError(), cudaSuccess);
+        cudaMemcpyAsync(h3, o3, sizeof h3, cudaMemcpyDeviceToHost, NULL);
+        for (int i = 0; i < 3 * 64; i++) {
+            int mine = write && i < 64;   /* block 0's own writes */
+            if (mine) written += h3[i] == (i < 32 ? 1.0f : 2.0f);
+            else unwritten += isnan(h3[i]) != 0;
+        }
+    }
+    CHECK_EQ_INT(written, 64);
+    CHECK_EQ_INT(unwritten, 5 * 64);
+    cudaFree(o3);
+    printf("shared memory read before the block writes it: %d of %d NaN\n", unwritten, 5 * 64);
 }
 
 static void misuse() {

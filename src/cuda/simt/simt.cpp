@@ -350,7 +350,28 @@ static char *fiber_stack(fiber *f) {
 
 static thread_local unsigned n_launch;
 
+/* The static __shared__ arrays (simt.h: the section the linker bounds). */
+extern "C" char __start_simt_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_simt_shared[] __attribute__((weak, visibility("hidden")));
+
+static void poison_shared(size_t dyn) {
+    memset(br->shared_dyn, 0xff, dyn);   /* NaN bytes: the GPU leaves what the block before had */
+    uintptr_t a = (uintptr_t)__start_simt_shared, e = (uintptr_t)__stop_simt_shared;
+    if (a && e > a) memset(__start_simt_shared, 0xff, e - a);
+}
+
+/* One launch at a time in the process: the static __shared__ arrays are one copy. */
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void run_locked(const launch_cfg &c, void (*body)(void *), void *arg);
+
 void run(const launch_cfg &c, void (*body)(void *), void *arg) {
+    pthread_mutex_lock(&launch_lock);
+    run_locked(c, body, arg);
+    pthread_mutex_unlock(&launch_lock);
+}
+
+static void run_locked(const launch_cfg &c, void (*body)(void *), void *arg) {
     n_launch++;
     size_t nt = (size_t)c.block.x * c.block.y * c.block.z;
     if (nt == 0 || nt > MAX_THREADS || c.block.z > 64 || c.grid.x == 0 || c.grid.y == 0 ||
@@ -378,7 +399,7 @@ void run(const launch_cfg &c, void (*body)(void *), void *arg) {
         for (unsigned y = 0; y < c.grid.y; y++)
             for (unsigned x = 0; x < c.grid.x; x++) {
                 t_bid = uint3{x, y, z};
-                memset(b->shared_dyn, 0xa5, c.smem);   /* not zero, as on the GPU */
+                poison_shared(c.smem);
                 b->live = (int)nt, b->at_bar = 0, b->broken = 0;
                 memset(b->shfl_n, 0, sizeof(int) * nt);
                 for (int w = 0; w < MAX_THREADS / 32; w++) {

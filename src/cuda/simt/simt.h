@@ -6,8 +6,9 @@
  * and cublas_v2.h are this header. The kernels then run as written, each
  * thread of a block a fiber of its own (simt.cpp): __syncthreads() and
  * the warp's shuffles are real meeting points, __shared__ is one copy per
- * block, a launch's configuration is held to the GPU's limits (threads per
- * block, grid, shared memory), and cuBLAS is a plain column-major model
+ * block (NaN bytes when the block starts), a launch's configuration is
+ * held to the GPU's limits (threads per block, grid, shared memory), and
+ * cuBLAS is a plain column-major model
  * that checks its arguments as cuBLAS does. So every kernel and every
  * cuBLAS call of the backend is checked against its CPU twin
  * (tests/cuda/test_cuda.c) and the models' goldens on any machine.
@@ -171,7 +172,12 @@ static inline int __dp4a(int a, int b, int c) {
 #define __host__
 #define __forceinline__ inline
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static thread_local   /* one block runs at a time on an OS thread */
+/* Every static __shared__ array in one section, which each block starts
+ * with set to NaN bytes (0xff: a float NaN, an int -1), as dynamic shared
+ * memory: a read before the block's own write shows (on the GPU it holds
+ * whatever the last block there left). One launch runs at a time in the
+ * process (simt.cpp), one block at a time. */
+#define __shared__ static __attribute__((section("simt_shared")))
 
 namespace simt {
 
