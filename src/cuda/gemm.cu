@@ -240,31 +240,49 @@ __global__ void k_matmul_inv(float *y, int ldy, const float *x, int ldx, const W
  * x goes to the weight's type once (rows padded with zeros to 16). A warp
  * owns 16 output columns and up to TC_TILES tiles of 16 rows: for each 16
  * k in increasing order, one fragment of its 16 weight rows (read in place;
- * the last columns' rows, N % 16 of them, from a copy padded with zeros)
- * and one mma per row tile. Every output's sum is the same chain of mma
+ * the last strip's N % 16 rows staged in shared memory with zero rows
+ * after them, 16 k at a time) and one mma per row tile. Every output's sum is the same chain of mma
  * steps over k whatever M is and wherever its row sits (the rows of a tile
  * do not mix), so the product keeps k_matmul_inv's contract; the weights
  * stream once per 16 * TC_TILES rows instead of once per INV_ROWS. */
 #define TC_WARPS 4   /* warps (16-column strips) per block */
 #define TC_TILES 4   /* 16-row tiles per warp: 64 rows a block */
 
+/* The weight fragment of columns n0.. (rows of w) at k: in place, or for
+ * the last strip (fewer than 16 rows left) through the warp's tile wt,
+ * its missing rows zero. */
+template <typename H, typename F>
+__device__ __forceinline__ void tc_load_w(F &fb, const H *w, H *wt, int n0, int N, int K, int k, int lane) {
+    if (n0 + 16 <= N) {
+        nvcuda::wmma::load_matrix_sync(fb, w + (size_t)n0 * K + k, K);
+        return;
+    }
+    for (int i = lane; i < 256; i += 32) {   /* wt[r * 16 + c]: row n0 + r, k + c */
+        int r = i >> 4, c = i & 15;
+        wt[i] = n0 + r < N ? w[(size_t)(n0 + r) * K + k + c] : H{};
+    }
+    __syncwarp();
+    nvcuda::wmma::load_matrix_sync(fb, wt, 16);
+    __syncwarp();   /* (read by every lane before the next k's stores) */
+}
+
 template <typename H>
-__global__ void k_matmul_inv_tc(float *y, int ldy, const H *xh, int Mp, const H *w, const H *wtail,
-                                const float *b, int M, int N, int K) {
+__global__ void k_matmul_inv_tc(float *y, int ldy, const H *xh, int Mp, const H *w, const float *b,
+                                int M, int N, int K) {
     using namespace nvcuda;
     __shared__ __align__(32) float st[TC_WARPS][16 * 16];
+    __shared__ __align__(32) H wt[TC_WARPS][16 * 16];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int n0 = (blockIdx.x * TC_WARPS + warp) * 16, r0 = blockIdx.y * 16 * TC_TILES;
     if (n0 >= N) return;   /* the whole warp */
     int nt = (Mp - r0) / 16;
-    const H *wn = n0 + 16 <= N ? w + (size_t)n0 * K : wtail;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[TC_TILES];
     wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major> fa;
     wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major> fb;
 #pragma unroll
     for (int t = 0; t < TC_TILES; t++) wmma::fill_fragment(acc[t], 0.0f);
     for (int k = 0; k < K; k += 16) {
-        wmma::load_matrix_sync(fb, wn + k, K);
+        tc_load_w(fb, w, wt[warp], n0, N, K, k, lane);
 #pragma unroll
         for (int t = 0; t < TC_TILES; t++) {
             if (t >= nt) break;   /* (nt is the block's: the warp stays together) */
@@ -292,25 +310,16 @@ static void launch_inv_tc(cu_dev *g, float *y, int ldy, const float *x, int ldx,
         cu_fail(g, "matmul (batch-invariant, tensor cores): the weights are not 32-byte aligned");
         return;
     }
-    int Mp = (M + 15) & ~15, N16 = N & ~15;
-    size_t xn = (size_t)Mp * K;
-    H *xh = (H *)cu_workspace(g, (xn + 16 * (size_t)K) * sizeof(H));
+    int Mp = (M + 15) & ~15;
+    H *xh = (H *)cu_workspace(g, (size_t)Mp * K * sizeof(H));
     if (!xh) return;
-    H *wtail = xh + xn;   /* 32-byte aligned: K % 16 == 0 */
     CU_LAUNCH(cu_blocks((size_t)M * K, 256), 256, 0, g->stream, k_to_half<H>)(xh, x, ldx, M, K);
     CU_LAUNCHED(g, "matmul (batch-invariant, tensor cores): input to halves");
     if (Mp > M) cu_note(g, "matmul (batch-invariant, tensor cores): padding rows",
                         cudaMemsetAsync(xh + (size_t)M * K, 0, (size_t)(Mp - M) * K * sizeof(H), g->stream));
-    if (N16 < N) {
-        cu_note(g, "matmul (batch-invariant, tensor cores): last columns",
-                cudaMemsetAsync(wtail, 0, 16 * (size_t)K * sizeof(H), g->stream));
-        cu_note(g, "matmul (batch-invariant, tensor cores): last columns",
-                cudaMemcpyAsync(wtail, w + (size_t)N16 * K, (size_t)(N - N16) * K * sizeof(H),
-                                cudaMemcpyDeviceToDevice, g->stream));
-    }
     int strips = (N + 15) / 16;
     dim3 grid((unsigned)((strips + TC_WARPS - 1) / TC_WARPS), (unsigned)((Mp + 16 * TC_TILES - 1) / (16 * TC_TILES)));
-    CU_LAUNCH(grid, TC_WARPS * 32, 0, g->stream, k_matmul_inv_tc<H>)(y, ldy, xh, Mp, w, wtail, b, M, N, K);
+    CU_LAUNCH(grid, TC_WARPS * 32, 0, g->stream, k_matmul_inv_tc<H>)(y, ldy, xh, Mp, w, b, M, N, K);
     CU_LAUNCHED(g, "matmul (batch-invariant, tensor cores)");
 }
 
