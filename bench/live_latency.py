@@ -5,7 +5,7 @@ the same recording transcribed offline (`encdec transcribe`), same model
 and threads. Standard library only.
 
     python3 bench/live_latency.py [--encdec build/encdec] [--model DIR] [--threads 2]
-        [--step 1.0] [--vad] [--compute f32|bf16|int8] [--isa auto|avx2|...]
+        [--step 1.0] [--idle-step 0.5] [--vad] [--compute f32|bf16|int8] [--isa auto|avx2|...]
         [--recording talk|pauses|dense]
         [AUDIO.wav]
 
@@ -106,6 +106,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--step", type=float, default=1.0)
+    ap.add_argument("--idle-step", type=float, default=0.5, help="encdec stream's --idle-step (0: off)")
     ap.add_argument("--vad", action="store_true")
     ap.add_argument("--compute", default="f32", help="encdec's --compute, live and offline")
     ap.add_argument("--isa", default="auto", help="encdec's --isa (auto, avx2, ...)")
@@ -121,7 +122,7 @@ def main():
         seconds = w.getnframes() / w.getframerate()
     model = (["-m", a.model] if a.model else []) + ["--compute", a.compute, "--isa", a.isa]
     cmd = [a.encdec, "stream", "--realtime", "--json", "-t", str(a.threads), "--step",
-           str(a.step)] + model + (["--vad"] if a.vad else []) + [audio]
+           str(a.step), "--idle-step", str(a.idle_step)] + model + (["--vad"] if a.vad else []) + [audio]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -140,7 +141,7 @@ def main():
             lat.append(ev["wall"] - end)
     off = subprocess.run([a.encdec, "transcribe", "-t", str(a.threads)] + model + [audio],
                          capture_output=True, text=True, check=True).stdout
-    print(f"{os.path.basename(audio)}: {seconds:.1f} s, step {a.step} s, {a.threads} threads, "
+    print(f"{os.path.basename(audio)}: {seconds:.1f} s, step {a.step} s (idle {a.idle_step} s), {a.threads} threads, "
           f"{a.compute}"
           f"{', VAD' if a.vad else ''}")
     print(f"  final-word latency: median {pct(lat, 0.5):.2f} s, p90 {pct(lat, 0.9):.2f} s, "

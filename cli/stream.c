@@ -36,6 +36,9 @@ static const char HELP[] =
     "                        fast as the model decodes: every step's audio, then its\n"
     "                        decode; raw PCM from a pipe as it comes)\n"
     "      --step S          decode again after S seconds of new audio (default 1.0)\n"
+    "      --idle-step S     ... after S seconds while the engine has nothing else to run\n"
+    "                        (default 0.5: a stream alone decodes as often as its cores\n"
+    "                        allow, and its words are final sooner; 0: --step always)\n"
     "      --max-step S      the most new audio one decode takes (default 3.0): when the\n"
     "                        decodes run slower than audio comes (a busy machine), each\n"
     "                        takes what waited, up to S, and the stream keeps up\n"
@@ -98,6 +101,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(a, "-l") || !strcmp(a, "--language")) o->language = strcmp(v, "auto") ? v : NULL;
             else if (!strcmp(a, "--vad-model")) o->vad_dir = v, o->vad = 1;
             else if (!strcmp(a, "--step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.step_s);
+            else if (!strcmp(a, "--idle-step")) ok = cli_parse_double(a, v, 0, 10, &o->lp.idle_step_s);
             else if (!strcmp(a, "--max-step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.max_step_s);
             else if (!strcmp(a, "--min-silence")) ok = cli_parse_double(a, v, 0, 30, &o->lp.min_silence_s);
             else if (!strcmp(a, "--silence-db")) {

@@ -645,6 +645,8 @@ typedef struct {
     int decoding;             /* requests in a decode step now */
     int last_rows;            /* sequences in the last step */
     long long batch_hist[9];  /* steps of <= 1, 2, 4, 8, 16, 32, 64, 128 sequences, more */
+    int requests;             /* requests submitted and not done: reading or preparing
+                                 their input, waiting for a place, or holding one */
 } encdec_engine_stats;
 
 /* The engine of a model (Whisper: transcriptions; text models:
@@ -772,6 +774,11 @@ typedef struct encdec_live encdec_live;
 typedef struct {
     int sample_rate;              /* of the audio fed (default 16000; others resampled) */
     double step_s;                /* new audio that calls for another decode (1.0; 0.1..10) */
+    double idle_step_s;           /* ... while the engine runs no other request (0.5; 0: always
+                                     step_s; else 0.1..10, at most step_s): a session alone
+                                     on its engine decodes as often as its cores allow (a
+                                     word's final text sooner), one among others every
+                                     step_s */
     double max_step_s;            /* the most new audio one decode takes (3.0; 0..10, taken
                                      as step_s below it and as half of max_buffer_s above
                                      that): a session whose decodes run slower than its

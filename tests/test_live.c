@@ -13,7 +13,8 @@
  * on noise, quiet, loud noise and digital silence); 24 kHz
  * audio resampled; the Silero VAD judging silence when installed; bad
  * parameters and calls refused; a session behind real time decoding at
- * most max_step_s of new audio at once. Then `encdec stream`: a file,
+ * most max_step_s of new audio at once; idle_step_s's decodes while the
+ * engine has nothing else to run, and not beside a file request. Then `encdec stream`: a file,
  * --json, raw PCM on standard input, --realtime's pace, its errors. */
 #include "check.h"
 #include "clirun.h"
@@ -612,6 +613,47 @@ static void finals_to_done(encdec_live *l, char *text, size_t cap, encdec_live_s
     encdec_live_get_stats(l, st);
 }
 
+/* idle_step_s: on an engine with nothing else to run, 0.6 s of new speech
+ * (under step_s's 1 s) starts a decode; with idle_step_s 0 it waits for
+ * step_s, and so it does while a file request runs on the engine, until
+ * that request is done. */
+static void idle_step(encdec_engine *e, const float *jfk, size_t n) {
+    const size_t at = 16000, part = 16000 * 6 / 10;   /* "so my fellow": speech */
+    for (int v = 0; v < 3; v++) {
+        encdec_live_params p = encdec_live_default_params();
+        CHECK(p.idle_step_s == 0.5 && p.step_s == 1.0);
+        if (v == 1) p.idle_step_s = 0;
+        encdec_request *q = NULL;
+        encdec_transcribe_params tp = encdec_transcribe_default_params();
+        if (v == 2) CHECK_EQ_INT(encdec_engine_transcribe(e, jfk, n, &tp, &q), ENCDEC_OK);
+        encdec_live *l = NULL;
+        CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_OK);
+        if (!l) return;
+        CHECK_EQ_INT(encdec_live_feed(l, jfk + at, part), ENCDEC_OK);
+        encdec_live_stats st;
+        encdec_live_get_stats(l, &st);
+        double b = encdec_live_backlog(l);
+        printf("idle_step_s %g%s: 0.6 s fed, %d decodes, %.2f s waiting\n", p.idle_step_s,
+               v == 2 ? " beside a file request" : "", st.decodes, b);
+        CHECK_EQ_INT(st.decodes, v == 0 ? 1 : 0);
+        CHECK(v == 0 ? b < 0.01 : fabs(b - 0.6) < 0.01);
+        if (q) {   /* the request done, the engine idle: the next look starts the decode */
+            encdec_result *r = NULL;
+            CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+            encdec_result_free(r);
+            encdec_request_free(q);
+            encdec_live_event ev;
+            encdec_live_next(l, &ev, 0);
+            encdec_live_get_stats(l, &st);
+            CHECK_EQ_INT(st.decodes, 1);
+        }
+        CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+        char text[256];
+        finals_to_done(l, text, sizeof text, &st);
+        encdec_live_free(l);
+    }
+}
+
 /* A session behind real time (audio fed faster than it decodes): the
  * next decode takes max_step_s of what waits, not all of it; at the end
  * the rest is decoded in steps of that size, and every word comes. */
@@ -791,9 +833,11 @@ static void bad_calls(encdec_engine *e) {
     encdec_live_params p = encdec_live_default_params();
     CHECK_EQ_INT(encdec_live_new(NULL, &p, &l), ENCDEC_ERR_ARG);
     CHECK_EQ_INT(encdec_live_new(e, &p, NULL), ENCDEC_ERR_ARG);
-    struct { const char *what; encdec_live_params p; } bad[8];
+    struct { const char *what; encdec_live_params p; } bad[10];
     int nb = 0;
-    for (int i = 0; i < 8; i++) bad[i].p = p;
+    for (int i = 0; i < 10; i++) bad[i].p = p;
+    bad[nb].what = "idle step 0.05", bad[nb++].p.idle_step_s = 0.05;
+    bad[nb].what = "idle step -1", bad[nb++].p.idle_step_s = -1;
     bad[nb].what = "step 0", bad[nb++].p.step_s = 0;
     bad[nb].what = "step NaN", bad[nb++].p.step_s = NAN;
     bad[nb].what = "agreement 1", bad[nb++].p.agreement = 1;
@@ -958,6 +1002,7 @@ int main(void) {
         rate_24k(e, jfk, n_jfk);
         backlog(e, jfk, n_jfk);
         behind(e, jfk, n_jfk);
+        idle_step(e, jfk, n_jfk);
         unheard(e, jfk);
         stopped(e, jfk, n_jfk);
         end_again(e, jfk, n_jfk);

@@ -154,7 +154,8 @@ class TranscribeParams(Structure):
 
 
 class LiveParams(Structure):
-    _fields_ = [("sample_rate", c_int), ("step_s", c_double), ("max_step_s", c_double),
+    _fields_ = [("sample_rate", c_int), ("step_s", c_double), ("idle_step_s", c_double),
+                ("max_step_s", c_double),
                 ("agreement", c_int),
                 ("min_silence_s", c_double), ("vad", c_void_p), ("silence_db", c_float),
                 ("max_buffer_s", c_double), ("tp", TranscribeParams)]
@@ -196,7 +197,8 @@ class BatchParams(Structure):
 class EngineStats(Structure):
     _fields_ = [("steps", c_longlong), ("rows", c_longlong), ("passes", c_longlong),
                 ("encodes", c_longlong), ("active", c_int), ("waiting", c_int),
-                ("decoding", c_int), ("last_rows", c_int), ("batch_hist", c_longlong * 9)]
+                ("decoding", c_int), ("last_rows", c_int), ("batch_hist", c_longlong * 9),
+                ("requests", c_int)]
 
 
 TOKEN_FN = CFUNCTYPE(c_int, c_int, c_int, c_int, c_float, c_char_p, c_void_p)

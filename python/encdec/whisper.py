@@ -455,7 +455,7 @@ class WhisperModel(Owner):
 
     def stream(self, chunks, sample_rate=16000, language=None, task="transcribe", beam_size=1,
                step=1.0, agreement=2, min_silence=0.6, vad_filter=False, silence_db=-45.0,
-               max_buffer=30.0, max_step=3.0):
+               max_buffer=30.0, max_step=3.0, idle_step=0.5):
         """Live transcription (encdec's own; faster-whisper has none): the
         text of audio as it arrives. chunks: an iterable of mono pieces at
         sample_rate, NumPy arrays (float32 in [-1, 1], or int16 / int32) or
@@ -467,7 +467,8 @@ class WhisperModel(Owner):
         utterance once `min_silence` seconds of silence follow (the Silero
         VAD's verdict with vad_filter, else the level: under silence_db, or
         within 8 dB of the stream's noise floor where that is higher). A decode
-        starts after each `step` seconds of audio; when `max_step` seconds
+        starts after each `step` seconds of audio (`idle_step` seconds while
+        the engine runs nothing else; 0: always `step`); when `max_step` seconds
         wait for the decodes, the iterator waits for them, so a source
         faster than real time loses nothing (it is decoded max_step seconds
         at a time), and one that delivers audio as it is spoken gets its
@@ -482,7 +483,7 @@ class WhisperModel(Owner):
         language = self._check_language(language)
         lp = N.lib.encdec_live_default_params()
         lp.sample_rate, lp.step_s, lp.agreement = int(sample_rate), float(step), int(agreement)
-        lp.max_step_s = float(max_step)
+        lp.max_step_s, lp.idle_step_s = float(max_step), float(idle_step)
         lp.min_silence_s, lp.silence_db, lp.max_buffer_s = float(min_silence), float(silence_db), \
             float(max_buffer)
         lang = language.encode() if language else None   # kept alive below

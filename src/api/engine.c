@@ -26,6 +26,7 @@ struct encdec_engine {
     pthread_mutex_t mu;
     pthread_cond_t gone;         /* a request left live */
     encdec_request *live;        /* requests whose threads run or are not yet joined (a list) */
+    atomic_int undone;           /* requests started and not done (stats.requests) */
     struct ed_dev *dev;          /* its own handle on the model's device (NULL: the CPU) */
 };
 
@@ -185,6 +186,7 @@ static void *request_main(void *arg) {
     eng_prep c = {q, NULL, NULL};
     encdec_status st = q->gen ? generate_body(q) : request_body(q, &c);
     mel_free(c.mel);
+    atomic_fetch_sub(&q->e->undone, 1);   /* before done: whoever sees it done sees this */
     pthread_mutex_lock(&q->mu);
     q->st = st;
     if (st) snprintf(q->err, sizeof q->err, "%s", ed_err_msg());
@@ -263,7 +265,9 @@ static encdec_status start(encdec_engine *e, encdec_request *q, encdec_request *
                      (int)q->p.kv_mode);
     if (!st) {
         pthread_mutex_lock(&e->mu);
+        atomic_fetch_add(&e->undone, 1);
         if (pthread_create(&q->th, NULL, request_main, q) != 0) {
+            atomic_fetch_sub(&e->undone, 1);
             st = ed_fail(ENCDEC_ERR_THREADS, "the request's thread could not start");
         } else {
             q->next = e->live;
@@ -622,4 +626,5 @@ void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *out) {
     *out = (encdec_engine_stats){s.steps, s.rows, s.passes, s.encodes, s.clients, s.waiting,
                                  s.tasks, s.last_rows, {0}};
     memcpy(out->batch_hist, s.hist, sizeof out->batch_hist);
+    out->requests = atomic_load(&e->undone);
 }

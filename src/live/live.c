@@ -72,6 +72,7 @@ encdec_live_params encdec_live_default_params(void) {
     encdec_live_params p = {0};
     p.sample_rate = SR;
     p.step_s = 1.0;
+    p.idle_step_s = 0.5;
     p.max_step_s = 3.0;
     p.agreement = 2;
     p.min_silence_s = 0.6;
@@ -517,12 +518,22 @@ static encdec_status take(encdec_live *l, const encdec_result *r, int last) {
     return ENCDEC_OK;
 }
 
-/* 1 when the audio since the last decode calls for another one. */
+/* 1 when the engine has no request (this session's decode is done): its
+ * cores would idle. */
+static int engine_idle(encdec_live *l) {
+    encdec_engine_stats st;
+    encdec_engine_get_stats(l->e, &st);
+    return st.requests == 0;
+}
+
+/* 1 when the audio since the last decode calls for another one: step_s of
+ * it, or idle_step_s while the engine has nothing else to do. */
 static int due(encdec_live *l) {
     if (l->q || l->finished || !l->n) return 0;
     double fresh = l->fed_s - l->decoded_to;
     if (l->finishing) return fresh > 0.05 || l->hyp[0].n > 0;
-    return fresh >= l->p.step_s;
+    if (fresh >= l->p.step_s) return 1;
+    return l->p.idle_step_s > 0 && fresh >= l->p.idle_step_s && engine_idle(l);
 }
 
 /* Skips a step whose audio is silence with nothing pending: no decode, the
@@ -595,6 +606,8 @@ encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params
         return ed_fail(ENCDEC_ERR_ARG, "live: sample_rate %d is not in 1000..384000", p.sample_rate);
     if (!(p.step_s >= 0.1 && p.step_s <= 10))
         return ed_fail(ENCDEC_ERR_ARG, "live: step_s %g is not in 0.1..10", p.step_s);
+    if (!(p.idle_step_s == 0 || (p.idle_step_s >= 0.1 && p.idle_step_s <= 10)))
+        return ed_fail(ENCDEC_ERR_ARG, "live: idle_step_s %g is not 0 or in 0.1..10", p.idle_step_s);
     if (!(p.max_step_s >= 0 && p.max_step_s <= 10))
         return ed_fail(ENCDEC_ERR_ARG, "live: max_step_s %g is not in 0..10", p.max_step_s);
     if (p.agreement < 2 || p.agreement > MAX_AGREE)
