@@ -2,8 +2,9 @@
  * shared memory, an exact softmax (max, exp, sum), then the weighted sum of
  * values with the threads over the head's columns; and for the encoder's
  * passes a tiled kernel (below) that reads K and V once per 16 query rows.
- * The split-frames decode kernel comes with the GPU's profile, checked
- * against these (tests/cuda/test_cuda.c). */
+ * A decode step's cross attention splits the frames among blocks
+ * (flash-decoding, below). Each is checked against its CPU twin
+ * (tests/cuda/test_cuda.c). */
 #include "cuda/dev.h"
 
 #include <cuda_bf16.h>
@@ -254,29 +255,84 @@ void cu_attention_tab(cu_dev *g, float *o, int ldo, const float *q, int ldq, con
     CU_LAUNCHED(g, "self-attention");
 }
 
-__global__ void k_attention_cross(float *o, int ldo, const float *q, int ldq,
-                                  const void *const *caches, const int *n_valid, int t,
-                                  const int *row_cache, int l, int H, const int *n_ctx, int dh,
-                                  float scale) {
-    CU_SHARED_DYN(float, sm);
+/* ---- cross attention of a decode step, split along the frames
+ * (flash-decoding): a block per (row, head, XS_FRAMES frames) computes its
+ * frames' scores (a warp per frame, its lanes over the head's columns), their
+ * maximum m, the sum l of exp(score - m) and the weighted sum of their
+ * values; a second kernel joins a row's parts (each scaled by exp(m_s - M),
+ * M their maximum). A step of one sequence runs 12 blocks per head over
+ * Whisper's 1500 frames instead of one, and a block's reads are whole
+ * lines. The number of parts follows the longest cache of the pass, but a
+ * part past a row's own frames adds exact zeros: a row's output depends on
+ * its own cache only, whatever else the pass holds. ---- */
+#define XS_FRAMES 128
+#define XS_THREADS 128
+
+__global__ void k_cross_part(float *part, const float *q, int ldq, const void *const *caches,
+                             const int *n_valid, int t, const int *row_cache, int l, int H,
+                             const int *n_ctx, int dh, float scale) {
+    CU_SHARED_DYN(float, sm);   /* qs[dh], then the part's scores */
     __shared__ float red[32];
-    int r = blockIdx.x, h = blockIdx.y, c = row_cache ? row_cache[r] : 0, n = n_valid[c];
+    int r = blockIdx.x, h = blockIdx.y, sp = blockIdx.z, S = gridDim.z;
+    int c = row_cache ? row_cache[r] : 0, n = n_valid[c];
+    int f0 = sp * XS_FRAMES, nf = n - f0 < XS_FRAMES ? n - f0 : XS_FRAMES;
+    float *out = part + (((size_t)r * H + h) * S + sp) * (size_t)(dh + 2);
+    if (nf <= 0) {   /* past this row's frames: nothing (the whole block alike) */
+        for (int j = threadIdx.x; j < dh; j += blockDim.x) out[j] = 0.0f;
+        if (threadIdx.x == 0) out[dh] = -INFINITY, out[dh + 1] = 0.0f;
+        return;
+    }
     const void *kv = caches[c];
     size_t nc = (size_t)n_ctx[c];
-    size_t kb = (((size_t)l * 2 + 0) * H + h) * nc * dh, vb = (((size_t)l * 2 + 1) * H + h) * nc * dh;
-    float *qs = sm, *s = sm + dh;
+    size_t kb = ((((size_t)l * 2 + 0) * H + h) * nc + f0) * dh;
+    size_t vb = ((((size_t)l * 2 + 1) * H + h) * nc + f0) * dh;
+    float *qs = sm, *sc = sm + dh;
     for (int j = threadIdx.x; j < dh; j += blockDim.x) qs[j] = q[(size_t)r * ldq + h * dh + j];
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int i = warp; i < nf; i += nw) {   /* the warp's frames: lanes over the columns */
         float dot = 0.0f;
-        for (int j = 0; j < dh; j++) dot += qs[j] * ld_elem(kv, t, kb + (size_t)i * dh + j);
-        s[i] = dot * scale;
+        for (int j = lane; j < dh; j += 32) dot += qs[j] * ld_elem(kv, t, kb + (size_t)i * dh + j);
+        for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        if (lane == 0) sc[i] = dot * scale;
     }
-    float inv = 1.0f / softmax_shared(s, n, red);
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int i = threadIdx.x; i < nf; i += blockDim.x) mx = fmaxf(mx, sc[i]);
+    mx = cu_block_max(mx, red);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < nf; i += blockDim.x) {
+        float e = expf(sc[i] - mx);
+        sc[i] = e;
+        sum += e;
+    }
+    sum = cu_block_sum(sum, red);   /* its barriers also publish sc[] */
     for (int j = threadIdx.x; j < dh; j += blockDim.x) {
         float acc = 0.0f;
-        for (int i = 0; i < n; i++) acc += s[i] * ld_elem(kv, t, vb + (size_t)i * dh + j);
-        o[(size_t)r * ldo + h * dh + j] = acc * inv;
+        for (int i = 0; i < nf; i++) acc += sc[i] * ld_elem(kv, t, vb + (size_t)i * dh + j);
+        out[j] = acc;
+    }
+    if (threadIdx.x == 0) out[dh] = mx, out[dh + 1] = sum;
+}
+
+/* o[r, h * dh + j]: a row's S parts joined, in part order. */
+__global__ void k_cross_join(float *o, int ldo, const float *part, int H, int S, int dh) {
+    int r = blockIdx.x, h = blockIdx.y;
+    const float *p = part + ((size_t)r * H + h) * S * (size_t)(dh + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < S; s++) M = fmaxf(M, p[(size_t)s * (dh + 2) + dh]);
+    float L = 0.0f;
+    for (int s = 0; s < S; s++) {
+        const float *ps = p + (size_t)s * (dh + 2);
+        L += ps[dh + 1] * expf(ps[dh] - M);   /* (an empty part: 0 * exp(-inf) = 0) */
+    }
+    for (int j = threadIdx.x; j < dh; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = 0; s < S; s++) {
+            const float *ps = p + (size_t)s * (dh + 2);
+            acc += ps[j] * expf(ps[dh] - M);
+        }
+        o[(size_t)r * ldo + h * dh + j] = acc / L;
     }
 }
 
@@ -285,9 +341,14 @@ void cu_attention_cross(cu_dev *g, float *o, int ldo, const float *q, int ldq,
                         const int *row_cache, int l, int n_head, const int *n_ctx, int dh,
                         int max_valid, int Mq, float scale) {
     if (Mq <= 0 || n_head <= 0 || !keys_fit(g, max_valid, "cross attention: too many frames")) return;
-    dim3 grid(Mq, n_head);
-    size_t smem = (size_t)(dh + max_valid) * sizeof(float);
-    CU_LAUNCH(grid, ATT_THREADS, smem, g->stream, k_attention_cross)(o, ldo, q, ldq, caches, n_valid, t,
-                                                              row_cache, l, n_head, n_ctx, dh, scale);
-    CU_LAUNCHED(g, "cross attention");
+    int S = (max_valid + XS_FRAMES - 1) / XS_FRAMES;
+    if (S < 1) S = 1;
+    float *part = (float *)cu_workspace(g, (size_t)Mq * n_head * S * (dh + 2) * sizeof(float));
+    if (!part) return;
+    size_t smem = (size_t)(dh + XS_FRAMES) * sizeof(float);
+    CU_LAUNCH(dim3(Mq, n_head, S), XS_THREADS, smem, g->stream, k_cross_part)(part, q, ldq, caches, n_valid, t,
+                                                                          row_cache, l, n_head, n_ctx, dh, scale);
+    CU_LAUNCHED(g, "cross attention (frames' parts)");
+    CU_LAUNCH(dim3(Mq, n_head), 64, 0, g->stream, k_cross_join)(o, ldo, part, n_head, S, dh);
+    CU_LAUNCHED(g, "cross attention (joined)");
 }
