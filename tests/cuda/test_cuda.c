@@ -538,7 +538,7 @@ static void cross_attention(ed_pool *pool) {
                             (size_t)valid[1] * dh * es);
         CHECK(same);
         free(back);
-        void **dcs = up(dc, sizeof dc);
+        void **dcs = up(dc, sizeof dc), **dcs1 = up(&dc[1], sizeof dc[1]);   /* (the second alone) */
         for (int l = 0; l < L; l++) {
             op_attention_cross(pool, ref, d, q, d, c, rc, l, R, 0.125f, scratch, sstride);
             cu_attention_cross(g, dout, d, dq, d, (const void *const *)dcs, dvalid, (cu_type)t, drc, l, H, dctx, dh,
@@ -549,14 +549,14 @@ static void cross_attention(ed_pool *pool) {
             near(what, got, ref, (size_t)R * d, 1e-5);
             /* the second input's rows alone (its 777 frames the longest: fewer
              * parts of frames): bit for bit what they were beside the first's */
-            cu_attention_cross(g, dout, d, dq + 2 * d, d, (const void *const *)dcs, dvalid, (cu_type)t, drc + 2, l,
-                               H, dctx, dh, 777, R - 2, 0.125f);
+            cu_attention_cross(g, dout, d, dq + 2 * d, d, (const void *const *)dcs1, dvalid + 1, (cu_type)t, NULL,
+                               l, H, dctx + 1, dh, 777, R - 2, 0.125f);
             float *alone = down(dout, (size_t)(R - 2) * d);
             CHECK(!memcmp(alone, got + 2 * d, sizeof(float) * (size_t)(R - 2) * d));
             free(alone);
             free(got);
         }
-        cu_free(g, dcs);
+        cu_free(g, dcs), cu_free(g, dcs1);
         for (int i = 0; i < 2; i++) kv_cross_free(&c[i]), cu_free(g, dc[i]), cu_free(g, dsrc[i]);
     }
     cu_free(g, dq), cu_free(g, dout), cu_free(g, drc), cu_free(g, dvalid), cu_free(g, dctx);
