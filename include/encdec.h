@@ -775,7 +775,8 @@ typedef struct {
     int sample_rate;              /* of the audio fed (default 16000; others resampled) */
     double step_s;                /* new audio that calls for another decode (1.0; 0.1..10) */
     double idle_step_s;           /* ... while the engine runs no other request (0.5; 0: always
-                                     step_s; else 0.1..10, at most step_s): a session alone
+                                     step_s; else 0.1..10; above step_s it changes nothing;
+                                     encdec_engine_stats.requests == 0): a session alone
                                      on its engine decodes as often as its cores allow (a
                                      word's final text sooner), one among others every
                                      step_s */
