@@ -51,6 +51,7 @@ typedef struct {
     float *hyp_lp;
     int *to, *from, *next;  /* [W] reorder and step arguments */
     int *seq;               /* [W] the step's sequences: 0..W-1 */
+    int *ncand;             /* [W] beam j's candidates, at cands + j * (W + 1) (ow_row) */
 } ow_run;
 
 encdec_status dec_ow_beam_params_check(const dec_ow_beam_params *bp) {
@@ -115,10 +116,10 @@ static void add_hyp(ow_run *b, const int *tok, const float *lp, int len, float s
  * hist2/hlp2/sum/next/from, finished ones into b->fin. t: tokens so far;
  * first: the first step (the beams are copies of beam 0 then). */
 static void select_step(ow_run *b, int t, int first) {
-    int W = b->W, V = b->V, nc = 0;
-    for (int j = 0; j < (first ? 1 : W); j++) {
-        const float *row = b->task.logits + (size_t)j * V;
-        nc = top_k_row(b->cands, nc, row, V, W + 1, j, b->sum[j], b->mx[j], b->lse[j]);
+    int W = b->W, nc = 0;
+    for (int j = 0; j < (first ? 1 : W); j++) {   /* each beam's (ow_row), in beam order */
+        memmove(b->cands + nc, b->cands + (size_t)j * (W + 1), sizeof *b->cands * (size_t)b->ncand[j]);
+        nc += b->ncand[j];
     }
     for (int i = 0; i < nc; i++) b->cands[i].rank = i;
     qsort(b->cands, (size_t)nc, sizeof *b->cands, cand_cmp);
@@ -208,7 +209,7 @@ static encdec_status ow_alloc(ow_run *b) {
     b->fin = dec_alloc_n(H, sizeof *b->fin, "beam hypotheses");
     b->hyp_tok = dec_alloc_n(H * N, sizeof(int), "beam hypotheses");
     b->hyp_lp = dec_alloc_n(H * N, sizeof(float), "beam hypotheses");
-    b->to = dec_alloc_n(4 * W, sizeof(int), "beam step lists");
+    b->to = dec_alloc_n(5 * W, sizeof(int), "beam step lists");
     if (!b->logits || !b->hist || !b->hist2 || !b->hlp || !b->hlp2 || !b->cands || !b->fin ||
         !b->hyp_tok || !b->hyp_lp || !b->to)
         return ENCDEC_ERR_NOMEM;
@@ -218,6 +219,7 @@ static encdec_status ow_alloc(ow_run *b) {
     b->from = b->to + W;
     b->next = b->from + W;
     b->seq = b->next + W;
+    b->ncand = b->seq + W;
     return ENCDEC_OK;
 }
 
@@ -226,7 +228,9 @@ typedef struct {
     int t;
 } ow_job;
 
-/* Beam j's rules (its own history) and log-softmax terms. */
+/* Beam j's rules (its own history), log-softmax terms and candidates (its
+ * W + 1 most likely tokens: the rows of a step in parallel, not a scan of
+ * every row's logits after them). */
 static void ow_row(void *arg, int j) {
     ow_job *q = arg;
     ow_run *b = q->b;
@@ -236,6 +240,8 @@ static void ow_row(void *arg, int j) {
     double l = k_logsumexp(row, b->V, &mx);
     b->mx[j] = mx == -INFINITY ? 0 : mx;
     b->lse[j] = mx == -INFINITY ? 0 : (float)l;
+    b->ncand[j] = top_k_row(b->cands + (size_t)j * (b->W + 1), 0, row, b->V, b->W + 1, j, b->sum[j],
+                            b->mx[j], b->lse[j]);
 }
 
 static void write_out(const ow_hyp *h, int *out_tok, float *out_lp, int *out_len, float *out_sum) {
