@@ -47,6 +47,15 @@ void ed_dev_free(ed_dev *d, void *p) {
     else free(p);
 }
 
+void *ed_dev_host_alloc(ed_dev *d, size_t bytes, const char *what) {
+    return d ? cu_host_alloc(CU(d), bytes, what) : ed_alloc(bytes, what);
+}
+
+void ed_dev_host_free(ed_dev *d, void *p) {
+    if (d) cu_host_free(CU(d), p);
+    else free(p);
+}
+
 encdec_status ed_dev_upload(ed_dev *d, void *dst, const void *src, size_t bytes) {
     if (d) return cu_upload(CU(d), dst, src, bytes);
     if (bytes) memcpy(dst, src, bytes);
@@ -90,6 +99,8 @@ void ed_dev_close(ed_dev *d) { (void)d; }
 const char *ed_dev_name(const ed_dev *d) { (void)d; return "cpu"; }
 void *ed_dev_alloc(ed_dev *d, size_t bytes, const char *what) { (void)d; return ed_alloc(bytes, what); }
 void ed_dev_free(ed_dev *d, void *p) { (void)d; free(p); }
+void *ed_dev_host_alloc(ed_dev *d, size_t bytes, const char *what) { (void)d; return ed_alloc(bytes, what); }
+void ed_dev_host_free(ed_dev *d, void *p) { (void)d; free(p); }
 
 encdec_status ed_dev_upload(ed_dev *d, void *dst, const void *src, size_t bytes) {
     (void)d;

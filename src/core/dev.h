@@ -39,6 +39,11 @@ void *ed_dev_alloc(ed_dev *d, size_t bytes, const char *what);
 /* a x b floats (NULL and a named error on overflow or when memory runs out). */
 float *ed_dev_floats(ed_dev *d, size_t a, size_t b, const char *what);
 void ed_dev_free(ed_dev *d, void *p);
+/* Host memory that d's copies reach at the bus's rate (page-locked; NULL
+ * d: ed_alloc's): where a step's logits come down. Freed with
+ * ed_dev_host_free on the same d, before d is closed. */
+void *ed_dev_host_alloc(ed_dev *d, size_t bytes, const char *what);
+void ed_dev_host_free(ed_dev *d, void *p);
 /* Host to device and back (plain copies for NULL d); waits. */
 encdec_status ed_dev_upload(ed_dev *d, void *dst, const void *src, size_t bytes);
 encdec_status ed_dev_download(ed_dev *d, void *dst, const void *src, size_t bytes);

@@ -54,6 +54,12 @@ encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes);
 /* Waits for the stream, then copies; returns the first error since the last check. */
 encdec_status cu_download(cu_dev *g, void *dst, const void *src, size_t bytes);
 encdec_status cu_sync(cu_dev *g);
+/* Page-locked host memory (cudaMallocHost): the device's copies to and
+ * from it run at the bus's rate, without the driver's bounce through its
+ * own pinned pages (a decode step's logits come down into it). NULL and a
+ * named error when the host has none left; freed with cu_host_free only. */
+void *cu_host_alloc(cu_dev *g, size_t bytes, const char *what);
+void cu_host_free(cu_dev *g, void *p);
 void cu_memset0(cu_dev *g, void *p, size_t bytes);
 /* Device memory to device memory, queued. */
 void cu_copy(cu_dev *g, void *dst, const void *src, size_t bytes);

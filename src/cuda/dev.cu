@@ -112,6 +112,23 @@ void cu_free(cu_dev *g, void *p) {
     if (p) cudaFree(p);
 }
 
+void *cu_host_alloc(cu_dev *g, size_t bytes, const char *what) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        ed_fail(ENCDEC_ERR_NOMEM, "CUDA device %d: %zu bytes of page-locked host memory for %s: %s",
+                g->index, bytes, what, cudaGetErrorString(e));
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void cu_host_free(cu_dev *g, void *p) {
+    (void)g;
+    if (p) cudaFreeHost(p);
+}
+
 encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes) {
     if (bytes) cu_note(g, "upload", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->stream));
     /* src may be gone when the call returns: wait for the copy */

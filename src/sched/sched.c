@@ -6,6 +6,7 @@
 #include "base/mem.h"
 #include "base/pool.h"
 #include "base/clock.h"
+#include "core/dev.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,7 +69,7 @@ struct sch_engine {
     const void **enc_inputs;  /* and inputs, for the family */
     int n_run;
     int *m_tok, *m_pos, *m_slot, *m_out, *m_off;   /* a merged step's rows */
-    float *m_logits;          /* [max_clients * slots, V] */
+    float *m_logits;          /* [max_clients * slots, V]; ed_dev_host_alloc's on p.dev */
     sch_stats stats;          /* under mu */
     sch_stats turn;           /* the scheduler's counts of its current turn (its own) */
 };
@@ -503,7 +504,9 @@ encdec_status sch_new(sch_engine **out, const sch_params *p) {
         e->enc_places = ed_alloc(sizeof(int) * (size_t)p->max_clients, "encode places");
         e->enc_inputs = ed_alloc(sizeof(void *) * (size_t)p->max_clients, "encode inputs");
         e->m_tok = ed_alloc(sizeof(int) * 4 * R + sizeof(int) * (size_t)p->max_clients, "rows");
-        e->m_logits = ed_alloc(sizeof(float) * (size_t)S * (size_t)e->fam.n_vocab, "step logits");
+        /* page-locked on a device: every step's logits come down into it */
+        e->m_logits = ed_dev_host_alloc(p->dev, sizeof(float) * (size_t)S * (size_t)e->fam.n_vocab,
+                                        "step logits");
         if (!e->used || !e->run || !e->m_tok || !e->m_logits || !e->enc_places || !e->enc_inputs)
             st = ENCDEC_ERR_NOMEM;
     }
@@ -545,7 +548,7 @@ void sch_free(sch_engine *e) {
     free(e->enc_places);
     free(e->enc_inputs);
     free(e->m_tok);
-    free(e->m_logits);
+    ed_dev_host_free(e->p.dev, e->m_logits);
     pthread_cond_destroy(&e->wake);
     pthread_cond_destroy(&e->admit);
     pthread_mutex_destroy(&e->mu);

@@ -565,6 +565,35 @@ static void cross_attention(ed_pool *pool) {
            "op_attention_cross, and a row's output the same without the other input's rows\n");
 }
 
+/* Page-locked host memory (where the engine's step logits come down):
+ * copies into it and out of it are exact, at an offset too; the petabyte
+ * is a named error. */
+static void host_memory(void) {
+    size_t n = 300000;
+    float *x = rnd(n, 1.0f), *h = cu_host_alloc(g, n * sizeof *h, "test logits");
+    float *d = up(x, n * sizeof *x);
+    CHECK(h != NULL && d != NULL);
+    if (h && d) {
+        CHECK_EQ_INT(cu_download(g, h, d, n * sizeof *h), ENCDEC_OK);
+        CHECK(memcmp(h, x, n * sizeof *h) == 0);
+        memset(h, 0, n * sizeof *h);
+        CHECK_EQ_INT(cu_download(g, h + 1001, d + 77, 5000 * sizeof *h), ENCDEC_OK);
+        CHECK(memcmp(h + 1001, x + 77, 5000 * sizeof *h) == 0 && h[1000] == 0.0f && h[6001] == 0.0f);
+        CHECK_EQ_INT(cu_upload(g, d, h + 1001, 5000 * sizeof *h), ENCDEC_OK);
+        float *back = down(d, 5000);
+        CHECK(memcmp(back, x + 77, 5000 * sizeof *h) == 0);
+        free(back);
+    }
+    if (!getenv("ENCDEC_TEST_SANITIZER")) {
+        CHECK(cu_host_alloc(g, (size_t)1 << 50, "a petabyte of logits") == NULL);
+        CHECK(strstr(encdec_last_error(), "a petabyte of logits") != NULL);
+    }
+    cu_host_free(g, h);
+    cu_free(g, d);
+    free(x);
+    printf("page-locked host memory: copies both ways exact, a petabyte named\n");
+}
+
 static void errors(void) {
     cu_dev *none = NULL;
     CHECK_STATUS(cu_dev_open(4096, &none), ENCDEC_ERR_ARG, "CUDA device 4096");
@@ -612,8 +641,24 @@ static void emulation(void) {
     CHECK(got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
     CHECK(strstr(msg, "the host touched device memory 'probe'") != NULL);
     cu_free(g, dy), cu_free(g, dx);
+    /* host memory that is not page-locked handed to cu_host_free (on a GPU:
+     * cudaFreeHost's error, or worse) */
+    CHECK(pipe(fds) == 0);
+    pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        cu_host_free(g, malloc(64));
+        _exit(0);
+    }
+    close(fds[1]);
+    memset(msg, 0, sizeof msg);
+    got = read(fds[0], msg, sizeof msg - 1);
+    close(fds[0]);
+    waitpid(pid, &status, 0);
+    CHECK(got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CHECK(strstr(msg, "not page-locked host memory") != NULL);
     printf("emulation: a host pointer to a kernel, a kernel past its buffer, the host reading "
-           "device memory: each stopped, named\n");
+           "device memory, malloc's memory freed as page-locked: each stopped, named\n");
 }
 
 int main(void) {
@@ -636,6 +681,7 @@ int main(void) {
     self_attention(pool);
     cross_attention(pool);
     segments(pool);
+    host_memory();
     errors();
     if (strstr(cu_dev_name(g), "emulation")) emulation();
     ed_pool_free(pool);

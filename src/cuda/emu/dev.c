@@ -280,6 +280,53 @@ void cu_free(cu_dev *g, void *p) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Page-locked host memory: host pages of their own mapping (not malloc's:
+ * a free() of them fails at once, as it does on cudaMallocHost's), listed,
+ * so that cu_host_free of anything else stops the test. */
+#define MAX_PINNED 256
+static struct {
+    void *p;
+    size_t len;
+} pinned[MAX_PINNED];
+
+void *cu_host_alloc(cu_dev *g, size_t bytes, const char *what) {
+    (void)g;
+    size_t len = (bytes ? bytes : 1) + page - 1;
+    len -= len % page;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        ed_fail(ENCDEC_ERR_NOMEM, "CUDA device 0: %zu bytes of page-locked host memory for %s: "
+                "out of memory", bytes, what);
+        return NULL;
+    }
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < MAX_PINNED && pinned[i].p) i++;
+    if (i < MAX_PINNED) pinned[i].p = p, pinned[i].len = len;
+    pthread_mutex_unlock(&lock);
+    if (i == MAX_PINNED) {
+        munmap(p, len);
+        ed_fail(ENCDEC_ERR_NOMEM, "CUDA device 0: more than %d page-locked allocations", MAX_PINNED);
+        return NULL;
+    }
+    return p;
+}
+
+void cu_host_free(cu_dev *g, void *p) {
+    (void)g;
+    if (!p) return;
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < MAX_PINNED && pinned[i].p != p) i++;
+    if (i == MAX_PINNED) {
+        say("encdec CUDA emulation: cu_host_free of %p, not page-locked host memory\n", p);
+        abort();
+    }
+    munmap(p, pinned[i].len);
+    pinned[i].p = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
 encdec_status cu_upload(cu_dev *g, void *dst, const void *src, size_t bytes) {
     if (bytes && emu_dev_ptr(g, dst, bytes, "upload") && !emu_host_ptr(src))
         cu_fail(g, "upload: the source is device memory");
