@@ -10,7 +10,7 @@ build):
     .venv/bin/python bench/batched_vs_faster_whisper.py [--minutes 10,60]
         [--models tiny.en,base] [--precisions f32=float32,int8=int8] [--threads 2]
         [--repeats 3] [--rows seq,vad,b8,b16] [--json OUT (figures and each row's texts)]
-        [--peer-padding peer|openai]
+        [--peer-padding peer|openai] [--isa avx2|avx512]
 
 The recordings are made here (bench/out/, reused): utterances of ../shared/audio (jfk,
 LibriSpeech, LibriVox, cards, platforms) and of espeak-ng (sentences written below, two
@@ -30,6 +30,8 @@ with thresholds 2.4 / -1 / 0.6 where the engine has it):
 (its samples and 30 s of zero samples, 3000 frames: what encdec decodes) instead of its own
 (the chunk's frames, then frames of 0.0 in the normalised log-mel: not silence's value).
 The one difference in what the two engines are given, to tell it from the engines.
+--isa avx2 (or avx512): both engines held to that kernel set (encdec --isa, the peer's
+CTranslate2 through CT2_FORCE_CPU_ISA), e.g. an AVX2 machine's kernels on an AVX-512 one.
 Each run is a process of its own: encdec's CLI (-t T --json; its time: the process's wall
 time less its model load, which --json reports), faster-whisper's in a Python process (the
 model loaded, then the transcription timed, segments consumed). Peak RSS is the process's
@@ -188,12 +190,15 @@ def wer(ref, hyp):
     return d[len(h)] / max(1, len(r))
 
 
-def child(cmd):
+ISA = None   # --isa: both engines held to one kernel set
+
+
+def child(cmd, env=None):
     """Runs cmd; (stdout, wall seconds, peak RSS MB of that process)."""
     import tempfile
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
         out = p.stdout.read()
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
@@ -242,14 +247,17 @@ def run_encdec(model, prec, threads, audio, row):
         cmd.insert(2, "--vad")
     elif row.startswith("b"):
         cmd[2:2] = ["--batch-size", row[1:], "--no-timestamps"]
+    if ISA:
+        cmd[2:2] = ["--isa", ISA]
     out, wall, rss = child(cmd)
     j = json.loads(out)
     return wall - j["timings"]["load_ms"] / 1e3, j["text"], rss
 
 
 def run_fw(model, ct, threads, audio, row, padding="peer"):
+    env = dict(os.environ, CT2_FORCE_CPU_ISA=ISA.upper()) if ISA else None
     out, wall, rss = child([sys.executable, "-c", FW, model, ct, str(threads), str(audio), row,
-                            padding])
+                            padding], env)
     j = json.loads(out.strip().splitlines()[-1])
     return j["seconds"], j["text"], rss
 
@@ -266,17 +274,21 @@ def main():
     ap.add_argument("--encdec", default=str(ROOT / "build" / "encdec"), help="the CLI to run")
     ap.add_argument("--peer-padding", choices=("peer", "openai"), default="peer",
                     help="openai: the peer's batched chunks get openai-whisper's features")
+    ap.add_argument("--isa", choices=("avx2", "avx512"),
+                    help="both engines held to this kernel set (encdec --isa, CT2_FORCE_CPU_ISA)")
     ap.add_argument("--make-recording", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.make_recording:
         make_recording(a.make_recording)
         return
-    global ENCDEC
-    ENCDEC = a.encdec
+    global ENCDEC, ISA
+    ENCDEC, ISA = a.encdec, a.isa
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                 if l.startswith("model name")), "?")
     flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "")
     isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    if a.isa:
+        isa += f", both engines held to {a.isa}"
     print(f"# {cpu} ({isa}), {a.threads} threads, medians of {a.repeats}")
     results = []
     for minutes in [int(m) for m in a.minutes.split(",")]:
