@@ -17,6 +17,8 @@
  *    ops underneath).
  * 3. The model reports the set it runs; a set above this CPU's, or of
  *    another architecture, is a named error.
+ * (The sanitizers' pass runs 1 and 2 on the portable set and this CPU's
+ * best only: its kernels are built without the sanitizers.)
  * 4. No kernel above the model's set runs (k_isa_peak): in 1 on every set,
  *    and, on the set below this CPU's best, through the batched pipeline
  *    and an engine request with the Silero VAD (its recurrent steps on the
@@ -424,6 +426,16 @@ int main(void) {
     (void)js;
 #else
     for (int l = K_ISA_C; l <= k_isa_cpu(); l++) {
+#ifdef ED_SANITIZED
+        /* the sanitizers' pass: the portable set and the CPU's best (the
+         * kernels are built without the sanitizers: what they check here is
+         * the code around them; every set between is the release pass's) */
+        if (l > K_ISA_C && l < k_isa_cpu()) {
+            printf("%s: the release pass's (sanitizers: the portable set and this CPU's best)\n",
+                   k_isa_name(l));
+            continue;
+        }
+#endif
         f32_against_transformers(l, cJSON_GetObjectItem(js, "files"));
         int8_threads(l);
     }
