@@ -611,6 +611,39 @@ static void errors(void) {
     printf("errors: no such device, a launch that cannot run, an allocation too large: named\n");
 }
 
+/* Runs fn(arg) in a child whose standard error comes back: 1 when the
+ * child died of signal sig having said what (the emulation's stops). */
+static int dies_saying(void (*fn)(void *), void *arg, int sig, const char *what) {
+    int fds[2];
+    if (pipe(fds) != 0) return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    char msg[512] = {0};
+    ssize_t got = read(fds[0], msg, sizeof msg - 1);
+    close(fds[0]);
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    int ok = pid > 0 && got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == sig &&
+             strstr(msg, what) != NULL;
+    if (!ok) fprintf(stderr, "expected signal %d saying \"%s\"; the child said: %s\n", sig, what, msg);
+    return ok;
+}
+
+static void read_device(void *p) {
+    volatile float v = ((float *)p)[3];
+    (void)v;
+}
+
+static void free_malloced(void *unused) {
+    (void)unused;
+    cu_host_free(g, malloc(64));
+}
+
 /* The CPU emulation's own guarantees (src/cuda/emu/, a test build): host
  * memory given to a kernel, a kernel's extent past its buffer, and the host
  * touching device memory each stop with the buffer named. */
@@ -623,40 +656,12 @@ static void emulation(void) {
     CHECK_STATUS(cu_sync(g), ENCDEC_ERR_DEVICE, "of device memory 'probe' (64 bytes) run past its end");
     cu_add(g, dy, dx, 16);
     CHECK_EQ_INT(cu_sync(g), ENCDEC_OK);
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {   /* a device buffer read as host memory */
-        dup2(fds[1], 2);
-        volatile float v = dy[3];
-        (void)v;
-        _exit(0);
-    }
-    close(fds[1]);
-    char msg[512] = {0};
-    ssize_t got = read(fds[0], msg, sizeof msg - 1);
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK(got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
-    CHECK(strstr(msg, "the host touched device memory 'probe'") != NULL);
+    /* a device buffer read as host memory */
+    CHECK(dies_saying(read_device, dy, SIGSEGV, "the host touched device memory 'probe'"));
     cu_free(g, dy), cu_free(g, dx);
     /* host memory that is not page-locked handed to cu_host_free (on a GPU:
      * cudaFreeHost's error, or worse) */
-    CHECK(pipe(fds) == 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        cu_host_free(g, malloc(64));
-        _exit(0);
-    }
-    close(fds[1]);
-    memset(msg, 0, sizeof msg);
-    got = read(fds[0], msg, sizeof msg - 1);
-    close(fds[0]);
-    waitpid(pid, &status, 0);
-    CHECK(got > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-    CHECK(strstr(msg, "not page-locked host memory") != NULL);
+    CHECK(dies_saying(free_malloced, NULL, SIGABRT, "not page-locked host memory"));
     printf("emulation: a host pointer to a kernel, a kernel past its buffer, the host reading "
            "device memory, malloc's memory freed as page-locked: each stopped, named\n");
 }
