@@ -1,13 +1,15 @@
-/* text_internal.h - the ed_ttok structure shared by the text tokenizer files:
+/* text_internal.h - the ed_ttok structure shared by the text tokenizer files,
+ * in layers (each calls only those listed below it):
  *
  *   text.c       the kinds and the calls every kind answers (encode, decode,
  *                one token's text); T5's wrapped SentencePiece, BART's BPE,
  *                Marian's pair of models over vocab.json
  *   text_sp.c    the SentencePiece classes of the fairseq translation
  *                models: NLLB, mBART-50, mBART, M2M100, Pegasus
+ *   text_vocab.c a CTranslate2 vocabulary without tokenizer files: tokens only
  *   text_lang.c  language codes: the model's list, lookups, where the target
  *                language goes
- *   text_vocab.c a CTranslate2 vocabulary without tokenizer files: tokens only
+ *   text_base.c  an ed_ttok's release; the vocab.json table of the mapped kinds
  *
  * The "mapped" kinds (Marian and text_sp.c's) segment with a SentencePiece
  * model and map each piece's spelling to the model's id through vocab.
@@ -52,10 +54,15 @@ struct ed_ttok {
                                   are the model's, and it splits its added tokens itself */
 };
 
+/* text_base.c (ttok_free too, declared in text.h) */
+
 /* s with every U+2581 as a space, into v at id. */
 encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file);
 /* A JSON {spelling: id} file into t->vocab and t->text. */
 encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path);
+
+/* text_lang.c */
+
 /* The language list: codes[i] (copied) for token id ids[i]. */
 encdec_status ttok_set_langs(ed_ttok *t, char **codes, const int *ids, int n);
 /* Marian's: vocab.json's >>xx<< tokens. */
