@@ -98,7 +98,7 @@ int srv_sse_idle(ev_queue *q, const srv *s, double deadline, double now, double 
                  char *buf, size_t max, size_t *n);
 #define SRV_SSE_KEEPALIVE ": keep-alive\n\n"   /* an SSE comment: clients skip it */
 
-/* ---- http.c: one request ---- */
+/* ---- http.c: one request; reply.c: its answers ---- */
 
 enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPLETIONS,
        R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
@@ -146,6 +146,10 @@ enum MHD_Result srv_send_stream(conn *k, struct MHD_Connection *c,
                                 MHD_ContentReaderFreeCallback done);
 int srv_model_known(const srv *s, const char *name);
 void srv_add_tokens(srv *s, long long n);
+/* Tokens answered per second over the last SRV_RATE_SECONDS whole seconds
+ * (the metrics). */
+#define SRV_RATE_SECONDS 10
+double srv_token_rate(srv *s);
 
 /* ---- the endpoints: called for the request's last call, and again each
  * time its parked connection is resumed ---- */

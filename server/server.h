@@ -4,7 +4,8 @@
  *
  *   serve.c    options, the model and engine, signals, draining, exit
  *   http.c     the daemon, the request's life (refusals, body, endpoint,
- *              access log), responses, models, health, metrics
+ *              access log), models, health, metrics
+ *   reply.c    the responses (bodies, errors, streams), the token rate
  *   park.c     the watcher: connections parked while their answer is not
  *              ready; every connection's count and deadlines
  *   sse.c      the event queue of a streamed answer
@@ -111,7 +112,7 @@ int srv_start(srv *s);        /* 0: listening on s->port */
 void srv_stop(srv *s);        /* stops the watcher and the daemon (connections closed) */
 
 int srv_main(int argc, char **argv);
-/* A model's id: the last component of its path (http.c). */
+/* A model's id: the last component of its path (reply.c). */
 void srv_model_name(const char *path, char *out, size_t cap);
 
 #endif

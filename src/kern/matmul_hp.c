@@ -59,13 +59,7 @@ static void hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int 
 #define HP_XT_FLOATS (HP_ROWS * HP_KB) /* x of a chunk, transposed, per k-block (32 KB of stack) */
 
 static inline size_t panels(int N) { return ((size_t)N + 15) / 16; }
-static inline size_t kpad(int K) { return ((size_t)K + 31) & ~(size_t)31; }   /* K': K up to 32 */
-
-size_t k_hp_index(int bf16, int n, int k, int K) {
-    size_t at = (size_t)(n / 16) * 16 * kpad(K);
-    if (bf16) return at + (size_t)(k / 2) * 32 + (size_t)(n % 16) * 2 + (size_t)(k & 1);
-    return at + (size_t)k * 16 + (size_t)(n % 16);
-}
+static inline size_t kpad(int K) { return k_hp_kpad(K); }
 
 size_t k_hp_bytes(int N, int K) {
     if (N < 1 || K < 1) return 0;

@@ -32,8 +32,15 @@
 /* Bytes of the packed matrix: ceil(N/16) * 16 * K' halves, K' = K rounded
  * up to 32 (0 if N or K < 1). */
 size_t k_hp_bytes(int N, int K);
-/* Index (in halves) of w[n][k] in the packed matrix. */
-size_t k_hp_index(int bf16, int n, int k, int K);
+/* K' (in halves): K rounded up to 32. */
+static inline size_t k_hp_kpad(int K) { return ((size_t)K + 31) & ~(size_t)31; }
+/* Index (in halves) of w[n][k] in the packed matrix (inline: the AMX file,
+ * which matmul_hp.c calls, reads the layout too). */
+static inline size_t k_hp_index(int bf16, int n, int k, int K) {
+    size_t at = (size_t)(n / 16) * 16 * k_hp_kpad(K);
+    if (bf16) return at + (size_t)(k / 2) * 32 + (size_t)(n % 16) * 2 + (size_t)(k & 1);
+    return at + (size_t)k * 16 + (size_t)(n % 16);
+}
 /* 1 when k_matmul_hp runs a vector version here (AVX-512 or AVX2; the
  * layout pays only then: the portable version is correct but slower than
  * row-major). */

@@ -1,9 +1,21 @@
-/* subtitles.c - subtitle cues from segments or words (see out.h). */
+/* subtitles.c - subtitle cues from segments or words, and the timestamps
+ * both they and writers.c print (see out.h): beneath writers.c. */
 #include "out/out.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void out_timestamp(char *dst, size_t cap, double seconds, int always_hours, char marker) {
+    long long ms = (long long)nearbyint((seconds > 0 ? seconds : 0) * 1000.0);
+    long long h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60;
+    ms %= 1000;
+    if (always_hours || h > 0)
+        snprintf(dst, cap, "%02lld:%02lld:%02lld%c%03lld", h, m, s, marker, ms);
+    else
+        snprintf(dst, cap, "%02lld:%02lld%c%03lld", m, s, marker, ms);
+}
 
 typedef struct {
     out_cue *c;

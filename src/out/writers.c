@@ -53,16 +53,6 @@ void out_printf(out_buf *b, const char *fmt, ...) {
     free(big);
 }
 
-void out_timestamp(char *dst, size_t cap, double seconds, int always_hours, char marker) {
-    long long ms = (long long)nearbyint((seconds > 0 ? seconds : 0) * 1000.0);
-    long long h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60;
-    ms %= 1000;
-    if (always_hours || h > 0)
-        snprintf(dst, cap, "%02lld:%02lld:%02lld%c%03lld", h, m, s, marker, ms);
-    else
-        snprintf(dst, cap, "%02lld:%02lld%c%03lld", m, s, marker, ms);
-}
-
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 /* s without leading and trailing white space, with `from` bytes as `to`. */

@@ -52,11 +52,11 @@ fi
 link_one() {   # link_one HARNESS: its binary, with the server's sources where it needs them
   local h=$1 extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
-  [ "$h" = form ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
+  [ "$h" = form ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
                             server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c
                             -lmicrohttpd)
   # the WebSocket of /v1/realtime: the same handler, its session and framing (wslay, nettle)
-  [ "$h" = realtime ] && extra=(server/http.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
+  [ "$h" = realtime ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
                                 server/ep_load.c server/form.c server/openai.c server/completions.c
                                 server/ep_lt.c server/lt.c server/lt_html.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
                                 -lmicrohttpd -lwslay -lnettle)
