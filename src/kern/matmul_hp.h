@@ -127,6 +127,8 @@ typedef struct {
 typedef void (*k_hp_tile_fn)(const k_hp_tile *);
 /* tiles[R - 1][B - 1]: R rows x B panels of one type (f16 or bf16); B = 2 is
  * used for R <= b2_rows (its entry may be NULL above). */
+/* x rows [0, R), columns [k0, k0 + kk), into xt[k * R + r] (matmul_hp_drive.c). */
+void k_hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int kk);
 void k_hp_drive(const k_hp_tile_fn tiles[K_HP_ROWS][2], int b2_rows, float *y, int ldy,
                 const float *x, int ldx, const uint16_t *wp, const float *b, int M, int n0,
                 int nn, int K);

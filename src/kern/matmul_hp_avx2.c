@@ -6,7 +6,7 @@
  * 12) + 2B weight vectors + one broadcast fit the 16 registers. Per k each
  * weight half is expanded once (f16: vcvtph2ps of 16 bytes; bf16: one shift
  * or one and of the 32-bit word pairs) and meets a broadcast of x[r][k] for
- * every row in one FMA, k in order; k_hp_drive (matmul_hp.c) runs the
+ * every row in one FMA, k in order; k_hp_drive (matmul_hp_drive.c) runs the
  * tiles over k-blocks, columns and rows. Prefetches go into L2, as the
  * AVX-512 tiles' (prefetcht1; AMD EPYC Zen 4 under the AVX2 cap, [51866 x
  * 384] f16, of the read bandwidth on one thread: 1 row 85-87% -> 87-90%,

@@ -6,7 +6,7 @@
  * 24) + 4B weight vectors fit the 32 registers. Per k each weight quarter is
  * widened once (f16: fcvtl of 4 halves; bf16: one shift or one and of the
  * 32-bit word pairs) and meets x[r][k] for every row in one fmla by
- * element, k in order; k_hp_drive (matmul_hp.c) runs the tiles over
+ * element, k in order; k_hp_drive (matmul_hp_drive.c) runs the tiles over
  * k-blocks, columns and rows, so each row's bits do not depend on how many
  * rows come with it. */
 #include "kern/matmul_hp.h"
