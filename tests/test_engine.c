@@ -15,8 +15,6 @@
  * session against openai-whisper). Then: cancelling a running request and
  * a queued one, freeing the engine under running requests, bad input at
  * submit and at wait, threads 1 and 3.
- * The sanitizers' pass (ASan and TSan) runs three requests, no session
- * beside them, and threads 3 with two of them: the engine's paths, once.
  */
 #include "golden.h"
 #include "recordings.h"
@@ -87,12 +85,9 @@ static void property(const encdec_model *m, const req_case *cs, int n) {
     CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (!e) return;
     encdec_result *alone[16], *mixed[16], *queued[16];
-    encdec_session *s = NULL;
-#ifndef ED_SANITIZED   /* the sanitizers' pass: the engine's paths alone (a session's are
-                        * test_tiny_en's and test_longform's there) */
     encdec_session_params sp = {2};
+    encdec_session *s;
     CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
-#endif
     for (int i = 0; i < n; i++) {   /* one at a time */
         encdec_request *q;
         alone[i] = NULL;
@@ -103,10 +98,8 @@ static void property(const encdec_model *m, const req_case *cs, int n) {
         encdec_result *r = NULL;
         char path[1024];
         snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, cs[i].file ? cs[i].file : "");
-        if (s && cs[i].file)
-            CHECK_EQ_INT(encdec_transcribe_file(s, path, NULL, &cs[i].p, &r, NULL), ENCDEC_OK);
-        else if (s)
-            CHECK_EQ_INT(encdec_transcribe(s, g_rec, g_rec_n, &cs[i].p, &r), ENCDEC_OK);
+        if (cs[i].file) CHECK_EQ_INT(encdec_transcribe_file(s, path, NULL, &cs[i].p, &r, NULL), ENCDEC_OK);
+        else CHECK_EQ_INT(encdec_transcribe(s, g_rec, g_rec_n, &cs[i].p, &r), ENCDEC_OK);
         if (r && alone[i]) {
             CHECK_STR(encdec_result_text(alone[i]), encdec_result_text(r));
             fprintf(stderr, "  %-10s %3d tokens, %2d segments:%.60s\n", cs[i].name,
@@ -153,11 +146,7 @@ static void property(const encdec_model *m, const req_case *cs, int n) {
         CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
         if (!e) continue;
         encdec_result *one[16], *all[16];
-#ifdef ED_SANITIZED
-        int k = n < 2 ? n : 2;   /* the 62 s recording and jfk.wav: the odd split of a shared step */
-#else
         int k = n < 3 ? n : 3;
-#endif
         for (int i = 0; i < k; i++) {
             encdec_request *q;
             one[i] = NULL;
