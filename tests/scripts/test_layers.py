@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """test_layers.py BUILD_DIR - no two source files of the library, the
-program or the server call each other, directly or round a loop.
+program or the server call each other, directly or round a loop; nor do
+two folders of the library (src/base, src/kern, ... src/api, src/live).
 
-The house keeps its files in layers: a file calls only files beneath it
-(docs/ARCHITECTURE.md). This reads the symbols of the build's objects with
-nm (what each object defines, what it needs), joins every need to the file
-that defines it, and fails naming each loop with the symbols that close it.
+The house keeps its files and folders in layers: each calls only those
+beneath it (docs/ARCHITECTURE.md). This reads the symbols of the build's
+objects with nm (what each object defines, what it needs), joins every need
+to the file that defines it, and fails naming each loop with the symbols
+that close it. (cli/ and server/ are one program: cli/main.c runs serve,
+which uses cli/common.c's helpers; between their files the rule holds.)
 """
 import os
 import subprocess
@@ -91,16 +94,35 @@ def main():
             if dst and dst != src:
                 edges.setdefault(src, set()).add(dst)
                 why.setdefault((src, dst), []).append(s)
+    found = report("files", edges, why)
+    # the same between the library's folders
+    fedges, fwhy = {}, {}
+    for (a, b), syms in why.items():
+        fa, fb = folder(a), folder(b)
+        if fa and fb and fa != fb:
+            fedges.setdefault(fa, set()).add(fb)
+            fwhy.setdefault((fa, fb), []).extend("%s(%s)" % (s, b) for s in syms)
+    ffound = report("folders", fedges, fwhy)
+    print("%d files, %d calls between files, %d loops; %d folders of src/, %d loops" %
+          (len(objs), sum(len(v) for v in edges.values()), len(found), len(fedges), len(ffound)))
+    return 1 if found or ffound else 0
+
+
+def folder(src):
+    """src/kern/gemm.c -> src/kern; None outside src/."""
+    parts = src.split("/")
+    return "/".join(parts[:2]) if parts[0] == "src" and len(parts) > 2 else None
+
+
+def report(what, edges, why):
     found = loops(edges)
     for comp in found:
-        print("files calling each other: " + ", ".join(comp))
+        print("%s calling each other: %s" % (what, ", ".join(comp)))
         for a in comp:
             for b in comp:
                 if (a, b) in why:
                     print("  %s -> %s: %s" % (a, b, " ".join(sorted(why[a, b])[:6])))
-    print("%d files, %d calls between files, %d loops" %
-          (len(objs), sum(len(v) for v in edges.values()), len(found)))
-    return 1 if found else 0
+    return found
 
 
 if __name__ == "__main__":
