@@ -426,8 +426,9 @@ int main(void) {
     wide[2].p.word_timestamps = 0;
     int n_wide = 3;
 #ifdef ED_SANITIZED
-    /* beam 10 and best_of 10 together, on jfk.wav: still 20 rows a step (on
-     * the 62 s recording this was half the test's time under ASan) */
+    /* beam 10 and best_of 10 together, on jfk.wav: up to 20 rows a step,
+     * 19 on average (on the 62 s recording this was half the test's time
+     * under ASan) */
     n_wide = 2;
     wide[0] = wide[2];
     wide[0].file = wide[1].file = cs[0].file;

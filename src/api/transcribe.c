@@ -8,7 +8,6 @@
 #include "audio/audio.h"
 #include "asr/asr_internal.h"
 #include "base/err.h"
-#include "base/isa.h"
 #include "base/mem.h"
 
 #include <math.h>

@@ -8,7 +8,6 @@
 #include "base/json.h"
 #include "base/fmap.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
