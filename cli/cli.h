@@ -93,9 +93,10 @@ int cli_args_init(cli_args *p, int argc);
 int cli_positional(cli_args *p, int argc, char **argv, int *i);
 int cli_args_finish(cli_args *p, int argc, char **argv);
 /* openai-whisper's spelling of a long option in encdec's, in place:
- * underscores in the name become dashes (--output_format, --beam_size=5),
- * and its names encdec spells shorter (--beam_size: --beam,
- * --temperature_increment_on_fallback: --temperature-increment). */
+ * underscores in the name become dashes (--output_format, --beam_size=5).
+ * Its longer names (--beam-size, --temperature-increment-on-fallback) are
+ * options of their own beside encdec's (--beam, --temperature-increment),
+ * so that an error names the option as it was given. */
 void cli_openai_spelling(char *arg);
 /* "True"/"False" (openai-whisper's booleans; also yes/no, 1/0, on/off, any
  * case): 1 or 0; -1 for anything else (NULL included). */

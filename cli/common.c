@@ -310,17 +310,6 @@ void cli_openai_spelling(char *a) {
     size_t n = end ? (size_t)(end - a) : strlen(a);
     for (size_t k = 2; k < n; k++)
         if (a[k] == '_') a[k] = '-';
-    static const struct { const char *from, *to; } alias[] = {
-        {"--beam-size", "--beam"},
-        {"--temperature-increment-on-fallback", "--temperature-increment"}};
-    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++) {
-        size_t f = strlen(alias[k].from), t = strlen(alias[k].to);
-        if (n == f && !strncmp(a, alias[k].from, f)) {   /* shorter: rewritten in place */
-            memcpy(a, alias[k].to, t);
-            memmove(a + t, a + f, strlen(a + f) + 1);
-            return;
-        }
-    }
 }
 
 int cli_bool_word(const char *s) {

@@ -204,7 +204,8 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
 #define VALUE() (eq ? 0 : ((*i)++, 0))
     encdec_transcribe_params *p = &o->tp;
     const int_opt ints[] = {
-        {"--beam", &p->beam_size, 1, 16}, {"--best-of", &p->best_of, 1, 16},
+        {"--beam", &p->beam_size, 1, 16}, {"--beam-size", &p->beam_size, 1, 16},
+        {"--best-of", &p->best_of, 1, 16},
         {"--max-tokens", &p->max_tokens, 1, 448},
         {"--max-line-width", &o->out.fmt.max_line_width, 1, 100000},
         {"--max-line-count", &o->out.fmt.max_line_count, 1, 100000},
@@ -223,6 +224,7 @@ static int parse_one(opts *o, int argc, char **argv, int *i) {
     const float_opt floats[] = {
         {"--patience", &p->patience, 0.001, 64, 0}, {"--temperature", &p->temperature, 0, 1, 0},
         {"--temperature-increment", &p->temperature_increment, 0, 1, 0},
+        {"--temperature-increment-on-fallback", &p->temperature_increment, 0, 1, 0},
         {"--compression-ratio-threshold", &p->compression_ratio_threshold, -1e9, 1e9, 1},
         {"--logprob-threshold", &p->logprob_threshold, -1e9, 1e9, 1},
         {"--no-speech-threshold", &p->no_speech_threshold, -1e9, 1e9, 1},

@@ -90,6 +90,11 @@ static void test_usage(void) {
     CHECK_RUN("transcribe -t 4x a.wav", 2, "got \"4x\"");
     CHECK_RUN("transcribe --beam 0 a.wav", 2, "--beam expects an integer in 1..16, got \"0\"");
     CHECK_RUN("transcribe --beam 17 a.wav", 2, "1..16");
+    /* openai-whisper's names, as given (not encdec's shorter ones) */
+    CHECK_RUN("transcribe --beam-size 0 a.wav", 2, "--beam-size expects an integer in 1..16");
+    CHECK_RUN("transcribe --beam_size=0 a.wav", 2, "--beam-size expects an integer in 1..16");
+    CHECK_RUN("transcribe --temperature_increment_on_fallback 2 a.wav", 2,
+              "--temperature-increment-on-fallback expects");
     CHECK_RUN("bench --beam x a.wav", 2, "--beam expects an integer");
     CHECK_RUN("transcribe --compute fp8 a.wav", 2, "--compute expects f32, bf16 or int8, got \"fp8\"");
     CHECK_RUN("transcribe --compute", 2, "--compute expects");
