@@ -5,6 +5,8 @@
  *   return check_done();       prints "N passed, M failed"; exit code 1 on failure
  *
  * check_skip("why") returns 77 (ctest SKIP_RETURN_CODE).
+ * CHECK_PART(part(e, x)); runs a part of a test and prints its wall time
+ * ("  [part: 1.2 s]", as the server tests do): where a suite's time goes.
  */
 #ifndef ED_CHECK_H
 #define ED_CHECK_H
@@ -13,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int check_pass_, check_fail_;
 
@@ -36,6 +39,16 @@ static int check_pass_, check_fail_;
     if (s_ == (want) && strstr(m_, (substr))) check_pass_++; else { check_fail_++; \
     fprintf(stderr, "%s:%d: %s -> %s \"%s\", expected %s containing \"%s\"\n", __FILE__, __LINE__, #st, \
             encdec_status_str(s_), m_, encdec_status_str(want), (substr)); } } while (0)
+
+static inline double check_now_(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#define CHECK_PART(call) do { double t0_ = check_now_(); call; \
+    printf("  [%.*s: %.1f s]\n", (int)strcspn(#call, "("), #call, check_now_() - t0_); \
+    fflush(stdout); } while (0)
 
 static inline int check_done(void) {
     printf("%d passed, %d failed\n", check_pass_, check_fail_);

@@ -658,16 +658,16 @@ int main(void) {
     if (m) CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
     if (m) CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (x && v && s && e) {
-        with_vad(e, s, v, x, n);
-        short_text(e, s, v, x, n);
-        without_vad(e, s, x, n);
+        CHECK_PART(with_vad(e, s, v, x, n));
+        CHECK_PART(short_text(e, s, v, x, n));
+        CHECK_PART(without_vad(e, s, x, n));
     }
     encdec_engine_free(e);
     encdec_session_free(s);
     encdec_model_free(m);
-    if (v && golden_find_model(g_base, sizeof g_base, "ENCDEC_BASE", "whisper-base")) multilingual(v);
+    if (v && golden_find_model(g_base, sizeof g_base, "ENCDEC_BASE", "whisper-base")) CHECK_PART(multilingual(v));
     else printf("whisper base not installed: the multilingual part skipped\n");
-    if (v && x) bounded(v, x, 11 * RATE);
+    if (v && x) CHECK_PART(bounded(v, x, 11 * RATE));
     encdec_vad_free(v);
     free(x);
     return check_done();

@@ -416,7 +416,7 @@ int main(void) {
 #ifdef ED_SANITIZED
     n = 3;   /* the sanitizers' pass: the 62 s recording, beam search, words */
 #endif
-    property(m, cs, n);
+    CHECK_PART(property(m, cs, n));
     /* wide: more than 16 rows a step (beams and candidates of three requests) */
     req_case wide[3] = {cs[1], cs[1], cs[1]};
     wide[1].p.beam_size = 10;
@@ -442,9 +442,9 @@ int main(void) {
     req_case two[2] = {cs[0], cs[2]};   /* the shortest */
     if (k_isa() > K_ISA_C) property_isa(tiny, ENCDEC_ISA_C, "c", two, 2);
 #endif
-    cancelling(m);
-    free_while_waited(m);
-    bad_input(m);
+    CHECK_PART(cancelling(m));
+    CHECK_PART(free_while_waited(m));
+    CHECK_PART(bad_input(m));
     encdec_model_free(m);
     free(g_rec);
     return check_done();

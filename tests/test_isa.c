@@ -420,8 +420,8 @@ int main(void) {
         snprintf(path, sizeof path, "%s/audio/%s", ED_SHARED_DIR, g_files[f]);
         CHECK_EQ_INT(encdec_audio_load(path, 0, &g_pcm[f], &g_n[f]), ENCDEC_OK);
     }
-    bad_sets();
-    extensions_off();
+    CHECK_PART(bad_sets());
+    CHECK_PART(extensions_off());
     printf("this CPU's best kernel set: %s\n", k_isa_name(k_isa_cpu()));
 #ifdef ED_EMULATED
     /* qemu: no window (above); int8's kernels are test_q8's there (each
@@ -441,15 +441,15 @@ int main(void) {
             continue;
         }
 #endif
-        f32_against_transformers(l, cJSON_GetObjectItem(js, "files"));
-        int8_threads(l);
+        CHECK_PART(f32_against_transformers(l, cJSON_GetObjectItem(js, "files")));
+        CHECK_PART(int8_threads(l));
     }
 #endif
 #if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
-    if (k_isa_cpu() >= K_ISA_VEC) int8_every_recording();
+    if (k_isa_cpu() >= K_ISA_VEC) CHECK_PART(int8_every_recording());
 #endif
 #ifndef ED_EMULATED
-    batched_vad_limit();
+    CHECK_PART(batched_vad_limit());
 #endif
     for (int f = 0; f < N_FILES; f++) encdec_free(g_pcm[f]);
     cJSON_Delete(js);

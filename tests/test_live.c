@@ -976,8 +976,8 @@ static void cli(const float *jfk, size_t n) {
 }
 
 int main(void) {
-    rules();
-    floor_rule();
+    CHECK_PART(rules());
+    CHECK_PART(floor_rule());
     if (!golden_find_model(g_model, sizeof g_model, "ENCDEC_TINY_EN", "whisper-tiny.en")) {
         printf("whisper tiny.en not installed: live decoding not checked\n");
         return check_done();
@@ -992,26 +992,26 @@ int main(void) {
     size_t n_jfk = 0;
     CHECK_EQ_INT(encdec_audio_load(ED_SHARED_DIR "/audio/jfk.wav", 0, &jfk, &n_jfk), ENCDEC_OK);
     if (e && jfk) {
-        bad_calls(e);
-        utterances(e);
-        silence(e, jfk, n_jfk);
+        CHECK_PART(bad_calls(e));
+        CHECK_PART(utterances(e));
+        CHECK_PART(silence(e, jfk, n_jfk));
         if (tmp_new("encdec-live")) {
-            cli(jfk, n_jfk);
+            CHECK_PART(cli(jfk, n_jfk));
             tmp_remove(tmp_dir);
         }
-        rate_24k(e, jfk, n_jfk);
-        backlog(e, jfk, n_jfk);
-        behind(e, jfk, n_jfk);
-        idle_step(e, jfk, n_jfk);
-        unheard(e, jfk);
-        stopped(e, jfk, n_jfk);
-        end_again(e, jfk, n_jfk);
+        CHECK_PART(rate_24k(e, jfk, n_jfk));
+        CHECK_PART(backlog(e, jfk, n_jfk));
+        CHECK_PART(behind(e, jfk, n_jfk));
+        CHECK_PART(idle_step(e, jfk, n_jfk));
+        CHECK_PART(unheard(e, jfk));
+        CHECK_PART(stopped(e, jfk, n_jfk));
+        CHECK_PART(end_again(e, jfk, n_jfk));
 #ifndef ED_SANITIZED
-        with_vad(e, jfk, n_jfk);
-        noisy_room(e, jfk, n_jfk);
-        talk(e);
-        pauses(e);
-        dense_int8();
+        CHECK_PART(with_vad(e, jfk, n_jfk));
+        CHECK_PART(noisy_room(e, jfk, n_jfk));
+        CHECK_PART(talk(e));
+        CHECK_PART(pauses(e));
+        CHECK_PART(dense_int8());
 #endif
     }
     encdec_free(jfk);

@@ -435,13 +435,13 @@ int main(void) {
 #ifdef ED_SANITIZED
         quick = 1;
 #endif
-        golden_cases(js, quick);
+        CHECK_PART(golden_cases(js, quick));
         if (!quick) fallback(js);
-        cache_modes();
-        whole_windows(js, quick);
+        CHECK_PART(cache_modes());
+        CHECK_PART(whole_windows(js, quick));
     }
-    languages(js);
-    default_heads(tiny);
+    CHECK_PART(languages(js));
+    CHECK_PART(default_heads(tiny));
     encdec_session_free(g_sess);
     encdec_model_free(g_tiny);
     cJSON_Delete(js);

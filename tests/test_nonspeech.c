@@ -342,18 +342,18 @@ int main(void) {
         {FILE_, 0, 1, 0, "jfk.wav"},     {FILE_, 0, 5, 0, "platforms_en.wav"},
     };
 #ifdef ED_SANITIZED
-    run_model(tiny, "tiny.en", tiny_cases + 4, 1);
+    CHECK_PART(run_model(tiny, "tiny.en", tiny_cases + 4, 1));
     (void)base;
 #else
-    run_model(tiny, "tiny.en", tiny_cases, (int)(sizeof tiny_cases / sizeof tiny_cases[0]));
+    CHECK_PART(run_model(tiny, "tiny.en", tiny_cases, (int)(sizeof tiny_cases / sizeof tiny_cases[0])));
     /* base: the tones the old detector turned into a sentence, and music
      * (compared without the detector where it stops a decode) */
     static const ns_case base_cases[] = {{TONES, 2, 5, 0, NULL}, {MUSIC, 1, 5, 0, NULL}};
     if (golden_find_model(base, sizeof base, "ENCDEC_BASE", "whisper-base"))
-        run_model(base, "base", base_cases, 2);
+        CHECK_PART(run_model(base, "base", base_cases, 2));
     else
         printf("base: not installed, skipped\n");
-    every_recording_within(tiny);
+    CHECK_PART(every_recording_within(tiny));
 #endif
     return check_done();
 }
