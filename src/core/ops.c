@@ -178,7 +178,6 @@ typedef struct {
     int ldy, ldx, M, N, K;
     k_gemm_mode mode;
     int epi;
-    int isa;   /* k_gemm_isa's cap: K_ISA_AMX (none), or K_ISA_VEC (few_isa) */
 } gemm_ctx;
 
 /* Rows [lo, ...) of w [N, K] as a matrix of their own (lo: a multiple of
@@ -194,7 +193,7 @@ static void gemm_cols(const gemm_ctx *c, int lo, int hi, void *scratch) {
     k_w w = w_rows_from(c->w, c->K, lo);
     const float *b = c->b ? c->b + lo : NULL;
     if (scratch)
-        k_gemm_isa(c->isa, c->y + lo, c->ldy, c->x, c->ldx, w, b, c->M, hi - lo, c->K, c->mode, c->epi,
+        k_gemm(c->y + lo, c->ldy, c->x, c->ldx, w, b, c->M, hi - lo, c->K, c->mode, c->epi,
                    scratch);
     else k_gemm_ref(c->y + lo, c->ldy, c->x, c->ldx, w, b, c->M, hi - lo, c->K, c->mode, c->epi);
 }
@@ -219,7 +218,7 @@ static void gemm_task(void *arg, int ith, int nth) {
     const float *x = c->x + (size_t)lo * c->ldx;
     void *scratch = ed_pool_scratch(c->p, ith, k_gemm_scratch_bytes(hi - lo, c->N, c->K, c->mode));
     if (scratch)
-        k_gemm_isa(c->isa, y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi, scratch);
+        k_gemm(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi, scratch);
     else k_gemm_ref(y, c->ldy, x, c->ldx, c->w, c->b, hi - lo, c->N, c->K, c->mode, c->epi);
 }
 
@@ -268,34 +267,17 @@ static k_gemm_mode gemm_mode(k_w w) {
 }
 
 /* From this many rows, f32 weights and N >= 128 (64 a thread), k_gemm's
- * few-row path (kern/gemm_ws.c, gemm_ws_avx2.c) rather than the few-row
- * kernel (k_matmul_f). Measured on the Xeon as 1.3-3.3x at 8-16 rows
- * (gemm_bench [--avx2] -m 8 -s cols, 2026-11-29), but against the few-row
- * kernel on one thread (gemm_bench's first column splits rows by 14) and
- * with opus-mt's matrices in its 480 MB L3. On the Zen 4 (32 MB L3),
- * end to end, NLLB-600M tokens/s at 8 rows: k_gemm's AVX-512 form 10.8,
- * its AVX2 form (below) 23.8, the few-row kernel 25.0; 16 rows 68.7 /
- * 116.9 / 80. */
+ * few-row path (kern/gemm_ws.c, gemm_ws16.c, gemm_ws_avx2.c) rather than
+ * the few-row kernel (k_matmul_f). Measured on the Xeon as 1.3-3.3x at
+ * 8-16 rows (gemm_bench [--avx2] -m 8 -s cols, 2026-11-29), but against
+ * the few-row kernel on one thread (gemm_bench's first column splits rows
+ * by 14) and with opus-mt's matrices in its 480 MB L3. On the Zen 4 (32 MB
+ * L3), end to end, NLLB-600M tokens/s at 8 rows: k_gemm's 32-lane AVX-512
+ * form 10.8, its AVX2 form 23.8, the few-row kernel 25.0; 16 rows 68.7 /
+ * 116.9 / 80. Up to 16 rows k_gemm's AVX-512 path now takes gemm_ws16.c's
+ * 16-lane tiles, which waste no lanes (on the Emerald Rapids Xeon 1.1-1.6x
+ * the AVX2 form at 8-16 rows, 2 threads, 2026-12-02). */
 #define OP_WS_MIN_M 8
-
-/* Up to this many rows of f32 weights, op_matmul_w's products take k_gemm's
- * few-row path in its AVX2 form (6 x 16 tiles: x rows in 16 lanes) also
- * where AVX-512 is there: the AVX-512 form holds x rows in 32 lanes, so 8
- * rows waste three quarters of its multiply-adds and 16 rows half. AMD
- * EPYC Zen 4, f32, text_vs_ctranslate2 workers (tokens/s): NLLB-600M 2
- * inputs x 4 beams (8 rows) 10.8 -> 23.8, 16 inputs greedy 68.7 -> 116.9;
- * bart-large-cnn 20.4 -> 44.5, 123.0 -> 190.6; opus-mt 100.9 -> 161.5,
- * 597.8 -> 812.4. On the Xeon
- * the AVX2 form was ahead too (58101 x 512: 72.3 against 63.2 GFLOP/s at 8
- * rows, 139.6 against 128.6 at 16; docs/BENCHMARKS.md). From 17 rows on
- * each set's own. Not for op_matmul_w_rows: its sums must not change with
- * M (this changes K's blocking). */
-#define OP_FEW_ROWS 16
-
-static int few_isa(k_w w, int M, int few, int epi) {
-    /* (with GELU the AVX2 form would pack w: k_gemm_isa's AVX2 few-row path has no GELU) */
-    return few && w.t == K_F32 && M <= OP_FEW_ROWS && !(epi & K_GEMM_GELU) ? K_ISA_VEC : K_ISA_AMX;
-}
 
 /* The packed GEMM takes this product: many rows, or weights packed for it;
  * few: also a few rows of f32 weights where k_gemm's few-row path runs
@@ -312,7 +294,7 @@ void op_matmul_w_ex(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w 
                     const float *b, int M, int N, int K, int epi, float *tmp) {
     OP_DEV(p, od_matmul_w(dev_, y, ldy, x, ldx, w, b, M, N, K, epi));
     if (gemm_fits(w, M, N, 1)) {
-        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), epi, few_isa(w, M, 1, epi)};
+        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), epi};
         ed_pool_run(p, gemm_task, &c);
         return;
     }
@@ -363,7 +345,7 @@ static void matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w
         return;
     }
     if (gemm_fits(w, M, N, few)) {
-        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0, few_isa(w, M, few, 0)};
+        gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0};
         ed_pool_run(p, gemm_task, &c);
         return;
     }
@@ -417,7 +399,7 @@ void op_matmul_w_rows(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_
     /* the packed GEMM for every M: its sums follow K's blocking only (rows
      * are split across threads, or columns for few rows; neither changes a
      * value's order of additions) */
-    gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0, K_ISA_AMX};
+    gemm_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K, gemm_mode(w), 0};
     ed_pool_run(p, gemm_task, &c);
 }
 

@@ -87,8 +87,8 @@ int gemm_ws_takes(int M, int N, int K) {
 }
 
 size_t gemm_ws_scratch_bytes(int M, int K) {
-    size_t tail = (size_t)GEMM_WS_R * GEMM_KC_F > (size_t)6 * GEMM_KC_AVX2 ? (size_t)GEMM_WS_R * GEMM_KC_F
-                                                                           : (size_t)6 * GEMM_KC_AVX2;
+    size_t tail = (size_t)GEMM_WS16_R * GEMM_KC_F > (size_t)6 * GEMM_KC_AVX2 ? (size_t)GEMM_WS16_R * GEMM_KC_F
+                                                                             : (size_t)6 * GEMM_KC_AVX2;
     return (size_t)rup(M, GEMM_WS_C) * (size_t)K * 4 + tail * 4 + 128;   /* + the AVX2 path's */
 }
 
@@ -329,7 +329,7 @@ int k_gemm_isa(int isa, float *y, int ldy, const float *x, int ldx, k_w w, const
     if (mode == K_GEMM_F32 && w.t == K_F32 && gemm_ws_takes(M, N, K)) {
         int path = k_gemm_path(isa, mode);
         if (path == 2) {
-            gemm_run_ws(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
+            (M <= 16 ? gemm_run_ws16 : gemm_run_ws)(y, ldy, x, ldx, w.p, b, M, N, K, epi, scratch);
             return 2;
         }
         if (path == 1 && !(epi & K_GEMM_GELU) && M <= GEMM_WS_MAX_M_AVX2) {   /* (its GELU would not be k_gelu's rows) */
