@@ -168,7 +168,7 @@ static void test_shapes(void) {
  * most 512 KB (200 and 256 rows of K 512 take it, 129 of K 1100 not);
  * rows of w around its 14-, 28- (16 rows or fewer: gemm_ws16.c) and
  * 6-row tiles, the 64 it starts at; K across the 384- and 768-k blocks,
- * and rows 2 or 4 KB apart, which gemm_ws16.c copies),
+ * and rows 2 or 4 KB apart, which gemm_ws16.c takes 20 and 10 at a time),
  * strides, bias, GELU (the AVX2 path leaves it to the packed one),
  * K_GEMM_ACC; also the reference's tolerance and y's padding (run_one). */
 static void test_ws_isa(int isa) {

@@ -145,8 +145,10 @@ void gemm_run_amx(float *y, int ldy, const float *x, int ldx, k_w w, const float
  * benchmarks). */
 #define GEMM_WS_R 14
 #define GEMM_WS_C 32
-/* gemm_ws16.c: the same for M <= 16 in one 16-lane panel, 28 x 16 tiles
- * (the same sums again); k_gemm's AVX-512 path takes it for those rows. */
+/* gemm_ws16.c: the same for M <= 16 in one 16-lane panel, tiles of up to
+ * 28 rows of w (10 or 20 where the rows' stride puts them into one or two
+ * L1 sets; the same sums again); k_gemm's AVX-512 path takes it for those
+ * rows. */
 #define GEMM_WS16_R 28
 void gemm_run_ws16(float *y, int ldy, const float *x, int ldx, const float *w, const float *b,
                    int M, int N, int K, int epi, void *scratch);

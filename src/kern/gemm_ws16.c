@@ -12,9 +12,11 @@
  * before its 16 k steps had used it (16 x 256 x 1024 in cache, one Xeon
  * core: 62 GFLOP/s against 94 at K 1040). So the tile's height follows the
  * sets the rows spread over: 28 rows where they reach 4 sets or more, 20
- * over 2 sets (K 512: 10 a set), 10 over one (K 1024, 2048, 4096). Copying
- * the rows to a padded stride instead cost about a third of the kernel's
- * time (a call per row and block).
+ * over 2 sets (K 512: 10 a set), 10 over one (K 1024, 2048, 4096); at K
+ * 1024 10 rows ran at 64.9, 20 at 52.9, 28 at 42.9; at K 512 20 rows best
+ * (90.7 against 65.5 and 57.1). Copying 28 rows to a padded stride per K
+ * block helped too (78 against 62) but was not compared head to head with
+ * the lower tiles, which need no copy.
  *
  * The sums are gemm_ws.c's (so the packed AVX-512 path's) bit for bit: the
  * same K blocks of GEMM_KC_F, each element's products added in k order
