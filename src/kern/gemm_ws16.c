@@ -15,8 +15,8 @@
  * over 2 sets (K 512: 10 a set), 10 over one (K 1024, 2048, 4096); at K
  * 1024 10 rows ran at 64.9, 20 at 52.9, 28 at 42.9; at K 512 20 rows best
  * (90.7 against 65.5 and 57.1). Copying 28 rows to a padded stride per K
- * block helped too (78 against 62) but was not compared head to head with
- * the lower tiles, which need no copy.
+ * block instead: 79.3 against the 10 rows' 121.4 at K 1024, 58.7 against
+ * the 20 rows' 121.2 at K 512 (head to head, a quieter hour).
  *
  * The sums are gemm_ws.c's (so the packed AVX-512 path's) bit for bit: the
  * same K blocks of GEMM_KC_F, each element's products added in k order
