@@ -119,10 +119,13 @@ static uint16_t to_half(float v, int bf16) {
 }
 
 /* Shapes: a decode step, beams, prompts, the packed T5 encoder, the
- * convolution stem and the encoder's products (M x N x K). */
+ * convolution stem and the encoder's products (M x N x K); 12 x 700 x 1024
+ * and 9 x 650 x 512: gemm_ws16.c's 10- and 20-row tiles (rows 4 and 2 KB
+ * apart), whose column slices end inside a tile. */
 static const int g_shapes[][3] = {
     {1, 384, 384},    {5, 1152, 384},  {16, 1536, 384}, {17, 384, 1536}, {40, 512, 512},
     {130, 1024, 512}, {300, 384, 240}, {513, 384, 384}, {1500, 1536, 384}, {1500, 384, 1152},
+    {12, 700, 1024},  {9, 650, 512},
 };
 
 static void test_products(int isa) {
