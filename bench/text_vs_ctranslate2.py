@@ -7,7 +7,7 @@ Usage (from the repository root, after scripts/venv.sh and a build of the librar
     .venv/bin/python bench/text_vs_ctranslate2.py [--shape opus-mt-en-de|flan-t5-small|
         nllb-200-distilled-600M|bart-large-cnn] [--threads 2]
         [--batches 1,16,64] [--beams 1,4] [--computes f32,int8] [--max-new 24]
-        [--repeats 3] [--lib build/libencdec.so.0] [--json OUT]
+        [--repeats 3] [--lib build/libencdec.so.0] [--json OUT] [--no-logit-screen]
 
 The model: random weights of the real shape (opus-mt-en-de: Marian, d_model 512, 6 + 6
 layers, 8 heads, FFN 2048, 58101 tokens, swish, sinusoidal positions), written once to
@@ -37,6 +37,9 @@ the median generated tokens per second (batch x max_new / time: the returned bes
 sequences' tokens) and the process's peak RSS (VmHWM; the workers import neither
 torch nor transformers: the inputs come from a file). Both run intra-op threads = --threads
 (CTranslate2: inter_threads 1, intra_threads N; encdec: a session of N threads).
+--no-logit-screen loads encdec's model without its screened logits (models/screen.h:
+f32 greedy steps of up to 4 sequences read a bf16 copy of the output matrix), for
+the same rows before and after.
 """
 import argparse
 import json
@@ -244,6 +247,7 @@ def worker_encdec(a, texts, pieces):
     mp = N.lib.encdec_model_default_params()
     mp.compute = {"f32": 0, "int8": 2}[a.compute]
     mp.no_weight_check = 1   # the -1e4 </s> bias is "absurd" on purpose
+    mp.no_logit_screen = int(a.no_logit_screen)
     m, s = ctypes.c_void_p(), ctypes.c_void_p()
     N.check(N.lib.encdec_model_load_ex(os.fsencode(a.model), ctypes.byref(mp), ctypes.byref(m)))
     sp = N.SessionParams()
@@ -310,7 +314,8 @@ def one(a, engine, compute, batch, beam):
     cmd = [sys.executable, __file__, "--worker", "--engine", engine, "--compute", compute,
            "--batch", str(batch), "--beam", str(beam), "--model", a.model, "--ct2", a.ct2,
            "--threads", str(a.threads), "--max-new", str(a.max_new), "--repeats", str(a.repeats),
-           "--lib", a.lib, "--inputs", a.inputs, "--shape", a.shape]
+           "--lib", a.lib, "--inputs", a.inputs, "--shape", a.shape] + \
+        (["--no-logit-screen"] if a.no_logit_screen else [])
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -327,6 +332,8 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--lib", default=os.path.join(ROOT, "build", "libencdec.so.0"))
     p.add_argument("--json")
+    p.add_argument("--no-logit-screen", action="store_true",
+                   help="encdec without screened logits (f32 greedy steps read the f32 output matrix)")
     # worker mode
     p.add_argument("--worker", action="store_true")
     p.add_argument("--engine")

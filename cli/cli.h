@@ -65,7 +65,7 @@ const char *cli_kvtype_name(encdec_kv_type t);
     "      --device DEV     cpu (default), cuda or cuda:N: an NVIDIA GPU (a build with\n" \
     "                       -DENCDEC_CUDA=ON; every --compute mode); the\n" \
     "                       environment's ENCDEC_DEVICE sets the default\n"
-/* Parses --compute / --cross-kv / --isa / --no-weight-check / --device at argv[*i] (value in argv[*i + 1] or after
+/* Parses --compute / --cross-kv / --isa / --no-weight-check / --no-logit-screen / --device at argv[*i] (value in argv[*i + 1] or after
  * '='): 1 consumed, 0 not one of them, -1 bad value. */
 int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
                         encdec_kv_type *kv);

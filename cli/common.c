@@ -236,6 +236,10 @@ int cli_parse_precision(int argc, char **argv, int *i, encdec_model_params *mp,
         mp->no_weight_check = 1;
         return 1;
     }
+    if (!strcmp(a, "--no-logit-screen")) {
+        mp->no_logit_screen = 1;
+        return 1;
+    }
     if (!strncmp(a, "--isa=", 6)) return cli_parse_isa(a + 6, &mp->isa) ? 1 : -1;
     if (!strcmp(a, "--isa")) {
         (*i)++;

@@ -19,6 +19,7 @@
 #include "golden.h"
 #include "modeldir.h"
 #include "rep_penalty.h"
+#include "screen_check.h"
 
 #include "base/json.h"
 #include "decode/search.h"
@@ -222,10 +223,11 @@ static double check_logits(bart_state *s, golden *G, encdec_kv_mode mode, double
     return worst;
 }
 
-static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode) {
+static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode, int screen) {
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
     dec_runner r;
     dec_model dm = open_runner(&r, s, 1, mode);
+    rn_screen(&r, screen);
     dec_rules rules = {NULL, 0, NULL, 0, s->m->hp.eos, G->N};
     int *toks = calloc((size_t)G->B * G->N, sizeof(int)), *lens = calloc((size_t)G->B, sizeof(int));
     float *lps = calloc((size_t)G->B * G->N, sizeof(float)), *sc = calloc((size_t)G->B, sizeof(float));
@@ -236,10 +238,39 @@ static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode) {
         bad += lens[b] != gl[b];
         for (int t = 0; t < gl[b] && t < lens[b]; t++) bad += toks[b * G->N + t] != gt[b * G->N + t];
     }
-    printf("  greedy, %s: %d token mismatches\n", kv_name(mode), bad);
+    printf("  greedy, %s%s: %d token mismatches\n", kv_name(mode), screen ? ", screened" : "", bad);
     CHECK_EQ_INT(bad, 0);
     free(toks), free(lens), free(lps), free(sc);
     rn_free(&r);
+}
+
+/* Screened logits (models/screen.h), its size threshold waived for these
+ * small models: a second state decodes unscreened in lockstep
+ * (screen_check.h); then greedy tokens, refined, transformers' in every
+ * cache mode. */
+static void check_screen(bart_model *m, bart_state *s, golden *G) {
+    CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
+    if (!m->screen.w.p) {
+        printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection is "
+               "stored in halves: read at half the bytes already" : "no fast panel-major kernel here");
+        return;
+    }
+    bart_state *s2;
+    CHECK_EQ_INT(bart_state_new(&s2, m, s->pool, KV_F32), ENCDEC_OK);
+    bart_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
+    CHECK_EQ_INT(bart_state_reserve(s2, &shape), ENCDEC_OK);
+    bart_encode(s2, G->ids, G->start, G->len, G->B);
+    dec_runner r0, r1;
+    dec_model d0 = open_runner(&r0, s, 1, ENCDEC_KV_FULL), d1 = open_runner(&r1, s2, 1, ENCDEC_KV_FULL);
+    rn_screen(&r1, 1);
+    screen_lockstep(&d0, &d1, G->B, G->N, m->hp.dec_start, gi(G->g, "greedy_tokens"),
+                    gi(G->g, "greedy_len"));
+    rn_free(&r0);
+    rn_free(&r1);
+    bart_state_free(s2);
+    encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+    for (int i = 0; i < 3; i++) check_greedy(s, G, modes[i], 1);
+    memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
 }
 
 static void check_beam(bart_state *s, golden *G, encdec_kv_mode mode) {
@@ -355,7 +386,8 @@ static void check_kernel_sets(const bart_model *m, golden *G) {
         printf("  kernel set %d (%s here), 3 threads:\n", sets[i], k_isa_name(k_isa()));
         check_encoder(s, G);
         check_logits(s, G, ENCDEC_KV_FULL, G->logit_tol, NULL);
-        check_greedy(s, G, ENCDEC_KV_FULL);
+        check_greedy(s, G, ENCDEC_KV_FULL, 0);
+        check_screen((bart_model *)m, s, G);
         bart_state_free(s);
         ed_pool_free(pool);
         ed_isa_swap(old);
@@ -687,6 +719,83 @@ static void check_bad_words(const cJSON *bw, const char *const *in, int B, int N
 /* Through the public API (a model with its tokenizer): the tokenizer's
  * ids, then texts and tokens as transformers' generate() and its tokenizer's
  * decode give them, by a session and by an engine. */
+/* An engine of 2 threads over m. */
+static encdec_engine *engine_of(encdec_model *m) {
+    encdec_engine *e = NULL;
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    return e;
+}
+
+/* Request q's best sequence reads want; q is freed. */
+static void wait_text(encdec_request *q, const char *want) {
+    encdec_result *r = NULL;
+    if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+    const encdec_sequence *sq = r ? encdec_result_sequence(r, 0) : NULL;
+    CHECK_STR(sq ? sq->text : "", want);
+    encdec_result_free(r);
+    encdec_request_free(q);
+}
+
+/* The API with screened logits (models/screen.h; ENCDEC_LOGIT_SCREEN_MIN 0
+ * so that these small models screen): the model holds the copy (its weight
+ * bytes grow by it), and greedy decodes give transformers' tokens and
+ * texts: a session over all inputs at once, and an engine with each input
+ * its own request (one request at a time: one-row steps; then all at once);
+ * with no_logit_screen, no copy. */
+static void check_api_screened(const char *model_dir, golden *G) {
+    const cJSON *api = cJSON_GetObjectItem(G->js, "api");
+    if (!api) return;
+    const cJSON *texts = cJSON_GetObjectItem(api, "inputs"), *gj = cJSON_GetObjectItem(api, "greedy");
+    int B = cJSON_GetArraySize(texts);
+    const char *in[8];
+    for (int b = 0; b < B && b < 8; b++) in[b] = cJSON_GetArrayItem(texts, b)->valuestring;
+    encdec_model *m = NULL, *plain = NULL;
+    encdec_model_params mp = encdec_model_default_params();
+    setenv("ENCDEC_LOGIT_SCREEN_MIN", "0", 1);
+    CHECK_EQ_INT(encdec_model_load_ex(model_dir, &mp, &m), ENCDEC_OK);
+    mp.no_logit_screen = 1;
+    CHECK_EQ_INT(encdec_model_load_ex(model_dir, &mp, &plain), ENCDEC_OK);
+    unsetenv("ENCDEC_LOGIT_SCREEN_MIN");
+    if (!m || !plain) {
+        encdec_model_free(m);
+        encdec_model_free(plain);
+        return;
+    }
+    encdec_model_info a, b0;
+    encdec_model_get_info(m, &a);
+    encdec_model_get_info(plain, &b0);
+    int halves = a.weight_bytes == b0.weight_bytes;   /* stored in halves: no screen */
+    printf("  screened API: weight bytes %zu (without the screen %zu)\n", a.weight_bytes, b0.weight_bytes);
+    CHECK(a.weight_bytes >= b0.weight_bytes);
+    encdec_model_free(plain);
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    encdec_result *r = NULL;
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = G->N;
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    if (s) CHECK_EQ_INT(encdec_generate(s, in, B, &p, &r), ENCDEC_OK);
+    check_sequences(r, cJSON_GetObjectItem(gj, "tokens"), cJSON_GetObjectItem(gj, "text"), 1);
+    encdec_result_free(r);
+    encdec_session_free(s);
+    encdec_engine *e = engine_of(m);
+    const cJSON *want = cJSON_GetObjectItem(gj, "text");
+    for (int together = 0; e && together < 2; together++) {
+        encdec_request *q[8] = {0};
+        for (int b = 0; b < B && b < 8; b++) {
+            CHECK_EQ_INT(encdec_engine_generate(e, in[b], &p, &q[b]), ENCDEC_OK);
+            if (!together) wait_text(q[b], cJSON_GetArrayItem(want, b)->valuestring);
+        }
+        for (int b = 0; together && b < B && b < 8; b++)
+            wait_text(q[b], cJSON_GetArrayItem(want, b)->valuestring);
+    }
+    printf("  screened API: greedy by a session and an engine%s\n", halves ? " (no screen: halves)" : "");
+    encdec_engine_free(e);
+    encdec_model_free(m);
+}
+
 static void check_api(const char *model_dir, golden *G, const char *model_type) {
     const cJSON *api = cJSON_GetObjectItem(G->js, "api");
     if (!api) return;
@@ -734,10 +843,7 @@ static void check_api(const char *model_dir, golden *G, const char *model_type) 
     encdec_result_free(r);
     encdec_session_free(s);
     /* the engine: each input its own request, all at once; the beam's results */
-    encdec_engine *e = NULL;
-    encdec_engine_params ep = encdec_engine_default_params();
-    ep.n_threads = 2;
-    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    encdec_engine *e = engine_of(m);
     encdec_request *q[8] = {0};
     for (int b = 0; e && b < B && b < 8; b++) CHECK_EQ_INT(encdec_engine_generate(e, in[b], &p, &q[b]), ENCDEC_OK);
     for (int b = 0; e && b < B && b < 8; b++) {
@@ -792,6 +898,8 @@ static void check_api(const char *model_dir, golden *G, const char *model_type) 
     if (bw) check_bad_words(bw, in, B, G->N);
     /* the decoder's positions bound what an engine may generate */
     encdec_engine *e2 = NULL;
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
     ep.max_new_tokens = 4096;
     CHECK_STATUS(encdec_engine_new(m, &ep, &e2), ENCDEC_ERR_ARG, "the model's positions");
     encdec_engine_free(e);
@@ -832,7 +940,7 @@ static void run_variant(const char *variant, const char *model_type) {
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int i = 0; i < 3; i++) {
         check_logits(s, &G, modes[i], G.logit_tol, NULL);
-        check_greedy(s, &G, modes[i]);
+        check_greedy(s, &G, modes[i], 0);
     }
     for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
     check_forced(s, &G);
@@ -842,6 +950,7 @@ static void run_variant(const char *variant, const char *model_type) {
     check_kernel_sets(m, &G);
     if (!strcmp(variant, "bart-mild")) check_precision(model_dir, &G);
     check_api(model_dir, &G, model_type);
+    check_api_screened(model_dir, &G);
     free(G.ids), free(G.start), free(G.len);
     cJSON_Delete(G.js);
     wtab_free(G.g);

@@ -14,7 +14,9 @@
 #include "check.h"
 #include "modeldir.h"
 #include "golden.h"
+#include "screen_check.h"
 
+#include "base/isa.h"
 #include "base/json.h"
 #include "decode/search.h"
 #include "models/t5.h"
@@ -181,13 +183,14 @@ static void check_feed_n(t5_state *s, golden *G, encdec_kv_mode mode) {
     free(all);
 }
 
-static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode) {
+static void check_greedy(t5_state *s, golden *G, encdec_kv_mode mode, int screen) {
     const t5_hparams *h = &s->m->hp;
     const int *gt = gi(G->g, "greedy_tokens"), *gl = gi(G->g, "greedy_len");
     dec_runner r;
     rn_model rm = t5_rn_model(s, 1);
     CHECK_EQ_INT(rn_init(&r, &rm, mode), ENCDEC_OK);
     rn_begin(&r, mode);
+    rn_screen(&r, screen);
     dec_model dm = rn_seam(&r);
     dec_rules rules = {NULL, 0, NULL, 0, h->eos, G->N};
     int *toks = calloc((size_t)G->B * G->N, sizeof(int)), *lens = calloc((size_t)G->B, sizeof(int));
@@ -393,6 +396,53 @@ static void check_precision(const char *model_dir, golden *G) {
     }
 }
 
+/* Screened logits (models/screen.h), its size threshold waived for these
+ * small models, on the AVX2 set and the CPU's best: a second state decodes
+ * unscreened in lockstep (screen_check.h); then greedy tokens, refined,
+ * transformers' in every cache mode. */
+static void check_screen(t5_model *m, golden *G) {
+    static const int sets[] = {K_ISA_VEC, K_ISA_AMX};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        int old = ed_isa_swap(sets[k]);
+        CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
+        if (!m->screen.w.p) {
+            printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection "
+                   "is stored in halves" : "no fast panel-major kernel here");
+            ed_isa_swap(old);
+            return;
+        }
+        printf("  kernel set %s:\n", k_isa_name(k_isa()));
+        ed_pool *pool;
+        CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
+        ed_pool_set_isa(pool, sets[k]);
+        t5_state *s[2];
+        t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
+        dec_runner r[2];
+        dec_model d[2];
+        for (int i = 0; i < 2; i++) {
+            CHECK_EQ_INT(t5_state_new(&s[i], m, pool, KV_F32), ENCDEC_OK);
+            CHECK_EQ_INT(t5_state_reserve(s[i], &shape), ENCDEC_OK);
+            t5_encode(s[i], G->ids, G->start, G->len, G->B);
+            rn_model rm = t5_rn_model(s[i], 1);
+            CHECK_EQ_INT(rn_init(&r[i], &rm, ENCDEC_KV_FULL), ENCDEC_OK);
+            rn_begin(&r[i], ENCDEC_KV_FULL);
+            d[i] = rn_seam(&r[i]);
+        }
+        rn_screen(&r[1], 1);
+        screen_lockstep(&d[0], &d[1], G->B, G->N, m->hp.dec_start, gi(G->g, "greedy_tokens"),
+                        gi(G->g, "greedy_len"));
+        rn_free(&r[0]);
+        rn_free(&r[1]);
+        encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+        for (int i = 0; i < 3; i++) check_greedy(s[0], G, modes[i], 1);
+        t5_state_free(s[0]);
+        t5_state_free(s[1]);
+        ed_pool_free(pool);
+        memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
+        ed_isa_swap(old);
+    }
+}
+
 static void run_variant(const char *variant, const char *model_name) {
     char model_dir[1024], gpath[1024], jpath[1024];
     snprintf(model_dir, sizeof model_dir, "%s/%s", ED_TEST_DATA, model_name);
@@ -433,7 +483,7 @@ static void run_variant(const char *variant, const char *model_name) {
         printf("  logits at every step, %s: max |diff| / max |row| %.3g\n", cli_kv(modes[i]), d);
         CHECK_NEAR(d, 0, LOGIT_TOL);
         check_feed_n(s, &G, modes[i]);
-        check_greedy(s, &G, modes[i]);
+        check_greedy(s, &G, modes[i], 0);
     }
     double worst = 0;
     for (int l = 0; l < nb; l++)
@@ -447,6 +497,7 @@ static void run_variant(const char *variant, const char *model_name) {
     for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
     t5_state_free(s);
     ed_pool_free(pool);
+    check_screen(m, &G);
     check_api(model_dir, &G);
     check_precision(model_dir, &G);
     free(G.ids), free(G.start), free(G.len);

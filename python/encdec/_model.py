@@ -84,9 +84,10 @@ class Model:
     handle = None
 
     def __init__(self, path, compute_type="default", isa=None, family=None, device=None,
-                 device_index=0):
+                 device_index=0, logit_screen=True):
         mp = N.lib.encdec_model_default_params()
         mp.compute = compute_mode(compute_type)
+        mp.no_logit_screen = 0 if logit_screen else 1
         if device is not None:   # else the library's default ($ENCDEC_DEVICE, or the CPU)
             mp.device, mp.device_index = device_of(device, device_index)
         if isa is not None:

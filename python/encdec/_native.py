@@ -71,7 +71,7 @@ def check(status, what=None):
 
 class ModelParams(Structure):
     _fields_ = [("compute", c_int), ("isa", c_int), ("no_weight_check", c_int),
-                ("device", c_int), ("device_index", c_int)]
+                ("device", c_int), ("device_index", c_int), ("no_logit_screen", c_int)]
 
 
 class ModelInfo(Structure):

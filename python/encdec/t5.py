@@ -34,14 +34,18 @@ class T5Model(Owner):
     max_position_embeddings - 1 at most; default 512 or that; the engine
     sizes its self-attention caches by it). device, device_index: "cpu",
     "cuda" (with the GPU's number) or "auto", as WhisperModel takes them
-    (default: the library's, $ENCDEC_DEVICE or the CPU)."""
+    (default: the library's, $ENCDEC_DEVICE or the CPU). logit_screen=False:
+    an f32 BART-family model keeps no bf16 copy of its output projection
+    (by default greedy steps of up to 4 rows read it: the same tokens, half
+    that matrix's bytes a step, its f32 bytes / 2 more memory)."""
 
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
-                 num_workers=8, max_new_tokens=None, device=None, device_index=0):
+                 num_workers=8, max_new_tokens=None, device=None, device_index=0,
+                 logit_screen=True):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
         self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"),
-                            device=device, device_index=device_index)
+                            device=device, device_index=device_index, logit_screen=logit_screen)
         ep = N.lib.encdec_engine_default_params()
         ep.n_threads = default_threads(cpu_threads)
         ep.max_active = int(num_workers)

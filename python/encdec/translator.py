@@ -61,16 +61,17 @@ class Translator:
     this process may use); inter_threads: accepted, the engine decodes
     every request together. max_decoding_length bounds each call below the
     engine's limit, max_new_tokens (default 512, or the BART family's
-    positions)."""
+    positions). logit_screen: as Seq2SeqModel's (f32 greedy steps read a
+    bf16 copy of the output projection; the same hypotheses)."""
 
     def __init__(self, model_path, device="cpu", device_index=0, compute_type="default",
                  inter_threads=1, intra_threads=0, max_queued_batches=0, files=None,
-                 max_new_tokens=None, num_workers=16):
+                 max_new_tokens=None, num_workers=16, logit_screen=True):
         if files:
             raise ValueError("files: give the model's directory")
         self._model = T5Model(model_path, compute_type=compute_type, cpu_threads=intra_threads,
                               num_workers=num_workers, max_new_tokens=max_new_tokens,
-                              device=device, device_index=device_index)
+                              device=device, device_index=device_index, logit_screen=logit_screen)
         self.device = "cuda" if self._model._model.info.get("device", "cpu") != "cpu" else "cpu"
         self.compute_type = compute_type
         h = self._model._model.handle

@@ -162,6 +162,7 @@ static encdec_status generate_body(encdec_request *q) {
     if (!st) {
         dec_runner *rn = sch_client_runner(c);
         rn_begin(rn, ENCDEC_KV_FULL);
+        rn_screen(rn, !q->gp.do_sample && q->gp.num_beams == 1);   /* greedy: screened steps */
         dec_model dm = rn_seam(rn);
         st = api_generate_decode(&m->text, &q->gp, &q->langs, 1, &dm, run_posted, c, r);
         r->timings.encoder_ms = t1 - t0;

@@ -330,6 +330,8 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     rn_model rm = m->ops->rn_model(s->text_st, width);
     st = rn_init(&rn, &rm, p->kv_mode);
     if (!st) rn_begin(&rn, p->kv_mode);
+    /* greedy: the model may screen its logits (models/screen.h) */
+    rn_screen(&rn, !p->do_sample && p->num_beams == 1);
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);

@@ -119,7 +119,17 @@ static int model_matrices(encdec_model *m, wl_mat *out, int cap) {
  * the compute mode's storage, once; then the
  * decode-only half-precision ones panel-major (kern/matmul_hp.h); then the
  * file mappings' pages go (what is still borrowed comes back on use). */
-static encdec_status convert(encdec_model *m, encdec_compute c, int check) {
+/* The smallest output projection an f32 model screens (models/screen.h):
+ * MD_SCREEN_MIN elements, or the environment's ENCDEC_LOGIT_SCREEN_MIN (the
+ * tests' small models set 0). */
+static size_t screen_min(void) {
+    const char *e = getenv("ENCDEC_LOGIT_SCREEN_MIN");
+    char *end;
+    unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+    return e && *e && !*end ? (size_t)v : MD_SCREEN_MIN;
+}
+
+static encdec_status convert(encdec_model *m, encdec_compute c, int check, int screen) {
     ed_wtab *wt = m->family == API_T5 ? m->t5->wt : m->family == API_BART ? m->bart->wt : m->w->wt;
     size_t *bytes = m->family == API_T5 ? &m->t5->weight_bytes
                     : m->family == API_BART ? &m->bart->weight_bytes : &m->w->weight_bytes;
@@ -133,6 +143,8 @@ static encdec_status convert(encdec_model *m, encdec_compute c, int check) {
     model_matrices(m, mats, n);
     encdec_status st = wl_convert(wt, mats, n, c, bytes);
     if (!st) st = wl_panelize(wt, mats, n);
+    if (!st && screen && c == ENCDEC_COMPUTE_F32 && m->family == API_BART) st = bart_screen(m->bart, screen_min());
+    if (!st && screen && c == ENCDEC_COMPUTE_F32 && m->family == API_T5) st = t5_screen(m->t5, screen_min());
     if (!st) wtab_drop_maps(wt);
     free(mats);
     return st;
@@ -311,7 +323,8 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     else if (!st) st = whisper_load(&m->w, path);
     if (!st && api_is_text(m)) st = text_model(m, path);
     if (!st && pp->device == ENCDEC_DEVICE_CUDA) st = to_device(m, pp);
-    else if (!st) st = convert(m, c, !(params && params->no_weight_check));
+    else if (!st)
+        st = convert(m, c, !(params && params->no_weight_check), !(params && params->no_logit_screen));
     ed_isa_swap(old);
     if (st) {
         encdec_model_free(m);

@@ -5,6 +5,7 @@
 #include "base/mem.h"
 #include "kern/kern.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,9 @@ encdec_status dec_check_args(const char *who, const dec_model *m, int n_seq, con
                        r ? r->max_new : 0);
     if (!out_tok || !out_lp || !out_len || !out_score)
         return ed_fail(ENCDEC_ERR_ARG, "%s: an output buffer is NULL", who);
+    if (m->logit_err && (!m->logit_exact || !m->feed_n))
+        return ed_fail(ENCDEC_ERR_ARG, "%s: a model that screens its logits needs logit_exact and feed_n",
+                       who);
     return ENCDEC_OK;
 }
 
@@ -66,12 +70,17 @@ encdec_status dec_feed_all(const dec_model *m, int n_seq, const int *tokens, int
     return st;
 }
 
+static int pick_greedy(void *ctx, int seq, int index, float *logits, int n_vocab, float *lp);
+
 /* One step's choices: row i of logits is sequence live[i]'s. */
 typedef struct {
+    const dec_model *m;
     const dec_rules *r;
     dec_pick_fn pick;
     void *pick_ctx;
     float *logits;
+    float *raw;           /* [n_seq, 3 V] scratch for screened rows (NULL: none is):
+                             per row its raw logits, exact values, token ids */
     const int *live;
     const int *out_tok;   /* [n_seq, max_new]: each sequence's tokens so far */
     int *tok;
@@ -79,10 +88,53 @@ typedef struct {
     int V, t;
 } pick_job;
 
+/* The tokens of a screened row (raw logits within err of the exact ones)
+ * whose exact value decides the greedy choice, into ids; their count. raw:
+ * the row before the rules, row: after them. A token the rules left alone
+ * (a rule's change does not depend on the value but penalising zero)
+ * keeps its exact value's order within 2 err, so only those within 2 err of
+ * the best such one can win; a token the rules changed to a finite value
+ * (the repetition penalty, the forced last token) is refined too; one they
+ * set to -inf stays there whatever its value. */
+static int screen_ids(const float *raw, const float *row, int V, float err, int *ids) {
+    float best = -INFINITY;
+    for (int v = 0; v < V; v++)
+        if (row[v] == raw[v] && raw[v] != 0 && row[v] > best) best = row[v];
+    float cut = best - 2 * err;
+    int n = 0;
+    for (int v = 0; v < V; v++) {
+        if (row[v] == -INFINITY) continue;
+        if (row[v] != raw[v] || raw[v] == 0 || row[v] >= cut) ids[n++] = v;
+    }
+    return n;
+}
+
+/* Row i of a screened step made exact where the choice needs it (all of it
+ * unless the pick is greedy with value-blind rules): the exact raw logits of
+ * those tokens, the rules over them again (on the raw copy), into row. */
+static void refine(pick_job *j, int i, float *row, float err) {
+    size_t V = (size_t)j->V, at = (size_t)i * 3 * V;
+    float *raw = j->raw + at, *val = raw + V;
+    int *ids = (int *)(val + V);
+    const int *gen = j->out_tok + (size_t)j->live[i] * j->r->max_new;
+    int n = 0;
+    if (j->pick == pick_greedy && !(j->r->hook && j->r->hook->apply))
+        n = screen_ids(raw, row, j->V, err, ids);
+    else
+        for (int v = 0; v < j->V; v++) ids[n++] = v;
+    j->m->logit_exact(j->m->ctx, i, ids, n, val);
+    for (int k = 0; k < n; k++) raw[ids[k]] = val[k];
+    dec_apply_rules(raw, j->V, j->r, gen, j->t);
+    for (int k = 0; k < n; k++) row[ids[k]] = raw[ids[k]];
+}
+
 static void pick_one(void *arg, int i) {
     pick_job *j = arg;
     float *row = j->logits + (size_t)i * j->V;
+    float err = j->raw ? j->m->logit_err(j->m->ctx, i) : 0;
+    if (err > 0) memcpy(j->raw + (size_t)i * 3 * j->V, row, sizeof(float) * (size_t)j->V);
     dec_apply_rules(row, j->V, j->r, j->out_tok + (size_t)j->live[i] * j->r->max_new, j->t);
+    if (err > 0) refine(j, i, row, err);
     j->tok[i] = j->pick(j->pick_ctx, j->live[i], j->t, row, j->V, &j->lp[i]);
 }
 
@@ -119,6 +171,7 @@ typedef struct {
     int *live, *next, *toks;   /* [n_seq] each: live sequences, their next tokens, choices */
     int *looping;             /* [n_seq] 1 once the hook said stop for that sequence */
     float *lps;
+    float *screen;            /* pick_job's raw scratch, made at the first screened row */
 } ind_task;
 
 static void ind_destroy(dec_task *t) {
@@ -126,6 +179,7 @@ static void ind_destroy(dec_task *t) {
     if (q->pick_free) q->pick_free(q->pick_ctx);
     free(q->live);
     free(q->lps);
+    free(q->screen);
     free(q);
 }
 
@@ -138,8 +192,19 @@ static encdec_status ind_advance(dec_task *t) {
     ind_task *q = (ind_task *)t;
     const dec_rules *r = q->r;
     int N = r->max_new, n_live = q->n_live, k = 0, pos = q->pos;
-    pick_job job = {r, q->pick, q->pick_ctx, t->logits, q->live, q->out_tok, q->toks, q->lps,
-                    q->m->n_vocab, pos};
+    const dec_model *m = q->m;
+    int screened = 0;
+    for (int i = 0; m->logit_err && i < n_live && !screened; i++) screened = m->logit_err(m->ctx, i) > 0;
+    if (screened && !q->screen) {
+        q->screen = dec_alloc_n((size_t)q->n_seq * 3, (size_t)m->n_vocab * sizeof(float),
+                                "screened logits");
+        if (!q->screen) {
+            t->n = 0;
+            return ENCDEC_ERR_NOMEM;
+        }
+    }
+    pick_job job = {m, r, q->pick, q->pick_ctx, t->logits, screened ? q->screen : NULL, q->live,
+                    q->out_tok, q->toks, q->lps, m->n_vocab, pos};
     if (q->pure && q->m->par_for && n_live > 1) q->m->par_for(q->m->ctx, n_live, pick_one, &job);
     else
         for (int i = 0; i < n_live; i++) pick_one(&job, i);

@@ -139,20 +139,28 @@ static int build_rows(dec_runner *r, int at, int seq, const int *tokens, int n) 
     return rows_into(r, r->r_tok, r->r_pos, r->r_slot, at, seq, tokens, n);
 }
 
-static void decode_rows(dec_runner *r, int R, int n_out, float *logits) {
+/* One decode call; whole: it makes every row of the seam's call, so its
+ * logits may be screened (rn_screen) and their rows are the seam's. */
+static void decode_rows(dec_runner *r, int R, int n_out, float *logits, int whole) {
+    r->screened = whole && r->screen && r->m.screen;
+    if (r->m.screen) r->m.screen(r->m.ctx, r->screened);
     r->m.decode(r->m.ctx, R, r->r_tok, r->r_pos, r->r_slot, r->tab0, r->m.n_ctx, n_out, r->r_out,
                 logits);
 }
 
-static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *logits) {
-    dec_runner *r = ctx;
+static encdec_status feed_one(dec_runner *r, int seq, const int *tokens, int n, float *logits,
+                              int whole) {
     encdec_status st = check_room(r, seq, n);
     if (st) return st;
     if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
     int R = build_rows(r, 0, seq, tokens, n);
     r->r_out[0] = R - 1;
-    decode_rows(r, R, 1, logits);
+    decode_rows(r, R, 1, logits, whole);
     return ENCDEC_OK;
+}
+
+static encdec_status feed(void *ctx, int seq, const int *tokens, int n, float *logits) {
+    return feed_one(ctx, seq, tokens, n, logits, 1);
 }
 
 encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, int first,
@@ -164,7 +172,7 @@ encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, i
     if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
     int R = build_rows(r, 0, seq, tokens, n);
     for (int i = first; i < n; i++) r->r_out[i - first] = R - n + i;
-    decode_rows(r, R, n - first, logits);
+    decode_rows(r, R, n - first, logits, 0);
     return ENCDEC_OK;
 }
 
@@ -189,8 +197,10 @@ static encdec_status feed_n(void *ctx, int n_seq, const int *seq, const int *tok
             if (i1 > i0 && R + rows > r->m.max_rows) break;
             R += rows, i1++;
         }
+        int whole = i0 == 0 && i1 == n_seq;
         if (i1 == i0 + 1) {   /* alone (it may not even fit: feed says so) */
-            encdec_status st = feed(ctx, seq[i0], tokens, n, logits + (size_t)i0 * r->m.n_vocab);
+            encdec_status st = feed_one(r, seq[i0], tokens, n, logits + (size_t)i0 * r->m.n_vocab,
+                                        whole);
             if (st) return st;
             i0 = i1;
             continue;
@@ -201,7 +211,7 @@ static encdec_status feed_n(void *ctx, int n_seq, const int *seq, const int *tok
             R = build_rows(r, R, seq[i], tokens, n);
             r->r_out[i - i0] = R - 1;
         }
-        decode_rows(r, R, i1 - i0, logits + (size_t)i0 * r->m.n_vocab);
+        decode_rows(r, R, i1 - i0, logits + (size_t)i0 * r->m.n_vocab, whole);
         i0 = i1;
     }
     return ENCDEC_OK;
@@ -221,7 +231,8 @@ static encdec_status step(void *ctx, int n_seq, const int *seq, const int *token
     r->n_steps++;
     if (r->mode == ENCDEC_KV_NONE) {   /* every sequence reruns its own prefix */
         for (int i = 0; i < n_seq; i++) {
-            encdec_status st = feed(ctx, seq[i], &token[i], 1, logits + (size_t)i * r->m.n_vocab);
+            encdec_status st = feed_one(r, seq[i], &token[i], 1, logits + (size_t)i * r->m.n_vocab,
+                                        n_seq == 1);
             if (st) return st;
         }
         return ENCDEC_OK;
@@ -232,7 +243,7 @@ static encdec_status step(void *ctx, int n_seq, const int *seq, const int *token
         r->r_out[i] = R;
         R = build_rows(r, R, seq[i], &token[i], 1);
     }
-    decode_rows(r, R, n_seq, logits);
+    decode_rows(r, R, n_seq, logits, 1);
     return ENCDEC_OK;
 }
 
@@ -281,10 +292,26 @@ static void par_for(void *ctx, int n, void (*fn)(void *arg, int i), void *arg) {
     else par_task(&j, 0, 1);
 }
 
+static float logit_err(void *ctx, int row) {
+    dec_runner *r = ctx;
+    return r->screened ? r->m.logit_err(r->m.ctx, row) : 0;
+}
+
+static void logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
+    dec_runner *r = ctx;
+    r->m.logit_exact(r->m.ctx, row, ids, n, out);
+}
+
 dec_model rn_seam(dec_runner *r) {
-    dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n, par_for};
+    dec_model dm = {r, r->m.n_vocab, feed, step, reorder, feed_n, par_for, NULL, NULL};
+    if (r->m.screen) {
+        dm.logit_err = logit_err;
+        dm.logit_exact = logit_exact;
+    }
     return dm;
 }
+
+void rn_screen(dec_runner *r, int on) { r->screen = on && r->m.screen; }
 
 encdec_status rn_step_rows(dec_runner *r, int n_seq, const int *seq, const int *token, int at,
                            int *r_tok, int *r_pos, int *r_slot) {

@@ -45,6 +45,12 @@ typedef struct {
     void (*decode)(void *ctx, int R, const int *tok, const int *pos, const int *slot,
                    const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
     ed_pool *pool;             /* the state's threads (the seam's par_for); NULL: the caller's */
+    /* Optional (NULL: exact logits only). screen(ctx, on) before every decode
+     * call: on, that pass may write screened logits (models/screen.h);
+     * logit_err and logit_exact then answer for row i of its logits (seam.h). */
+    void (*screen)(void *ctx, int on);
+    float (*logit_err)(void *ctx, int row);
+    void (*logit_exact)(void *ctx, int row, const int *ids, int n, float *out);
 } rn_model;
 
 typedef struct {
@@ -57,6 +63,8 @@ typedef struct {
     int *tmp;               /* [n_slots * (2 n_ctx + 1)] reorder snapshot */
     int *r_tok, *r_pos, *r_slot, *r_out;   /* [max_rows] row scratch */
     int n_steps;            /* step calls since rn_begin (one per generated position) */
+    int screen;             /* rn_screen's: greedy decodes may take screened logits */
+    int screened;           /* the last decode call's logits may be screened */
     int base;               /* a view: its sequence q is the parent's base + q (slot ids) */
     int view;
     int *tab0;              /* the whole index table (the parent's for a view): slots are
@@ -84,6 +92,11 @@ encdec_status rn_step_rows(dec_runner *r, int n_seq, const int *seq, const int *
  * and, in FULL mode, fills the cross cache. */
 void rn_begin(dec_runner *r, encdec_kv_mode mode);
 dec_model rn_seam(dec_runner *r);
+/* on: the seam's feed, feed_n and step may leave screened logits where one
+ * decode call makes all of a call's rows (the family's choice, rn_model's
+ * screen). For greedy decodes through dec_independent's tasks only (seam.h);
+ * off (the default) for every other strategy. */
+void rn_screen(dec_runner *r, int on);
 /* Another decode of the same input: every sequence but `keep` (-1: none)
  * is emptied; the cross cache and keep's history (its cache rows, which
  * other sequences may then share through reorder) stay. */

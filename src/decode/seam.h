@@ -5,6 +5,7 @@
  *   dm.step(dm.ctx, n_seq, seqs, tokens, logits);       one token for each of n_seq sequences
  *   dm.reorder(dm.ctx, n, seqs, srcs);                  beams: seqs[i] continues srcs[i]
  *   dm.feed_n(dm.ctx, n_seq, seqs, prompt, n_prompt, logits);   optional: one prefill for many
+ *   dm.logit_err(dm.ctx, i), dm.logit_exact(...)      optional: screened logits, refined
  *
  * A sequence is a small integer (a cache slot) that the model side owns.
  * Strategies (greedy, beam search, sampling) only see logits [n, n_vocab]
@@ -44,6 +45,17 @@ typedef struct {
      * model's threads, returning when all are done (per-sequence token
      * choice over the vocabulary). */
     void (*par_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
+    /* Optional (NULL: every logit exact). Screened logits (models/screen.h):
+     * row i of the logits the last feed, feed_n or step wrote may hold raw
+     * logits that are off by up to logit_err(ctx, i) (0: that row is exact);
+     * logit_exact writes the exact raw logits of tokens ids[0, n) of row i.
+     * A model that screens has feed_n (so dec_feed_all's rows are one call's).
+     * Only dec_independent's tasks read screened rows (runner.h's rn_screen
+     * is asked for greedy decodes): a greedy choice refines the tokens that
+     * could win, so it is the exact logits' argmax; a sampled one refines
+     * every token of the row. */
+    float (*logit_err)(void *ctx, int row);
+    void (*logit_exact)(void *ctx, int row, const int *ids, int n, float *out);
 } dec_model;
 
 /* Feeds `tokens` to sequences 0..n_seq-1: m->feed_n when there is one. */

@@ -38,6 +38,7 @@
 #include "decode/runner.h"
 #include "io/tensor.h"
 #include "models/s2s.h"
+#include "models/screen.h"
 #include "models/wload.h"
 
 struct cJSON;
@@ -106,6 +107,7 @@ typedef struct bart_model {
     const float *b_xkv;                /* [L * 2d] */
     k_w lm_head;                       /* [V, d] (= dec_emb when tied) */
     const float *logits_bias;          /* [V] or NULL */
+    md_screen screen;                  /* lm_head's screen (models/screen.h); w.p NULL: none */
     ed_wtab *wt;
     size_t weight_bytes;
     int ct2;                           /* read from a CTranslate2 directory (bart_ct2.c) */
@@ -138,6 +140,10 @@ int bart_matrices(bart_model *m, wl_mat *out, int cap);
  * copy only. */
 encdec_status bart_upload(const bart_model *m, void *dev, int mode, bart_model **out);
 void bart_dev_free(bart_model *g);
+/* lm_head's screen (models/screen.h), where it pays (min_elems: usually
+ * MD_SCREEN_MIN): an f32 model on the CPU (after wl_convert; counted in
+ * weight_bytes). */
+encdec_status bart_screen(bart_model *m, size_t min_elems);
 
 /* ---- per-session state ---- */
 
@@ -163,6 +169,7 @@ typedef struct bart_state {
     size_t scores_stride;
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;   /* [max_rows, d|d|3d|d|d|F_d] */
     int invariant;           /* 1: decoder products batch-invariant (the engine's state) */
+    md_screen_state scr;     /* screened logits (models/screen.h) */
     /* on a device: the model's; the buffers above in its memory; the logits
      * on their way to the host; the device's first failure (sticky) */
     void *dev;

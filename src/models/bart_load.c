@@ -17,6 +17,7 @@
  *   final_logits_bias [1, V]        (optional: HF's own default is zeros)
  */
 #include "models/bart.h"
+#include "kern/matmul_hp.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
@@ -383,6 +384,12 @@ void bart_free(bart_model *m) {
     free(m->dec);
     wtab_free(m->wt);
     free(m);
+}
+
+encdec_status bart_screen(bart_model *m, size_t min_elems) {
+    encdec_status st = md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, min_elems, &m->screen);
+    if (!st && m->screen.w.p) m->weight_bytes += k_hp_bytes(m->hp.n_vocab, m->hp.d);
+    return st;
 }
 
 static void layer_mats(wl_mat *out, int cap, int *n, bart_layer *y, int d, int F, int dec) {

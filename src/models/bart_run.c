@@ -286,7 +286,9 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
     if (m->var->pre_norm)
         op_layernorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d, h->eps);
     float *lg = s->dev ? s->d_logits : logits;
-    mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, m->lm_head, m->logits_bias, n_out, h->n_vocab, d);
+    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out);
+    mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, out, m->logits_bias, n_out, h->n_vocab, d);
+    md_screen_bounds(&s->scr, &m->screen, s->d_n, d, logits, h->n_vocab, n_out);
     encdec_status st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
     if (st && !s->status) s->status = st;
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
@@ -304,10 +306,28 @@ static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const in
     bart_decode(ctx, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
 }
 
+/* Screened logits (models/screen.h): the runner's switch before each pass,
+ * and the last pass's rows' bounds and exact values. */
+static void screen_on(void *ctx, int on) { ((bart_state *)ctx)->scr.on = on; }
+
+static float rn_logit_err(void *ctx, int row) { return md_screen_row_err(&((bart_state *)ctx)->scr, row); }
+
+static void rn_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
+    const bart_state *s = ctx;
+    int d = s->m->hp.d;
+    md_screen_exact(s->m->lm_head, s->m->logits_bias, s->d_n + (size_t)row * d, d, ids, n, out);
+}
+
 rn_model bart_rn_model(bart_state *s, int width) {
     for (int q = 0; q < s->cur.n_slots; q++) s->slot_input[q] = q / width;
     rn_model m = {s, s->m->hp.n_vocab, s->cur.n_slots, s->cur.n_ctx, s->max_rows, s->slot_input,
                   rn_cross, rn_decode, s->pool};
+    s->scr.on = s->scr.screened = 0;
+    if (s->m->screen.w.p && !s->dev) {
+        m.screen = screen_on;
+        m.logit_err = rn_logit_err;
+        m.logit_exact = rn_logit_exact;
+    }
     return m;
 }
 
@@ -337,5 +357,7 @@ static encdec_status s2s_status(void *p) {
     return s->status;
 }
 
-const s2s_ops bart_s2s_ops = {s2s_new, s2s_free, s2s_reserve, s2s_encode, rn_cross, rn_decode,
-                              s2s_rn, s2s_view_of, s2s_invariant, s2s_status};
+const s2s_ops bart_s2s_ops = {s2s_new,      s2s_free,     s2s_reserve,   s2s_encode,
+                              rn_cross,     rn_decode,    s2s_rn,        s2s_view_of,
+                              s2s_invariant, s2s_status,  screen_on,     rn_logit_err,
+                              rn_logit_exact};

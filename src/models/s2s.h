@@ -54,6 +54,12 @@ typedef struct {
     /* waits for the state's device (nothing on the CPU) and returns its first
      * failure, named (sticky: a failed device stays failed) */
     encdec_status (*status)(void *s);
+    /* Optional (NULL: exact logits only): screened logits (models/screen.h)
+     * as rn_model has them: screen(s, on) before a decode; logit_err and
+     * logit_exact for row i of the last decode's logits. */
+    void (*screen)(void *s, int on);
+    float (*logit_err)(void *s, int row);
+    void (*logit_exact)(void *s, int row, const int *ids, int n, float *out);
 } s2s_ops;
 
 /* A loaded text-to-text model, as generation sees it. */

@@ -35,6 +35,7 @@
 #include "decode/runner.h"
 #include "io/tensor.h"
 #include "models/s2s.h"
+#include "models/screen.h"
 #include "models/wload.h"
 #include "tok/spm.h"
 
@@ -87,6 +88,7 @@ typedef struct t5_model {
     t5_dec_layer *dec;
     const float *dec_ln;          /* [d] */
     k_w lm_head;                  /* [V, d] (= emb when tied) */
+    md_screen screen;             /* lm_head's screen (models/screen.h); w.p NULL: none */
     k_w w_xkv;                    /* [L * 2I, d]: layer l's K rows at l*2I, V rows at l*2I + I */
     spm_tok *tok;
     ed_wtab *wt;
@@ -114,6 +116,10 @@ int t5_matrices(t5_model *m, wl_mat *out, int cap);
  * (models/mdev.h). t5_dev_free frees the copy only. */
 encdec_status t5_upload(const t5_model *m, void *dev, int mode, t5_model **out);
 void t5_dev_free(t5_model *g);
+/* lm_head's screen (models/screen.h), where it pays (min_elems: usually
+ * MD_SCREEN_MIN): an f32 model on the CPU (after wl_convert; counted in
+ * weight_bytes). */
+encdec_status t5_screen(t5_model *m, size_t min_elems);
 
 /* Relative position bucket of key - query = rel, as T5 defines it
  * (bidirectional: the encoder; else causal: the decoder). */
@@ -152,6 +158,7 @@ typedef struct t5_state {
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;
     int invariant;           /* 1: decoder products batch-invariant (op_matmul_w_inv), the
                                 engine's state */
+    md_screen_state scr;     /* screened logits (models/screen.h) */
     /* on a device: the model's, the buffers above in its memory, the
      * logits on their way to the host, a bias table's host copy, the
      * device's first failure (sticky) */

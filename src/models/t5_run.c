@@ -274,7 +274,9 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     op_rmsnorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln, d, h->eps);
     if (h->tied) op_scale(s->pool, s->d_n, (size_t)n_out * d, sc);
     float *lg = s->dev ? s->d_logits : logits;
-    mm(s, lg, h->n_vocab, s->d_n, d, m->lm_head, n_out, h->n_vocab, d);
+    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out);
+    mm(s, lg, h->n_vocab, s->d_n, d, out, n_out, h->n_vocab, d);
+    md_screen_bounds(&s->scr, &m->screen, s->d_n, d, logits, h->n_vocab, n_out);
     dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
@@ -293,10 +295,28 @@ static void rn_decode(void *ctx, int R, const int *tok, const int *pos, const in
     t5_decode(ctx, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
 }
 
+/* Screened logits (models/screen.h): the runner's switch before each pass,
+ * and the last pass's rows' bounds and exact values. */
+static void screen_on(void *ctx, int on) { ((t5_state *)ctx)->scr.on = on; }
+
+static float rn_logit_err(void *ctx, int row) { return md_screen_row_err(&((t5_state *)ctx)->scr, row); }
+
+static void rn_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
+    const t5_state *s = ctx;
+    int d = s->m->hp.d;
+    md_screen_exact(s->m->lm_head, NULL, s->d_n + (size_t)row * d, d, ids, n, out);
+}
+
 rn_model t5_rn_model(t5_state *s, int width) {
     for (int q = 0; q < s->cur.n_slots; q++) s->slot_input[q] = q / width;
     rn_model m = {s, s->m->hp.n_vocab, s->cur.n_slots, s->cur.n_ctx, s->max_rows, s->slot_input,
                   rn_cross, rn_decode, s->pool};
+    s->scr.on = s->scr.screened = 0;
+    if (s->m->screen.w.p && !s->dev) {
+        m.screen = screen_on;
+        m.logit_err = rn_logit_err;
+        m.logit_exact = rn_logit_exact;
+    }
     return m;
 }
 
@@ -325,5 +345,7 @@ static encdec_status s2s_status(void *s) {
     return t->status;
 }
 
-const s2s_ops t5_s2s_ops = {s2s_new, s2s_free, s2s_reserve, s2s_encode, rn_cross, rn_decode,
-                            s2s_rn, s2s_view_of, s2s_invariant, s2s_status};
+const s2s_ops t5_s2s_ops = {s2s_new,       s2s_free,    s2s_reserve, s2s_encode,
+                            rn_cross,      rn_decode,   s2s_rn,      s2s_view_of,
+                            s2s_invariant, s2s_status,  screen_on,   rn_logit_err,
+                            rn_logit_exact};

@@ -38,6 +38,21 @@ static void t_decode(void *ctx, int R, const int *tok, const int *pos, const int
     t->m->ops->decode(t->dec, R, tok, pos, slot, tab, tab_ld, n_out, out_rows, logits);
 }
 
+static void t_screen(void *ctx, int on) {
+    tfam *t = ctx;
+    t->m->ops->screen(t->dec, on);
+}
+
+static float t_logit_err(void *ctx, int row) {
+    tfam *t = ctx;
+    return t->m->ops->logit_err(t->dec, row);
+}
+
+static void t_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
+    tfam *t = ctx;
+    t->m->ops->logit_exact(t->dec, row, ids, n, out);
+}
+
 /* The pack's inputs back to back: ids, start and len of each. */
 static encdec_status pack(tfam *t, int n, const void *const *inputs, s2s_shape *shape) {
     *shape = (s2s_shape){0, 0, n, 1, 2};
@@ -148,5 +163,10 @@ encdec_status sch_fam_text(sch_family *f, const s2s_model *m, ed_pool *pool, int
                       .encode_many = many ? t_encode_many : NULL, .encode_rows = t_encode_rows,
                       .max_encode = many ? TEXT_MAX_PACK : 1, .max_encode_rows = TEXT_MAX_PACK_ROWS,
                       .place_free = t_place_free, .free = t_free};
+    if (m->ops->screen) {
+        f->screen = t_screen;
+        f->logit_err = t_logit_err;
+        f->logit_exact = t_logit_exact;
+    }
     return ENCDEC_OK;
 }

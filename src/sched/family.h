@@ -40,6 +40,12 @@ typedef struct {
     encdec_status (*scores_on)(void *ctx, int on);
     const float *(*scores)(const void *ctx, int a);
     int n_heads, n_frames;
+    /* Optional (NULL: exact logits only): screened logits (models/screen.h):
+     * screen(ctx, on) before a decode pass; logit_err and logit_exact for
+     * row i of the last pass's logits (decode/seam.h). */
+    void (*screen)(void *ctx, int on);
+    float (*logit_err)(void *ctx, int row);
+    void (*logit_exact)(void *ctx, int row, const int *ids, int n, float *out);
     void (*free)(void *ctx);
 } sch_family;
 

@@ -35,6 +35,8 @@ struct sch_client {
     dec_task *task;           /* OP_TASK */
     encdec_status result;
     encdec_status pass_st;    /* the last feed pass's (v_decode has no status to return) */
+    int row0;                 /* its first row in the last step's pass */
+    int pass_screened;        /* that pass screened its logits (models/screen.h) */
     /* OP_TASK watched (sch_client_run_watch): the task's lengths, copied
      * into snap under mu after every turn (tick counts the copies) */
     const int *w_len;
@@ -94,6 +96,10 @@ static void run_op(sch_engine *e, sch_client *c) {
         else if (c->scores)
             st = f->scores_on(f->ctx, 1);
         if (!st) {
+            /* a feed's logits are read in a later turn, after other passes:
+             * never screened */
+            if (f->screen) f->screen(f->ctx, 0);
+            c->pass_screened = 0;
             f->decode(f->ctx, c->R, c->tok, c->pos, c->slot, e->root.tab0, f->n_ctx, c->n_out,
                       c->out_rows, c->logits);
             size_t T = (size_t)f->n_frames;
@@ -154,6 +160,11 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     }
     if (R == 0) return;
     for (int r = 0; r < R; r++) e->m_out[r] = r;
+    /* greedy tasks only (rn_screen): the family screens the pass where it
+     * pays, and each task refines its rows right after it */
+    int scr = e->fam.screen != NULL;
+    for (int i = 0; i < n && scr; i++) scr = cur[i]->ended || cur[i]->view.screen;
+    if (e->fam.screen) e->fam.screen(e->fam.ctx, scr);
     e->fam.decode(e->fam.ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->fam.n_ctx, R,
                   e->m_out, e->m_logits);
     e->turn.steps++;
@@ -166,6 +177,8 @@ static void step(sch_engine *e, sch_client **cur, int n) {
         sch_client *c = cur[i];
         if (c->ended) continue;
         c->task->logits = e->m_logits + (size_t)e->m_off[i] * V;
+        c->row0 = e->m_off[i];
+        c->pass_screened = c->view.screened = scr;
         encdec_status st = dec_task_advance(c->task);
         if (st || c->task->n == 0) finish(c, st);
     }
@@ -403,6 +416,22 @@ static void v_decode(void *ctx, int R, const int *tok, const int *pos, const int
     if (c->pass_st) memset(logits, 0, sizeof(float) * (size_t)n_out * (size_t)c->e->fam.n_vocab);
 }
 
+/* Screened logits: the scheduler decides per pass (step); the view's rows
+ * are the pass's from row0. */
+static void v_screen(void *ctx, int on) { (void)ctx, (void)on; }
+
+static float v_logit_err(void *ctx, int row) {
+    sch_client *c = ctx;
+    sch_family *f = &c->e->fam;
+    return c->pass_screened ? f->logit_err(f->ctx, c->row0 + row) : 0;
+}
+
+static void v_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
+    sch_client *c = ctx;
+    sch_family *f = &c->e->fam;
+    f->logit_exact(f->ctx, c->row0 + row, ids, n, out);
+}
+
 /* The encode operation fills the place's cross cache: nothing left here. */
 static void v_cross(void *ctx) { (void)ctx; }
 
@@ -438,6 +467,11 @@ encdec_status sch_client_new(sch_engine *e, const atomic_int *cancel, sch_client
     sch_family *f = &e->fam;
     rn_model rm = {c, f->n_vocab, e->p.slots, f->n_ctx, f->max_rows, NULL, v_cross, v_decode,
                    e->pool};
+    if (f->screen) {
+        rm.screen = v_screen;
+        rm.logit_err = v_logit_err;
+        rm.logit_exact = v_logit_exact;
+    }
     encdec_status st = rn_init_view(&c->view, &e->root, idx * e->p.slots, e->p.slots, &rm);
     if (st) {
         sch_client_free(c);
