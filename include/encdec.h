@@ -155,12 +155,14 @@ typedef struct {
                                (int8: the CPU's int8 products, bit for bit) */
     int device_index;       /* which GPU, 0.. */
     int no_logit_screen;    /* 1: no screened logits. By default an f32 text model (T5 or
-                               BART family) on a CPU with AVX2, AVX-512 or NEON whose output
-                               projection has 2^20 elements or more keeps a bf16 copy of its output
-                               projection (half the f32 matrix's bytes more memory) that
-                               greedy steps of up to 4 sequences read instead: the same
-                               tokens (the exact logits of every token that could win are
-                               computed), their log-probs within a bound of about 1e-3 */
+                               BART family) on a CPU with AVX2, AVX-512 or NEON, whose output
+                               projection is stored in f32 with 2^20 elements or more,
+                               keeps a bf16 copy of it (half its bytes; the f32 pages are
+                               then mostly not read) that greedy steps of up to 4 sequences
+                               read instead: the same tokens (the f32 logits of every
+                               token that could win are computed), their log-probs within
+                               a bound of about 1e-3. The environment's
+                               ENCDEC_LOGIT_SCREEN_MIN changes the 2^20 (tests: 0) */
 } encdec_model_params;
 /* f32, auto, checked, on the CPU; the environment's ENCDEC_DEVICE ("cuda",
  * "cuda:1") changes the default device (and so encdec_model_load's). */

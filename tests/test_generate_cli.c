@@ -78,6 +78,16 @@ static void test_outputs(void) {
         CHECK_EQ_INT(sh(script), 0);
         expect_lines(g, 3);
     }
+    /* the screen's switches (ENCDEC_LOGIT_SCREEN_MIN, --no-logit-screen) are
+     * taken and change nothing here (this model's output projection is stored
+     * in halves: no copy; the golden tests screen the f32 ones) */
+    const char *screen[] = {"", "--batch 1", "--no-logit-screen"};
+    for (size_t k = 0; k < sizeof screen / sizeof screen[0]; k++) {
+        snprintf(script, sizeof script, "ENCDEC_LOGIT_SCREEN_MIN=0 \"$CLI\" generate -m \"$M\" "
+                 "--max-new-tokens 16 %s < %s", screen[k], f);
+        CHECK_EQ_INT(sh(script), 0);
+        expect_lines(g, 3);
+    }
     /* arguments instead of stdin */
     snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 16 \"%s\" \"%s\"",
              input(0), input(1));

@@ -59,6 +59,13 @@ encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems
     for (int n0 = 0; n0 < N; n0 += PANEL) {
         int rows = N - n0 < PANEL ? N - n0 : PANEL;
         to_bf16(w.p, n0, rows, K, h, back, sc);
+        /* the f32 rows read leave the process's memory as the copy grows (a
+         * file's pages: the load's peak holds one matrix, not both) */
+        if ((n0 / PANEL) % 256 == 255 || n0 + rows == N) {
+            int first = n0 / (PANEL * 256) * (PANEL * 256);
+            wtab_release(wt, (const float *)w.p + (size_t)first * K,
+                         (size_t)(n0 + rows - first) * K * sizeof(float));
+        }
         k_w part = {h, K_BF16, 0};
         if (k_hp_pack(dst + (size_t)n0 * kp, part, rows, K) != 0) {
             free(h);
