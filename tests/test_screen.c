@@ -12,6 +12,8 @@
 
 #include "decode/search.h"
 #include "decode/task.h"
+#include "kern/matmul_hp.h"
+#include "models/screen.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -180,7 +182,49 @@ static void compare(const char *what, const dec_rules *r, int sample) {
     }
 }
 
+/* models/screen.h's own contract on a small matrix: under the size
+ * threshold or with a weight that is not finite there is no screen; with
+ * one, a screened row is within its bound of md_screen_exact's values, and
+ * a row whose activations or logits are not finite gets an infinite bound
+ * (every token refined). */
+static void screen_contract(void) {
+    enum { N = 300, K = 40 };
+    static float w[N * K], x[K], y[N], ex[N];
+    static int ids[N];
+    for (int i = 0; i < N * K; i++) w[i] = 0.2f * (unit((uint32_t)i * 7u) - 0.5f);
+    for (int k = 0; k < K; k++) x[k] = 3.0f * (unit((uint32_t)k + 99991u) - 0.5f);
+    for (int n = 0; n < N; n++) ids[n] = n;
+    ed_wtab *wt = wtab_new();
+    k_w kw = {w, K_F32, 0};
+    md_screen sc;
+    CHECK_EQ_INT(md_screen_build(wt, kw, N, K, (size_t)N * K + 1, &sc), ENCDEC_OK);
+    CHECK(sc.w.p == NULL);   /* under the threshold */
+    CHECK_EQ_INT(md_screen_build(wt, kw, N, K, 0, &sc), ENCDEC_OK);
+    if (!sc.w.p) {
+        printf("screen contract: SKIP (no fast panel-major kernel here)\n");
+        wtab_free(wt);
+        return;
+    }
+    k_matmul_hp(y, N, x, K, sc.w.p, 1, NULL, 1, 0, N, N, K);
+    md_screen_exact(kw, NULL, x, K, ids, N, ex);
+    float err = md_screen_err(&sc, x, y);
+    double worst = 0;
+    for (int n = 0; n < N; n++) worst = fmax(worst, fabs((double)y[n] - ex[n]) / err);
+    printf("screen contract: bound %.3g, the worst logit at %.3f of it\n", err, worst);
+    CHECK(err > 0 && worst <= 1.0 && worst > 0);
+    x[3] = NAN;
+    CHECK(md_screen_err(&sc, x, y) == INFINITY);
+    x[3] = 0;
+    y[7] = INFINITY;
+    CHECK(md_screen_err(&sc, x, y) == INFINITY);
+    w[5 * K + 2] = INFINITY;   /* a weight loaded unchecked */
+    CHECK_EQ_INT(md_screen_build(wt, kw, N, K, 0, &sc), ENCDEC_OK);
+    CHECK(sc.w.p == NULL);
+    wtab_free(wt);
+}
+
 int main(void) {
+    screen_contract();
     int sup[3] = {11, 12, 13};
     dec_rules plain = {NULL, 0, NULL, 0, EOT, N_NEW};
     compare("greedy, no rules", &plain, 0);

@@ -37,6 +37,7 @@ static void to_bf16(const float *w, int n0, int rows, int K, uint16_t *h, float 
             dd += e * e;
             hh += (double)back[k] * back[k];
         }
+        if (!(dd < INFINITY && hh < INFINITY)) sc->dmax = INFINITY;   /* no screen (build) */
         if (sqrt(dd) > sc->dmax) sc->dmax = sqrt(dd);
         if (sqrt(hh) > sc->hmax) sc->hmax = sqrt(hh);
     }
@@ -75,6 +76,11 @@ encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems
     }
     free(h);
     free(back);
+    if (sc->dmax == INFINITY) {   /* a weight that is not finite (loaded unchecked): no screen */
+        wtab_drop(wt, dst, k_hp_bytes(N, K));
+        memset(sc, 0, sizeof *sc);
+        return ENCDEC_OK;
+    }
     sc->dmax *= 1 + 1e-3;   /* the float lanes' rounding */
     sc->hmax *= 1 + 1e-3;
     sc->w = (k_w){dst, K_BF16P, 0};
@@ -90,6 +96,7 @@ float md_screen_err(const md_screen *sc, const float *x, const float *y) {
         if (fabs((double)y[n]) > amax) amax = fabs((double)y[n]);
     double nx = sqrt(xx), g = k1 * u / (1 - k1 * u);
     double e = nx * sc->dmax + 2 * g * nx * (sc->hmax + sc->dmax) + 8 * u * amax;
+    if (!(e < 1e30)) return INFINITY;   /* an activation or logit not finite: refine all */
     return (float)(1.01 * e) + 1e-30f;
 }
 

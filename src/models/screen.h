@@ -66,12 +66,14 @@ float md_screen_row_err(const md_screen_state *st, int row);
 
 /* The screen of w [N, K] into memory owned by wt, where it pays: w is f32
  * (a half-precision matrix is read at half its bytes already), the CPU runs
- * the panel-major kernel fast (k_hp_fast) and the matrix has at least
- * min_elems elements (MD_SCREEN_MIN; tests: 0); else sc->w.p = NULL and
+ * the panel-major kernel fast (k_hp_fast), the matrix has at least
+ * min_elems elements (MD_SCREEN_MIN; tests: 0) and every weight is finite
+ * (a model loaded unchecked may hold others); else sc->w.p = NULL and
  * ENCDEC_OK. */
 encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems, md_screen *sc);
 /* The most any screened logit of the row y[N] = x[K] . screen^T + b can
- * differ from the f32 product's exact value (see above). */
+ * differ from the f32 product's exact value (see above); INFINITY where x
+ * or y holds a value that is not finite (every token is then refined). */
 float md_screen_err(const md_screen *sc, const float *x, const float *y);
 /* out[i] = x . w[ids[i]] + b[ids[i]] (b may be NULL) as the f32 product of
  * one row gives it (k_matmul_ex); w is f32 [N, K]. */
