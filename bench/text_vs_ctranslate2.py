@@ -38,7 +38,7 @@ sequences' tokens) and the process's peak RSS (VmHWM; the workers import neither
 torch nor transformers: the inputs come from a file). Both run intra-op threads = --threads
 (CTranslate2: inter_threads 1, intra_threads N; encdec: a session of N threads).
 --no-logit-screen loads encdec's model without its screened logits (models/screen.h:
-f32 greedy steps of up to 4 sequences read a bf16 copy of the output matrix), for
+f32 greedy steps of up to 4 sequences read an int8 copy of the output matrix), for
 the same rows before and after.
 """
 import argparse

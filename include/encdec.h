@@ -157,12 +157,13 @@ typedef struct {
     int no_logit_screen;    /* 1: no screened logits. By default an f32 text model (T5 or
                                BART family) on a CPU with AVX2, AVX-512 or NEON, whose output
                                projection is stored in f32 with 2^20 elements or more,
-                               keeps a bf16 copy of it (half its bytes; the f32 pages are
-                               then mostly not read) that greedy steps of up to 4 sequences
-                               read instead: the same tokens (the f32 logits of every
-                               token that could win are computed), their log-probs within
-                               the screen's bound of the f32 ones (0.03-0.04 on NLLB- and
-                               opus-mt-shaped models; 5e-6 measured). The environment's
+                               keeps an int8 copy of it (a quarter of its bytes, a scale
+                               per row; the f32 pages are then mostly not read) that
+                               greedy steps of up to 4 sequences read instead: the same
+                               tokens (the f32 logits of every token that could win are
+                               computed), their log-probs within the screen's bound of
+                               the f32 ones (0.2-0.5 on NLLB- and opus-mt-shaped models,
+                               a worst case; 1-2e-4 measured). The environment's
                                ENCDEC_LOGIT_SCREEN_MIN changes the 2^20 (tests: 0) */
 } encdec_model_params;
 /* f32, auto, checked, on the CPU; the environment's ENCDEC_DEVICE ("cuda",

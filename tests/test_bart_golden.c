@@ -252,7 +252,7 @@ static void check_screen(bart_model *m, bart_state *s, golden *G) {
     CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
     if (!m->screen.w.p) {
         printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection is "
-               "stored in halves: read at half the bytes already" : "no fast panel-major kernel here");
+               "stored in halves: read at half the bytes already" : "no vector int8 kernel here");
         return;
     }
     bart_state *s2;

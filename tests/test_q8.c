@@ -94,8 +94,21 @@ static void test_pack(void) {
             void *buf2 = amalloc(bytes);
             k_q8_pack(buf2, (k_w){.p = w, .t = (k_wtype)t}, N, K);
             CHECK(memcmp(buf, buf2, bytes) == 0);
+            /* in parts (k_q8_pack_rows: boundaries inside panels): the same
+             * bytes; with no padding rows (N a multiple of 16) over any old
+             * bytes, else over zeroed ones (the padding rows are the caller's) */
+            memset(buf2, N % 16 ? 0 : 0x5a, bytes);
+            k_q8 parts = {buf2, N, K};
+            k_q8_norms nrm = {0, 0, 0, 1};
+            for (int n0 = 0, step = 7; n0 < N; n0 += step, step = step * 2 + 1)
+                CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = (k_wtype)t}, n0,
+                                            n0 + step < N ? n0 + step : N, &nrm), 0);
+            CHECK(memcmp(buf, buf2, bytes) == 0);
+            CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = (k_wtype)t}, 0, N + 1, NULL), -1);
+            CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = K_Q8}, 0, N, NULL), -1);
             float *row = malloc(sizeof(float) * (size_t)K);
             int bad = 0, bad_max = 0, bad_bytes = 0;
+            double nmax[3] = {0, 0, 0};
             for (int n = 0; n < N; n++) {
                 float amax = 0;
                 for (int k = 0; k < K; k++) amax = fmaxf(amax, fabsf(wf[(size_t)n * K + k]));
@@ -110,12 +123,21 @@ static void test_pack(void) {
                 /* the bytes exactly: nearest, ties to even, of w / (amax / 127) in float */
                 float snf = amax / 127.0f;
                 const int8_t *panel = (const int8_t *)buf + (size_t)(n / 16) * 16 * (size_t)((K + 3) / 4 * 4) + (n % 16) * 4;
+                double e2 = 0, h2 = 0, w2 = 0;   /* the norms k_q8_pack_rows reports */
+                for (int k = 0; k < K; k++) {
+                    double wk = wf[(size_t)n * K + k], wh = (double)snf * panel[(size_t)(k / 4) * 64 + k % 4];
+                    e2 += (wk - wh) * (wk - wh), h2 += wh * wh, w2 += wk * wk;
+                }
+                nmax[0] = fmax(nmax[0], sqrt(e2)), nmax[1] = fmax(nmax[1], sqrt(h2)), nmax[2] = fmax(nmax[2], sqrt(w2));
                 for (int k = 0; snf > 0 && k < K; k++) {
                     float r = rintf(wf[(size_t)n * K + k] / snf);
                     int want = r > 127 ? 127 : r < -127 ? -127 : (int)r;
                     bad_bytes += panel[(size_t)(k / 4) * 64 + k % 4] != want;
                 }
             }
+            CHECK(nrm.finite == 1 && nmax[0] > 0);
+            CHECK(fabs(nrm.err - nmax[0]) <= 1e-12 * nmax[0] && fabs(nrm.q - nmax[1]) <= 1e-12 * nmax[1] &&
+                  fabs(nrm.w - nmax[2]) <= 1e-12 * nmax[2]);
             CHECK_EQ_INT(bad_bytes, 0);
             if (bad || bad_max) fprintf(stderr, "pack %s [%d x %d]: %d elements off, %d rows' max off\n", names[t], N, K, bad, bad_max);
             CHECK_EQ_INT(bad, 0);
@@ -126,6 +148,39 @@ static void test_pack(void) {
             CHECK_EQ_INT(nz, 0);
             free(row), free(buf), free(buf2), free(w), free(wf);
         }
+    /* k_q8_quant_err: ||x - s_x qx|| with the activations' rounding
+     * (nearest, ties to even, of x * (127 / amax) in float) */
+    enum { KE = 300 };
+    float xe[KE];
+    for (int k = 0; k < KE; k++) xe[k] = 3.0f * frand();
+    xe[17] = 2.5f * 3.0f;   /* the largest, and ties below it */
+    double want = 0;
+    float amax = 7.5f, inv = 127.0f / amax, sx = amax / 127.0f;
+    for (int k = 0; k < KE; k++) {
+        double d = (double)xe[k] - (double)sx * rintf(xe[k] * inv);
+        want += d * d;
+    }
+    CHECK(fabs(k_q8_quant_err(xe, KE) - sqrt(want)) <= 1e-12 * sqrt(want));
+    CHECK(k_q8_quant_err(xe, KE) > 0 && k_q8_quant_err(xe, KE) < 0.5 * sx * sqrt((double)KE));
+    memset(xe, 0, sizeof xe);
+    CHECK(k_q8_quant_err(xe, KE) == 0);
+
+    /* a weight that is not finite (Inf, NaN) marks the norms so */
+    for (int t = 0; t < 2; t++) {
+        float wb[3 * 8];
+        for (int i = 0; i < 24; i++) wb[i] = 0.1f * (float)(i % 5) - 0.2f;
+        wb[13] = t ? NAN : INFINITY;
+        void *bb = amalloc(k_q8_bytes(3, 8));
+        memset(bb, 0, k_q8_bytes(3, 8));
+        k_q8 qb = {bb, 3, 8};
+        k_q8_norms nb = {0, 0, 0, 1};
+        CHECK_EQ_INT(k_q8_pack_rows(qb, (k_w){.p = wb, .t = K_F32}, 0, 1, &nb), 0);
+        CHECK(nb.finite == 1);
+        CHECK_EQ_INT(k_q8_pack_rows(qb, (k_w){.p = wb, .t = K_F32}, 1, 3, &nb), 0);
+        CHECK(nb.finite == 0);
+        free(bb);
+    }
+
     /* out of range */
     CHECK_EQ_INT(k_q8_bytes(4, 0), 0);
     CHECK_EQ_INT(k_q8_bytes(0, 4), 0);

@@ -12,7 +12,7 @@
 
 #include "decode/search.h"
 #include "decode/task.h"
-#include "kern/matmul_hp.h"
+#include "kern/q8.h"
 #include "models/screen.h"
 
 #include <math.h>
@@ -201,11 +201,15 @@ static void screen_contract(void) {
     CHECK(sc.w.p == NULL);   /* under the threshold */
     CHECK_EQ_INT(md_screen_build(wt, kw, N, K, 0, &sc), ENCDEC_OK);
     if (!sc.w.p) {
-        printf("screen contract: SKIP (no fast panel-major kernel here)\n");
+        printf("screen contract: SKIP (no vector int8 kernel here)\n");
         wtab_free(wt);
         return;
     }
-    k_matmul_hp(y, N, x, K, sc.w.p, 1, NULL, 1, 0, N, N, K);
+    CHECK(sc.w.t == K_Q8);
+    k_q8 q = {sc.w.p, N, K};
+    void *scratch = malloc(k_q8_scratch_bytes(1, K));
+    CHECK(k_matmul_q8(y, N, x, K, q, NULL, 1, 0, N, scratch) >= 1);
+    free(scratch);
     md_screen_exact(kw, NULL, x, K, ids, N, ex);
     float err = md_screen_err(&sc, x, y);
     double worst = 0;

@@ -407,7 +407,7 @@ static void check_screen(t5_model *m, golden *G) {
         CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
         if (!m->screen.w.p) {
             printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection "
-                   "is stored in halves" : "no fast panel-major kernel here");
+                   "is stored in halves" : "no vector int8 kernel here");
             ed_isa_swap(old);
             return;
         }

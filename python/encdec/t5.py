@@ -35,9 +35,9 @@ class T5Model(Owner):
     sizes its self-attention caches by it). device, device_index: "cpu",
     "cuda" (with the GPU's number) or "auto", as WhisperModel takes them
     (default: the library's, $ENCDEC_DEVICE or the CPU). logit_screen=False:
-    an f32 BART-family model keeps no bf16 copy of its output projection
-    (by default greedy steps of up to 4 rows read it: the same tokens, half
-    that matrix's bytes a step, its f32 bytes / 2 more memory)."""
+    an f32 model keeps no int8 copy of its output projection
+    (by default greedy steps of up to 4 rows read it: the same tokens, a
+    quarter of that matrix's bytes a step)."""
 
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
                  num_workers=8, max_new_tokens=None, device=None, device_index=0,

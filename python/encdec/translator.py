@@ -61,8 +61,8 @@ class Translator:
     this process may use); inter_threads: accepted, the engine decodes
     every request together. max_decoding_length bounds each call below the
     engine's limit, max_new_tokens (default 512, or the BART family's
-    positions). logit_screen: as Seq2SeqModel's (f32 greedy steps read a
-    bf16 copy of the output projection; the same hypotheses)."""
+    positions). logit_screen: as Seq2SeqModel's (f32 greedy steps read an
+    int8 copy of the output projection; the same hypotheses)."""
 
     def __init__(self, model_path, device="cpu", device_index=0, compute_type="default",
                  inter_threads=1, intra_threads=0, max_queued_batches=0, files=None,

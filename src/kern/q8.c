@@ -67,6 +67,37 @@ K_CLONED(static, int32_t, q8_quant_chunk, (int8_t *out, const float *f, int kk, 
     return sum;
 }
 
+/* acc[0] += sum (f - sn q)^2, acc[1] += sum (sn q)^2 over kk values, in
+ * double (sn q is exact there), 4 lanes each. */
+K_CLONED(static, void, q8_err_chunk, (const float *f, const int8_t *q, int kk, float sn, double *acc),
+         (f, q, kk, sn, acc)) {
+    double e[4] = {0}, h[4] = {0};
+    int k = 0;
+    for (; k + 4 <= kk; k += 4)
+        for (int j = 0; j < 4; j++) {
+            double wh = (double)sn * q[k + j], d = (double)f[k + j] - wh;
+            e[j] += d * d;
+            h[j] += wh * wh;
+        }
+    for (; k < kk; k++) {
+        double wh = (double)sn * q[k], d = (double)f[k] - wh;
+        e[0] += d * d;
+        h[0] += wh * wh;
+    }
+    acc[0] += (e[0] + e[1]) + (e[2] + e[3]);
+    acc[1] += (h[0] + h[1]) + (h[2] + h[3]);
+}
+
+/* sum f^2 over kk values in double (NaN and Inf carried), 4 lanes. */
+K_CLONED(static, double, q8_sq_chunk, (const float *f, int kk), (f, kk)) {
+    double l[4] = {0};
+    int k = 0;
+    for (; k + 4 <= kk; k += 4)
+        for (int j = 0; j < 4; j++) l[j] += (double)f[k + j] * f[k + j];
+    for (; k < kk; k++) l[0] += (double)f[k] * f[k];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
 /* max |f[k]| over kk values, at least m (NaNs skipped), in 16 lanes. */
 K_CLONED(static, float, q8_absmax, (const float *f, int kk, float m),
          (f, kk, m)) {
@@ -87,43 +118,65 @@ K_CLONED(static, float, q8_absmax, (const float *f, int kk, float m),
 
 k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
     k_q8 out = {NULL, 0, 0};
-    if (!dst || !w.p || !k_q8_bytes(N, K) || (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16)) return out;
+    if (!dst || !k_q8_bytes(N, K)) return out;
+    memset(dst, 0, k_q8_bytes(N, K));
     out.data = dst, out.N = N, out.K = K;
+    if (k_q8_pack_rows(out, w, 0, N, NULL) != 0) out.data = NULL;
+    return out;
+}
+
+int k_q8_pack_rows(k_q8 out, k_w w, int n0, int n1, k_q8_norms *nrm) {
+    if (!out.data || !w.p || !k_q8_bytes(out.N, out.K) || n0 < 0 || n1 > out.N || n0 > n1 ||
+        (w.t != K_F32 && w.t != K_F16 && w.t != K_BF16))
+        return -1;
+    int K = out.K;
     q8_parts p = parts(out);
-    int8_t *q = dst;
+    int8_t *q = (int8_t *)out.data;
     float *s = (float *)p.s;
     int32_t *c = (int32_t *)p.c;
-    memset(dst, 0, k_q8_bytes(N, K));
     float buf[256];
-    for (int n = 0; n < N; n++) {
+    for (int n = n0; n < n1; n++) {
         /* two passes over the row, in chunks expanded to f32 */
         float amax = 0.0f;
+        double ww = 0, acc[2] = {0, 0};
         for (int k0 = 0; k0 < K; k0 += 256) {
             int kk = K - k0 < 256 ? K - k0 : 256;
             const float *f = buf;
             if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
             else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
             amax = q8_absmax(f, kk, amax);
+            if (nrm) ww += q8_sq_chunk(f, kk);
         }
         float sn = amax / 127.0f;
         if (!(sn >= FLT_MIN) || !(sn <= FLT_MAX)) sn = 0.0f;   /* zero (or tiny / non-finite) row */
         s[n] = sn;
         int32_t sum = 0;
         int8_t *panel = q + (size_t)(n / 16) * 16 * p.Kp + (n % 16) * 4;
-        if (sn == 0.0f) continue;
-        for (int k0 = 0; k0 < K; k0 += 256) {
+        for (size_t g = 0; g < (size_t)p.Kp / 4; g++) memset(panel + g * 64, 0, 4);
+        c[n] = 0;
+        if (sn == 0.0f) acc[0] = ww;   /* the row as zeros */
+        for (int k0 = 0; sn != 0.0f && k0 < K; k0 += 256) {
             int kk = K - k0 < 256 ? K - k0 : 256;
             const float *f = buf;
             if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
             else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
             int8_t qv[256];
             sum += q8_quant_chunk(qv, f, kk, sn);
-            for (int k = 0; k < kk; k += 4)   /* k0 is a multiple of 4: groups of 4 k */
-                memcpy(panel + (size_t)((k0 + k) / 4) * 64, qv + k, (size_t)(kk - k < 4 ? kk - k : 4));
+            if (nrm) q8_err_chunk(f, qv, kk, sn, acc);
+            int8_t *g = panel + (size_t)(k0 / 4) * 64;   /* k0 is a multiple of 4: groups of 4 k */
+            int k = 0;
+            for (; k + 4 <= kk; k += 4, g += 64) memcpy(g, qv + k, 4);
+            if (k < kk) memcpy(g, qv + k, (size_t)(kk - k));
         }
         c[n] = 128 * sum;
+        if (nrm) {
+            if (!(ww < INFINITY)) nrm->finite = 0;
+            nrm->err = fmax(nrm->err, sqrt(acc[0]));
+            nrm->q = fmax(nrm->q, sqrt(acc[1]));
+            nrm->w = fmax(nrm->w, sqrt(ww));
+        }
     }
-    return out;
+    return 0;
 }
 
 void k_q8_row(float *dst, k_q8 w, int n) {
@@ -147,6 +200,16 @@ static float q8_amax_c(const float *x, int K) {
         if (a > amax) amax = a;
     }
     return amax;
+}
+
+double k_q8_quant_err(const float *x, int K) {
+    float sx, inv = q8_inv(q8_amax_c(x, K), &sx);
+    double e = 0;
+    for (int k = 0; k < K; k++) {
+        double d = (double)x[k] - (double)sx * q8_round(x[k] * inv);
+        e += d * d;
+    }
+    return sqrt(e);
 }
 
 static void q8_quant_rows_c(uint8_t *xq, size_t xs, float *sx, const float *x, int ldx, int M, int K) {
@@ -395,6 +458,14 @@ int k_matmul_q8_isa(int isa, float *y, int ldy, const float *x, int ldx, k_q8 w,
     q8_quant_rows_c(xq, xs, sx, x, ldx, M, w.K);
     matmul_q8_c(y, ldy, xq, xs, sx, w, b, M, n0, nn);
     return 0;
+}
+
+int k_q8_fast(void) {
+#ifdef K_HAVE_VEC
+    return k_isa_at(1) >= 1;
+#else
+    return 0;
+#endif
 }
 
 int k_matmul_q8(float *y, int ldy, const float *x, int ldx, k_q8 w, const float *b, int M,

@@ -53,6 +53,32 @@ size_t k_q8_bytes(int N, int K);
  * Pure and deterministic. */
 k_q8 k_q8_pack(void *dst, k_w w, int N, int K);
 
+/* 1 when k_matmul_q8 runs a vector version here (AVX-512 VNNI, AVX2 or
+ * NEON, as the kernel-set mask allows), 0 for the portable C one. */
+int k_q8_fast(void);
+
+/* The largest row norms of a matrix and its int8 copy (w^_n = s[n] q[n, :]):
+ * ||w_n - w^_n||, ||w^_n|| and ||w_n||, each a sum of squares in double
+ * (s[n] q exact there), rounded to nearest in the last step; finite: 0
+ * once a row held a weight that is not finite (its norms then mean nothing). */
+typedef struct {
+    double err, q, w;
+    int finite;
+} k_q8_norms;
+
+/* Rows [n0, n1) of w ([N, K] row-major, rows of the whole matrix; K_F32,
+ * K_F16 or K_BF16) quantised into their places in out (a view of
+ * k_q8_bytes(out.N, out.K) bytes whose other rows, and the padding rows of
+ * the last panel, are the caller's: zero them once), as k_q8_pack does:
+ * so a large matrix can be packed in parts. nrm (NULL: none; set finite = 1
+ * and the norms to 0 before the first part) takes the rows' norms in as
+ * running maxima. Returns 0, or -1 for bad arguments. */
+int k_q8_pack_rows(k_q8 out, k_w w, int n0, int n1, k_q8_norms *nrm);
+
+/* ||x - s_x qx||_2 (in double) for a row x[K] quantised as every path
+ * quantises activations (above): how far the kernels' x is from x. */
+double k_q8_quant_err(const float *x, int K);
+
 /* The dequantised row n, s[n] * q[n, :], into dst[K] (embedding lookups read
  * the matrix that also serves as the output projection). */
 void k_q8_row(float *dst, k_q8 w, int n);

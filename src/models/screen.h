@@ -1,22 +1,24 @@
 /* screen.h - screened logits: the output projection of an f32 model read at
- * half its bytes by greedy decode steps, with the argmax kept exact.
+ * a quarter of its bytes by greedy decode steps, with the argmax kept exact.
  *
  *   md_screen sc;
  *   st = md_screen_build(wt, lm_head, V, d, MD_SCREEN_MIN, &sc);   at load; sc.w.p NULL: none
  *   op_matmul_w(pool, y, V, x, d, sc.w, bias, M, V, d);       the screened logits
- *   err = md_screen_err(&sc, x_row, y_row, V);                how far any of a row's can be off
+ *   err = md_screen_err(&sc, x_row, y_row);                   how far any of a row's can be off
  *   md_screen_exact(lm_head, bias, x_row, d, ids, n, out);    the exact logits of a few tokens
  *
  * A step of one greedy sequence reads the whole output projection (NLLB's
  * 256206 x 1024 is 1 GB in f32, 60% of its decoder's bytes), and memory
- * bandwidth sets its pace. The screen is a bf16 copy of that matrix
- * (panel-major, kern/matmul_hp.h) multiplied by the f32 rows: half the bytes.
- * Its logits differ from the f32 product's by at most
- *   ||x|| * max_n ||w_n - bf16(w_n)||                     (the weights' rounding)
- *   + 2 g(K + 1) * ||x|| * max_n ||w_n||                  (either product's f32 sums,
- *                                                          in any order, products
- *                                                          rounded or fused)
- *   + 8 u * max |logit|                                   (the bias, the comparisons)
+ * bandwidth sets its pace. The screen is an int8 copy of that matrix
+ * (kern/q8.h: a scale per row, the activations quantised per row on the fly,
+ * exact int32 sums): a quarter of the bytes. With x^ and w^_n the values the
+ * kernel multiplies (x^ . w^_n exactly, then one scaling), its logits differ
+ * from the f32 product's by at most
+ *   ||x|| * max_n ||w_n - w^_n||                 (the weights' rounding)
+ *   + ||x - x^|| * max_n ||w^_n||                (the activations')
+ *   + 2 g(K + 1) * ||x|| * max_n ||w_n||         (the f32 product's sums, any order)
+ *   + 4 u * (||x|| + ||x - x^||) * max_n ||w^_n|| (the scaling of the exact sum)
+ *   + 8 u * max |logit|                          (the bias, the comparisons)
  * (Cauchy-Schwarz; g(k) = k u / (1 - k u), u = 2^-24), so only the tokens
  * within twice that of the best can be the greedy choice: decode/batch.c
  * asks for their f32 logits (md_screen_exact: k_matmul_ex, whose few-row
@@ -24,8 +26,8 @@
  * bit for bit what the f32 product of the pass would have given) and picks
  * among them. The tokens are then the unscreened decode's; the others'
  * values stay screened, so a chosen token's log-probability can be off by
- * the bound. Costs: the copy (half the f32 matrix's bytes, made at load) and
- * a few dot products a step. */
+ * the bound. Costs: the copy (a quarter of the f32 matrix's bytes, made at
+ * load) and a few dot products a step. */
 #ifndef ED_SCREEN_H
 #define ED_SCREEN_H
 
@@ -40,9 +42,10 @@
 #define MD_SCREEN_MIN (1 << 20)
 
 typedef struct {
-    k_w w;          /* [N, K] bf16, panel-major; {NULL}: no screen */
-    double dmax;    /* max over rows n of ||w_n - bf16(w_n)|| */
-    double hmax;    /* max over rows n of ||bf16(w_n)|| */
+    k_w w;          /* [N, K] int8 (K_Q8, kern/q8.h's layout); {NULL}: no screen */
+    double dmax;    /* max over rows n of ||w_n - w^_n|| (w^_n: the row as the kernel has it) */
+    double hmax;    /* max over rows n of ||w^_n|| */
+    double wmax;    /* max over rows n of ||w_n|| */
     int N, K;
 } md_screen;
 
@@ -56,7 +59,7 @@ typedef struct {
 
 /* The matrix a pass of n_out logit rows multiplies by: sc's copy where st is
  * on, sc has one (NULL: a device's state, none), n_out <= MD_SCREEN_ROWS and
- * the panel kernel is fast here; else w. Sets st->screened accordingly. */
+ * the int8 kernel is fast here; else w. Sets st->screened accordingly. */
 k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out);
 /* After a screened pass: row r's bound from x[r] (ldx) and y[r] (ldy). */
 void md_screen_bounds(md_screen_state *st, const md_screen *sc, const float *x, int ldx,
@@ -66,7 +69,7 @@ float md_screen_row_err(const md_screen_state *st, int row);
 
 /* The screen of w [N, K] into memory owned by wt, where it pays: w is f32
  * (a half-precision matrix is read at half its bytes already), the CPU runs
- * the panel-major kernel fast (k_hp_fast), the matrix has at least
+ * the int8 product with vector instructions (k_q8_fast), the matrix has at least
  * min_elems elements (MD_SCREEN_MIN; tests: 0) and every weight is finite
  * (a model loaded unchecked may hold others); else sc->w.p = NULL and
  * ENCDEC_OK. */
