@@ -23,6 +23,7 @@
 
 #include "base/json.h"
 #include "decode/search.h"
+#include "kern/q8.h"
 #include "models/bart.h"
 #include "decode/runner.h"
 #include "api/api.h"
@@ -769,6 +770,8 @@ static void check_api_screened(const char *model_dir, golden *G) {
     int halves = a.weight_bytes == b0.weight_bytes;   /* stored in halves: no screen */
     printf("  screened API: weight bytes %zu (without the screen %zu)\n", a.weight_bytes, b0.weight_bytes);
     CHECK(a.weight_bytes >= b0.weight_bytes);
+    if (!halves)   /* the int8 copy (models/screen.h) */
+        CHECK_EQ_INT((int)(a.weight_bytes - b0.weight_bytes), (int)k_q8_bytes(a.n_vocab, a.d_model));
     encdec_model_free(plain);
     encdec_session *s = NULL;
     encdec_session_params sp = {2};

@@ -17,7 +17,6 @@
  *   final_logits_bias [1, V]        (optional: HF's own default is zeros)
  */
 #include "models/bart.h"
-#include "kern/matmul_hp.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
@@ -388,7 +387,7 @@ void bart_free(bart_model *m) {
 
 encdec_status bart_screen(bart_model *m, size_t min_elems) {
     encdec_status st = md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, min_elems, &m->screen);
-    if (!st && m->screen.w.p) m->weight_bytes += k_hp_bytes(m->hp.n_vocab, m->hp.d);
+    m->weight_bytes += md_screen_bytes(&m->screen);
     return st;
 }
 

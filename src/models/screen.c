@@ -42,6 +42,8 @@ encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems
     return ENCDEC_OK;
 }
 
+size_t md_screen_bytes(const md_screen *sc) { return sc->w.p ? k_q8_bytes(sc->N, sc->K) : 0; }
+
 float md_screen_err(const md_screen *sc, const float *x, const float *y) {
     double xx = 0, amax = 0, u = ldexp(1.0, -24), k1 = (double)sc->K + 1;
     for (int k = 0; k < sc->K; k++) xx += (double)x[k] * x[k];

@@ -15,7 +15,6 @@
  */
 #include "models/t5.h"
 #include "models/wload.h"
-#include "kern/matmul_hp.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
@@ -260,7 +259,7 @@ encdec_status t5_load(t5_model **out, const char *path) {
 
 encdec_status t5_screen(t5_model *m, size_t min_elems) {
     encdec_status st = md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, min_elems, &m->screen);
-    if (!st && m->screen.w.p) m->weight_bytes += k_hp_bytes(m->hp.n_vocab, m->hp.d);
+    m->weight_bytes += md_screen_bytes(&m->screen);
     return st;
 }
 
