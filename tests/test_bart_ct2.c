@@ -160,6 +160,147 @@ static void check_tokens_only(const cJSON *g) {
     encdec_model_free(m);
 }
 
+/* ---- model.bin rewritten (src/io/ct2.c's layout) ---- */
+
+typedef struct {
+    const uint8_t *name, *body;   /* the name's str (u16 length + bytes), then rank..data */
+    size_t name_len, body_len;
+} ct2_var;
+
+static size_t ct2_str_len(const uint8_t *p) { return 2 + (size_t)(p[0] | p[1] << 8); }
+static uint32_t ct2_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* The variables of b (n bytes) into v (at most cap); *n_head: the bytes
+ * before their count; *aliases, *n_alias: the alias list's entries (after
+ * its count) and their count; returns the variables' count. */
+static int ct2_vars(const uint8_t *b, size_t n, ct2_var *v, int cap, size_t *n_head,
+                    const uint8_t **aliases, size_t *aliases_len, uint32_t *n_alias) {
+    size_t at = 4;
+    at += ct2_str_len(b + at) + 4;   /* spec name, revision */
+    *n_head = at;
+    int nv = (int)ct2_u32(b + at);
+    at += 4;
+    for (int i = 0; i < nv && i < cap; i++) {
+        v[i].name = b + at, v[i].name_len = ct2_str_len(b + at);
+        at += v[i].name_len;
+        v[i].body = b + at;
+        int rank = b[at];
+        at += 1 + 4 * (size_t)rank + 1;
+        at += 4 + ct2_u32(b + at);
+        v[i].body_len = (size_t)(b + at - v[i].body);
+    }
+    CHECK(nv <= cap && at + 4 <= n);
+    *n_alias = ct2_u32(b + at);
+    *aliases = b + at + 4, *aliases_len = n - at - 4;
+    return nv < cap ? nv : cap;
+}
+
+static int ct2_is(const ct2_var *v, const char *name) {
+    return v->name_len == strlen(name) + 3 && !memcmp(v->name + 2, name, strlen(name) + 1);
+}
+
+static void put_str(FILE *f, const char *s) {
+    size_t n = strlen(s) + 1;
+    uint8_t len[2] = {(uint8_t)n, (uint8_t)(n >> 8)};
+    fwrite(len, 1, 2, f), fwrite(s, 1, n, f);
+}
+
+/* CTranslate2 stores equal variables once, the others as aliases of it (a
+ * converted model's zero biases of every layer, say). The m2m100 directory
+ * with the fused Q|K|V bias of every self-attention and the fused K|V bias
+ * of every cross attention made layer 0's: written once as variables
+ * (copies) and once as aliases of layer 0's. Both load, and give the same
+ * tokens (the aliased fused tensors were dropped after the first layer's
+ * parts were copied, and the next layer read freed memory). */
+static void check_aliases(void) {
+    static const char *const files[] = {"config.json", "shared_vocabulary.json", "sentencepiece.bpe.model",
+                                        "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                                        "added_tokens.json", NULL};
+    size_t n, n_head;
+    uint8_t *b = md_read_all(ED_TEST_DATA "/tiny-random-m2m100-ct2/model.bin", &n);
+    static ct2_var v[1024];
+    const uint8_t *al;
+    size_t al_len;
+    uint32_t n_al;
+    int nv = ct2_vars(b, n, v, 1024, &n_head, &al, &al_len, &n_al), L = 0;
+    char name[160];
+    for (;; L++) {
+        snprintf(name, sizeof name, "encoder/layer_%d/self_attention/linear_0/bias", L);
+        int found = 0;
+        for (int i = 0; i < nv; i++) found |= ct2_is(&v[i], name);
+        if (!found) break;
+    }
+    CHECK(L >= 2);
+    const char *fused[3] = {"encoder/layer_%d/self_attention/linear_0/bias",
+                            "decoder/layer_%d/self_attention/linear_0/bias",
+                            "decoder/layer_%d/attention/linear_1/bias"};
+    encdec_result *res[2] = {NULL, NULL};
+    for (int alias = 0; alias < 2; alias++) {
+        const char *d = md_copy(ED_TEST_DATA "/tiny-random-m2m100-ct2", alias ? "aliased" : "copied", files);
+        FILE *f = fopen(tmp_join(d, "model.bin"), "wb");
+        CHECK(f != NULL);
+        if (!f) return;
+        fwrite(b, 1, n_head, f);
+        int kept = 0;
+        for (int i = 0; i < nv; i++) {   /* the fused biases past layer 0 go when aliased */
+            int gone = 0;
+            for (int l = 1; l < L && alias; l++)
+                for (int j = 0; j < 3; j++) snprintf(name, sizeof name, fused[j], l), gone |= ct2_is(&v[i], name);
+            kept += !gone;
+        }
+        uint8_t cnt[4] = {(uint8_t)kept, (uint8_t)(kept >> 8), (uint8_t)(kept >> 16), (uint8_t)(kept >> 24)};
+        fwrite(cnt, 1, 4, f);
+        for (int i = 0; i < nv; i++) {
+            int j = -1;   /* a fused bias past layer 0: layer 0's body (a copy) or nothing (aliased) */
+            for (int l = 1; l < L; l++)
+                for (int k = 0; k < 3; k++) snprintf(name, sizeof name, fused[k], l), j = ct2_is(&v[i], name) ? k : j;
+            if (j >= 0 && alias) continue;
+            fwrite(v[i].name, 1, v[i].name_len, f);
+            const ct2_var *src = &v[i];
+            for (int k = 0; k < nv && j >= 0; k++)
+                if (snprintf(name, sizeof name, fused[j], 0), ct2_is(&v[k], name)) src = &v[k];
+            fwrite(src->body, 1, src->body_len, f);
+        }
+        uint32_t na = n_al + (alias ? 3u * (uint32_t)(L - 1) : 0u);   /* the file's own, and these */
+        uint8_t c4[4] = {(uint8_t)na, (uint8_t)(na >> 8), 0, 0};
+        fwrite(c4, 1, 4, f);
+        fwrite(al, 1, al_len, f);
+        for (int l = 1; l < L && alias; l++)
+            for (int k = 0; k < 3; k++) {
+                char target[160];
+                snprintf(name, sizeof name, fused[k], l);
+                snprintf(target, sizeof target, fused[k], 0);
+                put_str(f, name), put_str(f, target);
+            }
+        fclose(f);
+        encdec_model *m = NULL;
+        CHECK_STATUS(encdec_model_load(d, &m), ENCDEC_OK, "");
+        if (!m) continue;
+        encdec_session *s = NULL;
+        encdec_session_params sp = {2};
+        CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+        const char *in[2] = {"Hello world.", "The weather is fine today."};
+        encdec_generate_params p = encdec_generate_default_params();
+        p.max_new_tokens = 12;
+        p.tgt_lang = "de";
+        if (s) CHECK_EQ_INT(encdec_generate(s, in, 2, &p, &res[alias]), ENCDEC_OK);
+        encdec_session_free(s);
+        encdec_model_free(m);
+    }
+    int same = res[0] && res[1];
+    for (int i = 0; same && i < 2; i++) {
+        const encdec_sequence *a = encdec_result_sequence(res[0], i), *c = encdec_result_sequence(res[1], i);
+        same = a && c && a->n_tokens == c->n_tokens && a->n_tokens > 1;
+        for (int t = 0; same && t < a->n_tokens; t++) same = a->tokens[t].id == c->tokens[t].id;
+    }
+    CHECK(same);
+    printf("m2m100 with its fused biases as CTranslate2 aliases (%d layers): %s tokens as with copies\n", L,
+           same ? "the same" : "NOT the same");
+    encdec_result_free(res[0]);
+    encdec_result_free(res[1]);
+    free(b);
+}
+
 /* A CTranslate2 directory that lies: a vocabulary of another size, none at
  * all, a config.json whose tokens the vocabulary lacks. */
 static void check_errors(void) {
@@ -191,6 +332,7 @@ int main(void) {
         cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_golden, "models")) check_model(e->string, e, g_sets[i]);
     check_tokens_only(cJSON_GetObjectItem(cJSON_GetObjectItem(g_golden, "models"), "m2m100"));
     check_errors();
+    check_aliases();
     rp_check("ct2", 1);
     cJSON_Delete(g_golden);
     tmp_remove(tmp_dir);

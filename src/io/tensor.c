@@ -194,6 +194,13 @@ encdec_status wtab_alias(ed_wtab *t, const char *name, const char *target) {
     return put_key(t, name, s->idx, NULL);
 }
 
+int wtab_refs(const ed_wtab *t, const void *p) {
+    int n = 0;
+    for (int i = 0; p && i < t->cap_slots; i++)
+        n += t->slots[i].key && t->tensors[t->slots[i].idx]->data == p;
+    return n;
+}
+
 encdec_status wtab_keep_map(ed_wtab *t, ed_fmap map) {
     ed_fmap *maps = grow(t->maps, &t->cap_maps, t->n_maps, sizeof *maps, "mappings");
     if (!maps) {

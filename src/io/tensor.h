@@ -47,6 +47,9 @@ void wtab_free(ed_wtab *t);
 encdec_status wtab_add(ed_wtab *t, const ed_tensor *tensor);
 /* Adds an alias: `name` resolves to the existing tensor `target`. */
 encdec_status wtab_alias(ed_wtab *t, const char *name, const char *target);
+/* How many names (aliases included) resolve to a tensor whose data is p:
+ * memory that more than one of them reads must not be dropped for one. */
+int wtab_refs(const ed_wtab *t, const void *p);
 /* The table takes over a mapping (closes it in wtab_free). */
 encdec_status wtab_keep_map(ed_wtab *t, ed_fmap map);
 /* Memory owned by the table (freed in wtab_free), for converted data. */

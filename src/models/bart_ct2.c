@@ -97,15 +97,17 @@ static void view(ct2_map *c, const char *name, const ed_tensor *src, int64_t r0,
     c->st = wtab_add(c->wt, &t);
 }
 
-/* A fused tensor once its parts are copied: its memory given back. */
+/* A fused tensor once its parts are copied: its memory given back, unless
+ * other names read it too (CTranslate2 stores equal variables once, as
+ * aliases: the zero biases of a random model's layers are one tensor). */
 static void drop_fused(ct2_map *c, const char *src) {
     char w[256], b[256];
     snprintf(w, sizeof w, "%s/weight", src);
     snprintf(b, sizeof b, "%s/bias", src);
     const ed_tensor *tw = wtab_get(c->wt, w), *tb = wtab_get(c->wt, b);
     if (c->st) return;
-    if (tb && tb->data) wtab_drop(c->wt, tb->data, tb->nbytes);
-    if (tw && tw->data) wtab_drop(c->wt, tw->data, tw->nbytes);
+    if (tb && tb->data && wtab_refs(c->wt, tb->data) == 1) wtab_drop(c->wt, tb->data, tb->nbytes);
+    if (tw && tw->data && wtab_refs(c->wt, tw->data) == 1) wtab_drop(c->wt, tw->data, tw->nbytes);
 }
 
 /* src's weight and bias as the Hugging Face linear "<hf>.{weight,bias}",
