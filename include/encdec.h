@@ -154,15 +154,16 @@ typedef struct {
     encdec_device device;   /* ENCDEC_DEVICE_CUDA: every family, in every compute mode
                                (int8: the CPU's int8 products, bit for bit) */
     int device_index;       /* which GPU, 0.. */
-    int no_logit_screen;    /* 1: no screened logits. By default an f32 text model (T5 or
-                               BART family) on a CPU with AVX2, AVX-512 or NEON, whose output
-                               projection is stored in f32 with 2^20 elements or more,
-                               keeps an int8 copy of it (a quarter of its bytes, a scale
-                               per row; the f32 pages are then mostly not read) that
+    int no_logit_screen;    /* 1: no screened logits. By default a text model (T5 or BART
+                               family) in the f32 compute mode on a CPU with AVX2, AVX-512
+                               or NEON, whose output projection has 2^20 elements or more,
+                               keeps an int8 copy of it (a scale per row: a quarter of an
+                               f32 matrix's bytes, whose pages are then mostly not read;
+                               half of a matrix stored in f16 or bf16) that
                                greedy steps of up to 4 sequences read instead: the same
-                               tokens (the f32 logits of every token that could win are
+                               tokens (the full logits of every token that could win are
                                computed), their log-probs within the screen's bound of
-                               the f32 ones (0.2-0.5 on NLLB- and opus-mt-shaped models,
+                               the full ones (0.2-0.5 on NLLB- and opus-mt-shaped models,
                                a worst case; 1-2e-4 measured). The environment's
                                ENCDEC_LOGIT_SCREEN_MIN changes the 2^20 (tests: 0) */
 } encdec_model_params;

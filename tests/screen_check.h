@@ -16,11 +16,25 @@
 #include "check.h"
 
 #include "decode/search.h"
+#include "io/tensor.h"
+#include "kern/matmul_hp.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The output projection as a loaded model multiplies by it on a vector
+ * kernel set: halves repacked panel-major (models/wload.c's wl_panelize does
+ * this at load through the API; the golden tests load by the family's own
+ * loader), in memory owned by wt; f32 as it is. */
+static inline k_w screen_matrix(ed_wtab *wt, k_w w, int N, int K) {
+    if (w.t != K_F16 && w.t != K_BF16) return w;
+    uint16_t *dst = wtab_alloc(wt, k_hp_bytes(N, K), "test panel");
+    CHECK(dst && k_hp_pack(dst, w, N, K) == 0);
+    k_w out = {dst, w.t == K_F16 ? K_F16P : K_BF16P, 0};
+    return out;
+}
 
 typedef struct {
     long moved, differ, n;   /* logits the screen changed, exact ones other than ref's, all */

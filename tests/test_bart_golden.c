@@ -250,12 +250,15 @@ static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode, int scre
  * (screen_check.h); then greedy tokens, refined, transformers' in every
  * cache mode. */
 static void check_screen(bart_model *m, bart_state *s, golden *G) {
+    k_w head = m->lm_head;   /* restored at the end */
+    if (k_q8_fast()) m->lm_head = screen_matrix(m->wt, head, m->hp.n_vocab, m->hp.d);
     CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
     if (!m->screen.w.p) {
-        printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection is "
-               "stored in halves: read at half the bytes already" : "no vector int8 kernel here");
+        printf("  screened logits: SKIP (no vector int8 kernel here)\n");
+        m->lm_head = head;
         return;
     }
+    if (m->lm_head.t != head.t) printf("  (the output projection in halves, panel-major)\n");
     bart_state *s2;
     CHECK_EQ_INT(bart_state_new(&s2, m, s->pool, KV_F32), ENCDEC_OK);
     bart_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
@@ -272,6 +275,7 @@ static void check_screen(bart_model *m, bart_state *s, golden *G) {
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int i = 0; i < 3; i++) check_greedy(s, G, modes[i], 1);
     memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
+    m->lm_head = head;
 }
 
 static void check_beam(bart_state *s, golden *G, encdec_kv_mode mode) {

@@ -101,8 +101,9 @@ static void test_pack(void) {
             k_q8 parts = {buf2, N, K};
             k_q8_norms nrm = {0, 0, 0, 1};
             for (int n0 = 0, step = 7; n0 < N; n0 += step, step = step * 2 + 1)
-                CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = (k_wtype)t}, n0,
-                                            n0 + step < N ? n0 + step : N, &nrm), 0);
+                CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = (const char *)w + (size_t)n0 * K * (t ? 2 : 4),
+                                                   .t = (k_wtype)t},
+                                            n0, n0 + step < N ? n0 + step : N, &nrm), 0);
             CHECK(memcmp(buf, buf2, bytes) == 0);
             CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = (k_wtype)t}, 0, N + 1, NULL), -1);
             CHECK_EQ_INT(k_q8_pack_rows(parts, (k_w){.p = w, .t = K_Q8}, 0, N, NULL), -1);
@@ -176,7 +177,7 @@ static void test_pack(void) {
         k_q8_norms nb = {0, 0, 0, 1};
         CHECK_EQ_INT(k_q8_pack_rows(qb, (k_w){.p = wb, .t = K_F32}, 0, 1, &nb), 0);
         CHECK(nb.finite == 1);
-        CHECK_EQ_INT(k_q8_pack_rows(qb, (k_w){.p = wb, .t = K_F32}, 1, 3, &nb), 0);
+        CHECK_EQ_INT(k_q8_pack_rows(qb, (k_w){.p = wb + 8, .t = K_F32}, 1, 3, &nb), 0);
         CHECK(nb.finite == 0);
         free(bb);
     }

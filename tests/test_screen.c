@@ -210,7 +210,7 @@ static void screen_contract(void) {
     void *scratch = malloc(k_q8_scratch_bytes(1, K));
     CHECK(k_matmul_q8(y, N, x, K, q, NULL, 1, 0, N, scratch) >= 1);
     free(scratch);
-    md_screen_exact(kw, NULL, x, K, ids, N, ex);
+    md_screen_exact(kw, NULL, x, N, K, ids, N, ex);
     float err = md_screen_err(&sc, x, y);
     double worst = 0;
     for (int n = 0; n < N; n++) worst = fmax(worst, fabs((double)y[n] - ex[n]) / err);

@@ -19,6 +19,7 @@
 #include "base/isa.h"
 #include "base/json.h"
 #include "decode/search.h"
+#include "kern/q8.h"
 #include "models/t5.h"
 #include "api/api.h"
 #include "decode/runner.h"
@@ -404,13 +405,16 @@ static void check_screen(t5_model *m, golden *G) {
     static const int sets[] = {K_ISA_VEC, K_ISA_AMX};
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
         int old = ed_isa_swap(sets[k]);
+        k_w head = m->lm_head;   /* restored at the end */
+        if (k_q8_fast()) m->lm_head = screen_matrix(m->wt, head, m->hp.n_vocab, m->hp.d);
         CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
         if (!m->screen.w.p) {
-            printf("  screened logits: SKIP (%s)\n", m->lm_head.t != K_F32 ? "the output projection "
-                   "is stored in halves" : "no vector int8 kernel here");
+            printf("  screened logits: SKIP (no vector int8 kernel here)\n");
+            m->lm_head = head;
             ed_isa_swap(old);
             return;
         }
+        if (m->lm_head.t != head.t) printf("  (the output projection in halves, panel-major)\n");
         printf("  kernel set %s:\n", k_isa_name(k_isa()));
         ed_pool *pool;
         CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
@@ -439,6 +443,7 @@ static void check_screen(t5_model *m, golden *G) {
         t5_state_free(s[1]);
         ed_pool_free(pool);
         memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
+        m->lm_head = head;
         ed_isa_swap(old);
     }
 }

@@ -121,7 +121,7 @@ k_q8 k_q8_pack(void *dst, k_w w, int N, int K) {
     if (!dst || !k_q8_bytes(N, K)) return out;
     memset(dst, 0, k_q8_bytes(N, K));
     out.data = dst, out.N = N, out.K = K;
-    if (k_q8_pack_rows(out, w, 0, N, NULL) != 0) out.data = NULL;
+    if (k_q8_pack_rows(out, w, 0, N, NULL) != 0) out.data = NULL;   /* w: all N rows */
     return out;
 }
 
@@ -142,8 +142,8 @@ int k_q8_pack_rows(k_q8 out, k_w w, int n0, int n1, k_q8_norms *nrm) {
         for (int k0 = 0; k0 < K; k0 += 256) {
             int kk = K - k0 < 256 ? K - k0 : 256;
             const float *f = buf;
-            if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
-            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
+            if (w.t == K_F32) f = (const float *)w.p + (size_t)(n - n0) * K + k0;
+            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)(n - n0) * K + k0, (size_t)kk, w.t == K_BF16);
             amax = q8_absmax(f, kk, amax);
             if (nrm) ww += q8_sq_chunk(f, kk);
         }
@@ -158,8 +158,8 @@ int k_q8_pack_rows(k_q8 out, k_w w, int n0, int n1, k_q8_norms *nrm) {
         for (int k0 = 0; sn != 0.0f && k0 < K; k0 += 256) {
             int kk = K - k0 < 256 ? K - k0 : 256;
             const float *f = buf;
-            if (w.t == K_F32) f = (const float *)w.p + (size_t)n * K + k0;
-            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)n * K + k0, (size_t)kk, w.t == K_BF16);
+            if (w.t == K_F32) f = (const float *)w.p + (size_t)(n - n0) * K + k0;
+            else k_h_to_f32(buf, (const uint16_t *)w.p + (size_t)(n - n0) * K + k0, (size_t)kk, w.t == K_BF16);
             int8_t qv[256];
             sum += q8_quant_chunk(qv, f, kk, sn);
             if (nrm) q8_err_chunk(f, qv, kk, sn, acc);

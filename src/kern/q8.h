@@ -66,8 +66,9 @@ typedef struct {
     int finite;
 } k_q8_norms;
 
-/* Rows [n0, n1) of w ([N, K] row-major, rows of the whole matrix; K_F32,
- * K_F16 or K_BF16) quantised into their places in out (a view of
+/* Rows [n0, n1) of a matrix, given as w (those n1 - n0 rows only,
+ * row-major, row stride K; K_F32, K_F16 or K_BF16), quantised into their
+ * places in out (a view of
  * k_q8_bytes(out.N, out.K) bytes whose other rows, and the padding rows of
  * the last panel, are the caller's: zero them once), as k_q8_pack does:
  * so a large matrix can be packed in parts. nrm (NULL: none; set finite = 1

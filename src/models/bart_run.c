@@ -315,7 +315,8 @@ static float rn_logit_err(void *ctx, int row) { return md_screen_row_err(&((bart
 static void rn_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
     const bart_state *s = ctx;
     int d = s->m->hp.d;
-    md_screen_exact(s->m->lm_head, s->m->logits_bias, s->d_n + (size_t)row * d, d, ids, n, out);
+    md_screen_exact(s->m->lm_head, s->m->logits_bias, s->d_n + (size_t)row * d, s->m->hp.n_vocab, d,
+                    ids, n, out);
 }
 
 rn_model bart_rn_model(bart_state *s, int width) {

@@ -2,32 +2,59 @@
 #include "models/screen.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "kern/matmul_hp.h"
 #include "kern/q8.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 4096   /* rows quantised, measured and released at a time */
+#define CHUNK 4096    /* f32 rows quantised, measured and released at a time */
+#define HCHUNK 256    /* rows of a half matrix expanded to f32 at a time */
+
+/* The matrices a screen can stand for: f32 (row-major), and halves in
+ * panel-major order (kern/matmul_hp.h) multiplied with f32 x (not lowp: the
+ * bf16 mode rounds x, on kernels whose columns the refinement does not
+ * reproduce). */
+static int screenable(k_w w) { return w.t == K_F32 || w.t == K_F16P || (w.t == K_BF16P && !w.lowp); }
+
+/* Rows [n0, n0 + rows) of w into q (buf: HCHUNK * K floats for halves). */
+static int pack_part(k_q8 q, k_w w, int n0, int rows, float *buf, k_q8_norms *nrm) {
+    int K = q.K;
+    if (w.t == K_F32)
+        return k_q8_pack_rows(q, (k_w){(const float *)w.p + (size_t)n0 * K, K_F32, 0}, n0, n0 + rows, nrm);
+    for (int r = 0; r < rows; r++) k_hp_row(buf + (size_t)r * K, w.p, w.t == K_BF16P, n0 + r, q.N, K);
+    return k_q8_pack_rows(q, (k_w){buf, K_F32, 0}, n0, n0 + rows, nrm);
+}
 
 encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems, md_screen *sc) {
     memset(sc, 0, sizeof *sc);
     size_t bytes = k_q8_bytes(N, K);
-    if (w.t != K_F32 || !w.p || !k_q8_fast() || !bytes || (size_t)N * (size_t)K < min_elems)
+    if (!screenable(w) || !w.p || !k_q8_fast() || !bytes || (size_t)N * (size_t)K < min_elems)
         return ENCDEC_OK;
     void *dst = wtab_alloc(wt, bytes, "screened logits");
-    if (!dst) return ENCDEC_ERR_NOMEM;
+    float *buf = w.t == K_F32 ? NULL : ed_alloc((size_t)HCHUNK * K * sizeof *buf, "screened logits");
+    if (!dst || (w.t != K_F32 && !buf)) {
+        free(buf);
+        return ENCDEC_ERR_NOMEM;
+    }
     memset(dst, 0, bytes);
     k_q8 q = {dst, N, K};
     k_q8_norms nrm = {0, 0, 0, 1};
-    for (int n0 = 0; n0 < N; n0 += CHUNK) {
-        int rows = N - n0 < CHUNK ? N - n0 : CHUNK;
-        if (k_q8_pack_rows(q, w, n0, n0 + rows, &nrm) != 0)
+    int chunk = w.t == K_F32 ? CHUNK : HCHUNK;
+    for (int n0 = 0; n0 < N; n0 += chunk) {
+        int rows = N - n0 < chunk ? N - n0 : chunk;
+        if (pack_part(q, w, n0, rows, buf, &nrm) != 0) {
+            free(buf);
             return ed_fail(ENCDEC_ERR_SHAPE, "cannot screen a %d x %d output projection", N, K);
-        /* the f32 rows read leave the process's memory as the copy grows (a
-         * file's pages: the load's peak holds one matrix, not both) */
-        wtab_release(wt, (const float *)w.p + (size_t)n0 * K, (size_t)rows * K * sizeof(float));
+        }
+        /* f32 rows read from a file leave the process's memory as the copy
+         * grows (the load's peak holds one matrix, not both); halves were
+         * repacked at load, and stay */
+        if (w.t == K_F32)
+            wtab_release(wt, (const float *)w.p + (size_t)n0 * K, (size_t)rows * K * sizeof(float));
     }
+    free(buf);
     if (!nrm.finite) {   /* a weight that is not finite (loaded unchecked): no screen */
         wtab_drop(wt, dst, bytes);
         memset(sc, 0, sizeof *sc);
@@ -56,11 +83,16 @@ float md_screen_err(const md_screen *sc, const float *x, const float *y) {
     return (float)(1.01 * e) + 1e-30f;
 }
 
-void md_screen_exact(k_w w, const float *b, const float *x, int K, const int *ids, int n,
+void md_screen_exact(k_w w, const float *b, const float *x, int N, int K, const int *ids, int n,
                      float *out) {
-    const float *W = w.p;
-    for (int i = 0; i < n; i++)
-        k_matmul_ex(&out[i], 1, x, K, W + (size_t)ids[i] * K, K, b ? b + ids[i] : NULL, 1, 1, K);
+    for (int i = 0; i < n; i++) {
+        const float *bi = b ? b + ids[i] : NULL;
+        if (w.t == K_F32)
+            k_matmul_ex(&out[i], 1, x, K, (const float *)w.p + (size_t)ids[i] * K, K, bi, 1, 1, K);
+        else   /* the panel kernel, whose columns' bits do not depend on the rows and columns
+                * beside them; it indexes y by absolute column and writes y[ids[i]] only */
+            k_matmul_hp(out + i - ids[i], N, x, K, w.p, w.t == K_BF16P, b, 1, ids[i], 1, N, K);
+    }
 }
 
 k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out) {

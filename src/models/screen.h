@@ -80,9 +80,10 @@ encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems
 float md_screen_err(const md_screen *sc, const float *x, const float *y);
 /* Bytes of sc's copy (0: none). */
 size_t md_screen_bytes(const md_screen *sc);
-/* out[i] = x . w[ids[i]] + b[ids[i]] (b may be NULL) as the f32 product of
- * one row gives it (k_matmul_ex); w is f32 [N, K]. */
-void md_screen_exact(k_w w, const float *b, const float *x, int K, const int *ids, int n,
+/* out[i] = x . w[ids[i]] + b[ids[i]] (b may be NULL) as the product of one
+ * row gives it: f32 w [N, K] (k_matmul_ex), or halves in panel-major order
+ * (k_matmul_hp). */
+void md_screen_exact(k_w w, const float *b, const float *x, int N, int K, const int *ids, int n,
                      float *out);
 
 #endif

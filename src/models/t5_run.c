@@ -304,7 +304,7 @@ static float rn_logit_err(void *ctx, int row) { return md_screen_row_err(&((t5_s
 static void rn_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
     const t5_state *s = ctx;
     int d = s->m->hp.d;
-    md_screen_exact(s->m->lm_head, NULL, s->d_n + (size_t)row * d, d, ids, n, out);
+    md_screen_exact(s->m->lm_head, NULL, s->d_n + (size_t)row * d, s->m->hp.n_vocab, d, ids, n, out);
 }
 
 rn_model t5_rn_model(t5_state *s, int width) {
