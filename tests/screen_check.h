@@ -36,6 +36,35 @@ static inline k_w screen_matrix(ed_wtab *wt, k_w w, int N, int K) {
     return out;
 }
 
+/* B packed inputs (ids of n_tokens, start, len) and their golden greedy
+ * tokens (gt [B, N], gl [B]) reps times over: R = reps B inputs. */
+typedef struct {
+    int *ids, *start, *len, *gt, *gl;
+    int R, n;
+} screen_reps;
+
+static inline screen_reps screen_repeat(const int *ids, const int *start, const int *len, int n_tokens,
+                                        int B, const int *gt0, const int *gl0, int N, int reps) {
+    screen_reps r = {NULL, NULL, NULL, NULL, NULL, reps * B, reps * n_tokens};
+    r.ids = malloc(sizeof(int) * (size_t)r.n), r.start = malloc(sizeof(int) * (size_t)r.R);
+    r.len = malloc(sizeof(int) * (size_t)r.R), r.gt = malloc(sizeof(int) * (size_t)r.R * N);
+    r.gl = malloc(sizeof(int) * (size_t)r.R);
+    for (int k = 0; k < reps; k++) {
+        memcpy(r.ids + (size_t)k * n_tokens, ids, sizeof(int) * (size_t)n_tokens);
+        for (int b = 0; b < B; b++) {
+            r.start[k * B + b] = start[b] + k * n_tokens;
+            r.len[k * B + b] = len[b];
+            r.gl[k * B + b] = gl0[b];
+            memcpy(r.gt + (size_t)(k * B + b) * N, gt0 + (size_t)b * N, sizeof(int) * (size_t)N);
+        }
+    }
+    return r;
+}
+
+static inline void screen_reps_free(screen_reps *r) {
+    free(r->ids), free(r->start), free(r->len), free(r->gt), free(r->gl);
+}
+
 typedef struct {
     long moved, differ, n;   /* logits the screen changed, exact ones other than ref's, all */
     double worst;            /* the largest deviation as a fraction of its row's bound */

@@ -249,6 +249,34 @@ static void check_greedy(bart_state *s, golden *G, encdec_kv_mode mode, int scre
  * small models: a second state decodes unscreened in lockstep
  * (screen_check.h); then greedy tokens, refined, transformers' in every
  * cache mode. */
+/* The engine's passes (batch-invariant products, bart_state.invariant): the
+ * inputs REPS times over, REPS * B rows a step (more than a session's
+ * MD_SCREEN_ROWS), unscreened and screened in lockstep. */
+#define REPS 4
+static void lockstep_invariant(bart_model *m, ed_pool *pool, golden *G) {
+    screen_reps x = screen_repeat(G->ids, G->start, G->len, G->n_tokens, G->B, gi(G->g, "greedy_tokens"),
+                                  gi(G->g, "greedy_len"), G->N, REPS);
+    bart_state *st[2];
+    dec_runner r[2];
+    dec_model d[2];
+    bart_shape shape = {x.n, G->T_max, x.R, x.R, G->N + 1};
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(bart_state_new(&st[i], m, pool, KV_F32), ENCDEC_OK);
+        CHECK_EQ_INT(bart_state_reserve(st[i], &shape), ENCDEC_OK);
+        st[i]->invariant = 1;
+        bart_encode(st[i], x.ids, x.start, x.len, x.R);
+        d[i] = open_runner(&r[i], st[i], 1, ENCDEC_KV_FULL);
+    }
+    rn_screen(&r[1], 1);
+    printf("  engine passes, %d rows:\n", x.R);
+    screen_lockstep(&d[0], &d[1], x.R, G->N, m->hp.dec_start, x.gt, x.gl);
+    for (int i = 0; i < 2; i++) {
+        rn_free(&r[i]);
+        bart_state_free(st[i]);
+    }
+    screen_reps_free(&x);
+}
+
 static void check_screen(bart_model *m, bart_state *s, golden *G) {
     k_w head = m->lm_head;   /* restored at the end */
     if (k_q8_fast()) m->lm_head = screen_matrix(m->wt, head, m->hp.n_vocab, m->hp.d);
@@ -272,6 +300,7 @@ static void check_screen(bart_model *m, bart_state *s, golden *G) {
     rn_free(&r0);
     rn_free(&r1);
     bart_state_free(s2);
+    lockstep_invariant(m, s->pool, G);
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int i = 0; i < 3; i++) check_greedy(s, G, modes[i], 1);
     memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */

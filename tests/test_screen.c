@@ -184,9 +184,11 @@ static void compare(const char *what, const dec_rules *r, int sample) {
 
 /* models/screen.h's own contract on a small matrix: under the size
  * threshold or with a weight that is not finite there is no screen; with
- * one, a screened row is within its bound of md_screen_exact's values, and
- * a row whose activations or logits are not finite gets an infinite bound
- * (every token refined). */
+ * one, a screened row is within its bound of md_screen_exact's values, with
+ * a bias and without; a logit far beyond the row's scale (a masking bias of
+ * -1e30, as CTranslate2's Marian conversions hold) or not finite is made
+ * exact and leaves the bound as it was; a row whose activations are not
+ * finite gets an infinite bound (every token refined). */
 static void screen_contract(void) {
     enum { N = 300, K = 40 };
     static float w[N * K], x[K], y[N], ex[N];
@@ -208,19 +210,39 @@ static void screen_contract(void) {
     CHECK(sc.w.t == K_Q8);
     k_q8 q = {sc.w.p, N, K};
     void *scratch = malloc(k_q8_scratch_bytes(1, K));
-    CHECK(k_matmul_q8(y, N, x, K, q, NULL, 1, 0, N, scratch) >= 1);
-    free(scratch);
-    md_screen_exact(kw, NULL, x, N, K, ids, N, ex);
-    float err = md_screen_err(&sc, x, y);
-    double worst = 0;
-    for (int n = 0; n < N; n++) worst = fmax(worst, fabs((double)y[n] - ex[n]) / err);
-    printf("screen contract: bound %.3g, the worst logit at %.3f of it\n", err, worst);
-    CHECK(err > 0 && worst <= 1.0 && worst > 0);
-    x[3] = NAN;
-    CHECK(md_screen_err(&sc, x, y) == INFINITY);
-    x[3] = 0;
+    static float b[N];
+    for (int n = 0; n < N; n++) b[n] = 2.0f * (unit((uint32_t)n + 4242u) - 0.5f);
+    float err0 = 0;
+    for (int with_b = 0; with_b < 2; with_b++) {
+        const float *bb = with_b ? b : NULL;
+        CHECK(k_matmul_q8(y, N, x, K, q, bb, 1, 0, N, scratch) >= 1);
+        md_screen_exact(kw, bb, x, N, K, ids, N, ex);
+        float err = md_screen_err(&sc, kw, bb, x, y);
+        double worst = 0;
+        for (int n = 0; n < N; n++) worst = fmax(worst, fabs((double)y[n] - ex[n]) / err);
+        printf("screen contract%s: bound %.3g, the worst logit at %.3f of it\n", with_b ? " (a bias)" : "",
+               err, worst);
+        CHECK(err > 0 && worst <= 1.0 && worst > 0);
+        err0 = err;
+    }
+    /* masks: -1e30 and -inf in the bias, +inf as a screened value */
+    b[11] = -1e30f, b[12] = -INFINITY;
+    CHECK(k_matmul_q8(y, N, x, K, q, b, 1, 0, N, scratch) >= 1);
+    md_screen_exact(kw, b, x, N, K, ids, N, ex);
     y[7] = INFINITY;
-    CHECK(md_screen_err(&sc, x, y) == INFINITY);
+    float err = md_screen_err(&sc, kw, b, x, y);
+    CHECK(err > 0 && err <= err0 * 1.001f);
+    CHECK(memcmp(&y[7], &ex[7], sizeof(float)) == 0 && memcmp(&y[11], &ex[11], sizeof(float)) == 0 &&
+          memcmp(&y[12], &ex[12], sizeof(float)) == 0);
+    double worst = 0;
+    for (int n = 0; n < N; n++)
+        if (n != 12) worst = fmax(worst, fabs((double)y[n] - ex[n]) / err);
+    printf("screen contract, masked logits made exact: bound %.3g, the worst logit at %.3f of it\n", err, worst);
+    CHECK(worst <= 1.0);
+    free(scratch);
+    x[3] = NAN;
+    CHECK(md_screen_err(&sc, kw, b, x, y) == INFINITY);
+    x[3] = 0;
     w[5 * K + 2] = INFINITY;   /* a weight loaded unchecked */
     CHECK_EQ_INT(md_screen_build(wt, kw, N, K, 0, &sc), ENCDEC_OK);
     CHECK(sc.w.p == NULL);

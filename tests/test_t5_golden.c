@@ -397,10 +397,42 @@ static void check_precision(const char *model_dir, golden *G) {
     }
 }
 
+/* Two states of m over pool, the first unscreened, the second screened,
+ * decoding the inputs REPS times over (REPS * B rows a step) in lockstep;
+ * invariant: the engine's batch-invariant products (t5_state.invariant). */
+static void lockstep(t5_model *m, ed_pool *pool, golden *G, int REPS, int invariant) {
+    screen_reps x = screen_repeat(G->ids, G->start, G->len, G->n_tokens, G->B, gi(G->g, "greedy_tokens"),
+                                  gi(G->g, "greedy_len"), G->N, REPS);
+    t5_state *s[2];
+    t5_shape shape = {x.n, G->T_max, x.R, x.R, G->N + 1};
+    dec_runner r[2];
+    dec_model d[2];
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(t5_state_new(&s[i], m, pool, KV_F32), ENCDEC_OK);
+        CHECK_EQ_INT(t5_state_reserve(s[i], &shape), ENCDEC_OK);
+        s[i]->invariant = invariant;
+        t5_encode(s[i], x.ids, x.start, x.len, x.R);
+        rn_model rm = t5_rn_model(s[i], 1);
+        CHECK_EQ_INT(rn_init(&r[i], &rm, ENCDEC_KV_FULL), ENCDEC_OK);
+        rn_begin(&r[i], ENCDEC_KV_FULL);
+        d[i] = rn_seam(&r[i]);
+    }
+    rn_screen(&r[1], 1);
+    if (REPS > 1) printf("  %s passes, %d rows:\n", invariant ? "engine" : "session", x.R);
+    screen_lockstep(&d[0], &d[1], x.R, G->N, m->hp.dec_start, x.gt, x.gl);
+    for (int i = 0; i < 2; i++) {
+        rn_free(&r[i]);
+        t5_state_free(s[i]);
+    }
+    screen_reps_free(&x);
+}
+
 /* Screened logits (models/screen.h), its size threshold waived for these
  * small models, on the AVX2 set and the CPU's best: a second state decodes
- * unscreened in lockstep (screen_check.h); then greedy tokens, refined,
- * transformers' in every cache mode. */
+ * unscreened in lockstep (screen_check.h), the inputs once (a session's
+ * steps) and four times over in the engine's batch-invariant passes (and in
+ * a session's, for a matrix in halves); then
+ * greedy tokens, refined, transformers' in every cache mode. */
 static void check_screen(t5_model *m, golden *G) {
     static const int sets[] = {K_ISA_VEC, K_ISA_AMX};
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
@@ -419,28 +451,18 @@ static void check_screen(t5_model *m, golden *G) {
         ed_pool *pool;
         CHECK_EQ_INT(ed_pool_new(&pool, 2), ENCDEC_OK);
         ed_pool_set_isa(pool, sets[k]);
-        t5_state *s[2];
+        lockstep(m, pool, G, 1, 0);
+        lockstep(m, pool, G, 4, 1);
+        if (m->lm_head.t == K_F16P || m->lm_head.t == K_BF16P)   /* any rows: one kernel for halves */
+            lockstep(m, pool, G, 4, 0);
+        t5_state *s0;
         t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
-        dec_runner r[2];
-        dec_model d[2];
-        for (int i = 0; i < 2; i++) {
-            CHECK_EQ_INT(t5_state_new(&s[i], m, pool, KV_F32), ENCDEC_OK);
-            CHECK_EQ_INT(t5_state_reserve(s[i], &shape), ENCDEC_OK);
-            t5_encode(s[i], G->ids, G->start, G->len, G->B);
-            rn_model rm = t5_rn_model(s[i], 1);
-            CHECK_EQ_INT(rn_init(&r[i], &rm, ENCDEC_KV_FULL), ENCDEC_OK);
-            rn_begin(&r[i], ENCDEC_KV_FULL);
-            d[i] = rn_seam(&r[i]);
-        }
-        rn_screen(&r[1], 1);
-        screen_lockstep(&d[0], &d[1], G->B, G->N, m->hp.dec_start, gi(G->g, "greedy_tokens"),
-                        gi(G->g, "greedy_len"));
-        rn_free(&r[0]);
-        rn_free(&r[1]);
+        CHECK_EQ_INT(t5_state_new(&s0, m, pool, KV_F32), ENCDEC_OK);
+        CHECK_EQ_INT(t5_state_reserve(s0, &shape), ENCDEC_OK);
+        t5_encode(s0, G->ids, G->start, G->len, G->B);
         encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
-        for (int i = 0; i < 3; i++) check_greedy(s[0], G, modes[i], 1);
-        t5_state_free(s[0]);
-        t5_state_free(s[1]);
+        for (int i = 0; i < 3; i++) check_greedy(s0, G, modes[i], 1);
+        t5_state_free(s0);
         ed_pool_free(pool);
         memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
         m->lm_head = head;

@@ -59,6 +59,7 @@ static void free_buffers(bart_state *s) {
 void bart_state_free(bart_state *s) {
     if (!s) return;
     free_buffers(s);
+    md_screen_state_free(&s->scr);
     free(s);
 }
 
@@ -286,9 +287,9 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
     if (m->var->pre_norm)
         op_layernorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d, h->eps);
     float *lg = s->dev ? s->d_logits : logits;
-    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out);
+    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, out, m->logits_bias, n_out, h->n_vocab, d);
-    md_screen_bounds(&s->scr, &m->screen, s->d_n, d, logits, h->n_vocab, n_out);
+    md_screen_bounds(&s->scr, &m->screen, m->lm_head, m->logits_bias, s->d_n, d, logits, h->n_vocab, n_out);
     encdec_status st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
     if (st && !s->status) s->status = st;
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */

@@ -71,15 +71,29 @@ encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems
 
 size_t md_screen_bytes(const md_screen *sc) { return sc->w.p ? k_q8_bytes(sc->N, sc->K) : 0; }
 
-float md_screen_err(const md_screen *sc, const float *x, const float *y) {
+/* The logits of a row beyond this many times its dot products' scale,
+ * ||x|| max ||w_n|| + 1, hold a masking bias (CTranslate2's Marian
+ * conversions: -1e30 for the padding token; others use -1e4 or -inf). */
+#define BIG 64.0
+
+float md_screen_err(const md_screen *sc, k_w w, const float *b, const float *x, float *y) {
     double xx = 0, amax = 0, u = ldexp(1.0, -24), k1 = (double)sc->K + 1;
     for (int k = 0; k < sc->K; k++) xx += (double)x[k] * x[k];
-    for (int n = 0; n < sc->N; n++)
-        if (fabs((double)y[n]) > amax) amax = fabs((double)y[n]);
-    double nx = sqrt(xx), ex = k_q8_quant_err(x, sc->K), g = k1 * u / (1 - k1 * u);
+    double nx = sqrt(xx);
+    if (!(nx < INFINITY)) return INFINITY;   /* an activation not finite: refine all */
+    double big = BIG * (nx * fmax(sc->wmax, sc->hmax) + 1);
+    for (int n = 0; n < sc->N; n++) {
+        double a = fabs((double)y[n]);
+        if (a <= big) {
+            amax = a > amax ? a : amax;
+            continue;
+        }
+        md_screen_exact(w, b, x, sc->N, sc->K, &n, 1, &y[n]);   /* exact (and -inf, NaN as they are) */
+    }
+    double ex = k_q8_quant_err(x, sc->K), g = k1 * u / (1 - k1 * u);
     double e = nx * sc->dmax + ex * sc->hmax + 2 * g * nx * sc->wmax + 4 * u * (nx + ex) * sc->hmax +
-               8 * u * amax;
-    if (!(e < 1e30)) return INFINITY;   /* an activation or logit not finite: refine all */
+               8 * u * (amax + nx * sc->wmax);
+    if (!(e < 1e30)) return INFINITY;
     return (float)(1.01 * e) + 1e-30f;
 }
 
@@ -95,17 +109,29 @@ void md_screen_exact(k_w w, const float *b, const float *x, int N, int K, const 
     }
 }
 
-k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out) {
-    st->screened = st->on && sc && sc->w.p && n_out <= MD_SCREEN_ROWS && k_q8_fast();
+k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out, int invariant) {
+    int rows_ok = n_out <= MD_SCREEN_ROWS || invariant || w.t == K_F16P || w.t == K_BF16P;
+    st->screened = st->on && sc && sc->w.p && n_out >= 1 && rows_ok && k_q8_fast();
+    if (st->screened && n_out > st->cap) {
+        float *e = realloc(st->err, (size_t)n_out * sizeof *e);
+        if (e) st->err = e, st->cap = n_out;
+        else st->screened = 0;   /* the f32 pass then, exact */
+    }
     return st->screened ? sc->w : w;
 }
 
-void md_screen_bounds(md_screen_state *st, const md_screen *sc, const float *x, int ldx,
-                      const float *y, int ldy, int n_out) {
+void md_screen_state_free(md_screen_state *st) {
+    free(st->err);
+    st->err = NULL;
+    st->cap = 0;
+}
+
+void md_screen_bounds(md_screen_state *st, const md_screen *sc, k_w w, const float *b, const float *x,
+                      int ldx, float *y, int ldy, int n_out) {
     for (int r = 0; st->screened && r < n_out; r++)
-        st->err[r] = md_screen_err(sc, x + (size_t)r * ldx, y + (size_t)r * ldy);
+        st->err[r] = md_screen_err(sc, w, b, x + (size_t)r * ldx, y + (size_t)r * ldy);
 }
 
 float md_screen_row_err(const md_screen_state *st, int row) {
-    return st->screened && row >= 0 && row < MD_SCREEN_ROWS ? st->err[row] : 0;
+    return st->screened && row >= 0 && row < st->cap ? st->err[row] : 0;
 }

@@ -4,7 +4,7 @@
  *   md_screen sc;
  *   st = md_screen_build(wt, lm_head, V, d, MD_SCREEN_MIN, &sc);   at load; sc.w.p NULL: none
  *   op_matmul_w(pool, y, V, x, d, sc.w, bias, M, V, d);       the screened logits
- *   err = md_screen_err(&sc, x_row, y_row);                   how far any of a row's can be off
+ *   err = md_screen_err(&sc, lm_head, bias, x_row, y_row);   how far any of a row's can be off
  *   md_screen_exact(lm_head, bias, x_row, d, ids, n, out);    the exact logits of a few tokens
  *
  * A step of one greedy sequence reads the whole output projection (NLLB's
@@ -34,8 +34,14 @@
 #include "io/tensor.h"
 #include "kern/kern.h"
 
-/* Screens pay where one greedy step's rows are at most this many (beyond,
- * the product is no longer bound by reading the matrix). */
+/* A session's f32 pass screens up to this many rows: the unscreened product
+ * of so few rows is k_matmul_ex's few-row kernel, whose column sums
+ * md_screen_exact reproduces (from 8 rows it is k_gemm's, summed in
+ * blocks). Batch-invariant passes (the engine's: every f32 row on the
+ * few-row kernel, core/ops.h op_matmul_w_inv) and panel-major halves (one
+ * kernel for any M) screen any number: there the int8 product also beats
+ * the unscreened one on arithmetic (AVX2, 2 threads, 256206 x 1024: 16 rows
+ * 54 ms against 227 ms). */
 #define MD_SCREEN_ROWS 4
 /* and where the matrix has at least this many elements (opus-mt's 58101 x
  * 512 has 30 M; smaller ones are read from the caches) */
@@ -52,18 +58,25 @@ typedef struct {
 /* A model state's screened passes: the runner's switch, the last pass's
  * rows' bounds. */
 typedef struct {
-    int on;                        /* the next pass may screen (rn_model's screen) */
-    int screened;                  /* the last pass did */
-    float err[MD_SCREEN_ROWS];     /* its rows' bounds */
+    int on;          /* the next pass may screen (rn_model's screen) */
+    int screened;    /* the last pass did */
+    float *err;      /* [cap]: its rows' bounds (md_screen_state_free) */
+    int cap;
 } md_screen_state;
 
 /* The matrix a pass of n_out logit rows multiplies by: sc's copy where st is
- * on, sc has one (NULL: a device's state, none), n_out <= MD_SCREEN_ROWS and
- * the int8 kernel is fast here; else w. Sets st->screened accordingly. */
-k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out);
-/* After a screened pass: row r's bound from x[r] (ldx) and y[r] (ldy). */
-void md_screen_bounds(md_screen_state *st, const md_screen *sc, const float *x, int ldx,
-                      const float *y, int ldy, int n_out);
+ * on, sc has one (NULL: a device's state, none), the int8 kernel is fast
+ * here and the pass's rows may screen (n_out <= MD_SCREEN_ROWS, or
+ * invariant: the pass runs op_matmul_w_inv, or w is panel-major halves);
+ * else w. Sets st->screened accordingly (0 too where the bounds' memory
+ * cannot be had). */
+k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out, int invariant);
+void md_screen_state_free(md_screen_state *st);
+/* After a screened pass of w (the matrix sc stands for) and b: row r's
+ * bound from x[r] (ldx) and y[r] (ldy), as md_screen_err (which may make
+ * some of y's logits exact). */
+void md_screen_bounds(md_screen_state *st, const md_screen *sc, k_w w, const float *b, const float *x,
+                      int ldx, float *y, int ldy, int n_out);
 /* Row r's bound after the last pass (0: exact). */
 float md_screen_row_err(const md_screen_state *st, int row);
 
@@ -74,10 +87,14 @@ float md_screen_row_err(const md_screen_state *st, int row);
  * (a model loaded unchecked may hold others); else sc->w.p = NULL and
  * ENCDEC_OK. */
 encdec_status md_screen_build(ed_wtab *wt, k_w w, int N, int K, size_t min_elems, md_screen *sc);
-/* The most any screened logit of the row y[N] = x[K] . screen^T + b can
- * differ from the f32 product's exact value (see above); INFINITY where x
- * or y holds a value that is not finite (every token is then refined). */
-float md_screen_err(const md_screen *sc, const float *x, const float *y);
+/* The row y[N] = x[K] . screen^T + b of a screened pass, sc standing for w:
+ * its logits beyond the screen's scale (above 64 (||x|| max_n ||w_n|| + 1):
+ * a masking bias, which would make the bound's rounding term as large) or
+ * not finite are replaced by their exact values (md_screen_exact: few);
+ * returns the most any logit of the row can then differ from its exact
+ * value (see above; the max |logit| taken over the others), INFINITY where
+ * x is not finite (every token is then refined). */
+float md_screen_err(const md_screen *sc, k_w w, const float *b, const float *x, float *y);
 /* Bytes of sc's copy (0: none). */
 size_t md_screen_bytes(const md_screen *sc);
 /* out[i] = x . w[ids[i]] + b[ids[i]] (b may be NULL) as the product of one

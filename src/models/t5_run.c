@@ -56,6 +56,7 @@ static void free_buffers(t5_state *s) {
 void t5_state_free(t5_state *s) {
     if (!s) return;
     free_buffers(s);
+    md_screen_state_free(&s->scr);
     free(s);
 }
 
@@ -274,9 +275,9 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     op_rmsnorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln, d, h->eps);
     if (h->tied) op_scale(s->pool, s->d_n, (size_t)n_out * d, sc);
     float *lg = s->dev ? s->d_logits : logits;
-    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out);
+    k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, lg, h->n_vocab, s->d_n, d, out, n_out, h->n_vocab, d);
-    md_screen_bounds(&s->scr, &m->screen, s->d_n, d, logits, h->n_vocab, n_out);
+    md_screen_bounds(&s->scr, &m->screen, m->lm_head, NULL, s->d_n, d, logits, h->n_vocab, n_out);
     dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
