@@ -160,7 +160,8 @@ typedef struct {
                                keeps an int8 copy of it (a scale per row: a quarter of an
                                f32 matrix's bytes, whose pages are then mostly not read;
                                half of a matrix stored in f16 or bf16) that
-                               greedy steps of up to 4 sequences read instead: the same
+                               greedy steps (a session's of up to 4 sequences, an
+                               engine's of any) read instead: the same
                                tokens (the full logits of every token that could win are
                                computed), their log-probs within the screen's bound of
                                the full ones (0.2-0.5 on NLLB- and opus-mt-shaped models,

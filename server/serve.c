@@ -91,8 +91,8 @@ static const char *HELP =
     "                          time, method, path, status, bytes, latency)\n"
     CLI_PRECISION_HELP
     "      --no-logit-screen  text models in f32: no int8 copy of the output projection\n"
-    "                       (by default greedy steps of up to 4 rows read it: the same\n"
-    "                       tokens, a quarter of an f32 matrix's bytes)\n"
+    "                       (by default greedy steps read it: the same tokens, a\n"
+    "                       quarter of an f32 matrix's bytes)\n"
     "\n"
     "It prints \"listening on http://HOST:PORT\" on standard output when ready. SIGTERM or\n"
     "SIGINT: no new requests (503), the ones in flight finish, then exit status 0.\n";

@@ -36,7 +36,7 @@ class T5Model(Owner):
     "cuda" (with the GPU's number) or "auto", as WhisperModel takes them
     (default: the library's, $ENCDEC_DEVICE or the CPU). logit_screen=False:
     an f32 model keeps no int8 copy of its output projection
-    (by default greedy steps of up to 4 rows read it: the same tokens, a
+    (by default greedy steps read it: the same tokens, a
     quarter of that matrix's bytes a step)."""
 
     def __init__(self, path, compute_type="default", cpu_threads=0, isa=None, cross_kv="f32",
