@@ -123,15 +123,16 @@ k_w md_screen_pick(md_screen_state *st, const md_screen *sc, k_w w, int n_out, i
 void md_screen_state_free(md_screen_state *st) {
     free(st->err);
     st->err = NULL;
-    st->cap = 0;
+    st->rows = st->cap = 0;
 }
 
 void md_screen_bounds(md_screen_state *st, const md_screen *sc, k_w w, const float *b, const float *x,
                       int ldx, float *y, int ldy, int n_out) {
+    st->rows = st->screened ? n_out : 0;
     for (int r = 0; st->screened && r < n_out; r++)
         st->err[r] = md_screen_err(sc, w, b, x + (size_t)r * ldx, y + (size_t)r * ldy);
 }
 
 float md_screen_row_err(const md_screen_state *st, int row) {
-    return st->screened && row >= 0 && row < st->cap ? st->err[row] : 0;
+    return st->screened && row >= 0 && row < st->rows ? st->err[row] : 0;
 }

@@ -61,7 +61,7 @@ typedef struct {
     int on;          /* the next pass may screen (rn_model's screen) */
     int screened;    /* the last pass did */
     float *err;      /* [cap]: its rows' bounds (md_screen_state_free) */
-    int cap;
+    int rows, cap;   /* its rows; err's room */
 } md_screen_state;
 
 /* The matrix a pass of n_out logit rows multiplies by: sc's copy where st is
