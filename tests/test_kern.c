@@ -79,6 +79,41 @@ static void test_matmul_few(void) {
     }
 }
 
+/* k_matmul_inv for many rows (the AVX2 set's panels of 16 rows, a rest
+ * taken padded or left to the few-row kernel, weight tiles of 6 and their
+ * tails, k blocks and tails, K below a vector): every row bit for bit the
+ * row alone, with the scratch and without, and the product. */
+static void test_matmul_inv_rows(void) {
+    int shapes[][3] = {{10, 13, 70}, {16, 6, 8}, {17, 11, 3}, {26, 25, 257}, {33, 7, 1030}, {48, 1, 16}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        int ldx = K + 3, ldw = K + 1, ldy = N + 4;
+        float *x = rnd((size_t)M * ldx), *w = rnd((size_t)N * ldw), *b = rnd((size_t)N);
+        float *y = malloc(sizeof(float) * (size_t)M * ldy), *y0 = malloc(sizeof(float) * (size_t)M * ldy);
+        float *r = malloc(sizeof(float) * (size_t)M * ldy), *y1 = malloc(sizeof(float) * (size_t)N);
+        size_t sb = k_matmul_inv_scratch(M, K);
+        void *scratch = sb ? aligned_alloc(64, (sb + 63) / 64 * 64) : NULL;
+        k_matmul_inv(y, ldy, x, ldx, w, ldw, b, M, N, K, scratch);
+        k_matmul_inv(y0, ldy, x, ldx, w, ldw, b, M, N, K, NULL);
+        k_matmul_ref(r, ldy, x, ldx, w, ldw, b, M, N, K);
+        double worst = 0;
+        int differ = 0;
+        for (int i = 0; i < M; i++) {
+            k_matmul_ex(y1, N, x + (size_t)i * ldx, ldx, w, ldw, b, 1, N, K);
+            differ += memcmp(y1, y + (size_t)i * ldy, sizeof(float) * (size_t)N) != 0;
+            differ += memcmp(y1, y0 + (size_t)i * ldy, sizeof(float) * (size_t)N) != 0;
+            for (int j = 0; j < N; j++) {
+                double e = fabs((double)y[(size_t)i * ldy + j] - r[(size_t)i * ldy + j]);
+                worst = e > worst ? e : worst;
+            }
+        }
+        if (differ) fprintf(stderr, "k_matmul_inv %dx%dx%d: %d rows differ from alone\n", M, N, K, differ);
+        CHECK_EQ_INT(differ, 0);
+        CHECK(worst < 2e-6 * K);
+        free(x), free(w), free(b), free(y), free(y0), free(r), free(y1), free(scratch);
+    }
+}
+
 /* Epilogues and windows over the pool: op_matmul_w_ex with K_GEMM_ACC and
  * K_GEMM_GELU, and op_matmul_win over overlapping windows (ldx < K), on
  * few rows (the products' own paths, then a pass of their own / copied

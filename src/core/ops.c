@@ -363,11 +363,35 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
     matmul_w(p, y, ldy, x, ldx, w, b, M, N, K, 1);
 }
 
+/* k_matmul_inv over column slices, all rows at once (each thread packs x
+ * into its scratch). */
+typedef struct {
+    ed_pool *p;
+    float *y;
+    const float *x, *w, *b;
+    int ldy, ldx, M, N, K;
+} inv_ctx;
+
+static void inv_task(void *arg, int ith, int nth) {
+    inv_ctx *c = arg;
+    int lo, hi;
+    ed_split(c->N, ith, nth, 16, &lo, &hi);
+    if (hi <= lo) return;
+    void *s = ed_pool_scratch(c->p, ith, k_matmul_inv_scratch(c->M, c->K));
+    k_matmul_inv(c->y + lo, c->ldy, c->x, c->ldx, c->w + (size_t)lo * c->K, c->K,
+                 c->b ? c->b + lo : NULL, c->M, hi - lo, c->K, s);
+}
+
 void op_matmul_w_inv(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K) {
     OP_DEV(p, od_matmul_w_inv(dev_, y, ldy, x, ldx, w, b, M, N, K));
     if (w.t == K_F16P || w.t == K_BF16P || w.t == K_Q8) {
         matmul_w(p, y, ldy, x, ldx, w, b, M, N, K, 0);
+        return;
+    }
+    if (w.t == K_F32 && k_matmul_inv_scratch(M, K) > 0) {   /* the panel kernel's rows */
+        inv_ctx c = {p, y, x, w.p, b, ldy, ldx, M, N, K};
+        ed_pool_run(p, inv_task, &c);
         return;
     }
     /* f32 weights: up to 16 rows take k_matmul_f (per row the same sums);

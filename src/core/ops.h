@@ -47,7 +47,9 @@ void op_matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w, 
  * it is alone). Products whose kernel choice or summation depends on M
  * (row-major f32 / f16 / bf16 weights) run in passes of at most
  * OP_INV_ROWS rows on the few-row kernels (f32 in the C kernel set: one
- * row a pass, BLIS's gemv);
+ * row a pass, BLIS's gemv; f32 on the AVX2 set from 10 rows: all rows at
+ * once through kern.h's k_matmul_inv, the few-row kernel's sums over x
+ * packed in each thread's pool scratch);
  * panel-major halves and int8 rows are invariant as they are and run in
  * one pass. */
 #define OP_INV_ROWS 16

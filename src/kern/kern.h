@@ -54,6 +54,16 @@ unsigned k_feat_mask(unsigned mask);
 void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                  const float *b, int M, int N, int K);
 void k_matmul(float *y, const float *x, const float *w, const float *b, int M, int N, int K);
+/* k_matmul_ex for any M with every row's bits those of the row alone
+ * (k_matmul_ex at M = 1), whatever M and the row's place: the few-row
+ * kernel's passes, or on the AVX2 set the same sums over x packed into
+ * scratch for whole panels of 16 rows and a rest of at least 10
+ * (kern/matmul_f_impl.h's MF_PANEL part; scratch: k_matmul_inv_scratch(M,
+ * K) bytes, 64-byte aligned, NULL when that is 0 or to do without); the C
+ * set: one row at a time. */
+size_t k_matmul_inv_scratch(int M, int K);
+void k_matmul_inv(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                  const float *b, int M, int N, int K, void *scratch);
 void k_matmul_ref(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                   const float *b, int M, int N, int K);
 

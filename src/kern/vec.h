@@ -49,6 +49,12 @@ int K_VEC(k_attention_flash_dh)(void);
 void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                        const float *b, int M, int N, int K);
 #ifdef __x86_64__
+/* the same sums for any M through x packed in panels of 16 rows
+ * (matmul_f_impl.h's MF_PANEL part, AVX2 only); scratch of
+ * k_matmul_fp_scratch_avx2(M, K) bytes, 64-byte aligned */
+size_t k_matmul_fp_scratch_avx2(int M, int K);
+void k_matmul_fp_avx2(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
+                      const float *b, int M, int N, int K, void *scratch);
 /* the same in 16 lanes (matmul_f_avx512.c), where k_isa() >= K_ISA_AVX512 */
 void k_matmul_f_avx512(float *y, int ldy, const float *x, int ldx, const float *w, int ldw,
                        const float *b, int M, int N, int K);

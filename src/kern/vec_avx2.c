@@ -47,7 +47,35 @@ VT static inline float vf_hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* vf_hsum of 8 vectors lane by lane: lane i of the result is vf_hsum of
+ * (v[0][i], ..., v[7][i]), by the same tree of additions (matmul_f_impl.h's
+ * panels sum 8 rows' outputs at once). */
+VT static inline __m256 vf_hsum_lanes(const __m256 *v) {
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])),
+                         _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
+}
+
+/* r[0..8) as the rows of an 8 x 8 block, transposed in place. */
+VT static inline void vf_transpose8(__m256 *r) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
 #include "kern/vec_impl.h"
 #include "kern/attn_flash_impl.h"
+#define MF_PANEL 1   /* k_matmul_fp: measured here only (docs/BENCHMARKS.md) */
 #include "kern/matmul_f_impl.h"
 #endif
