@@ -702,6 +702,16 @@ static void test_scan_stats(void) {
             CHECK_EQ_INT(k_scan_stats_ref(x, n, &mr, &sr), 0);
             x[at] = keep;
         }
+        /* the bounded maximum: values past the limit and NaN counted, not taken */
+        x[n - 1] = -2.0f;
+        if (n > 2) x[1] = NAN;
+        for (int q = 0; q < 3; q++) {
+            float lim = q == 0 ? 4.0f : q == 1 ? 3.5f : 1.0f;
+            size_t c = k_absmax_within(x, n, lim, &m), cr = k_absmax_within_ref(x, n, lim, &mr);
+            CHECK(c == cr && m == mr);
+            CHECK(q < 2 ? m == (n > 1 ? 3.5f : 2.0f) : m <= 1.0f);
+            CHECK(c >= (size_t)(n > 2) + (size_t)(q == 2));
+        }
         free(x);
     }
 }
@@ -717,6 +727,7 @@ int main(void) {
         ed_pool_set_isa(pool, isa);
         test_matmul(pool);
         test_matmul_few();
+        test_matmul_inv_rows();
         test_matmul_epi(pool);
         test_matmul_h(pool);
         test_matmul_inv(pool);

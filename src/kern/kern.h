@@ -107,6 +107,10 @@ void k_h_to_f32(float *dst, const uint16_t *src, size_t n, int bf16);
  * when one is NaN or Inf (or the sum overflowed). The load-time weight check. */
 int k_scan_stats(const float *x, size_t n, float *amax, double *sumsq);
 int k_scan_stats_ref(const float *x, size_t n, float *amax, double *sumsq);
+/* Over x[0, n): *amax = max |x| of the elements with |x| <= lim (0 if none);
+ * returns how many are not (beyond lim, or NaN). Exact (a maximum). */
+size_t k_absmax_within(const float *x, size_t n, float lim, float *amax);
+size_t k_absmax_within_ref(const float *x, size_t n, float lim, float *amax);
 
 /* y[M,D] = (x - mean) / sqrt(var + eps) * g + b, per row; y may alias x. */
 void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps);

@@ -48,3 +48,45 @@ int k_scan_stats_ref(const float *x, size_t n, float *amax, double *sumsq) {
     *sumsq = ss;
     return ok;
 }
+
+/* The same lanes over |x| <= lim (a NaN is not). */
+K_CLONED(, size_t, k_absmax_within, (const float *x, size_t n, float lim, float *amax),
+         (x, n, lim, amax)) {
+    float m[SCAN_LANES] = {0};
+    int c[SCAN_LANES] = {0};
+    size_t i = 0, out = 0;
+    for (; i + SCAN_LANES <= n; i += SCAN_LANES) {
+        for (int j = 0; j < SCAN_LANES; j++) {
+            float a = fabsf(x[i + j]);
+            int in = a <= lim;
+            m[j] = in && a > m[j] ? a : m[j];
+            c[j] += !in;
+        }
+        if (((i / SCAN_LANES) & 4095) == 4095)   /* the counts stay far from overflow */
+            for (int j = 0; j < SCAN_LANES; j++) out += (size_t)c[j], c[j] = 0;
+    }
+    for (int j = 0; i < n; i++, j++) {
+        float a = fabsf(x[i]);
+        int in = a <= lim;
+        m[j] = in && a > m[j] ? a : m[j];
+        c[j] += !in;
+    }
+    float mx = 0;
+    for (int j = 0; j < SCAN_LANES; j++) {
+        out += (size_t)c[j];
+        mx = m[j] > mx ? m[j] : mx;
+    }
+    *amax = mx;
+    return out;
+}
+
+size_t k_absmax_within_ref(const float *x, size_t n, float lim, float *amax) {
+    size_t out = 0;
+    float mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabsf(x[i]) <= lim) mx = fabsf(x[i]) > mx ? fabsf(x[i]) : mx;
+        else out++;
+    }
+    *amax = mx;
+    return out;
+}

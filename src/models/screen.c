@@ -5,6 +5,7 @@
 #include "kern/matmul_hp.h"
 #include "kern/q8.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,14 +83,16 @@ float md_screen_err(const md_screen *sc, k_w w, const float *b, const float *x, 
     double nx = sqrt(xx);
     if (!(nx < INFINITY)) return INFINITY;   /* an activation not finite: refine all */
     double big = BIG * (nx * fmax(sc->wmax, sc->hmax) + 1);
-    for (int n = 0; n < sc->N; n++) {
-        double a = fabs((double)y[n]);
-        if (a <= big) {
-            amax = a > amax ? a : amax;
-            continue;
+    /* |y| <= big in double is |y| <= lim in float: the float at or below big */
+    float lim = big < FLT_MAX ? (float)big : FLT_MAX, ymax;
+    if ((double)lim > big) lim = nextafterf(lim, 0.0f);
+    size_t n_big = k_absmax_within(y, (size_t)sc->N, lim, &ymax);   /* one vector pass */
+    amax = ymax;
+    for (int n = 0; n_big && n < sc->N; n++)
+        if (!(fabsf(y[n]) <= lim)) {   /* exact (and -inf, NaN as they are) */
+            md_screen_exact(w, b, x, sc->N, sc->K, &n, 1, &y[n]);
+            n_big--;
         }
-        md_screen_exact(w, b, x, sc->N, sc->K, &n, 1, &y[n]);   /* exact (and -inf, NaN as they are) */
-    }
     double ex = k_q8_quant_err(x, sc->K), g = k1 * u / (1 - k1 * u);
     double e = nx * sc->dmax + ex * sc->hmax + 2 * g * nx * sc->wmax + 4 * u * (nx + ex) * sc->hmax +
                8 * u * (amax + nx * sc->wmax);
