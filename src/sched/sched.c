@@ -113,6 +113,57 @@ static void run_op(sch_engine *e, sch_client *c) {
     finish(c, st);
 }
 
+/* Passes c[0..n) (no alignment scores, their rows and logits within the
+ * merged step's) as one decoder pass: the family's passes are
+ * batch-invariant, so each request's logits are what its pass alone gives.
+ * Requests that arrive together (a batch of translations, the windows of
+ * batched long-form) read the decoder's weights once for all their
+ * prompts instead of once each. */
+static void run_merged(sch_engine *e, sch_client **c, int n) {
+    sch_family *f = &e->fam;
+    size_t V = (size_t)f->n_vocab;
+    int R = 0, O = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(e->m_tok + R, c[i]->tok, sizeof(int) * (size_t)c[i]->R);
+        memcpy(e->m_pos + R, c[i]->pos, sizeof(int) * (size_t)c[i]->R);
+        memcpy(e->m_slot + R, c[i]->slot, sizeof(int) * (size_t)c[i]->R);
+        for (int k = 0; k < c[i]->n_out; k++) e->m_out[O + k] = R + c[i]->out_rows[k];
+        R += c[i]->R;
+        O += c[i]->n_out;
+    }
+    if (f->screen) f->screen(f->ctx, 0);   /* feeds are never screened (run_op) */
+    f->decode(f->ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, f->n_ctx, O, e->m_out,
+              e->m_logits);
+    O = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(c[i]->logits, e->m_logits + (size_t)O * V, sizeof(float) * (size_t)c[i]->n_out * V);
+        O += c[i]->n_out;
+        c[i]->pass_screened = 0;
+        finish(c[i], ENCDEC_OK);
+    }
+    e->turn.passes++;
+}
+
+/* The turn's passes, in order: runs of those run_merged takes merged (while
+ * their rows fit one pass and their logits the step's), the others alone. */
+static void run_passes(sch_engine *e, sch_client **c, int n) {
+    int S = e->p.max_clients * e->p.slots;
+    for (int i = 0; i < n;) {
+        int j = i, R = 0, O = 0;
+        while (j < n && !c[j]->scores && R + c[j]->R <= e->fam.max_rows && O + c[j]->n_out <= S) {
+            R += c[j]->R;
+            O += c[j]->n_out;
+            j++;
+        }
+        if (j - i >= 2) {
+            run_merged(e, c + i, j - i);
+            i = j;
+        } else {
+            run_op(e, c[i++]);
+        }
+    }
+}
+
 /* The turn's encodes: one, or several packed into one pass where the
  * family packs them (each input's caches as alone, family.h). */
 static void run_encodes(sch_engine *e, sch_client **c, int n) {
@@ -244,7 +295,7 @@ static void *sched_main(void *arg) {
         memcpy(e->cur, e->run, sizeof *e->cur * (size_t)n);
         pthread_mutex_unlock(&e->mu);
 
-        for (int i = 0; i < n_pass; i++) run_op(e, e->cur_ops[i]);
+        run_passes(e, e->cur_ops, n_pass);
         if (n_enc) {
             double t0 = ed_now_ms();
             run_encodes(e, e->cur_enc, n_enc);
