@@ -680,6 +680,38 @@ static void test_isa_limit(ed_pool *pool) {
     CHECK(k_isa_parse(k_isa_name(K_ISA_VEC)) == K_ISA_VEC && k_isa_parse("sse") == -1);
 }
 
+/* The screened pick's scans against plain loops: rows the rules changed,
+ * zeros, -inf and NaN, cuts below, within and above the values, lengths
+ * that leave tails. */
+static void test_pick_scans(void) {
+    int sizes[] = {1, 17, 100, 1003};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int n = sizes[s];
+        float *raw = rnd((size_t)n), *row = malloc(sizeof(float) * (size_t)n);
+        int *ids = malloc(sizeof(int) * (size_t)n), *want = malloc(sizeof(int) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            row[i] = raw[i];
+            if (i % 7 == 3) row[i] = -INFINITY;
+            if (i % 11 == 5) row[i] = raw[i] - 0.5f;
+            if (i % 13 == 6) raw[i] = row[i] = 0;
+            if (i % 29 == 9) row[i] = NAN;
+        }
+        float best = -INFINITY;
+        for (int i = 0; i < n; i++)
+            if (row[i] == raw[i] && raw[i] != 0 && row[i] > best) best = row[i];
+        CHECK(k_max_kept(raw, row, (size_t)n) == best);
+        float cuts[] = {-INFINITY, -0.2f, 0.3f, 2.0f};
+        for (int c = 0; c < 4; c++) {
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (row[i] != -INFINITY && (row[i] != raw[i] || raw[i] == 0 || row[i] >= cuts[c])) want[m++] = i;
+            size_t got = k_ids_to_refine(raw, row, (size_t)n, cuts[c], ids);
+            CHECK(got == (size_t)m && memcmp(ids, want, sizeof(int) * (size_t)m) == 0);
+        }
+        free(raw), free(row), free(ids), free(want);
+    }
+}
+
 /* The load-time weight scan against its twin: max, sum of squares, and a
  * NaN / Inf / -Inf anywhere (lane, tail) makes it report "not finite". */
 static void test_scan_stats(void) {
@@ -737,6 +769,7 @@ int main(void) {
         test_attention_flash();
         test_elementwise(pool);
         test_scan_stats();
+        test_pick_scans();
         ed_isa_swap(old);
     }
     ed_pool_set_isa(pool, ED_ISA_ANY);

@@ -97,16 +97,8 @@ typedef struct {
  * (the repetition penalty, the forced last token) is refined too; one they
  * set to -inf stays there whatever its value. */
 static int screen_ids(const float *raw, const float *row, int V, float err, int *ids) {
-    float best = -INFINITY;
-    for (int v = 0; v < V; v++)
-        if (row[v] == raw[v] && raw[v] != 0 && row[v] > best) best = row[v];
-    float cut = best - 2 * err;
-    int n = 0;
-    for (int v = 0; v < V; v++) {
-        if (row[v] == -INFINITY) continue;
-        if (row[v] != raw[v] || raw[v] == 0 || row[v] >= cut) ids[n++] = v;
-    }
-    return n;
+    float cut = k_max_kept(raw, row, (size_t)V) - 2 * err;
+    return (int)k_ids_to_refine(raw, row, (size_t)V, cut, ids);
 }
 
 /* Row i of a screened step made exact where the choice needs it (all of it

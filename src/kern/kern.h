@@ -111,6 +111,13 @@ int k_scan_stats_ref(const float *x, size_t n, float *amax, double *sumsq);
  * returns how many are not (beyond lim, or NaN). Exact (a maximum). */
 size_t k_absmax_within(const float *x, size_t n, float lim, float *amax);
 size_t k_absmax_within_ref(const float *x, size_t n, float lim, float *amax);
+/* The screened greedy pick's scans of a row before (raw) and after (row)
+ * the decoding rules: k_max_kept, the largest row[i] the rules kept as it
+ * was (row[i] == raw[i], raw[i] != 0; -inf if none); k_ids_to_refine, into
+ * ids in order, each i with row[i] != -inf and (changed, raw[i] == 0 or
+ * row[i] >= cut), and their count. */
+float k_max_kept(const float *raw, const float *row, size_t n);
+size_t k_ids_to_refine(const float *raw, const float *row, size_t n, float cut, int *ids);
 
 /* y[M,D] = (x - mean) / sqrt(var + eps) * g + b, per row; y may alias x. */
 void k_layernorm(float *y, const float *x, const float *g, const float *b, int M, int D, float eps);

@@ -90,3 +90,41 @@ size_t k_absmax_within_ref(const float *x, size_t n, float lim, float *amax) {
     *amax = mx;
     return out;
 }
+
+/* The screened greedy pick's two scans (decode/batch.c), in branch-free
+ * lanes. */
+K_CLONED(, float, k_max_kept, (const float *raw, const float *row, size_t n), (raw, row, n)) {
+    float m[SCAN_LANES];
+    for (int j = 0; j < SCAN_LANES; j++) m[j] = -INFINITY;
+    size_t i = 0;
+    for (; i + SCAN_LANES <= n; i += SCAN_LANES)
+        for (int j = 0; j < SCAN_LANES; j++) {
+            float a = row[i + j], r = raw[i + j], c = (a == r) & (r != 0) ? a : -INFINITY;
+            m[j] = c > m[j] ? c : m[j];
+        }
+    for (int j = 0; i < n; i++, j++) {
+        float a = row[i], r = raw[i], c = (a == r) & (r != 0) ? a : -INFINITY;
+        m[j] = c > m[j] ? c : m[j];
+    }
+    float mx = -INFINITY;
+    for (int j = 0; j < SCAN_LANES; j++) mx = m[j] > mx ? m[j] : mx;
+    return mx;
+}
+
+K_CLONED(, size_t, k_ids_to_refine, (const float *raw, const float *row, size_t n, float cut, int *ids),
+         (raw, row, n, cut, ids)) {
+    size_t out = 0;
+    for (size_t i = 0; i < n; i += SCAN_LANES) {
+        size_t m = n - i < SCAN_LANES ? n - i : SCAN_LANES;
+        unsigned char keep[SCAN_LANES];
+        int any = 0;
+        for (size_t j = 0; j < m; j++) {
+            float a = row[i + j], r = raw[i + j];
+            keep[j] = (a != -INFINITY) & ((a != r) | (r == 0) | (a >= cut));
+            any |= keep[j];
+        }
+        for (size_t j = 0; any && j < m; j++)
+            if (keep[j]) ids[out++] = (int)(i + j);
+    }
+    return out;
+}
