@@ -42,23 +42,20 @@ void k_matmul_ex(float *y, int ldy, const float *x, int ldx, const float *w, int
                 beta, y, ldy);
 }
 
+#if defined(K_HAVE_VEC) && defined(__x86_64__)
 /* Rows of a partial panel from which the panel kernel takes them (fewer go
  * to the few-row kernel: on a Zen 3 core 9 rows padded to 16 ran at 0.94x
  * its speed, 12 at 1.18x, 16 at 1.58x). */
 #define K_MF_PANEL_MIN 10
 
-/* Rows of M that the panel kernel takes: whole panels of 16, and the rest
- * where it is at least K_MF_PANEL_MIN. */
+/* Rows of M that the panel kernel (AVX2 set only) takes: whole panels of
+ * 16, and the rest where it is at least K_MF_PANEL_MIN. */
 static int panel_rows(int M) {
-#if defined(K_HAVE_VEC) && defined(__x86_64__)
     if (k_isa() != K_ISA_VEC) return 0;
     int r = M % 16;
     return r >= K_MF_PANEL_MIN ? M : M - r;
-#else
-    (void)M;
-    return 0;
-#endif
 }
+#endif
 
 size_t k_matmul_inv_scratch(int M, int K) {
 #if defined(K_HAVE_VEC) && defined(__x86_64__)

@@ -100,7 +100,7 @@ VT void K_VEC(k_matmul_f)(float *y, int ldy, const float *x, int ldx, const floa
 #define MP_NB 6              /* weight rows in a tile */
 #define MP_KB 32             /* k vectors in a block */
 #ifndef MP_HINT
-#define MP_HINT 2
+#define MP_HINT 2            /* the next block's prefetch: prefetcht1, into L2 (t0 and t2 alike) */
 #endif
 
 /* Floats of one panel: (K / VF_N) vectors of MP_ROWS rows for each lane. */

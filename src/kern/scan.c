@@ -99,11 +99,11 @@ K_CLONED(, float, k_max_kept, (const float *raw, const float *row, size_t n), (r
     size_t i = 0;
     for (; i + SCAN_LANES <= n; i += SCAN_LANES)
         for (int j = 0; j < SCAN_LANES; j++) {
-            float a = row[i + j], r = raw[i + j], c = (a == r) & (r != 0) ? a : -INFINITY;
+            float a = row[i + j], r = raw[i + j], c = ((a == r) & (r != 0)) ? a : -INFINITY;
             m[j] = c > m[j] ? c : m[j];
         }
     for (int j = 0; i < n; i++, j++) {
-        float a = row[i], r = raw[i], c = (a == r) & (r != 0) ? a : -INFINITY;
+        float a = row[i], r = raw[i], c = ((a == r) & (r != 0)) ? a : -INFINITY;
         m[j] = c > m[j] ? c : m[j];
     }
     float mx = -INFINITY;
