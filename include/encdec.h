@@ -993,6 +993,25 @@ ENCDEC_API encdec_status encdec_engine_generate_ids(encdec_engine *e, const int 
                                                     const encdec_generate_params *params,
                                                     encdec_request **out);
 
+/* The decoder's attention over an input for each token of a generated
+ * sequence, as CTranslate2's return_attention gives it (and its
+ * replace_unknowns reads it): row i of out[n_seq, n_ids] is the attention
+ * over the n_ids input positions of the decoder step that chose seq[i], the
+ * mean of the model's alignment heads' distributions (a CTranslate2
+ * directory's alignment_layer and alignment_heads; otherwise CTranslate2's
+ * defaults: the last decoder layer's first head). ids: the encoder's input
+ * as encdec_engine_generate_ids takes it (longer than the model accepts: its
+ * first tokens and its last, as generation with truncate encodes them; the
+ * columns of the others are 0);
+ * seq[0, n_seq): the tokens after the decoder's start (the model's own: a
+ * target prefix and the generated tokens, as a result's sequence holds
+ * them). One teacher-forced pass on the session (the input encoded, the
+ * decoder over n_seq positions): nothing of it runs while generating, so it
+ * costs only where asked for. Errors: a Whisper model, tokens out of the
+ * vocabulary, too many positions. */
+ENCDEC_API encdec_status encdec_text_attention(encdec_session *s, const int *ids, int n_ids,
+                                               const int *seq, int n_seq, float *out);
+
 /* ---- results ------------------------------------------------------------ */
 
 /* The text of sequence 0: the transcript as Whisper emits it (usually with

@@ -8,6 +8,7 @@
 #include "modeldir.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #define MARIAN ED_TEST_DATA "/tiny-random-marian"
@@ -140,6 +141,19 @@ static void test_requests(void) {
     /* a text model cannot transcribe */
     float pcm[160] = {0};
     CHECK_STATUS(encdec_transcribe(s, pcm, 160, NULL, &r), ENCDEC_ERR_ARG, "marian model (text to text)");
+    /* the attention of a sequence: its tokens and positions checked; rows
+     * that sum to 1 over the input */
+    int ids[3] = {20, 21, 0}, seq[65] = {0}, bad[2] = {5, 1 << 20};
+    float att[65 * 3];
+    CHECK_STATUS(encdec_text_attention(s, ids, 3, bad, 2, att), ENCDEC_ERR_ARG, "sequence token 1 is id 1048576");
+    CHECK_STATUS(encdec_text_attention(s, ids, 3, seq, 0, att), ENCDEC_ERR_ARG, "0 sequence tokens");
+    CHECK_STATUS(encdec_text_attention(s, ids, 0, seq, 2, att), ENCDEC_ERR_ARG, "no tokens");
+    CHECK_STATUS(encdec_text_attention(s, ids, 3, seq, 2, NULL), ENCDEC_ERR_ARG, "out is NULL");
+    CHECK_STATUS(encdec_text_attention(s, ids, 3, seq, 65, att), ENCDEC_ERR_ARG, "max_position_embeddings");
+    CHECK_STATUS(encdec_text_attention(NULL, ids, 3, seq, 2, att), ENCDEC_ERR_ARG, "session is NULL");
+    seq[0] = 5;
+    CHECK_EQ_INT(encdec_text_attention(s, ids, 3, seq, 2, att), ENCDEC_OK);
+    for (int r0 = 0; r0 < 2; r0++) CHECK(fabsf(att[r0 * 3] + att[r0 * 3 + 1] + att[r0 * 3 + 2] - 1) < 1e-5f);
     encdec_session_free(s);
     encdec_model_free(m);
 }

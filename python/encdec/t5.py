@@ -44,6 +44,7 @@ class T5Model(Owner):
                  logit_screen=True):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
+        self._session_lock = threading.Lock()   # the attention's session (_attention)
         self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"),
                             device=device, device_index=device_index, logit_screen=logit_screen)
         ep = N.lib.encdec_engine_default_params()
@@ -65,10 +66,37 @@ class T5Model(Owner):
         self.max_new_tokens = ep.max_new_tokens
         _live.add(self)
 
+    _session = None
+    _session_lock = threading.Lock()
+
     def _release(self):   # close(): cancels what runs, frees the engine (then the model)
+        with self._session_lock:
+            s, self._session = self._session, None
+        if s:
+            N.lib.encdec_session_free(s)
         e, self._engine = getattr(self, "_engine", None), None
         if e:
             N.lib.encdec_engine_free(e)
+
+    def _attention(self, ids, seq):
+        """encdec_text_attention: the decoder's attention over input ids
+        for each token of seq (the tokens after the decoder's start), as
+        rows of len(ids) floats; on a session of the model's own, made at
+        the first call (one at a time)."""
+        n, k = len(ids), len(seq)
+        out = (ctypes.c_float * (n * k))()
+        with self._session_lock:
+            if not self._engine:
+                raise ValueError("the model is closed")
+            if self._session is None:
+                sp = N.lib.encdec_session_default_params()
+                sp.n_threads = self.cpu_threads
+                s = ctypes.c_void_p()
+                N.check(N.lib.encdec_session_new(self._model.handle, ctypes.byref(sp), ctypes.byref(s)))
+                self._session = s
+            N.check(N.lib.encdec_text_attention(self._session, (ctypes.c_int * n)(*ids), n,
+                                                (ctypes.c_int * k)(*seq), k, out))
+        return [list(out[r * n:(r + 1) * n]) for r in range(k)]
 
 
     @property

@@ -242,6 +242,17 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
         float lp = (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam];
         if (c->tok == b->r->eot) {
             if (k >= W) continue;   /* an eos ranked below the n_beams best is dropped */
+            if (k > 0 && b->r->ct2 && b->r->n_forced > 0 && t == b->r->n_forced) {
+                /* CTranslate2, at the first step after a target prefix: an eos
+                 * but the best becomes a dead beam (token 0, score -1e10),
+                 * its remedy for short hypotheses a prefix's one beam offers */
+                size_t i = (size_t)t * b->G * W + (size_t)g * W + nb++;
+                b->score[(size_t)g * W + nb - 1] = -1e10f;
+                b->tok[i] = 0;
+                b->lp[i] = -1e10f;
+                b->parent[i] = c->beam;
+                continue;
+            }
             hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_lp = lp};
             hyp_add(b, l, h, c->score, t + 1);
         } else {

@@ -40,6 +40,7 @@
 #include "models/s2s.h"
 #include "models/screen.h"
 #include "models/wload.h"
+#include "models/xattn.h"
 
 struct cJSON;
 
@@ -92,6 +93,10 @@ typedef struct {
     int shared;             /* the encoder and decoder embeddings are one */
     int pad, eos, bos, dec_start;   /* bos -1: none */
     int forced_bos, forced_eos;     /* config's forced_*_token_id, -1: none */
+    int align_layer, align_heads;   /* the decoder's attention as CTranslate2 returns it: its
+                                       layer (0..L-1) and its first heads averaged; from a
+                                       CTranslate2 directory's spec, else its defaults (the
+                                       last layer, one head) */
 } bart_hparams;
 
 typedef struct bart_model {
@@ -170,6 +175,7 @@ typedef struct bart_state {
     float *d_x, *d_n, *d_qkv, *d_att, *d_q, *d_h;   /* [max_rows, d|d|3d|d|d|F_d] */
     int invariant;           /* 1: decoder products batch-invariant (the engine's state) */
     md_screen_state scr;     /* screened logits (models/screen.h) */
+    md_xattn xattn;          /* the alignment heads' cross-attention scores (models/xattn.h) */
     /* on a device: the model's; the buffers above in its memory; the logits
      * on their way to the host; the device's first failure (sticky) */
     void *dev;

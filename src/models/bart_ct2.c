@@ -17,7 +17,9 @@
  *   scalars: s/num_heads, s/pre_norm, s/activation (0 relu, 1 gelu_tanh,
  *     2 swish, 3 gelu), s/scale_embeddings (sqrt(d) or 1),
  *     decoder/start_from_zero_embedding (Marian: its <pad> row dropped, the
- *     decoder started from a zero vector)
+ *     decoder started from a zero vector), decoder/alignment_layer and
+ *     alignment_heads (the attention its return_attention gives: passed on
+ *     as config keys of those names)
  * and config.json (bos / eos / unk / decoder_start tokens by spelling) with
  * the vocabulary as shared_vocabulary.json (or .txt).
  *
@@ -394,6 +396,11 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         cJSON_AddNumberToObject(o, "decoder_start_token_id", start);
         cJSON_AddNullToObject(o, "forced_bos_token_id");
         cJSON_AddNullToObject(o, "forced_eos_token_id");
+        /* the spec's alignment (CTranslate2's return_attention), where it has one */
+        const char *al[][2] = {{"decoder/alignment_layer", "alignment_layer"},
+                               {"decoder/alignment_heads", "alignment_heads"}};
+        for (int i = 0; i < 2; i++)
+            if (wtab_get(wt, al[i][0])) cJSON_AddNumberToObject(o, al[i][1], scalar(wt, al[i][0], 0));
         *config = o;
     } else if (!st) {
         st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: config");

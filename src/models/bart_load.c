@@ -143,6 +143,12 @@ static encdec_status read_config(bart_model *m, const cJSON *c) {
         st = ed_fail(ENCDEC_ERR_CONFIG, CFG ": d_model %d is too small for sinusoidal positions", h->d);
         goto done;
     }
+    /* CTranslate2's alignment (bart_ct2.c carries its spec's; not Hugging Face keys) */
+    int L = h->n_dec_layer;
+    if ((st = ed_json_int_opt(c, "alignment_layer", CFG, -L, L - 1, -1, &h->align_layer))) goto done;
+    if ((st = ed_json_int_opt(c, "alignment_heads", CFG, 0, h->dec_heads, 1, &h->align_heads))) goto done;
+    if (h->align_layer < 0) h->align_layer += L;
+    if (h->align_heads == 0) h->align_heads = h->dec_heads;
     h->eps = 1e-5f;
     h->emb_scale = scale ? sqrtf((float)h->d) : 1.0f;
     st = read_ids(c, h, m->var->model_type);

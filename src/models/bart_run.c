@@ -59,6 +59,7 @@ static void free_buffers(bart_state *s) {
 void bart_state_free(bart_state *s) {
     if (!s) return;
     free_buffers(s);
+    md_xattn_free(&s->xattn, s->dev);
     md_screen_state_free(&s->scr);
     free(s);
 }
@@ -255,6 +256,8 @@ static void dec_cross(bart_state *s, const bart_layer *y, int l, int R) {
     int d = h->d, dh = d / h->dec_heads;
     const float *in = block_in(s, s->d_n, s->d_x, y->lnx_g, y->lnx_b, R);
     mm(s, MM_DEC, s->d_q, d, in, d, y->w_xq, y->b_xq, R, d, d);
+    md_xattn_scores(&s->xattn, s->pool, s->d_q, d, s->cross, s->row_input, l, R, dh,
+                    1.0f / sqrtf((float)dh));
     op_attention_cross(s->pool, s->d_att, d, s->d_q, d, s->cross, s->row_input, l, R,
                        1.0f / sqrtf((float)dh), s->scores, s->scores_stride);
     mm(s, MM_DEC, s->d_n, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
@@ -290,7 +293,9 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
     k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, out, m->logits_bias, n_out, h->n_vocab, d);
     md_screen_bounds(&s->scr, &m->screen, m->lm_head, m->logits_bias, s->d_n, d, logits, h->n_vocab, n_out);
-    encdec_status st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
+    encdec_status st = s->xattn.on ? md_xattn_host(&s->xattn, s->pool) : ENCDEC_OK;
+    if (st && !s->status) s->status = st;
+    st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
     if (st && !s->status) s->status = st;
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
@@ -359,7 +364,16 @@ static encdec_status s2s_status(void *p) {
     return s->status;
 }
 
+/* The alignment heads' scores (models/xattn.h) of the passes while on. */
+static encdec_status s2s_xattn(void *p, int on) {
+    bart_state *s = p;
+    const bart_hparams *h = &s->m->hp;
+    return md_xattn_on(&s->xattn, s->dev, on, h->align_layer, h->align_heads, s->max_rows,
+                       s->cap.t_max);
+}
+static const md_xattn *s2s_xattn_of(const void *p) { return &((const bart_state *)p)->xattn; }
+
 const s2s_ops bart_s2s_ops = {s2s_new,      s2s_free,     s2s_reserve,   s2s_encode,
                               rn_cross,     rn_decode,    s2s_rn,        s2s_view_of,
                               s2s_invariant, s2s_status,  screen_on,     rn_logit_err,
-                              rn_logit_exact};
+                              rn_logit_exact, s2s_xattn,  s2s_xattn_of};

@@ -17,6 +17,7 @@
 #include "base/pool.h"
 #include "core/kvcache.h"
 #include "decode/runner.h"
+#include "models/xattn.h"
 #include "tok/text.h"
 
 /* What one request needs of a state; reserve grows the buffers to fit. */
@@ -60,6 +61,12 @@ typedef struct {
     void (*screen)(void *s, int on);
     float (*logit_err)(void *s, int row);
     void (*logit_exact)(void *s, int row, const int *ids, int n, float *out);
+    /* Optional (NULL: none): the decoder's attention as CTranslate2 returns
+     * it (models/xattn.h): xattn(s, on) before a pass turns the capture of
+     * its alignment heads' scores on or off; xattn_of(s) has the last
+     * pass's. */
+    encdec_status (*xattn)(void *s, int on);
+    const md_xattn *(*xattn_of)(const void *s);
 } s2s_ops;
 
 /* A loaded text-to-text model, as generation sees it. */

@@ -36,6 +36,7 @@
 #include "io/tensor.h"
 #include "models/s2s.h"
 #include "models/screen.h"
+#include "models/xattn.h"
 #include "models/wload.h"
 #include "tok/spm.h"
 
@@ -159,6 +160,8 @@ typedef struct t5_state {
     int invariant;           /* 1: decoder products batch-invariant (op_matmul_w_inv), the
                                 engine's state */
     md_screen_state scr;     /* screened logits (models/screen.h) */
+    md_xattn xattn;          /* CTranslate2's alignment heads' scores (models/xattn.h): the
+                                last decoder layer's first head, as its converter sets them */
     /* on a device: the model's, the buffers above in its memory, the
      * logits on their way to the host, a bias table's host copy, the
      * device's first failure (sticky) */

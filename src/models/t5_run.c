@@ -57,6 +57,7 @@ void t5_state_free(t5_state *s) {
     if (!s) return;
     free_buffers(s);
     md_screen_state_free(&s->scr);
+    md_xattn_free(&s->xattn, s->dev);
     free(s);
 }
 
@@ -230,6 +231,8 @@ static void dec_self_attention(t5_state *s, int l, int R, const int *pos, const 
 /* Each run of rows of one input attends to that input's cross cache (row_input: the
  * rows' inputs, set once per decode call), all in one pool pass. */
 static void dec_cross_attention(t5_state *s, int l, int R) {
+    md_xattn_scores(&s->xattn, s->pool, s->d_q, s->m->hp.inner, s->cross, s->row_input, l, R,
+                    s->m->hp.d_kv, 1.0f);
     op_attention_cross(s->pool, s->d_att, s->m->hp.inner, s->d_q, s->m->hp.inner, s->cross,
                        s->row_input, l, R, 1.0f, s->scores, s->scores_stride);
 }
@@ -278,6 +281,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, lg, h->n_vocab, s->d_n, d, out, n_out, h->n_vocab, d);
     md_screen_bounds(&s->scr, &m->screen, m->lm_head, NULL, s->d_n, d, logits, h->n_vocab, n_out);
+    if (s->xattn.on) dev_check(s, md_xattn_host(&s->xattn, s->pool));
     dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;
@@ -346,7 +350,14 @@ static encdec_status s2s_status(void *s) {
     return t->status;
 }
 
+/* CTranslate2's alignment for its T5 specs: the last layer's first head. */
+static encdec_status s2s_xattn(void *p, int on) {
+    t5_state *s = p;
+    return md_xattn_on(&s->xattn, s->dev, on, s->m->hp.n_dec_layer - 1, 1, s->max_rows, s->cap.t_max);
+}
+static const md_xattn *s2s_xattn_of(const void *p) { return &((const t5_state *)p)->xattn; }
+
 const s2s_ops t5_s2s_ops = {s2s_new,       s2s_free,    s2s_reserve, s2s_encode,
                             rn_cross,      rn_decode,   s2s_rn,      s2s_view_of,
                             s2s_invariant, s2s_status,  screen_on,   rn_logit_err,
-                            rn_logit_exact};
+                            rn_logit_exact, s2s_xattn,  s2s_xattn_of};

@@ -169,3 +169,73 @@ def test_translator_devices():
             encdec.Translator(d, device="cuda")
         with pytest.raises(ValueError, match="have 0 CUDA devices"):
             encdec.T5Model(d, device="cuda")
+
+
+@pytest.mark.parametrize("variant", ["marian", "m2m100", "bart"])
+def test_translator_attention_unknowns_and_lengths(variant):
+    """return_attention, replace_unknowns, min_decoding_length and
+    return_scores as CTranslate2 gives them (bart-golden/ct2-attention.json,
+    tools/golden_translator_attention.py): its hypotheses with the <unk> of
+    a target prefix replaced by the source token each attends to most, its
+    lengths under a minimum, its scores (greedy ones over the length, as its
+    beams'), in greedy batches and beam search with a prefix (its first
+    free step's rule for an end token); each row of the attention within
+    1e-4 + 10x the row's own sensitivity of transformers' float64 values
+    (the last decoder layer's first head), a row per token, a column per
+    source token."""
+    g = json.loads((DATA / "bart-golden" / "ct2-attention.json").read_text(encoding="utf-8"))["models"][variant]
+    tr = encdec.Translator(str(DATA.parent.parent / g["model_dir"]), intra_threads=2)
+    try:
+        source = [c["source"] for c in g["cases"]]
+        prefix = [c["prefix"] for c in g["cases"]]
+        for run in g["runs"]:
+            res = tr.translate_batch(source, target_prefix=prefix, max_decoding_length=g["max_decoding_length"],
+                                     replace_unknowns=True, return_attention=True, return_scores=True,
+                                     **run["options"])
+            for src, r, want in zip(source, res, run["results"]):
+                assert r.hypotheses == want["hypotheses"], run["options"]
+                assert r.scores == pytest.approx(want["scores"], abs=3e-3, rel=1e-3)
+                assert len(r.attention) == len(want["raw"])
+                for hyp, att, w in zip(r.hypotheses, r.attention, want["raw"]):
+                    assert len(att) == len(hyp) == len(w["attention"])
+                    for row, ref, sens in zip(att, w["attention"], w["sensitivity"]):
+                        assert len(row) == len(src)
+                        assert max(abs(a - b) for a, b in zip(row, ref)) <= 1e-4 + 10 * sens
+            # replace_unknowns alone: no attention kept, the same hypotheses
+            alone = tr.translate_batch(source, target_prefix=prefix, max_decoding_length=g["max_decoding_length"],
+                                       replace_unknowns=True, **run["options"])
+            assert [r.hypotheses for r in alone] == [w["hypotheses"] for w in run["results"]]
+            assert all(r.attention == [] for r in alone)
+        lengths = [[len(w["hypotheses"][0]) for w in run["results"]] for run in g["runs"][:2]]
+        assert lengths[0] != lengths[1] and min(lengths[1]) >= 6   # the minimum took effect
+    finally:
+        tr.close()
+
+
+def test_translator_attention_edges():
+    """Attention over a source the model's positions cut (the engine keeps its
+    first tokens and its last: those columns are the input's, the others 0),
+    a one-token hypothesis, a T5 model (CTranslate2's alignment: the last
+    layer's first head), and the options' errors."""
+    tr = encdec.Translator(str(DATA / "tiny-random-marian"), intra_threads=1)
+    try:
+        src = ["\u2581The"] * 70 + ["</s>"]   # 64 positions
+        r = tr.translate_batch([src], beam_size=1, max_decoding_length=4, return_attention=True)[0]
+        for row in r.attention[0]:
+            assert len(row) == 71 and abs(sum(row) - 1) < 1e-4
+            assert all(v == 0 for v in row[63:70])   # the 64th column is the input's last
+        r = tr.translate_batch([["\u2581The", "</s>"]], beam_size=1, max_decoding_length=1,
+                               return_attention=True, replace_unknowns=True)[0]
+        assert len(r.hypotheses[0]) == 1 and len(r.attention[0]) == 1 and len(r.attention[0][0]) == 2
+        with pytest.raises(ValueError, match="min_decoding_length=9 is greater"):
+            tr.translate_batch([src], min_decoding_length=9, max_decoding_length=8)
+    finally:
+        tr.close()
+    t5 = encdec.Translator(str(DATA / "tiny-random-t5-v1_1"), intra_threads=1)
+    try:
+        src = ["\u2581The", "\u2581house", "</s>"]
+        r = t5.translate_batch([src], beam_size=2, max_decoding_length=5, return_attention=True)[0]
+        assert len(r.attention[0]) == len(r.hypotheses[0])
+        assert all(len(row) == 3 and abs(sum(row) - 1) < 1e-4 for row in r.attention[0])
+    finally:
+        t5.close()

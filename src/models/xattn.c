@@ -1,0 +1,73 @@
+/* xattn.c - cross-attention scores of a few heads (xattn.h). */
+#include "models/xattn.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "core/dev.h"
+#include "core/ops.h"
+
+#include <stdlib.h>
+
+encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, int rows, int ld) {
+    x->on = 0;
+    if (!on) return ENCDEC_OK;
+    if (heads < 1 || rows < 1 || ld < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "attention capture: %d heads, %d rows, %d positions", heads, rows, ld);
+    if (!x->buf || heads > x->heads || rows > x->rows || ld > x->ld) {
+        md_xattn_free(x, dev);
+        size_t n, bytes;
+        if (!ed_mul_ok((size_t)heads * (size_t)rows, (size_t)ld, &n) || !ed_mul_ok(n, sizeof(float), &bytes))
+            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention scores");
+        x->buf = ed_dev_alloc(dev, bytes, "attention scores");
+        if (!x->buf) return ENCDEC_ERR_NOMEM;
+        if (dev && !(x->host = ed_alloc(bytes, "attention scores"))) {
+            md_xattn_free(x, dev);
+            return ENCDEC_ERR_NOMEM;
+        }
+        x->rows = rows;
+        x->ld = ld;
+    } else {
+        /* the layout keeps the capacity's rows and ld; only the heads change */
+        rows = x->rows;
+        ld = x->ld;
+    }
+    x->heads = heads;
+    x->layer = layer;
+    x->on = 1;
+    return ENCDEC_OK;
+}
+
+void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_cross *cross,
+                     const int *row_input, int l, int R, int dh, float scale) {
+    if (!x->on || l != x->layer) return;
+    static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
+    op_zero(p, x->buf, (size_t)x->heads * x->rows * x->ld);
+    for (int r0 = 0; r0 < R && r0 < x->rows;) {   /* runs of rows that read one input */
+        int b = row_input ? row_input[r0] : 0, r1 = r0 + 1;
+        while (r1 < R && r1 < x->rows && (row_input ? row_input[r1] : 0) == b) r1++;
+        const kv_cross *xc = &cross[b];
+        int T = xc->n_valid < x->ld ? xc->n_valid : x->ld;
+        for (int a = 0; a < x->heads && T > 0; a++) {
+            float *y = x->buf + ((size_t)a * x->rows + (size_t)r0) * x->ld;
+            k_w K = {kv_cross_k(xc, l, a), types[xc->type], 0};
+            op_matmul_w(p, y, x->ld, q + (size_t)r0 * ldq + (size_t)a * dh, ldq, K, NULL, r1 - r0, T, dh);
+            if (scale != 1.0f) op_scale(p, y, (size_t)(r1 - r0) * x->ld, scale);
+        }
+        r0 = r1;
+    }
+}
+
+encdec_status md_xattn_host(md_xattn *x, ed_pool *p) {
+    if (!x->host) return ENCDEC_OK;
+    return op_to_host(p, x->host, x->buf, (size_t)x->heads * x->rows * x->ld);
+}
+
+const float *md_xattn_head(const md_xattn *x, int a) {
+    return (x->host ? x->host : x->buf) + (size_t)a * x->rows * x->ld;
+}
+
+void md_xattn_free(md_xattn *x, void *dev) {
+    ed_dev_free(dev, x->buf);
+    free(x->host);
+    x->buf = x->host = NULL;
+    x->rows = x->ld = x->heads = x->on = 0;
+}
