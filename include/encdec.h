@@ -1011,6 +1011,14 @@ ENCDEC_API encdec_status encdec_engine_generate_ids(encdec_engine *e, const int 
  * vocabulary, too many positions. */
 ENCDEC_API encdec_status encdec_text_attention(encdec_session *s, const int *ids, int n_ids,
                                                const int *seq, int n_seq, float *out);
+/* The log-probability of each token of a sequence given the input, as
+ * CTranslate2's score_batch gives it: logprobs[i] = log P(seq[i] | input,
+ * the decoder's start and seq[0, i)), from the exact logits (no rule
+ * applied). ids and seq as encdec_text_attention takes them (a scored
+ * target usually ends in </s>). The same teacher-forced passes, in blocks of
+ * positions. */
+ENCDEC_API encdec_status encdec_text_score(encdec_session *s, const int *ids, int n_ids,
+                                           const int *seq, int n_seq, float *logprobs);
 
 /* ---- results ------------------------------------------------------------ */
 

@@ -154,6 +154,13 @@ static void test_requests(void) {
     seq[0] = 5;
     CHECK_EQ_INT(encdec_text_attention(s, ids, 3, seq, 2, att), ENCDEC_OK);
     for (int r0 = 0; r0 < 2; r0++) CHECK(fabsf(att[r0 * 3] + att[r0 * 3 + 1] + att[r0 * 3 + 2] - 1) < 1e-5f);
+    /* and its tokens' log-probabilities: below 0, the checks alike */
+    float lp[20];
+    CHECK_STATUS(encdec_text_score(s, ids, 3, seq, 2, NULL), ENCDEC_ERR_ARG, "out is NULL");
+    CHECK_STATUS(encdec_text_score(s, ids, 3, bad, 2, lp), ENCDEC_ERR_ARG, "sequence token 1");
+    for (int i = 0; i < 20; i++) seq[i] = 5 + i;
+    CHECK_EQ_INT(encdec_text_score(s, ids, 3, seq, 20, lp), ENCDEC_OK);   /* two passes of positions */
+    for (int i = 0; i < 20; i++) CHECK(lp[i] < 0 && lp[i] > -1000);
     encdec_session_free(s);
     encdec_model_free(m);
 }

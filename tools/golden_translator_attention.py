@@ -3,7 +3,8 @@
 min_decoding_length and scores, on the CTranslate2 directories of
 tools/golden_bart_ct2.py (tests/data/tiny-random-{marian,m2m100,bart}-ct2):
 
-  tests/data/bart-golden/ct2-attention.json, per model:
+  tests/data/bart-golden/ct2-attention.json, per model (and score_batch's
+  values: "score" below):
     cases    source token lists (pieces both the vocabulary and the Hugging
              Face tokenizer know, m2m100's with its source language first;
              one with a piece the vocabulary lacks, read as <unk>) and a
@@ -47,7 +48,6 @@ import tempfile
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import golden_bart as gb  # noqa: E402
 import golden_bart_ct2 as gc  # noqa: E402
 
 import torch  # noqa: E402
@@ -77,29 +77,32 @@ def cases(variant, vocab, tok, eos):
 
 
 @torch.no_grad()
-def rows_of(m, x, dec):
-    """The last layer's first head over the source at each decoder step (one
-    position at a time through transformers' cache, as CTranslate2 decodes;
-    this torch cannot build a whole pass's float64 causal mask)."""
+def forced_of(m, x, dec, nxt):
+    """At each decoder step (one position at a time through transformers'
+    cache, as CTranslate2 decodes; this torch cannot build a whole pass's
+    float64 causal mask): the last layer's first head over the source
+    [n, T], and the log-probability of the next token nxt[n] [n]."""
     enc = m.get_encoder()(input_ids=x)
-    past, got = None, []
+    past, att, lp = None, [], []
     for n in range(len(dec)):
         o = m(encoder_outputs=enc, decoder_input_ids=torch.tensor([[dec[n]]]), past_key_values=past,
               use_cache=True, output_attentions=True)
         past = o.past_key_values
-        got.append(o.cross_attentions[-1][0, 0, 0])
-    return torch.stack(got)
+        att.append(o.cross_attentions[-1][0, 0, 0])
+        lp.append(o.logits[0, 0].log_softmax(-1)[nxt[n]])
+    return torch.stack(att), torch.stack(lp)
 
 
-def attention(m64, src_ids, start, hyp_ids, trials=4):
-    """Row t: the attention at the step that chose hyp_ids[t], in float64, and
-    how far float32-sized rounding moves it (golden_bart.row_sensitivity's
-    measure: every Linear and LayerNorm output times 1 + 2^-24 N(0, 1),
-    seeded, the largest change over the trials): these random models'
-    attention is sharp, and a row that a near-tie several layers down makes
-    chaotic is told apart from one a float32 engine must reproduce."""
-    x, dec = torch.tensor([src_ids]), [start] + hyp_ids[:-1]
-    base = rows_of(m64, x, dec)
+def sensitive(m64, src_ids, start, seq, trials=4):
+    """forced_of over seq (the tokens after the decoder's start) in float64,
+    and how far float32-sized rounding moves each row and log-probability
+    (golden_bart.row_sensitivity's measure: every Linear and LayerNorm
+    output times 1 + 2^-24 N(0, 1), seeded, the largest change over the
+    trials): these random models are sharp, and a row that a near-tie
+    several layers down makes chaotic is told apart from one a float32
+    engine must reproduce."""
+    x, dec = torch.tensor([src_ids]), [start] + seq[:-1]
+    att, lp = forced_of(m64, x, dec, seq)
     gen = torch.Generator().manual_seed(20261203)
 
     def hook(mod, inp, out):
@@ -107,15 +110,26 @@ def attention(m64, src_ids, start, hyp_ids, trials=4):
 
     hooks = [mod.register_forward_hook(hook) for mod in m64.modules()
              if isinstance(mod, (torch.nn.Linear, torch.nn.LayerNorm))]
-    sens = torch.zeros(len(dec), dtype=torch.float64)
+    s_att = torch.zeros(len(dec), dtype=torch.float64)
+    s_lp = torch.zeros(len(dec), dtype=torch.float64)
     try:
         for _ in range(trials):
-            sens = torch.maximum(sens, (rows_of(m64, x, dec) - base).abs().max(dim=1).values)
+            a, p = forced_of(m64, x, dec, seq)
+            s_att = torch.maximum(s_att, (a - att).abs().max(dim=1).values)
+            s_lp = torch.maximum(s_lp, (p - lp).abs())
     finally:
         for h in hooks:
             h.remove()
     r6 = lambda v: float("%.6g" % v)   # noqa: E731
-    return [[r6(v) for v in r] for r in base.tolist()], [r6(v) for v in sens.tolist()]
+    return ([[r6(v) for v in r] for r in att.tolist()], [r6(v) for v in s_att.tolist()],
+            [r6(v) for v in lp.tolist()], [r6(v) for v in s_lp.tolist()])
+
+
+def attention(m64, src_ids, start, hyp_ids):
+    """Row t: the attention at the step that chose hyp_ids[t], float64, and
+    each row's sensitivity."""
+    att, s_att, _, _ = sensitive(m64, src_ids, start, hyp_ids)
+    return att, s_att
 
 
 def golden(variant):
@@ -178,7 +192,38 @@ def golden(variant):
         replaced = sum(h != w["raw"] for res in run["results"] for h, w in zip(res["hypotheses"], res["raw"]))
         print(f"  {run['options']}: {replaced} hypotheses with replacements")
     return {"model_dir": os.path.relpath(out_dir, ROOT), "max_decoding_length": MAX,
-            "cases": [{"source": srcs[i], "prefix": prefix} for i in keep], "runs": runs}
+            "cases": [{"source": srcs[i], "prefix": prefix} for i in keep], "runs": runs,
+            "score": scoring(variant, tr, model, tok, vocab, cfg, ids_of, start)}
+
+
+def scoring(variant, tr, model, tok, vocab, cfg, ids_of, start):
+    """score_batch: CTranslate2's tokens and log-probabilities of targets
+    (pieces both tokenizers spell; one empty, scoring the end token alone)
+    under offsets 0 and 2, and each position's sensitivity (transformers'
+    float64, perturbed as above); the pairs kept are those whose every
+    position moves by 1e-3 or less."""
+    srcs, _ = cases(variant, vocab, tok, cfg["eos_token"])
+    tgts, _ = cases(variant, vocab, tok, cfg["eos_token"])
+    rng = random.Random(11)
+    rng.shuffle(tgts)
+    tgts = [t[:-1] for t in tgts]   # without </s>: score_batch appends it
+    tgts[0] = ["__de__"] if variant == "m2m100" else []
+    if variant == "m2m100":
+        tgts = [["__de__"] + t[1:] for t in tgts]
+    keep, sens = [], []
+    for src, tgt in zip(srcs, tgts):
+        _, _, _, s_lp = sensitive(model, ids_of(src), start, ids_of(tgt + [cfg["eos_token"]]))
+        if max(s_lp) <= 1e-3:
+            keep.append((src, tgt))
+            sens.append(s_lp)
+        if len(keep) == N_CASES:
+            break
+    print(f"  score: {len(keep)} pairs kept")
+    assert len(keep) >= 8, (variant, len(keep))
+    src, tgt = [k[0] for k in keep], [k[1] for k in keep]
+    runs = {str(off): [{"tokens": r.tokens, "log_probs": r.log_probs}
+                       for r in tr.score_batch(src, tgt, offset=off)] for off in (0, 2)}
+    return {"source": src, "target": tgt, "sensitivity": sens, "offsets": runs}
 
 
 def main():

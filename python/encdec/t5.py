@@ -78,13 +78,12 @@ class T5Model(Owner):
         if e:
             N.lib.encdec_engine_free(e)
 
-    def _attention(self, ids, seq):
-        """encdec_text_attention: the decoder's attention over input ids
-        for each token of seq (the tokens after the decoder's start), as
-        rows of len(ids) floats; on a session of the model's own, made at
-        the first call (one at a time)."""
-        n, k = len(ids), len(seq)
-        out = (ctypes.c_float * (n * k))()
+    def _forced(self, fn, ids, seq, n_out):
+        """A teacher-forced pass (api/forced.c: fn) over input ids and seq
+        (the tokens after the decoder's start) into n_out floats, on a
+        session of the model's own, made at the first call (one at a
+        time)."""
+        out = (ctypes.c_float * max(n_out, 1))()
         with self._session_lock:
             if not self._engine:
                 raise ValueError("the model is closed")
@@ -94,9 +93,21 @@ class T5Model(Owner):
                 s = ctypes.c_void_p()
                 N.check(N.lib.encdec_session_new(self._model.handle, ctypes.byref(sp), ctypes.byref(s)))
                 self._session = s
-            N.check(N.lib.encdec_text_attention(self._session, (ctypes.c_int * n)(*ids), n,
-                                                (ctypes.c_int * k)(*seq), k, out))
+            N.check(fn(self._session, (ctypes.c_int * max(len(ids), 1))(*ids), len(ids),
+                       (ctypes.c_int * max(len(seq), 1))(*seq), len(seq), out))
+        return out
+
+    def _attention(self, ids, seq):
+        """The decoder's attention over input ids for each token of seq, as
+        rows of len(ids) floats (encdec_text_attention)."""
+        n, k = len(ids), len(seq)
+        out = self._forced(N.lib.encdec_text_attention, ids, seq, n * k)
         return [list(out[r * n:(r + 1) * n]) for r in range(k)]
+
+    def _score(self, ids, seq):
+        """Each token of seq's log-probability given input ids and the
+        tokens before it (encdec_text_score)."""
+        return list(self._forced(N.lib.encdec_text_score, ids, seq, len(seq))[:len(seq)])
 
 
     @property
@@ -217,9 +228,18 @@ class _Call:
 
     def _token_fn(self, i):
         def tell(inp, k, tok, lp, text, user):   # a library thread
-            self.events.put(("token", i, k, text))
-            return 1 if self.stop else 0
+            self.events.put(("token", i, k, text, tok, lp))
+            return 1 if self.stop or i in self.ended_early else 0
         return N.TOKEN_FN(tell)
+
+    ended_early = frozenset()   # requests a token hook ended (the Translator's callback)
+
+    def _token(self, i, k, piece, tok, lp):
+        """A token on the calling thread: on_token's, a true return stopping
+        the whole call."""
+        if self.on_token(i, k, N.text(piece)):
+            self.stopped = True
+            self._cancel_all()
 
     def _submit(self, i):
         if self.on_token is not None:
@@ -273,13 +293,10 @@ class _Call:
                     break
                 ev = self.events.get()
                 if ev[0] == "token":
-                    _, i, k, piece = ev
-                    if self.stop or self.on_token is None:
+                    if self.stop or self.on_token is None or ev[1] in self.ended_early:
                         continue
                     try:
-                        if self.on_token(i, k, N.text(piece)):
-                            self.stopped = True
-                            self._cancel_all()
+                        self._token(*ev[1:])
                     except BaseException as e:   # re-raised below; stop now
                         self.failure = e
                         self._cancel_all()
@@ -289,6 +306,8 @@ class _Call:
                 N.lib.encdec_request_free(q)
                 ended += 1
                 outs[i] = out
+                if i in self.ended_early:   # its own result, whatever the engine said
+                    outs[i], e = self._ended_result(i), None
                 if e is not None and err is None:
                     err = e
                     self._cancel_all()

@@ -15,10 +15,12 @@ Face directory (safetensors and its tokenizer files) or a CTranslate2
 directory encdec reads. Every example of every call is one request on one
 engine: all of them share its encoder passes and decode steps.
 
-What CTranslate2 has and this does not (an option given a value other than
-its default raises ValueError naming it): coverage_penalty, prefix_bias_beta,
-patience, return_alternatives, end_token, callback, asynchronous, use_vmap,
-and beam search combined with sampling. Hypotheses leave out the end token
+Besides translate_batch: translate_iterable, score_batch, score_iterable,
+generate_tokens, unload_model and load_model, as CTranslate2's. What it has
+and this does not (an option given a value other than its default raises
+ValueError naming it): coverage_penalty, prefix_bias_beta, patience,
+return_alternatives, end_token, use_vmap, return_logits_vocab, and beam
+search combined with sampling. Hypotheses leave out the end token
 unless return_end_token; they include the target prefix, as CTranslate2's do.
 Beam search stops once beam_size hypotheses are finished (CTranslate2's
 patience 1; transformers' early_stopping=True).
@@ -35,6 +37,8 @@ from . import _native as N
 from .t5 import T5Model, _Call, _rules
 
 import ctypes
+import queue
+import threading
 
 
 class TranslationResult:
@@ -54,11 +58,115 @@ class TranslationResult:
         return f"TranslationResult(hypotheses={self.hypotheses!r}, scores={self.scores!r})"
 
 
+class ScoringResult:
+    """score_batch's result for one example: the target tokens with the end
+    token (from offset on) and each one's log-probability."""
+
+    __slots__ = ("tokens", "log_probs")
+
+    def __init__(self, tokens, log_probs):
+        self.tokens, self.log_probs = tokens, log_probs
+
+    def __repr__(self):
+        return f"ScoringResult(tokens={self.tokens!r}, log_probs={self.log_probs!r})"
+
+
+class GenerationStepResult:
+    """A token as a translation chose it (translate_batch's callback,
+    generate_tokens): step (its position, the target prefix counted),
+    batch_id (the example), token_id, hypothesis_id (0), token, log_prob
+    (with return_scores / return_log_prob, else None), is_last (the end
+    token, or the last position max_decoding_length allows)."""
+
+    __slots__ = ("step", "batch_id", "token_id", "hypothesis_id", "token", "log_prob", "logits", "is_last")
+
+    def __init__(self, step, batch_id, token_id, token, log_prob, is_last):
+        self.step, self.batch_id, self.token_id, self.hypothesis_id = step, batch_id, token_id, 0
+        self.token, self.log_prob, self.logits, self.is_last = token, log_prob, None, is_last
+
+    def __repr__(self):
+        return (f"GenerationStepResult(step={self.step}, batch_id={self.batch_id}, "
+                f"token_id={self.token_id}, token={self.token!r}, is_last={self.is_last})")
+
+
+class _Batch:
+    """An asynchronous call's examples: a thread runs the call, each
+    example's result waits for its end."""
+
+    def __init__(self, fn):
+        self.event, self.results, self.error = threading.Event(), None, None
+
+        def work():
+            try:
+                self.results = fn()
+            except BaseException as e:   # given to result()
+                self.error = e
+            self.event.set()
+
+        threading.Thread(target=work, name="encdec-translate", daemon=True).start()
+
+
+class AsyncTranslationResult:
+    """An example of an asynchronous call (asynchronous=True): result()
+    waits for it (raising the call's error), done() says whether it has
+    ended. AsyncScoringResult is the same for score_batch."""
+
+    __slots__ = ("_batch", "_i")
+
+    def __init__(self, batch, i):
+        self._batch, self._i = batch, i
+
+    def result(self):
+        self._batch.event.wait()
+        if self._batch.error is not None:
+            raise self._batch.error
+        return self._batch.results[self._i]
+
+    def done(self):
+        return self._batch.event.is_set()
+
+
+AsyncScoringResult = AsyncTranslationResult
+
+
+def _chunks(rows, max_batch_size, batch_type):
+    """Consecutive lists of rows (tuples whose first item is a source) of at
+    most max_batch_size examples, or of at most that many tokens padded to
+    the chunk's longest source."""
+    if max_batch_size < 1:
+        raise ValueError("max_batch_size must be >= 1")
+    if batch_type not in ("examples", "tokens"):
+        raise ValueError(f"batch_type={batch_type!r}: examples or tokens")
+    chunk, longest = [], 0
+    for row in rows:
+        n = len(row[0])
+        if chunk and (len(chunk) >= max_batch_size if batch_type == "examples"
+                      else (len(chunk) + 1) * max(longest, n) > max_batch_size):
+            yield chunk
+            chunk, longest = [], 0
+        chunk.append(row)
+        longest = max(longest, n)
+    if chunk:
+        yield chunk
+
+
+def _zip_same(*iterables):
+    """Rows of items of several iterables, which must be as long."""
+    ends = object()
+    its = [iter(x) for x in iterables]
+    while True:
+        row = tuple(next(it, ends) for it in its)
+        if all(v is ends for v in row):
+            return
+        if any(v is ends for v in row):
+            raise ValueError("the iterables do not have the same length")
+        yield row
+
+
 # CTranslate2's options this does not implement, with the value that means "off"
 _UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0, "patience": 1,
-                "return_alternatives": False, "end_token": None,
-                "callback": None, "asynchronous": False, "use_vmap": False,
-                "min_alternative_expansion_prob": 0}
+                "return_alternatives": False, "end_token": None, "use_vmap": False,
+                "min_alternative_expansion_prob": 0, "return_logits_vocab": False}
 
 
 class Translator:
@@ -77,19 +185,56 @@ class Translator:
                  max_new_tokens=None, num_workers=16, logit_screen=True):
         if files:
             raise ValueError("files: give the model's directory")
-        self._model = T5Model(model_path, compute_type=compute_type, cpu_threads=intra_threads,
-                              num_workers=num_workers, max_new_tokens=max_new_tokens,
-                              device=device, device_index=device_index, logit_screen=logit_screen)
+        self._open = lambda: T5Model(model_path, compute_type=compute_type, cpu_threads=intra_threads,  # noqa: E731
+                                     num_workers=num_workers, max_new_tokens=max_new_tokens,
+                                     device=device, device_index=device_index, logit_screen=logit_screen)
+        self._model = self._open()
         self.device = "cuda" if self._model._model.info.get("device", "cpu") != "cpu" else "cpu"
+        self.device_index = [device_index] if isinstance(device_index, int) else list(device_index)
         self.compute_type = compute_type
+        self.num_translators = 1   # one engine decodes every request together
+        self.tensor_parallel = False
+        self._closed = False
+        self._tokens()
+
+    def _tokens(self):
         h = self._model._model.handle
         self._unk = N.lib.encdec_model_token_id(h, b"<unk>")
+        self._eos = N.lib.encdec_model_token_id(h, b"</s>")
 
     @property
     def model_is_loaded(self):
         return self._model._engine is not None
 
+    @property
+    def num_queued_batches(self):
+        return 0
+
+    @property
+    def num_active_batches(self):
+        return self._model.stats()["clients"] if self.model_is_loaded else 0
+
+    def unload_model(self, to_cpu=False):
+        """Frees the model and its engine (what runs is cancelled);
+        load_model reads it again. to_cpu: accepted (a GPU model's copy is
+        not kept)."""
+        self._model.close()
+
+    def load_model(self, keep_cache=False):
+        """Loads the model unload_model freed."""
+        if self._closed:
+            raise ValueError("the translator is closed")
+        if not self.model_is_loaded:
+            self._model = self._open()
+            self._tokens()
+
+    def _loaded(self):
+        if not self.model_is_loaded:
+            raise ValueError("the model is unloaded (load_model reads it again)")
+        return self._model
+
     def close(self):
+        self._closed = True
         self._model.close()
 
     def __enter__(self):
@@ -117,7 +262,7 @@ class Translator:
                         return_end_token=False, max_input_length=1024, max_decoding_length=256,
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
-                        sampling_temperature=1, **unsupported):
+                        sampling_temperature=1, callback=None, asynchronous=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -127,7 +272,19 @@ class Translator:
         counted, as CTranslate2 counts it). return_attention: each token's
         attention over the source tokens (the model's alignment heads, as
         CTranslate2's). replace_unknowns: a hypothesis' <unk> tokens
-        replaced by the source token it attends to most."""
+        replaced by the source token it attends to most. callback (beam_size
+        1): called on this thread with a GenerationStepResult for every token
+        as it is chosen (the prefix's too); a true return ends that example's
+        hypothesis there. asynchronous: returns AsyncTranslationResults at
+        once, the call running on a thread of its own."""
+        if asynchronous:
+            kw = dict(locals())
+            for k in ("self", "asynchronous", "unsupported", "__class__"):
+                kw.pop(k, None)
+            kw.update(unsupported)
+            kw["source"] = source = list(source)
+            batch = _Batch(lambda: self.translate_batch(**kw))
+            return [AsyncTranslationResult(batch, i) for i in range(len(source))]
         for k, v in unsupported.items():
             if k not in _UNSUPPORTED:
                 raise TypeError(f"translate_batch() got an unexpected keyword argument {k!r}")
@@ -144,6 +301,9 @@ class Translator:
         sample = sampling_topk != 1 or sampling_topp < 1
         if sample and beam_size > 1:
             raise ValueError("sampling (sampling_topk != 1 or sampling_topp < 1) runs with beam_size 1")
+        if callback is not None and beam_size != 1:
+            raise ValueError("callback: tokens are final as chosen with beam_size 1 only")
+        model = self._loaded()
         if not source:
             return []
         gp = N.lib.encdec_generate_default_params()
@@ -175,10 +335,11 @@ class Translator:
                 ids = ids[:max_input_length]
             pre = self._ids(target_prefix[i], f"target_prefix[{i}]") if target_prefix and target_prefix[i] else []
             items.append((ids, pre))
-        call = _IdsCall(self._model._engine, gp, items, self._model._model.handle,
-                        bool(return_end_token), N.lib.encdec_model_token_id(self._model._model.handle, b"</s>"),
+        call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), self._eos,
                         None if gp.num_beams > 1 else float(length_penalty))
         call.keep = keep
+        if callback is not None:
+            call.watch(callback, bool(return_scores), int(max_decoding_length))
         results = []
         for i, out in enumerate(call.run()):
             hyps = [h for h, _, _ in out]
@@ -196,12 +357,99 @@ class Translator:
         unk = [t for t, tok in enumerate(hyp) if tok == "<unk>"] if replace else []
         if not keep and not unk:
             return None
-        rows = self._model._attention(ids, seq) if seq else []
+        rows = self._loaded()._attention(ids, seq) if seq else []
         rows = [r + [0.0] * (len(source) - len(r)) for r in rows]
         for t in unk:
             r = rows[t]
             hyp[t] = source[r.index(max(r))]
         return rows
+
+    def translate_iterable(self, source, target_prefix=None, max_batch_size=32, batch_type="examples",
+                           **kwargs):
+        """Translates an iterable of token lists (a file's lines, read as
+        they come), translate_batch over consecutive chunks of
+        max_batch_size examples (or tokens, padded as a batch holds them);
+        yields a TranslationResult per example, in order."""
+        rows = _zip_same(source, target_prefix) if target_prefix is not None else ((s,) for s in source)
+        for chunk in _chunks(rows, max_batch_size, batch_type):
+            pre = [r[1] for r in chunk] if target_prefix is not None else None
+            yield from self.translate_batch([r[0] for r in chunk], target_prefix=pre, **kwargs)
+
+    def score_batch(self, source, target, max_batch_size=0, batch_type="examples", max_input_length=1024,
+                    offset=0, asynchronous=False):
+        """Each target token's log-probability given the source and the
+        target tokens before it, the end token last (CTranslate2's
+        score_batch): a ScoringResult per example, its tokens and
+        log_probs from offset on. One teacher-forced pass per example on a
+        session of the model's (encdec_text_score), outside the engine."""
+        source, target = list(source), list(target)
+        if len(source) != len(target):
+            raise ValueError(f"score_batch: {len(source)} sources and {len(target)} targets")
+        if asynchronous:
+            batch = _Batch(lambda: self.score_batch(source, target, max_batch_size, batch_type,
+                                                    max_input_length, offset))
+            return [AsyncScoringResult(batch, i) for i in range(len(source))]
+        model = self._loaded()
+        eos = N.text(N.lib.encdec_model_token(model._model.handle, self._eos)) or "</s>"
+        out = []
+        for i, (src, tgt) in enumerate(zip(source, target)):
+            ids = self._ids(src, f"source[{i}]")
+            seq = self._ids(tgt, f"target[{i}]")
+            if max_input_length:
+                ids, seq = ids[:max_input_length], seq[:max_input_length]
+            lp = model._score(ids, seq + [self._eos])
+            toks = list(tgt[:len(seq)]) + [eos]
+            out.append(ScoringResult(toks[offset:], lp[offset:]))
+        return out
+
+    def score_iterable(self, source, target, max_batch_size=64, batch_type="examples", **kwargs):
+        """score_batch over an iterable of (source, target) pairs, chunk by
+        chunk; yields a ScoringResult per example, in order."""
+        for chunk in _chunks(_zip_same(source, target), max_batch_size, batch_type):
+            yield from self.score_batch([r[0] for r in chunk], [r[1] for r in chunk], **kwargs)
+
+    def generate_tokens(self, source, target_prefix=None, *, max_decoding_length=256,
+                        min_decoding_length=1, sampling_topk=1, sampling_topp=1, sampling_temperature=1,
+                        return_log_prob=False, repetition_penalty=1, no_repeat_ngram_size=0,
+                        disable_unk=False, suppress_sequences=None, end_token=None, max_input_length=1024,
+                        use_vmap=False):
+        """Yields a GenerationStepResult for each token of one example's
+        translation as it is chosen (greedy or sampled); closing the
+        iterator ends the translation."""
+        steps, closed, end = queue.Queue(), threading.Event(), object()
+
+        def tell(step):
+            steps.put(step)
+            return closed.is_set()
+
+        def work():
+            try:
+                self.translate_batch([source], [target_prefix] if target_prefix is not None else None,
+                                     beam_size=1, callback=tell, return_scores=return_log_prob,
+                                     max_decoding_length=max_decoding_length,
+                                     min_decoding_length=min_decoding_length, sampling_topk=sampling_topk,
+                                     sampling_topp=sampling_topp, sampling_temperature=sampling_temperature,
+                                     repetition_penalty=repetition_penalty,
+                                     no_repeat_ngram_size=no_repeat_ngram_size, disable_unk=disable_unk,
+                                     suppress_sequences=suppress_sequences, end_token=end_token,
+                                     max_input_length=max_input_length, use_vmap=use_vmap)
+            except BaseException as e:   # raised by the iterator
+                steps.put(e)
+            steps.put(end)
+
+        th = threading.Thread(target=work, name="encdec-generate-tokens", daemon=True)
+        th.start()
+        try:
+            while True:
+                v = steps.get()
+                if v is end:
+                    break
+                if isinstance(v, BaseException):
+                    raise v
+                yield v
+        finally:
+            closed.set()
+            th.join()
 
 
 class _IdsCall(_Call):
@@ -212,6 +460,33 @@ class _IdsCall(_Call):
         super().__init__(engine, gp, items, None, True)
         self.model, self.end_token, self.eos = model, end_token, eos
         self.norm = norm   # greedy and sampling: the sum over length ** norm (the beam's is)
+
+    def watch(self, callback, scores, max_len):
+        """CTranslate2's callback: every token as the engine streams it
+        (on_token), a true return ending that example there."""
+        self.on_token, self.with_lp, self.max_len = callback, scores, max_len
+        self.streamed, self.ended_early = {}, set()
+
+    def _token(self, i, k, piece, tok, lp):
+        got = self.streamed.setdefault(i, [])
+        got.append((tok, lp))
+        last = tok == self.eos or len(got) >= self.max_len
+        text = N.text(N.lib.encdec_model_token(self.model, tok)) or "<unk>"
+        step = GenerationStepResult(len(got) - 1, i, tok, text, float(lp) if self.with_lp else None, last)
+        if self.on_token(step) and not last:
+            self.ended_early.add(i)
+            q = self.reqs.get(i)
+            if q:
+                N.lib.encdec_request_cancel(q)
+
+    def _ended_result(self, i):
+        """The hypothesis a callback ended: its tokens so far."""
+        got = self.streamed[i]
+        ids, score = [t for t, _ in got], sum(float(lp) for _, lp in got)
+        if self.norm is not None and ids:
+            score /= len(ids) ** self.norm
+        toks = [N.text(N.lib.encdec_model_token(self.model, t)) or "<unk>" for t in ids]
+        return [(toks, score, ids)]
 
     def _start(self, i, q):
         ids, pre = self.texts[i]

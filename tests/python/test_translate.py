@@ -239,3 +239,83 @@ def test_translator_attention_edges():
         assert all(len(row) == 3 and abs(sum(row) - 1) < 1e-4 for row in r.attention[0])
     finally:
         t5.close()
+
+
+@pytest.mark.parametrize("variant", ["marian", "m2m100", "bart"])
+def test_translator_score_batch(variant):
+    """score_batch as CTranslate2 gives it (bart-golden/ct2-attention.json's
+    "score"): the target tokens with </s> from the offset on, each one's
+    log-probability within 1e-3 + 10x its sensitivity (transformers' float64
+    under float32-sized perturbations) of CTranslate2's; score_iterable
+    the same in chunks, and asynchronously."""
+    g = json.loads((DATA / "bart-golden" / "ct2-attention.json").read_text(encoding="utf-8"))["models"][variant]
+    sc = g["score"]
+    tr = encdec.Translator(str(DATA.parent.parent / g["model_dir"]), intra_threads=2)
+    try:
+        for off, want in sc["offsets"].items():
+            got = tr.score_batch(sc["source"], sc["target"], offset=int(off))
+            assert [r.tokens for r in got] == [w["tokens"] for w in want]
+            for r, w, sens in zip(got, want, sc["sensitivity"]):
+                for a, b, s in zip(r.log_probs, w["log_probs"], sens[int(off):]):
+                    assert abs(a - b) <= 1e-3 + 10 * s, (a, b, s)
+        again = list(tr.score_iterable(iter(sc["source"]), iter(sc["target"]), max_batch_size=5))
+        assert [r.log_probs for r in again] == [r.log_probs for r in tr.score_batch(sc["source"], sc["target"])]
+        later = tr.score_batch(sc["source"][:3], sc["target"][:3], asynchronous=True)
+        assert [a.result().log_probs for a in later] == [r.log_probs for r in again[:3]]
+        with pytest.raises(ValueError, match="same length"):
+            list(tr.score_iterable(iter(sc["source"]), iter(sc["target"][:2])))
+    finally:
+        tr.close()
+
+
+def test_translator_streams_and_lifecycle():
+    """The callback (a GenerationStepResult per token, the prefix's too; a
+    true return ends that example there with the tokens so far, the others
+    go on), generate_tokens (the same steps; closing it early ends the
+    translation), translate_iterable (chunks by examples or tokens: the
+    batch's results), asynchronous results, unload_model / load_model."""
+    tr = encdec.Translator(str(DATA / "tiny-random-m2m100-ct2"), intra_threads=2)
+    try:
+        src = [["__en__", "\u2581d", "er", "he", "</s>"], ["__en__", "er", "</s>"], ["__en__", "he", "</s>"]]
+        pre = [["__de__"]] * 3
+        whole = tr.translate_batch(src, target_prefix=pre, beam_size=1, max_decoding_length=8,
+                                   return_scores=True)
+        seen = []
+
+        def cb(step):
+            seen.append(step)
+            return step.batch_id == 1 and step.step == 2
+
+        cut = tr.translate_batch(src, target_prefix=pre, beam_size=1, max_decoding_length=8,
+                                 return_scores=True, callback=cb)
+        assert cut[0].hypotheses == whole[0].hypotheses and cut[2].hypotheses == whole[2].hypotheses
+        assert cut[1].hypotheses[0] == whole[1].hypotheses[0][:3]
+        mine = [s for s in seen if s.batch_id == 0]
+        assert [s.step for s in mine] == list(range(len(mine)))
+        assert mine[0].token == "__de__" and mine[0].log_prob == 0
+        assert [s.token for s in mine if s.token != "</s>"] == whole[0].hypotheses[0]
+        assert mine[-1].is_last and not any(s.is_last for s in mine[:-1])
+        steps = list(tr.generate_tokens(src[0], pre[0], max_decoding_length=8, return_log_prob=True))
+        assert [(s.token_id, s.is_last) for s in steps] == [(s.token_id, s.is_last) for s in mine]
+        assert all(s.log_prob is not None for s in steps)
+        it = tr.generate_tokens(src[0], pre[0], max_decoding_length=8)
+        first = next(it)
+        assert first.token == "__de__" and first.log_prob is None
+        it.close()
+        with pytest.raises(ValueError, match="beam_size 1"):
+            tr.translate_batch(src, beam_size=2, callback=cb)
+        for kw in ({"max_batch_size": 2}, {"max_batch_size": 12, "batch_type": "tokens"}):
+            got = list(tr.translate_iterable(iter(src), iter(pre), beam_size=1, max_decoding_length=8, **kw))
+            assert [r.hypotheses for r in got] == [r.hypotheses for r in whole]
+        later = tr.translate_batch(src, target_prefix=pre, beam_size=1, max_decoding_length=8, asynchronous=True)
+        assert [a.result().hypotheses for a in later] == [r.hypotheses for r in whole]
+        assert all(a.done() for a in later)
+        tr.unload_model()
+        assert not tr.model_is_loaded
+        with pytest.raises(ValueError, match="unloaded"):
+            tr.translate_batch(src, target_prefix=pre)
+        tr.load_model()
+        assert tr.translate_batch(src, target_prefix=pre, beam_size=1, max_decoding_length=8)[0].hypotheses == \
+            whole[0].hypotheses
+    finally:
+        tr.close()
