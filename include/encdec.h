@@ -1005,20 +1005,32 @@ ENCDEC_API encdec_status encdec_engine_generate_ids(encdec_engine *e, const int 
  * columns of the others are 0);
  * seq[0, n_seq): the tokens after the decoder's start (the model's own: a
  * target prefix and the generated tokens, as a result's sequence holds
- * them). One teacher-forced pass on the session (the input encoded, the
- * decoder over n_seq positions): nothing of it runs while generating, so it
- * costs only where asked for. Errors: a Whisper model, tokens out of the
+ * them). A teacher-forced pass on the session (the input encoded, the
+ * decoder over n_seq positions, no logits): nothing of it runs while
+ * generating, so it costs only where asked for. Errors: a Whisper model, tokens out of the
  * vocabulary, too many positions. */
 ENCDEC_API encdec_status encdec_text_attention(encdec_session *s, const int *ids, int n_ids,
                                                const int *seq, int n_seq, float *out);
+/* n pairs at once (as encdec_text_score_batch groups them; no logits are
+ * computed), pair i's rows into out[i][n_seq[i], n_ids[i]]. */
+ENCDEC_API encdec_status encdec_text_attention_batch(encdec_session *s, int n, const int *const *ids,
+                                                     const int *n_ids, const int *const *seq,
+                                                     const int *n_seq, float *const *out);
 /* The log-probability of each token of a sequence given the input, as
  * CTranslate2's score_batch gives it: logprobs[i] = log P(seq[i] | input,
  * the decoder's start and seq[0, i)), from the exact logits (no rule
  * applied). ids and seq as encdec_text_attention takes them (a scored
- * target usually ends in </s>). The same teacher-forced passes, in blocks of
- * positions. */
+ * target usually ends in </s>). The same teacher-forced passes. */
 ENCDEC_API encdec_status encdec_text_score(encdec_session *s, const int *ids, int n_ids,
                                            const int *seq, int n_seq, float *logprobs);
+/* n pairs at once, pair i's input ids[i][0, n_ids[i]), its sequence
+ * seq[i][0, n_seq[i]), its log-probabilities into logprobs[i][0, n_seq[i]):
+ * the inputs of consecutive pairs encoded together and their positions in
+ * one decoder pass of up to 16 M logits (the output projection read once for
+ * many sequences). Errors name the pair. */
+ENCDEC_API encdec_status encdec_text_score_batch(encdec_session *s, int n, const int *const *ids,
+                                                 const int *n_ids, const int *const *seq,
+                                                 const int *n_seq, float *const *logprobs);
 
 /* ---- results ------------------------------------------------------------ */
 

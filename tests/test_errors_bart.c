@@ -7,6 +7,7 @@
 #include "check.h"
 #include "modeldir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
@@ -161,6 +162,51 @@ static void test_requests(void) {
     for (int i = 0; i < 20; i++) seq[i] = 5 + i;
     CHECK_EQ_INT(encdec_text_score(s, ids, 3, seq, 20, lp), ENCDEC_OK);   /* two passes of positions */
     for (int i = 0; i < 20; i++) CHECK(lp[i] < 0 && lp[i] > -1000);
+    /* in a batch, whatever the passes: 5 pairs of 20 positions in passes of
+     * 7 rows (each pair alone, in passes of its positions), then of 64 (3
+     * pairs a pass), each as the pair alone in one pass */
+    const int *bi[5] = {ids, ids, ids, ids, ids}, *bs[5] = {seq, seq + 1, seq, seq + 2, seq};
+    int bn_ids[5] = {3, 3, 2, 3, 3}, bn_seq[5] = {20, 19, 5, 18, 1};
+    float blp[5][20], one[20], *bo[5] = {blp[0], blp[1], blp[2], blp[3], blp[4]};
+    for (int rows = 7; rows <= 64; rows += 57) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", rows);
+        setenv("ENCDEC_FORCED_ROWS", v, 1);
+        CHECK_EQ_INT(encdec_text_score_batch(s, 5, bi, bn_ids, bs, bn_seq, bo), ENCDEC_OK);
+        unsetenv("ENCDEC_FORCED_ROWS");
+        for (int i = 0; i < 5; i++) {
+            CHECK_EQ_INT(encdec_text_score(s, bi[i], bn_ids[i], bs[i], bn_seq[i], one), ENCDEC_OK);
+            for (int t = 0; t < bn_seq[i]; t++) CHECK(fabsf(one[t] - blp[i][t]) < 1e-4f);
+        }
+    }
+    CHECK_STATUS(encdec_text_score_batch(s, 5, bi, bn_ids, bs, (int[]){20, 19, 0, 18, 1}, bo),
+                 ENCDEC_ERR_ARG, "pair 2: 0 sequence tokens");
+    /* the attention alike, with an input the model's 64 positions cut (its
+     * first 63 tokens and its last: the others' columns 0) */
+    int long_ids[70];
+    for (int i = 0; i < 70; i++) long_ids[i] = 20 + i % 30;
+    long_ids[69] = 0;
+    const int *ai[3] = {ids, long_ids, ids};
+    int an_ids[3] = {3, 70, 2}, an_seq[3] = {20, 6, 3};
+    static float aatt[3][20 * 70], aone[20 * 70];
+    float *ao[3] = {aatt[0], aatt[1], aatt[2]};
+    for (int rows = 7; rows <= 64; rows += 57) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", rows);
+        setenv("ENCDEC_FORCED_ROWS", v, 1);
+        CHECK_EQ_INT(encdec_text_attention_batch(s, 3, ai, an_ids, (const int *const[]){seq, seq, seq}, an_seq, ao),
+                     ENCDEC_OK);
+        unsetenv("ENCDEC_FORCED_ROWS");
+        for (int i = 0; i < 3; i++) {
+            CHECK_EQ_INT(encdec_text_attention(s, ai[i], an_ids[i], seq, an_seq[i], aone), ENCDEC_OK);
+            for (int t = 0; t < an_seq[i] * an_ids[i]; t++) CHECK(fabsf(aone[t] - aatt[i][t]) < 1e-5f);
+        }
+        for (int row = 0; row < 6; row++) {
+            float sum = 0;
+            for (int t = 0; t < 70; t++) sum += aatt[1][row * 70 + t];
+            CHECK(fabsf(sum - 1) < 1e-5f && aatt[1][row * 70 + 63] == 0 && aatt[1][row * 70 + 68] == 0);
+        }
+    }
     encdec_session_free(s);
     encdec_model_free(m);
 }

@@ -78,12 +78,9 @@ class T5Model(Owner):
         if e:
             N.lib.encdec_engine_free(e)
 
-    def _forced(self, fn, ids, seq, n_out):
-        """A teacher-forced pass (api/forced.c: fn) over input ids and seq
-        (the tokens after the decoder's start) into n_out floats, on a
-        session of the model's own, made at the first call (one at a
-        time)."""
-        out = (ctypes.c_float * max(n_out, 1))()
+    def _forced(self, call):
+        """call(session): a teacher-forced pass (api/forced.c) on a session of
+        the model's own, made at the first call (one at a time)."""
         with self._session_lock:
             if not self._engine:
                 raise ValueError("the model is closed")
@@ -93,21 +90,34 @@ class T5Model(Owner):
                 s = ctypes.c_void_p()
                 N.check(N.lib.encdec_session_new(self._model.handle, ctypes.byref(sp), ctypes.byref(s)))
                 self._session = s
-            N.check(fn(self._session, (ctypes.c_int * max(len(ids), 1))(*ids), len(ids),
-                       (ctypes.c_int * max(len(seq), 1))(*seq), len(seq), out))
-        return out
+            N.check(call(self._session))
 
-    def _attention(self, ids, seq):
-        """The decoder's attention over input ids for each token of seq, as
-        rows of len(ids) floats (encdec_text_attention)."""
-        n, k = len(ids), len(seq)
-        out = self._forced(N.lib.encdec_text_attention, ids, seq, n * k)
-        return [list(out[r * n:(r + 1) * n]) for r in range(k)]
+    def _pairs(self, fn, pairs, width):
+        """fn (encdec_text_attention_batch or _score_batch) over (input ids,
+        seq) pairs, seq the tokens after the decoder's start; pair i's
+        len(seq) * width(ids) floats."""
+        n = len(pairs)
+        ia = [(ctypes.c_int * len(i))(*i) for i, _ in pairs]
+        sa = [(ctypes.c_int * len(q))(*q) for _, q in pairs]
+        outs = [(ctypes.c_float * (len(q) * width(i)))() for i, q in pairs]
+        IP, FP = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_float)
+        cast = lambda arrs, P: (P * n)(*[ctypes.cast(a, P) for a in arrs])   # noqa: E731
+        ids_p, seq_p, out_p = cast(ia, IP), cast(sa, IP), cast(outs, FP)
+        n_ids = (ctypes.c_int * n)(*[len(i) for i, _ in pairs])
+        n_seq = (ctypes.c_int * n)(*[len(q) for _, q in pairs])
+        self._forced(lambda s: fn(s, n, ids_p, n_ids, seq_p, n_seq, out_p))
+        return outs
 
-    def _score(self, ids, seq):
-        """Each token of seq's log-probability given input ids and the
-        tokens before it (encdec_text_score)."""
-        return list(self._forced(N.lib.encdec_text_score, ids, seq, len(seq))[:len(seq)])
+    def _attentions(self, pairs):
+        """Each pair's attention: a row of len(ids) floats per token of seq
+        (encdec_text_attention_batch: the pairs together)."""
+        outs = self._pairs(N.lib.encdec_text_attention_batch, pairs, len)
+        return [[list(o[r * len(i):(r + 1) * len(i)]) for r in range(len(q))] for o, (i, q) in zip(outs, pairs)]
+
+    def _scores(self, pairs):
+        """Each pair's log-probabilities of seq's tokens given the input and
+        the tokens before (encdec_text_score_batch: the pairs together)."""
+        return [list(o) for o in self._pairs(N.lib.encdec_text_score_batch, pairs, lambda i: 1)]
 
 
     @property

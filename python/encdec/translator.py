@@ -212,7 +212,7 @@ class Translator:
 
     @property
     def num_active_batches(self):
-        return self._model.stats()["clients"] if self.model_is_loaded else 0
+        return self._model.stats()["active"] if self.model_is_loaded else 0
 
     def unload_model(self, to_cpu=False):
         """Frees the model and its engine (what runs is cancelled);
@@ -340,29 +340,32 @@ class Translator:
         call.keep = keep
         if callback is not None:
             call.watch(callback, bool(return_scores), int(max_decoding_length))
-        results = []
-        for i, out in enumerate(call.run()):
-            hyps = [h for h, _, _ in out]
-            att = [self._attend(items[i][0], source[i], ids, h, return_attention, replace_unknowns)
-                   for h, _, ids in out]
-            results.append(TranslationResult(hyps, [s for _, s, _ in out] if return_scores else [],
-                                             att if return_attention else None))
-        return results
+        outs = call.run()
+        att = self._attend(items, source, outs, return_attention, replace_unknowns)
+        return [TranslationResult([h for h, _, _ in out], [s for _, s, _ in out] if return_scores else [],
+                                  att[i] if return_attention else None) for i, out in enumerate(outs)]
 
-    def _attend(self, ids, source, seq, hyp, keep, replace):
-        """A hypothesis' attention rows over the source tokens (CTranslate2's:
+    def _attend(self, items, source, outs, keep, replace):
+        """The hypotheses' attention rows over the source tokens (CTranslate2's:
         the input's columns, then 0 for source tokens max_input_length cut),
-        computed when kept or when replace finds an <unk> to replace (hyp's
-        are then the source tokens it attends to most)."""
-        unk = [t for t, tok in enumerate(hyp) if tok == "<unk>"] if replace else []
-        if not keep and not unk:
-            return None
-        rows = self._loaded()._attention(ids, seq) if seq else []
-        rows = [r + [0.0] * (len(source) - len(r)) for r in rows]
-        for t in unk:
-            r = rows[t]
-            hyp[t] = source[r.index(max(r))]
-        return rows
+        computed together for every hypothesis when kept, else for those
+        with an <unk> to replace (which become the source tokens each
+        attends to most); per example, per hypothesis."""
+        need = [(i, k) for i, out in enumerate(outs) for k, (h, _, ids) in enumerate(out)
+                if ids and (keep or replace and "<unk>" in h)]
+        rows = self._loaded()._attentions([(items[i][0], outs[i][k][2]) for i, k in need]) if need else []
+        got = dict(zip(need, rows))
+        att = []
+        for i, out in enumerate(outs):
+            per = []
+            for k, (h, _, _) in enumerate(out):
+                a = [r + [0.0] * (len(source[i]) - len(r)) for r in got.get((i, k), [])]
+                for t, tok in enumerate(h):
+                    if replace and tok == "<unk>":
+                        h[t] = source[i][a[t].index(max(a[t]))]
+                per.append(a)
+            att.append(per)
+        return att
 
     def translate_iterable(self, source, target_prefix=None, max_batch_size=32, batch_type="examples",
                            **kwargs):
@@ -380,8 +383,9 @@ class Translator:
         """Each target token's log-probability given the source and the
         target tokens before it, the end token last (CTranslate2's
         score_batch): a ScoringResult per example, its tokens and
-        log_probs from offset on. One teacher-forced pass per example on a
-        session of the model's (encdec_text_score), outside the engine."""
+        log_probs from offset on. Teacher-forced passes on a session of the
+        model's (encdec_text_score_batch: many examples a pass), outside the
+        engine."""
         source, target = list(source), list(target)
         if len(source) != len(target):
             raise ValueError(f"score_batch: {len(source)} sources and {len(target)} targets")
@@ -390,17 +394,19 @@ class Translator:
                                                     max_input_length, offset))
             return [AsyncScoringResult(batch, i) for i in range(len(source))]
         model = self._loaded()
+        if not source:
+            return []
         eos = N.text(N.lib.encdec_model_token(model._model.handle, self._eos)) or "</s>"
-        out = []
+        pairs = []
         for i, (src, tgt) in enumerate(zip(source, target)):
             ids = self._ids(src, f"source[{i}]")
             seq = self._ids(tgt, f"target[{i}]")
             if max_input_length:
                 ids, seq = ids[:max_input_length], seq[:max_input_length]
-            lp = model._score(ids, seq + [self._eos])
-            toks = list(tgt[:len(seq)]) + [eos]
-            out.append(ScoringResult(toks[offset:], lp[offset:]))
-        return out
+            pairs.append((ids, seq + [self._eos]))
+        lps = model._scores(pairs)
+        return [ScoringResult((list(tgt[:len(p[1]) - 1]) + [eos])[offset:], lp[offset:])
+                for tgt, p, lp in zip(target, pairs, lps)]
 
     def score_iterable(self, source, target, max_batch_size=64, batch_type="examples", **kwargs):
         """score_batch over an iterable of (source, target) pairs, chunk by

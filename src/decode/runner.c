@@ -176,6 +176,31 @@ encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, i
     return ENCDEC_OK;
 }
 
+encdec_status rn_feed_rows(dec_runner *r, int n_seq, const int *seq, const int *tokens, const int *n,
+                           float *logits) {
+    int R = 0;
+    for (int i = 0; i < n_seq; i++) {
+        encdec_status st = check_room(r, seq[i], n[i]);
+        if (st) return st;
+        if (n[i] < 1) return ed_fail(ENCDEC_ERR_ARG, "feed rows: sequence %d gets %d tokens", seq[i], n[i]);
+        for (int j = 0; j < i; j++)
+            if (seq[j] == seq[i]) return ed_fail(ENCDEC_ERR_ARG, "feed rows: sequence %d listed twice", seq[i]);
+        R += n[i] + (r->mode == ENCDEC_KV_NONE ? r->len[seq[i]] : 0);
+    }
+    if (R > r->m.max_rows)
+        return ed_fail(ENCDEC_ERR_ARG, "feed rows: %d rows, a pass takes %d", R, r->m.max_rows);
+    if (r->mode != ENCDEC_KV_FULL) r->m.cross(r->m.ctx);
+    int at = 0, o = 0;
+    for (int i = 0; i < n_seq; i++) {
+        int end = build_rows(r, at, seq[i], tokens, n[i]);
+        for (int k = end - n[i]; logits && k < end; k++) r->r_out[o++] = k;
+        tokens += n[i];
+        at = end;
+    }
+    decode_rows(r, at, o, logits, 0);
+    return ENCDEC_OK;
+}
+
 /* Sequences go in runs whose rows fit the model's max_rows; each run is one
  * pass (one cross-cache fill where the mode recomputes it per pass). */
 static encdec_status feed_n(void *ctx, int n_seq, const int *seq, const int *tokens, int n,

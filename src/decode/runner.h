@@ -106,5 +106,12 @@ void rn_restart(dec_runner *r, int keep);
  * (word alignment). */
 encdec_status rn_feed_logits(dec_runner *r, int seq, const int *tokens, int n, int first,
                              float *logits);
+/* Several sequences in one pass: seq[i] fed the next n[i] of tokens (in
+ * order, each sequence's after the one before), with the logits after every
+ * token, in that order, into logits[sum n, n_vocab] (NULL: none, a pass
+ * for what the family captures of it): teacher-forced scoring of many
+ * sequences at once. The rows must fit max_rows. */
+encdec_status rn_feed_rows(dec_runner *r, int n_seq, const int *seq, const int *tokens, const int *n,
+                           float *logits);
 
 #endif

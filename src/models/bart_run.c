@@ -73,7 +73,7 @@ static int *ialloc(size_t n, const char *what) {
 static encdec_status alloc_buffers(bart_state *s, const bart_shape *n) {
     const bart_hparams *h = &s->m->hp;
     size_t T = (size_t)n->n_tokens, d = (size_t)h->d, L2d = (size_t)h->n_dec_layer * 2 * d;
-    size_t R = (size_t)imax(n->n_slots, n->n_ctx);
+    size_t R = (size_t)imax(imax(n->n_slots, n->n_ctx), n->n_rows);
     s->max_rows = (int)R;
     s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n->t_max, n->n_ctx);
     void *dv = s->dev;
@@ -107,10 +107,10 @@ encdec_status bart_state_reserve(bart_state *s, const bart_shape *need) {
                        "(max_position_embeddings)", need->t_max, need->n_ctx, h->n_positions);
     bart_shape c = s->cap;
     if (need->n_tokens > c.n_tokens || need->t_max > c.t_max || need->n_inputs > c.n_inputs ||
-        need->n_slots > c.n_slots || need->n_ctx > c.n_ctx) {
+        need->n_slots > c.n_slots || need->n_ctx > c.n_ctx || need->n_rows > c.n_rows) {
         bart_shape n = {imax(need->n_tokens, c.n_tokens), imax(need->t_max, c.t_max),
                         imax(need->n_inputs, c.n_inputs), imax(need->n_slots, c.n_slots),
-                        imax(need->n_ctx, c.n_ctx)};
+                        imax(need->n_ctx, c.n_ctx), imax(need->n_rows, c.n_rows)};
         free_buffers(s);
         encdec_status st = alloc_buffers(s, &n);
         if (st) {
@@ -289,12 +289,13 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
     }
     if (m->var->pre_norm)
         op_layernorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln_g, m->dec_ln_b, d, h->eps);
+    encdec_status st = s->xattn.on ? md_xattn_host(&s->xattn, s->pool) : ENCDEC_OK;
+    if (st && !s->status) s->status = st;
+    if (n_out == 0) return;   /* a pass for its caches or captured scores only */
     float *lg = s->dev ? s->d_logits : logits;
     k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, MM_DEC, lg, h->n_vocab, s->d_n, d, out, m->logits_bias, n_out, h->n_vocab, d);
     md_screen_bounds(&s->scr, &m->screen, m->lm_head, m->logits_bias, s->d_n, d, logits, h->n_vocab, n_out);
-    encdec_status st = s->xattn.on ? md_xattn_host(&s->xattn, s->pool) : ENCDEC_OK;
-    if (st && !s->status) s->status = st;
     st = op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab);
     if (st && !s->status) s->status = st;
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */

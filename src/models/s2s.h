@@ -27,6 +27,8 @@ typedef struct {
     int n_inputs;
     int n_slots;     /* decoder sequences (inputs x beams or samples) */
     int n_ctx;       /* decoder positions per sequence */
+    int n_rows;      /* rows one decoder pass takes, when more than n_slots and n_ctx
+                        (teacher-forced passes over many sequences; 0: none) */
 } s2s_shape;
 
 /* The parts of a state the engine's family rewires (its decoder state

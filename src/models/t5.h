@@ -199,7 +199,8 @@ void t5_cross_compute(t5_state *s);
  * at slot tab[slot[r] * tab_ld + t] (the index table; the rows' own positions
  * are written to their own slot, and tab must already say so). Rows of one
  * slot are consecutive with increasing positions; rows of one input are
- * consecutive. For the n_out rows in out_rows, logits[n_out, V]. */
+ * consecutive. For the n_out rows in out_rows, logits[n_out, V] (n_out 0: none; the
+ * text families' passes for their caches or captured attention). */
 void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *slot,
                const int *tab, int tab_ld, int n_out, const int *out_rows, float *logits);
 

@@ -67,16 +67,16 @@ encdec_status t5_state_reserve(t5_state *s, const t5_shape *need) {
     const t5_hparams *h = &s->m->hp;
     t5_shape c = s->cap;
     if (need->n_tokens > c.n_tokens || need->t_max > c.t_max || need->n_inputs > c.n_inputs ||
-        need->n_slots > c.n_slots || need->n_ctx > c.n_ctx) {
+        need->n_slots > c.n_slots || need->n_ctx > c.n_ctx || need->n_rows > c.n_rows) {
         t5_shape n = {imax(need->n_tokens, c.n_tokens), imax(need->t_max, c.t_max),
                       imax(need->n_inputs, c.n_inputs), imax(need->n_slots, c.n_slots),
-                      imax(need->n_ctx, c.n_ctx)};
+                      imax(need->n_ctx, c.n_ctx), imax(need->n_rows, c.n_rows)};
         free_buffers(s);
         size_t T = (size_t)n.n_tokens, d = (size_t)h->d, I = (size_t)h->inner;
         size_t G = (size_t)h->d_ff * (h->gated ? 2 : 1), L2I = (size_t)h->n_dec_layer * 2 * I;
         size_t nbe = h->bias_every_layer ? (size_t)h->n_enc_layer : 1;
         size_t nbd = h->bias_every_layer ? (size_t)h->n_dec_layer : 1;
-        size_t R = (size_t)imax(n.n_slots, n.n_ctx), H = (size_t)h->n_head;
+        size_t R = (size_t)imax(imax(n.n_slots, n.n_ctx), n.n_rows), H = (size_t)h->n_head;
         int nth = ed_pool_size(s->pool);
         s->max_rows = (int)R;
         s->scores_stride = (size_t)OP_ATTN_ROWS * (size_t)imax(n.t_max, n.n_ctx);
@@ -274,6 +274,8 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         mm(s, s->d_n, d, s->d_h, G, y->w_wo, R, d, F);
         op_add(s->pool, s->d_x, s->d_n, (size_t)R * d);
     }
+    if (s->xattn.on) dev_check(s, md_xattn_host(&s->xattn, s->pool));
+    if (n_out == 0) return;   /* a pass for its caches or captured scores only */
     float sc = (float)(1.0 / sqrt((double)d));   /* tied: HF rescales by d_model ** -0.5 */
     op_rmsnorm_rows(s->pool, s->d_n, s->d_x, out_rows, n_out, m->dec_ln, d, h->eps);
     if (h->tied) op_scale(s->pool, s->d_n, (size_t)n_out * d, sc);
@@ -281,7 +283,6 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
     k_w out = md_screen_pick(&s->scr, s->dev ? NULL : &m->screen, m->lm_head, n_out, s->invariant);
     mm(s, lg, h->n_vocab, s->d_n, d, out, n_out, h->n_vocab, d);
     md_screen_bounds(&s->scr, &m->screen, m->lm_head, NULL, s->d_n, d, logits, h->n_vocab, n_out);
-    if (s->xattn.on) dev_check(s, md_xattn_host(&s->xattn, s->pool));
     dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;

@@ -310,8 +310,9 @@ def test_translator_streams_and_lifecycle():
         later = tr.translate_batch(src, target_prefix=pre, beam_size=1, max_decoding_length=8, asynchronous=True)
         assert [a.result().hypotheses for a in later] == [r.hypotheses for r in whole]
         assert all(a.done() for a in later)
+        assert tr.num_active_batches == 0 and tr.num_queued_batches == 0 and tr.num_translators == 1
         tr.unload_model()
-        assert not tr.model_is_loaded
+        assert not tr.model_is_loaded and tr.num_active_batches == 0
         with pytest.raises(ValueError, match="unloaded"):
             tr.translate_batch(src, target_prefix=pre)
         tr.load_model()
