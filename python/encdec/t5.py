@@ -44,7 +44,7 @@ class T5Model(Owner):
                  logit_screen=True):
         if cross_kv not in N.KV_TYPE:
             raise ValueError(f"cross_kv={cross_kv!r}: one of f32, f16, bf16")
-        self._session_lock = threading.Lock()   # the attention's session (_attention)
+        self._session_lock = threading.Lock()   # the teacher-forced passes' session (_forced)
         self._model = Model(resolve(path, None), compute_type, isa, family=("t5", "bart"),
                             device=device, device_index=device_index, logit_screen=logit_screen)
         ep = N.lib.encdec_engine_default_params()
@@ -118,7 +118,6 @@ class T5Model(Owner):
         """Each pair's log-probabilities of seq's tokens given the input and
         the tokens before (encdec_text_score_batch: the pairs together)."""
         return [list(o) for o in self._pairs(N.lib.encdec_text_score_batch, pairs, lambda i: 1)]
-
 
     @property
     def languages(self):

@@ -276,6 +276,7 @@ void bart_decode(bart_state *s, int R, const int *tok, const int *pos, const int
         const bart_layer *y = &m->dec[l];
         dec_self(s, y, l, R, pos, slot, tab, tab_ld);
         dec_cross(s, y, l, R);
+        if (!n_out && s->xattn.on && l == s->xattn.layer) break;   /* all such a pass is for */
         if (l < last || m->var->pre_norm) {
             ffn(s, MM_DEC, y, s->d_x, s->d_n, s->d_h, R, h->dec_ffn, s->d_x);
             continue;

@@ -265,6 +265,7 @@ void t5_decode(t5_state *s, int R, const int *tok, const int *pos, const int *sl
         op_rmsnorm(s->pool, s->d_n, s->d_x, y->lnx, R, d, h->eps);
         mm(s, s->d_q, I, s->d_n, d, y->w_xq, R, I, d);          /* only Q */
         dec_cross_attention(s, l, R);
+        if (!n_out && s->xattn.on && l == s->xattn.layer) break;   /* all such a pass is for */
         mm(s, s->d_n, d, s->d_att, I, y->w_xo, R, d, I);
         op_add(s->pool, s->d_x, s->d_n, (size_t)R * d);
 

@@ -25,12 +25,8 @@ encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, 
         }
         x->rows = rows;
         x->ld = ld;
-    } else {
-        /* the layout keeps the capacity's rows and ld; only the heads change */
-        rows = x->rows;
-        ld = x->ld;
     }
-    x->heads = heads;
+    x->heads = heads;   /* (a buffer kept keeps its rows and ld: the layout is the capacity's) */
     x->layer = layer;
     x->on = 1;
     return ENCDEC_OK;
