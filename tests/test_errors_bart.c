@@ -169,7 +169,7 @@ static void test_requests(void) {
     int bn_ids[5] = {3, 3, 2, 3, 3}, bn_seq[5] = {20, 19, 5, 18, 1};
     float blp[5][20], one[20], *bo[5] = {blp[0], blp[1], blp[2], blp[3], blp[4]};
     for (int rows = 7; rows <= 64; rows += 57) {
-        char v[8];
+        char v[16];
         snprintf(v, sizeof v, "%d", rows);
         setenv("ENCDEC_FORCED_ROWS", v, 1);
         CHECK_EQ_INT(encdec_text_score_batch(s, 5, bi, bn_ids, bs, bn_seq, bo), ENCDEC_OK);
@@ -191,7 +191,7 @@ static void test_requests(void) {
     static float aatt[3][20 * 70], aone[20 * 70];
     float *ao[3] = {aatt[0], aatt[1], aatt[2]};
     for (int rows = 7; rows <= 64; rows += 57) {
-        char v[8];
+        char v[16];
         snprintf(v, sizeof v, "%d", rows);
         setenv("ENCDEC_FORCED_ROWS", v, 1);
         CHECK_EQ_INT(encdec_text_attention_batch(s, 3, ai, an_ids, (const int *const[]){seq, seq, seq}, an_seq, ao),
