@@ -945,6 +945,15 @@ typedef struct {
      * before the log-softmax. Greedy and sampling choose alike either way
      * but for the decoder start's penalty. */
     int ctranslate2_rules;
+    /* The decoder's attention over the input for each token of the returned
+     * sequences (encdec_result_attention), as CTranslate2's return_attention
+     * gives it and its replace_unknowns reads it (encdec_text_attention's
+     * rows): 0, none (the default); 1, every sequence; 2, only those that
+     * hold the model's <unk>. One teacher-forced pass over the returned
+     * sequences after the search, on the inputs' cross caches (the encoder
+     * does not run again); through an engine, the passes of requests that
+     * finish in one turn are one. BART-family and T5 models. */
+    int return_attention;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
@@ -1062,6 +1071,13 @@ ENCDEC_API float encdec_result_language_probability(const encdec_result *r);
 ENCDEC_API int encdec_result_language_prob(const encdec_result *r, int i, const char **code,
                                            float *prob);
 ENCDEC_API const encdec_timings *encdec_result_timings(const encdec_result *r);
+/* Sequence i's attention (encdec_generate_params.return_attention): rows
+ * [its n_tokens, *n_cols], row j the attention over the input's positions of
+ * the decoder step that chose token j; *n_cols the input's tokens (a text
+ * input: as encoded, cut to the model's length with truncate; token ids:
+ * as given, a cut input's other columns 0). NULL (and *n_cols 0) when it
+ * has none. Borrowed from r. */
+ENCDEC_API const float *encdec_result_attention(const encdec_result *r, int i, int *n_cols);
 ENCDEC_API void encdec_result_free(encdec_result *r);
 
 /* ---- writing results ------------------------------------------------------ */

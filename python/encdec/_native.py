@@ -213,7 +213,7 @@ class GenerateParams(Structure):
                 ("tgt_lang", c_char_p), ("repetition_penalty", c_float),
                 ("no_repeat_ngram_size", c_int), ("suppress_tokens", POINTER(c_int)),
                 ("n_suppress_tokens", c_int), ("min_new_tokens", c_int),
-                ("forced_eos", c_int), ("ctranslate2_rules", c_int)]
+                ("forced_eos", c_int), ("ctranslate2_rules", c_int), ("return_attention", c_int)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.
@@ -303,6 +303,7 @@ _fn("encdec_result_n_language_probs", c_int, c_void_p)
 _fn("encdec_result_language_probability", c_float, c_void_p)
 _fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
 _fn("encdec_result_timings", P(Timings), c_void_p)
+_fn("encdec_result_attention", P(c_float), c_void_p, c_int, P(c_int))
 _fn("encdec_result_free", None, c_void_p)
 _fn("encdec_live_default_params", LiveParams)
 _fn("encdec_live_new", _status, c_void_p, P(LiveParams), P(c_void_p))

@@ -267,6 +267,9 @@ class _Call:
         return N.lib.encdec_engine_generate(self.engine, self.texts[i], ctypes.byref(self.gp),
                                             ctypes.byref(q))
 
+    def _collect_of(self, r, k):   # sequence k of result r as the call returns it
+        return self._collect(N.lib.encdec_result_sequence(r, k).contents)
+
     def _collect(self, sq):   # one output sequence as the call returns it
         t = N.text(sq.text)
         return (t, float(sq.score)) if self.scores else t
@@ -280,7 +283,7 @@ class _Call:
         else:
             try:
                 for k in range(N.lib.encdec_result_n_sequences(r)):
-                    out.append(self._collect(N.lib.encdec_result_sequence(r, k).contents))
+                    out.append(self._collect_of(r, k))
             finally:
                 N.lib.encdec_result_free(r)
         self.events.put(("end", i, out, err))

@@ -335,6 +335,9 @@ class Translator:
                 ids = ids[:max_input_length]
             pre = self._ids(target_prefix[i], f"target_prefix[{i}]") if target_prefix and target_prefix[i] else []
             items.append((ids, pre))
+        # the engine's attention pass after the search: every hypothesis's, or
+        # those with an <unk> to replace
+        gp.return_attention = 1 if return_attention else 2 if replace_unknowns else 0
         call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), self._eos,
                         None if gp.num_beams > 1 else float(length_penalty))
         call.keep = keep
@@ -342,24 +345,27 @@ class Translator:
             call.watch(callback, bool(return_scores), int(max_decoding_length))
         outs = call.run()
         att = self._attend(items, source, outs, return_attention, replace_unknowns)
-        return [TranslationResult([h for h, _, _ in out], [s for _, s, _ in out] if return_scores else [],
+        return [TranslationResult([o[0] for o in out], [o[1] for o in out] if return_scores else [],
                                   att[i] if return_attention else None) for i, out in enumerate(outs)]
 
     def _attend(self, items, source, outs, keep, replace):
         """The hypotheses' attention rows over the source tokens (CTranslate2's:
-        the input's columns, then 0 for source tokens max_input_length cut),
-        computed together for every hypothesis when kept, else for those
-        with an <unk> to replace (which become the source tokens each
-        attends to most); per example, per hypothesis."""
-        need = [(i, k) for i, out in enumerate(outs) for k, (h, _, ids) in enumerate(out)
-                if ids and (keep or replace and "<unk>" in h)]
+        the input's columns, then 0 for source tokens max_input_length cut):
+        the engine's (return_attention), for every hypothesis when kept,
+        else for those with an <unk> to replace (which become the source
+        tokens each attends to most); a hypothesis a callback ended has
+        none from the engine, and gets it from a teacher-forced pass on a
+        session. Per example, per hypothesis."""
+        need = [(i, k) for i, out in enumerate(outs) for k, (h, _, ids, a) in enumerate(out)
+                if ids and a is None and (keep or replace and "<unk>" in h)]
         rows = self._loaded()._attentions([(items[i][0], outs[i][k][2]) for i, k in need]) if need else []
         got = dict(zip(need, rows))
         att = []
         for i, out in enumerate(outs):
             per = []
-            for k, (h, _, _) in enumerate(out):
-                a = [r + [0.0] * (len(source[i]) - len(r)) for r in got.get((i, k), [])]
+            for k, (h, _, _, rows_k) in enumerate(out):
+                rows_k = got.get((i, k), rows_k or [])
+                a = [r + [0.0] * (len(source[i]) - len(r)) for r in rows_k]
                 for t, tok in enumerate(h):
                     if replace and tok == "<unk>":
                         h[t] = source[i][a[t].index(max(a[t]))]
@@ -492,7 +498,7 @@ class _IdsCall(_Call):
         if self.norm is not None and ids:
             score /= len(ids) ** self.norm
         toks = [N.text(N.lib.encdec_model_token(self.model, t)) or "<unk>" for t in ids]
-        return [(toks, score, ids)]
+        return [(toks, score, ids, None)]
 
     def _start(self, i, q):
         ids, pre = self.texts[i]
@@ -500,6 +506,16 @@ class _IdsCall(_Call):
         p = (ctypes.c_int * max(1, len(pre)))(*pre)
         return N.lib.encdec_engine_generate_ids(self.engine, a, len(ids), p, len(pre),
                                                 ctypes.byref(self.gp), ctypes.byref(q))
+
+    def _collect_of(self, r, k):
+        """Sequence k with its attention rows where the engine made them
+        (one per token returned: </s>'s left out with it)."""
+        toks, score, ids = self._collect(N.lib.encdec_result_sequence(r, k).contents)
+        cols = ctypes.c_int()
+        a = N.lib.encdec_result_attention(r, k, ctypes.byref(cols))
+        n = cols.value
+        rows = [a[t * n:(t + 1) * n] for t in range(len(ids))] if a and n else None
+        return toks, score, ids, rows
 
     def _collect(self, sq):
         ids = [sq.tokens[j].id for j in range(sq.n_tokens)]

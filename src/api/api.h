@@ -87,6 +87,9 @@ struct encdec_result {
     int n_lang;
     float language_prob;     /* of the language transcribed (1: given, English-only) */
     encdec_timings timings;
+    float **att;             /* [n_att] sequence i's attention rows, or NULL (generation) */
+    int *att_cols;
+    size_t n_att;
 };
 
 const char *api_compute_name(encdec_compute c);
@@ -149,6 +152,44 @@ encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B,
  * as api_tokenize truncates) into pk. */
 encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int truncate, api_packed *pk);
 void api_packed_free(api_packed *pk);
+/* attend.c: a generation's attention (encdec_generate_params.return_attention).
+ * Scores a pass captured: head a's row r at sc + a * head_stride + r * ld. */
+typedef struct {
+    const float *sc;
+    size_t head_stride;
+    int ld, heads;
+} api_scores;
+/* Where the passes run: rn the generation's runner (restarted: its
+ * histories go), pass(ctx, ...) rn_feed_rows(rn, n_seq, seq, tok, n, NULL)
+ * as one pass with the alignment heads captured, their scores into *out
+ * (valid until the next pass). */
+typedef struct {
+    void *ctx;
+    dec_runner *rn;
+    encdec_status (*pass)(void *ctx, int n_seq, const int *seq, const int *tok, const int *n,
+                          api_scores *out);
+    const int *cols;      /* [B] each input's tokens as encoded */
+    const int *full;      /* [B] as given (cut inputs: api_uncut), or NULL: cols */
+} api_attender;
+typedef struct {
+    int mode;             /* 1: every output; 2: those holding unk */
+    int unk, dec_start;
+    int n_out, max_new;
+    const int *toks, *lens;   /* the outputs: toks + i * max_new, lens[i] tokens */
+    const int *seq_of;    /* [n_out] the runner's sequence output i is fed to (reading its input) */
+    const int *input_of;  /* [n_out] its input (at's cols, full) */
+} api_attend_job;
+/* out[i]: output i's rows [lens[i], its input's full] (malloc'd), or NULL (mode 2
+ * without unk, or no tokens); on error the caller frees what is set. */
+encdec_status api_attend(const api_attender *at, const api_attend_job *j, float **out);
+/* out[R, T] = the heads' mean of softmax(scores) of rows [r0, r0 + R). */
+void api_mean_softmax(const api_scores *s, int r0, int R, int T, float *out);
+/* Attention rows [R, k] of an input the model cut to k of its n tokens (the
+ * first k - 1 and the last) into y[R, n], the others' columns 0. */
+void api_uncut(const float *o, int R, int k, int n, float *y);
+/* result.c: sequence i's attention, rows [its tokens, cols] (taken). */
+encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols);
+
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
  * with l[0, n) each output's length so far (a copy of len, the task's, or
  * len itself), on the caller's thread; nonzero: stop (ENCDEC_ERR_CANCELLED). */
@@ -163,10 +204,11 @@ typedef encdec_status (*api_run_fn)(void *ctx, dec_task *t, const api_watch *w);
 /* B inputs encoded, their cross caches filled, dm the seam over their
  * sequences (width each: beams or samples): the decoder start fed, the
  * strategy's task run by run(run_ctx, t, watch), the sequences added to r;
- * p->on_token called for every token on the way (gen_stream.h). */
+ * p->on_token called for every token on the way (gen_stream.h);
+ * p->return_attention's passes on at (attend.c). */
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
                                   const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
-                                  void *run_ctx, encdec_result *r);
+                                  void *run_ctx, const api_attender *at, encdec_result *r);
 
 /* transcribe.c: the whole transcript of r's segments as its sequence 0 (every
  * text token decoded together). */

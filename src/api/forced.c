@@ -25,7 +25,6 @@
 #include "decode/greedy.h"
 #include "decode/runner.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,32 +44,6 @@ typedef struct {
     float *logits;               /* [rows, V] (scores) */
     int *in, *which, *counts;    /* [rows] decoder inputs; the group's sequences, their rows */
 } forced_job;
-
-/* out[R, T] = the heads' mean of softmax(scores) of rows [r0, r0 + R). */
-static void mean_softmax(const md_xattn *x, int r0, int R, int T, float *out) {
-    memset(out, 0, sizeof(float) * (size_t)R * (size_t)T);
-    for (int a = 0; a < x->heads; a++) {
-        const float *sc = md_xattn_head(x, a) + (size_t)r0 * x->ld;
-        for (int r = 0; r < R; r++) {
-            const float *v = sc + (size_t)r * x->ld;
-            double mx = -INFINITY, sum = 0;
-            for (int t = 0; t < T; t++) mx = v[t] > mx ? v[t] : mx;
-            for (int t = 0; t < T; t++) sum += exp((double)v[t] - mx);
-            for (int t = 0; t < T; t++)
-                out[(size_t)r * T + t] += (float)(exp((double)v[t] - mx) / sum / x->heads);
-        }
-    }
-}
-
-/* Attention rows [R, k] of an input the model cut to k of its n tokens (the
- * first k - 1 and the last) into y[R, n], the others' columns 0. */
-static void uncut(const float *o, int R, int k, int n, float *y) {
-    for (int r = 0; r < R; r++, y += n, o += k) {
-        memset(y, 0, sizeof(float) * (size_t)n);
-        memcpy(y, o, sizeof(float) * (size_t)(k - 1));
-        y[n - 1] = o[k - 1];
-    }
-}
 
 /* Pairs [a, b)'s inputs packed into pk (each as generation takes it: cut to
  * the model's positions, its first tokens and its last). */
@@ -111,9 +84,9 @@ static encdec_status pass(encdec_session *s, forced_job *j, dec_runner *rn, cons
         for (int t = 0; t < n; t++) j->in[rows + t] = p + t ? sq[p + t - 1] : m->dec_start;
         rows += n;
     }
-    encdec_status st = j->att ? m->ops->xattn(s->text_st, 1) : ENCDEC_OK;
+    encdec_status st = j->att ? m->ops->xattn(s->text_st, 1, 0) : ENCDEC_OK;
     if (!st) st = rn_feed_rows(rn, B, j->which, j->in, j->counts, j->att ? NULL : j->logits);
-    encdec_status off = j->att ? m->ops->xattn(s->text_st, 0) : ENCDEC_OK, dv = m->ops->status(s->text_st);
+    encdec_status off = j->att ? m->ops->xattn(s->text_st, 0, 0) : ENCDEC_OK, dv = m->ops->status(s->text_st);
     if (!st) st = dv ? dv : off;
     for (int q = 0, r = 0; !st && q < B; r += j->counts[q], q++) {
         int pair = a + q, n = j->counts[q];
@@ -125,8 +98,10 @@ static encdec_status pass(encdec_session *s, forced_job *j, dec_runner *rn, cons
         int k = pk->len[q], n_ids = j->n_ids[pair];
         float *o = k < n_ids ? ed_alloc_floats((size_t)n, (size_t)k, "attention") : j->out[pair];
         if (!o) st = ENCDEC_ERR_NOMEM;
-        if (!st) mean_softmax(m->ops->xattn_of(s->text_st), r, n, k, o);
-        if (!st && o != j->out[pair]) uncut(o, n, k, n_ids, j->out[pair]);
+        const md_xattn *x = m->ops->xattn_of(s->text_st);
+        api_scores sc = {md_xattn_head(x, 0), (size_t)x->rows * (size_t)x->ld, x->ld, x->heads};
+        if (!st) api_mean_softmax(&sc, r, n, k, o);
+        if (!st && o != j->out[pair]) api_uncut(o, n, k, n_ids, j->out[pair]);
         if (o != j->out[pair]) free(o);
     }
     return st;

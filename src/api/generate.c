@@ -70,6 +70,8 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
         return ed_fail(ENCDEC_ERR_ARG, "suppress_tokens: %d tokens%s", p->n_suppress_tokens,
                        p->n_suppress_tokens > 0 ? " and no list" : "");
+    if (p->return_attention < 0 || p->return_attention > 2)
+        return ed_fail(ENCDEC_ERR_ARG, "return_attention %d is not 0, 1 or 2", p->return_attention);
     if (p->on_token && p->num_beams > 1)
         return ed_fail(ENCDEC_ERR_ARG, "on_token streams greedy or sampled tokens: beam search's "
                        "tokens are final only at the end (num_beams %d)", p->num_beams);
@@ -205,9 +207,30 @@ static encdec_status add_token(encdec_result *r, const ed_ttok *tok, int id, flo
 
 static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len); }
 
+/* p->return_attention's rows of the outputs (api_attend), into att[n_out]. */
+static encdec_status attention(const s2s_model *m, const encdec_generate_params *p, const api_langs *lg,
+                               const api_attender *at, int n_out, int width, const int *toks,
+                               const int *lens, float **att) {
+    if (!at || !m->ops->xattn)
+        return ed_fail(ENCDEC_ERR_ARG, "return_attention: not for %s models here", m->model_type);
+    int n_ret = p->num_return_sequences;
+    int *seq_of = ed_alloc(sizeof(int) * 2 * (size_t)n_out, "sequences");
+    if (!seq_of) return ENCDEC_ERR_NOMEM;
+    int *input_of = seq_of + n_out;
+    for (int i = 0; i < n_out; i++) {
+        input_of[i] = i / n_ret;
+        seq_of[i] = input_of[i] * width + i % n_ret;   /* a sequence of its input, as the search's */
+    }
+    api_attend_job j = {p->return_attention, ttok_token_id(m->tok, "<unk>"), lg->dec_start, n_out,
+                        p->max_new_tokens, toks, lens, seq_of, input_of};
+    encdec_status st = api_attend(at, &j, att);
+    free(seq_of);
+    return st;
+}
+
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
                                   const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
-                                  void *run_ctx, encdec_result *r) {
+                                  void *run_ctx, const api_attender *at, encdec_result *r) {
     int width = p->do_sample ? p->num_return_sequences : p->num_beams;
     int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
@@ -280,6 +303,9 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     if (!st) st = run(run_ctx, t, p->on_token ? &w : NULL);
     gen_stream_free(&gs);
     dec_task_free(t);
+    float **att = p->return_attention && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
+    if (p->return_attention && !st)
+        st = att ? attention(m, p, lg, at, (int)n_out, width, toks, lens, att) : ENCDEC_ERR_NOMEM;
     for (size_t i = 0; i < n_out && !st; i++) {
         const int *tk = toks + i * (size_t)max_new;
         int first = (int)r->n_tokens;
@@ -288,8 +314,15 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
         if (!st) st = gen_text(m->tok, tk, lens[i], &text);
         if (!st) st = api_result_add_sequence(r, (int)i / n_ret, (int)i % n_ret, scores[i], first,
                                               lens[i], text);
+        if (!st && att && att[i]) {
+            int in = (int)i / n_ret;
+            st = api_result_set_attention(r, (int)r->n_seqs - 1, att[i], at->full ? at->full[in] : at->cols[in]);
+            att[i] = NULL;
+        }
         r->timings.n_tokens += lens[i];
     }
+    for (size_t i = 0; att && i < n_out; i++) free(att[i]);
+    free(att);
     free(toks);
     free(lps);
     free(lens);
@@ -297,6 +330,26 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     free(logits);
     free(prompt);
     free(sup);
+    return st;
+}
+
+/* A session's attention pass: the capture on around rn_feed_rows. */
+typedef struct {
+    const s2s_model *m;
+    void *st;
+    dec_runner *rn;
+} sess_att;
+
+static encdec_status sess_pass(void *ctx, int n_seq, const int *seq, const int *tok, const int *n,
+                               api_scores *out) {
+    sess_att *a = ctx;
+    const s2s_ops *o = a->m->ops;
+    encdec_status st = o->xattn(a->st, 1, 0);
+    if (!st) st = rn_feed_rows(a->rn, n_seq, seq, tok, n, NULL);
+    encdec_status off = o->xattn(a->st, 0, 0), dv = o->status(a->st);
+    if (!st) st = dv ? dv : off;
+    const md_xattn *x = o->xattn_of(a->st);
+    *out = (api_scores){md_xattn_head(x, 0), (size_t)x->rows * (size_t)x->ld, x->ld, x->heads};
     return st;
 }
 
@@ -335,7 +388,9 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);
-        st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, r);
+        sess_att sa = {m, s->text_st, &rn};
+        api_attender at = {&sa, &rn, sess_pass, pk->len, NULL};
+        st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, &at, r);
     }
     encdec_status dv = m->ops->status(s->text_st);   /* a device's failure, named */
     if (dv) st = dv;

@@ -90,6 +90,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                               h->n_positions, h->eos, h->dec_start, -1, h->n_dec_layer,
                               h->n_head, h->d_kv};
         m->text.forced_eos = -1;
+        m->text.align_heads = 1;   /* CTranslate2's for T5: the last layer's first head */
         encdec_status st = ttok_wrap_spm(&m->ttok, m->t5->tok);
         m->text.tok = m->ttok;
         char dir[4096];
@@ -101,6 +102,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                           h->n_positions, h->eos, h->dec_start, h->forced_bos, h->n_dec_layer,
                           h->dec_heads, h->d / h->dec_heads};
     m->text.forced_eos = h->forced_eos;
+    m->text.align_heads = h->align_heads;
     encdec_status st = bart_tokenizer(m, path);
     m->text.tok = m->ttok;
     char dir[4096];

@@ -86,6 +86,25 @@ encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, flo
     return ENCDEC_OK;
 }
 
+encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols) {
+    if (r->n_att < r->n_seqs) {
+        float **a = realloc(r->att, sizeof *a * r->n_seqs);
+        int *c = a ? realloc(r->att_cols, sizeof *c * r->n_seqs) : NULL;
+        if (a) r->att = a;
+        if (!a || !c) {
+            free(rows);
+            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention");
+        }
+        r->att_cols = c;
+        for (size_t k = r->n_att; k < r->n_seqs; k++) r->att[k] = NULL, r->att_cols[k] = 0;
+        r->n_att = r->n_seqs;
+    }
+    free(r->att[i]);
+    r->att[i] = rows;
+    r->att_cols[i] = cols;
+    return ENCDEC_OK;
+}
+
 void api_result_finish(encdec_result *r) {
     for (size_t i = 0; i < r->n_tokens; i++)
         r->tokens[i].text = r->strs + (uintptr_t)r->tokens[i].text;
@@ -170,6 +189,12 @@ int encdec_result_language_prob(const encdec_result *r, int i, const char **code
 
 const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
 
+const float *encdec_result_attention(const encdec_result *r, int i, int *n_cols) {
+    int ok = r && i >= 0 && (size_t)i < r->n_att && r->att[i];
+    if (n_cols) *n_cols = ok ? r->att_cols[i] : 0;
+    return ok ? r->att[i] : NULL;
+}
+
 void encdec_result_free(encdec_result *r) {
     if (!r) return;
     for (size_t i = 0; i < r->n_seqs; i++) free((char *)(uintptr_t)r->seqs[i].text);
@@ -178,5 +203,8 @@ void encdec_result_free(encdec_result *r) {
     free(r->words);
     free(r->tokens);
     free(r->strs);
+    for (size_t i = 0; i < r->n_att; i++) free(r->att[i]);
+    free(r->att);
+    free(r->att_cols);
     free(r);
 }

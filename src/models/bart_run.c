@@ -367,11 +367,11 @@ static encdec_status s2s_status(void *p) {
 }
 
 /* The alignment heads' scores (models/xattn.h) of the passes while on. */
-static encdec_status s2s_xattn(void *p, int on) {
+static encdec_status s2s_xattn(void *p, int on, int ld) {
     bart_state *s = p;
     const bart_hparams *h = &s->m->hp;
     return md_xattn_on(&s->xattn, s->dev, on, h->align_layer, h->align_heads, s->max_rows,
-                       s->cap.t_max);
+                       ld > 0 ? ld : s->cap.t_max);
 }
 static const md_xattn *s2s_xattn_of(const void *p) { return &((const bart_state *)p)->xattn; }
 

@@ -64,10 +64,11 @@ typedef struct {
     float (*logit_err)(void *s, int row);
     void (*logit_exact)(void *s, int row, const int *ids, int n, float *out);
     /* Optional (NULL: none): the decoder's attention as CTranslate2 returns
-     * it (models/xattn.h): xattn(s, on) before a pass turns the capture of
-     * its alignment heads' scores on or off; xattn_of(s) has the last
-     * pass's. */
-    encdec_status (*xattn)(void *s, int on);
+     * it (models/xattn.h): xattn(s, on, ld) before a pass turns the capture
+     * of its alignment heads' scores on or off, ld scores a row (0: the
+     * state's longest input; a kept buffer keeps its layout, xattn_of's
+     * ld); xattn_of(s) has the last pass's. */
+    encdec_status (*xattn)(void *s, int on, int ld);
     const md_xattn *(*xattn_of)(const void *s);
 } s2s_ops;
 
@@ -81,6 +82,7 @@ typedef struct {
     int forced_bos;            /* the first generated token, forced (mBART-50, M2M100 and
                                   NLLB's target language, BART's <s>); -1: none */
     int n_dec_layer, n_head, head_dim;   /* the cross cache's shape */
+    int align_heads;           /* the heads xattn captures (CTranslate2's alignment_heads) */
     int *suppress;             /* the generation config's one-token bad_words_ids: banned at
                                   every step (owned; api/gen_config.c) */
     int n_suppress;

@@ -353,9 +353,10 @@ static encdec_status s2s_status(void *s) {
 }
 
 /* CTranslate2's alignment for its T5 specs: the last layer's first head. */
-static encdec_status s2s_xattn(void *p, int on) {
+static encdec_status s2s_xattn(void *p, int on, int ld) {
     t5_state *s = p;
-    return md_xattn_on(&s->xattn, s->dev, on, s->m->hp.n_dec_layer - 1, 1, s->max_rows, s->cap.t_max);
+    return md_xattn_on(&s->xattn, s->dev, on, s->m->hp.n_dec_layer - 1, 1, s->max_rows,
+                       ld > 0 ? ld : s->cap.t_max);
 }
 static const md_xattn *s2s_xattn_of(const void *p) { return &((const t5_state *)p)->xattn; }
 

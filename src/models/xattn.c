@@ -36,7 +36,8 @@ void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_
                      const int *row_input, int l, int R, int dh, float scale) {
     if (!x->on || l != x->layer) return;
     static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
-    op_zero(p, x->buf, (size_t)x->heads * x->rows * x->ld);
+    size_t zr = (size_t)(R < x->rows ? R : x->rows) * x->ld;   /* the pass's rows only */
+    for (int a = 0; a < x->heads; a++) op_zero(p, x->buf + (size_t)a * x->rows * x->ld, zr);
     for (int r0 = 0; r0 < R && r0 < x->rows;) {   /* runs of rows that read one input */
         int b = row_input ? row_input[r0] : 0, r1 = r0 + 1;
         while (r1 < R && r1 < x->rows && (row_input ? row_input[r1] : 0) == b) r1++;

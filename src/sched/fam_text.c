@@ -27,6 +27,7 @@ typedef struct {
     s2s_view dv;              /* dec's tables */
     kv_cross *xc;        /* [places] each place's input's cache */
     int places, slots, n_ctx;
+    int frames;               /* a captured score row's length: the longest input */
     kv_dtype cross_type;
     int *ids;            /* a pack's tokens [cap_ids], then start and len [cap_in] each */
     int cap_ids, cap_in;
@@ -51,6 +52,22 @@ static float t_logit_err(void *ctx, int row) {
 static void t_logit_exact(void *ctx, int row, const int *ids, int n, float *out) {
     tfam *t = ctx;
     t->m->ops->logit_exact(t->dec, row, ids, n, out);
+}
+
+/* The alignment heads' scores of the engine's passes (models/xattn.h), n_frames
+ * (the model's longest input) a row: what a generation's attention reads. */
+static encdec_status t_scores_on(void *ctx, int on) {
+    tfam *t = ctx;
+    encdec_status st = t->m->ops->xattn(t->dec, on, t->frames);
+    if (!st && on && t->m->ops->xattn_of(t->dec)->ld != t->frames)
+        st = ed_fail(ENCDEC_ERR_ARG, "attention scores: %d positions a row, not %d",
+                     t->m->ops->xattn_of(t->dec)->ld, t->frames);
+    return st;
+}
+
+static const float *t_scores(const void *ctx, int a) {
+    const tfam *t = ctx;
+    return md_xattn_head(t->m->ops->xattn_of(t->dec), a);
 }
 
 /* The pack's inputs back to back: ids, start and len of each. */
@@ -163,6 +180,14 @@ encdec_status sch_fam_text(sch_family *f, const s2s_model *m, ed_pool *pool, int
                       .encode_many = many ? t_encode_many : NULL, .encode_rows = t_encode_rows,
                       .max_encode = many ? TEXT_MAX_PACK : 1, .max_encode_rows = TEXT_MAX_PACK_ROWS,
                       .place_free = t_place_free, .free = t_free};
+    if (m->ops->xattn) {
+        t->frames = m->n_positions;
+        f->scores_on = t_scores_on;
+        f->scores = t_scores;
+        f->n_heads = m->align_heads;
+        f->n_frames = t->frames;
+        f->scores_merge = 1;
+    }
     if (m->ops->screen) {
         f->screen = t_screen;
         f->logit_err = t_logit_err;

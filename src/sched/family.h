@@ -35,11 +35,14 @@ typedef struct {
     int max_encode, max_encode_rows;
     /* The place's caches are no longer needed (its request left). */
     void (*place_free)(void *ctx, int place);
-    /* Whisper's alignment heads (NULL elsewhere): capture on/off; head a's
-     * scores of the last pass's rows, [rows, n_frames] */
+    /* The alignment heads (Whisper's; a text model's CTranslate2 ones; NULL:
+     * none): capture on/off; head a's scores of the last pass's rows,
+     * [rows, n_frames] (row r's first columns those of its input).
+     * scores_merge: rows of several places may share a capturing pass
+     * (each row scored against its own input's cache). */
     encdec_status (*scores_on)(void *ctx, int on);
     const float *(*scores)(const void *ctx, int a);
-    int n_heads, n_frames;
+    int n_heads, n_frames, scores_merge;
     /* Optional (NULL: exact logits only): screened logits (models/screen.h):
      * screen(ctx, on) before a decode pass; logit_err and logit_exact for
      * row i of the last pass's logits (decode/seam.h). */

@@ -1,0 +1,198 @@
+/* test_gen_attention.c - a generation's attention (encdec_generate_params.
+ * return_attention: CTranslate2's return_attention, what its
+ * replace_unknowns reads), captured by a pass after the search on the
+ * inputs' cross caches.
+ *
+ * On the seeded random Marian (post-norm), M2M100 (its target language
+ * forced first) and T5 v1.1 of tests/data, through an engine: greedy, beam
+ * search with two returns, sampling with two, a target prefix holding
+ * <unk>, and an input the model's positions cut, submitted together (their
+ * attention passes merge) and alone; every returned sequence's rows equal
+ * encdec_text_attention's over its tokens (a separate teacher-forced pass
+ * on a session, which tools/golden_translator_attention.py checks against
+ * transformers' float64) within 1e-5, its columns the input's as given.
+ * Mode 2 gives rows only to sequences holding <unk>. Through a session
+ * (two inputs at once, beams; the three cache modes): the same rows as the
+ * engine's request of each input. Errors: a mode out of range.
+ */
+#include "check.h"
+#include "encdec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROWS 64
+#define MAX_COLS 80
+
+typedef struct {
+    const char *dir;
+    int n_ids;                 /* its input: 20 + i % 30 ..., </s> last */
+} model_case;
+
+static int seq_tokens(const encdec_sequence *q, int *out) {
+    for (int j = 0; j < q->n_tokens; j++) out[j] = q->tokens[j].id;
+    return q->n_tokens;
+}
+
+/* Every sequence of r with rows: equal to encdec_text_attention's; want_all:
+ * every sequence has rows (else: those holding unk, and only those). */
+static void check_rows(encdec_session *s, const encdec_result *r, const int *ids, int n_ids, int want_all,
+                       int unk) {
+    static float ref[MAX_ROWS * MAX_COLS];
+    int toks[MAX_ROWS];
+    for (int i = 0; i < encdec_result_n_sequences(r); i++) {
+        const encdec_sequence *q = encdec_result_sequence(r, i);
+        int n = seq_tokens(q, toks), cols = -1, has_unk = 0;
+        for (int j = 0; j < n; j++) has_unk |= toks[j] == unk;
+        const float *att = encdec_result_attention(r, i, &cols);
+        if (!want_all && !has_unk) {
+            CHECK(att == NULL && cols == 0);
+            continue;
+        }
+        CHECK(att != NULL);
+        CHECK_EQ_INT(cols, n_ids);
+        if (!att || cols != n_ids || n < 1) continue;
+        CHECK_EQ_INT(encdec_text_attention(s, ids, n_ids, toks, n, ref), ENCDEC_OK);
+        float worst = 0;
+        for (int k = 0; k < n * n_ids; k++) worst = fmaxf(worst, fabsf(att[k] - ref[k]));
+        CHECK(worst < 1e-5f);
+        if (worst >= 1e-5f) fprintf(stderr, "  sequence %d: off by %g\n", i, (double)worst);
+    }
+}
+
+static encdec_generate_params kind(int k, int mode) {
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = 12;
+    p.min_new_tokens = 6;
+    p.return_attention = mode;
+    p.truncate = 1;
+    if (k == 1) p.num_beams = 3, p.num_return_sequences = 2;
+    if (k == 2) p.do_sample = 1, p.num_return_sequences = 2, p.seed = 7, p.top_k = 20;
+    return p;
+}
+
+static void test_engine(const model_case *mc) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_model_load(mc->dir, &m), ENCDEC_OK);
+    if (!m) return;
+    int eos = encdec_model_token_id(m, "</s>"), unk = encdec_model_token_id(m, "<unk>");
+    CHECK(eos >= 0 && unk >= 0);
+    int ids[MAX_COLS];
+    for (int i = 0; i < mc->n_ids; i++) ids[i] = 20 + i % 30;
+    ids[mc->n_ids - 1] = eos;
+    CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
+    if (!s || !e) goto done;
+    /* greedy, beams, sampling and a prefix with <unk>, all at once (their
+     * passes merge), in modes 1 and 2 */
+    int prefix[2] = {unk, 25};
+    for (int mode = 1; mode <= 2; mode++) {
+        encdec_request *q[4] = {0};
+        for (int k = 0; k < 4; k++) {
+            encdec_generate_params p = kind(k == 3 ? 0 : k, mode);
+            CHECK_EQ_INT(encdec_engine_generate_ids(e, ids, mc->n_ids, k == 3 ? prefix : NULL, k == 3 ? 2 : 0,
+                                                    &p, &q[k]), ENCDEC_OK);
+        }
+        for (int k = 0; k < 4; k++) {
+            encdec_result *r = NULL;
+            if (!q[k]) continue;
+            CHECK_EQ_INT(encdec_request_wait(q[k], &r), ENCDEC_OK);
+            if (r) check_rows(s, r, ids, mc->n_ids, mode == 1, unk);
+            if (r && k == 3) CHECK(encdec_result_attention(r, 0, NULL) != NULL);   /* it holds <unk> */
+            encdec_result_free(r);
+            encdec_request_free(q[k]);
+        }
+    }
+    /* one request alone */
+    encdec_request *one = NULL;
+    encdec_generate_params p = kind(1, 1);
+    CHECK_EQ_INT(encdec_engine_generate_ids(e, ids, mc->n_ids, NULL, 0, &p, &one), ENCDEC_OK);
+    encdec_result *r = NULL;
+    if (one) CHECK_EQ_INT(encdec_request_wait(one, &r), ENCDEC_OK);
+    if (r) check_rows(s, r, ids, mc->n_ids, 1, unk);
+    encdec_result_free(r);
+    encdec_request_free(one);
+    /* errors */
+    p.return_attention = 3;
+    CHECK_STATUS(encdec_engine_generate_ids(e, ids, mc->n_ids, NULL, 0, &p, &one), ENCDEC_ERR_ARG,
+                 "return_attention 3");
+    CHECK_STATUS(encdec_generate(s, (const char *[]){"a"}, 1, &p, &r), ENCDEC_ERR_ARG, "return_attention 3");
+done:
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+/* Text inputs through a session (two at once) against the engine's
+ * requests of each, in the three cache modes. */
+static void test_session(const char *dir) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_model_load(dir, &m), ENCDEC_OK);
+    if (!m) return;
+    CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_engine_new(m, NULL, &e), ENCDEC_OK);
+    const char *in[2] = {"The house is wonderful.", "cat cat dog"};
+    encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+    for (int k = 0; s && e && k < 2; k++) {
+        encdec_generate_params p = kind(k, 1);
+        encdec_result *alone[2] = {0};
+        for (int i = 0; i < 2; i++) {
+            encdec_request *q = NULL;
+            CHECK_EQ_INT(encdec_engine_generate(e, in[i], &p, &q), ENCDEC_OK);
+            if (q) CHECK_EQ_INT(encdec_request_wait(q, &alone[i]), ENCDEC_OK);
+            encdec_request_free(q);
+        }
+        for (int mi = 0; mi < 3; mi++) {
+            p.kv_mode = modes[mi];
+            encdec_result *r = NULL;
+            CHECK_EQ_INT(encdec_generate(s, in, 2, &p, &r), ENCDEC_OK);
+            for (int i = 0; r && i < encdec_result_n_sequences(r); i++) {
+                const encdec_sequence *q = encdec_result_sequence(r, i);
+                const encdec_result *a = alone[q->input];
+                const encdec_sequence *qa = a ? encdec_result_sequence(a, q->rank) : NULL;
+                int c1 = -1, c2 = -2;
+                const float *x = encdec_result_attention(r, i, &c1);
+                const float *y = a ? encdec_result_attention(a, q->rank, &c2) : NULL;
+                CHECK(x && y && qa && c1 == c2 && q->n_tokens == qa->n_tokens);
+                if (!x || !y || !qa || c1 != c2 || q->n_tokens != qa->n_tokens) continue;
+                int same = 1;
+                for (int j = 0; j < q->n_tokens; j++) same &= q->tokens[j].id == qa->tokens[j].id;
+                CHECK(same);
+                float worst = 0;
+                for (int t = 0; same && t < q->n_tokens * c1; t++) worst = fmaxf(worst, fabsf(x[t] - y[t]));
+                CHECK(worst < 1e-5f);
+                for (int j = 0; j < q->n_tokens; j++) {   /* rows over the input: sums of 1 */
+                    float sum = 0;
+                    for (int t = 0; t < c1; t++) sum += x[j * c1 + t];
+                    CHECK(fabsf(sum - 1) < 1e-5f);
+                }
+            }
+            encdec_result_free(r);
+        }
+        for (int i = 0; i < 2; i++) encdec_result_free(alone[i]);
+    }
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+int main(void) {
+    const model_case cases[] = {
+        {ED_TEST_DATA "/tiny-random-marian", 9},
+        {ED_TEST_DATA "/tiny-random-marian", 70},   /* 64 positions: cut, its columns as given */
+        {ED_TEST_DATA "/tiny-random-m2m100", 11},
+        {ED_TEST_DATA "/tiny-random-t5-v1_1", 10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_engine(&cases[i]);
+    test_session(ED_TEST_DATA "/tiny-random-marian");
+    test_session(ED_TEST_DATA "/tiny-random-t5-v1_1");
+    return check_done();
+}
