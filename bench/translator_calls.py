@@ -10,9 +10,8 @@ Rows (float32, tokens in and out on both):
   score      score_batch of --pairs (source, target) pairs, 24 target tokens
              each (the bench's inputs): pairs per second
   translate  translate_batch of --batch examples, greedy, 24 tokens: tokens/s
-  +unknowns  the same with replace_unknowns=True (what Argos Translate passes:
-             encdec computes the attention only for hypotheses holding <unk>,
-             CTranslate2 for every step)
+  +unknowns  the same with replace_unknowns=True (what Argos Translate passes;
+             both engines keep the attention as they decode)
   +attention the same with return_attention=True (every hypothesis' attention)
 Each (row, engine) runs in a fresh process per round, engines alternating;
 the median over the rounds is reported (a warm-up call, then the best of 3

@@ -949,10 +949,9 @@ typedef struct {
      * sequences (encdec_result_attention), as CTranslate2's return_attention
      * gives it and its replace_unknowns reads it (encdec_text_attention's
      * rows): 0, none (the default); 1, every sequence; 2, only those that
-     * hold the model's <unk>. One teacher-forced pass over the returned
-     * sequences after the search, on the inputs' cross caches (the encoder
-     * does not run again); through an engine, the passes of requests that
-     * finish in one turn are one. BART-family and T5 models. */
+     * hold the model's <unk>. Kept as the search decodes (the alignment
+     * heads' scores of every step's rows, read back along each returned
+     * beam's path): no pass of its own. BART-family and T5 models. */
     int return_attention;
 } encdec_generate_params;
 

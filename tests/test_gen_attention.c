@@ -1,13 +1,13 @@
 /* test_gen_attention.c - a generation's attention (encdec_generate_params.
  * return_attention: CTranslate2's return_attention, what its
- * replace_unknowns reads), captured by a pass after the search on the
- * inputs' cross caches.
+ * replace_unknowns reads), kept as the search decodes and read back along
+ * each output's beams.
  *
  * On the seeded random Marian (post-norm), M2M100 (its target language
  * forced first) and T5 v1.1 of tests/data, through an engine: greedy, beam
  * search with two returns, sampling with two, a target prefix holding
  * <unk>, and an input the model's positions cut, submitted together (their
- * attention passes merge) and alone; every returned sequence's rows equal
+ * steps merge) and alone; every returned sequence's rows equal
  * encdec_text_attention's over its tokens (a separate teacher-forced pass
  * on a session, which tools/golden_translator_attention.py checks against
  * transformers' float64) within 1e-5, its columns the input's as given.
@@ -90,7 +90,7 @@ static void test_engine(const model_case *mc) {
     CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     if (!s || !e) goto done;
     /* greedy, beams, sampling and a prefix with <unk>, all at once (their
-     * passes merge), in modes 1 and 2 */
+     * steps merge), in modes 1 and 2 */
     int prefix[2] = {unk, 25};
     for (int mode = 1; mode <= 2; mode++) {
         encdec_request *q[4] = {0};

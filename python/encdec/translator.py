@@ -28,9 +28,10 @@ patience 1; transformers' early_stopping=True).
 return_attention and replace_unknowns read the decoder's attention as
 CTranslate2 returns it (its alignment layer's first heads, from a
 CTranslate2 directory's spec; else its defaults, the last layer's first
-head), computed after the search by one teacher-forced pass per hypothesis
-(encdec_text_attention): with replace_unknowns alone, only for hypotheses
-that hold an <unk>, so it costs nothing where none does.
+head), kept by the engine as it decodes (encdec_generate_params'
+return_attention: one head's scores a row and step, as CTranslate2 keeps
+them); a hypothesis a callback ended gets it from a teacher-forced pass
+(encdec_text_attention).
 """
 
 from . import _native as N

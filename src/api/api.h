@@ -152,44 +152,43 @@ encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B,
  * as api_tokenize truncates) into pk. */
 encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int truncate, api_packed *pk);
 void api_packed_free(api_packed *pk);
-/* attend.c: a generation's attention (encdec_generate_params.return_attention).
- * Scores a pass captured: head a's row r at sc + a * head_stride + r * ld. */
+/* attend.c: a generation's attention (encdec_generate_params.return_attention),
+ * kept by the generation's runner rn (decode/runner.h's rn_att) as it
+ * decodes: input b's tokens cols[b] as encoded (full[b] as given: a cut
+ * input's other columns 0; full NULL: cols). */
+typedef struct {
+    dec_runner *rn;
+    const int *cols;
+    const int *full;
+} api_attender;
+typedef struct {
+    int mode;             /* 1: every output; 2: those holding unk */
+    int unk;
+    int n_out, max_new;
+    const int *toks, *lens;   /* the outputs: toks + i * max_new, lens[i] tokens */
+    const int *path;      /* [n_out, max_new] the sequence whose row chose each token (dec_task's) */
+    const int *input_of;  /* [n_out] each output's input */
+} api_attend_job;
+/* Before the prompt: rn keeps the rows of sequences [0, n), sequence q
+ * reading input q / width. */
+encdec_status api_attend_begin(const api_attender *at, int n, int width);
+/* After the search: out[i] output i's rows [lens[i], its input's full]
+ * (malloc'd), or NULL (mode 2 without unk, or no tokens); on error the
+ * caller frees what is set. rn keeps nothing more. */
+encdec_status api_attend(const api_attender *at, const api_attend_job *j, float **out);
+/* out[R, T] = the heads' mean of softmax(scores) of rows [r0, r0 + R):
+ * head a's row r at sc + a * head_stride + r * ld. */
 typedef struct {
     const float *sc;
     size_t head_stride;
     int ld, heads;
 } api_scores;
-/* Where the passes run: rn the generation's runner (restarted: its
- * histories go), pass(ctx, ...) rn_feed_rows(rn, n_seq, seq, tok, n, NULL)
- * as one pass with the alignment heads captured, their scores into *out
- * (valid until the next pass). */
-typedef struct {
-    void *ctx;
-    dec_runner *rn;
-    encdec_status (*pass)(void *ctx, int n_seq, const int *seq, const int *tok, const int *n,
-                          api_scores *out);
-    const int *cols;      /* [B] each input's tokens as encoded */
-    const int *full;      /* [B] as given (cut inputs: api_uncut), or NULL: cols */
-} api_attender;
-typedef struct {
-    int mode;             /* 1: every output; 2: those holding unk */
-    int unk, dec_start;
-    int n_out, max_new;
-    const int *toks, *lens;   /* the outputs: toks + i * max_new, lens[i] tokens */
-    const int *seq_of;    /* [n_out] the runner's sequence output i is fed to (reading its input) */
-    const int *input_of;  /* [n_out] its input (at's cols, full) */
-} api_attend_job;
-/* out[i]: output i's rows [lens[i], its input's full] (malloc'd), or NULL (mode 2
- * without unk, or no tokens); on error the caller frees what is set. */
-encdec_status api_attend(const api_attender *at, const api_attend_job *j, float **out);
-/* out[R, T] = the heads' mean of softmax(scores) of rows [r0, r0 + R). */
 void api_mean_softmax(const api_scores *s, int r0, int R, int T, float *out);
 /* Attention rows [R, k] of an input the model cut to k of its n tokens (the
  * first k - 1 and the last) into y[R, n], the others' columns 0. */
 void api_uncut(const float *o, int R, int k, int n, float *y);
 /* result.c: sequence i's attention, rows [its tokens, cols] (taken). */
 encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols);
-
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
  * with l[0, n) each output's length so far (a copy of len, the task's, or
  * len itself), on the caller's thread; nonzero: stop (ENCDEC_ERR_CANCELLED). */

@@ -2,16 +2,14 @@
  * generation's returned sequences (encdec_generate_params.return_attention),
  * and the two pieces the teacher-forced calls share with it (forced.c).
  *
- * After the search, the sequences to return are fed again from the
- * decoder's start into sequences of the request (its runner restarted: the
- * self cache of the search is no longer read, the inputs' cross caches
- * stay, so the encoder does not run again), as many a pass as its rows
- * allow, no logits, with the family's alignment heads captured
- * (models/xattn.h); row j of a sequence is the heads' mean softmax over its
- * input's positions at the step that chose token j: what CTranslate2's
- * return_attention gives and its replace_unknowns reads. The passes run
- * where the generation's do (a session's state, or the engine's scheduler,
- * which merges those of requests finishing in one turn). */
+ * The generation's runner keeps, as it decodes, the alignment heads' mean
+ * softmax of every row its sequences write (decode/runner.h's rn_att: the
+ * session's decode calls, or the engine's passes holding its rows, taken
+ * by the scheduler): a (sequence, position) cell is written once, so an
+ * output's token j reads the row of position j of the sequence that chose
+ * it (its beam's, read back along the parents: dec_task's path). What
+ * CTranslate2's return_attention gives and its replace_unknowns reads, at
+ * the cost of one head's scores a row and step. */
 #include "api/api.h"
 #include "base/err.h"
 #include "base/mem.h"
@@ -44,79 +42,54 @@ void api_uncut(const float *o, int R, int k, int n, float *y) {
     }
 }
 
+encdec_status api_attend_begin(const api_attender *at, int n, int width) {
+    int *cols = ed_alloc(sizeof(int) * (size_t)n, "attention");
+    if (!cols) return ENCDEC_ERR_NOMEM;
+    for (int q = 0; q < n; q++) cols[q] = at->cols[q / width];
+    encdec_status st = rn_att_begin(at->rn, n, cols);
+    free(cols);
+    return st;
+}
+
 static int holds(const int *t, int n, int id) {
     for (int i = 0; i < n; i++)
         if (t[i] == id) return 1;
     return 0;
 }
 
-/* Outputs [a, b)'s rows in one pass, then their rows of attention. */
-static encdec_status one_pass(const api_attender *at, const api_attend_job *j, int a, int b,
-                              int *seq, int *tok, int *cnt, float **out) {
-    int k = 0, R = 0;
-    for (int i = a; i < b; i++) {
-        if (!out[i]) continue;
-        const int *t = j->toks + (size_t)i * j->max_new;
-        seq[k] = j->seq_of[i];
-        cnt[k] = j->lens[i];
-        tok[R] = j->dec_start;
-        memcpy(tok + R + 1, t, sizeof(int) * (size_t)(j->lens[i] - 1));
-        R += j->lens[i];
-        k++;
-    }
-    if (!k) return ENCDEC_OK;
-    api_scores sc;
-    encdec_status st = at->pass(at->ctx, k, seq, tok, cnt, &sc);
-    for (int i = a, r = 0; i < b && !st; i++) {
-        if (!out[i]) continue;
-        int n = j->lens[i], in = j->input_of[i], c = at->cols[in], full = at->full ? at->full[in] : c;
-        if (c > sc.ld) return ed_fail(ENCDEC_ERR_ARG, "attention: an input of %d tokens, %d captured", c, sc.ld);
-        float *o = full > c ? ed_alloc_floats((size_t)n, (size_t)c, "attention") : out[i];
-        if (!o) return ENCDEC_ERR_NOMEM;
-        api_mean_softmax(&sc, r, n, c, o);
-        if (o != out[i]) {
-            api_uncut(o, n, c, full, out[i]);
+/* Output i's rows: row j of its token j's sequence, then uncut. */
+static encdec_status rows_of(const api_attender *at, const api_attend_job *j, int i, float **out) {
+    int n = j->lens[i], in = j->input_of[i], c = at->cols[in], full = at->full ? at->full[in] : c;
+    const int *path = j->path + (size_t)i * j->max_new;
+    float *o = ed_alloc_floats((size_t)n, (size_t)c, "attention");
+    if (!o) return ENCDEC_ERR_NOMEM;
+    for (int t = 0; t < n; t++) {
+        const float *row = rn_att_row(at->rn, path[t], t);
+        if (!row) {
             free(o);
+            return ed_fail(ENCDEC_ERR_NOMEM, "attention: no row kept for position %d of sequence %d", t,
+                           path[t]);
         }
-        r += n;
+        memcpy(o + (size_t)t * c, row, sizeof(float) * (size_t)c);
     }
-    return st;
+    if (full > c) {
+        *out = ed_alloc_floats((size_t)n, (size_t)full, "attention");
+        if (*out) api_uncut(o, n, c, full, *out);
+        free(o);
+        return *out ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
+    }
+    *out = o;
+    return ENCDEC_OK;
 }
 
 encdec_status api_attend(const api_attender *at, const api_attend_job *j, float **out) {
-    dec_runner *rn = at->rn;
-    int most = rn->m.max_rows, n_steps = rn->n_steps, any = 0;
     encdec_status st = ENCDEC_OK;
     memset(out, 0, sizeof *out * (size_t)j->n_out);   /* the caller frees what is set */
-    for (int i = 0; i < j->n_out; i++) {
+    for (int i = 0; i < j->n_out && !st; i++) {
         const int *t = j->toks + (size_t)i * j->max_new;
         if (j->lens[i] < 1 || (j->mode == 2 && (j->unk < 0 || !holds(t, j->lens[i], j->unk)))) continue;
-        if (j->lens[i] > most)
-            return ed_fail(ENCDEC_ERR_ARG, "attention: %d tokens, a pass takes %d", j->lens[i], most);
-        int in = j->input_of[i], full = at->full ? at->full[in] : at->cols[in];
-        out[i] = ed_alloc_floats((size_t)j->lens[i], (size_t)full, "attention");
-        if (!out[i]) return ENCDEC_ERR_NOMEM;
-        any = 1;
+        st = rows_of(at, j, i, &out[i]);
     }
-    if (!any) return ENCDEC_OK;
-    int *seq = ed_alloc(sizeof(int) * (size_t)j->n_out, "sequences");
-    int *cnt = ed_alloc(sizeof(int) * (size_t)j->n_out, "sequences");
-    int *tok = ed_alloc(sizeof(int) * (size_t)most, "decoder inputs");
-    if (!seq || !cnt || !tok) st = ENCDEC_ERR_NOMEM;
-    if (!st) rn_restart(rn, -1);   /* the search's histories are not read again */
-    for (int a = 0; a < j->n_out && !st;) {   /* passes: as many sequences as the rows take */
-        int b = a, rows = 0;
-        for (; b < j->n_out; b++) {
-            int n = out[b] ? j->lens[b] : 0;
-            if (rows + n > most) break;
-            rows += n;
-        }
-        st = one_pass(at, j, a, b, seq, tok, cnt, out);
-        a = b;
-    }
-    rn->n_steps = n_steps;
-    free(seq);
-    free(cnt);
-    free(tok);
+    rn_att_end(at->rn);
     return st;
 }

@@ -5,7 +5,6 @@
 #include "core/dev.h"
 #include "audio/audio.h"
 #include "base/err.h"
-#include "base/mem.h"
 #include "base/clock.h"
 #include "base/isa.h"
 #include "kern/kern.h"
@@ -139,31 +138,6 @@ static encdec_status run_posted(void *ctx, dec_task *t, const api_watch *w) {
     return sch_client_run_watch(ctx, t, w->fn, w->ctx, w->len, w->n);
 }
 
-/* A request's attention passes (api_attender): the scheduler's, capturing
- * into a buffer of the request's. */
-typedef struct {
-    sch_client *c;
-    float *buf;
-    size_t cap;
-} eng_att;
-
-static encdec_status eng_pass(void *ctx, int n_seq, const int *seq, const int *tok, const int *n,
-                              api_scores *out) {
-    eng_att *a = ctx;
-    int heads, frames, R = 0;
-    sch_client_scores_shape(a->c, &heads, &frames);
-    for (int i = 0; i < n_seq; i++) R += n[i];
-    size_t need = (size_t)heads * (size_t)R * (size_t)frames;
-    if (need > a->cap) {
-        free(a->buf);
-        a->cap = 0;
-        if (!(a->buf = ed_alloc_floats(need, 1, "attention scores"))) return ENCDEC_ERR_NOMEM;
-        a->cap = need;
-    }
-    *out = (api_scores){a->buf, (size_t)R * (size_t)frames, frames, heads};
-    return sch_client_feed_rows_scores(a->c, n_seq, seq, tok, n, a->buf);
-}
-
 /* A text request: its input encoded into its place, then the strategy's
  * steps with everyone else's (api_generate_decode, as a session runs it). */
 static encdec_status generate_body(encdec_request *q) {
@@ -190,11 +164,9 @@ static encdec_status generate_body(encdec_request *q) {
         rn_begin(rn, ENCDEC_KV_FULL);
         rn_screen(rn, !q->gp.do_sample && q->gp.num_beams == 1);   /* greedy: screened steps */
         dec_model dm = rn_seam(rn);
-        eng_att ea = {c, NULL, 0};
         int full = q->ids && q->n_ids > pk.n_tokens ? q->n_ids : pk.n_tokens;
-        api_attender at = {&ea, rn, eng_pass, pk.len, &full};
+        api_attender at = {rn, pk.len, &full};
         st = api_generate_decode(&m->text, &q->gp, &q->langs, 1, &dm, run_posted, c, &at, r);
-        free(ea.buf);
         r->timings.encoder_ms = t1 - t0;
         r->timings.decode_ms = ed_now_ms() - t1;
         r->timings.n_steps = rn->n_steps;

@@ -207,25 +207,29 @@ static encdec_status add_token(encdec_result *r, const ed_ttok *tok, int id, flo
 
 static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len); }
 
-/* p->return_attention's rows of the outputs (api_attend), into att[n_out]. */
-static encdec_status attention(const s2s_model *m, const encdec_generate_params *p, const api_langs *lg,
-                               const api_attender *at, int n_out, int width, const int *toks,
-                               const int *lens, float **att) {
-    if (!at || !m->ops->xattn)
-        return ed_fail(ENCDEC_ERR_ARG, "return_attention: not for %s models here", m->model_type);
+/* p->return_attention's rows of the outputs (api_attend) into att[n_out],
+ * path: each output token's sequence (dec_task's). */
+static encdec_status attention(const s2s_model *m, const encdec_generate_params *p,
+                               const api_attender *at, int n_out, const int *toks, const int *lens,
+                               const int *path, float **att) {
     int n_ret = p->num_return_sequences;
-    int *seq_of = ed_alloc(sizeof(int) * 2 * (size_t)n_out, "sequences");
-    if (!seq_of) return ENCDEC_ERR_NOMEM;
-    int *input_of = seq_of + n_out;
-    for (int i = 0; i < n_out; i++) {
-        input_of[i] = i / n_ret;
-        seq_of[i] = input_of[i] * width + i % n_ret;   /* a sequence of its input, as the search's */
-    }
-    api_attend_job j = {p->return_attention, ttok_token_id(m->tok, "<unk>"), lg->dec_start, n_out,
-                        p->max_new_tokens, toks, lens, seq_of, input_of};
+    int *input_of = ed_alloc(sizeof(int) * (size_t)n_out, "outputs");
+    if (!input_of) return ENCDEC_ERR_NOMEM;
+    for (int i = 0; i < n_out; i++) input_of[i] = i / n_ret;
+    api_attend_job j = {p->return_attention, ttok_token_id(m->tok, "<unk>"), n_out, p->max_new_tokens,
+                        toks, lens, path, input_of};
     encdec_status st = api_attend(at, &j, att);
-    free(seq_of);
+    free(input_of);
     return st;
+}
+
+/* Each output token's sequence as the strategies other than beam search
+ * leave it: output i's (a sequence of its input, as the search's). */
+static int *paths(int n_out, int n_ret, int width, int max_new) {
+    int *path = ed_alloc(sizeof(int) * (size_t)n_out * (size_t)max_new, "attention paths");
+    for (int i = 0; path && i < n_out; i++)
+        for (int k = 0; k < max_new; k++) path[(size_t)i * max_new + k] = i / n_ret * width + i % n_ret;
+    return path;
 }
 
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
@@ -283,6 +287,16 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
                          "%d or more", max_new, n_forced, n_forced > 1 ? "s are" : " is",
                          lg->n_prefix ? "the target prefix" : "this model's first token", n_forced + 1);
     }
+    /* the attention kept from the prompt on (return_attention) */
+    int *path = NULL;
+    if (!st && p->return_attention) {
+        if (!at || !m->ops->xattn)
+            st = ed_fail(ENCDEC_ERR_ARG, "return_attention: not for %s models here", m->model_type);
+        else if (!(path = paths((int)n_out, n_ret, width, max_new)))
+            st = ENCDEC_ERR_NOMEM;
+        else
+            st = api_attend_begin(at, W, width);
+    }
     /* then the strategy as a task */
     if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
     dec_task *t = NULL;
@@ -297,6 +311,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
             st = dec_greedy_task(&t, dm, B, logits, &rules, toks, lps, lens, scores);
         }
     }
+    if (t) t->path = path;
     gen_stream gs = {0};
     api_watch w = {flush, &gs, lens, (int)n_out};
     if (!st && p->on_token) st = gen_stream_init(&gs, m->tok, m->eos, p, (int)n_out, toks, lps);
@@ -305,7 +320,9 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     dec_task_free(t);
     float **att = p->return_attention && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
     if (p->return_attention && !st)
-        st = att ? attention(m, p, lg, at, (int)n_out, width, toks, lens, att) : ENCDEC_ERR_NOMEM;
+        st = att ? attention(m, p, at, (int)n_out, toks, lens, path, att) : ENCDEC_ERR_NOMEM;
+    if (p->return_attention && at) rn_att_end(at->rn);
+    free(path);
     for (size_t i = 0; i < n_out && !st; i++) {
         const int *tk = toks + i * (size_t)max_new;
         int first = (int)r->n_tokens;
@@ -330,26 +347,6 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     free(logits);
     free(prompt);
     free(sup);
-    return st;
-}
-
-/* A session's attention pass: the capture on around rn_feed_rows. */
-typedef struct {
-    const s2s_model *m;
-    void *st;
-    dec_runner *rn;
-} sess_att;
-
-static encdec_status sess_pass(void *ctx, int n_seq, const int *seq, const int *tok, const int *n,
-                               api_scores *out) {
-    sess_att *a = ctx;
-    const s2s_ops *o = a->m->ops;
-    encdec_status st = o->xattn(a->st, 1, 0);
-    if (!st) st = rn_feed_rows(a->rn, n_seq, seq, tok, n, NULL);
-    encdec_status off = o->xattn(a->st, 0, 0), dv = o->status(a->st);
-    if (!st) st = dv ? dv : off;
-    const md_xattn *x = o->xattn_of(a->st);
-    *out = (api_scores){md_xattn_head(x, 0), (size_t)x->rows * (size_t)x->ld, x->ld, x->heads};
     return st;
 }
 
@@ -388,8 +385,7 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);
-        sess_att sa = {m, s->text_st, &rn};
-        api_attender at = {&sa, &rn, sess_pass, pk->len, NULL};
+        api_attender at = {&rn, pk->len, NULL};
         st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, &at, r);
     }
     encdec_status dv = m->ops->status(s->text_st);   /* a device's failure, named */

@@ -297,16 +297,18 @@ static int hyp_cmp(const void *pa, const void *pb) {
 /* Writes hypothesis h of group g: its beam's tokens read back through the
  * parents, then eos if it ended with one. */
 static void write_hyp(const beam_run *b, int g, const hyp *h, int *tok, float *lp, int *len,
-                      float *score) {
+                      float *score, int *path) {
     int slot = h->slot;
     for (int t = h->n_beam_tok - 1; t >= 0; t--) {
         size_t i = (size_t)t * b->G * b->W + (size_t)g * b->W + slot;
         tok[t] = b->tok[i];
         lp[t] = b->lp[i];
         slot = b->parent[i];
+        if (path) path[t] = g * b->W + slot;   /* the beam whose row chose it */
     }
     *len = h->n_beam_tok;
     if (h->eos) {
+        if (path) path[*len] = g * b->W + h->slot;
         tok[*len] = b->r->eot;
         lp[(*len)++] = h->eos_lp;
     }
@@ -327,7 +329,8 @@ static void finalize(beam_run *b, int n_steps, int *out_tok, float *out_lp, int 
         qsort(l->h, l->n, sizeof *l->h, hyp_cmp);
         for (int k = 0; k < R && k < l->n; k++) {
             size_t o = (size_t)g * R + k;
-            write_hyp(b, g, &l->h[k], out_tok + o * N, out_lp + o * N, &out_len[o], &out_score[o]);
+            write_hyp(b, g, &l->h[k], out_tok + o * N, out_lp + o * N, &out_len[o], &out_score[o],
+                      b->task.path ? b->task.path + o * N : NULL);
         }
     }
 }

@@ -3,6 +3,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,60 @@ encdec_status rn_init_view(dec_runner *v, dec_runner *parent, int base, int n, c
     return ENCDEC_OK;
 }
 
+encdec_status rn_att_begin(dec_runner *r, int n, const int *cols) {
+    rn_att_end(r);
+    if (n < 1 || n > r->m.n_slots)
+        return ed_fail(ENCDEC_ERR_ARG, "attention: %d sequences of %d", n, r->m.n_slots);
+    int ld = 1;
+    for (int q = 0; q < n; q++) ld = cols[q] > ld ? cols[q] : ld;
+    r->att.buf = ed_alloc_floats((size_t)n * (size_t)r->m.n_ctx, (size_t)ld, "attention");
+    r->att.cols = ed_alloc(sizeof(int) * (size_t)n, "attention");
+    r->att.high = ed_calloc(sizeof(int) * (size_t)n, "attention");
+    if (!r->att.buf || !r->att.cols || !r->att.high) {
+        rn_att_end(r);
+        return ENCDEC_ERR_NOMEM;
+    }
+    memcpy(r->att.cols, cols, sizeof(int) * (size_t)n);
+    r->att.n = n;
+    r->att.ld = ld;
+    return ENCDEC_OK;
+}
+
+void rn_att_end(dec_runner *r) {
+    free(r->att.buf);
+    free(r->att.cols);
+    free(r->att.high);
+    memset(&r->att, 0, sizeof r->att);
+}
+
+void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, int R, const int *pos,
+                 const int *slot) {
+    rn_att *a = &r->att;
+    for (int i = 0; i < R && a->buf; i++) {
+        int q = slot[i] - r->base, p = pos[i];
+        if (q < 0 || q >= a->n || p < a->high[q] || p >= r->m.n_ctx) continue;
+        int T = a->cols[q] < ld ? a->cols[q] : ld;
+        float *o = a->buf + ((size_t)q * (size_t)r->m.n_ctx + (size_t)p) * (size_t)a->ld;
+        memset(o, 0, sizeof(float) * (size_t)a->cols[q]);
+        for (int h = 0; h < n_heads; h++) {   /* the heads' mean of each one's softmax */
+            const float *v = heads[h] + (size_t)i * (size_t)ld;
+            double mx = -INFINITY, sum = 0;
+            for (int t = 0; t < T; t++) mx = v[t] > mx ? v[t] : mx;
+            for (int t = 0; t < T; t++) sum += exp((double)v[t] - mx);
+            for (int t = 0; t < T; t++) o[t] += (float)(exp((double)v[t] - mx) / sum / n_heads);
+        }
+        a->high[q] = p + 1;
+    }
+}
+
+const float *rn_att_row(const dec_runner *r, int q, int p) {
+    const rn_att *a = &r->att;
+    if (!a->buf || q < 0 || q >= a->n || p < 0 || p >= a->high[q]) return NULL;
+    return a->buf + ((size_t)q * (size_t)r->m.n_ctx + (size_t)p) * (size_t)a->ld;
+}
+
 void rn_free(dec_runner *r) {
+    rn_att_end(r);
     if (r->view) r->hist = r->tab = r->len = r->high = NULL;   /* the parent's */
     int **p[] = {&r->hist, &r->tab, &r->len, &r->high, &r->tmp, &r->r_tok, &r->r_pos, &r->r_slot,
                  &r->r_out};
@@ -144,8 +198,17 @@ static int build_rows(dec_runner *r, int at, int seq, const int *tokens, int n) 
 static void decode_rows(dec_runner *r, int R, int n_out, float *logits, int whole) {
     r->screened = whole && r->screen && r->m.screen;
     if (r->m.screen) r->m.screen(r->m.ctx, r->screened);
+    /* kept attention: the scores of this call (a view's are the engine's to take) */
+    int cap = r->att.buf && r->m.scores_on && r->m.n_heads <= RN_ATT_HEADS &&
+              r->m.scores_on(r->m.ctx, 1) == ENCDEC_OK;
     r->m.decode(r->m.ctx, R, r->r_tok, r->r_pos, r->r_slot, r->tab0, r->m.n_ctx, n_out, r->r_out,
                 logits);
+    if (!cap) return;
+    const float *heads[RN_ATT_HEADS];
+    int ld = 0;
+    for (int a = 0; a < r->m.n_heads; a++) heads[a] = r->m.scores(r->m.ctx, a, &ld);
+    rn_att_take(r, heads, r->m.n_heads, ld, R, r->r_pos, r->r_slot);
+    r->m.scores_on(r->m.ctx, 0);
 }
 
 static encdec_status feed_one(dec_runner *r, int seq, const int *tokens, int n, float *logits,

@@ -51,7 +51,27 @@ typedef struct {
     void (*screen)(void *ctx, int on);
     float (*logit_err)(void *ctx, int row);
     void (*logit_exact)(void *ctx, int row, const int *ids, int n, float *out);
+    /* Optional (NULL: none): the alignment heads' cross-attention scores of
+     * the decode calls while on (models/xattn.h); head a's of row i at
+     * scores(ctx, a, &ld) + i * ld. What rn_att keeps. */
+    encdec_status (*scores_on)(void *ctx, int on);
+    const float *(*scores)(const void *ctx, int a, int *ld);
+    int n_heads;
 } rn_model;
+
+/* A generation's attention, kept as it decodes (encdec_generate_params'
+ * return_attention): for each (sequence, position) its rows write, the
+ * heads' mean softmax over the sequence's input: the attention of the
+ * step that chose the token after that position. A cell of the cache is
+ * written once (a beam that takes over another's history reads the
+ * other's), so a hypothesis' rows are read along its beams' path. */
+#define RN_ATT_HEADS 64
+typedef struct {
+    float *buf;     /* [n, n_ctx, ld] */
+    int *cols;      /* [n] each sequence's input columns (<= ld) */
+    int *high;      /* [n] positions kept (rows recomputed below it are not: the NONE mode) */
+    int n, ld;
+} rn_att;
 
 typedef struct {
     rn_model m;
@@ -69,6 +89,7 @@ typedef struct {
     int view;
     int *tab0;              /* the whole index table (the parent's for a view): slots are
                                global, decode passes index it by slot */
+    rn_att att;             /* kept attention (rn_att_begin), or none */
 } dec_runner;
 
 encdec_status rn_init(dec_runner *r, const rn_model *m, encdec_kv_mode mode);
@@ -101,6 +122,18 @@ void rn_screen(dec_runner *r, int on);
  * is emptied; the cross cache and keep's history (its cache rows, which
  * other sequences may then share through reorder) stay. */
 void rn_restart(dec_runner *r, int keep);
+/* Attention kept from now on (every decode call of this runner, or, for
+ * a view, every pass of the engine holding its rows) for sequences
+ * [0, n), sequence q over cols[q] input columns; rn_att_end stops and
+ * frees it (rn_free too). */
+encdec_status rn_att_begin(dec_runner *r, int n, const int *cols);
+void rn_att_end(dec_runner *r);
+/* Rows [0, R) of a pass (their positions and global slots): head a's
+ * scores of row i at heads[a] + i * ld; those of r's kept sequences go in. */
+void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, int R, const int *pos,
+                 const int *slot);
+/* Sequence q's kept row at position p ([cols[q]]), or NULL. */
+const float *rn_att_row(const dec_runner *r, int q, int p);
 /* feed, with the logits after each of tokens[first, n) (not only the last)
  * into logits[n - first, n_vocab]: for passes that read every position
  * (word alignment). */

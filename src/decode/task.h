@@ -41,6 +41,12 @@ struct dec_task {
     const int *seq;      /* [n] their ids (the model's sequences) */
     const int *tok;      /* [n] the token each takes */
     float *logits;       /* [n, n_vocab]: where the step's logits go, row i for seq[i] */
+    /* Optional, set by the caller before the end (NULL: not asked): [n_out,
+     * max_new] the sequence whose row chose each output token (at the
+     * token's position: a kept attention's row, runner.h's rn_att). Beam
+     * search writes it (a hypothesis' beams, read back through the
+     * parents); the other strategies leave it: output i is sequence i's. */
+    int *path;
     /* internal */
     encdec_status (*advance)(dec_task *t);
     void (*destroy)(dec_task *t);

@@ -314,10 +314,23 @@ static void rn_logit_exact(void *ctx, int row, const int *ids, int n, float *out
     md_screen_exact(s->m->lm_head, NULL, s->d_n + (size_t)row * d, s->m->hp.n_vocab, d, ids, n, out);
 }
 
+static encdec_status s2s_xattn(void *p, int on, int ld);
+
+/* The runner's kept attention (rn_att): the alignment heads' scores. */
+static encdec_status rn_scores_on(void *p, int on) { return s2s_xattn(p, on, 0); }
+static const float *rn_scores(const void *p, int a, int *ld) {
+    const md_xattn *x = &((const t5_state *)p)->xattn;
+    *ld = x->ld;
+    return md_xattn_head(x, a);
+}
+
 rn_model t5_rn_model(t5_state *s, int width) {
     for (int q = 0; q < s->cur.n_slots; q++) s->slot_input[q] = q / width;
     rn_model m = {s, s->m->hp.n_vocab, s->cur.n_slots, s->cur.n_ctx, s->max_rows, s->slot_input,
                   rn_cross, rn_decode, s->pool};
+    m.scores_on = rn_scores_on;
+    m.scores = rn_scores;
+    m.n_heads = 1;
     s->scr.on = s->scr.screened = 0;
     if (s->m->screen.w.p && !s->dev) {
         m.screen = screen_on;

@@ -55,7 +55,8 @@ static void t_logit_exact(void *ctx, int row, const int *ids, int n, float *out)
 }
 
 /* The alignment heads' scores of the engine's passes (models/xattn.h), n_frames
- * (the model's longest input) a row: what a generation's attention reads. */
+ * (the model's longest input) a row: what a generation's kept attention
+ * reads (decode/runner.h's rn_att, taken by the scheduler). */
 static encdec_status t_scores_on(void *ctx, int on) {
     tfam *t = ctx;
     encdec_status st = t->m->ops->xattn(t->dec, on, t->frames);
@@ -186,7 +187,6 @@ encdec_status sch_fam_text(sch_family *f, const s2s_model *m, ed_pool *pool, int
         f->scores = t_scores;
         f->n_heads = m->align_heads;
         f->n_frames = t->frames;
-        f->scores_merge = 1;
     }
     if (m->ops->screen) {
         f->screen = t_screen;

@@ -35,14 +35,13 @@ typedef struct {
     int max_encode, max_encode_rows;
     /* The place's caches are no longer needed (its request left). */
     void (*place_free)(void *ctx, int place);
-    /* The alignment heads (Whisper's; a text model's CTranslate2 ones; NULL:
-     * none): capture on/off; head a's scores of the last pass's rows,
-     * [rows, n_frames] (row r's first columns those of its input).
-     * scores_merge: rows of several places may share a capturing pass
-     * (each row scored against its own input's cache). */
+    /* The alignment heads (Whisper's; a text model's CTranslate2 ones, each
+     * row scored against its own input's cache; NULL: none): capture on/off;
+     * head a's scores of the last pass's rows, [rows, n_frames] (row r's
+     * first columns its input's). */
     encdec_status (*scores_on)(void *ctx, int on);
     const float *(*scores)(const void *ctx, int a);
-    int n_heads, n_frames, scores_merge;
+    int n_heads, n_frames;
     /* Optional (NULL: exact logits only): screened logits (models/screen.h):
      * screen(ctx, on) before a decode pass; logit_err and logit_exact for
      * row i of the last pass's logits (decode/seam.h). */

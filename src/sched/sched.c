@@ -84,6 +84,28 @@ static void finish(sch_client *c, encdec_status st) {
     c->ended = 1;
 }
 
+/* ---- kept attention (decode/runner.h's rn_att): the requests that keep it
+ * have their rows' alignment-head scores taken after each pass ---- */
+
+static int keeps(const sch_client *c) { return c->view.att.buf != NULL; }
+
+/* Capture on for a pass holding rows of any of c[0..n) that keep attention. */
+static int att_on(sch_engine *e, sch_client *const *c, int n) {
+    sch_family *f = &e->fam;
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = !c[i]->ended && keeps(c[i]);
+    return any && f->scores_on && f->n_heads <= RN_ATT_HEADS && f->scores_on(f->ctx, 1) == ENCDEC_OK;
+}
+
+/* c's rows [row0, row0 + R) of the pass (pos, slot: the pass's arrays from row0). */
+static void att_take(sch_engine *e, sch_client *c, int row0, int R, const int *pos, const int *slot) {
+    sch_family *f = &e->fam;
+    if (!keeps(c)) return;
+    const float *heads[RN_ATT_HEADS];
+    for (int a = 0; a < f->n_heads; a++) heads[a] = f->scores(f->ctx, a) + (size_t)row0 * f->n_frames;
+    rn_att_take(&c->view, heads, f->n_heads, f->n_frames, R, pos, slot);
+}
+
 static void run_op(sch_engine *e, sch_client *c) {
     encdec_status st = ENCDEC_OK;
     sch_family *f = &e->fam;
@@ -95,6 +117,7 @@ static void run_op(sch_engine *e, sch_client *c) {
             st = ed_fail(ENCDEC_ERR_ARG, "this model has no alignment heads");
         else if (c->scores)
             st = f->scores_on(f->ctx, 1);
+        int att = !st && !c->scores && att_on(e, &c, 1);
         if (!st) {
             /* a feed's logits are read in a later turn, after other passes:
              * never screened */
@@ -102,6 +125,10 @@ static void run_op(sch_engine *e, sch_client *c) {
             c->pass_screened = 0;
             f->decode(f->ctx, c->R, c->tok, c->pos, c->slot, e->root.tab0, f->n_ctx, c->n_out,
                       c->out_rows, c->logits);
+            if (att) {
+                att_take(e, c, 0, c->R, c->pos, c->slot);
+                f->scores_on(f->ctx, 0);
+            }
             size_t T = (size_t)f->n_frames;
             for (int a = 0; c->scores && a < f->n_heads; a++)
                 memcpy(c->scores + (size_t)a * c->R * T, f->scores(f->ctx, a),
@@ -113,17 +140,16 @@ static void run_op(sch_engine *e, sch_client *c) {
     finish(c, st);
 }
 
-/* Passes c[0..n) (their rows and logits within the merged step's; alignment
- * scores only where the family's capture takes rows of several places) as
- * one decoder pass: the family's passes are
+/* Passes c[0..n) (no alignment scores, their rows and logits within the
+ * merged step's) as one decoder pass: the family's passes are
  * batch-invariant, so each request's logits are what its pass alone gives.
  * Requests that arrive together (a batch of translations, the windows of
  * batched long-form) read the decoder's weights once for all their
  * prompts instead of once each. */
 static void run_merged(sch_engine *e, sch_client **c, int n) {
     sch_family *f = &e->fam;
-    size_t V = (size_t)f->n_vocab, T = (size_t)f->n_frames;
-    int R = 0, O = 0, scores = 0;
+    size_t V = (size_t)f->n_vocab;
+    int R = 0, O = 0;
     for (int i = 0; i < n; i++) {
         memcpy(e->m_tok + R, c[i]->tok, sizeof(int) * (size_t)c[i]->R);
         memcpy(e->m_pos + R, c[i]->pos, sizeof(int) * (size_t)c[i]->R);
@@ -131,26 +157,22 @@ static void run_merged(sch_engine *e, sch_client **c, int n) {
         for (int k = 0; k < c[i]->n_out; k++) e->m_out[O + k] = R + c[i]->out_rows[k];
         R += c[i]->R;
         O += c[i]->n_out;
-        scores |= c[i]->scores != NULL;
     }
-    encdec_status st = scores ? f->scores_on(f->ctx, 1) : ENCDEC_OK;
     if (f->screen) f->screen(f->ctx, 0);   /* feeds are never screened (run_op) */
-    if (!st)
-        f->decode(f->ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, f->n_ctx, O, e->m_out,
-                  e->m_logits);
+    int att = att_on(e, c, n);
+    f->decode(f->ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, f->n_ctx, O, e->m_out,
+              e->m_logits);
     O = R = 0;
     for (int i = 0; i < n; i++) {
-        if (!st && c[i]->n_out)
+        if (c[i]->n_out)
             memcpy(c[i]->logits, e->m_logits + (size_t)O * V, sizeof(float) * (size_t)c[i]->n_out * V);
-        for (int a = 0; !st && c[i]->scores && a < f->n_heads; a++)   /* its rows of each head */
-            memcpy(c[i]->scores + (size_t)a * c[i]->R * T, f->scores(f->ctx, a) + (size_t)R * T,
-                   sizeof(float) * (size_t)c[i]->R * T);
+        if (att) att_take(e, c[i], R, c[i]->R, e->m_pos + R, e->m_slot + R);
         O += c[i]->n_out;
         R += c[i]->R;
         c[i]->pass_screened = 0;
-        finish(c[i], st);
+        finish(c[i], ENCDEC_OK);
     }
-    if (scores && !st) f->scores_on(f->ctx, 0);
+    if (att) f->scores_on(f->ctx, 0);
     e->turn.passes++;
 }
 
@@ -160,8 +182,7 @@ static void run_passes(sch_engine *e, sch_client **c, int n) {
     int S = e->p.max_clients * e->p.slots;
     for (int i = 0; i < n;) {
         int j = i, R = 0, O = 0;
-        while (j < n && (!c[j]->scores || e->fam.scores_merge) && R + c[j]->R <= e->fam.max_rows &&
-               O + c[j]->n_out <= S) {
+        while (j < n && !c[j]->scores && R + c[j]->R <= e->fam.max_rows && O + c[j]->n_out <= S) {
             R += c[j]->R;
             O += c[j]->n_out;
             j++;
@@ -227,8 +248,13 @@ static void step(sch_engine *e, sch_client **cur, int n) {
     int scr = e->fam.screen != NULL;
     for (int i = 0; i < n && scr; i++) scr = cur[i]->ended || cur[i]->view.screen;
     if (e->fam.screen) e->fam.screen(e->fam.ctx, scr);
+    int att = att_on(e, cur, n);
     e->fam.decode(e->fam.ctx, R, e->m_tok, e->m_pos, e->m_slot, e->root.tab0, e->fam.n_ctx, R,
                   e->m_out, e->m_logits);
+    for (int i = 0; i < n && att; i++)   /* before the tasks choose (and fork) */
+        if (!cur[i]->ended)
+            att_take(e, cur[i], e->m_off[i], cur[i]->task->n, e->m_pos + e->m_off[i], e->m_slot + e->m_off[i]);
+    if (att) e->fam.scores_on(e->fam.ctx, 0);
     e->turn.steps++;
     e->turn.rows += R;
     e->turn.last_rows = R;
@@ -448,22 +474,6 @@ encdec_status sch_client_run(sch_client *c, dec_task *t) {
 static encdec_status x_encode(void *ctx, const float *mel) { return sch_client_encode(ctx, mel); }
 static encdec_status x_run(void *ctx, dec_task *t) { return sch_client_run(ctx, t); }
 
-encdec_status sch_client_feed_rows_scores(sch_client *c, int n_seq, const int *seq, const int *tokens,
-                                          const int *n, float *scores) {
-    sch_family *f = &c->e->fam;
-    if (!f->scores_on) return ed_fail(ENCDEC_ERR_ARG, "this model has no alignment heads");
-    c->scores = scores;
-    c->pass_st = ENCDEC_OK;
-    encdec_status st = rn_feed_rows(&c->view, n_seq, seq, tokens, n, NULL);
-    c->scores = NULL;
-    return st ? st : c->pass_st;
-}
-
-void sch_client_scores_shape(const sch_client *c, int *heads, int *frames) {
-    *heads = c->e->fam.n_heads;
-    *frames = c->e->fam.n_frames;
-}
-
 static encdec_status x_feed_scores(void *ctx, const int *tokens, int n, float *logits,
                                    float *scores) {
     sch_client *c = ctx;
@@ -491,7 +501,7 @@ static void v_decode(void *ctx, int R, const int *tok, const int *pos, const int
      * logits are zeros, not stale memory, and its next operation (the task
      * or encode that follows every feed) reports the error */
     c->pass_st = post(c, OP_PASS);
-    if (c->pass_st && n_out) memset(logits, 0, sizeof(float) * (size_t)n_out * (size_t)c->e->fam.n_vocab);
+    if (c->pass_st) memset(logits, 0, sizeof(float) * (size_t)n_out * (size_t)c->e->fam.n_vocab);
 }
 
 /* Screened logits: the scheduler decides per pass (step); the view's rows

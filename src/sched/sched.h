@@ -105,16 +105,6 @@ encdec_status sch_client_run(sch_client *c, dec_task *t);
 encdec_status sch_client_run_watch(sch_client *c, dec_task *t, int (*fn)(void *ctx, const int *len),
                                    void *ctx, const int *len, int n);
 
-/* rn_feed_rows on the request's runner (no logits) as one pass (the rows
- * must fit it) capturing the family's alignment heads' scores into
- * scores[heads, R, frames] (sch_client_scores_shape; R the rows fed; row
- * r's first columns its input's positions): a generation's attention. Such
- * passes of requests that finish together merge into one where the family
- * allows (scores_merge). */
-encdec_status sch_client_feed_rows_scores(sch_client *c, int n_seq, const int *seq, const int *tokens,
-                                          const int *n, float *scores);
-void sch_client_scores_shape(const sch_client *c, int *heads, int *frames);
-
 typedef struct {
     const int *ids;      /* one input's tokens, </s> included */
     int n;
