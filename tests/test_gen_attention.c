@@ -13,10 +13,13 @@
  * transformers' float64) within 1e-5, its columns the input's as given.
  * Mode 2 gives rows only to sequences holding <unk>. Through a session
  * (two inputs at once, beams; the three cache modes): the same rows as the
- * engine's request of each input. Errors: a mode out of range.
+ * engine's request of each input. Errors: a mode out of range. T5 against
+ * transformers' float64 rows (tools/golden_t5_attention.py): given
+ * sequences, and an engine generation's kept rows of its target prefix.
  */
 #include "check.h"
 #include "encdec.h"
+#include "base/json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -184,6 +187,72 @@ static void test_session(const char *dir) {
     encdec_model_free(m);
 }
 
+/* T5 against transformers' float64 (tools/golden_t5_attention.py): the
+ * last layer's first head over given sequences (encdec_text_attention), and
+ * the same rows kept by an engine's generation that has them as its target
+ * prefix, within 1e-4 + 10x each row's sensitivity. */
+static void test_t5_golden(void) {
+    cJSON *js = NULL;
+    CHECK_EQ_INT(ed_json_load(ED_TEST_DATA "/t5-golden/attention.json", &js), ENCDEC_OK);
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_model_load(ED_TEST_DATA "/tiny-random-t5-v1_1", &m), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
+    if (m) CHECK_EQ_INT(encdec_engine_new(m, NULL, &e), ENCDEC_OK);
+    const cJSON *cases = js ? cJSON_GetObjectItem(js, "cases") : NULL;
+    CHECK(cJSON_GetArraySize(cases) >= 4);
+    static float att[MAX_ROWS * MAX_COLS];
+    int n_checked = 0;
+    for (int c = 0; s && e && c < cJSON_GetArraySize(cases); c++) {
+        const cJSON *k = cJSON_GetArrayItem(cases, c);
+        int *ids = NULL, *seq = NULL, n = 0, ns = 0;
+        CHECK_EQ_INT(ed_json_int_array(k, "ids", "attention.json", 0, 1 << 20, &ids, &n), ENCDEC_OK);
+        CHECK_EQ_INT(ed_json_int_array(k, "seq", "attention.json", 0, 1 << 20, &seq, &ns), ENCDEC_OK);
+        const cJSON *rows = cJSON_GetObjectItem(k, "attention"), *sens = cJSON_GetObjectItem(k, "sensitivity");
+        if (!ids || !seq || ns > MAX_ROWS || n > MAX_COLS || cJSON_GetArraySize(rows) != ns) {
+            CHECK(0);
+            free(ids);
+            free(seq);
+            continue;
+        }
+        /* the engine's kept rows of a generation whose prefix is the sequence but its </s> */
+        const float *kept = NULL;
+        int cols = 0;
+        encdec_result *r = NULL;
+        encdec_request *q = NULL;
+        encdec_generate_params p = kind(0, 1);
+        p.min_new_tokens = 0;
+        p.max_new_tokens = ns + 2;
+        if (ns > 1) {
+            CHECK_EQ_INT(encdec_engine_generate_ids(e, ids, n, seq, ns - 1, &p, &q), ENCDEC_OK);
+            if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+            kept = r ? encdec_result_attention(r, 0, &cols) : NULL;
+            CHECK(kept && cols == n);
+        }
+        CHECK_EQ_INT(encdec_text_attention(s, ids, n, seq, ns, att), ENCDEC_OK);
+        for (int j = 0; j < ns; j++) {
+            const cJSON *row = cJSON_GetArrayItem(rows, j);
+            double tol = 1e-4 + 10 * cJSON_GetArrayItem(sens, j)->valuedouble;
+            for (int t = 0; t < n; t++) {
+                double want = cJSON_GetArrayItem(row, t)->valuedouble;
+                CHECK(fabs(att[j * n + t] - want) <= tol);
+                if (kept && cols == n && j < ns - 1) CHECK(fabs(kept[j * n + t] - want) <= tol);
+            }
+        }
+        n_checked++;
+        encdec_result_free(r);
+        encdec_request_free(q);
+        free(ids);
+        free(seq);
+    }
+    CHECK(n_checked >= 4);
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+    cJSON_Delete(js);
+}
+
 int main(void) {
     const model_case cases[] = {
         {ED_TEST_DATA "/tiny-random-marian", 9},
@@ -194,5 +263,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_engine(&cases[i]);
     test_session(ED_TEST_DATA "/tiny-random-marian");
     test_session(ED_TEST_DATA "/tiny-random-t5-v1_1");
+    test_t5_golden();
     return check_done();
 }
