@@ -45,10 +45,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=build-cuda
-GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched test_t5_golden test_bart_golden test_engine_t5"
+GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched test_t5_golden test_bart_golden test_engine_t5 test_gen_attention"
 # Through the emulation: the same but test_longform and test_engine (a few
 # minutes there; their device paths are test_batched's and test_tiny_en's).
-EMU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_whisper_beam test_batched test_t5_golden test_bart_golden test_engine_t5"
+EMU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_whisper_beam test_batched test_t5_golden test_bart_golden test_engine_t5 test_gen_attention"
 
 # Through the CUDA source on the CPU: the kernel test and the goldens of
 # Whisper and T5 (the real models' tests take minutes there: a thread switch

@@ -28,6 +28,7 @@ encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, 
     }
     x->heads = heads;   /* (a buffer kept keeps its rows and ld: the layout is the capacity's) */
     x->layer = layer;
+    x->last = 0;
     x->on = 1;
     return ENCDEC_OK;
 }
@@ -36,7 +37,8 @@ void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_
                      const int *row_input, int l, int R, int dh, float scale) {
     if (!x->on || l != x->layer) return;
     static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
-    size_t zr = (size_t)(R < x->rows ? R : x->rows) * x->ld;   /* the pass's rows only */
+    x->last = R < x->rows ? R : x->rows;
+    size_t zr = (size_t)x->last * x->ld;   /* the pass's rows only */
     for (int a = 0; a < x->heads; a++) op_zero(p, x->buf + (size_t)a * x->rows * x->ld, zr);
     for (int r0 = 0; r0 < R && r0 < x->rows;) {   /* runs of rows that read one input */
         int b = row_input ? row_input[r0] : 0, r1 = r0 + 1;
@@ -54,8 +56,11 @@ void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_
 }
 
 encdec_status md_xattn_host(md_xattn *x, ed_pool *p) {
-    if (!x->host) return ENCDEC_OK;
-    return op_to_host(p, x->host, x->buf, (size_t)x->heads * x->rows * x->ld);
+    encdec_status st = ENCDEC_OK;
+    size_t head = (size_t)x->rows * x->ld;
+    for (int a = 0; x->host && a < x->heads && !st; a++)   /* each head's rows of the pass */
+        st = op_to_host(p, x->host + a * head, x->buf + a * head, (size_t)x->last * x->ld);
+    return st;
 }
 
 const float *md_xattn_head(const md_xattn *x, int a) {

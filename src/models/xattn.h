@@ -25,6 +25,7 @@ typedef struct {
     int on;
     int layer, heads;   /* the decoder layer, and its heads [0, heads) */
     int rows, ld;       /* the buffers' rows a pass and scores a row (the longest input) */
+    int last;           /* rows the last pass captured (md_xattn_host copies those) */
     float *buf;         /* [heads, rows, ld], on the state's device */
     float *host;        /* its copy on the host (a device state), else NULL */
 } md_xattn;
