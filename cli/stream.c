@@ -42,6 +42,9 @@ static const char HELP[] =
     "      --max-step S      the most new audio one decode takes (default 3.0): when the\n"
     "                        decodes run slower than audio comes (a busy machine), each\n"
     "                        takes what waited, up to S, and the stream keeps up\n"
+    "      --catch-up S      ... up to S instead while the stream is behind and its audio\n"
+    "                        comes at speaking pace (a microphone, --realtime) (default\n"
+    "                        4.5; 0: --max-step): fewer decodes to catch up\n"
     "      --agreement N     decodes that must agree on a word before it is final (2; 2..5)\n"
     "      --min-silence S   silence that ends an utterance (default 0.6; 0: agreement only)\n"
     "      --vad             Silero VAD judges silence (else the level: --silence-db)\n"
@@ -103,6 +106,7 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(a, "--step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.step_s);
             else if (!strcmp(a, "--idle-step")) ok = cli_parse_double(a, v, 0, 10, &o->lp.idle_step_s);
             else if (!strcmp(a, "--max-step")) ok = cli_parse_double(a, v, 0.1, 10, &o->lp.max_step_s);
+            else if (!strcmp(a, "--catch-up")) ok = cli_parse_double(a, v, 0, 10, &o->lp.catch_up_s);
             else if (!strcmp(a, "--min-silence")) ok = cli_parse_double(a, v, 0, 30, &o->lp.min_silence_s);
             else if (!strcmp(a, "--silence-db")) {
                 if ((ok = cli_parse_double(a, v, -120, 0, &x))) o->lp.silence_db = (float)x;
@@ -245,15 +249,15 @@ static int feed_file(encdec_live *l, const opts *o, out_state *w, encdec_status 
  * step's decode awaited after its audio (as fast as the model goes, as a
  * decoded file is fed), or, with --realtime, is fed at the pace it would
  * be spoken. A pipe (a microphone) is read while the decodes run; only
- * when max_step_s of audio waits for them does the reader wait (the pipe
- * holds what arrives meanwhile). */
+ * when what the next decode may take (encdec_live_ahead: max_step_s, or
+ * catch_up_s for audio at speaking pace) waits for them does the reader
+ * wait (the pipe holds what arrives meanwhile). */
 static int feed_raw(encdec_live *l, int fd, const opts *o, out_state *w, encdec_status *st) {
     unsigned char b[3200];   /* 0.1 s at 16 kHz */
     float x[1600];
     size_t have = 0;
     struct stat sb;
     int paced = !o->realtime && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-    double ahead = o->lp.max_step_s > o->lp.step_s ? o->lp.max_step_s : o->lp.step_s;
     double t0 = cli_now_ms(), fed = 0, step = o->lp.step_s * o->rate, next = step;
     w->t0 = t0;   /* the stream's clock starts with its first sample */
     for (;;) {
@@ -278,7 +282,7 @@ static int feed_raw(encdec_live *l, int fd, const opts *o, out_state *w, encdec_
         int wait = paced && fed >= next;
         if (wait) next += step;
         if (drain(l, w, wait ? -1 : 0, st)) return 0;
-        while (!paced && !o->realtime && encdec_live_backlog(l) >= ahead)
+        while (!paced && !o->realtime && encdec_live_backlog(l) >= encdec_live_ahead(l))
             if (drain(l, w, 20, st)) return 0;
     }
 }

@@ -813,6 +813,15 @@ typedef struct {
                                      final text's tail, callbacks, clips and VAD are not
                                      used. Default: encdec_transcribe_default_params()
                                      without temperature fallback (latency) */
+    double catch_up_s;            /* the most new audio one decode takes when the session
+                                     is behind and its audio comes at the wall clock's pace
+                                     (fed no more than max_step_s ahead of the time since
+                                     its first sample: a microphone, a call, a client
+                                     sending as it hears) (4.5; 0: max_step_s always; else
+                                     max_step_s..10, half of max_buffer_s at most): it
+                                     catches up in fewer decodes. A source faster than that
+                                     (a file sent whole) keeps max_step_s: the pauses
+                                     between its utterances still end decodes. */
 } encdec_live_params;
 ENCDEC_API encdec_live_params encdec_live_default_params(void);
 
@@ -865,6 +874,10 @@ ENCDEC_API void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *o
  * machine too busy for a decode every step_s), and past it should wait if
  * it can (a file, a socket with flow control) rather than feed more. */
 ENCDEC_API double encdec_live_backlog(encdec_live *l);
+/* The backlog a feeder should keep at most now (what the next decode may
+ * take): max_step_s, or catch_up_s for a session behind at the wall
+ * clock's pace. */
+ENCDEC_API double encdec_live_ahead(encdec_live *l);
 /* Cancels a decode that runs and frees the session. */
 ENCDEC_API void encdec_live_free(encdec_live *l);
 

@@ -19,7 +19,9 @@
  * encdec.transcription.partial: the words not yet final.
  *
  * One thread per session drives its socket and its live session; audio is
- * read at most max_step_s ahead of the decodes (TCP holds the rest), so a
+ * read at most encdec_live_ahead's ahead of the decodes (max_step_s, or
+ * catch_up_s for a client at speaking pace whose session fell behind: on a
+ * busy server the next decode takes all of it; TCP holds the rest), so a
  * client sending faster than real time loses nothing. The session ends
  * with its client, or, when the server drains or changes its model, after
  * the audio it has is transcribed (close 1001 / 1012). */
@@ -62,9 +64,6 @@ typedef struct {
     rt_settings cur;          /* the open stream's (set when it opened) */
     int beta;                 /* the client speaks the beta's event names */
     encdec_live *l;           /* the open stream (NULL until audio comes) */
-    double ahead;             /* audio read ahead of its decodes at most: its max_step_s (on
-                                 a busy server, its decodes slower than the audio comes,
-                                 the next decode takes all of it; the socket holds more) */
     double base_s;            /* the stream's start in the session's audio */
     double fed_s;             /* audio fed to the stream */
     int n_event, n_item;
@@ -291,7 +290,7 @@ static void pump(rt *r) {
 
 /* Waits for the decodes while the socket is served: events out as they
  * come, pings answered (a long wait must not look like a dead server).
- * Until the backlog is under r->ahead, or (finished) until DONE. */
+ * Until the backlog is under encdec_live_ahead's, or (finished) until DONE. */
 static void await(rt *r, int until_done) {
     encdec_live_event ev;
     while (r->l) {
@@ -303,7 +302,7 @@ static void await(rt *r, int until_done) {
             }
             return;
         }
-        if (!until_done && encdec_live_backlog(r->l) < r->ahead) return;
+        if (!until_done && encdec_live_backlog(r->l) < encdec_live_ahead(r->l)) return;
         if (srv_ws_io(r->w, 0) < 0 && srv_ws_broken(r->w)) return;   /* nobody to tell */
     }
 }
@@ -331,7 +330,6 @@ static int open_stream(rt *r, const char *cid) {
     p.min_silence_s = r->cur.manual ? 0 : r->cur.silence_ms / 1e3;
     p.vad = r->s->vad;
     p.tp.language = r->cur.language[0] ? r->cur.language : NULL;
-    r->ahead = p.max_step_s;
     if (encdec_live_new(r->s->engine, &p, &r->l)) {
         send_error(r, "invalid_request_error", "invalid_session", NULL, cid, "%s",
                    encdec_last_error());
@@ -500,15 +498,15 @@ static void *session_main(void *arg) {
     const char *why = NULL;
     while (!r->bye) {
         pump(r);
-        /* behind (a decode runs, r->ahead of audio waits): no message is
+        /* behind (a decode runs, what the next may take waits): no message is
          * taken, the socket is still served (pings) up to RT_MAX_HELD */
-        int behind = r->l && encdec_live_backlog(r->l) >= r->ahead;
+        int behind = r->l && encdec_live_backlog(r->l) >= encdec_live_ahead(r->l);
         srv_ws_msg m;
         if (atomic_load(&s->draining) || atomic_load(&s->swapping)) {
             code = atomic_load(&s->draining) ? 1001 : 1012;
             why = code == 1001 ? "the server is shutting down" : "the server is changing its model";
             while (!r->bye) {   /* what the client sent is transcribed first */
-                if (r->l && encdec_live_backlog(r->l) >= r->ahead) await(r, 0);
+                if (r->l && encdec_live_backlog(r->l) >= encdec_live_ahead(r->l)) await(r, 0);
                 else if (srv_ws_next(r->w, &m)) on_message(r, &m);
                 else break;
             }

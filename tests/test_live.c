@@ -700,6 +700,50 @@ static void behind(encdec_engine *e, const float *jfk, size_t n) {
     p.max_step_s = 10.5;
     CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_ERR_ARG);
     CHECK(strstr(encdec_last_error(), "max_step_s"));
+    p = encdec_live_default_params();
+    p.catch_up_s = -1;
+    CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_ERR_ARG);
+    CHECK(strstr(encdec_last_error(), "catch_up_s"));
+}
+
+/* A session behind whose audio comes at the wall clock's pace takes up to
+ * catch_up_s a decode (one fed faster keeps max_step_s: behind() above, its
+ * 10 s fed at once): 1 s fed, its decode, 2.2 s of wall clock since, then 3
+ * s more (4 s fed, under the wall clock + max_step_s 2): the next decode
+ * takes all 3 (catch_up_s 3), or 2 of them (catch_up_s 0: off). */
+static void catch_up(encdec_engine *e, const float *jfk, size_t n) {
+    for (int on = 0; on < 2; on++) {
+        encdec_live_params p = encdec_live_default_params();
+        CHECK(p.catch_up_s == 4.5);
+        p.max_step_s = 2;
+        p.catch_up_s = on ? 3 : 0;
+        encdec_live *l = NULL;
+        CHECK_EQ_INT(encdec_live_new(e, &p, &l), ENCDEC_OK);
+        if (!l) return;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK_EQ_INT(encdec_live_feed(l, jfk, 16000), ENCDEC_OK);   /* the first decode */
+        encdec_live_event ev;
+        CHECK(encdec_live_next(l, &ev, -1));
+        for (;;) {   /* 2.2 s of wall clock since the first sample */
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+            if (s >= 2.2) break;
+            usleep(20000);
+        }
+        CHECK(fabs(encdec_live_ahead(l) - (on ? 3 : 2)) < 1e-9);
+        CHECK_EQ_INT(encdec_live_feed(l, jfk + 16000, 3 * 16000), ENCDEC_OK);   /* a decode starts */
+        double b = encdec_live_backlog(l);
+        printf("at pace, catch_up_s %g: %.2f s wait after the second decode started\n", p.catch_up_s, b);
+        CHECK(fabs(b - (on ? 0 : 1)) < 0.01);
+        CHECK_EQ_INT(encdec_live_feed(l, jfk + 4 * 16000, n - 4 * 16000), ENCDEC_OK);
+        CHECK_EQ_INT(encdec_live_finish(l), ENCDEC_OK);
+        char text[1024];
+        encdec_live_stats st;
+        finals_to_done(l, text, sizeof text, &st);
+        CHECK(wer_edits(text, JFK_WORDS) <= 2);
+        encdec_live_free(l);
+    }
 }
 
 /* Speech the decode did not hear: "And so my fellow Americans" decoded,
@@ -1009,6 +1053,7 @@ int main(void) {
         CHECK_PART(rate_24k(e, jfk, n_jfk));
         CHECK_PART(backlog(e, jfk, n_jfk));
         CHECK_PART(behind(e, jfk, n_jfk));
+        CHECK_PART(catch_up(e, jfk, n_jfk));
         CHECK_PART(idle_step(e, jfk, n_jfk));
         CHECK_PART(unheard(e, jfk));
         CHECK_PART(stopped(e, jfk, n_jfk));

@@ -158,7 +158,7 @@ class LiveParams(Structure):
                 ("max_step_s", c_double),
                 ("agreement", c_int),
                 ("min_silence_s", c_double), ("vad", c_void_p), ("silence_db", c_float),
-                ("max_buffer_s", c_double), ("tp", TranscribeParams)]
+                ("max_buffer_s", c_double), ("tp", TranscribeParams), ("catch_up_s", c_double)]
 
 
 class LiveEvent(Structure):
@@ -312,6 +312,7 @@ _fn("encdec_live_finish", _status, c_void_p)
 _fn("encdec_live_next", c_int, c_void_p, P(LiveEvent), c_int)
 _fn("encdec_live_get_stats", None, c_void_p, P(LiveStats))
 _fn("encdec_live_backlog", c_double, c_void_p)
+_fn("encdec_live_ahead", c_double, c_void_p)
 _fn("encdec_live_free", None, c_void_p)
 _fn("encdec_vad_default_params", VadParams)
 _fn("encdec_vad_load", _status, c_char_p, P(c_void_p))

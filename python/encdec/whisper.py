@@ -455,7 +455,7 @@ class WhisperModel(Owner):
 
     def stream(self, chunks, sample_rate=16000, language=None, task="transcribe", beam_size=1,
                step=1.0, agreement=2, min_silence=0.6, vad_filter=False, silence_db=-45.0,
-               max_buffer=30.0, max_step=3.0, idle_step=0.5):
+               max_buffer=30.0, max_step=3.0, idle_step=0.5, catch_up=4.5):
         """Live transcription (encdec's own; faster-whisper has none): the
         text of audio as it arrives. chunks: an iterable of mono pieces at
         sample_rate, NumPy arrays (float32 in [-1, 1], or int16 / int32) or
@@ -473,7 +473,9 @@ class WhisperModel(Owner):
         faster than real time loses nothing (it is decoded max_step seconds
         at a time), and one that delivers audio as it is spoken gets its
         text within a second or two, or, on a machine too busy for a decode
-        every step, keeps up with longer ones.
+        every step, keeps up with longer ones (up to `catch_up` seconds
+        while it is behind and its audio comes at the wall clock's pace; 0:
+        max_step).
         The decodes are requests of this model's engine, beside its other
         transcriptions. Method: docs/LIVE.md."""
         if not self._engine:
@@ -484,6 +486,7 @@ class WhisperModel(Owner):
         lp = N.lib.encdec_live_default_params()
         lp.sample_rate, lp.step_s, lp.agreement = int(sample_rate), float(step), int(agreement)
         lp.max_step_s, lp.idle_step_s = float(max_step), float(idle_step)
+        lp.catch_up_s = float(catch_up)
         lp.min_silence_s, lp.silence_db, lp.max_buffer_s = float(min_silence), float(silence_db), \
             float(max_buffer)
         lang = language.encode() if language else None   # kept alive below
@@ -505,7 +508,6 @@ class WhisperModel(Owner):
             return False
 
         try:
-            ahead = max(float(step), min(float(max_step), float(max_buffer) / 2))
             for chunk in chunks:
                 x = np.frombuffer(bytes(chunk), dtype="<i2") if isinstance(
                     chunk, (bytes, bytearray, memoryview)) else np.asarray(chunk)
@@ -513,7 +515,7 @@ class WhisperModel(Owner):
                 N.check(N.lib.encdec_live_feed(
                     h, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), x.size), "stream")
                 yield from ready(0)
-                while N.lib.encdec_live_backlog(h) >= ahead:   # the decodes are behind
+                while N.lib.encdec_live_backlog(h) >= N.lib.encdec_live_ahead(h):   # behind
                     yield from ready(20)
             N.check(N.lib.encdec_live_finish(h), "stream")
             yield from ready(-1)

@@ -45,6 +45,7 @@ struct encdec_live {
     live_floor floor;            /* the noise floor of the last 10 s fed (the level rule's) */
     double buf_t0;               /* stream seconds of buf[0] */
     double fed_s;                /* stream seconds fed */
+    double t_first;              /* the wall clock (ms) of the first sample fed, or 0 */
     double decoded_to;           /* the end of the audio the last decode saw */
     double heard_to;             /* ... when it left nothing pending (else 0) */
     encdec_request *q;           /* the decode running, or NULL */
@@ -80,6 +81,7 @@ encdec_live_params encdec_live_default_params(void) {
     p.max_buffer_s = 30.0;
     p.tp = encdec_transcribe_default_params();
     p.tp.temperature_increment = 0;   /* a fallback's five samples cost more than a step */
+    p.catch_up_s = 4.5;
     return p;
 }
 
@@ -231,6 +233,20 @@ static int commit(encdec_live *l, int k, int utt_end, int agreed) {
     return 0;
 }
 
+static double now_ms(void);
+
+/* The most new audio the next decode takes: catch_up_s for a session whose
+ * audio comes at the wall clock's pace (fed at most max_step_s ahead of
+ * the time since its first sample), else max_step_s. Measured against the
+ * wall clock, a source at speaking pace that fell behind (a busy machine)
+ * is told from one sent faster than it is spoken (a file), whose decodes
+ * stay short: a pause between utterances must end one of them. */
+static double step_cap(const encdec_live *l) {
+    if (l->p.catch_up_s <= l->p.max_step_s || l->t_first <= 0) return l->p.max_step_s;
+    double wall = (now_ms() - l->t_first) / 1e3;
+    return l->fed_s <= wall + l->p.max_step_s ? l->p.catch_up_s : l->p.max_step_s;
+}
+
 /* The buffer after final text: cut at the last segment end within it
  * (a pause the model saw), else, when the buffer is near its limit, where
  * the final text ends. */
@@ -240,11 +256,12 @@ static void trim(encdec_live *l) {
     int clean = l->final_end - l->seg_cut <= 1.0;
     if (len > (clean ? TRIM_S : TRIM_LATE_S) && l->seg_cut > l->buf_t0) cut_at(l, l->seg_cut);
     len = (double)l->n / SR;
-    if (len > l->p.max_buffer_s - l->p.max_step_s - 1.0 && l->final_end > l->buf_t0)
+    if (len > l->p.max_buffer_s - step_cap(l) - 1.0 && l->final_end > l->buf_t0)
         cut_at(l, l->final_end);
 }
 
 /* ---- decodes ---- */
+
 
 /* Starts a decode of the buffer's first n samples, with the final text
  * before the buffer as its prompt unless bare. */
@@ -279,7 +296,7 @@ static encdec_status request(encdec_live *l, size_t n, int bare) {
 static encdec_status submit(encdec_live *l) {
     size_t n = l->n;
     double from = l->decoded_to > l->buf_t0 ? l->decoded_to : l->buf_t0;
-    double cap = (from + l->p.max_step_s - l->buf_t0) * SR;
+    double cap = (from + step_cap(l) - l->buf_t0) * SR;
     l->q_capped = cap < (double)n;
     if (l->q_capped) n = (size_t)cap;
     encdec_status s = request(l, n, 0);
@@ -616,6 +633,8 @@ encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params
         return ed_fail(ENCDEC_ERR_ARG, "live: min_silence_s %g is not in 0..30", p.min_silence_s);
     if (!(p.max_buffer_s >= 5 && p.max_buffer_s <= 30))
         return ed_fail(ENCDEC_ERR_ARG, "live: max_buffer_s %g is not in 5..30", p.max_buffer_s);
+    if (!(p.catch_up_s >= 0 && p.catch_up_s <= 10))
+        return ed_fail(ENCDEC_ERR_ARG, "live: catch_up_s %g is not in 0..10", p.catch_up_s);
     if (!(p.silence_db >= -120 && p.silence_db <= 0))
         return ed_fail(ENCDEC_ERR_ARG, "live: silence_db %g is not in -120..0", p.silence_db);
     encdec_live *l = calloc(1, sizeof *l);
@@ -624,6 +643,8 @@ encdec_status encdec_live_new(encdec_engine *e, const encdec_live_params *params
     l->p = p;
     if (l->p.max_step_s > p.max_buffer_s / 2) l->p.max_step_s = p.max_buffer_s / 2;
     if (l->p.max_step_s < p.step_s) l->p.max_step_s = p.step_s;
+    if (l->p.catch_up_s > p.max_buffer_s / 2) l->p.catch_up_s = p.max_buffer_s / 2;
+    if (l->p.catch_up_s < l->p.max_step_s) l->p.catch_up_s = l->p.max_step_s;
     l->final_end = 0;
     if (p.tp.language) snprintf(l->lang, sizeof l->lang, "%s", p.tp.language);
     l->p.tp.language = NULL;   /* l->lang holds it */
@@ -664,6 +685,7 @@ encdec_status encdec_live_feed(encdec_live *l, const float *pcm, size_t n_sample
     if (l->finished) return ENCDEC_OK;   /* an error stopped it: DONE says which */
     for (size_t i = 0; i < n_samples; i++)
         if (!isfinite(pcm[i])) return ed_fail(ENCDEC_ERR_ARG, "encdec_live_feed: sample %zu is not finite", i);
+    if (n_samples && l->t_first <= 0) l->t_first = now_ms();
     encdec_status s = feed_rate(l, pcm, n_samples);
     if (s) return s;
     pump(l);
@@ -718,6 +740,8 @@ double encdec_live_backlog(encdec_live *l) {
     double b = l->fed_s - l->decoded_to;
     return b > 0 ? b : 0;
 }
+
+double encdec_live_ahead(encdec_live *l) { return l ? step_cap(l) : 0; }
 
 void encdec_live_get_stats(const encdec_live *l, encdec_live_stats *out) {
     if (!out) return;
