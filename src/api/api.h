@@ -170,8 +170,9 @@ typedef struct {
     const int *input_of;  /* [n_out] each output's input */
 } api_attend_job;
 /* Before the prompt: rn keeps the rows of sequences [0, n), sequence q
- * reading input q / width. */
-encdec_status api_attend_begin(const api_attender *at, int n, int width);
+ * reading input q / width, at positions [0, n_pos) (an output's token j
+ * reads position j: max_new_tokens of them). */
+encdec_status api_attend_begin(const api_attender *at, int n, int width, int n_pos);
 /* After the search: out[i] output i's rows [lens[i], its input's full]
  * (malloc'd), or NULL (mode 2 without unk, or no tokens); on error the
  * caller frees what is set. rn keeps nothing more. */

@@ -42,11 +42,11 @@ void api_uncut(const float *o, int R, int k, int n, float *y) {
     }
 }
 
-encdec_status api_attend_begin(const api_attender *at, int n, int width) {
+encdec_status api_attend_begin(const api_attender *at, int n, int width, int n_pos) {
     int *cols = ed_alloc(sizeof(int) * (size_t)n, "attention");
     if (!cols) return ENCDEC_ERR_NOMEM;
     for (int q = 0; q < n; q++) cols[q] = at->cols[q / width];
-    encdec_status st = rn_att_begin(at->rn, n, cols);
+    encdec_status st = rn_att_begin(at->rn, n, cols, n_pos);
     free(cols);
     return st;
 }

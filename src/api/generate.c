@@ -295,7 +295,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
         else if (!(path = paths((int)n_out, n_ret, width, max_new)))
             st = ENCDEC_ERR_NOMEM;
         else
-            st = api_attend_begin(at, W, width);
+            st = api_attend_begin(at, W, width, max_new);
     }
     /* then the strategy as a task */
     if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);

@@ -65,13 +65,14 @@ encdec_status rn_init_view(dec_runner *v, dec_runner *parent, int base, int n, c
     return ENCDEC_OK;
 }
 
-encdec_status rn_att_begin(dec_runner *r, int n, const int *cols) {
+encdec_status rn_att_begin(dec_runner *r, int n, const int *cols, int n_pos) {
     rn_att_end(r);
     if (n < 1 || n > r->m.n_slots)
         return ed_fail(ENCDEC_ERR_ARG, "attention: %d sequences of %d", n, r->m.n_slots);
     int ld = 1;
     for (int q = 0; q < n; q++) ld = cols[q] > ld ? cols[q] : ld;
-    r->att.buf = ed_alloc_floats((size_t)n * (size_t)r->m.n_ctx, (size_t)ld, "attention");
+    n_pos = n_pos < 1 || n_pos > r->m.n_ctx ? r->m.n_ctx : n_pos;
+    r->att.buf = ed_alloc_floats((size_t)n * (size_t)n_pos, (size_t)ld, "attention");
     r->att.cols = ed_alloc(sizeof(int) * (size_t)n, "attention");
     r->att.high = ed_calloc(sizeof(int) * (size_t)n, "attention");
     if (!r->att.buf || !r->att.cols || !r->att.high) {
@@ -81,6 +82,7 @@ encdec_status rn_att_begin(dec_runner *r, int n, const int *cols) {
     memcpy(r->att.cols, cols, sizeof(int) * (size_t)n);
     r->att.n = n;
     r->att.ld = ld;
+    r->att.n_pos = n_pos;
     return ENCDEC_OK;
 }
 
@@ -96,9 +98,9 @@ void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, 
     rn_att *a = &r->att;
     for (int i = 0; i < R && a->buf; i++) {
         int q = slot[i] - r->base, p = pos[i];
-        if (q < 0 || q >= a->n || p < a->high[q] || p >= r->m.n_ctx) continue;
+        if (q < 0 || q >= a->n || p < a->high[q] || p >= a->n_pos) continue;
         int T = a->cols[q] < ld ? a->cols[q] : ld;
-        float *o = a->buf + ((size_t)q * (size_t)r->m.n_ctx + (size_t)p) * (size_t)a->ld;
+        float *o = a->buf + ((size_t)q * (size_t)a->n_pos + (size_t)p) * (size_t)a->ld;
         memset(o, 0, sizeof(float) * (size_t)a->cols[q]);
         for (int h = 0; h < n_heads; h++) {   /* the heads' mean of each one's softmax */
             const float *v = heads[h] + (size_t)i * (size_t)ld;
@@ -114,7 +116,7 @@ void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, 
 const float *rn_att_row(const dec_runner *r, int q, int p) {
     const rn_att *a = &r->att;
     if (!a->buf || q < 0 || q >= a->n || p < 0 || p >= a->high[q]) return NULL;
-    return a->buf + ((size_t)q * (size_t)r->m.n_ctx + (size_t)p) * (size_t)a->ld;
+    return a->buf + ((size_t)q * (size_t)a->n_pos + (size_t)p) * (size_t)a->ld;
 }
 
 void rn_free(dec_runner *r) {

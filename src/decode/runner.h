@@ -67,10 +67,10 @@ typedef struct {
  * other's), so a hypothesis' rows are read along its beams' path. */
 #define RN_ATT_HEADS 64
 typedef struct {
-    float *buf;     /* [n, n_ctx, ld] */
+    float *buf;     /* [n, n_pos, ld] */
     int *cols;      /* [n] each sequence's input columns (<= ld) */
     int *high;      /* [n] positions kept (rows recomputed below it are not: the NONE mode) */
-    int n, ld;
+    int n, ld, n_pos;   /* positions kept: the first n_pos */
 } rn_att;
 
 typedef struct {
@@ -124,9 +124,9 @@ void rn_screen(dec_runner *r, int on);
 void rn_restart(dec_runner *r, int keep);
 /* Attention kept from now on (every decode call of this runner, or, for
  * a view, every pass of the engine holding its rows) for sequences
- * [0, n), sequence q over cols[q] input columns; rn_att_end stops and
- * frees it (rn_free too). */
-encdec_status rn_att_begin(dec_runner *r, int n, const int *cols);
+ * [0, n), sequence q over cols[q] input columns, positions [0, n_pos) (<
+ * 1 or past n_ctx: n_ctx); rn_att_end stops and frees it (rn_free too). */
+encdec_status rn_att_begin(dec_runner *r, int n, const int *cols, int n_pos);
 void rn_att_end(dec_runner *r);
 /* Rows [0, R) of a pass (their positions and global slots): head a's
  * scores of row i at heads[a] + i * ld; those of r's kept sequences go in. */
