@@ -82,6 +82,10 @@ static const char *HELP =
     "      --stream           print each input's text as the tokens come (inputs one at a\n"
     "                         time; greedy or --sample, one sequence per input; not with\n"
     "                         --json)\n"
+    "      --replace-unknowns each <unk> of the output written as the input token its\n"
+    "                         attention weighs most, as segmented (a character or word\n"
+    "                         the model lacks), as CTranslate2's replace_unknowns and\n"
+    "                         LibreTranslate give it (BART family, T5; not with --stream)\n"
     "  -h, --help             this help\n"
     "\n"
     "Output: one line per input (with --num-return N, N lines per input, best first).\n"
@@ -130,6 +134,7 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
         else if (!strcmp(a, "--sample")) o->gp.do_sample = 1;
         else if (!strcmp(a, "--early-stopping")) o->gp.early_stopping = 1, o->set |= SET_EARLY;
         else if (!strcmp(a, "--truncate")) o->gp.truncate = 1;
+        else if (!strcmp(a, "--replace-unknowns")) o->gp.replace_unknowns = 1;
         else if (!strcmp(a, "--no-forced-eos")) o->gp.forced_eos = 0, o->set |= SET_FEOS;
         else if (!strncmp(a, "--kv-cache=", 11)) { if (!cli_parse_kv(a + 11, &o->gp.kv_mode)) return -1; }
         else if (!v) {
@@ -184,6 +189,10 @@ static int check(opts *o, int i, int *first_text) {
     }
     if (o->gp.do_sample && o->gp.num_beams > 1) {
         cli_err("encdec: --sample and --beam N > 1 do not combine\n");
+        return -1;
+    }
+    if (o->stream && o->gp.replace_unknowns) {
+        cli_err("encdec: --replace-unknowns writes a sequence's <unk> once it is whole: not with --stream\n");
         return -1;
     }
     if (o->stream && (o->json || o->gp.num_beams > 1 || o->gp.num_return_sequences > 1)) {

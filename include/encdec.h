@@ -966,6 +966,16 @@ typedef struct {
      * heads' scores of every step's rows, read back along each returned
      * beam's path): no pass of its own. BART-family and T5 models. */
     int return_attention;
+    /* 1: each <unk> of a returned sequence is written, in its text and its
+     * token's text, as the input token its attention weighs most, as
+     * CTranslate2's replace_unknowns gives it and LibreTranslate (Argos
+     * Translate) shows it: the piece as the tokenizer segmented the input
+     * (a character the model lacks, a word its vocabulary lacks), U+2581 a
+     * space; an <unk> that weighs a special token most (</s>, a language
+     * code) stays out of the text as before. The token ids are unchanged.
+     * Reads the attention return_attention 2 keeps (it is returned only as
+     * return_attention asks). Not with on_token. 0: off (the default). */
+    int replace_unknowns;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define LT_BEAMS 4        /* beam search, as translation services run these models */
+#define LT_BEAMS 4        /* beam search, as Argos Translate runs these models */
 #define LT_MAX_NODES 512  /* text nodes of a request's HTML texts, all together */
 
 typedef struct {
@@ -96,8 +96,17 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     encdec_generate_params p = encdec_generate_default_params();
     p.num_return_sequences = 1 + t->r.alternatives;
     p.num_beams = p.num_return_sequences > LT_BEAMS ? p.num_return_sequences : LT_BEAMS;
+    /* LibreTranslate's engine, Argos Translate, runs CTranslate2's translate_batch
+     * so: 4 beams (more for more alternatives), length_penalty 0.2, its unknowns
+     * replaced, 256 tokens at most and 1 at least (min_decoding_length);
+     * CTranslate2's beam ends with that many finished hypotheses, and
+     * applies its rules to the logits */
     p.max_new_tokens = 256;
-    p.ctranslate2_rules = 1;   /* LibreTranslate's engine (Argos Translate) is CTranslate2 */
+    p.min_new_tokens = 1;
+    p.length_penalty = 0.2f;
+    p.early_stopping = 1;
+    p.replace_unknowns = 1;
+    p.ctranslate2_rules = 1;
     encdec_model_info info;
     encdec_model_get_info(s->model, &info);
     if (info.family && !strcmp(info.family, "bart") && p.max_new_tokens > info.n_text_ctx - 1)

@@ -136,7 +136,7 @@ class T5Model(Owner):
                  top_k=0, top_p=1.0, seed=0, num_return_sequences=1, length_penalty=None,
                  early_stopping=None, truncate=False, return_scores=False, on_token=None,
                  src_lang=None, tgt_lang=None, repetition_penalty=None, no_repeat_ngram_size=None,
-                 suppress_tokens=None, min_new_tokens=None, forced_eos=None):
+                 suppress_tokens=None, min_new_tokens=None, forced_eos=None, replace_unknowns=False):
         """Generates for one text (a str: returns a str, or a list of
         num_return_sequences strs) or a list of texts (returns a list of
         those, one per text). Greedy by default; num_beams > 1: beam search
@@ -156,7 +156,10 @@ class T5Model(Owner):
         log-probs); suppress_tokens: ids never generated; min_new_tokens: </s>
         banned before that many; forced_eos: a sequence cut at
         max_new_tokens ends in the model's forced_eos_token_id (</s>).
-        Search settings left None are the model's generation config's
+        replace_unknowns: each <unk> of an output written as the input piece
+        its attention weighs most, as CTranslate2's replace_unknowns and
+        LibreTranslate give it (a character or word the model lacks; not
+        with on_token). Search settings left None are the model's generation config's
         (num_beams, length_penalty, early_stopping, max_length, min_length,
         no_repeat_ngram_size, repetition_penalty, forced_eos_token_id),
         as transformers' generate() takes them; else greedy, 128 new tokens
@@ -191,6 +194,7 @@ class T5Model(Owner):
         if forced_eos is not None:
             gp.forced_eos = int(bool(forced_eos))
         gp.truncate = int(bool(truncate))
+        gp.replace_unknowns = int(bool(replace_unknowns))
         keep = _rules(gp, src_lang, tgt_lang,
                       gp.repetition_penalty if repetition_penalty is None else repetition_penalty,
                       gp.no_repeat_ngram_size if no_repeat_ngram_size is None else no_repeat_ngram_size,

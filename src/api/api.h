@@ -133,6 +133,9 @@ encdec_status api_transcribe_check(const encdec_model *model, const encdec_trans
 typedef struct {
     int *ids, *start, *len;   /* the inputs packed back to back */
     int n_tokens, t_max;
+    char ***pieces;           /* [B] each input's tokens as spelled (ttok_encode_pieces),
+                                 when asked (replace_unknowns); else NULL */
+    int n_in;
 } api_packed;
 encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults */
 /* The languages of a generation (encdec_generate_params' src_lang and
@@ -146,8 +149,9 @@ typedef struct {
     int n_prefix;
 } api_langs;
 encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *out);
+/* pieces: each input's tokens as spelled into pk->pieces too. */
 encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
-                           const api_langs *lg, api_packed *pk);
+                           const api_langs *lg, int pieces, api_packed *pk);
 /* One input given as token ids (checked against the vocabulary, truncated
  * as api_tokenize truncates) into pk. */
 encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int truncate, api_packed *pk);
@@ -160,6 +164,7 @@ typedef struct {
     dec_runner *rn;
     const int *cols;
     const int *full;
+    const api_packed *pk;   /* the inputs (replace_unknowns reads their tokens) */
 } api_attender;
 typedef struct {
     int mode;             /* 1: every output; 2: those holding unk */

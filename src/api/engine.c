@@ -145,7 +145,7 @@ static encdec_status generate_body(encdec_request *q) {
     const char *in[1] = {q->text};
     api_packed pk;
     encdec_status st = q->ids ? api_pack_ids(&m->text, q->ids, q->n_ids, q->gp.truncate, &pk)
-                              : api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, &pk);
+                              : api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, q->gp.replace_unknowns, &pk);
     sch_client *c = NULL;
     encdec_result *r = NULL;
     if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
@@ -165,7 +165,7 @@ static encdec_status generate_body(encdec_request *q) {
         rn_screen(rn, !q->gp.do_sample && q->gp.num_beams == 1);   /* greedy: screened steps */
         dec_model dm = rn_seam(rn);
         int full = q->ids && q->n_ids > pk.n_tokens ? q->n_ids : pk.n_tokens;
-        api_attender at = {rn, pk.len, &full};
+        api_attender at = {rn, pk.len, &full, &pk};
         st = api_generate_decode(&m->text, &q->gp, &q->langs, 1, &dm, run_posted, c, &at, r);
         r->timings.encoder_ms = t1 - t0;
         r->timings.decode_ms = ed_now_ms() - t1;

@@ -72,6 +72,11 @@ encdec_status api_generate_check(encdec_generate_params *p) {
                        p->n_suppress_tokens > 0 ? " and no list" : "");
     if (p->return_attention < 0 || p->return_attention > 2)
         return ed_fail(ENCDEC_ERR_ARG, "return_attention %d is not 0, 1 or 2", p->return_attention);
+    if (p->replace_unknowns != 0 && p->replace_unknowns != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "replace_unknowns %d is not 0 or 1", p->replace_unknowns);
+    if (p->replace_unknowns && p->on_token)
+        return ed_fail(ENCDEC_ERR_ARG, "replace_unknowns writes a sequence's <unk> when it is whole: "
+                       "not with on_token");
     if (p->on_token && p->num_beams > 1)
         return ed_fail(ENCDEC_ERR_ARG, "on_token streams greedy or sampled tokens: beam search's "
                        "tokens are final only at the end (num_beams %d)", p->num_beams);
@@ -113,6 +118,8 @@ void api_packed_free(api_packed *pk) {
     free(pk->ids);
     free(pk->start);
     free(pk->len);
+    for (int b = 0; pk->pieces && b < pk->n_in; b++) free(pk->pieces[b]);
+    free(pk->pieces);
 }
 
 /* "unknown target language "xx"; this model's 202: ace_Arab, ..." */
@@ -151,19 +158,22 @@ encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, 
 }
 
 encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B, int truncate,
-                           const api_langs *lg, api_packed *pk) {
+                           const api_langs *lg, int pieces, api_packed *pk) {
     memset(pk, 0, sizeof *pk);
     pk->start = ed_alloc((size_t)B * sizeof(int), "input table");
     pk->len = ed_alloc((size_t)B * sizeof(int), "input table");
-    if (!pk->start || !pk->len) return ENCDEC_ERR_NOMEM;
+    pk->pieces = pieces ? ed_calloc((size_t)B * sizeof *pk->pieces, "input table") : NULL;
+    if (!pk->start || !pk->len || (pieces && !pk->pieces)) return ENCDEC_ERR_NOMEM;
+    pk->n_in = B;
     size_t cap = 0;
     int limit = m->n_positions;
     for (int b = 0; b < B; b++) {
         if (!inputs[b]) return ed_fail(ENCDEC_ERR_ARG, "input %d is NULL", b);
         if (!inputs[b][0]) return ed_fail(ENCDEC_ERR_ARG, "input %d is empty", b);
-        int *ids = NULL, n = 0;
-        encdec_status st = ttok_encode_lang(m->tok, inputs[b], strlen(inputs[b]), lg ? lg->src : -1,
-                                            lg ? lg->tgt : -1, &ids, &n);
+        int *ids = NULL, n = 0, src = lg ? lg->src : -1, tgt = lg ? lg->tgt : -1;
+        size_t len = strlen(inputs[b]);
+        encdec_status st = pieces ? ttok_encode_pieces(m->tok, inputs[b], len, src, tgt, &ids, &n, &pk->pieces[b])
+                                  : ttok_encode_lang(m->tok, inputs[b], len, src, tgt, &ids, &n);
         if (st) {
             ed_err_prefix("input %d", b);
             return st;
@@ -176,6 +186,7 @@ encdec_status api_tokenize(const s2s_model *m, const char *const *inputs, int B,
                                m->ops == &t5_s2s_ops ? "n_positions" : "max_position_embeddings");
             }
             ids[limit - 1] = m->eos;   /* keep the first tokens, and </s> */
+            if (pieces) pk->pieces[b][limit - 1] = pk->pieces[b][n - 1];
             n = limit;
         }
         if ((size_t)pk->n_tokens + (size_t)n > cap) {
@@ -209,18 +220,64 @@ static int flush(void *ctx, const int *len) { return gen_stream_flush(ctx, len);
 
 /* p->return_attention's rows of the outputs (api_attend) into att[n_out],
  * path: each output token's sequence (dec_task's). */
-static encdec_status attention(const s2s_model *m, const encdec_generate_params *p,
+static encdec_status attention(const s2s_model *m, const encdec_generate_params *p, int mode,
                                const api_attender *at, int n_out, const int *toks, const int *lens,
                                const int *path, float **att) {
     int n_ret = p->num_return_sequences;
     int *input_of = ed_alloc(sizeof(int) * (size_t)n_out, "outputs");
     if (!input_of) return ENCDEC_ERR_NOMEM;
     for (int i = 0; i < n_out; i++) input_of[i] = i / n_ret;
-    api_attend_job j = {p->return_attention, ttok_token_id(m->tok, "<unk>"), n_out, p->max_new_tokens,
+    api_attend_job j = {mode, ttok_token_id(m->tok, "<unk>"), n_out, p->max_new_tokens,
                         toks, lens, path, input_of};
     encdec_status st = api_attend(at, &j, att);
     free(input_of);
     return st;
+}
+
+/* replace_unknowns: for each <unk> of tk[0, n) (rows att: [n, full]) the
+ * input token its row weighs most, as spelled (the input's pieces, else
+ * the vocabulary's), into subst[n]; NULL where the token is no <unk>, or
+ * that input token is a special one (</s>, a language code). 1 when any is
+ * set. */
+static int unknowns(const s2s_model *m, const api_attender *at, int in, const int *tk, int n, const float *att,
+                    int unk, const char **subst) {
+    const api_packed *pk = at->pk;
+    int c = at->cols[in], full = at->full ? at->full[in] : c, any = 0;
+    const int *src = pk->ids + pk->start[in];
+    for (int j = 0; j < n; j++) {
+        subst[j] = NULL;
+        if (tk[j] != unk) continue;
+        const float *row = att + (size_t)j * (size_t)full;
+        int pos = 0;
+        for (int k = 1; k < full; k++)
+            if (row[k] > row[pos]) pos = k;
+        /* a cut input's row holds its kept tokens, zeros, then its </s> */
+        int s = pos < c - 1 ? pos : pos == full - 1 ? c - 1 : -1;
+        if (s < 0 || !(src[s] == unk || ttok_is_normal(m->tok, src[s]))) continue;
+        const char *p = pk->pieces ? pk->pieces[in][s] : ttok_token_spelling(m->tok, src[s]);
+        const char *u = ttok_token_spelling(m->tok, unk);   /* (an id's spelling, unknown) */
+        if (p && *p && !(u && !strcmp(p, u))) subst[j] = p;
+        any |= subst[j] != NULL;
+    }
+    return any;
+}
+
+/* Output i's tokens and text into r (subst: replace_unknowns' or NULL). */
+static encdec_status put_output(encdec_result *r, const s2s_model *m, const int *tk, const float *lp, int n,
+                                const char *const *subst, char **text) {
+    encdec_status st = ENCDEC_OK;
+    for (int j = 0; j < n && !st; j++) {
+        if (!subst || !subst[j]) {
+            st = add_token(r, m->tok, tk[j], lp[j]);
+            continue;
+        }
+        char *w = malloc(strlen(subst[j]) + 1);
+        if (!w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokens");
+        size_t k = ttok_unmark(w, subst[j]);
+        st = api_result_add_token(r, tk[j], lp[j], w, k, 0);
+        free(w);
+    }
+    return st ? st : ttok_decode_subst(m->tok, tk, n, subst, text);
 }
 
 /* Each output token's sequence as the strategies other than beam search
@@ -287,11 +344,14 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
                          "%d or more", max_new, n_forced, n_forced > 1 ? "s are" : " is",
                          lg->n_prefix ? "the target prefix" : "this model's first token", n_forced + 1);
     }
-    /* the attention kept from the prompt on (return_attention) */
+    /* the attention kept from the prompt on (return_attention; replace_unknowns
+     * reads it for the outputs that hold <unk>) */
+    int mode = p->return_attention ? p->return_attention : p->replace_unknowns ? 2 : 0;
     int *path = NULL;
-    if (!st && p->return_attention) {
+    if (!st && mode) {
         if (!at || !m->ops->xattn)
-            st = ed_fail(ENCDEC_ERR_ARG, "return_attention: not for %s models here", m->model_type);
+            st = ed_fail(ENCDEC_ERR_ARG, "%s: not for %s models here",
+                         p->return_attention ? "return_attention" : "replace_unknowns", m->model_type);
         else if (!(path = paths((int)n_out, n_ret, width, max_new)))
             st = ENCDEC_ERR_NOMEM;
         else
@@ -318,21 +378,21 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     if (!st) st = run(run_ctx, t, p->on_token ? &w : NULL);
     gen_stream_free(&gs);
     dec_task_free(t);
-    float **att = p->return_attention && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
-    if (p->return_attention && !st)
-        st = att ? attention(m, p, at, (int)n_out, toks, lens, path, att) : ENCDEC_ERR_NOMEM;
-    if (p->return_attention && at) rn_att_end(at->rn);
+    float **att = mode && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
+    if (mode && !st) st = att ? attention(m, p, mode, at, (int)n_out, toks, lens, path, att) : ENCDEC_ERR_NOMEM;
+    if (mode && at) rn_att_end(at->rn);
     free(path);
+    const char **subst = p->replace_unknowns && !st ? ed_alloc(sizeof *subst * (size_t)max_new, "tokens") : NULL;
+    if (p->replace_unknowns && !subst && !st) st = ENCDEC_ERR_NOMEM;
+    int unk = ttok_token_id(m->tok, "<unk>");
     for (size_t i = 0; i < n_out && !st; i++) {
         const int *tk = toks + i * (size_t)max_new;
-        int first = (int)r->n_tokens;
-        for (int j = 0; j < lens[i] && !st; j++) st = add_token(r, m->tok, tk[j], lps[i * (size_t)max_new + j]);
+        int first = (int)r->n_tokens, in = (int)i / n_ret;
+        int sub = subst && att[i] && unknowns(m, at, in, tk, lens[i], att[i], unk, subst);
         char *text = NULL;
-        if (!st) st = gen_text(m->tok, tk, lens[i], &text);
-        if (!st) st = api_result_add_sequence(r, (int)i / n_ret, (int)i % n_ret, scores[i], first,
-                                              lens[i], text);
-        if (!st && att && att[i]) {
-            int in = (int)i / n_ret;
+        st = put_output(r, m, tk, lps + i * (size_t)max_new, lens[i], sub ? subst : NULL, &text);
+        if (!st) st = api_result_add_sequence(r, in, (int)i % n_ret, scores[i], first, lens[i], text);
+        if (!st && att && att[i] && p->return_attention) {
             st = api_result_set_attention(r, (int)r->n_seqs - 1, att[i], at->full ? at->full[in] : at->cols[in]);
             att[i] = NULL;
         }
@@ -340,6 +400,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     }
     for (size_t i = 0; att && i < n_out; i++) free(att[i]);
     free(att);
+    free(subst);
     free(toks);
     free(lps);
     free(lens);
@@ -385,7 +446,7 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);
-        api_attender at = {&rn, pk->len, NULL};
+        api_attender at = {&rn, pk->len, NULL, pk};
         st = api_generate_decode(m, p, lg, B, &dm, run_here, &dm, &at, r);
     }
     encdec_status dv = m->ops->status(s->text_st);   /* a device's failure, named */
@@ -415,7 +476,7 @@ static encdec_status encdec_generate_body(encdec_session *s, const char *const *
     if (!st) st = api_langs_of(&s->model->text, &p, &lg);
     if (st) return st;
     api_packed pk;
-    st = api_tokenize(&s->model->text, inputs, n_inputs, p.truncate, &lg, &pk);
+    st = api_tokenize(&s->model->text, inputs, n_inputs, p.truncate, &lg, p.replace_unknowns, &pk);
     encdec_result *r = NULL;
     if (!st) {
         r = calloc(1, sizeof *r);

@@ -179,7 +179,7 @@ static size_t char_len(const char *s, size_t n) {
 static encdec_status put_unknown(const spm_tok *t, const char *s, size_t n, spm_ids *out) {
     int all = 1;
     for (size_t i = 0; i < n; i++) all &= t->byte_id[(uint8_t)s[i]] >= 0;
-    if (!t->byte_fallback || (t->style == SPM_FAST && !all)) return spm_ids_put(out, t->unk);
+    if (!t->byte_fallback || (t->style == SPM_FAST && !all)) return spm_ids_put_text(out, t->unk, s, n);
     encdec_status st = ENCDEC_OK;
     for (size_t i = 0; i < n && !st; i++) {
         int id = t->byte_id[(uint8_t)s[i]];
@@ -321,7 +321,20 @@ static encdec_status fast_chunk(const spm_tok *t, const char *s, size_t n, int a
 
 /* ---- spm_encode ------------------------------------------------------------------------ */
 
-encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add_eos, int **ids, int *n) {
+/* texts[n] (one allocation): each id's unknown text (v's) or NULL. */
+static encdec_status unknown_texts(const spm_ids *v, char ***texts) {
+    size_t bytes = v->text->n;
+    char **o = malloc((v->n ? v->n : 1) * sizeof *o + bytes + 1);
+    if (!o) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: token texts");
+    char *b = (char *)(o + (v->n ? v->n : 1));
+    if (bytes) memcpy(b, v->text->p, bytes);
+    for (size_t i = 0; i < v->n; i++) o[i] = v->text_at[i] == SPM_NO_TEXT ? NULL : b + v->text_at[i];
+    *texts = o;
+    return ENCDEC_OK;
+}
+
+static encdec_status encode(const spm_tok *t, const char *text, size_t len, int add_eos, int **ids, int *n,
+                            char ***texts) {
     if (!ids || !n) return ed_fail(ENCDEC_ERR_ARG, "spm_encode: NULL output");
     *ids = NULL;
     *n = 0;
@@ -338,7 +351,9 @@ encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add
     }
     if (add_eos && t->eos < 0) return ed_fail(ENCDEC_ERR_ARG, "spm_encode: the tokenizer has no </s>");
     scratch w = {0};
+    spm_buf unknown = {0};
     spm_ids out = {0};
+    out.text = texts ? &unknown : NULL;
     encdec_status st = split_specials(t, text, len, 0, &w.outer);
     for (size_t i = 0; i < w.outer.n && !st; i++) {
         seg g = w.outer.p[i];
@@ -352,6 +367,9 @@ encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add
         st = spm_ids_put(&out, t->eos);
     if (!st && !out.p && !(out.p = malloc(sizeof *out.p))) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: ids");
     scratch_free(&w);
+    if (!st && texts) st = unknown_texts(&out, texts);
+    free(unknown.p);
+    free(out.text_at);
     if (st) {
         free(out.p);
         return st;
@@ -359,4 +377,15 @@ encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add
     *ids = out.p;
     *n = (int)out.n;
     return ENCDEC_OK;
+}
+
+encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add_eos, int **ids, int *n) {
+    return encode(t, text, len, add_eos, ids, n, NULL);
+}
+
+encdec_status spm_encode_surfaces(const spm_tok *t, const char *text, size_t len, int add_eos, int **ids,
+                                  int *n, char ***texts) {
+    if (!texts) return ed_fail(ENCDEC_ERR_ARG, "spm_encode_surfaces: NULL texts");
+    *texts = NULL;
+    return encode(t, text, len, add_eos, ids, n, texts);
 }

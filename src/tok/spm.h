@@ -69,6 +69,12 @@ int spm_split_token(const spm_tok *t, int i);
  * ends with one; tokenizer.json always appends.) */
 encdec_status spm_encode(const spm_tok *t, const char *text, size_t len, int add_eos,
                          int **ids, int *n);
+/* spm_encode, and *texts[n] (one allocation: free(*texts)): for each <unk>
+ * an unknown run of the text became, that run as sentencepiece's
+ * encode(out_type=str) spells the piece (normalised text, U+2581 for its
+ * spaces); NULL for every other id (its piece's spelling is its text). */
+encdec_status spm_encode_surfaces(const spm_tok *t, const char *text, size_t len, int add_eos, int **ids,
+                                  int *n, char ***texts);
 /* ids -> text, as HF decode(ids, skip_special_tokens=skip_special): pieces joined,
  * U+2581 -> space, the leading space of the first word dropped, byte-fallback
  * pieces <0xNN> reassembled into bytes (invalid sequences -> U+FFFD), special tokens

@@ -177,8 +177,9 @@ static encdec_status emit(const bpe_run *r, const char *s, size_t n, int depth, 
     }
     /* a run of unknowns is one <unk> (sentencepiece merges them on output;
      * `tokenizers` where fuse_unk) */
-    if (id == t->unk && t->fuse_unk && out->n > r->base && out->p[out->n - 1] == t->unk) return ENCDEC_OK;
-    return spm_ids_put(out, id);
+    if (id == t->unk && t->fuse_unk && out->n > r->base && out->p[out->n - 1] == t->unk)
+        return spm_ids_grow_text(out, s, n);
+    return id == t->unk ? spm_ids_put_text(out, id, s, n) : spm_ids_put(out, id);
 }
 
 encdec_status spm_bpe(const spm_tok *t, const char *s, size_t n, spm_ids *out) {

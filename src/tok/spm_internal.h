@@ -44,11 +44,17 @@ typedef struct {
     size_t n, cap;
 } spm_buf;
 
-/* A growable id list. */
+/* A growable id list; with text set (spm_encode_surfaces), each unknown
+ * run's text too: text_at[i] its offset in text (NUL-terminated), or
+ * SPM_NO_TEXT for an id that is its piece. */
 typedef struct {
     int *p;
     size_t n, cap;
+    spm_buf *text;
+    size_t *text_at;
 } spm_ids;
+
+#define SPM_NO_TEXT ((size_t)-1)
 
 /* The precompiled charsmap: a darts-clone double array mapping UTF-8 prefixes
  * to offsets of NUL-terminated replacement strings in norm. */
@@ -189,6 +195,10 @@ encdec_status spm_bpe(const spm_tok *t, const char *s, size_t n, spm_ids *out);
 
 encdec_status spm_buf_put(spm_buf *b, const void *p, size_t n);
 encdec_status spm_ids_put(spm_ids *v, int id);
+/* id (<unk>) for the unknown text s[0, n); spm_ids_put when v keeps no text. */
+encdec_status spm_ids_put_text(spm_ids *v, int id, const char *s, size_t n);
+/* s[0, n) added to the last id's text (a run of unknowns fused into it). */
+encdec_status spm_ids_grow_text(spm_ids *v, const char *s, size_t n);
 
 /* ---- spm_norm.c ---------------------------------------------------------- */
 

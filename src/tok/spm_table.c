@@ -34,10 +34,33 @@ encdec_status spm_ids_put(spm_ids *v, int id) {
         int *q = realloc(v->p, cap * sizeof *q);
         if (!q) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: token ids (%zu)", cap);
         v->p = q;
+        if (v->text) {
+            size_t *a = realloc(v->text_at, cap * sizeof *a);
+            if (!a) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: token ids (%zu)", cap);
+            v->text_at = a;
+        }
         v->cap = cap;
     }
+    if (v->text) v->text_at[v->n] = SPM_NO_TEXT;
     v->p[v->n++] = id;
     return ENCDEC_OK;
+}
+
+encdec_status spm_ids_put_text(spm_ids *v, int id, const char *s, size_t n) {
+    encdec_status st = spm_ids_put(v, id);
+    if (st || !v->text) return st;
+    size_t at = v->text->n;
+    st = spm_buf_put(v->text, s, n);
+    if (!st) st = spm_buf_put(v->text, "", 1);   /* each text NUL-terminated */
+    if (!st) v->text_at[v->n - 1] = at;
+    return st;
+}
+
+encdec_status spm_ids_grow_text(spm_ids *v, const char *s, size_t n) {
+    if (!v->text || !v->n || v->text_at[v->n - 1] == SPM_NO_TEXT) return ENCDEC_OK;
+    v->text->n--;   /* the last text is the buffer's end: its NUL dropped, then put back */
+    encdec_status st = spm_buf_put(v->text, s, n);
+    return st ? st : spm_buf_put(v->text, "", 1);
 }
 
 /* ---- the piece table --------------------------------------------------------- */

@@ -113,26 +113,42 @@ static int lang_code(const ed_ttok *t, const char *text, size_t len, size_t *res
 
 /* Marian: the target language's token (tgt, else one the text starts
  * with), the pieces, </s>. */
+/* A model id's spelling into pc (when there is one). */
+static encdec_status put_spelling(const ed_ttok *t, int id, ttok_pieces *pc) {
+    const char *p = pc ? ttok_token_spelling(t, id) : NULL;
+    return pc ? ttok_pieces_put(pc, p ? p : "", p ? strlen(p) : 0) : ENCDEC_OK;
+}
+
 static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t len, int tgt, int **ids,
-                                   int *n) {
+                                   int *n, ttok_pieces *pc) {
     size_t rest = 0;
     int code = tgt >= 0 ? t->lang_id[tgt] : lang_code(t, text, len, &rest);
     int *sp = NULL, ns = 0;
-    encdec_status st = spm_encode(t->src, text + rest, len - rest, 0, &sp, &ns);
+    char **unknown = NULL;   /* an unknown run is looked up as it reads, as MarianTokenizer does */
+    encdec_status st = spm_encode_surfaces(t->src, text + rest, len - rest, 0, &sp, &ns, &unknown);
     if (st) return st;
     int *o = malloc(sizeof(int) * ((size_t)ns + 2)), k = 0;
-    if (!o) {
-        free(sp);
-        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");
+    if (!o) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");
+    if (!st && code >= 0) {
+        o[k++] = code;
+        st = put_spelling(t, code, pc);
     }
-    if (code >= 0) o[k++] = code;
-    for (int i = 0; i < ns; i++) {
-        const char *piece = spm_piece(t->src, sp[i]);
+    for (int i = 0; i < ns && !st; i++) {
+        const char *piece = unknown[i] ? unknown[i] : spm_piece(t->src, sp[i]);
         int id = piece ? tv_lookup(&t->vocab, piece, strlen(piece)) : -1;
         o[k++] = id >= 0 ? id : t->unk;
+        if (pc) st = ttok_pieces_put(pc, piece ? piece : "", piece ? strlen(piece) : 0);
     }
-    o[k++] = t->eos;
+    if (!st) {
+        o[k++] = t->eos;
+        st = put_spelling(t, t->eos, pc);
+    }
     free(sp);
+    free(unknown);
+    if (st) {
+        free(o);
+        return st;
+    }
     *ids = o;
     *n = k;
     return ENCDEC_OK;
@@ -162,18 +178,57 @@ static encdec_status bpe_encode_all(const ed_ttok *t, const char *text, size_t l
     return ENCDEC_OK;
 }
 
-encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
-                               int *n) {
+/* T5's SentencePiece: its ids and, into pc, each one's piece (an unknown
+ * run's text). */
+static encdec_status spm_encode_all(const ed_ttok *t, const char *text, size_t len, int **ids, int *n,
+                                    ttok_pieces *pc) {
+    if (!pc) return spm_encode(t->spm, text, len, 1, ids, n);
+    char **unknown = NULL;
+    encdec_status st = spm_encode_surfaces(t->spm, text, len, 1, ids, n, &unknown);
+    for (int i = 0; i < *n && !st; i++) {
+        const char *p = unknown[i] ? unknown[i] : spm_piece(t->spm, (*ids)[i]);
+        st = ttok_pieces_put(pc, p ? p : "", p ? strlen(p) : 0);
+    }
+    free(unknown);
+    return st;
+}
+
+static encdec_status encode_any(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                                int *n, ttok_pieces *pc) {
     if (src >= t->n_langs || tgt >= t->n_langs) src = tgt = -1;   /* not from ttok_find_lang */
-    if (t->spm) return spm_encode(t->spm, text, len, 1, ids, n);
-    if (t->bpe) return bpe_encode_all(t, text, len, ids, n);
-    if (t->kind == TTOK_MARIAN) return marian_encode(t, text, len, tgt, ids, n);
+    if (t->spm) return spm_encode_all(t, text, len, ids, n, pc);
+    if (t->bpe) {
+        encdec_status st = bpe_encode_all(t, text, len, ids, n);
+        for (int i = 0; i < *n && !st && pc; i++) st = put_spelling(t, (*ids)[i], pc);
+        return st;
+    }
+    if (t->kind == TTOK_MARIAN) return marian_encode(t, text, len, tgt, ids, n, pc);
     if (t->kind == TTOK_VOCAB)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "this model directory has a vocabulary but no tokenizer "
                        "files (sentencepiece.bpe.model, source.spm + target.spm + vocab.json, "
                        "tokenizer.json, ...): give it tokens (encdec.Translator, "
                        "encdec_engine_generate_ids), or copy the tokenizer files beside it");
-    return ttok_sp_encode(t, text, len, src, ids, n);
+    return ttok_sp_encode(t, text, len, src, ids, n, pc);
+}
+
+encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                               int *n) {
+    return encode_any(t, text, len, src, tgt, ids, n, NULL);
+}
+
+encdec_status ttok_encode_pieces(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                                 int *n, char ***pieces) {
+    ttok_pieces pc = {0};
+    *ids = NULL;
+    *pieces = NULL;
+    encdec_status st = encode_any(t, text, len, src, tgt, ids, n, &pc);
+    if (!st && pc.count != *n)
+        st = ed_fail(ENCDEC_ERR_TOKENIZER, "%d source tokens spelled for %d ids", pc.count, *n);
+    if (!st) return ttok_pieces_take(&pc, pieces);
+    ttok_pieces_free(&pc);
+    free(*ids);
+    *ids = NULL;
+    return st;
 }
 
 encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n) {
@@ -188,14 +243,20 @@ static int marian_special(const ed_ttok *t, int id) {
  * pieces through target.spm's decode_pieces (joined, U+2581 a space, a
  * piece the model lacks as it is spelled), then stripped of white space at
  * both ends. */
-static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                   char **text) {
     size_t cap = 1;
     for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);
+        if (subst && subst[i]) cap += strlen(subst[i]);
+        else if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);
     char *s = malloc(cap), *w = s;
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
     for (int i = 0; i < n; i++) {
         int id = ids[i];
+        if (subst && subst[i]) {
+            w += ttok_unmark(w, subst[i]);
+            continue;
+        }
         if (id < 0 || id >= t->text.n || marian_special(t, id)) continue;
         size_t k = tv_len(&t->text, id);
         memcpy(w, tv_spelling(&t->text, id), k);
@@ -210,18 +271,36 @@ static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, char
 }
 
 encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) {
-    if (t->bpe) {   /* special tokens and ids past the vocabulary skipped */
-        *text = bpe_decode(t->bpe, ids, n, 1);
-        return *text ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    return ttok_decode_subst(t, ids, n, NULL, text);
+}
+
+/* The ids with each substitute the vocabulary spells as its token (the
+ * kinds that decode ids only); NULL when out of memory. */
+static int *ids_of_subst(const ed_ttok *t, const int *ids, int n, const char *const *subst) {
+    int *v = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; v && i < n; i++) {
+        int id = subst && subst[i] ? ttok_token_id(t, subst[i]) : -1;
+        v[i] = id >= 0 ? id : ids[i];
     }
-    if (t->kind == TTOK_MARIAN) return marian_decode(t, ids, n, text);
-    if (!t->spm) return ttok_sp_decode(t, ids, n, text);
-    int *kept = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), k = 0, V = spm_n_vocab(t->spm);
-    if (!kept) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
-    for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < V) kept[k++] = ids[i];
-    encdec_status st = spm_decode(t->spm, kept, k, 1, text);
-    free(kept);
+    return v;
+}
+
+encdec_status ttok_decode_subst(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                char **text) {
+    if (t->kind == TTOK_MARIAN) return marian_decode(t, ids, n, subst, text);
+    if (!t->spm && !t->bpe) return ttok_sp_decode(t, ids, n, subst, text);
+    int *v = ids_of_subst(t, ids, n, subst), k = 0;
+    if (!v) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    encdec_status st = ENCDEC_OK;
+    if (t->bpe) {   /* special tokens and ids past the vocabulary skipped */
+        *text = bpe_decode(t->bpe, v, n, 1);
+        if (!*text) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    } else {
+        for (int i = 0, V = spm_n_vocab(t->spm); i < n; i++)
+            if (v[i] >= 0 && v[i] < V) v[k++] = v[i];
+        st = spm_decode(t->spm, v, k, 1, text);
+    }
+    free(v);
     return st;
 }
 

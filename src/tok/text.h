@@ -76,6 +76,15 @@ encdec_status ttok_encode(const ed_ttok *t, const char *text, size_t len, int **
 encdec_status ttok_encode_lang(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
                                int *n);
 
+/* ttok_encode_lang, and *pieces[n] (one allocation: free(*pieces)): each
+ * id's source token as CTranslate2's token lists spell it (and
+ * sentencepiece's encode(out_type=str)): a piece as segmented (one the
+ * model's vocabulary lacks too, where the id is <unk>), an unknown run of
+ * the text as it reads (normalised, U+2581 for spaces), a special or
+ * language token's spelling. */
+encdec_status ttok_encode_pieces(const ed_ttok *t, const char *text, size_t len, int src, int tgt, int **ids,
+                                 int *n, char ***pieces);
+
 /* Languages: the codes as users write them ("fra_Latn", "fr_XX", "fr";
  * Marian's ">>fr<<" as "fr"), i in [0, ttok_n_langs); NULL / -1 when out
  * of range. ttok_find_lang takes a code or the token's spelling ("__fr__",
@@ -97,6 +106,19 @@ int ttok_has_src_lang(const ed_ttok *t);
 /* ids -> text, special tokens skipped, ids past the tokenizer's skipped
  * (a model's vocabulary padded past its tokenizer); *text malloc'd. */
 encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text);
+/* ttok_decode with subst[i] (NULL: none; subst itself may be NULL) in
+ * place of ids[i]: a token's spelling (ttok_encode_pieces'), written as it
+ * reads with U+2581 a space whether or not the vocabulary has it, as
+ * CTranslate2's replace_unknowns and a SentencePiece detokenizer give it
+ * (Marian and the SentencePiece classes of text_sp.c); the kinds that
+ * decode ids only (T5's SentencePiece, a tokenizer.json, BART's BPE) take
+ * it as the token the vocabulary spells so, and skip it when there is
+ * none. */
+encdec_status ttok_decode_subst(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                char **text);
+/* A spelling as it reads: s with every U+2581 as a space into dst (room
+ * for strlen(s) bytes, not terminated); the bytes written. */
+size_t ttok_unmark(char *dst, const char *s);
 /* One token's text (U+2581 as a space; a special token's spelling), *len
  * bytes, borrowed; NULL when out of range. */
 const char *ttok_token_text(const ed_ttok *t, int id, size_t *len);

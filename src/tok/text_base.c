@@ -14,22 +14,71 @@
 
 #define SPACE_MARK "\xe2\x96\x81"   /* U+2581 */
 
-encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file) {
-    size_t n = strlen(s), k = 0;
-    char *t = malloc(n + 1);
-    if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
-    for (size_t i = 0; i < n;) {
+size_t ttok_unmark(char *dst, const char *s) {
+    size_t k = 0;
+    for (size_t i = 0; s[i];) {
         if (!strncmp(s + i, SPACE_MARK, 3)) {
-            t[k++] = ' ';
+            dst[k++] = ' ';
             i += 3;
         } else {
-            t[k++] = s[i++];
+            dst[k++] = s[i++];
         }
     }
+    return k;
+}
+
+encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file) {
+    char *t = malloc(strlen(s) + 1);
+    if (!t) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
+    size_t k = ttok_unmark(t, s);
     int added;
     encdec_status st = tv_put(v, id, t, k, file, &added);
     free(t);
     return st;
+}
+
+encdec_status ttok_pieces_put(ttok_pieces *p, const char *s, size_t len) {
+    if (p->count == p->cap_at) {
+        int cap = p->cap_at ? 2 * p->cap_at : 64;
+        size_t *a = realloc(p->at, sizeof *a * (size_t)cap);
+        if (!a) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: source tokens");
+        p->at = a;
+        p->cap_at = cap;
+    }
+    if (p->n + len + 1 > p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 1024;
+        while (cap < p->n + len + 1) cap *= 2;
+        char *b = realloc(p->buf, cap);
+        if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: source tokens");
+        p->buf = b;
+        p->cap = cap;
+    }
+    p->at[p->count++] = p->n;
+    if (len) memcpy(p->buf + p->n, s, len);
+    p->buf[p->n + len] = 0;
+    p->n += len + 1;
+    return ENCDEC_OK;
+}
+
+encdec_status ttok_pieces_take(ttok_pieces *p, char ***out) {
+    size_t k = p->count ? (size_t)p->count : 1;
+    char **o = malloc(k * sizeof *o + p->n + 1);
+    if (!o) {
+        ttok_pieces_free(p);
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: source tokens");
+    }
+    char *b = (char *)(o + k);
+    if (p->n) memcpy(b, p->buf, p->n);
+    for (int i = 0; i < p->count; i++) o[i] = b + p->at[i];
+    ttok_pieces_free(p);
+    *out = o;
+    return ENCDEC_OK;
+}
+
+void ttok_pieces_free(ttok_pieces *p) {
+    free(p->buf);
+    free(p->at);
+    memset(p, 0, sizeof *p);
 }
 
 encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path) {

@@ -56,6 +56,21 @@ struct ed_ttok {
 
 /* text_base.c (ttok_free too, declared in text.h) */
 
+/* The source tokens of an encoding as spelled (ttok_encode_pieces), one
+ * NUL-terminated text after another. */
+typedef struct {
+    char *buf;
+    size_t n, cap;
+    size_t *at;
+    int count, cap_at;
+} ttok_pieces;
+/* s[0, len) as the next token's spelling. */
+encdec_status ttok_pieces_put(ttok_pieces *p, const char *s, size_t len);
+/* The list as one allocation of count pointers and their texts (*out),
+ * p emptied. */
+encdec_status ttok_pieces_take(ttok_pieces *p, char ***out);
+void ttok_pieces_free(ttok_pieces *p);
+
 /* s with every U+2581 as a space, into v at id. */
 encdec_status ttok_put_text(tok_vocab *v, int id, const char *s, const char *file);
 /* A JSON {spelling: id} file into t->vocab and t->text. */
@@ -69,8 +84,10 @@ encdec_status ttok_set_langs(ed_ttok *t, char **codes, const int *ids, int n);
 encdec_status ttok_marian_langs(ed_ttok *t);
 
 /* text_sp.c */
+/* pc (NULL: none) gets each id's source token (ttok_encode_pieces). */
 encdec_status ttok_sp_encode(const ed_ttok *t, const char *text, size_t len, int src_lang, int **ids,
-                             int *n);
-encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, char **text);
+                             int *n, ttok_pieces *pc);
+/* subst (NULL: none) as ttok_decode_subst's. */
+encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst, char **text);
 
 #endif

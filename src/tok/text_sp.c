@@ -451,25 +451,38 @@ static encdec_status idv_put(idv *v, int id) {
     return ENCDEC_OK;
 }
 
-/* One chunk between added tokens: its pieces, by spelling to the model's ids. */
-static encdec_status chunk(const ed_ttok *t, const char *s, size_t n, idv *out) {
+/* A token of the model by id, and into pc (when given) its spelling. */
+static encdec_status put_token(const ed_ttok *t, idv *v, int id, ttok_pieces *pc) {
+    encdec_status st = idv_put(v, id);
+    const char *p = pc && !st ? tv_spelling(&t->vocab, id) : NULL;
+    return pc && !st ? ttok_pieces_put(pc, p ? p : "", p ? strlen(p) : 0) : st;
+}
+
+/* One chunk between added tokens: its pieces, by spelling to the model's
+ * ids (an unknown run as it reads: M2M100Tokenizer's vocab.json may hold
+ * it; the others' tables, made of the pieces, do not); into pc (when
+ * given) each piece as spelled. */
+static encdec_status chunk(const ed_ttok *t, const char *s, size_t n, idv *out, ttok_pieces *pc) {
     if (!n) return ENCDEC_OK;
     int *sp = NULL, ns = 0;
-    encdec_status st = spm_encode(t->src, s, n, 0, &sp, &ns);
+    char **unknown = NULL;
+    encdec_status st = spm_encode_surfaces(t->src, s, n, 0, &sp, &ns, &unknown);
     for (int i = 0; i < ns && !st; i++) {
-        const char *piece = spm_piece(t->src, sp[i]);
-        int id = piece && sp[i] != spm_unk(t->src) ? tv_lookup(&t->vocab, piece, strlen(piece)) : -1;
+        const char *piece = unknown[i] ? unknown[i] : spm_piece(t->src, sp[i]);
+        int id = piece && (unknown[i] || sp[i] != spm_unk(t->src)) ? tv_lookup(&t->vocab, piece, strlen(piece)) : -1;
         st = idv_put(out, id >= 0 ? id : t->unk);
+        if (pc && !st) st = ttok_pieces_put(pc, piece ? piece : "", piece ? strlen(piece) : 0);
     }
     free(sp);
+    free(unknown);
     return st;
 }
 
 encdec_status ttok_sp_encode(const ed_ttok *t, const char *text, size_t len, int src_lang, int **ids,
-                             int *n) {
+                             int *n, ttok_pieces *pc) {
     idv v = {0};
     int lang = src_lang >= 0 ? t->lang_id[src_lang] : t->src_lang >= 0 ? t->lang_id[t->src_lang] : -1;
-    encdec_status st = lang >= 0 && !t->lang_suffix ? idv_put(&v, lang) : ENCDEC_OK;
+    encdec_status st = lang >= 0 && !t->lang_suffix ? put_token(t, &v, lang, pc) : ENCDEC_OK;
     size_t from = 0;
     for (size_t at = 0; at < len && !st && !t->src_json;) {   /* (tokenizer.json splits its own) */
         size_t k;
@@ -478,14 +491,14 @@ encdec_status ttok_sp_encode(const ed_ttok *t, const char *text, size_t len, int
             at++;
             continue;
         }
-        st = chunk(t, text + from, at - from, &v);
-        if (!st) st = idv_put(&v, id);
+        st = chunk(t, text + from, at - from, &v, pc);
+        if (!st) st = put_token(t, &v, id, pc);
         at += k;
         from = at;
     }
-    if (!st) st = chunk(t, text + from, len - from, &v);
-    if (!st) st = idv_put(&v, t->eos);
-    if (!st && lang >= 0 && t->lang_suffix) st = idv_put(&v, lang);
+    if (!st) st = chunk(t, text + from, len - from, &v, pc);
+    if (!st) st = put_token(t, &v, t->eos, pc);
+    if (!st && lang >= 0 && t->lang_suffix) st = put_token(t, &v, lang, pc);
     if (st) {
         free(v.p);
         return st;
@@ -532,27 +545,36 @@ static size_t clean_up(char *s, size_t n) {
 /* tokenizer.json: its decoder (spm_decode's `tokenizers` pipeline), the
  * special tokens and ids past the vocabulary skipped, then the clean-up as
  * transformers' fast decode does it. */
-static encdec_status json_decode(const ed_ttok *t, const int *ids, int n, char **text) {
+static encdec_status json_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                 char **text) {
     int *v = malloc(sizeof(int) * (size_t)(n ? n : 1)), k = 0;
     if (!v) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
-    for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < spm_n_vocab(t->src)) v[k++] = ids[i];
+    for (int i = 0; i < n; i++) {
+        int id = subst && subst[i] ? spm_piece_id(t->src, subst[i]) : -1;   /* (the model's ids) */
+        id = id >= 0 ? id : ids[i];
+        if (id >= 0 && id < spm_n_vocab(t->src)) v[k++] = id;
+    }
     encdec_status st = spm_decode(t->src, v, k, 1, text);
     free(v);
     if (!st && t->clean_up) clean_up(*text, strlen(*text));
     return st;
 }
 
-encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, char **text) {
-    if (t->src_json) return json_decode(t, ids, n, text);
+encdec_status ttok_sp_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst, char **text) {
+    if (t->src_json) return json_decode(t, ids, n, subst, text);
     size_t cap = 1;
     for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);
+        if (subst && subst[i]) cap += strlen(subst[i]);
+        else if (ids[i] >= 0 && ids[i] < t->text.n) cap += tv_len(&t->text, ids[i]);
     char *s = malloc(cap);
     if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
     size_t w = 0;
     for (int i = 0; i < n; i++) {
         int id = ids[i];
+        if (subst && subst[i]) {
+            w += ttok_unmark(s + w, subst[i]);
+            continue;
+        }
         if (id < 0 || id >= t->text.n || t->special[id]) continue;
         size_t k = tv_len(&t->text, id);
         memcpy(s + w, tv_spelling(&t->text, id), k);

@@ -1,7 +1,8 @@
 /* fuzz_spm.c - any bytes as a tokenizer: a tokenizer.json when the first
  * non-blank byte is '{', else a spiece.model. When accepted, a fixed tricky
- * text and the input's first bytes (valid UTF-8 or refused) are encoded, the
- * ids decoded both ways, and every token's text read. */
+ * text and the input's first bytes (valid UTF-8 or refused) are encoded (with
+ * the unknown runs' texts too: the same ids), the ids decoded both ways, and
+ * every token's text read. */
 #include "tok/spm.h"
 #include "fuzz_common.h"
 
@@ -15,6 +16,16 @@ static void roundtrip(const spm_tok *t, const char *s, size_t n) {
         char *text = NULL;
         if (spm_decode(t, ids, k, 0, &text) == ENCDEC_OK) free(text);
         if (spm_decode(t, ids, k, 1, &text) == ENCDEC_OK) free(text);
+        /* the same ids with the unknown runs' texts, each a <unk>'s */
+        int *ids2 = NULL, k2 = 0;
+        char **unknown = NULL;
+        if (spm_encode_surfaces(t, s, n, 1, &ids2, &k2, &unknown) == ENCDEC_OK) {
+            if (k2 != k || memcmp(ids, ids2, sizeof(int) * (size_t)k)) abort();
+            for (int i = 0; i < k2; i++)
+                if (unknown[i] && ids2[i] != spm_unk(t)) abort();   /* (a NUL byte's text is "") */
+        }
+        free(ids2);
+        free(unknown);
     }
     free(ids);
 }

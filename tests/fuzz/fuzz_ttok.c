@@ -3,7 +3,8 @@
  * and their ids, language codes, src_lang, M2M100's language lists), beside
  * the real files of tests/data/text-tok/<class> (the first byte picks NLLB,
  * M2M100, Pegasus, or NLLB's fast class with tokenizer.json alone); what
- * loads encodes and decodes a text with a language. Seeds: those
+ * loads encodes and decodes a text with a language, and again with each
+ * token's spelling (the same ids) written in its place. Seeds: those
  * directories' own configs. */
 #include "fuzz_common.h"
 #include "tok/text.h"
@@ -50,6 +51,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (ttok_decode(t, ids, n, &s) == ENCDEC_OK) free(s);
             for (int i = 0; i < n; i++) ttok_token_text(t, ids[i], NULL);
         }
+        /* each token as spelled (the same ids), decoded in place of its id */
+        int *ids2 = NULL, n2 = 0;
+        char **pieces = NULL;
+        if (ttok_encode_pieces(t, text, strlen(text), lang, -1, &ids2, &n2, &pieces) == ENCDEC_OK) {
+            if (!ids || n2 != n || memcmp(ids, ids2, sizeof(int) * (size_t)n)) abort();
+            char *s = NULL;
+            if (ttok_decode_subst(t, ids2, n2, (const char *const *)pieces, &s) == ENCDEC_OK) free(s);
+        }
+        free(ids2);
+        free(pieces);
         free(ids);
         ttok_free(t);
     }

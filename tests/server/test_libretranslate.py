@@ -8,7 +8,9 @@
   transformers' generate), and LibreTranslate's errors ({"error": ...}).
   Marian (tests/data/tiny-random-marian, en -> de in its
   tokenizer_config.json, and a >>de<< token): the pair, and a target it
-  lacks refused.
+  lacks refused. Its CTranslate2 directory: translations holding <unk>
+  replaced as LibreTranslate's engine gives them
+  (tools/golden_lt_unknowns.py).
 
     tests/server/run.sh tests/server/test_libretranslate.py build/encdec
 """
@@ -17,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -41,8 +44,13 @@ def post(url, body, ctype):
 
 
 def cli(binary, model, src, tgt, text, ret=1):
+    """encdec translate as Argos Translate asks CTranslate2 (beam 4,
+    length_penalty 0.2, beam ends with 4 finished, 1 token at least,
+    unknowns replaced)."""
     out = subprocess.run([binary, "translate", "-m", model, "--src-lang", src, "--tgt-lang", tgt,
-                          "--beam", "4", "--num-return", str(ret), "--max-new-tokens", "63", text],
+                          "--beam", "4", "--num-return", str(ret), "--max-new-tokens", "63",
+                          "--length-penalty", "0.2", "--early-stopping", "--min-new-tokens", "1",
+                          "--replace-unknowns", text],
                          capture_output=True, text=True, timeout=120)
     return out.stdout.splitlines()
 
@@ -143,6 +151,39 @@ def marian(binary):
         check(s.stop() == 0, "Marian: exit status 0")
 
 
+def unknowns(binary):
+    """The <unk> a translation holds written as Argos Translate writes it
+    (tools/golden_lt_unknowns.py: CTranslate2's replace_unknowns on the
+    random Marian's CTranslate2 directory, each case generating only <unk>,
+    </s> and six tokens): the directory's files beside a generation config
+    whose bad_words_ids suppress the rest, as the golden's
+    suppress_sequences do; the best hypothesis and the next as the
+    alternative, white space at the ends stripped."""
+    g = json.load(open(os.path.join(HERE, "..", "data", "bart-golden", "lt-unknowns.json"), encoding="utf-8"))
+    src = os.path.join(HERE, "..", "..", g["model_dir"])
+    vocab = json.load(open(os.path.join(src, "shared_vocabulary.json"), encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as d:
+        for f in os.listdir(src):
+            os.symlink(os.path.realpath(os.path.join(src, f)), os.path.join(d, f))
+        with open(os.path.join(d, "generation_config.json"), "w") as f:
+            json.dump({"bad_words_ids": [[i] for i, t in enumerate(vocab) if t not in g["allowed"]]}, f)
+        s = Server(binary, d)
+        try:
+            texts = [c["text"] for c in g["cases"]]
+            st, out = post(s.url + "/translate", json.dumps({"q": texts, "source": "en", "target": "de",
+                                                             "alternatives": 1}).encode(), "application/json")
+            best = [c["hypotheses"][0]["text"].strip() for c in g["cases"]]
+            alt = [[c["hypotheses"][1]["text"].strip()] for c in g["cases"]]
+            check(st == 200 and out["translatedText"] == best and out["alternatives"] == alt,
+                  "translate: %d texts' <unk> replaced as LibreTranslate's engine replaces them" % len(texts))
+            if st == 200:
+                for t, w in zip(out["translatedText"], best):
+                    if t != w:
+                        print("     %r, not %r" % (t, w))
+        finally:
+            check(s.stop() == 0, "Marian with unknowns: exit status 0")
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -154,6 +195,7 @@ def main():
         return 77
     mbart(sys.argv[1])
     marian(sys.argv[1])
+    unknowns(sys.argv[1])
     print("%d failed" % len(FAILED))
     return 1 if FAILED else 0
 
