@@ -1,11 +1,12 @@
 /* ep_lt.c - LibreTranslate's API (http.h, lt.h): POST /translate, one engine
- * request per text, or per text node of an HTML text (lt_html.h) (they
- * share the decode steps with everything else the server runs), the
- * connection parked until all are done; GET /languages. Errors are
- * LibreTranslate's {"error": message}. */
+ * request per sentence (lt_split.h) of a text, or of each text node of an
+ * HTML text (lt_html.h) (they share the decode steps with everything else
+ * the server runs), the connection parked until all are done; GET
+ * /languages. Errors are LibreTranslate's {"error": message}. */
 #include "http.h"
 #include "lt.h"
 #include "lt_html.h"
+#include "lt_split.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,11 +16,15 @@
 
 #define LT_BEAMS 4        /* beam search, as Argos Translate runs these models */
 #define LT_MAX_NODES 512  /* text nodes of a request's HTML texts, all together */
+#define LT_MAX_SENTENCES 1024   /* sentences of a request's texts (or nodes), all together */
 
 typedef struct {
     srv_lt_req r;
     srv_html h[SRV_LT_MAX_Q];   /* format html: each text's markup and text nodes */
-    encdec_request **q;         /* [n_req]: one a text, or one a text node (html) */
+    srv_sentences *ss;          /* [n_unit] each unit's sentences: a unit is a text, or a
+                                   text node (html) */
+    int n_unit;
+    encdec_request **q;         /* [n_req]: one a sentence, in the units' order */
     int n_req;
 } lt_st;
 
@@ -28,19 +33,22 @@ static void lt_free(void *p) {
     if (!t) return;
     for (int i = 0; i < t->n_req; i++) encdec_request_free(t->q[i]);   /* cancels the rest */
     free(t->q);
+    for (int i = 0; t->ss && i < t->n_unit; i++) srv_sentences_free(&t->ss[i]);
+    free(t->ss);
     for (int i = 0; i < SRV_LT_MAX_Q; i++) srv_html_free(&t->h[i]);
     srv_lt_free(&t->r);
     free(t);
 }
 
-/* The texts the engine translates: the request's, or their HTML's text
- * nodes (t->h). 0, or an HTTP status with msg set. */
-static int lt_sources(lt_st *t, const char ***src, char *msg, size_t n) {
-    int total = t->r.n_q;
+/* The units: the request's texts, or their HTML's text nodes (t->h), each
+ * cut into its sentences (t->ss); the sentences, each a NUL-terminated copy,
+ * into *src (malloc'd, as each entry). 0, or an HTTP status with msg set. */
+static int lt_sources(lt_st *t, char ***src, int *n_src, char *msg, size_t n) {
+    int units = t->r.n_q;
     if (t->r.html) {
-        total = 0;
+        units = 0;
         for (int i = 0; i < t->r.n_q; i++) {
-            int st = srv_html_split(t->r.q[i], LT_MAX_NODES - total, &t->h[i]);
+            int st = srv_html_split(t->r.q[i], LT_MAX_NODES - units, &t->h[i]);
             if (st == -2) {
                 snprintf(msg, n, "format html: at most %d texts to translate a request", LT_MAX_NODES);
                 return 400;
@@ -49,7 +57,31 @@ static int lt_sources(lt_st *t, const char ***src, char *msg, size_t n) {
                 snprintf(msg, n, "out of memory");
                 return 500;
             }
-            total += t->h[i].n_text;
+            units += t->h[i].n_text;
+        }
+    }
+    t->ss = calloc((size_t)units + 1, sizeof *t->ss);
+    if (!t->ss) {
+        snprintf(msg, n, "out of memory");
+        return 500;
+    }
+    int total = 0;
+    for (int i = 0; i < t->r.n_q; i++) {
+        int k = t->r.html ? t->h[i].n_text : 1;
+        for (int j = 0; j < k; j++, t->n_unit++) {
+            const char *text = t->r.html ? t->h[i].text[j] : t->r.q[i];
+            int st = srv_lt_sentences(text, LT_MAX_SENTENCES - total, &t->ss[t->n_unit]);
+            if (st == -2) {
+                t->n_unit++;
+                snprintf(msg, n, "at most %d sentences to translate a request", LT_MAX_SENTENCES);
+                return 400;
+            }
+            if (st) {
+                t->n_unit++;
+                snprintf(msg, n, "out of memory");
+                return 500;
+            }
+            total += t->ss[t->n_unit].n;
         }
     }
     *src = calloc((size_t)total + 1, sizeof **src);
@@ -58,14 +90,19 @@ static int lt_sources(lt_st *t, const char ***src, char *msg, size_t n) {
         snprintf(msg, n, "out of memory");
         return 500;
     }
-    t->n_req = 0;
-    for (int i = 0; i < t->r.n_q; i++) {
-        if (!t->r.html) {
-            (*src)[t->n_req++] = t->r.q[i];
-            continue;
+    *n_src = 0;
+    for (int u = 0; u < t->n_unit; u++)
+        for (int i = 0; i < t->ss[u].n; i++) {
+            const srv_span *sp = &t->ss[u].s[i];
+            char *c = malloc(sp->len + 1);
+            if (!c) {
+                snprintf(msg, n, "out of memory");
+                return 500;
+            }
+            memcpy(c, t->ss[u].text + sp->off, sp->len);
+            c[sp->len] = 0;
+            (*src)[(*n_src)++] = c;
         }
-        for (int j = 0; j < t->h[i].n_text; j++) (*src)[t->n_req++] = t->h[i].text[j];
-    }
     return 0;
 }
 
@@ -113,20 +150,22 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
         p.max_new_tokens = info.n_text_ctx - 1;
     p.src_lang = t->r.src >= 0 ? encdec_model_language(s->model, t->r.src) : NULL;
     p.tgt_lang = t->r.tgt >= 0 ? encdec_model_language(s->model, t->r.tgt) : NULL;
-    const char **src = NULL;
+    char **src = NULL;
     char msg[600];
-    int status = lt_sources(t, &src, msg, sizeof msg);
-    int n = t->n_req;
+    int n = 0;
+    int status = lt_sources(t, &src, &n, msg, sizeof msg);
     t->n_req = 0;
     for (int i = 0; i < n && !status; i++) {
         encdec_status st = encdec_engine_generate(s->engine, src[i], &p, &t->q[i]);
         if (st) {
-            snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
+            snprintf(msg, sizeof msg, "sentence %d (\"%.40s%s\"): %s", i, src[i], strlen(src[i]) > 40 ? "..." : "",
+                     encdec_last_error());
             status = st == ENCDEC_ERR_ARG ? 400 : 500;
         } else {
             t->n_req = i + 1;
         }
     }
+    for (int i = 0; src && i < n; i++) free(src[i]);
     free(src);
     if (status) {
         lt_free(t);
@@ -138,6 +177,22 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     return MHD_YES;
 }
 
+/* Each unit's translations (k of per) from its sentences' (sent[i * per +
+ * k], the units' sentences in order) into out[u * per + k] (malloc'd):
+ * 0, or -1 out of memory. */
+static int units_of(const lt_st *t, const char *const *sent, int per, char **out) {
+    const char **one = calloc((size_t)t->n_req + 1, sizeof *one);
+    if (!one) return -1;
+    int base = 0, bad = 0;
+    for (int u = 0; u < t->n_unit && !bad; base += t->ss[u++].n)
+        for (int k = 0; k < per && !bad; k++) {
+            for (int j = 0; j < t->ss[u].n; j++) one[j] = sent[(size_t)(base + j) * per + k];
+            bad = !(out[(size_t)u * per + k] = srv_lt_rejoin(&t->ss[u], one));
+        }
+    free(one);
+    return bad ? -1 : 0;
+}
+
 static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     lt_st *t = k->ep;
@@ -146,18 +201,21 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
         return MHD_NO;
     }
     if (k->park.late && !all_done(t, 0)) return lt_fail(k, c, 504, "the request took longer than the server's limit");
-    int per = 1 + t->r.alternatives, n = t->n_req * per;
+    int per = 1 + t->r.alternatives;
+    size_t n_units = (size_t)t->n_unit * per;
     encdec_result **res = calloc((size_t)t->n_req + 1, sizeof *res);
-    const char **texts = calloc((size_t)(n > t->r.n_q ? n : t->r.n_q) + 1, sizeof *texts);
+    const char **sent = calloc((size_t)t->n_req * per + 1, sizeof *sent);
+    char **unit = calloc(n_units + 1, sizeof *unit);
+    const char **texts = calloc((size_t)t->r.n_q * per + 1, sizeof *texts);
     char **docs = t->r.html ? calloc((size_t)t->r.n_q, sizeof *docs) : NULL;
     enum MHD_Result ret = MHD_YES;
-    int failed = !res || !texts || (t->r.html && !docs);
+    int failed = !res || !sent || !unit || !texts || (t->r.html && !docs);
     char msg[600] = "out of memory";
     int status = 500;
     for (int i = 0; i < t->n_req && !failed; i++) {
         encdec_status st = encdec_request_wait(t->q[i], &res[i]);
         if (st) {   /* an input the model cannot take (too long, invalid UTF-8): the client's */
-            snprintf(msg, sizeof msg, "text %d: %s", i, encdec_last_error());
+            snprintf(msg, sizeof msg, "sentence %d: %s", i, encdec_last_error());
             status = st == ENCDEC_ERR_ARG ? 400 : 500;
             failed = 1;
             break;
@@ -165,20 +223,26 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
         srv_add_tokens(s, encdec_result_timings(res[i])->n_tokens);
         for (int k2 = 0; k2 < per; k2++) {
             const encdec_sequence *sq = encdec_result_sequence(res[i], k2);
-            texts[i * per + k2] = sq && sq->text ? sq->text : "";
+            sent[(size_t)i * per + k2] = sq && sq->text ? sq->text : "";
         }
     }
-    if (docs && !failed) {   /* each HTML text again, its nodes translated */
+    if (!failed) failed = units_of(t, sent, per, unit) != 0;
+    if (docs && !failed) {   /* each HTML text again, its nodes translated (per is 1) */
         for (int i = 0, at = 0; i < t->r.n_q && !failed; at += t->h[i++].n_text)
-            failed = !(docs[i] = srv_html_join(&t->h[i], texts + at));
+            failed = !(docs[i] = srv_html_join(&t->h[i], (const char *const *)unit + at));
         for (int i = 0; i < t->r.n_q && !failed; i++) texts[i] = docs[i];
+    } else if (!failed) {    /* the units are the texts */
+        for (size_t i = 0; i < n_units; i++) texts[i] = unit[i];
     }
     char *body = failed ? NULL : srv_lt_body(&t->r, texts);
     if (failed || !body) ret = lt_fail(k, c, failed ? status : 500, msg);
     else ret = srv_send_body(k, c, 200, body, "application/json", NULL);
     for (int i = 0; res && i < t->n_req; i++) encdec_result_free(res[i]);
     for (int i = 0; docs && i < t->r.n_q; i++) free(docs[i]);
+    for (size_t i = 0; unit && i < n_units; i++) free(unit[i]);
     free(docs);
+    free(unit);
+    free(sent);
     free(res);
     free(texts);
     return ret;

@@ -3,11 +3,13 @@
  * form (odd), their languages mapped onto the model's codes, and a
  * response body built for the texts it accepted; with format html, each
  * text split into markup and text nodes (server/lt_html.c) and joined again
- * around translations that need escaping. Must accept or refuse, never
- * crash or leak. */
+ * around translations that need escaping; each text cut into sentences
+ * (server/lt_split.c) and put back, itself again around its own sentences.
+ * Must accept or refuse, never crash or leak. */
 #include "fuzz_common.h"
 #include "../../server/lt.h"
 #include "../../server/lt_html.h"
+#include "../../server/lt_split.h"
 
 static encdec_model *g_model;
 
@@ -41,6 +43,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 free(out);
             }
             srv_html_free(&h);
+        }
+        for (int i = 0; i < r.n_q; i++) {
+            srv_sentences ss;
+            if (srv_lt_sentences(r.q[i], 1024, &ss) == 0) {
+                char **own = calloc((size_t)ss.n + 1, sizeof *own);
+                for (int j = 0; own && j < ss.n; j++) own[j] = strndup(r.q[i] + ss.s[j].off, ss.s[j].len);
+                char *back = own ? srv_lt_rejoin(&ss, (const char *const *)own) : NULL;
+                if (back && strcmp(back, r.q[i])) abort();
+                free(back);
+                for (int j = 0; own && j < ss.n; j++) free(own[j]);
+                free(own);
+            }
+            srv_sentences_free(&ss);
         }
     }
     srv_lt_free(&r);

@@ -91,7 +91,9 @@ def mbart(binary):
              "at most 512 texts"),
             ({"q": ["x", 3], "source": "fr", "target": "de"}, 400, "q must be a string"),
             ({"q": "x", "source": "fr", "target": "de", "alternatives": 99}, 400, "alternatives"),
-            ({"q": " ".join(str(i) for i in range(400)), "source": "fr", "target": "de"}, 400, "the model accepts at most 64"),
+            ({"q": " ".join("w%d" % i for i in range(400)), "source": "fr", "target": "de"}, 400,
+             "the model accepts at most 64"),
+            ({"q": "Aa. " * 1100, "source": "fr", "target": "de"}, 400, "at most 1024 sentences"),
         ]:
             st, out = post(s.url + "/translate", json.dumps(body).encode(), "application/json")
             check(st == code and what in out.get("error", ""), "translate refuses %r: %s (%r)" % (
@@ -108,12 +110,24 @@ def mbart(binary):
         check(st == 200 and out["translatedText"] == [want, "<br>"],
               "translate format html: text nodes as texts alone, markup and kept elements as they were")
         # entities: the node the model gets is the text html.unescape reads
+        # (its sentence, then " ..." kept: no letter)
         node = "caf&eacute; &mdash; &laquo;%s&raquo; &hellip;" % html.escape(a, False)
-        tn = cli(binary, d, "fr_XX", "de_DE", html.unescape(node))[0]
+        tn = cli(binary, d, "fr_XX", "de_DE", html.unescape(node)[:-2])[0]
         st, out = post(s.url + "/translate", json.dumps({"q": "<i>%s</i>" % node, "source": "fr", "target": "de",
                                                          "format": "html"}).encode(), "application/json")
-        check(st == 200 and out["translatedText"] == "<i>%s</i>" % html.escape(tn, False),
+        check(st == 200 and out["translatedText"] == "<i>%s</i>" % html.escape(tn + " \u2026", False),
               "translate format html: entities decoded as html.unescape does (%r)" % out)
+        # a text of lines and sentences: each sentence translated alone, what is between
+        # them kept; longer than the model's 64 positions together
+        doc = "%s  %s\n\n42. %s\n%s %s" % (a, b, texts[2], a, b)
+        sents = [a, b, texts[2], a, b]
+        tr = [cli(binary, d, "fr_XX", "de_DE", x, 2) for x in sents]
+        st, out = post(s.url + "/translate", json.dumps({"q": doc, "source": "fr", "target": "de",
+                                                         "alternatives": 1}).encode(), "application/json")
+        want = "%s  %s\n\n42. %s\n%s %s" % tuple(t[0] for t in tr)
+        alt = "%s  %s\n\n42. %s\n%s %s" % tuple(t[1] for t in tr)
+        check(st == 200 and out["translatedText"] == want and out["alternatives"] == [alt],
+              "translate: lines and sentences each translated alone, the rest kept (%r)" % out)
         st, out = post(s.url + "/translate", b"q=%3Cp%3EBonjour%3C%2Fp%3E&source=fr&target=de&format=html",
                        "application/x-www-form-urlencoded")
         check(st == 200 and out["translatedText"].startswith("<p>") and out["translatedText"].endswith("</p>"),
