@@ -26,7 +26,8 @@ the source piece it attends to most.
     allowed   the tokens a case may generate (the rest suppressed)
     cases     text; pieces (the source tokens); ids (transformers'
               MarianTokenizer's of the text: a piece the source model
-              lacks looked up as it reads); hypotheses: CTranslate2's
+              lacks looked up as it reads); greedy: the same greedy, where
+              it is as stable (else null); hypotheses: CTranslate2's
               raw tokens, replaced tokens, score and Argos Translate's text,
               best first (num_hypotheses 2: LibreTranslate's alternatives 1)
 
@@ -78,14 +79,14 @@ def argos_text(tokens):
 
 
 @torch.no_grad()
-def stable_beams(model, ids, suppress, n, trials=4):
+def stable_beams(model, ids, suppress, n, trials=4, beams=4):
     """hf_beams, and the same under float32-sized rounding (every Linear and
     LayerNorm output times 1 + 2^-24 N(0, 1), seeded: golden_bart's
     measure): these random models are chaotic (a near tie some layers down
     moves a later token's log-probability by nats between float32
     engines), and a search that rounding changes is no golden. None when
     a trial differs."""
-    want = hf_beams(model, ids, suppress, n)
+    want = hf_beams(model, ids, suppress, n, beams)
     gen = torch.Generator().manual_seed(20261203)
 
     def hook(mod, inp, out):
@@ -94,7 +95,7 @@ def stable_beams(model, ids, suppress, n, trials=4):
     hooks = [m.register_forward_hook(hook) for m in model.modules()
              if isinstance(m, (torch.nn.Linear, torch.nn.LayerNorm))]
     try:
-        same = all(hf_beams(model, ids, suppress, n) == want for _ in range(trials))
+        same = all(hf_beams(model, ids, suppress, n, beams) == want for _ in range(trials))
     finally:
         for h in hooks:
             h.remove()
@@ -102,17 +103,41 @@ def stable_beams(model, ids, suppress, n, trials=4):
 
 
 @torch.no_grad()
-def hf_beams(model, ids, suppress, n):
+def hf_beams(model, ids, suppress, n, beams=4):
     """transformers' beam search in float64 as CTranslate2 runs it: the
     suppressed tokens' logits out before the log-softmax (renormalize),
     4 beams ending with 4 finished, length_penalty 0.2, a token at least:
-    the n best, as token ids without the start and </s>."""
-    out = model.generate(torch.tensor([ids]), num_beams=4, num_return_sequences=n, length_penalty=0.2,
+    the n best, as token ids without the start and </s> (beams 1: greedy)."""
+    out = model.generate(torch.tensor([ids]), num_beams=beams, num_return_sequences=n, length_penalty=0.2,
                          early_stopping=True, min_new_tokens=1, max_new_tokens=MAX, do_sample=False,
                          bad_words_ids=[[i] for i in suppress], renormalize_logits=True,
                          no_repeat_ngram_size=0, repetition_penalty=1.0, synced_gpus=False)
     eos, pad = model.config.eos_token_id, model.config.pad_token_id
     return [[t for t in row[1:].tolist() if t not in (eos, pad)] for row in out]
+
+
+def greedy(tr, model, pieces, ids, suppress, hf_suppress, vocab):
+    """CTranslate2's greedy search of the case (beam_size 1, the rest as the
+    beams'): its raw and replaced tokens and Argos Translate's text, where
+    every <unk>'s attention has a margin of 0.05 and transformers' float64
+    greedy search agrees under rounding; else None. (Greedy choices do not
+    depend on where the suppressed tokens leave the log-softmax: the
+    Python test runs it through generate(), without CTranslate2's rules.)"""
+    opts = dict(beam_size=1, max_decoding_length=MAX, suppress_sequences=suppress)
+    rep = tr.translate_batch([pieces], replace_unknowns=True, **opts)[0]
+    raw = tr.translate_batch([pieces], return_attention=True, **opts)[0]
+    h, att = raw.hypotheses[0], raw.attention[0]
+    if len(h) >= MAX - 1:
+        return None
+    for t, tok in enumerate(h):
+        if tok == "<unk>":
+            top = sorted(att[t][:len(pieces)], reverse=True)
+            pos = att[t].index(top[0])
+            if top[0] - top[1] < 0.05 or pieces[pos] in ("</s>", ">>de<<"):
+                return None
+    if stable_beams(model, ids, hf_suppress, 1, beams=1) != [[vocab.index(t) for t in h]]:
+        return None
+    return {"raw": h, "tokens": rep.hypotheses[0], "text": argos_text(rep.hypotheses[0])}
 
 
 def main():
@@ -162,10 +187,13 @@ def main():
                                                                     for h in hyps]
         if good:
             assert [vocab.index(p) if p in vocab else 1 for p in pieces] == ids, (text, pieces, ids)
-            cases.append({"text": text, "pieces": pieces, "ids": ids, "hypotheses": hyps})
+            cases.append({"text": text, "pieces": pieces, "ids": ids, "hypotheses": hyps,
+                          "greedy": greedy(tr, model, pieces, ids, suppress, hf_suppress, vocab)})
             odd_replaced += odd
-    print(f"{len(cases)} cases; {odd_replaced} <unk> replaced by a character the model lacks")
-    assert len(cases) >= 8 and odd_replaced >= 3, (len(cases), odd_replaced)
+    n_greedy = sum(c["greedy"] is not None and "<unk>" in c["greedy"]["raw"] for c in cases)
+    print(f"{len(cases)} cases; {odd_replaced} <unk> replaced by a character the model lacks; "
+          f"{n_greedy} greedy hypotheses with <unk>")
+    assert len(cases) >= 8 and odd_replaced >= 3 and n_greedy >= 3, (len(cases), odd_replaced, n_greedy)
     out = {"model_dir": os.path.relpath(MODEL, ROOT), "tgt_lang": "de", "max_decoding_length": MAX, "beam_size": 4,
            "length_penalty": 0.2, "allowed": allowed, "cases": cases}
     with open(OUT, "w", encoding="utf-8") as f:

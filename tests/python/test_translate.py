@@ -320,3 +320,30 @@ def test_translator_streams_and_lifecycle():
             whole[0].hypotheses
     finally:
         tr.close()
+
+
+def test_generate_replaces_unknowns():
+    """generate(replace_unknowns=True): each <unk> written as the input piece
+    it attends to most, as Argos Translate's pipeline on CTranslate2 gives it
+    (tools/golden_lt_unknowns.py's greedy searches of the random Marian's
+    CTranslate2 directory, every token but <unk>, </s> and six suppressed);
+    without it, the <unk> left out."""
+    g = json.loads((DATA / "bart-golden" / "lt-unknowns.json").read_text(encoding="utf-8"))
+    root = DATA.parent.parent
+    vocab = json.loads((root / g["model_dir"] / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    sup = [i for i, t in enumerate(vocab) if t not in g["allowed"]]
+    cases = [c for c in g["cases"] if c["greedy"] and "<unk>" in c["greedy"]["raw"]]
+    assert len(cases) >= 3
+    m = encdec.Seq2SeqModel(str(root / g["model_dir"]), cpu_threads=2)
+    try:
+        kw = dict(num_beams=1, max_new_tokens=g["max_decoding_length"], min_new_tokens=1, suppress_tokens=sup,
+                  tgt_lang=g["tgt_lang"])
+        got = m.generate([c["text"] for c in cases], replace_unknowns=True, **kw)
+        assert got == [c["greedy"]["text"].strip() for c in cases]
+        plain = m.generate([c["text"] for c in cases], **kw)
+        assert plain == ["".join(t for t in c["greedy"]["raw"] if t != "<unk>").replace("\u2581", " ").strip()
+                         for c in cases]
+        with pytest.raises(encdec.ArgumentError, match="on_token"):
+            m.generate(cases[0]["text"], replace_unknowns=True, on_token=lambda *a: None, **kw)
+    finally:
+        m.close()
