@@ -258,6 +258,21 @@ enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c) {
                    "(GET /languages lists them)");
 }
 
+enum MHD_Result srv_ep_lt_settings(conn *k, struct MHD_Connection *c) {
+    srv *s = k->s;
+    pthread_mutex_lock(&s->model_mu);
+    char *body = s->text ? srv_lt_settings(s->model) : NULL;
+    pthread_mutex_unlock(&s->model_mu);
+    if (!s->text) return lt_fail(k, c, 404, "the model transcribes speech: LibreTranslate's API serves translation models");
+    if (!body) return lt_fail(k, c, 500, "out of memory");
+    return srv_send_body(k, c, 200, body, "application/json", NULL);
+}
+
+enum MHD_Result srv_ep_lt_off(conn *k, struct MHD_Connection *c) {
+    return lt_fail(k, c, 403, k->route == R_LT_SUGGEST ? "Suggestions are disabled on this server."
+                                                      : "Files translation are disabled on this server.");
+}
+
 enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     pthread_mutex_lock(&s->model_mu);

@@ -129,6 +129,7 @@ static int route_of(const char *url, int *known_path) {
         {"/v1/models", R_MODELS}, {"/health", R_HEALTH}, {"/metrics", R_METRICS},
         {"/v1/completions", R_COMPLETIONS}, {"/v1/realtime", R_REALTIME},
         {"/translate", R_LT_TRANSLATE}, {"/languages", R_LT_LANGUAGES}, {"/detect", R_LT_DETECT},
+        {"/frontend/settings", R_LT_SETTINGS}, {"/suggest", R_LT_SUGGEST}, {"/translate_file", R_LT_FILE},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (!strcmp(url, r[i].path)) {
@@ -141,10 +142,13 @@ static int route_of(const char *url, int *known_path) {
 
 static int is_audio_route(int r) { return r == R_TRANSCRIBE || r == R_TRANSLATE || r == R_INFERENCE; }
 static int is_post_route(int r) {
-    return is_audio_route(r) || r == R_COMPLETIONS || r == R_LOAD || r == R_LT_TRANSLATE || r == R_LT_DETECT;
+    return is_audio_route(r) || r == R_COMPLETIONS || r == R_LOAD || r == R_LT_TRANSLATE || r == R_LT_DETECT ||
+           r == R_LT_SUGGEST || r == R_LT_FILE;
 }
 /* A body collected whole (JSON, or LibreTranslate's form), up to 1 MB. */
-static int whole_body_route(int r) { return r == R_COMPLETIONS || r == R_LT_TRANSLATE || r == R_LT_DETECT; }
+static int whole_body_route(int r) {
+    return r == R_COMPLETIONS || r == R_LT_TRANSLATE || r == R_LT_DETECT || r == R_LT_SUGGEST || r == R_LT_FILE;
+}
 
 /* A body that is the audio itself: audio/..., or application/octet-stream. */
 static int raw_audio_type(const char *ct) {
@@ -367,6 +371,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     case R_LT_TRANSLATE: return srv_ep_translate(k, c);
     case R_LT_LANGUAGES: return srv_ep_languages(k, c);
     case R_LT_DETECT: return srv_ep_detect(k, c);
+    case R_LT_SETTINGS: return srv_ep_lt_settings(k, c);
+    case R_LT_SUGGEST:
+    case R_LT_FILE: return srv_ep_lt_off(k, c);
     case R_LOAD: return srv_ep_load(k, c);
     case R_REALTIME:
 #if ENCDEC_WITH_WS

@@ -104,7 +104,8 @@ enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPL
        R_INFERENCE /* whisper.cpp's: a transcription, translate as a field */,
        R_LOAD /* whisper.cpp's: another model (ep_load.c) */,
        R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */,
-       R_LT_TRANSLATE, R_LT_LANGUAGES, R_LT_DETECT /* LibreTranslate's (ep_lt.c) */ };
+       R_LT_TRANSLATE, R_LT_LANGUAGES, R_LT_DETECT, R_LT_SETTINGS, R_LT_SUGGEST,
+       R_LT_FILE /* LibreTranslate's (ep_lt.c) */ };
 
 typedef struct {
     srv *s;
@@ -159,6 +160,11 @@ enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c);
 /* POST /detect: refused in LibreTranslate's shape (encdec detects no text languages). */
 enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c);
+/* GET /frontend/settings: what LibreTranslate's own page and clients read
+ * (no keys, no suggestions, no files; the first pair); POST /suggest and
+ * /translate_file: refused as a LibreTranslate server with them off. */
+enum MHD_Result srv_ep_lt_settings(conn *k, struct MHD_Connection *c);
+enum MHD_Result srv_ep_lt_off(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
 enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
 enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c);     /* ep_realtime.c */

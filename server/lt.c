@@ -276,7 +276,7 @@ static cJSON *lang_entry(const char *code, cJSON *targets) {
     return o;
 }
 
-char *srv_lt_languages(const encdec_model *m) {
+static cJSON *languages(const encdec_model *m) {
     cJSON *a = cJSON_CreateArray();
     char c[40];
     if (!encdec_model_language(m, 0)) {
@@ -287,7 +287,7 @@ char *srv_lt_languages(const encdec_model *m) {
             cJSON_AddItemToArray(t, cJSON_CreateString(info.target_language));
             cJSON_AddItemToArray(a, lang_entry(info.source_language, t));
         }
-        return print(a);
+        return a;
     }
     encdec_model_info info;
     encdec_model_get_info(m, &info);
@@ -298,7 +298,7 @@ char *srv_lt_languages(const encdec_model *m) {
             cJSON_AddItemToArray(t, cJSON_CreateString(c));
         }
         cJSON_AddItemToArray(a, lang_entry(info.source_language ? info.source_language : "auto", t));
-        return print(a);
+        return a;
     }
     /* every language translates into every other (the model's list) */
     for (int i = 0; encdec_model_language(m, i); i++) {
@@ -311,7 +311,35 @@ char *srv_lt_languages(const encdec_model *m) {
         srv_lt_code(m, i, c, sizeof c);
         cJSON_AddItemToArray(a, lang_entry(c, t));
     }
-    return print(a);
+    return a;
+}
+
+char *srv_lt_languages(const encdec_model *m) { return print(languages(m)); }
+
+/* {"code", "name"} of a language the list names. */
+static cJSON *lang_named(const char *code) {
+    cJSON *o = lang_entry(code, cJSON_CreateArray());
+    cJSON_DeleteItemFromObject(o, "targets");
+    return o;
+}
+
+char *srv_lt_settings(const encdec_model *m) {
+    cJSON *langs = languages(m), *j = cJSON_CreateObject(), *l = cJSON_CreateObject();
+    const cJSON *first = cJSON_GetArrayItem(langs, 0);
+    const cJSON *src = cJSON_GetObjectItem(first, "code");
+    const cJSON *tgt = cJSON_GetArrayItem(cJSON_GetObjectItem(first, "targets"), 0);
+    cJSON_AddNumberToObject(j, "charLimit", -1);   /* (a body is at most 1 MB) */
+    cJSON_AddNumberToObject(j, "frontendTimeout", 500);
+    cJSON_AddFalseToObject(j, "apiKeys");
+    cJSON_AddFalseToObject(j, "keyRequired");
+    cJSON_AddFalseToObject(j, "suggestions");
+    cJSON_AddFalseToObject(j, "filesTranslation");
+    cJSON_AddItemToObject(j, "supportedFilesFormat", cJSON_CreateArray());
+    cJSON_AddItemToObject(l, "source", lang_named(cJSON_IsString(src) ? src->valuestring : "auto"));
+    cJSON_AddItemToObject(l, "target", lang_named(cJSON_IsString(tgt) ? tgt->valuestring : "en"));
+    cJSON_AddItemToObject(j, "language", l);
+    cJSON_Delete(langs);
+    return print(j);
 }
 
 char *srv_lt_error_body(const char *message) {

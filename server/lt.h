@@ -52,6 +52,11 @@ int srv_lt_find(const encdec_model *m, const char *code);
 char *srv_lt_body(const srv_lt_req *r, const char *const *texts);
 /* GET /languages: [{"code", "name", "targets"}] of the model. */
 char *srv_lt_languages(const encdec_model *m);
+/* GET /frontend/settings: {"charLimit": -1, "frontendTimeout", "apiKeys",
+ * "keyRequired", "suggestions", "filesTranslation" (false),
+ * "supportedFilesFormat": [], "language": {"source", "target": {"code",
+ * "name"}}}: the first language /languages lists and its first target. */
+char *srv_lt_settings(const encdec_model *m);
 /* {"error": message}. */
 char *srv_lt_error_body(const char *message);
 

@@ -43,6 +43,8 @@ static const char *HELP =
     "                                  beams, length penalty 0.2, unknown tokens replaced)\n"
     "  GET  /languages                 LibreTranslate's: the model's languages and targets\n"
     "                                  (POST /detect: 400, no language detection)\n"
+    "  GET  /frontend/settings         LibreTranslate's (no keys, suggestions or files:\n"
+    "                                  POST /suggest and /translate_file are 403s)\n"
     "  POST /load                      whisper.cpp server's: field model, another model in\n"
     "                                  place of this one (with --allow-load)\n"
     "  GET  /v1/realtime               a WebSocket (?intent=transcription): live transcription\n"

@@ -134,6 +134,18 @@ def mbart(binary):
               "translate format html from a form (%r)" % out)
         st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
         check(st == 400 and "language detection is not available" in out["error"], "detect: refused, said why")
+        # LibreTranslate's page and clients: its settings, suggestions and files refused as it refuses them off
+        with urllib.request.urlopen(s.url + "/frontend/settings", timeout=60) as r:
+            fs = json.loads(r.read())
+        check(fs["charLimit"] == -1 and fs["apiKeys"] is False and fs["keyRequired"] is False
+              and fs["suggestions"] is False and fs["filesTranslation"] is False and fs["supportedFilesFormat"] == []
+              and fs["language"]["source"] == {"code": "ar", "name": "Arabic"}
+              and fs["language"]["target"]["code"] == "cs",
+              "frontend/settings: no keys, suggestions or files; the first language and its first target (%r)" % fs)
+        st, out = post(s.url + "/suggest", b"q=a&s=b&source=fr&target=de", "application/x-www-form-urlencoded")
+        check(st == 403 and out["error"] == "Suggestions are disabled on this server.", "suggest: 403 (%r)" % out)
+        st, out = post(s.url + "/translate_file", b"--x\r\n\r\n--x--\r\n", "multipart/form-data; boundary=x")
+        check(st == 403 and "Files translation are disabled" in out["error"], "translate_file: 403 (%r)" % out)
         st, out = post(s.url + "/translate", b"{not json", "application/json")
         check(st == 400 and "JSON" in out["error"], "translate: malformed JSON")
         st, out = post(s.url + "/translate", b"q=%zz&target=de", "application/x-www-form-urlencoded")
