@@ -1,10 +1,13 @@
 /* ep_lt.c - LibreTranslate's API (http.h, lt.h): POST /translate, one engine
  * request per sentence (lt_split.h) of a text, or of each text node of an
  * HTML text (lt_html.h) (they share the decode steps with everything else
- * the server runs), the connection parked until all are done; GET
- * /languages. Errors are LibreTranslate's {"error": message}. */
+ * the server runs), the connection parked until all are done, a text's
+ * translation touched and unescaped as LibreTranslate does (lt_format.h);
+ * GET /languages, /frontend/settings. Errors are LibreTranslate's
+ * {"error": message}. */
 #include "http.h"
 #include "lt.h"
+#include "lt_format.h"
 #include "lt_html.h"
 #include "lt_split.h"
 
@@ -231,8 +234,15 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
         for (int i = 0, at = 0; i < t->r.n_q && !failed; at += t->h[i++].n_text)
             failed = !(docs[i] = srv_html_join(&t->h[i], (const char *const *)unit + at));
         for (int i = 0; i < t->r.n_q && !failed; i++) texts[i] = docs[i];
-    } else if (!failed) {    /* the units are the texts */
-        for (size_t i = 0; i < n_units; i++) texts[i] = unit[i];
+    } else if (!failed) {    /* the units are the texts, touched as LibreTranslate touches them */
+        for (size_t i = 0; i < n_units && !failed; i++) {
+            char *f = srv_lt_format(t->r.q[i / per], unit[i]);
+            char *u = f ? srv_html_unescape(f) : NULL;
+            free(f);
+            failed = !u;
+            free(unit[i]);
+            texts[i] = unit[i] = u;
+        }
     }
     char *body = failed ? NULL : srv_lt_body(&t->r, texts);
     if (failed || !body) ret = lt_fail(k, c, failed ? status : 500, msg);

@@ -157,6 +157,8 @@ static int has_letter(const char *t) {
     return 0;
 }
 
+char *srv_html_unescape(const char *s) { return decode(s, strlen(s)); }
+
 /* The text doc[a, b): a text node to translate, or markup (skipping: inside
  * what is not translated; or nothing to translate in it). */
 static int add_text(srv_html *h, size_t a, size_t b, int skipping, int max_text) {

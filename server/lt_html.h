@@ -46,5 +46,9 @@ int srv_html_split(const char *doc, int max_text, srv_html *h);
  * NULL when out of memory. */
 char *srv_html_join(const srv_html *h, const char *const *out);
 void srv_html_free(srv_html *h);
+/* s with its entities decoded as a text node's are (Python's html.unescape
+ * where these rules know the entity; LibreTranslate unescapes its text
+ * translations so): malloc'd, NULL when out of memory. */
+char *srv_html_unescape(const char *s);
 
 #endif

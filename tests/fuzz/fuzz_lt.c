@@ -4,12 +4,14 @@
  * response body built for the texts it accepted; with format html, each
  * text split into markup and text nodes (server/lt_html.c) and joined again
  * around translations that need escaping; each text cut into sentences
- * (server/lt_split.c) and put back, itself again around its own sentences.
+ * (server/lt_split.c) and put back, itself again around its own sentences,
+ * and touched as a translation of another (server/lt_format.c).
  * Must accept or refuse, never crash or leak. */
 #include "fuzz_common.h"
 #include "../../server/lt.h"
 #include "../../server/lt_html.h"
 #include "../../server/lt_split.h"
+#include "../../server/lt_format.h"
 
 static encdec_model *g_model;
 
@@ -52,6 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 char *back = own ? srv_lt_rejoin(&ss, (const char *const *)own) : NULL;
                 if (back && strcmp(back, r.q[i])) abort();
                 free(back);
+                char *f = srv_lt_format(r.q[i], i + 1 < r.n_q ? r.q[i + 1] : r.q[0]);   /* any two texts */
+                char *u = f ? srv_html_unescape(f) : NULL;
+                free(u);
+                free(f);
                 for (int j = 0; own && j < ss.n; j++) free(own[j]);
                 free(own);
             }
