@@ -114,6 +114,33 @@ typedef struct {
     const char *q, *source, *target, *format, *alternatives;
 } lt_fields;
 
+/* The line break at s (as Python's str.splitlines sees them: \r\n, \n, \r,
+ * \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029): its bytes, else 0. */
+static size_t line_break(const char *s) {
+    if (s[0] == '\r' && s[1] == '\n') return 2;
+    if (s[0] && strchr("\n\r\v\f\x1c\x1d\x1e", s[0])) return 1;
+    if (!strncmp(s, "\xc2\x85", 2)) return 2;
+    if (!strncmp(s, "\xe2\x80\xa8", 3) || !strncmp(s, "\xe2\x80\xa9", 3)) return 3;
+    return 0;
+}
+
+/* A form's text with its line breaks as LibreTranslate makes them
+ * ("\n".join(q.splitlines())): each one \n, the last one of the text
+ * dropped; in place. */
+static void unix_lines(char *q) {
+    char *w = q;
+    for (const char *r = q; *r;) {
+        size_t k = line_break(r);
+        if (!k) {
+            *w++ = *r++;
+            continue;
+        }
+        r += k;
+        if (*r) *w++ = '\n';
+    }
+    *w = 0;
+}
+
 static int parse_form(srv_lt_req *r, const char *body, size_t len, lt_fields *f, srv_lt_error *e) {
     if (!(r->form = malloc(len + 1))) return fail(e, 500, "out of memory");
     memcpy(r->form, body, len);
@@ -130,7 +157,10 @@ static int parse_form(srv_lt_req *r, const char *body, size_t len, lt_fields *f,
         else if (!strcmp(kv, "format")) f->format = v;
         else if (!strcmp(kv, "alternatives")) f->alternatives = v;
     }
-    if (f->q) r->q[r->n_q++] = f->q;
+    if (f->q) {
+        unix_lines((char *)f->q);
+        r->q[r->n_q++] = f->q;
+    }
     return 1;
 }
 

@@ -162,6 +162,14 @@ def mbart(binary):
                        "application/x-www-form-urlencoded")
         check(st == 200 and out["translatedText"].startswith("<p>") and out["translatedText"].endswith("</p>"),
               "translate format html from a form (%r)" % out)
+        # a form's line breaks as LibreTranslate makes them: each one \n, the last dropped
+        st, out = post(s.url + "/translate", b"q=%s%%E2%%80%%A8%s%%0D%%0A&source=fr&target=de" % (
+            a.encode(), b.encode()), "application/x-www-form-urlencoded")
+        st2, out2 = post(s.url + "/translate", json.dumps({"q": "%s\n%s" % (a, b), "source": "fr",
+                                                          "target": "de"}).encode(), "application/json")
+        check(st == 200 and st2 == 200 and out["translatedText"] == out2["translatedText"]
+              and out["translatedText"].count("\n") == 1,
+              "translate from a form: U+2028 as \\n, the last line break (CRLF) dropped (%r)" % out)
         st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
         check(st == 400 and "language detection is not available" in out["error"], "detect: refused, said why")
         # LibreTranslate's page and clients: its settings, suggestions and files refused as it refuses them off
