@@ -161,8 +161,7 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     for (int i = 0; i < n && !status; i++) {
         encdec_status st = encdec_engine_generate(s->engine, src[i], &p, &t->q[i]);
         if (st) {
-            snprintf(msg, sizeof msg, "sentence %d (\"%.40s%s\"): %s", i, src[i], strlen(src[i]) > 40 ? "..." : "",
-                     encdec_last_error());
+            snprintf(msg, sizeof msg, "sentence %d: %s", i, encdec_last_error());   /* (its text may be no UTF-8) */
             status = st == ENCDEC_ERR_ARG ? 400 : 500;
         } else {
             t->n_req = i + 1;

@@ -207,6 +207,25 @@ static int parse_json(srv_lt_req *r, const char *body, size_t len, lt_fields *f,
     return 1;
 }
 
+/* The offset of s's first byte that is no part of a valid UTF-8
+ * character (overlong forms, surrogates and code points past U+10FFFF
+ * refused), or (size_t)-1. */
+static size_t utf8_error(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; p[i];) {
+        unsigned c = p[i];
+        size_t k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (!k) return i;
+        for (size_t j = 1; j < k; j++)
+            if ((p[i + j] & 0xC0) != 0x80) return i;
+        if ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0) || (c == 0xF0 && p[i + 1] < 0x90) ||
+            (c == 0xF4 && p[i + 1] >= 0x90))
+            return i;
+        i += k;
+    }
+    return (size_t)-1;
+}
+
 /* The model's language for a client's code; "auto" (and an absent
  * source) the model's default where it has one. */
 static int map_lang(const encdec_model *m, const char *code, int source, int *out, srv_lt_error *e) {
@@ -236,8 +255,12 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     lt_fields f = {0};
     if (!(is_json ? parse_json(r, body, len, &f, e) : parse_form(r, body, len, &f, e))) return 0;
     if (!r->n_q) return fail(e, 400, "Invalid request: missing q parameter");
-    for (int i = 0; i < r->n_q; i++)
+    for (int i = 0; i < r->n_q; i++) {
         if (!*r->q[i]) return fail(e, 400, "Invalid request: text %d of q is empty", i);
+        size_t bad = utf8_error(r->q[i]);
+        if (bad != (size_t)-1)
+            return fail(e, 400, "Invalid request: text %d of q is not UTF-8 (byte %zu)", i, bad);
+    }
     if (f.alternatives) {
         char *end;
         long a = strtol(f.alternatives, &end, 10);
@@ -280,7 +303,12 @@ char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
     for (int i = 0; i < r->n_q; i++) {
         const char *t = texts[i * per];
         cJSON *a = r->alternatives ? cJSON_CreateArray() : NULL;
-        for (int k = 1; k < per; k++) cJSON_AddItemToArray(a, cJSON_CreateString(texts[i * per + k]));
+        for (int k = 1; k < per; k++) {   /* as LibreTranslate lists them: empty ones and repeats out */
+            const char *x = texts[i * per + k];
+            int dup = !*x || !strcmp(x, t);
+            for (int k2 = 1; k2 < k && !dup; k2++) dup = !strcmp(x, texts[i * per + k2]);
+            if (!dup) cJSON_AddItemToArray(a, cJSON_CreateString(x));
+        }
         if (r->q_list) {
             cJSON_AddItemToArray(tt, cJSON_CreateString(t));
             if (a) cJSON_AddItemToArray(alts, a);

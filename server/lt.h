@@ -48,7 +48,9 @@ void srv_lt_code(const encdec_model *m, int i, char *out, size_t n);
 int srv_lt_find(const encdec_model *m, const char *code);
 
 /* {"translatedText": text or [texts]} (with "alternatives" when asked):
- * texts[i * (1 + alternatives) + k], k = 0 the translation. */
+ * texts[i * (1 + alternatives) + k], k = 0 the translation; an alternative
+ * that is empty, the translation or an earlier one is left out, as
+ * LibreTranslate lists them. */
 char *srv_lt_body(const srv_lt_req *r, const char *const *texts);
 /* GET /languages: [{"code", "name", "targets"}] of the model. */
 char *srv_lt_languages(const encdec_model *m);

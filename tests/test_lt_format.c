@@ -1,12 +1,14 @@
 /* test_lt_format.c - LibreTranslate's touches to a text translation
  * (server/lt_format.c): trailing punctuation matched to the source's, a
  * one-word source's repeated-word "salad" cut to its first word, letter
- * case from the source (all lower, all upper, or the first letter's). The
- * expected texts are written from the rules lt_format.h states, not from
- * the code's output. */
+ * case from the source (all lower, all upper, or the first letter's); and
+ * the alternatives /translate lists (server/lt.c's body: empty ones, the
+ * translation and repeats left out). The expected texts are written from
+ * the rules lt_format.h and lt.h state, not from the code's output. */
 #include "check.h"
 
 #include "../server/lt_format.c"
+#include "../server/lt.c"
 
 static void expect(const char *source, const char *translation, const char *want) {
     char *got = srv_lt_format(source, translation);
@@ -45,5 +47,14 @@ int main(void) {
     expect("Hello there", "Hallo Hallo Hallo", "Hallo Hallo Hallo");   /* two words: kept */
     /* bytes that are no UTF-8 come back as they were */
     expect("ok", "a\xff b", "a\xff b");
+    /* the alternatives listed: "" , the translation and a repeat out, in order */
+    {
+        srv_lt_req r = {0};
+        r.n_q = 2, r.q_list = 1, r.alternatives = 4;
+        const char *texts[] = {"A", "B", "A", "", "B", "C", "C", "D", "C", "E"};
+        char *body = srv_lt_body(&r, texts);
+        CHECK_STR(body, "{\"translatedText\":[\"A\",\"C\"],\"alternatives\":[[\"B\"],[\"D\",\"E\"]]}");
+        free(body);
+    }
     return check_done();
 }

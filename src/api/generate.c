@@ -271,10 +271,12 @@ static encdec_status put_output(encdec_result *r, const s2s_model *m, const int 
             st = add_token(r, m->tok, tk[j], lp[j]);
             continue;
         }
-        char *w = malloc(strlen(subst[j]) + 1);
-        if (!w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokens");
-        size_t k = ttok_unmark(w, subst[j]);
-        st = api_result_add_token(r, tk[j], lp[j], w, k, 0);
+        size_t k = 0;   /* the text of the token the vocabulary spells so, else the spelling as it reads */
+        const char *known = ttok_token_text(m->tok, ttok_token_id(m->tok, subst[j]), &k);
+        char *w = known ? NULL : malloc(strlen(subst[j]) + 1);
+        if (!known && !w) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokens");
+        if (w) k = ttok_unmark(w, subst[j]);
+        st = api_result_add_token(r, tk[j], lp[j], known ? known : w, k, 0);
         free(w);
     }
     return st ? st : ttok_decode_subst(m->tok, tk, n, subst, text);
