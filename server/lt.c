@@ -226,6 +226,17 @@ static size_t utf8_error(const char *s) {
     return (size_t)-1;
 }
 
+/* How much of a client's value s an error message quotes: at most max
+ * bytes, whole UTF-8 characters; 0 when s is no UTF-8 (the JSON body must
+ * stay UTF-8). */
+static int quoted(const char *s, int max) {
+    if (utf8_error(s) != (size_t)-1) return 0;
+    int n = 0;
+    while (s[n] && n < max) n++;
+    while (n > 0 && s[n] && ((unsigned char)s[n] & 0xC0) == 0x80) n--;   /* not inside a character */
+    return n;
+}
+
 /* The model's language for a client's code; "auto" (and an absent
  * source) the model's default where it has one. */
 static int map_lang(const encdec_model *m, const char *code, int source, int *out, srv_lt_error *e) {
@@ -237,14 +248,15 @@ static int map_lang(const encdec_model *m, const char *code, int source, int *ou
     if (!encdec_model_language(m, 0) || (source && marian)) {   /* one pair; Marian's one source */
         const char *mine = source ? info.source_language : info.target_language;
         if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine)) return 1;
-        return fail(e, 400, "%s language %.40s is not supported: this model translates %s to %s", which,
-                    code, info.source_language ? info.source_language : "?",
+        return fail(e, 400, "%s language %.*s is not supported: this model translates %s to %s", which,
+                    quoted(code, 40), code, info.source_language ? info.source_language : "?",
                     info.target_language ? info.target_language : "?");
     }
     if (source && (!code || !strcmp(code, "auto"))) return 1;   /* the tokenizer's default */
     if (!code) return fail(e, 400, "Invalid request: missing target parameter");
     if ((*out = srv_lt_find(m, code)) < 0)
-        return fail(e, 400, "%s language %.40s is not supported (GET /languages lists them)", which, code);
+        return fail(e, 400, "%s language %.*s is not supported (GET /languages lists them)", which,
+                    quoted(code, 40), code);
     return 1;
 }
 
@@ -270,7 +282,7 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     }
     if (f.format && strcmp(f.format, "text")) {
         if (strcmp(f.format, "html"))
-            return fail(e, 400, "format %.20s is not supported: text or html", f.format);
+            return fail(e, 400, "format %.*s is not supported: text or html", quoted(f.format, 20), f.format);
         r->html = 1;
         if (r->alternatives)
             return fail(e, 400, "Invalid request: alternatives are given for format text only");

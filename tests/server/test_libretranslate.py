@@ -198,6 +198,12 @@ def mbart(binary):
         st, out = post(s.url + "/translate", b"q=%FF%FE+12.+Bonjour.&source=fr&target=de",
                        "application/x-www-form-urlencoded")
         check(st == 400 and "not UTF-8 (byte 0)" in out["error"], "translate: a text that is no UTF-8 (%r)" % out)
+        # a value quoted in an error stays UTF-8 (a byte that is none, or a character cut at 40 bytes)
+        st, out = post(s.url + "/translate", b"q=x&source=fr&target=%FF", "application/x-www-form-urlencoded")
+        check(st == 400 and "target language  is not supported" in out["error"], "translate: target %%FF (%r)" % out)
+        st, out = post(s.url + "/translate", ("q=x&source=fr&target=" + "\u00e9" * 30).encode(),
+                       "application/x-www-form-urlencoded")
+        check(st == 400 and "\u00e9" * 20 + " is not" in out["error"], "translate: a long target cut whole (%r)" % out)
         st, out = post(s.url + "/translate", b"q=%zz&target=de", "application/x-www-form-urlencoded")
         check(st == 400 and "escape" in out["error"], "translate: a malformed form")
         st, out = post(s.url + "/translate", "q=\u00fcber&source=auto&target=de".encode(),
