@@ -23,7 +23,7 @@ static void expect(const char *text, const char *const *want, const char *joined
         snprintf(got, sizeof got, "%.*s", (int)ss.s[i].len, text + ss.s[i].off);
         CHECK_STR(got, want[i]);
     }
-    char marks[64][8];
+    char marks[64][16];
     const char *out[64];
     for (int i = 0; i < ss.n && i < 64; i++) {
         snprintf(marks[i], sizeof marks[i], "<%d>", i);
