@@ -1,6 +1,7 @@
 /* lt.c - LibreTranslate's requests and responses over a translation model
  * (lt.h). */
 #include "lt.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -82,6 +83,7 @@ static int fail(srv_lt_error *e, int status, const char *fmt, ...) {
     e->status = status;
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    srv_utf8_clean(e->message);   /* a client's value it quotes may be no UTF-8, or cut */
     return 0;
 }
 
@@ -207,36 +209,6 @@ static int parse_json(srv_lt_req *r, const char *body, size_t len, lt_fields *f,
     return 1;
 }
 
-/* The offset of s's first byte that is no part of a valid UTF-8
- * character (overlong forms, surrogates and code points past U+10FFFF
- * refused), or (size_t)-1. */
-static size_t utf8_error(const char *s) {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; p[i];) {
-        unsigned c = p[i];
-        size_t k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        if (!k) return i;
-        for (size_t j = 1; j < k; j++)
-            if ((p[i + j] & 0xC0) != 0x80) return i;
-        if ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0) || (c == 0xF0 && p[i + 1] < 0x90) ||
-            (c == 0xF4 && p[i + 1] >= 0x90))
-            return i;
-        i += k;
-    }
-    return (size_t)-1;
-}
-
-/* How much of a client's value s an error message quotes: at most max
- * bytes, whole UTF-8 characters; 0 when s is no UTF-8 (the JSON body must
- * stay UTF-8). */
-static int quoted(const char *s, int max) {
-    if (utf8_error(s) != (size_t)-1) return 0;
-    int n = 0;
-    while (s[n] && n < max) n++;
-    while (n > 0 && s[n] && ((unsigned char)s[n] & 0xC0) == 0x80) n--;   /* not inside a character */
-    return n;
-}
-
 /* The model's language for a client's code; "auto" (and an absent
  * source) the model's default where it has one. */
 static int map_lang(const encdec_model *m, const char *code, int source, int *out, srv_lt_error *e) {
@@ -248,15 +220,14 @@ static int map_lang(const encdec_model *m, const char *code, int source, int *ou
     if (!encdec_model_language(m, 0) || (source && marian)) {   /* one pair; Marian's one source */
         const char *mine = source ? info.source_language : info.target_language;
         if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine)) return 1;
-        return fail(e, 400, "%s language %.*s is not supported: this model translates %s to %s", which,
-                    quoted(code, 40), code, info.source_language ? info.source_language : "?",
+        return fail(e, 400, "%s language %.40s is not supported: this model translates %s to %s", which,
+                    code, info.source_language ? info.source_language : "?",
                     info.target_language ? info.target_language : "?");
     }
     if (source && (!code || !strcmp(code, "auto"))) return 1;   /* the tokenizer's default */
     if (!code) return fail(e, 400, "Invalid request: missing target parameter");
     if ((*out = srv_lt_find(m, code)) < 0)
-        return fail(e, 400, "%s language %.*s is not supported (GET /languages lists them)", which,
-                    quoted(code, 40), code);
+        return fail(e, 400, "%s language %.40s is not supported (GET /languages lists them)", which, code);
     return 1;
 }
 
@@ -269,7 +240,7 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     if (!r->n_q) return fail(e, 400, "Invalid request: missing q parameter");
     for (int i = 0; i < r->n_q; i++) {
         if (!*r->q[i]) return fail(e, 400, "Invalid request: text %d of q is empty", i);
-        size_t bad = utf8_error(r->q[i]);
+        size_t bad = srv_utf8_bad(r->q[i]);
         if (bad != (size_t)-1)
             return fail(e, 400, "Invalid request: text %d of q is not UTF-8 (byte %zu)", i, bad);
     }
@@ -282,7 +253,7 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     }
     if (f.format && strcmp(f.format, "text")) {
         if (strcmp(f.format, "html"))
-            return fail(e, 400, "format %.*s is not supported: text or html", quoted(f.format, 20), f.format);
+            return fail(e, 400, "format %.20s is not supported: text or html", f.format);
         r->html = 1;
         if (r->alternatives)
             return fail(e, 400, "Invalid request: alternatives are given for format text only");

@@ -1,6 +1,7 @@
 /* lt_format.c - LibreTranslate's touches to a translation (lt_format.h),
  * over code points. */
 #include "lt_format.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,21 +19,12 @@ static int decode(const char *s, cps *o) {
     o->c = malloc(sizeof *o->c * (len + 1));
     o->n = 0;
     if (!o->c) return -1;
-    const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
-        unsigned c = p[i];
-        size_t k = c < 0x80 ? 1 : c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-        uint32_t v = k == 1 ? c : c & (0x7Fu >> k);
-        for (size_t j = 1; k > 1 && j < k; j++) {
-            if (i + j >= len || (p[i + j] & 0xC0) != 0x80) {
-                k = 0;
-                break;
-            }
-            v = v << 6 | (p[i + j] & 0x3F);
-        }
-        if (!k) v = RAW | c, k = 1;
+        uint32_t v;
+        int k = srv_utf8_next(s + i, len - i, &v);
+        if (!k) v = RAW | (unsigned char)s[i], k = 1;
         o->c[o->n++] = v;
-        i += k;
+        i += (size_t)k;
     }
     return 0;
 }
@@ -41,15 +33,8 @@ static char *encode(const uint32_t *c, size_t n) {
     char *s = malloc(4 * n + 1), *w = s;
     if (!s) return NULL;
     for (size_t i = 0; i < n; i++) {
-        uint32_t v = c[i];
-        if (v & RAW) *w++ = (char)(v & 0xFF);
-        else if (v < 0x80) *w++ = (char)v;
-        else if (v < 0x800) *w++ = (char)(0xC0 | v >> 6), *w++ = (char)(0x80 | (v & 0x3F));
-        else if (v < 0x10000)
-            *w++ = (char)(0xE0 | v >> 12), *w++ = (char)(0x80 | (v >> 6 & 0x3F)), *w++ = (char)(0x80 | (v & 0x3F));
-        else
-            *w++ = (char)(0xF0 | v >> 18), *w++ = (char)(0x80 | (v >> 12 & 0x3F)),
-            *w++ = (char)(0x80 | (v >> 6 & 0x3F)), *w++ = (char)(0x80 | (v & 0x3F));
+        if (c[i] & RAW) *w++ = (char)(c[i] & 0xFF);
+        else w += srv_utf8_put(w, c[i]);
     }
     *w = 0;
     return s;

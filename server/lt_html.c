@@ -1,5 +1,6 @@
 /* lt_html.c - a document's markup and text nodes (lt_html.h). */
 #include "lt_html.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -33,27 +34,6 @@ static int add_markup(srv_html *h, size_t a, size_t b) {
         return 0;
     }
     return add_part(h, (srv_html_part){-1, a, b - a, 0, 0});
-}
-
-/* Appends code point c as UTF-8 at *w. */
-static void put_utf8(char **w, uint32_t c) {
-    unsigned char *o = (unsigned char *)*w;
-    if (c < 0x80) {
-        *o++ = (unsigned char)c;
-    } else if (c < 0x800) {
-        *o++ = (unsigned char)(0xC0 | c >> 6);
-        *o++ = (unsigned char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        *o++ = (unsigned char)(0xE0 | c >> 12);
-        *o++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-        *o++ = (unsigned char)(0x80 | (c & 0x3F));
-    } else {
-        *o++ = (unsigned char)(0xF0 | c >> 18);
-        *o++ = (unsigned char)(0x80 | (c >> 12 & 0x3F));
-        *o++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-        *o++ = (unsigned char)(0x80 | (c & 0x3F));
-    }
-    *w = (char *)o;
 }
 
 /* Named entities decoded: HTML 4's Latin-1 set (U+00A0 .. U+00FF in order)
@@ -136,7 +116,7 @@ static char *decode(const char *s, size_t n) {
         uint32_t c;
         size_t l = s[i] == '&' ? entity(s + i, n - i, &c) : 0;
         if (l) {
-            put_utf8(&w, c);
+            w += srv_utf8_put(w, c);
             i += l;
         } else {
             *w++ = s[i++];

@@ -1,5 +1,6 @@
 /* lt_split.c - a /translate text cut into sentences (lt_split.h). */
 #include "lt_split.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ static size_t closer(const char *s, size_t n) {
 }
 
 /* The word before s[at] (back to white space) is an abbreviation a '.'
- * ends: one letter, one holding a '.', or one of the list. */
+ * ends: one letter, a number of one or two digits, one holding a '.', or
+ * one of the list. */
 static int abbreviation(const char *s, size_t from, size_t at) {
     static const char *const list[] = {"Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "vs", "etc",
                                        "Inc", "Ltd", "Co", "No", "Nr", "Fig"};
@@ -41,6 +43,8 @@ static int abbreviation(const char *s, size_t from, size_t at) {
     while (w < at && strchr("(\"'[", s[w])) w++;
     size_t n = at - w;
     if (n == 1 && ((s[w] | 32) >= 'a' && (s[w] | 32) <= 'z')) return 1;
+    if (n >= 1 && n <= 2 && s[w] >= '0' && s[w] <= '9' && s[at - 1] >= '0' && s[at - 1] <= '9')
+        return 1;   /* an ordinal ("am 3. Oktober"): a missed cut costs less than a wrong one */
     if (n > 0 && memchr(s + w, '.', n)) return 1;
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
         if (strlen(list[i]) == n && !memcmp(s + w, list[i], n)) return 1;
@@ -79,32 +83,14 @@ static size_t sentence_end(const char *s, size_t a, size_t b) {
     return b;
 }
 
-/* The code point at s[0, n) (*k its bytes; 0xFFFD for a bad sequence). */
-static unsigned code_point(const unsigned char *s, size_t n, size_t *k) {
-    unsigned c = s[0];
-    size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-    if (!len || len > n) {
-        *k = 1;
-        return 0xFFFD;
-    }
-    unsigned cp = len == 1 ? c : c & (0x7F >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *k = 1;
-            return 0xFFFD;
-        }
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    *k = len;
-    return cp;
-}
-
 /* 1 when s[0, n) holds a letter: an ASCII one, or a character beyond
  * Latin-1's symbols that is no punctuation, symbol or emoji (U+2000-2BFF,
  * U+3000-303F, U+FF00-FF20, from U+1F000). */
 static int has_letter(const char *s, size_t n) {
     for (size_t i = 0, k; i < n; i += k) {
-        unsigned c = code_point((const unsigned char *)s + i, n - i, &k);
+        uint32_t c = 0xFFFD;
+        int len = srv_utf8_next(s + i, n - i, &c);
+        k = len ? (size_t)len : 1;   /* (a byte of no character: no letter) */
         if (c < 0x80 ? ((c | 32) >= 'a' && (c | 32) <= 'z')
                      : c >= 0xC0 && c != 0xD7 && c != 0xF7 && c != 0xFFFD && !(c >= 0x2000 && c <= 0x2BFF) &&
                            !(c >= 0x3000 && c <= 0x303F) && !(c >= 0xFF00 && c <= 0xFF20) && c < 0x1F000)

@@ -9,8 +9,10 @@
  *
  * A sentence ends after a run of . ! ? ... (U+2026) and any closing quotes
  * or brackets after it, where white space follows and then no lowercase
- * ASCII letter, and not after an abbreviation (a word of one letter, or one
- * holding a '.': "J." "e.g."; Mr Mrs Ms Dr Prof St Jr Sr vs etc Inc Ltd Co
+ * ASCII letter, and not after an abbreviation (a word of one letter, a
+ * number of one or two digits as German and others write ordinals ("am
+ * 3. Oktober"; so "to 10. Then" is not cut either: a missed cut costs less
+ * than a wrong one), or a word holding a '.': "J." "e.g."; Mr Mrs Ms Dr Prof St Jr Sr vs etc Inc Ltd Co
  * No Nr Fig); after CJK's 。！？ whatever follows. Argos Translate cuts with
  * stanza's models where installed: these rules are the common cases of
  * those, not a copy.

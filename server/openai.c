@@ -1,5 +1,6 @@
 /* openai.c - OpenAI's response shapes (openai.h). */
 #include "openai.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -125,45 +126,12 @@ char *srv_body(const encdec_result *r, const srv_audio_req *q, const char *task,
     return print(j);
 }
 
-/* s as valid UTF-8, in place: an invalid or cut sequence (a value a
- * client sent, echoed and truncated by a printf precision or its buffer)
- * goes, the rest stays. */
-static void utf8_clean(char *s) {
-    const unsigned char *p = (const unsigned char *)s;
-    unsigned char *w = (unsigned char *)s;
-    size_t n = strlen(s), i = 0;
-    while (i < n) {
-        unsigned c = p[i];
-        int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4 : 0;
-        int ok = len > 0 && i + (size_t)len <= n;
-        for (int k = 1; ok && k < len; k++) ok = (p[i + k] & 0xc0) == 0x80;
-        if (ok && len == 3) {   /* no overlong forms, no surrogates */
-            unsigned v = ((c & 0x0f) << 12) | ((p[i + 1] & 0x3f) << 6);
-            ok = v >= 0x800 && !(v >= 0xd800 && v <= 0xdfff);
-        }
-        if (ok && len == 4) {
-            unsigned v = ((c & 0x07) << 18) | ((p[i + 1] & 0x3f) << 12);
-            ok = v >= 0x10000 && v <= 0x10ffff;
-        }
-        if (ok) {
-            memmove(w, p + i, (size_t)len);
-            w += len;
-            i += (size_t)len;
-            continue;
-        }
-        i++;   /* the bad byte, and the continuation bytes after it */
-        while (i < n && (p[i] & 0xc0) == 0x80) i++;
-    }
-    *w = 0;
-}
-
 char *srv_error_body(const srv_error *e) {
     cJSON *j = cJSON_CreateObject(), *o = cJSON_CreateObject();
     char msg[sizeof e->message];
     memcpy(msg, e->message, sizeof msg);
     msg[sizeof msg - 1] = 0;
-    utf8_clean(msg);
+    srv_utf8_clean(msg);
     cJSON_AddStringToObject(o, "message", msg);
     cJSON_AddStringToObject(o, "type", e->type ? e->type : "server_error");
     if (e->param) cJSON_AddStringToObject(o, "param", e->param);

@@ -7,6 +7,7 @@
  * the rules lt_format.h and lt.h state, not from the code's output. */
 #include "check.h"
 
+#include "../server/utf8.c"
 #include "../server/lt_format.c"
 #include "../server/lt.c"
 

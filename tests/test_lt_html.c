@@ -5,6 +5,7 @@
  * entities, raw text elements, translate="no"), not from the code's output. */
 #include "check.h"
 
+#include "../server/utf8.c"
 #include "../server/lt_html.c"
 
 #include <stdlib.h>

@@ -6,6 +6,7 @@
  * back around translations, byte for byte between them. */
 #include "check.h"
 
+#include "../server/utf8.c"
 #include "../server/lt_split.c"
 
 #include <stdlib.h>
@@ -63,6 +64,12 @@ int main(void) {
         const char *w[] = {"Wait...", "What?!", "He said \"Go.\"", "(Then he went.)", "\xc2\xabOui.\xc2\xbb", NULL};
         expect("Wait... What?! He said \"Go.\" (Then he went.) \xc2\xabOui.\xc2\xbb", w, "<0> <1> <2> <3> <4>");
     }
+    {   /* ordinals of one or two digits are no end; a year is */
+        const char *w[] = {"Am 3. Oktober 1990.", "Dann 12. Mai.", NULL};
+        expect("Am 3. Oktober 1990. Dann 12. Mai.", w, "<0> <1>");
+        const char *w2[] = {"Born in 1990.", "Then more.", NULL};
+        expect("Born in 1990. Then more.", w2, "<0> <1>");
+    }
     {   /* a lowercase start keeps the sentence; an uppercase or digit one cuts it */
         const char *w[] = {"See fig. one.", "Then 3 more.", "4 left.", NULL};
         expect("See fig. one. Then 3 more. 4 left.", w, "<0> <1> <2>");
@@ -75,7 +82,7 @@ int main(void) {
     }
     {   /* pieces without a letter stay as they were */
         const char *w[] = {"Chapter one.", "The end.", NULL};
-        expect("42. Chapter one. -- 7! The end. ...", w, "42. <0> -- 7! <1> ...");
+        expect("142. Chapter one. -- 7! The end. ...", w, "142. <0> -- 7! <1> ...");
     }
     {   /* no letter beyond ASCII either: punctuation, symbols, emoji; CJK and accents are letters */
         const char *w[] = {"\xc3\xa9t\xc3\xa9.", "\xe5\xa5\xbd", NULL};

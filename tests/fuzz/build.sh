@@ -53,15 +53,15 @@ link_one() {   # link_one HARNESS: its binary, with the server's sources where i
   local h=$1 extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
   [ "$h" = form ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
-                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c
+                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c
                             -lmicrohttpd)
   # the WebSocket of /v1/realtime: the same handler, its session and framing (wslay, nettle)
   [ "$h" = realtime ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
                                 server/ep_load.c server/form.c server/openai.c server/completions.c
-                                server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
+                                server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
                                 -lmicrohttpd -lwslay -lnettle)
   # LibreTranslate's request parser
-  [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c)
+  [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 }
 # every harness, as many at once as there are cores

@@ -158,13 +158,13 @@ def mbart(binary):
               "translate format html: entities decoded as html.unescape does (%r)" % out)
         # a text of lines and sentences: each sentence translated alone, what is between
         # them kept; longer than the model's 64 positions together
-        doc = "%s  %s\n\n42. %s\n%s %s" % (a, b, texts[2], a, b)
+        doc = "%s  %s\n\n142. %s\n%s %s" % (a, b, texts[2], a, b)
         sents = [a, b, texts[2], a, b]
         tr = [cli(binary, d, "fr_XX", "de_DE", x, 2) for x in sents]
         st, out = post(s.url + "/translate", json.dumps({"q": doc, "source": "fr", "target": "de",
                                                          "alternatives": 1}).encode(), "application/json")
-        want = touched(doc, "%s  %s\n\n42. %s\n%s %s" % tuple(t[0] for t in tr))
-        alt = touched(doc, "%s  %s\n\n42. %s\n%s %s" % tuple(t[1] for t in tr))
+        want = touched(doc, "%s  %s\n\n142. %s\n%s %s" % tuple(t[0] for t in tr))
+        alt = touched(doc, "%s  %s\n\n142. %s\n%s %s" % tuple(t[1] for t in tr))
         check(st == 200 and out["translatedText"] == want and out["alternatives"] == unique([alt], want),
               "translate: lines and sentences each translated alone, the rest kept (%r)" % out)
         st, out = post(s.url + "/translate", b"q=%3Cp%3EBonjour%3C%2Fp%3E&source=fr&target=de&format=html",
