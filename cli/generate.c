@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +44,17 @@ static const char *HELP =
     "      --length-penalty X beam score = sum of log-probs / length^X (default 1)\n"
     "      --early-stopping   beam: stop an input once N hypotheses are finished\n"
     "                         (default: once no live beam can beat them)\n"
+    "      --patience X       beam, with --early-stopping (implied): stop once\n"
+    "                         round(N x X) hypotheses are finished, and keep them all\n"
+    "                         (CTranslate2's patience), in (0, 64] (default 1)\n"
     "      --no-repeat-ngram N  never repeat an n-gram of N tokens (default 0: off)\n"
     "      --repetition-penalty X  a generated token's logit / X (x X when negative;\n"
     "                         default 1: off), as transformers' generate() applies it\n"
     "                         (the decoder start counted; on log-probs in beam search)\n"
-    "      --num-return N     sequences returned per input (beam: 1..N beams;\n"
-    "                         sampling: 1..64; default 1)\n"
+    "      --num-return N     sequences returned per input (beam: 1..N beams, or\n"
+    "                         round(N x X) with --patience X; sampling: 1..64;\n"
+    "                         default 1); an input whose search finished fewer prints\n"
+    "                         empty lines for the rest\n"
     "      --sample           sample instead of taking the most likely token\n"
     "      --temperature X    sampling temperature, > 0 (default 1)\n"
     "      --top-k N          sample from the N most likely tokens (default 0: all)\n"
@@ -158,6 +164,9 @@ static int parse_options(int argc, char **argv, opts *o, cli_args *texts) {
             else if (!strcmp(a, "--seed")) ok = parse_seed(v, &o->gp.seed);
             else if (!strcmp(a, "--length-penalty")) {
                 if ((ok = cli_parse_double(a, v, -100, 100, &x))) o->gp.length_penalty = (float)x, o->set |= SET_LP;
+            } else if (!strcmp(a, "--patience")) {
+                if ((ok = cli_parse_double(a, v, 1e-6, 64, &x)))
+                    o->gp.patience = (float)x, o->gp.early_stopping = 1, o->set |= SET_EARLY;
             } else if (!strcmp(a, "--repetition-penalty")) {
                 if ((ok = cli_parse_double(a, v, 0, 1e6, &x))) o->gp.repetition_penalty = (float)x, o->set |= SET_REP;
             } else if (!strcmp(a, "--temperature")) {
@@ -182,8 +191,10 @@ static int check(opts *o, int i, int *first_text) {
                 "$ENCDEC_MODEL)\n");
         return -1;
     }
-    if (o->gp.num_return_sequences > (o->gp.do_sample ? 64 : o->gp.num_beams)) {
-        cli_err("encdec: --num-return %d needs --beam %d or more, or --sample\n",
+    int most = o->gp.num_beams;
+    if (o->gp.patience > 0 && o->gp.num_beams > 1) most = (int)lround(o->gp.num_beams * (double)o->gp.patience);
+    if (o->gp.num_return_sequences > (o->gp.do_sample ? 64 : most)) {
+        cli_err("encdec: --num-return %d needs --beam %d or more (or more --patience), or --sample\n",
                 o->gp.num_return_sequences, o->gp.num_return_sequences);
         return -1;
     }
@@ -227,22 +238,31 @@ static int parse(int argc, char **argv, opts *o, int *first_text) {
 
 /* ---- output ---- */
 
-static void print_plain(const encdec_result *r, int k, int n_ret) {
+/* The result's next sequence (*at) when it answers input k (a search may
+ * have finished fewer than n_ret: --patience), else NULL. */
+static const encdec_sequence *next_of(const encdec_result *r, int *at, int k) {
+    const encdec_sequence *q = encdec_result_sequence(r, *at);
+    if (!q || q->input != k) return NULL;
+    ++*at;
+    return q;
+}
+
+static void print_plain(const encdec_result *r, int *at, int k, int n_ret) {
     for (int j = 0; j < n_ret; j++) {
-        const encdec_sequence *q = encdec_result_sequence(r, k * n_ret + j);
+        const encdec_sequence *q = next_of(r, at, k);
         printf("%s\n", q ? q->text : "");
     }
 }
 
-static void print_json(const encdec_result *r, int k, int n_ret, long line, const char *input,
+static void print_json(const encdec_result *r, int *at, int k, int n_ret, long line, const char *input,
                        const opts *o) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "index", (double)line);
     cJSON_AddStringToObject(j, "input", input);
     cJSON *seqs = cJSON_AddArrayToObject(j, "sequences");
     for (int s = 0; s < n_ret; s++) {
-        const encdec_sequence *q = encdec_result_sequence(r, k * n_ret + s);
-        if (!q) continue;
+        const encdec_sequence *q = next_of(r, at, k);
+        if (!q) break;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "text", q->text);
         cJSON_AddNumberToObject(e, "score", q->score);
@@ -308,13 +328,13 @@ static int run_batch(encdec_session *s, const char *const *inputs, int n, long f
         gp.user = &printed;
     }
     encdec_status st = encdec_generate(s, inputs, n, &gp, &r);
-    int n_ret = o->gp.num_return_sequences, failed = 0;
+    int n_ret = o->gp.num_return_sequences, failed = 0, at = 0;
     if (printed && st) putchar('\n');   /* the line cut short by the error */
     if (!st) {
         for (int k = 0; k < n; k++) {
-            if (o->json) print_json(r, k, n_ret, first_line + k, inputs[k], o);
+            if (o->json) print_json(r, &at, k, n_ret, first_line + k, inputs[k], o);
             else if (o->stream) putchar('\n');
-            else print_plain(r, k, n_ret);
+            else print_plain(r, &at, k, n_ret);
         }
         encdec_result_free(r);
         fflush(stdout);

@@ -976,6 +976,12 @@ typedef struct {
      * Reads the attention return_attention 2 keeps (it is returned only as
      * return_attention asks). Not with on_token. 0: off (the default). */
     int replace_unknowns;
+    /* Beam search with early_stopping 1 (CTranslate2's patience): an input's
+     * search ends once round(num_beams * patience) hypotheses finished,
+     * every one kept; num_return_sequences may then be up to that many (at
+     * most 64), and fewer come back where fewer finished within
+     * max_new_tokens. In (0, 64]; 0 or 1: num_beams (the default). */
+    float patience;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

@@ -165,7 +165,7 @@ def _zip_same(*iterables):
 
 
 # CTranslate2's options this does not implement, with the value that means "off"
-_UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0, "patience": 1,
+_UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0,
                 "return_alternatives": False, "end_token": None, "use_vmap": False,
                 "min_alternative_expansion_prob": 0, "return_logits_vocab": False}
 
@@ -263,11 +263,15 @@ class Translator:
                         return_end_token=False, max_input_length=1024, max_decoding_length=256,
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
-                        sampling_temperature=1, callback=None, asynchronous=False, **unsupported):
+                        sampling_temperature=1, patience=1, callback=None, asynchronous=False,
+                        **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
-        1). suppress_sequences: one-token sequences only. max_input_length
+        1). patience: a beam search ends once round(beam_size * patience)
+        hypotheses finished, and num_hypotheses may be up to that many
+        (fewer come back where fewer finished). suppress_sequences:
+        one-token sequences only. max_input_length
         (0: none) keeps an input's first tokens. min_decoding_length: the
         end token is banned before that many tokens (the target prefix
         counted, as CTranslate2 counts it). return_attention: each token's
@@ -314,7 +318,10 @@ class Translator:
         gp.max_new_tokens = int(max_decoding_length)   # CTranslate2's count: the prefix and </s> in it
         gp.min_new_tokens = max(int(min_decoding_length), 0)   # the same count
         gp.truncate = 1
-        gp.early_stopping = 1   # CTranslate2's beam ends with beam_size finished hypotheses
+        gp.early_stopping = 1   # CTranslate2's beam ends with beam_size (x patience) finished hypotheses
+        if not patience > 0:
+            raise ValueError(f"patience={patience!r}: the patience factor must be > 0")
+        gp.patience = float(patience)
         gp.ctranslate2_rules = 1
         if sample:
             gp.do_sample = 1

@@ -10,6 +10,7 @@
 #include "models/t5.h"
 #include "models/bart.h"
 #include "models/s2s.h"
+#include "decode/search.h"
 #include "asr/asr.h"
 #include "asr/speech.h"
 
@@ -138,6 +139,10 @@ typedef struct {
     int n_in;
 } api_packed;
 encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults */
+/* The hypotheses that end a beam search (round(num_beams x patience)), and
+ * the search's parameters (p checked). */
+int api_beam_finish(const encdec_generate_params *p);
+dec_beam_params api_beam_params(const encdec_generate_params *p);
 /* The languages of a generation (encdec_generate_params' src_lang and
  * tgt_lang) as the model takes them: a source language index for the
  * tokenizer (src; tgt for Marian's >>xx<< token, -1: none), the decoder's

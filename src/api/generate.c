@@ -17,6 +17,7 @@
 #include "decode/task.h"
 #include "decode/runner.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,21 @@ encdec_generate_params encdec_generate_default_params(void) {
     return p;
 }
 
+int api_beam_finish(const encdec_generate_params *p) {
+    if (p->num_beams < 2) return 1;   /* greedy: the one hypothesis */
+    return p->patience == 1 || p->patience == 0 ? p->num_beams : (int)lround((double)p->num_beams * p->patience);
+}
+
+dec_beam_params api_beam_params(const encdec_generate_params *p) {
+    int n_finish = api_beam_finish(p);
+    dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, p->num_return_sequences,
+                          n_finish == p->num_beams ? 0 : n_finish, 0};
+    /* CTranslate2 ends a search without a length penalty as soon as its
+     * best candidate ended and the hypotheses asked for are there */
+    bp.exit_top = p->ctranslate2_rules && p->early_stopping == 1 && p->length_penalty == 0;
+    return bp;
+}
+
 encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->kv_mode != ENCDEC_KV_FULL && p->kv_mode != ENCDEC_KV_SELF && p->kv_mode != ENCDEC_KV_NONE)
         return ed_fail(ENCDEC_ERR_ARG, "unknown cache mode %d", (int)p->kv_mode);
@@ -49,11 +65,21 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->do_sample && p->num_beams > 1)
         return ed_fail(ENCDEC_ERR_ARG, "sampling with beams is not supported: use num_beams 1 "
                        "with sampling, or beam search without it");
-    int most = p->do_sample ? GEN_MAX_WIDTH : p->num_beams;
+    if (!(p->patience >= 0 && p->patience <= 64))
+        return ed_fail(ENCDEC_ERR_ARG, "patience %g is out of range (0, 64] (0: 1)", (double)p->patience);
+    if (p->patience == 0) p->patience = 1;
+    if (p->patience != 1 && p->num_beams > 1 && p->early_stopping != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "patience %g: a beam search that ends on finished hypotheses "
+                       "(early_stopping 1), not %d", (double)p->patience, p->early_stopping);
+    int n_finish = api_beam_finish(p);
+    if (n_finish < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "patience %g with %d beams ends a search with no hypothesis",
+                       (double)p->patience, p->num_beams);
+    int most = p->do_sample ? GEN_MAX_WIDTH : n_finish < GEN_MAX_WIDTH ? n_finish : GEN_MAX_WIDTH;
     if (p->num_return_sequences < 1 || p->num_return_sequences > most)
         return ed_fail(ENCDEC_ERR_ARG, "num_return_sequences %d is out of range 1..%d%s",
                        p->num_return_sequences, most,
-                       !p->do_sample ? " (more sequences need more beams, or sampling)" : "");
+                       !p->do_sample ? " (more sequences need more beams, patience, or sampling)" : "");
     if (p->truncate != 0 && p->truncate != 1)
         return ed_fail(ENCDEC_ERR_ARG, "truncate must be 0 or 1, not %d", p->truncate);
     if (!(p->repetition_penalty >= 0 && p->repetition_penalty <= 1e6))
@@ -81,7 +107,7 @@ encdec_status api_generate_check(encdec_generate_params *p) {
         return ed_fail(ENCDEC_ERR_ARG, "on_token streams greedy or sampled tokens: beam search's "
                        "tokens are final only at the end (num_beams %d)", p->num_beams);
     if (p->num_beams > 1) {
-        dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, p->num_return_sequences};
+        dec_beam_params bp = api_beam_params(p);
         return dec_beam_params_check(&bp);
     }
     if (p->do_sample) {
@@ -364,7 +390,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     dec_task *t = NULL;
     if (!st) {
         if (p->num_beams > 1) {
-            dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, n_ret};
+            dec_beam_params bp = api_beam_params(p);
             st = dec_beam_task(&t, dm, B, logits, &rules, &bp, toks, lps, lens, scores);
         } else if (p->do_sample) {
             dec_sample_params sp = {p->temperature, p->top_k, p->top_p, p->seed};
@@ -388,6 +414,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     if (p->replace_unknowns && !subst && !st) st = ENCDEC_ERR_NOMEM;
     int unk = ttok_token_id(m->tok, "<unk>");
     for (size_t i = 0; i < n_out && !st; i++) {
+        if (lens[i] < 0) continue;   /* a rank the search did not fill (patience) */
         const int *tk = toks + i * (size_t)max_new;
         int first = (int)r->n_tokens, in = (int)i / n_ret;
         int sub = subst && att[i] && unknowns(m, at, in, tk, lens[i], att[i], unk, subst);

@@ -59,7 +59,11 @@ typedef struct {
     cand *cands;        /* [2 * W] */
     float *mx, *lse;    /* [W] log_softmax terms of a group's rows */
     hyp_list *lists;    /* [G] */
-    hyp *hyps;          /* [G, W + 1]: the lists' storage */
+    hyp *hyps;          /* [G, cap + 1]: the lists' storage */
+    int cap;            /* hypotheses a list keeps: W (HF's), or every one that can finish
+                           before the group is done (n_finish other than W) */
+    int n_finish;       /* bp->n_finish, or W */
+    unsigned char *top_ended;   /* [G] bp->exit_top: a step's best candidate ended */
     int *seq, *next, *to, *from;   /* [G * W] step and reorder arguments */
     int *hist;          /* [W, N] a group's beams' tokens so far, for the rules that read
                            them (repetition_penalty, no_repeat_ngram); NULL when none do */
@@ -71,9 +75,16 @@ encdec_status dec_beam_params_check(const dec_beam_params *bp) {
     if (bp->n_beams < 1 || bp->n_beams > BEAM_MAX)
         return ed_fail(ENCDEC_ERR_ARG, "beam: n_beams must be in [1, %d] (got %d)", BEAM_MAX,
                        bp->n_beams);
-    if (bp->n_return < 1 || bp->n_return > bp->n_beams)
-        return ed_fail(ENCDEC_ERR_ARG, "beam: n_return must be in [1, n_beams = %d] (got %d)",
-                       bp->n_beams, bp->n_return);
+    if (bp->n_finish < 0 || bp->n_finish > 64 * BEAM_MAX)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish %d is out of range 0..%d", bp->n_finish,
+                       64 * BEAM_MAX);
+    if ((bp->n_finish || bp->exit_top) && bp->early_stopping != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish and exit_top end a search with "
+                       "early_stopping 1 only (got %d)", bp->early_stopping);
+    int most = bp->n_finish > bp->n_beams ? bp->n_finish : bp->n_beams;
+    if (bp->n_return < 1 || bp->n_return > most)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_return must be in [1, %d] (got %d)", most,
+                       bp->n_return);
     if (!isfinite(bp->length_penalty))
         return ed_fail(ENCDEC_ERR_ARG, "beam: length_penalty must be a finite number (got %g)",
                        bp->length_penalty);
@@ -157,10 +168,10 @@ static void top_candidates(cand *c, int k, const float *score, const float *mx,
  * worst (the first of equals) leaves. */
 static void hyp_add(beam_run *b, hyp_list *l, hyp h, float sum_logprobs, int generated_len) {
     h.score = sum_logprobs / pow(generated_len, b->bp->length_penalty);
-    if (l->n >= b->W && !(h.score > l->worst)) return;
+    if (l->n >= b->cap && !(h.score > l->worst)) return;
     h.order = b->n_added++;
     l->h[l->n++] = h;
-    if (l->n > b->W) {
+    if (l->n > b->cap) {
         int lo = 0;
         for (int i = 1; i < l->n; i++)
             if (l->h[i].score < l->h[lo].score) lo = i;
@@ -174,10 +185,12 @@ static void hyp_add(beam_run *b, hyp_list *l, hyp h, float sum_logprobs, int gen
     }
 }
 
-/* BeamHypotheses.is_done after step t; best_sum: the best candidate's score. */
-static int hyp_done(const beam_run *b, const hyp_list *l, float best_sum, int t) {
+/* BeamHypotheses.is_done after step t; best_sum: the best candidate's
+ * score (early_stopping 1: CTranslate2's patience and exit). */
+static int hyp_done(const beam_run *b, int g, const hyp_list *l, float best_sum, int t) {
+    if (b->bp->early_stopping == 1)
+        return b->bp->exit_top ? b->top_ended[g] && l->n >= b->bp->n_return : l->n >= b->n_finish;
     if (l->n < b->W) return 0;
-    if (b->bp->early_stopping == 1) return 1;
     double lp = b->bp->length_penalty;
     int len = b->bp->early_stopping == 2 && lp > 0 ? b->N : t + 1;
     return l->worst >= best_sum / pow(len, lp);
@@ -255,6 +268,7 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
             }
             hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_lp = lp};
             hyp_add(b, l, h, c->score, t + 1);
+            if (k == 0 && b->top_ended) b->top_ended[g] = 1;
         } else {
             size_t i = (size_t)t * b->G * W + (size_t)g * W + nb++;
             b->score[(size_t)g * W + nb - 1] = c->score;
@@ -263,7 +277,7 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
             b->parent[i] = c->beam;
         }
     }
-    l->done = l->done || hyp_done(b, l, b->cands[0].score, t);
+    l->done = l->done || hyp_done(b, g, l, b->cands[0].score, t);
 }
 
 /* The next step's rows: every live beam's next token, forking beams whose
@@ -327,8 +341,13 @@ static void finalize(beam_run *b, int n_steps, int *out_tok, float *out_lp, int 
             hyp_add(b, l, h, b->score[(size_t)g * W + j], n_steps);
         }
         qsort(l->h, l->n, sizeof *l->h, hyp_cmp);
-        for (int k = 0; k < R && k < l->n; k++) {
+        for (int k = 0; k < R; k++) {
             size_t o = (size_t)g * R + k;
+            if (k >= l->n) {   /* fewer finished than asked for */
+                out_len[o] = -1;
+                out_score[o] = -INFINITY;
+                continue;
+            }
             write_hyp(b, g, &l->h[k], out_tok + o * N, out_lp + o * N, &out_len[o], &out_score[o],
                       b->task.path ? b->task.path + o * N : NULL);
         }
@@ -348,7 +367,9 @@ static encdec_status beam_alloc(beam_run *b) {
     b->cands = dec_alloc_n(2 * (size_t)b->W, sizeof *b->cands, "beam candidates");
     b->mx = dec_alloc_n(2 * (size_t)b->W, sizeof *b->mx, "beam log_softmax terms");
     b->lists = dec_alloc_n(b->G, sizeof *b->lists, "beam hypothesis lists");
-    b->hyps = dec_alloc_n(GW + b->G, sizeof *b->hyps, "beam hypotheses");
+    b->hyps = dec_alloc_n((size_t)b->G * (b->cap + 1), sizeof *b->hyps, "beam hypotheses");
+    if (b->bp->exit_top && !(b->top_ended = calloc((size_t)b->G, 1)))
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
     b->seq = dec_alloc_n(4 * GW, sizeof *b->seq, "beam sequence lists");
     if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->mx ||
         !b->lists || !b->hyps || !b->seq)
@@ -362,7 +383,7 @@ static encdec_status beam_alloc(beam_run *b) {
     b->to = b->next + GW;
     b->from = b->to + GW;
     for (int g = 0; g < b->G; g++)
-        b->lists[g] = (hyp_list){b->hyps + (size_t)g * (b->W + 1), 0, 1e9, 0};
+        b->lists[g] = (hyp_list){b->hyps + (size_t)g * (b->cap + 1), 0, 1e9, 0};
     for (size_t i = 0; i < GW; i++) b->score[i] = i % b->W ? -1e9f : 0;
     return ENCDEC_OK;
 }
@@ -378,6 +399,7 @@ static void beam_free(beam_run *b) {
     free(b->mx);
     free(b->lists);
     free(b->hyps);
+    free(b->top_ended);
     free(b->hist);
     free(b->seq);
 }
@@ -437,6 +459,10 @@ encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, fl
                     .out_score = out_score, .G = n_groups, .W = bp->n_beams, .V = m->n_vocab,
                     .N = r->max_new};
     b->bp = &b->bp_own;
+    b->n_finish = bp->n_finish ? bp->n_finish : b->W;
+    /* CTranslate2 keeps every finished hypothesis: fewer than n_finish
+     * before the last step, which adds W at most (or the live beams join) */
+    b->cap = b->n_finish == b->W ? b->W : b->n_finish + b->W - 1;
     if ((st = beam_alloc(b))) {
         beam_free_all(b);
         return st;

@@ -49,7 +49,14 @@ typedef struct {
     int early_stopping;     /* 1: a group is done once it has n_beams finished hypotheses (HF True);
                                0: HF's False heuristic (done when no live beam can beat the worst kept);
                                2: HF's "never" (done when no live beam can, even at max_new tokens) */
-    int n_return;           /* 1..n_beams: best hypotheses returned per group */
+    int n_return;           /* 1..max(n_beams, n_finish): best hypotheses returned per group */
+    int n_finish;           /* early_stopping 1: a group is done once this many hypotheses
+                               finished (CTranslate2's round(beam_size * patience)); 0: n_beams.
+                               Other than n_beams, every finished one is kept (CTranslate2's
+                               list), not the n_beams best (HF's) */
+    int exit_top;           /* early_stopping 1: done instead once the best candidate of a
+                               step ended and n_return hypotheses finished (CTranslate2's exit
+                               with length_penalty 0 and no coverage penalty) */
 } dec_beam_params;
 
 /* Beam search for n_groups inputs at once, HF transformers 4.46 semantics
@@ -66,7 +73,9 @@ typedef struct {
  * live beams; beams fork through dm->reorder (only the sequences that
  * change are named); groups that are done drop out of the steps.
  * Outputs: n_out = n_groups * n_return, group g's rank k at index
- * g*n_return + k, best first; out_lp: the rule-filtered log-probs.
+ * g*n_return + k, best first; out_lp: the rule-filtered log-probs; a
+ * group with fewer hypotheses than n_return (n_finish > n_beams, the
+ * length limit reached first) has out_len -1 at the ranks it lacks.
  * Candidates with equal scores rank by beam, then token (torch.topk leaves
  * that order unspecified). Cost per position: O(n_beams * V) per group
  * (a partial selection, no sort of the vocabulary); memory: the logits of

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Goldens for the search options of CTranslate2's translate_batch that
+encdec's Translator takes besides the plain beam and greedy searches:
+patience, length_penalty 0 (CTranslate2's early exit), end_token,
+return_alternatives with min_alternative_expansion_prob, prefix_bias_beta
+and coverage_penalty. CTranslate2 4.8's Translator itself runs each one on
+the CTranslate2 directory of tools/golden_bart_ct2.py
+(tests/data/tiny-random-marian-ct2), one example a call.
+
+A random model seldom ends a sequence, and its many near-equal tokens make
+ties a float32 engine could break otherwise: every case lets the model
+generate only </s> and a few seeded tokens (suppress_sequences of every
+other one; in encdec the same list as suppress_tokens), so that
+hypotheses end at various lengths and their scores stand apart.
+
+  tests/data/bart-golden/translator-options.json
+    allowed   the tokens a case may generate
+    sources   the source token lists (>>de<< first, </s> last)
+    runs      name, options (translate_batch's keyword arguments but
+              suppress_sequences and the target prefix), prefix (per source
+              or null), results: per source the hypotheses (tokens, as
+              translate_batch returns them) and their scores
+
+A result is kept only where its scores (those compared) are 1e-3 or more
+apart and none of its hypotheses reached the length limit before a
+search could end it (a run is for what the option changes, not for which
+of two near-equal candidates a float32 product prefers); a run keeps at
+least 5 of its 24 sources. Each run is also run without its option, and
+the script asserts the option changed some results (else it tests
+nothing).
+
+Nothing here reads the project's sources. Run from the repository root:
+
+    .venv/bin/python tools/golden_translator_options.py
+"""
+import json
+import os
+import random
+
+import ctranslate2
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+MODEL = os.path.join(ROOT, "tests", "data", "tiny-random-marian-ct2")
+OUT = os.path.join(ROOT, "tests", "data", "bart-golden", "translator-options.json")
+MAX = 24
+N_SOURCES = 24
+GAP = 1e-3
+
+
+def runs(allowed):
+    """(name, options, prefix kind, the option's off value)"""
+    a, b = allowed[4], allowed[6]   # tokens this model ends on often enough
+    return [
+        ("patience-2", dict(beam_size=3, patience=2.0, num_hypotheses=6, length_penalty=1.0), None,
+         dict(patience=1.0, num_hypotheses=3)),
+        ("patience-0.5", dict(beam_size=4, patience=0.5, num_hypotheses=2, length_penalty=1.0), None,
+         dict(patience=1.0)),
+        ("length-penalty-0", dict(beam_size=4, num_hypotheses=2, length_penalty=0.0), None,
+         dict(length_penalty=0.001)),
+        ("end-token", dict(beam_size=4, num_hypotheses=2, end_token=a, return_end_token=True), None,
+         dict(end_token=None)),
+        ("end-tokens-greedy", dict(beam_size=1, end_token=[a, b], return_end_token=True), None,
+         dict(end_token=None)),
+        ("end-tokens-beam", dict(beam_size=3, num_hypotheses=2, end_token=[a, "</s>"]), None,
+         dict(end_token=None)),
+        ("alternatives-greedy", dict(beam_size=1, num_hypotheses=4, return_alternatives=True), "one",
+         dict(return_alternatives=False, num_hypotheses=1)),
+        ("alternatives-beam", dict(beam_size=2, num_hypotheses=3, return_alternatives=True,
+                                   min_alternative_expansion_prob=0.05), "two",
+         dict(return_alternatives=False, num_hypotheses=2, min_alternative_expansion_prob=0)),
+        ("alternatives-noprefix", dict(beam_size=1, num_hypotheses=3, return_alternatives=True), None,
+         dict(return_alternatives=False, num_hypotheses=1)),
+        ("prefix-bias", dict(beam_size=3, num_hypotheses=2, prefix_bias_beta=0.6), "three",
+         dict(prefix_bias_beta=0.0)),
+        ("prefix-bias-greedy", dict(beam_size=1, prefix_bias_beta=0.3), "two",
+         dict(prefix_bias_beta=0.0)),
+        ("coverage", dict(beam_size=4, num_hypotheses=3, coverage_penalty=0.4), None,
+         dict(coverage_penalty=0.0)),
+    ]
+
+
+def separated(scores):
+    s = sorted(scores, reverse=True)
+    return all(x - y >= GAP for x, y in zip(s, s[1:]))
+
+
+def main():
+    vocab = json.load(open(os.path.join(MODEL, "shared_vocabulary.json"), encoding="utf-8"))
+    tr = ctranslate2.Translator(MODEL, device="cpu", compute_type="float32")
+    rng = random.Random(20261204)
+    normal = [t for t in vocab[3:] if not t.startswith(">>") and not t.startswith("<")]
+    allowed = ["</s>"] + rng.sample(normal, 7)
+    suppress = [[t] for t in vocab if t not in allowed]
+    sources = [[">>de<<"] + rng.sample(normal, rng.randint(2, 9)) + ["</s>"] for _ in range(N_SOURCES)]
+    prefixes = {"one": lambda: allowed[1:2], "two": lambda: [allowed[4], allowed[1]],
+                "three": lambda: [allowed[5], allowed[6], allowed[4]]}
+    out_runs = []
+    for name, opts, pk, off in runs(allowed):
+        base = dict(max_decoding_length=MAX, suppress_sequences=suppress, return_scores=True)
+        prefix = [prefixes[pk]() for _ in sources] if pk else None
+        kept, changed = [], 0
+        for i, src in enumerate(sources):
+            pre = [prefix[i]] if prefix else None
+            r = tr.translate_batch([src], target_prefix=pre, **base, **opts)[0]
+            plain = tr.translate_batch([src], target_prefix=pre, **base, **{**opts, **off})[0]
+            changed += r.hypotheses != plain.hypotheses or any(abs(x - y) > 1e-6 for x, y in zip(r.scores, plain.scores))
+            ends = opts.get("end_token") or "</s>"
+            ends = [ends] if isinstance(ends, str) else ends
+            full = any(len(h) >= MAX and h[-1] not in ends for h in r.hypotheses)
+            ok = separated(r.scores) and not full and r.hypotheses
+            kept.append({"source": i, "hypotheses": r.hypotheses, "scores": r.scores} if ok else None)
+        n = sum(k is not None for k in kept)
+        print(f"{name}: {n} of {len(sources)} kept, the option changed {changed}")
+        assert n >= 5 and changed >= 2, (name, n, changed)
+        out_runs.append({"name": name, "options": opts, "prefix": prefix,
+                         "results": [k for k in kept if k is not None]})
+    out = {"source": "tools/golden_translator_options.py, ctranslate2 " + ctranslate2.__version__,
+           "model_dir": os.path.relpath(MODEL, ROOT), "max_decoding_length": MAX, "allowed": allowed,
+           "sources": sources, "runs": out_runs}
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
