@@ -982,6 +982,15 @@ typedef struct {
      * most 64), and fewer come back where fewer finished within
      * max_new_tokens. In (0, 64]; 0 or 1: num_beams (the default). */
     float patience;
+    /* Tokens that end a sequence instead of the model's </s> (CTranslate2's
+     * end_token): end_tokens[0, n_end_tokens) (1..1024 ids), banned as </s>
+     * is before min_new_tokens; the model's </s> is then a token like any
+     * other. A sequence's last token is the one that ended it; the end
+     * tokens it ends with are left out of its text (a beam may go on from
+     * one where a step's candidates run out of others, as CTranslate2's
+     * do). NULL / 0: </s> (the default). */
+    const int *end_tokens;
+    int n_end_tokens;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

@@ -166,7 +166,7 @@ def _zip_same(*iterables):
 
 # CTranslate2's options this does not implement, with the value that means "off"
 _UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0,
-                "return_alternatives": False, "end_token": None, "use_vmap": False,
+                "return_alternatives": False, "use_vmap": False,
                 "min_alternative_expansion_prob": 0, "return_logits_vocab": False}
 
 
@@ -263,15 +263,17 @@ class Translator:
                         return_end_token=False, max_input_length=1024, max_decoding_length=256,
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
-                        sampling_temperature=1, patience=1, callback=None, asynchronous=False,
-                        **unsupported):
+                        sampling_temperature=1, patience=1, end_token=None, callback=None,
+                        asynchronous=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
         1). patience: a beam search ends once round(beam_size * patience)
         hypotheses finished, and num_hypotheses may be up to that many
         (fewer come back where fewer finished). suppress_sequences:
-        one-token sequences only. max_input_length
+        one-token sequences only. end_token: a token or a list of tokens that
+        end a hypothesis instead of </s> (which is then a token like any
+        other); return_end_token keeps the one that ended it. max_input_length
         (0: none) keeps an input's first tokens. min_decoding_length: the
         end token is banned before that many tokens (the target prefix
         counted, as CTranslate2 counts it). return_attention: each token's
@@ -346,8 +348,14 @@ class Translator:
         # the engine's attention pass after the search: every hypothesis's, or
         # those with an <unk> to replace
         gp.return_attention = 1 if return_attention else 2 if replace_unknowns else 0
-        call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), self._eos,
+        ends = [self._eos]
+        if end_token is not None and end_token != []:
+            ends = self._ids([end_token] if isinstance(end_token, str) else list(end_token), "end_token")
+            ends_c = (ctypes.c_int * len(ends))(*ends)
+            gp.end_tokens, gp.n_end_tokens = ends_c, len(ends)
+        call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends,
                         None if gp.num_beams > 1 else float(length_penalty))
+        call.ends_c = gp.end_tokens   # alive while the call runs
         call.keep = keep
         if callback is not None:
             call.watch(callback, bool(return_scores), int(max_decoding_length))
@@ -476,9 +484,9 @@ class _IdsCall(_Call):
     """A translate_batch: token ids in (encdec_engine_generate_ids), token
     lists and scores out."""
 
-    def __init__(self, engine, gp, items, model, end_token, eos, norm):
+    def __init__(self, engine, gp, items, model, end_token, ends, norm):
         super().__init__(engine, gp, items, None, True)
-        self.model, self.end_token, self.eos = model, end_token, eos
+        self.model, self.end_token, self.ends = model, end_token, frozenset(ends)
         self.norm = norm   # greedy and sampling: the sum over length ** norm (the beam's is)
 
     def watch(self, callback, scores, max_len):
@@ -490,7 +498,7 @@ class _IdsCall(_Call):
     def _token(self, i, k, piece, tok, lp):
         got = self.streamed.setdefault(i, [])
         got.append((tok, lp))
-        last = tok == self.eos or len(got) >= self.max_len
+        last = tok in self.ends or len(got) >= self.max_len
         text = N.text(N.lib.encdec_model_token(self.model, tok)) or "<unk>"
         step = GenerationStepResult(len(got) - 1, i, tok, text, float(lp) if self.with_lp else None, last)
         if self.on_token(step) and not last:
@@ -530,7 +538,7 @@ class _IdsCall(_Call):
         score = float(sq.score)
         if self.norm is not None and ids:
             score /= len(ids) ** self.norm
-        if ids and ids[-1] == self.eos and not self.end_token:
+        while ids and ids[-1] in self.ends and not self.end_token:   # as CTranslate2 strips them
             ids.pop()
         # an id past the tokenizer (a model's padding rows) as <unk>
         toks = [N.text(N.lib.encdec_model_token(self.model, t)) or "<unk>" for t in ids]

@@ -50,6 +50,7 @@ struct encdec_request {
     int *ids, n_ids;             /* or its input's tokens (encdec_engine_generate_ids) */
     int *prefix;                 /* the target prefix (langs.prefix points here) */
     int *suppress;               /* gp.suppress_tokens (copied; gp points here) */
+    int *ends;                   /* gp.end_tokens (copied; gp points here) */
     encdec_generate_params gp;   /* its language strings resolved into langs and cleared */
     api_langs langs;
     pthread_t th;
@@ -243,6 +244,7 @@ static void request_release(encdec_request *q) {
     free(q->ids);
     free(q->prefix);
     free(q->suppress);
+    free(q->ends);
     for (int i = 0; i < 6; i++) free(q->strs[i]);
     free(q->clips);
     free(q->prompt_ids);
@@ -390,6 +392,12 @@ static encdec_status gen_params(encdec_engine *e, encdec_request *q, const encde
         else memcpy(q->suppress, q->gp.suppress_tokens, sizeof(int) * (size_t)q->gp.n_suppress_tokens);
     }
     q->gp.suppress_tokens = q->suppress;
+    if (!st && q->gp.n_end_tokens) {
+        q->ends = malloc(sizeof(int) * (size_t)q->gp.n_end_tokens);
+        if (!q->ends) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: end_tokens");
+        else memcpy(q->ends, q->gp.end_tokens, sizeof(int) * (size_t)q->gp.n_end_tokens);
+    }
+    q->gp.end_tokens = q->ends;
     int width = q->gp.do_sample ? q->gp.num_return_sequences : q->gp.num_beams;
     if (!st && q->gp.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",

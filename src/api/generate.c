@@ -96,6 +96,9 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->n_suppress_tokens < 0 || p->n_suppress_tokens > (1 << 20) || (p->n_suppress_tokens && !p->suppress_tokens))
         return ed_fail(ENCDEC_ERR_ARG, "suppress_tokens: %d tokens%s", p->n_suppress_tokens,
                        p->n_suppress_tokens > 0 ? " and no list" : "");
+    if (p->n_end_tokens < 0 || p->n_end_tokens > 1024 || (p->n_end_tokens && !p->end_tokens))
+        return ed_fail(ENCDEC_ERR_ARG, "end_tokens: %d tokens%s", p->n_end_tokens,
+                       p->n_end_tokens > 0 ? " and no list" : " (0..1024)");
     if (p->return_attention < 0 || p->return_attention > 2)
         return ed_fail(ENCDEC_ERR_ARG, "return_attention %d is not 0, 1 or 2", p->return_attention);
     if (p->replace_unknowns != 0 && p->replace_unknowns != 1)
@@ -289,8 +292,9 @@ static int unknowns(const s2s_model *m, const api_attender *at, int in, const in
 }
 
 /* Output i's tokens and text into r (subst: replace_unknowns' or NULL). */
+/* A sequence's tokens into r, and its text: of the first n_text. */
 static encdec_status put_output(encdec_result *r, const s2s_model *m, const int *tk, const float *lp, int n,
-                                const char *const *subst, char **text) {
+                                int n_text, const char *const *subst, char **text) {
     encdec_status st = ENCDEC_OK;
     for (int j = 0; j < n && !st; j++) {
         if (!subst || !subst[j]) {
@@ -305,7 +309,7 @@ static encdec_status put_output(encdec_result *r, const s2s_model *m, const int 
         st = api_result_add_token(r, tk[j], lp[j], known ? known : w, k, 0);
         free(w);
     }
-    return st ? st : ttok_decode_subst(m->tok, tk, n, subst, text);
+    return st ? st : ttok_decode_subst(m->tok, tk, n_text, subst, text);
 }
 
 /* Each output token's sequence as the strategies other than beam search
@@ -335,6 +339,15 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     rules.min_new = p->min_new_tokens;
     rules.force_last = p->forced_eos != 0;
     rules.force_last_id = m->forced_eos >= 0 ? m->forced_eos : m->eos;
+    for (int i = 0; i < p->n_end_tokens && !st; i++)
+        if (p->end_tokens[i] < 0 || p->end_tokens[i] >= m->n_vocab)
+            st = ed_fail(ENCDEC_ERR_ARG, "end_tokens[%d] is %d, not below the vocabulary size %d", i,
+                         p->end_tokens[i], m->n_vocab);
+    if (p->n_end_tokens > 0) {   /* the caller's end tokens instead of </s> */
+        rules.eot = p->end_tokens[0];
+        rules.more_eot = p->end_tokens + 1;
+        rules.n_more_eot = p->n_end_tokens - 1;
+    }
     /* the caller's suppressed tokens with the generation config's */
     int n_sup = m->n_suppress + p->n_suppress_tokens;
     int *sup = n_sup > m->n_suppress ? ed_alloc(sizeof(int) * (size_t)n_sup, "suppressed tokens") : NULL;
@@ -419,7 +432,12 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
         int first = (int)r->n_tokens, in = (int)i / n_ret;
         int sub = subst && att[i] && unknowns(m, at, in, tk, lens[i], att[i], unk, subst);
         char *text = NULL;
-        st = put_output(r, m, tk, lps + i * (size_t)max_new, lens[i], sub ? subst : NULL, &text);
+        /* the caller's end tokens at the end (a beam may go on past one when
+         * the candidates run out, as CTranslate2's) are no part of the text,
+         * as CTranslate2 leaves them out (</s> has none) */
+        int n_text = lens[i];
+        while (p->n_end_tokens > 0 && n_text > 0 && dec_is_eot(&rules, tk[n_text - 1])) n_text--;
+        st = put_output(r, m, tk, lps + i * (size_t)max_new, lens[i], n_text, sub ? subst : NULL, &text);
         if (!st) st = api_result_add_sequence(r, in, (int)i % n_ret, scores[i], first, lens[i], text);
         if (!st && att && att[i] && p->return_attention) {
             st = api_result_set_attention(r, (int)r->n_seqs - 1, att[i], at->full ? at->full[in] : at->cols[in]);

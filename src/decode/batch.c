@@ -207,7 +207,7 @@ static encdec_status ind_advance(dec_task *t) {
         q->out_lp[(size_t)s * N + pos] = lp;
         q->out_len[s] = pos + 1;
         q->out_score[s] += lp;
-        if (tok == r->eot || pos + 1 >= N) {
+        if (dec_is_eot(r, tok) || pos + 1 >= N) {
             q->n_ended++;
             continue;
         }

@@ -28,7 +28,8 @@ typedef struct {
     double score;       /* sum_logprobs / generated_len ^ length_penalty */
     int n_beam_tok;     /* tokens read back from a beam's history */
     int slot;           /* that beam: the slot after step n_beam_tok - 1 */
-    int eos;            /* 1: then eos, with log-prob eos_lp */
+    int eos;            /* 1: then eos (the end token eos_tok), with log-prob eos_lp */
+    int eos_tok;
     float eos_lp;
     long order;         /* insertion order: HF's tie-break when sorting */
 } hyp;
@@ -57,6 +58,7 @@ typedef struct {
     float *lp;          /* [N, G * W] its (rule-filtered) log-prob */
     int *parent;        /* [N, G * W] the slot in the group it extended */
     cand *cands;        /* [2 * W] */
+    int *ended;         /* [W] a step's candidates of the best W that ended */
     float *mx, *lse;    /* [W] log_softmax terms of a group's rows */
     hyp_list *lists;    /* [G] */
     hyp *hyps;          /* [G, cap + 1]: the lists' storage */
@@ -237,13 +239,22 @@ static void lsm_row(void *arg, int j) {
     if (dec_forced_at(b->r, q->t, b->V)) b->mx[j] = b->lse[j] = 0;   /* its log-prob 0 */
 }
 
+/* Beam j of group g takes candidate c (log-prob lp) at step t. */
+static void set_beam(beam_run *b, int g, int j, const cand *c, float lp, int t) {
+    size_t i = (size_t)t * b->G * b->W + (size_t)g * b->W + j;
+    b->score[(size_t)g * b->W + j] = c->score;
+    b->tok[i] = c->tok;
+    b->lp[i] = lp;
+    b->parent[i] = c->beam;
+}
+
 /* BeamSearchScorer.process for group g at step t; rows[W, V]: its beams'
  * logits. As in HF the rules apply to the log-probs: suppressed tokens get
  * -inf after the log_softmax, without renormalising, and the repetition
  * penalty scales log-probs; with r->ct2 (CTranslate2) they apply to the
  * logits before it (lsm_row). */
 static void process_group(beam_run *b, int g, float *rows, int t) {
-    int W = b->W, V = b->V, K = 2 * W, nb = 0;
+    int W = b->W, V = b->V, K = 2 * W, nb = 0, n_ended = 0;
     lsm_job q = {b, rows, g, t};
     if (b->m->par_for && W > 1) b->m->par_for(b->m->ctx, W, lsm_row, &q);   /* rows: independent */
     else
@@ -253,7 +264,7 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
     for (int k = 0; k < K && nb < W; k++) {
         const cand *c = &b->cands[k];
         float lp = (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam];
-        if (c->tok == b->r->eot) {
+        if (dec_is_eot(b->r, c->tok)) {
             if (k >= W) continue;   /* an eos ranked below the n_beams best is dropped */
             if (k > 0 && b->r->ct2 && b->r->n_forced > 0 && t == b->r->n_forced) {
                 /* CTranslate2, at the first step after a target prefix: an eos
@@ -266,16 +277,20 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
                 b->parent[i] = c->beam;
                 continue;
             }
-            hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_lp = lp};
+            hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_tok = c->tok, .eos_lp = lp};
             hyp_add(b, l, h, c->score, t + 1);
             if (k == 0 && b->top_ended) b->top_ended[g] = 1;
+            b->ended[n_ended++] = k;
         } else {
-            size_t i = (size_t)t * b->G * W + (size_t)g * W + nb++;
-            b->score[(size_t)g * W + nb - 1] = c->score;
-            b->tok[i] = c->tok;
-            b->lp[i] = lp;
-            b->parent[i] = c->beam;
+            set_beam(b, g, nb++, c, lp, t);
         }
+    }
+    /* Several end tokens (r->more_eot) can leave fewer than W others among
+     * the 2W: as CTranslate2 does, the last ended candidates of the best W
+     * then go on as beams too */
+    for (int e = n_ended - (W - nb) > 0 ? n_ended - (W - nb) : 0; nb < W && e < n_ended; e++) {
+        const cand *c = &b->cands[b->ended[e]];
+        set_beam(b, g, nb++, c, (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam], t);
     }
     l->done = l->done || hyp_done(b, g, l, b->cands[0].score, t);
 }
@@ -323,7 +338,7 @@ static void write_hyp(const beam_run *b, int g, const hyp *h, int *tok, float *l
     *len = h->n_beam_tok;
     if (h->eos) {
         if (path) path[*len] = g * b->W + h->slot;
-        tok[*len] = b->r->eot;
+        tok[*len] = h->eos_tok;
         lp[(*len)++] = h->eos_lp;
     }
     *score = (float)h->score;
@@ -365,13 +380,14 @@ static encdec_status beam_alloc(beam_run *b) {
     b->lp = dec_alloc_n(NGW, sizeof *b->lp, "beam log-probs");
     b->parent = dec_alloc_n(NGW, sizeof *b->parent, "beam parents");
     b->cands = dec_alloc_n(2 * (size_t)b->W, sizeof *b->cands, "beam candidates");
+    b->ended = dec_alloc_n((size_t)b->W, sizeof *b->ended, "beam candidates");
     b->mx = dec_alloc_n(2 * (size_t)b->W, sizeof *b->mx, "beam log_softmax terms");
     b->lists = dec_alloc_n(b->G, sizeof *b->lists, "beam hypothesis lists");
     b->hyps = dec_alloc_n((size_t)b->G * (b->cap + 1), sizeof *b->hyps, "beam hypotheses");
     if (b->bp->exit_top && !(b->top_ended = calloc((size_t)b->G, 1)))
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
     b->seq = dec_alloc_n(4 * GW, sizeof *b->seq, "beam sequence lists");
-    if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->mx ||
+    if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->ended || !b->mx ||
         !b->lists || !b->hyps || !b->seq)
         return ENCDEC_ERR_NOMEM;
     b->lse = b->mx + b->W;
@@ -396,6 +412,7 @@ static void beam_free(beam_run *b) {
     free(b->lp);
     free(b->parent);
     free(b->cands);
+    free(b->ended);
     free(b->mx);
     free(b->lists);
     free(b->hyps);

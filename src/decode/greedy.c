@@ -40,7 +40,11 @@ void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *
     if (gen && r->no_repeat_ngram > 0) ban_ngrams(logits, n_vocab, r->no_repeat_ngram, gen, n_gen);
     for (int i = 0; i < r->n_suppress; i++)
         if (r->suppress[i] >= 0 && r->suppress[i] < n_vocab) logits[r->suppress[i]] = -INFINITY;
-    if (n_gen < r->min_new && r->eot >= 0 && r->eot < n_vocab) logits[r->eot] = -INFINITY;
+    if (n_gen < r->min_new) {
+        if (r->eot >= 0 && r->eot < n_vocab) logits[r->eot] = -INFINITY;
+        for (int i = 0; i < r->n_more_eot; i++)
+            if (r->more_eot[i] >= 0 && r->more_eot[i] < n_vocab) logits[r->more_eot[i]] = -INFINITY;
+    }
     if (dec_forced_at(r, n_gen, n_vocab))
         for (int i = 0; i < n_vocab; i++) logits[i] = i == r->force_last_id ? 0.0f : -INFINITY;
     if (n_gen == 0)
@@ -76,7 +80,7 @@ encdec_status dec_greedy(const dec_model *m, int seq, const int *prompt, int n_p
         out_tok[i] = id;
         out_lp[i] = dec_logprob(logits, m->n_vocab, id);
         *n_out = i + 1;
-        if (id == r->eot || i + 1 == r->max_new || dec_should_stop(r, out_tok, i + 1)) break;
+        if (dec_is_eot(r, id) || i + 1 == r->max_new || dec_should_stop(r, out_tok, i + 1)) break;
         st = m->step(m->ctx, 1, &seq, &id, logits);
     }
     return st;

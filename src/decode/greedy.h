@@ -60,6 +60,10 @@ typedef struct {
                                    the logits, then the log-softmax); 0, transformers' (the
                                    log-softmax first, the rules on the log-probs: suppressed
                                    tokens -inf unrenormalised, the penalty scales log-probs) */
+    const int *more_eot;        /* [n_more_eot] tokens that end a sequence as eot does (and are
+                                   banned with it before min_new): CTranslate2's end_token list.
+                                   NULL: none */
+    int n_more_eot;
 } dec_rules;
 
 /* Applies the rules in place to the logits of a sequence that has generated
@@ -75,6 +79,14 @@ void dec_apply_rules(float *logits, int n_vocab, const dec_rules *r, const int *
  * itself, as ForcedEOSTokenLogitsProcessor does. */
 static inline int dec_forced_at(const dec_rules *r, int n_gen, int n_vocab) {
     return r->force_last && n_gen == r->max_new - 1 && r->force_last_id >= 0 && r->force_last_id < n_vocab;
+}
+
+/* 1 when tok ends a sequence: r->eot, or one of r->more_eot. */
+static inline int dec_is_eot(const dec_rules *r, int tok) {
+    if (tok == r->eot) return 1;
+    for (int i = 0; i < r->n_more_eot; i++)
+        if (tok == r->more_eot[i]) return 1;
+    return 0;
 }
 
 /* Nonzero when r's hook stops the sequence after gen[0, n_gen). */
