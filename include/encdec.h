@@ -991,6 +991,17 @@ typedef struct {
      * do). NULL / 0: </s> (the default). */
     const int *end_tokens;
     int n_end_tokens;
+    /* Beam search with early_stopping 1: each finished hypothesis' score
+     * (every one kept, as with patience) gains coverage_penalty x the sum,
+     * over the input tokens it attends to, of log(min(its attention summed
+     * over the hypothesis' tokens, 1)) before they are ranked: CTranslate2's
+     * coverage penalty, on the attention return_attention gives (kept as
+     * the search decodes, whether returned or not; a weight below float's
+     * smallest normal number is 0, as CTranslate2 has it). With
+     * ctranslate2_rules it also keeps a search with length_penalty 0 going
+     * to the end, as CTranslate2's. BART-family and T5 models; 0: off (the
+     * default). */
+    float coverage_penalty;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

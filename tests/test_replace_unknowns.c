@@ -21,6 +21,7 @@
  *   - off: the same tokens, the <unk> left out of the text;
  *   - errors: a value other than 0 or 1, with on_token.
  */
+#include "allowed.h"
 #include "check.h"
 #include "encdec.h"
 #include "tok/text.h"
@@ -96,16 +97,8 @@ static encdec_generate_params lt_params(const encdec_model *m, int *sup, int rep
     p.min_new_tokens = 1;   /* CTranslate2's min_decoding_length */
     p.replace_unknowns = replace;
     p.tgt_lang = cJSON_GetObjectItem(golden, "tgt_lang")->valuestring;   /* its >>de<< first */
-    const cJSON *allowed = cJSON_GetObjectItem(golden, "allowed");
-    int n = 0;
-    for (int id = 0; encdec_model_token(m, id); id++) {
-        int ok = 0;
-        for (int a = 0; a < cJSON_GetArraySize(allowed); a++)
-            ok |= !strcmp(encdec_model_token(m, id), cJSON_GetArrayItem(allowed, a)->valuestring);
-        if (!ok) sup[n++] = id;
-    }
     p.suppress_tokens = sup;
-    p.n_suppress_tokens = n;
+    p.n_suppress_tokens = suppress_all_but(m, cJSON_GetObjectItem(golden, "allowed"), sup);
     return p;
 }
 

@@ -15,7 +15,9 @@ hypotheses end at various lengths and their scores stand apart.
 
   tests/data/bart-golden/translator-options.json
     allowed   the tokens a case may generate
-    sources   the source token lists (>>de<< first, </s> last)
+    texts     the sources as text (encdec: target language de)
+    sources   their token lists as sentencepiece's source.spm segments
+              them (>>de<< first, </s> last; every piece in the vocabulary)
     runs      name, options (translate_batch's keyword arguments but
               suppress_sequences and the target prefix), prefix (per source
               or null), results: per source the hypotheses (tokens, as
@@ -38,11 +40,14 @@ import os
 import random
 
 import ctranslate2
+import sentencepiece as spm
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MODEL = os.path.join(ROOT, "tests", "data", "tiny-random-marian-ct2")
 OUT = os.path.join(ROOT, "tests", "data", "bart-golden", "translator-options.json")
 MAX = 24
+WORDS = ["the", "cat", "was", "yes", "estate", "Hello", "world", "big", "and", "of", "from", "The",
+         "which", "sun", "day", "water", "we", "are", "read", "speak", "house", "green", "time"]
 N_SOURCES = 24
 GAP = 1e-3
 
@@ -76,6 +81,10 @@ def runs(allowed):
          dict(prefix_bias_beta=0.0)),
         ("coverage", dict(beam_size=4, num_hypotheses=3, coverage_penalty=0.4), None,
          dict(coverage_penalty=0.0)),
+        # (return_attention: CTranslate2 4.8.5's greedy search crashes on a
+        # coverage penalty with return_scores without it)
+        ("coverage-greedy", dict(beam_size=1, coverage_penalty=0.3, return_attention=True), None,
+         dict(coverage_penalty=0.0)),
     ]
 
 
@@ -91,7 +100,14 @@ def main():
     normal = [t for t in vocab[3:] if not t.startswith(">>") and not t.startswith("<")]
     allowed = ["</s>"] + rng.sample(normal, 7)
     suppress = [[t] for t in vocab if t not in allowed]
-    sources = [[">>de<<"] + rng.sample(normal, rng.randint(2, 9)) + ["</s>"] for _ in range(N_SOURCES)]
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(MODEL, "source.spm"))
+    texts, sources = [], []
+    while len(texts) < N_SOURCES:
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 7)))
+        pieces = sp.encode(text, out_type=str)
+        if all(p in vocab for p in pieces) and text not in texts:
+            texts.append(text)
+            sources.append([">>de<<"] + pieces + ["</s>"])
     prefixes = {"one": lambda: allowed[1:2], "two": lambda: [allowed[4], allowed[1]],
                 "three": lambda: [allowed[5], allowed[6], allowed[4]]}
     out_runs = []
@@ -116,7 +132,7 @@ def main():
                          "results": [k for k in kept if k is not None]})
     out = {"source": "tools/golden_translator_options.py, ctranslate2 " + ctranslate2.__version__,
            "model_dir": os.path.relpath(MODEL, ROOT), "max_decoding_length": MAX, "allowed": allowed,
-           "sources": sources, "runs": out_runs}
+           "texts": texts, "sources": sources, "runs": out_runs}
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")

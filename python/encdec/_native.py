@@ -215,7 +215,8 @@ class GenerateParams(Structure):
                 ("n_suppress_tokens", c_int), ("min_new_tokens", c_int),
                 ("forced_eos", c_int), ("ctranslate2_rules", c_int), ("return_attention", c_int),
                 ("replace_unknowns", c_int), ("patience", c_float),
-                ("end_tokens", POINTER(c_int)), ("n_end_tokens", c_int)]
+                ("end_tokens", POINTER(c_int)), ("n_end_tokens", c_int),
+                ("coverage_penalty", c_float)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.

@@ -38,6 +38,7 @@ from . import _native as N
 from .t5 import T5Model, _Call, _rules
 
 import ctypes
+import math
 import queue
 import threading
 
@@ -165,7 +166,7 @@ def _zip_same(*iterables):
 
 
 # CTranslate2's options this does not implement, with the value that means "off"
-_UNSUPPORTED = {"coverage_penalty": 0, "prefix_bias_beta": 0,
+_UNSUPPORTED = {"prefix_bias_beta": 0,
                 "return_alternatives": False, "use_vmap": False,
                 "min_alternative_expansion_prob": 0, "return_logits_vocab": False}
 
@@ -263,8 +264,8 @@ class Translator:
                         return_end_token=False, max_input_length=1024, max_decoding_length=256,
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
-                        sampling_temperature=1, patience=1, end_token=None, callback=None,
-                        asynchronous=False, **unsupported):
+                        sampling_temperature=1, patience=1, end_token=None, coverage_penalty=0,
+                        callback=None, asynchronous=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -273,7 +274,10 @@ class Translator:
         (fewer come back where fewer finished). suppress_sequences:
         one-token sequences only. end_token: a token or a list of tokens that
         end a hypothesis instead of </s> (which is then a token like any
-        other); return_end_token keeps the one that ended it. max_input_length
+        other); return_end_token keeps the one that ended it.
+        coverage_penalty: each hypothesis' score gains coverage_penalty x the
+        sum over the source tokens it attends to of log(min(its attention
+        summed over the hypothesis, 1)); a beam search ranks by it. max_input_length
         (0: none) keeps an input's first tokens. min_decoding_length: the
         end token is banned before that many tokens (the target prefix
         counted, as CTranslate2 counts it). return_attention: each token's
@@ -348,6 +352,11 @@ class Translator:
         # the engine's attention pass after the search: every hypothesis's, or
         # those with an <unk> to replace
         gp.return_attention = 1 if return_attention else 2 if replace_unknowns else 0
+        cover = float(coverage_penalty or 0)
+        if gp.num_beams > 1:
+            gp.coverage_penalty = cover   # the engine ranks by it
+        elif cover and return_scores:
+            gp.return_attention = 1       # the score's: from every token's row
         ends = [self._eos]
         if end_token is not None and end_token != []:
             ends = self._ids([end_token] if isinstance(end_token, str) else list(end_token), "end_token")
@@ -356,6 +365,7 @@ class Translator:
         call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends,
                         None if gp.num_beams > 1 else float(length_penalty))
         call.ends_c = gp.end_tokens   # alive while the call runs
+        call.cover = cover if gp.num_beams == 1 else 0
         call.keep = keep
         if callback is not None:
             call.watch(callback, bool(return_scores), int(max_decoding_length))
@@ -480,6 +490,18 @@ class Translator:
             th.join()
 
 
+def _coverage(rows, beta):
+    """CTranslate2's coverage penalty: beta x the sum over the source tokens
+    of log(min(their attention summed over the rows, 1)), those never
+    attended to left out."""
+    pen = 0.0
+    for col in zip(*rows):
+        c = sum(col)
+        if c > 0:
+            pen += math.log(min(c, 1.0))
+    return beta * pen
+
+
 class _IdsCall(_Call):
     """A translate_batch: token ids in (encdec_engine_generate_ids), token
     lists and scores out."""
@@ -530,11 +552,16 @@ class _IdsCall(_Call):
         cols = ctypes.c_int()
         a = N.lib.encdec_result_attention(r, k, ctypes.byref(cols))
         n = cols.value
+        if self.cover and a and n:   # greedy: CTranslate2's coverage penalty on the score
+            score += _coverage([a[t * n:(t + 1) * n] for t in range(self.n_all)], self.cover)
         rows = [a[t * n:(t + 1) * n] for t in range(len(ids))] if a and n else None
         return toks, score, ids, rows
 
+    cover = 0   # greedy: the coverage penalty, added to the score here
+
     def _collect(self, sq):
         ids = [sq.tokens[j].id for j in range(sq.n_tokens)]
+        self.n_all = len(ids)   # every token's row, the end token's too
         score = float(sq.score)
         if self.norm is not None and ids:
             score /= len(ids) ** self.norm

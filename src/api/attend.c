@@ -23,14 +23,8 @@ void api_mean_softmax(const api_scores *s, int r0, int R, int T, float *out) {
     memset(out, 0, sizeof(float) * (size_t)R * (size_t)T);
     for (int a = 0; a < s->heads; a++) {
         const float *sc = s->sc + (size_t)a * s->head_stride + (size_t)r0 * (size_t)s->ld;
-        for (int r = 0; r < R; r++) {
-            const float *v = sc + (size_t)r * (size_t)s->ld;
-            double mx = -INFINITY, sum = 0;
-            for (int t = 0; t < T; t++) mx = v[t] > mx ? v[t] : mx;
-            for (int t = 0; t < T; t++) sum += exp((double)v[t] - mx);
-            for (int t = 0; t < T; t++)
-                out[(size_t)r * T + t] += (float)(exp((double)v[t] - mx) / sum / s->heads);
-        }
+        for (int r = 0; r < R; r++)
+            rn_softmax_add(sc + (size_t)r * (size_t)s->ld, T, 1.0 / s->heads, out + (size_t)r * T);
     }
 }
 

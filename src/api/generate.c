@@ -49,7 +49,8 @@ dec_beam_params api_beam_params(const encdec_generate_params *p) {
                           n_finish == p->num_beams ? 0 : n_finish, 0};
     /* CTranslate2 ends a search without a length penalty as soon as its
      * best candidate ended and the hypotheses asked for are there */
-    bp.exit_top = p->ctranslate2_rules && p->early_stopping == 1 && p->length_penalty == 0;
+    bp.exit_top = p->ctranslate2_rules && p->early_stopping == 1 && p->length_penalty == 0 &&
+                  p->coverage_penalty == 0;
     return bp;
 }
 
@@ -99,6 +100,13 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (p->n_end_tokens < 0 || p->n_end_tokens > 1024 || (p->n_end_tokens && !p->end_tokens))
         return ed_fail(ENCDEC_ERR_ARG, "end_tokens: %d tokens%s", p->n_end_tokens,
                        p->n_end_tokens > 0 ? " and no list" : " (0..1024)");
+    if (!isfinite(p->coverage_penalty) || fabsf(p->coverage_penalty) > 1e6f)
+        return ed_fail(ENCDEC_ERR_ARG, "coverage_penalty %g is not a finite number in -1e6..1e6",
+                       (double)p->coverage_penalty);
+    if (p->coverage_penalty != 0 && (p->num_beams < 2 || p->early_stopping != 1))
+        return ed_fail(ENCDEC_ERR_ARG, "coverage_penalty ranks the finished hypotheses of a beam search "
+                       "that ends on them: num_beams 2 or more and early_stopping 1 (a greedy or "
+                       "sampled sequence has only its score to change)");
     if (p->return_attention < 0 || p->return_attention > 2)
         return ed_fail(ENCDEC_ERR_ARG, "return_attention %d is not 0, 1 or 2", p->return_attention);
     if (p->replace_unknowns != 0 && p->replace_unknowns != 1)
@@ -312,6 +320,31 @@ static encdec_status put_output(encdec_result *r, const s2s_model *m, const int 
     return st ? st : ttok_decode_subst(m->tok, tk, n_text, subst, text);
 }
 
+/* CTranslate2's coverage penalty of a hypothesis (dec_beam_params.rescore):
+ * beta x the sum over the input's tokens of log(min(attention summed over
+ * the hypothesis' n tokens, 1)), those it never attends to left out; float
+ * sums, as CTranslate2's. */
+typedef struct {
+    const api_attender *at;
+    float beta;
+} api_cover;
+
+static double coverage(void *ctx, int g, const int *path, int n) {
+    const api_cover *c = ctx;
+    int cols = c->at->cols[g];
+    float sum[4096];   /* an input's tokens: at most the model's positions */
+    if (cols > (int)(sizeof sum / sizeof *sum)) cols = (int)(sizeof sum / sizeof *sum);
+    memset(sum, 0, sizeof(float) * (size_t)cols);
+    for (int t = 0; t < n; t++) {
+        const float *row = rn_att_row(c->at->rn, path[t], t);
+        for (int k = 0; row && k < cols; k++) sum[k] += row[k];
+    }
+    float pen = 0;
+    for (int k = 0; k < cols; k++)
+        if (sum[k] > 0) pen += logf(sum[k] < 1 ? sum[k] : 1.0f);
+    return (double)(c->beta * pen);
+}
+
 /* Each output token's sequence as the strategies other than beam search
  * leave it: output i's (a sequence of its input, as the search's). */
 static int *paths(int n_out, int n_ret, int width, int max_new) {
@@ -386,24 +419,29 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
                          lg->n_prefix ? "the target prefix" : "this model's first token", n_forced + 1);
     }
     /* the attention kept from the prompt on (return_attention; replace_unknowns
-     * reads it for the outputs that hold <unk>) */
-    int mode = p->return_attention ? p->return_attention : p->replace_unknowns ? 2 : 0;
+     * reads it for the outputs that hold <unk>; the coverage penalty for every
+     * hypothesis) */
+    int mode = p->return_attention ? p->return_attention : p->coverage_penalty != 0 ? 1 : p->replace_unknowns ? 2 : 0;
     int *path = NULL;
     if (!st && mode) {
         if (!at || !m->ops->xattn)
             st = ed_fail(ENCDEC_ERR_ARG, "%s: not for %s models here",
-                         p->return_attention ? "return_attention" : "replace_unknowns", m->model_type);
+                         p->return_attention ? "return_attention" : p->coverage_penalty != 0 ? "coverage_penalty"
+                                                                                               : "replace_unknowns",
+                         m->model_type);
         else if (!(path = paths((int)n_out, n_ret, width, max_new)))
             st = ENCDEC_ERR_NOMEM;
         else
             st = api_attend_begin(at, W, width, max_new);
     }
+    api_cover cov = {at, p->coverage_penalty};
     /* then the strategy as a task */
     if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
     dec_task *t = NULL;
     if (!st) {
         if (p->num_beams > 1) {
             dec_beam_params bp = api_beam_params(p);
+            if (p->coverage_penalty != 0) bp.rescore = coverage, bp.rescore_ctx = &cov;
             st = dec_beam_task(&t, dm, B, logits, &rules, &bp, toks, lps, lens, scores);
         } else if (p->do_sample) {
             dec_sample_params sp = {p->temperature, p->top_k, p->top_p, p->seed};
@@ -419,8 +457,9 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     if (!st) st = run(run_ctx, t, p->on_token ? &w : NULL);
     gen_stream_free(&gs);
     dec_task_free(t);
-    float **att = mode && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
-    if (mode && !st) st = att ? attention(m, p, mode, at, (int)n_out, toks, lens, path, att) : ENCDEC_ERR_NOMEM;
+    int keep = mode && (p->return_attention || p->replace_unknowns);   /* rows for the outputs */
+    float **att = keep && !st ? ed_calloc(sizeof *att * n_out, "attention") : NULL;
+    if (keep && !st) st = att ? attention(m, p, mode, at, (int)n_out, toks, lens, path, att) : ENCDEC_ERR_NOMEM;
     if (mode && at) rn_att_end(at->rn);
     free(path);
     const char **subst = p->replace_unknowns && !st ? ed_alloc(sizeof *subst * (size_t)max_new, "tokens") : NULL;

@@ -28,8 +28,9 @@ typedef struct {
     double score;       /* sum_logprobs / generated_len ^ length_penalty */
     int n_beam_tok;     /* tokens read back from a beam's history */
     int slot;           /* that beam: the slot after step n_beam_tok - 1 */
-    int eos;            /* 1: then eos (the end token eos_tok), with log-prob eos_lp */
-    int eos_tok;
+    int eos;            /* 1: then eos (the end token eos_tok), with log-prob eos_lp, chosen
+                           from beam eos_beam's row */
+    int eos_tok, eos_beam;
     float eos_lp;
     long order;         /* insertion order: HF's tie-break when sorting */
 } hyp;
@@ -59,6 +60,7 @@ typedef struct {
     int *parent;        /* [N, G * W] the slot in the group it extended */
     cand *cands;        /* [2 * W] */
     int *ended;         /* [W] a step's candidates of the best W that ended */
+    int *path;          /* [N] a hypothesis' sequences (bp->rescore) */
     float *mx, *lse;    /* [W] log_softmax terms of a group's rows */
     hyp_list *lists;    /* [G] */
     hyp *hyps;          /* [G, cap + 1]: the lists' storage */
@@ -80,9 +82,9 @@ encdec_status dec_beam_params_check(const dec_beam_params *bp) {
     if (bp->n_finish < 0 || bp->n_finish > 64 * BEAM_MAX)
         return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish %d is out of range 0..%d", bp->n_finish,
                        64 * BEAM_MAX);
-    if ((bp->n_finish || bp->exit_top) && bp->early_stopping != 1)
-        return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish and exit_top end a search with "
-                       "early_stopping 1 only (got %d)", bp->early_stopping);
+    if ((bp->n_finish || bp->exit_top || bp->rescore) && bp->early_stopping != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish, exit_top and rescore are for a search "
+                       "with early_stopping 1 only (got %d)", bp->early_stopping);
     int most = bp->n_finish > bp->n_beams ? bp->n_finish : bp->n_beams;
     if (bp->n_return < 1 || bp->n_return > most)
         return ed_fail(ENCDEC_ERR_ARG, "beam: n_return must be in [1, %d] (got %d)", most,
@@ -277,7 +279,8 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
                 b->parent[i] = c->beam;
                 continue;
             }
-            hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_tok = c->tok, .eos_lp = lp};
+            hyp h = {.n_beam_tok = t, .slot = t > 0 ? c->beam : -1, .eos = 1, .eos_tok = c->tok,
+                     .eos_beam = c->beam, .eos_lp = lp};
             hyp_add(b, l, h, c->score, t + 1);
             if (k == 0 && b->top_ended) b->top_ended[g] = 1;
             b->ended[n_ended++] = k;
@@ -323,6 +326,19 @@ static int hyp_cmp(const void *pa, const void *pb) {
     return a->order < b->order ? 1 : a->order > b->order ? -1 : 0;
 }
 
+/* Hypothesis h's sequences, token by token (path[t]: the beam whose row
+ * chose token t): its count. */
+static int hyp_path(const beam_run *b, int g, const hyp *h, int *path) {
+    int slot = h->slot;
+    for (int t = h->n_beam_tok - 1; t >= 0; t--) {
+        size_t i = (size_t)t * b->G * b->W + (size_t)g * b->W + slot;
+        slot = b->parent[i];
+        path[t] = g * b->W + slot;
+    }
+    if (h->eos) path[h->n_beam_tok] = g * b->W + h->eos_beam;
+    return h->n_beam_tok + (h->eos != 0);
+}
+
 /* Writes hypothesis h of group g: its beam's tokens read back through the
  * parents, then eos if it ended with one. */
 static void write_hyp(const beam_run *b, int g, const hyp *h, int *tok, float *lp, int *len,
@@ -333,11 +349,10 @@ static void write_hyp(const beam_run *b, int g, const hyp *h, int *tok, float *l
         tok[t] = b->tok[i];
         lp[t] = b->lp[i];
         slot = b->parent[i];
-        if (path) path[t] = g * b->W + slot;   /* the beam whose row chose it */
     }
+    if (path) hyp_path(b, g, h, path);   /* the beams whose rows chose them */
     *len = h->n_beam_tok;
     if (h->eos) {
-        if (path) path[*len] = g * b->W + h->slot;
         tok[*len] = h->eos_tok;
         lp[(*len)++] = h->eos_lp;
     }
@@ -354,6 +369,10 @@ static void finalize(beam_run *b, int n_steps, int *out_tok, float *out_lp, int 
         for (int j = 0; !l->done && j < W; j++) {
             hyp h = {.n_beam_tok = n_steps, .slot = j};
             hyp_add(b, l, h, b->score[(size_t)g * W + j], n_steps);
+        }
+        for (int k = 0; b->bp->rescore && k < l->n; k++) {
+            int n = hyp_path(b, g, &l->h[k], b->path);
+            l->h[k].score += b->bp->rescore(b->bp->rescore_ctx, g, b->path, n);
         }
         qsort(l->h, l->n, sizeof *l->h, hyp_cmp);
         for (int k = 0; k < R; k++) {
@@ -386,6 +405,8 @@ static encdec_status beam_alloc(beam_run *b) {
     b->hyps = dec_alloc_n((size_t)b->G * (b->cap + 1), sizeof *b->hyps, "beam hypotheses");
     if (b->bp->exit_top && !(b->top_ended = calloc((size_t)b->G, 1)))
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
+    if (b->bp->rescore && !(b->path = dec_alloc_n((size_t)b->N, sizeof *b->path, "beam paths")))
+        return ENCDEC_ERR_NOMEM;
     b->seq = dec_alloc_n(4 * GW, sizeof *b->seq, "beam sequence lists");
     if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->ended || !b->mx ||
         !b->lists || !b->hyps || !b->seq)
@@ -413,6 +434,7 @@ static void beam_free(beam_run *b) {
     free(b->parent);
     free(b->cands);
     free(b->ended);
+    free(b->path);
     free(b->mx);
     free(b->lists);
     free(b->hyps);
@@ -477,9 +499,10 @@ encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, fl
                     .N = r->max_new};
     b->bp = &b->bp_own;
     b->n_finish = bp->n_finish ? bp->n_finish : b->W;
-    /* CTranslate2 keeps every finished hypothesis: fewer than n_finish
-     * before the last step, which adds W at most (or the live beams join) */
-    b->cap = b->n_finish == b->W ? b->W : b->n_finish + b->W - 1;
+    /* CTranslate2 keeps every finished hypothesis (a rescore may lift any):
+     * fewer than n_finish before the last step, which adds W at most (or the
+     * live beams join) */
+    b->cap = b->n_finish == b->W && !bp->rescore ? b->W : b->n_finish + b->W - 1;
     if ((st = beam_alloc(b))) {
         beam_free_all(b);
         return st;

@@ -3,6 +3,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,16 @@ void rn_att_end(dec_runner *r) {
     memset(&r->att, 0, sizeof r->att);
 }
 
+void rn_softmax_add(const float *v, int T, double scale, float *o) {
+    double mx = -INFINITY, sum = 0;
+    for (int t = 0; t < T; t++) mx = v[t] > mx ? v[t] : mx;
+    for (int t = 0; t < T; t++) sum += exp((double)v[t] - mx);
+    for (int t = 0; t < T; t++) {
+        double w = exp((double)v[t] - mx) / sum;
+        if (w >= FLT_MIN) o[t] += (float)(w * scale);
+    }
+}
+
 void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, int R, const int *pos,
                  const int *slot) {
     rn_att *a = &r->att;
@@ -102,13 +113,8 @@ void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, 
         int T = a->cols[q] < ld ? a->cols[q] : ld;
         float *o = a->buf + ((size_t)q * (size_t)a->n_pos + (size_t)p) * (size_t)a->ld;
         memset(o, 0, sizeof(float) * (size_t)a->cols[q]);
-        for (int h = 0; h < n_heads; h++) {   /* the heads' mean of each one's softmax */
-            const float *v = heads[h] + (size_t)i * (size_t)ld;
-            double mx = -INFINITY, sum = 0;
-            for (int t = 0; t < T; t++) mx = v[t] > mx ? v[t] : mx;
-            for (int t = 0; t < T; t++) sum += exp((double)v[t] - mx);
-            for (int t = 0; t < T; t++) o[t] += (float)(exp((double)v[t] - mx) / sum / n_heads);
-        }
+        for (int h = 0; h < n_heads; h++)   /* the heads' mean of each one's softmax */
+            rn_softmax_add(heads[h] + (size_t)i * (size_t)ld, T, 1.0 / n_heads, o);
         a->high[q] = p + 1;
     }
 }

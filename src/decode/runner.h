@@ -134,6 +134,10 @@ void rn_att_take(dec_runner *r, const float *const *heads, int n_heads, int ld, 
                  const int *slot);
 /* Sequence q's kept row at position p ([cols[q]]), or NULL. */
 const float *rn_att_row(const dec_runner *r, int q, int p);
+/* o[0, T) += scale x softmax(v[0, T)), a weight below float's smallest
+ * normal number left out (0, as CTranslate2, flushing denormals, has it:
+ * a coverage penalty's log would make much of its trace). */
+void rn_softmax_add(const float *v, int T, double scale, float *o);
 /* feed, with the logits after each of tokens[first, n) (not only the last)
  * into logits[n - first, n_vocab]: for passes that read every position
  * (word alignment). */

@@ -57,6 +57,12 @@ typedef struct {
     int exit_top;           /* early_stopping 1: done instead once the best candidate of a
                                step ended and n_return hypotheses finished (CTranslate2's exit
                                with length_penalty 0 and no coverage penalty) */
+    /* Optional (NULL: none): added to each hypothesis' score before the
+     * ranking at the end (CTranslate2's coverage penalty): group g's
+     * hypothesis of n tokens (its end token included), path[t] the
+     * sequence whose row chose token t (dec_task's path). */
+    double (*rescore)(void *ctx, int g, const int *path, int n);
+    void *rescore_ctx;
 } dec_beam_params;
 
 /* Beam search for n_groups inputs at once, HF transformers 4.46 semantics

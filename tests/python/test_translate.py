@@ -97,8 +97,8 @@ def test_translate_batch_options_and_errors():
                                     suppress_sequences=[[base[0]]])[0].hypotheses[0]
         assert base[0] not in banned
         assert tr.translate_batch([["no-such-piece", "</s>"]], beam_size=1, max_decoding_length=2)
-        with pytest.raises(ValueError, match="coverage_penalty"):
-            tr.translate_batch(src, coverage_penalty=0.2)
+        with pytest.raises(ValueError, match="use_vmap"):
+            tr.translate_batch(src, use_vmap=True)
         with pytest.raises(ValueError, match="beam_size 1"):
             tr.translate_batch(src, sampling_topk=5)
         with pytest.raises(TypeError, match="unexpected keyword"):
