@@ -1002,6 +1002,19 @@ typedef struct {
      * to the end, as CTranslate2's. BART-family and T5 models; 0: off (the
      * default). */
     float coverage_penalty;
+    /* 1: CTranslate2's return_alternatives: the num_return_sequences most
+     * likely tokens at the first free position (after the target prefix or
+     * the model's forced tokens; </s> not among them), those of probability
+     * min_alternative_prob or more, each continued by its own search
+     * (greedy, or num_beams beams returning one hypothesis); an input's
+     * sequences in that order, fewer where fewer pass min_alternative_prob.
+     * A sequence's score is its alternative's log-prob plus its
+     * continuation's (the continuation's log-probs over its length ^
+     * length_penalty), as CTranslate2 scores them. Decodes
+     * num_return_sequences x num_beams sequences per input. Not with
+     * sampling, on_token or coverage_penalty. 0: off (the default). */
+    int return_alternatives;
+    float min_alternative_prob;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

@@ -71,9 +71,12 @@ def runs(allowed):
         ("alternatives-greedy", dict(beam_size=1, num_hypotheses=4, return_alternatives=True), "one",
          dict(return_alternatives=False, num_hypotheses=1)),
         ("alternatives-beam", dict(beam_size=2, num_hypotheses=3, return_alternatives=True,
-                                   min_alternative_expansion_prob=0.05), "two",
+                                   min_alternative_expansion_prob=0.05), "one",
          dict(return_alternatives=False, num_hypotheses=2, min_alternative_expansion_prob=0)),
         ("alternatives-noprefix", dict(beam_size=1, num_hypotheses=3, return_alternatives=True), None,
+         dict(return_alternatives=False, num_hypotheses=1)),
+        # composed (see alternatives_composed): CTranslate2's own is wrong here
+        ("alternatives-prefix2", dict(beam_size=1, num_hypotheses=3, return_alternatives=True), "two",
          dict(return_alternatives=False, num_hypotheses=1)),
         ("prefix-bias", dict(beam_size=3, num_hypotheses=2, prefix_bias_beta=0.6), "three",
          dict(prefix_bias_beta=0.0)),
@@ -86,6 +89,50 @@ def runs(allowed):
         ("coverage-greedy", dict(beam_size=1, coverage_penalty=0.3, return_attention=True), None,
          dict(coverage_penalty=0.0)),
     ]
+
+
+def alternatives_composed(tr, src, prefix, base, opts):
+    """return_alternatives after a target prefix of two tokens or more, as
+    CTranslate2 defines it (decode_alternatives: the num_hypotheses most
+    likely tokens after the prefix, </s> banned; each continued by a greedy
+    search; the score the token's log-prob plus the continuation's log-probs
+    over its length) from CTranslate2's own plain searches, which force the
+    prefix a token a step: the distribution at the first free position
+    (return_logits_vocab, the suppressions applied), then translate_batch of
+    each alternative's prefix (its score the sum over the whole length: the
+    prefix's tokens count 0). CTranslate2 4.8.5's return_alternatives reads
+    the prefix in one pass there and its continuations' log-probs differ
+    from the model's (transformers', and its own translate_batch's, which
+    agree); with no prefix or one token it agrees, and those runs are its
+    own."""
+    import math
+    import numpy
+    n = opts["num_hypotheses"]
+    first = tr.translate_batch([src], target_prefix=[prefix], beam_size=1,
+                               **{**base, "max_decoding_length": len(prefix) + 1},
+                               return_logits_vocab=True)[0]
+    row = [float(x) for x in numpy.array(first.logits[0][len(prefix)])]
+    row[0] = float("-inf")   # </s> (id 0): an alternative goes on
+    mx = max(row)
+    lse = mx + math.log(sum(math.exp(x - mx) for x in row if x > float("-inf")))
+    best = sorted(range(len(row)), key=lambda v: (-row[v], v))[:n]
+    vocab = json.load(open(os.path.join(MODEL, "shared_vocabulary.json"), encoding="utf-8"))
+    hyps, scores = [], []
+    for v in best:
+        lp = row[v] - lse
+        r = tr.translate_batch([src], target_prefix=[prefix + [vocab[v]]], beam_size=1, **base)[0]
+        h = r.hypotheses[0]
+        total = len(h) + 1   # </s> counted (length_penalty 1)
+        cont = total - len(prefix) - 1
+        s = r.scores[0] * total
+        hyps.append(h)
+        scores.append(lp + (s / cont if cont else 0.0))
+
+    class R:
+        pass
+    out = R()
+    out.hypotheses, out.scores = hyps, scores
+    return out
 
 
 def separated(scores):
@@ -117,7 +164,10 @@ def main():
         kept, changed = [], 0
         for i, src in enumerate(sources):
             pre = [prefix[i]] if prefix else None
-            r = tr.translate_batch([src], target_prefix=pre, **base, **opts)[0]
+            if name == "alternatives-prefix2":
+                r = alternatives_composed(tr, src, pre[0], base, opts)
+            else:
+                r = tr.translate_batch([src], target_prefix=pre, **base, **opts)[0]
             plain = tr.translate_batch([src], target_prefix=pre, **base, **{**opts, **off})[0]
             changed += r.hypotheses != plain.hypotheses or any(abs(x - y) > 1e-6 for x, y in zip(r.scores, plain.scores))
             ends = opts.get("end_token") or "</s>"

@@ -216,7 +216,8 @@ class GenerateParams(Structure):
                 ("forced_eos", c_int), ("ctranslate2_rules", c_int), ("return_attention", c_int),
                 ("replace_unknowns", c_int), ("patience", c_float),
                 ("end_tokens", POINTER(c_int)), ("n_end_tokens", c_int),
-                ("coverage_penalty", c_float)]
+                ("coverage_penalty", c_float), ("return_alternatives", c_int),
+                ("min_alternative_prob", c_float)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.

@@ -167,8 +167,7 @@ def _zip_same(*iterables):
 
 # CTranslate2's options this does not implement, with the value that means "off"
 _UNSUPPORTED = {"prefix_bias_beta": 0,
-                "return_alternatives": False, "use_vmap": False,
-                "min_alternative_expansion_prob": 0, "return_logits_vocab": False}
+                "use_vmap": False, "return_logits_vocab": False}
 
 
 class Translator:
@@ -265,7 +264,8 @@ class Translator:
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
                         sampling_temperature=1, patience=1, end_token=None, coverage_penalty=0,
-                        callback=None, asynchronous=False, **unsupported):
+                        return_alternatives=False, min_alternative_expansion_prob=0, callback=None,
+                        asynchronous=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -277,7 +277,12 @@ class Translator:
         other); return_end_token keeps the one that ended it.
         coverage_penalty: each hypothesis' score gains coverage_penalty x the
         sum over the source tokens it attends to of log(min(its attention
-        summed over the hypothesis, 1)); a beam search ranks by it. max_input_length
+        summed over the hypothesis, 1)); a beam search ranks by it.
+        return_alternatives: the num_hypotheses most likely tokens after
+        the target prefix (those of probability min_alternative_expansion_prob
+        or more), each continued by its own search (beam_size beams):
+        hypotheses in that order, each scored its token's log-prob plus its
+        continuation's score. max_input_length
         (0: none) keeps an input's first tokens. min_decoding_length: the
         end token is banned before that many tokens (the target prefix
         counted, as CTranslate2 counts it). return_attention: each token's
@@ -309,6 +314,8 @@ class Translator:
         source = list(source)
         if target_prefix is not None and len(target_prefix) != len(source):
             raise ValueError(f"target_prefix has {len(target_prefix)} entries for {len(source)} examples")
+        if not 0 <= min_alternative_expansion_prob <= 1:
+            raise ValueError("min_alternative_expansion_prob must be between 0 and 1")
         sample = sampling_topk != 1 or sampling_topp < 1
         if sample and beam_size > 1:
             raise ValueError("sampling (sampling_topk != 1 or sampling_topp < 1) runs with beam_size 1")
@@ -320,6 +327,9 @@ class Translator:
         gp = N.lib.encdec_generate_default_params()
         gp.num_beams = int(beam_size)
         gp.num_return_sequences = int(num_hypotheses)
+        if return_alternatives:
+            gp.return_alternatives = 1
+            gp.min_alternative_prob = float(min_alternative_expansion_prob)
         gp.length_penalty = float(length_penalty)
         gp.max_new_tokens = int(max_decoding_length)   # CTranslate2's count: the prefix and </s> in it
         gp.min_new_tokens = max(int(min_decoding_length), 0)   # the same count
@@ -362,8 +372,8 @@ class Translator:
             ends = self._ids([end_token] if isinstance(end_token, str) else list(end_token), "end_token")
             ends_c = (ctypes.c_int * len(ends))(*ends)
             gp.end_tokens, gp.n_end_tokens = ends_c, len(ends)
-        call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends,
-                        None if gp.num_beams > 1 else float(length_penalty))
+        norm = None if gp.num_beams > 1 or return_alternatives else float(length_penalty)   # else the engine's
+        call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends, norm)
         call.ends_c = gp.end_tokens   # alive while the call runs
         call.cover = cover if gp.num_beams == 1 else 0
         call.keep = keep
@@ -548,12 +558,13 @@ class _IdsCall(_Call):
     def _collect_of(self, r, k):
         """Sequence k with its attention rows where the engine made them
         (one per token returned: </s>'s left out with it)."""
-        toks, score, ids = self._collect(N.lib.encdec_result_sequence(r, k).contents)
+        sq = N.lib.encdec_result_sequence(r, k).contents
+        toks, score, ids = self._collect(sq)
         cols = ctypes.c_int()
         a = N.lib.encdec_result_attention(r, k, ctypes.byref(cols))
         n = cols.value
-        if self.cover and a and n:   # greedy: CTranslate2's coverage penalty on the score
-            score += _coverage([a[t * n:(t + 1) * n] for t in range(self.n_all)], self.cover)
+        if self.cover and a and n:   # greedy: CTranslate2's coverage penalty on the score (every row)
+            score += _coverage([a[t * n:(t + 1) * n] for t in range(sq.n_tokens)], self.cover)
         rows = [a[t * n:(t + 1) * n] for t in range(len(ids))] if a and n else None
         return toks, score, ids, rows
 
@@ -561,7 +572,6 @@ class _IdsCall(_Call):
 
     def _collect(self, sq):
         ids = [sq.tokens[j].id for j in range(sq.n_tokens)]
-        self.n_all = len(ids)   # every token's row, the end token's too
         score = float(sq.score)
         if self.norm is not None and ids:
             score /= len(ids) ** self.norm

@@ -142,6 +142,11 @@ encdec_status api_generate_check(encdec_generate_params *p);   /* fills defaults
 /* The hypotheses that end a beam search (round(num_beams x patience)), and
  * the search's parameters (p checked). */
 int api_beam_finish(const encdec_generate_params *p);
+/* The sequences a generation decodes per input: its beams, samples, or
+ * alternatives x beams. */
+int api_gen_width(const encdec_generate_params *p);
+/* Whether greedy steps may read screened logits (models/screen.h). */
+int api_gen_screens(const encdec_generate_params *p);
 dec_beam_params api_beam_params(const encdec_generate_params *p);
 /* The languages of a generation (encdec_generate_params' src_lang and
  * tgt_lang) as the model takes them: a source language index for the

@@ -163,7 +163,7 @@ static encdec_status generate_body(encdec_request *q) {
     if (!st) {
         dec_runner *rn = sch_client_runner(c);
         rn_begin(rn, ENCDEC_KV_FULL);
-        rn_screen(rn, !q->gp.do_sample && q->gp.num_beams == 1);   /* greedy: screened steps */
+        rn_screen(rn, api_gen_screens(&q->gp));   /* greedy: screened steps */
         dec_model dm = rn_seam(rn);
         int full = q->ids && q->n_ids > pk.n_tokens ? q->n_ids : pk.n_tokens;
         api_attender at = {rn, pk.len, &full, &pk};
@@ -398,13 +398,14 @@ static encdec_status gen_params(encdec_engine *e, encdec_request *q, const encde
         else memcpy(q->ends, q->gp.end_tokens, sizeof(int) * (size_t)q->gp.n_end_tokens);
     }
     q->gp.end_tokens = q->ends;
-    int width = q->gp.do_sample ? q->gp.num_return_sequences : q->gp.num_beams;
+    int width = api_gen_width(&q->gp);
     if (!st && q->gp.kv_mode != ENCDEC_KV_FULL)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes with the full cache mode only (kv_mode %d)",
                      (int)q->gp.kv_mode);
     if (!st && width > e->slots)
         st = ed_fail(ENCDEC_ERR_ARG, "the engine decodes at most %d sequences per request (%s %d)",
-                     e->slots, q->gp.do_sample ? "num_return_sequences" : "num_beams", width);
+                     e->slots, q->gp.return_alternatives ? "alternatives x num_beams"
+                               : q->gp.do_sample ? "num_return_sequences" : "num_beams", width);
     if (!st && q->gp.max_new_tokens > e->max_new)
         st = ed_fail(ENCDEC_ERR_ARG, "max_new_tokens %d is over the engine's %d",
                      q->gp.max_new_tokens, e->max_new);

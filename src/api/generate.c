@@ -43,6 +43,15 @@ int api_beam_finish(const encdec_generate_params *p) {
     return p->patience == 1 || p->patience == 0 ? p->num_beams : (int)lround((double)p->num_beams * p->patience);
 }
 
+int api_gen_width(const encdec_generate_params *p) {
+    if (p->return_alternatives) return p->num_return_sequences * p->num_beams;
+    return p->do_sample ? p->num_return_sequences : p->num_beams;
+}
+
+int api_gen_screens(const encdec_generate_params *p) {
+    return !p->do_sample && p->num_beams == 1 && !p->return_alternatives;
+}
+
 dec_beam_params api_beam_params(const encdec_generate_params *p) {
     int n_finish = api_beam_finish(p);
     dec_beam_params bp = {p->num_beams, p->length_penalty, p->early_stopping, p->num_return_sequences,
@@ -76,7 +85,19 @@ encdec_status api_generate_check(encdec_generate_params *p) {
     if (n_finish < 1)
         return ed_fail(ENCDEC_ERR_ARG, "patience %g with %d beams ends a search with no hypothesis",
                        (double)p->patience, p->num_beams);
-    int most = p->do_sample ? GEN_MAX_WIDTH : n_finish < GEN_MAX_WIDTH ? n_finish : GEN_MAX_WIDTH;
+    if (p->return_alternatives != 0 && p->return_alternatives != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "return_alternatives %d is not 0 or 1", p->return_alternatives);
+    if (p->return_alternatives && (p->do_sample || p->on_token || p->coverage_penalty != 0))
+        return ed_fail(ENCDEC_ERR_ARG, "return_alternatives continues each alternative with a greedy or "
+                       "beam search: not with %s", p->do_sample ? "sampling" : p->on_token ? "on_token"
+                                                                              : "coverage_penalty");
+    if (!(p->min_alternative_prob >= 0 && p->min_alternative_prob <= 1))
+        return ed_fail(ENCDEC_ERR_ARG, "min_alternative_prob %g is not in [0, 1]", (double)p->min_alternative_prob);
+    if (p->return_alternatives && p->num_return_sequences * p->num_beams > GEN_MAX_WIDTH)
+        return ed_fail(ENCDEC_ERR_ARG, "return_alternatives: %d alternatives x %d beams decode more than %d "
+                       "sequences", p->num_return_sequences, p->num_beams, GEN_MAX_WIDTH);
+    int most = p->do_sample || p->return_alternatives ? GEN_MAX_WIDTH
+               : n_finish < GEN_MAX_WIDTH ? n_finish : GEN_MAX_WIDTH;
     if (p->num_return_sequences < 1 || p->num_return_sequences > most)
         return ed_fail(ENCDEC_ERR_ARG, "num_return_sequences %d is out of range 1..%d%s",
                        p->num_return_sequences, most,
@@ -119,6 +140,7 @@ encdec_status api_generate_check(encdec_generate_params *p) {
                        "tokens are final only at the end (num_beams %d)", p->num_beams);
     if (p->num_beams > 1) {
         dec_beam_params bp = api_beam_params(p);
+        if (p->return_alternatives) bp.n_return = 1;   /* each alternative's */
         return dec_beam_params_check(&bp);
     }
     if (p->do_sample) {
@@ -357,7 +379,7 @@ static int *paths(int n_out, int n_ret, int width, int max_new) {
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
                                   const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
                                   void *run_ctx, const api_attender *at, encdec_result *r) {
-    int width = p->do_sample ? p->num_return_sequences : p->num_beams;
+    int width = api_gen_width(p);
     int n_ret = p->num_return_sequences, max_new = p->max_new_tokens, W = B * width;
     size_t n_out = (size_t)B * (size_t)n_ret;
     int *toks = ed_alloc(n_out * (size_t)max_new * sizeof(int), "output tokens");
@@ -439,7 +461,11 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
     dec_task *t = NULL;
     if (!st) {
-        if (p->num_beams > 1) {
+        if (p->return_alternatives) {
+            dec_alt_params ap = {n_ret, p->min_alternative_prob, api_beam_params(p)};
+            ap.beam.n_return = 1;
+            st = dec_alt_task(&t, dm, B, logits, &rules, &ap, toks, lps, lens, scores);
+        } else if (p->num_beams > 1) {
             dec_beam_params bp = api_beam_params(p);
             if (p->coverage_penalty != 0) bp.rescore = coverage, bp.rescore_ctx = &cov;
             st = dec_beam_task(&t, dm, B, logits, &rules, &bp, toks, lps, lens, scores);
@@ -515,7 +541,7 @@ static encdec_status run_here(void *ctx, dec_task *t, const api_watch *w) {
 
 static encdec_status run(encdec_session *s, const api_packed *pk, int B,
                          const encdec_generate_params *p, const api_langs *lg, encdec_result *r) {
-    int width = p->do_sample ? p->num_return_sequences : p->num_beams;
+    int width = api_gen_width(p);
     const s2s_model *m = &s->model->text;
     s2s_shape shape = {pk->n_tokens, pk->t_max, B, B * width, p->max_new_tokens + 1};
     encdec_status st = m->ops->reserve(s->text_st, &shape);
@@ -528,7 +554,7 @@ static encdec_status run(encdec_session *s, const api_packed *pk, int B,
     st = rn_init(&rn, &rm, p->kv_mode);
     if (!st) rn_begin(&rn, p->kv_mode);
     /* greedy: the model may screen its logits (models/screen.h) */
-    rn_screen(&rn, !p->do_sample && p->num_beams == 1);
+    rn_screen(&rn, api_gen_screens(p));
     double t1 = ed_now_ms();
     if (!st) {
         dec_model dm = rn_seam(&rn);

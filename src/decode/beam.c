@@ -171,7 +171,7 @@ static void top_candidates(cand *c, int k, const float *score, const float *mx,
 /* BeamHypotheses.add: keeps the W best; when a (W+1)-th comes in, the
  * worst (the first of equals) leaves. */
 static void hyp_add(beam_run *b, hyp_list *l, hyp h, float sum_logprobs, int generated_len) {
-    h.score = sum_logprobs / pow(generated_len, b->bp->length_penalty);
+    h.score = sum_logprobs / pow(generated_len - b->bp->n_uncounted, b->bp->length_penalty);
     if (l->n >= b->cap && !(h.score > l->worst)) return;
     h.order = b->n_added++;
     l->h[l->n++] = h;
@@ -197,7 +197,7 @@ static int hyp_done(const beam_run *b, int g, const hyp_list *l, float best_sum,
     if (l->n < b->W) return 0;
     double lp = b->bp->length_penalty;
     int len = b->bp->early_stopping == 2 && lp > 0 ? b->N : t + 1;
-    return l->worst >= best_sum / pow(len, lp);
+    return l->worst >= best_sum / pow(len - b->bp->n_uncounted, lp);
 }
 
 typedef struct {
@@ -268,7 +268,7 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
         float lp = (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam];
         if (dec_is_eot(b->r, c->tok)) {
             if (k >= W) continue;   /* an eos ranked below the n_beams best is dropped */
-            if (k > 0 && b->r->ct2 && b->r->n_forced > 0 && t == b->r->n_forced) {
+            if (k > 0 && b->r->ct2 && b->r->n_forced > b->bp->n_uncounted && t == b->r->n_forced) {
                 /* CTranslate2, at the first step after a target prefix: an eos
                  * but the best becomes a dead beam (token 0, score -1e10),
                  * its remedy for short hypotheses a prefix's one beam offers */
@@ -491,6 +491,9 @@ encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, fl
     int F = r->n_forced > 0 ? r->n_forced : 0;
     if (F >= r->max_new)
         return ed_fail(ENCDEC_ERR_ARG, "beam: %d forced tokens leave no room in %d", F, r->max_new);
+    if (bp->n_uncounted < 0 || bp->n_uncounted > F)
+        return ed_fail(ENCDEC_ERR_ARG, "beam: n_uncounted %d is out of range 0..%d (the forced tokens)",
+                       bp->n_uncounted, F);
     beam_run *b = calloc(1, sizeof *b);
     if (!b) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
     *b = (beam_run){.task = {.advance = hf_advance, .destroy = hf_destroy}, .m = m, .r = r,

@@ -63,6 +63,9 @@ typedef struct {
      * sequence whose row chose token t (dec_task's path). */
     double (*rescore)(void *ctx, int g, const int *path, int n);
     void *rescore_ctx;
+    int n_uncounted;        /* the first forced tokens that neither count in the length the
+                               penalty divides by nor are a target prefix to CTranslate2's
+                               rules (an alternative's first tokens: alt.c) */
 } dec_beam_params;
 
 /* Beam search for n_groups inputs at once, HF transformers 4.46 semantics

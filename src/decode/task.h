@@ -82,6 +82,31 @@ encdec_status dec_independent_task(dec_task **out, const dec_model *m, int n_seq
 encdec_status dec_beam_task(dec_task **out, const dec_model *m, int n_groups, float *logits,
                             const dec_rules *r, const dec_beam_params *bp, int *out_tok,
                             float *out_lp, int *out_len, float *out_score);
+/* Alternatives at the first free position (CTranslate2's
+ * return_alternatives), after the prompt: for each of n_groups inputs the
+ * n_alt most likely tokens after its prompt and forced tokens (the rules
+ * applied, the end tokens banned), those of probability min_prob or more,
+ * each continued by a greedy search (beam.n_beams 1) or a beam search of
+ * its own (beam: its parameters; one hypothesis). Group g's alternative k
+ * decodes sequences (g * n_alt + k) * n_beams + [0, n_beams), all fed the
+ * prompt already; logits[n_groups * n_alt * n_beams, V] what it gave each
+ * (copied). Output g * n_alt + k: the forced tokens, the alternative (its
+ * log-prob), its continuation; the score the alternative's log-prob plus
+ * the continuation's (a beam's; greedy: the sum of its log-probs over its
+ * length ^ beam.length_penalty), as CTranslate2 scores them; out_len -1 for
+ * ranks past a group's alternatives. No hook; exact logits (a screening
+ * model's screen off: the searches see a seam without one). */
+#define DEC_ALT_MAX 64
+typedef struct {
+    int n_alt;              /* 1..DEC_ALT_MAX */
+    float min_prob;         /* 0..1 */
+    dec_beam_params beam;   /* n_beams 1: greedy (length_penalty still read) */
+} dec_alt_params;
+
+encdec_status dec_alt_task(dec_task **out, const dec_model *m, int n_groups, float *logits,
+                           const dec_rules *r, const dec_alt_params *ap, int *out_tok, float *out_lp,
+                           int *out_len, float *out_score);
+
 /* openai-whisper's beam search after the prompt (dec_beam_ow's contract);
  * bp is copied, logits0 read during this call only. */
 encdec_status dec_beam_ow_task(dec_task **out, const dec_model *m, const float *logits0,

@@ -45,7 +45,8 @@ def run_all(tr, run, together):
 @pytest.mark.parametrize("together", [False, True])
 @pytest.mark.parametrize("name", ["patience-2", "patience-0.5", "length-penalty-0", "end-token",
                                   "end-tokens-greedy", "end-tokens-beam", "coverage",
-                                  "coverage-greedy"])
+                                  "coverage-greedy", "alternatives-greedy", "alternatives-beam",
+                                  "alternatives-noprefix", "alternatives-prefix2"])
 def test_translate_batch_option_as_ctranslate2(tr, name, together):
     run = RUNS[name]
     got = run_all(tr, run, together)
