@@ -1015,6 +1015,16 @@ typedef struct {
      * sampling, on_token or coverage_penalty. 0: off (the default). */
     int return_alternatives;
     float min_alternative_prob;
+    /* In [0, 1): CTranslate2's prefix_bias_beta. With a target prefix
+     * (encdec_engine_generate_ids' prefix), the prefix is not forced: at
+     * each of its positions a beam that has kept to it so far takes
+     * log((1 - beta) p + beta [token == the prefix's]) for its token
+     * log-probs p, so the search may leave the prefix where the model
+     * disagrees enough. Any value above 0 makes the search a beam search
+     * (num_beams 1: one beam; scores over length ^ length_penalty), as
+     * CTranslate2's. Not with sampling, return_alternatives or on_token.
+     * 0: off (the default). */
+    float prefix_bias_beta;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,

@@ -1,6 +1,6 @@
 /* test_search_options.c - CTranslate2's search options in
  * encdec_generate_params (patience, length_penalty 0 under its rules,
- * end_tokens, coverage_penalty) through a session: every case of a run in
+ * end_tokens, coverage_penalty, return_alternatives) through a session: every case of a run in
  * one encdec_generate call (the beam search's groups side by side), held
  * to what CTranslate2 4.8.5's translate_batch gives on the random Marian's
  * CTranslate2 directory (tests/data/bart-golden/translator-options.json,
@@ -15,9 +15,12 @@
  *   - patience: fewer sequences where fewer finished, ranks in order;
  *   - the text: the pieces before the end tokens joined (an end token's
  *     text left out);
+ *   - return_alternatives without a target prefix (the runs with one, and
+ *     prefix_bias_beta, which needs one: the Python Translator's test);
  *   - errors: patience out of range or with early_stopping 0, more returns
  *     than it finishes, an end token past the vocabulary, a coverage
- *     penalty on a greedy search.
+ *     penalty on a greedy search, the bias and the alternatives out of range
+ *     or with what they do not combine with.
  */
 #include "allowed.h"
 #include "check.h"
@@ -190,6 +193,23 @@ static void test_errors(encdec_session *s) {
     p.num_beams = 2;
     p.coverage_penalty = NAN;
     CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "coverage_penalty nan");
+    p.coverage_penalty = 0;
+    p.prefix_bias_beta = 1;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "prefix_bias_beta 1 is not in [0, 1)");
+    p.prefix_bias_beta = 0.5f;
+    p.return_alternatives = 1;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "not with return_alternatives");
+    p.prefix_bias_beta = 0;
+    p.do_sample = 1;
+    p.num_beams = 1;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "return_alternatives continues");
+    p.do_sample = 0;
+    p.min_alternative_prob = 2;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "min_alternative_prob 2");
+    p.min_alternative_prob = 0;
+    p.num_return_sequences = 9;
+    p.num_beams = 8;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "9 alternatives x 8 beams");
 }
 
 int main(void) {

@@ -217,7 +217,7 @@ class GenerateParams(Structure):
                 ("replace_unknowns", c_int), ("patience", c_float),
                 ("end_tokens", POINTER(c_int)), ("n_end_tokens", c_int),
                 ("coverage_penalty", c_float), ("return_alternatives", c_int),
-                ("min_alternative_prob", c_float)]
+                ("min_alternative_prob", c_float), ("prefix_bias_beta", c_float)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.

@@ -166,8 +166,7 @@ def _zip_same(*iterables):
 
 
 # CTranslate2's options this does not implement, with the value that means "off"
-_UNSUPPORTED = {"prefix_bias_beta": 0,
-                "use_vmap": False, "return_logits_vocab": False}
+_UNSUPPORTED = {"use_vmap": False, "return_logits_vocab": False}
 
 
 class Translator:
@@ -264,8 +263,8 @@ class Translator:
                         min_decoding_length=1, return_scores=False, return_attention=False,
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
                         sampling_temperature=1, patience=1, end_token=None, coverage_penalty=0,
-                        return_alternatives=False, min_alternative_expansion_prob=0, callback=None,
-                        asynchronous=False, **unsupported):
+                        return_alternatives=False, min_alternative_expansion_prob=0, prefix_bias_beta=0,
+                        callback=None, asynchronous=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -282,7 +281,11 @@ class Translator:
         the target prefix (those of probability min_alternative_expansion_prob
         or more), each continued by its own search (beam_size beams):
         hypotheses in that order, each scored its token's log-prob plus its
-        continuation's score. max_input_length
+        continuation's score. prefix_bias_beta (in [0, 1)): the target
+        prefix is not forced but drawn toward: at its positions a beam that
+        kept to it takes log((1 - beta) p + beta) for the prefix's token (and
+        log((1 - beta) p) for the others); the search is then a beam search
+        even with beam_size 1. max_input_length
         (0: none) keeps an input's first tokens. min_decoding_length: the
         end token is banned before that many tokens (the target prefix
         counted, as CTranslate2 counts it). return_attention: each token's
@@ -314,6 +317,11 @@ class Translator:
         source = list(source)
         if target_prefix is not None and len(target_prefix) != len(source):
             raise ValueError(f"target_prefix has {len(target_prefix)} entries for {len(source)} examples")
+        if not 0 <= prefix_bias_beta < 1:
+            raise ValueError("prefix_bias_beta: the beta value in biased decoding must be < 1 (and >= 0)")
+        if prefix_bias_beta > 0 and (return_alternatives or callback is not None):
+            raise ValueError("prefix_bias_beta: not with " +
+                             ("return_alternatives" if return_alternatives else "callback"))
         if not 0 <= min_alternative_expansion_prob <= 1:
             raise ValueError("min_alternative_expansion_prob must be between 0 and 1")
         sample = sampling_topk != 1 or sampling_topp < 1
@@ -327,6 +335,7 @@ class Translator:
         gp = N.lib.encdec_generate_default_params()
         gp.num_beams = int(beam_size)
         gp.num_return_sequences = int(num_hypotheses)
+        gp.prefix_bias_beta = float(prefix_bias_beta)
         if return_alternatives:
             gp.return_alternatives = 1
             gp.min_alternative_prob = float(min_alternative_expansion_prob)
@@ -372,7 +381,8 @@ class Translator:
             ends = self._ids([end_token] if isinstance(end_token, str) else list(end_token), "end_token")
             ends_c = (ctypes.c_int * len(ends))(*ends)
             gp.end_tokens, gp.n_end_tokens = ends_c, len(ends)
-        norm = None if gp.num_beams > 1 or return_alternatives else float(length_penalty)   # else the engine's
+        norm = (None if gp.num_beams > 1 or return_alternatives or prefix_bias_beta > 0
+                else float(length_penalty))   # else the engine's (a beam's)
         call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends, norm)
         call.ends_c = gp.end_tokens   # alive while the call runs
         call.cover = cover if gp.num_beams == 1 else 0

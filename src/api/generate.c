@@ -49,7 +49,7 @@ int api_gen_width(const encdec_generate_params *p) {
 }
 
 int api_gen_screens(const encdec_generate_params *p) {
-    return !p->do_sample && p->num_beams == 1 && !p->return_alternatives;
+    return !p->do_sample && p->num_beams == 1 && !p->return_alternatives && p->prefix_bias_beta == 0;
 }
 
 dec_beam_params api_beam_params(const encdec_generate_params *p) {
@@ -91,6 +91,11 @@ encdec_status api_generate_check(encdec_generate_params *p) {
         return ed_fail(ENCDEC_ERR_ARG, "return_alternatives continues each alternative with a greedy or "
                        "beam search: not with %s", p->do_sample ? "sampling" : p->on_token ? "on_token"
                                                                               : "coverage_penalty");
+    if (!(p->prefix_bias_beta >= 0 && p->prefix_bias_beta < 1))
+        return ed_fail(ENCDEC_ERR_ARG, "prefix_bias_beta %g is not in [0, 1)", (double)p->prefix_bias_beta);
+    if (p->prefix_bias_beta > 0 && (p->do_sample || p->return_alternatives || p->on_token))
+        return ed_fail(ENCDEC_ERR_ARG, "prefix_bias_beta draws a beam search toward the prefix: not with %s",
+                       p->do_sample ? "sampling" : p->return_alternatives ? "return_alternatives" : "on_token");
     if (!(p->min_alternative_prob >= 0 && p->min_alternative_prob <= 1))
         return ed_fail(ENCDEC_ERR_ARG, "min_alternative_prob %g is not in [0, 1]", (double)p->min_alternative_prob);
     if (p->return_alternatives && p->num_return_sequences * p->num_beams > GEN_MAX_WIDTH)
@@ -422,12 +427,13 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
      * the caller's target prefix: fed with it, then the first of every
      * output (log-prob 0, counted in max_new_tokens, as transformers'
      * forced_bos_token_id) */
-    int n_forced = lg->n_prefix ? lg->n_prefix : lg->forced >= 0, n_prompt = 1 + n_forced;
+    int bias = p->prefix_bias_beta > 0 && lg->n_prefix > 0;   /* the prefix drawn toward, not forced */
+    int n_forced = bias ? 0 : lg->n_prefix ? lg->n_prefix : lg->forced >= 0, n_prompt = 1 + n_forced;
     int *prompt = ed_alloc(sizeof(int) * (size_t)n_prompt, "decoder prompt");
     if (!prompt) st = ENCDEC_ERR_NOMEM;
     if (prompt) {
         prompt[0] = lg->dec_start;
-        if (lg->n_prefix) memcpy(prompt + 1, lg->prefix, sizeof(int) * (size_t)lg->n_prefix);
+        if (lg->n_prefix && n_forced) memcpy(prompt + 1, lg->prefix, sizeof(int) * (size_t)lg->n_prefix);
         else if (n_forced) prompt[1] = lg->forced;
     }
     rules.ct2 = p->ctranslate2_rules;
@@ -465,8 +471,9 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
             dec_alt_params ap = {n_ret, p->min_alternative_prob, api_beam_params(p)};
             ap.beam.n_return = 1;
             st = dec_alt_task(&t, dm, B, logits, &rules, &ap, toks, lps, lens, scores);
-        } else if (p->num_beams > 1) {
+        } else if (p->num_beams > 1 || p->prefix_bias_beta > 0) {
             dec_beam_params bp = api_beam_params(p);
+            if (bias) bp.prefix = lg->prefix, bp.n_prefix = lg->n_prefix, bp.prefix_beta = p->prefix_bias_beta;
             if (p->coverage_penalty != 0) bp.rescore = coverage, bp.rescore_ctx = &cov;
             st = dec_beam_task(&t, dm, B, logits, &rules, &bp, toks, lps, lens, scores);
         } else if (p->do_sample) {

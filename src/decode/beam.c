@@ -9,6 +9,7 @@
  * Python floats.
  */
 #include "decode/task.h"
+#include "decode/bias.h"
 #include "base/err.h"
 #include "base/mem.h"
 #include "kern/kern.h"
@@ -61,6 +62,10 @@ typedef struct {
     cand *cands;        /* [2 * W] */
     int *ended;         /* [W] a step's candidates of the best W that ended */
     int *path;          /* [N] a hypothesis' sequences (bp->rescore) */
+    dec_bias bias;      /* bp->prefix: a step's beams toward it */
+    int *beam_cand;     /* [W] (bias) the candidate each beam took */
+    int *cand_tok;      /* [2 W] (bias) the candidates' tokens */
+    unsigned char *cand_end;   /* [2 W] (bias) which ended */
     float *mx, *lse;    /* [W] log_softmax terms of a group's rows */
     hyp_list *lists;    /* [G] */
     hyp *hyps;          /* [G, cap + 1]: the lists' storage */
@@ -85,6 +90,8 @@ encdec_status dec_beam_params_check(const dec_beam_params *bp) {
     if ((bp->n_finish || bp->exit_top || bp->rescore) && bp->early_stopping != 1)
         return ed_fail(ENCDEC_ERR_ARG, "beam: n_finish, exit_top and rescore are for a search "
                        "with early_stopping 1 only (got %d)", bp->early_stopping);
+    if (bp->prefix && bp->n_prefix > 0 && !(bp->prefix_beta > 0 && bp->prefix_beta < 1))
+        return ed_fail(ENCDEC_ERR_ARG, "beam: prefix_beta %g is not in (0, 1)", (double)bp->prefix_beta);
     int most = bp->n_finish > bp->n_beams ? bp->n_finish : bp->n_beams;
     if (bp->n_return < 1 || bp->n_return > most)
         return ed_fail(ENCDEC_ERR_ARG, "beam: n_return must be in [1, %d] (got %d)", most,
@@ -225,8 +232,14 @@ static void lsm_row(void *arg, int j) {
     const beam_run *b = q->b;
     float *row = q->rows + (size_t)j * b->V;
     const int *gen = b->hist ? history(b, q->g, j, q->t, b->hist + (size_t)j * b->N) : NULL;
-    if (b->r->ct2) {   /* CTranslate2: the rules on the logits, then the log-softmax */
+    if (b->r->ct2 || dec_bias_on(&b->bias, q->g, j, q->t)) {   /* CTranslate2: the rules on the
+                                                                  logits, then the log-softmax */
         dec_apply_rules(row, b->V, b->r, gen, q->t);
+        if (dec_bias_on(&b->bias, q->g, j, q->t)) {   /* drawn toward the prefix: log-probs */
+            dec_bias_row(&b->bias, row, b->V, q->t);
+            b->mx[j] = b->lse[j] = 0;
+            return;
+        }
         log_softmax_terms(row, b->V, &b->mx[j], &b->lse[j]);
         return;
     }
@@ -244,6 +257,7 @@ static void lsm_row(void *arg, int j) {
 /* Beam j of group g takes candidate c (log-prob lp) at step t. */
 static void set_beam(beam_run *b, int g, int j, const cand *c, float lp, int t) {
     size_t i = (size_t)t * b->G * b->W + (size_t)g * b->W + j;
+    if (b->beam_cand) b->beam_cand[j] = (int)(c - b->cands);
     b->score[(size_t)g * b->W + j] = c->score;
     b->tok[i] = c->tok;
     b->lp[i] = lp;
@@ -296,6 +310,11 @@ static void process_group(beam_run *b, int g, float *rows, int t) {
         set_beam(b, g, nb++, c, (rows[(size_t)c->beam * V + c->tok] - b->mx[c->beam]) - b->lse[c->beam], t);
     }
     l->done = l->done || hyp_done(b, g, l, b->cands[0].score, t);
+    if (b->beam_cand) {   /* which beams have left the prefix, as CTranslate2 tells */
+        for (int k = 0; k < K; k++)
+            b->cand_tok[k] = b->cands[k].tok, b->cand_end[k] = (unsigned char)dec_is_eot(b->r, b->cands[k].tok);
+        dec_bias_update(&b->bias, g, t, b->cand_tok, b->cand_end, K, b->beam_cand);
+    }
 }
 
 /* The next step's rows: every live beam's next token, forking beams whose
@@ -407,6 +426,14 @@ static encdec_status beam_alloc(beam_run *b) {
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
     if (b->bp->rescore && !(b->path = dec_alloc_n((size_t)b->N, sizeof *b->path, "beam paths")))
         return ENCDEC_ERR_NOMEM;
+    if (b->bp->prefix && b->bp->n_prefix > 0) {
+        encdec_status st = dec_bias_init(&b->bias, b->bp->prefix, b->bp->n_prefix, b->bp->prefix_beta, b->G, b->W);
+        if (st) return st;
+        b->beam_cand = dec_alloc_n(3 * (size_t)b->W, sizeof *b->beam_cand, "beam candidates");
+        b->cand_end = malloc(2 * (size_t)b->W);
+        if (!b->beam_cand || !b->cand_end) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: beam search");
+        b->cand_tok = b->beam_cand + b->W;
+    }
     b->seq = dec_alloc_n(4 * GW, sizeof *b->seq, "beam sequence lists");
     if (!b->logits || !b->score || !b->tok || !b->lp || !b->parent || !b->cands || !b->ended || !b->mx ||
         !b->lists || !b->hyps || !b->seq)
@@ -435,6 +462,9 @@ static void beam_free(beam_run *b) {
     free(b->cands);
     free(b->ended);
     free(b->path);
+    dec_bias_free(&b->bias);
+    free(b->beam_cand);
+    free(b->cand_end);
     free(b->mx);
     free(b->lists);
     free(b->hyps);

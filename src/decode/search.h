@@ -66,6 +66,11 @@ typedef struct {
     int n_uncounted;        /* the first forced tokens that neither count in the length the
                                penalty divides by nor are a target prefix to CTranslate2's
                                rules (an alternative's first tokens: alt.c) */
+    /* CTranslate2's biased decoding (decode/bias.h): prefix[0, n_prefix)
+     * (not forced) drawn with prefix_beta in (0, 1); NULL: none */
+    const int *prefix;
+    int n_prefix;
+    float prefix_beta;
 } dec_beam_params;
 
 /* Beam search for n_groups inputs at once, HF transformers 4.46 semantics

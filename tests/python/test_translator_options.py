@@ -46,7 +46,8 @@ def run_all(tr, run, together):
 @pytest.mark.parametrize("name", ["patience-2", "patience-0.5", "length-penalty-0", "end-token",
                                   "end-tokens-greedy", "end-tokens-beam", "coverage",
                                   "coverage-greedy", "alternatives-greedy", "alternatives-beam",
-                                  "alternatives-noprefix", "alternatives-prefix2"])
+                                  "alternatives-noprefix", "alternatives-prefix2", "prefix-bias",
+                                  "prefix-bias-greedy"])
 def test_translate_batch_option_as_ctranslate2(tr, name, together):
     run = RUNS[name]
     got = run_all(tr, run, together)
