@@ -16,14 +16,16 @@ directory encdec reads. Every example of every call is one request on one
 engine: all of them share its encoder passes and decode steps.
 
 Besides translate_batch: translate_iterable, score_batch, score_iterable,
-generate_tokens, unload_model and load_model, as CTranslate2's. What it has
-and this does not (an option given a value other than its default raises
-ValueError naming it): coverage_penalty, prefix_bias_beta, patience,
-return_alternatives, end_token, use_vmap, return_logits_vocab, and beam
-search combined with sampling. Hypotheses leave out the end token
-unless return_end_token; they include the target prefix, as CTranslate2's do.
-Beam search stops once beam_size hypotheses are finished (CTranslate2's
-patience 1; transformers' early_stopping=True).
+generate_tokens, unload_model and load_model, as CTranslate2's. Its search
+options as CTranslate2 runs them: patience, length_penalty 0's early end,
+end_token, coverage_penalty, return_alternatives with
+min_alternative_expansion_prob, prefix_bias_beta. What it has and this does
+not (an option given a value other than its default raises ValueError
+naming it): use_vmap, return_logits_vocab, and beam search combined with
+sampling. Hypotheses leave out the end tokens they end with unless
+return_end_token; they include the target prefix, as CTranslate2's do.
+Beam search stops once round(beam_size x patience) hypotheses are finished
+(patience 1: transformers' early_stopping=True).
 
 return_attention and replace_unknowns read the decoder's attention as
 CTranslate2 returns it (its alignment layer's first heads, from a
