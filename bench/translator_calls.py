@@ -13,6 +13,13 @@ Rows (float32, tokens in and out on both):
   +unknowns  the same with replace_unknowns=True (what Argos Translate passes;
              both engines keep the attention as they decode)
   +attention the same with return_attention=True (every hypothesis' attention)
+  beam4      translate_batch of --batch examples, beam_size 4, 24 tokens
+  +coverage  the same with coverage_penalty=0.2 (every finished hypothesis
+             ranked with it, on the attention kept as the search decodes)
+  alternatives  translate_batch of --batch examples with return_alternatives=True,
+             num_hypotheses 4, greedy continuations, a one-token target
+             prefix (the example's first source token; NLLB: fra_Latn):
+             tokens/s over every returned hypothesis' tokens
 Each (row, engine) runs in a fresh process per round, engines alternating;
 the median over the rounds is reported (a warm-up call, then the best of 3
 timed calls in each process). Translation rows ask both engines for exactly
@@ -28,7 +35,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "encdec", "models")
-ROWS = ["score", "translate", "+unknowns", "+attention"]
+ROWS = ["score", "translate", "+unknowns", "+attention", "beam4", "+coverage", "alternatives"]
 N_TOK = 24
 
 
@@ -66,8 +73,17 @@ def worker(a):
             kw["replace_unknowns"] = True
         if a.row == "+attention":
             kw["return_attention"] = True
+        if a.row in ("beam4", "+coverage"):
+            kw["beam_size"] = 4
+        if a.row == "+coverage":
+            kw["coverage_penalty"] = 0.2
+        if a.row == "alternatives":
+            kw.update(return_alternatives=True, num_hypotheses=4,
+                      target_prefix=prefix * a.batch if prefix else [t[:1] for t in src])
         run = lambda: tr.translate_batch(src, **kw)   # noqa: E731
         count = a.batch * N_TOK
+        if a.row == "alternatives":   # every hypothesis' tokens
+            count = sum(len(h) for r in run() for h in r.hypotheses)
     run()
     best = min(timed(run) for _ in range(3))
     print(json.dumps({"rate": count / best}))
