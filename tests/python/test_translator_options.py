@@ -64,3 +64,36 @@ def test_patience_errors(tr):
         tr.translate_batch(src, beam_size=4, patience=0.5, num_hypotheses=3)
     with pytest.raises(encdec.ArgumentError, match="patience"):
         tr.translate_batch(src, beam_size=4, patience=65)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_alternatives_attention_is_each_hypothesis_own(tr, beam_size):
+    """return_alternatives with return_attention: each hypothesis' rows (the
+    engine's, kept along its alternative's beams) equal a teacher-forced
+    pass over its tokens (what test_translate holds to transformers'), the
+    end token's row included."""
+    src = GOLD["sources"][:6]
+    pre = [GOLD["allowed"][1:2]] * len(src)
+    res = tr.translate_batch(src, target_prefix=pre, beam_size=beam_size, num_hypotheses=3,
+                             return_alternatives=True, return_attention=True, return_end_token=True,
+                             max_decoding_length=12, suppress_sequences=suppressed(tr))
+    for s, r in zip(src, res):
+        assert len(r.hypotheses) == 3 and len(r.attention) == 3
+        for h, rows in zip(r.hypotheses, r.attention):
+            want = tr._loaded()._attentions([(tr._ids(s, "s"), tr._ids(h, "h"))])[0]
+            assert len(rows) == len(want) == len(h)
+            for x, y in zip(rows, want):
+                assert x == pytest.approx(y, abs=1e-4)
+
+
+def test_end_token_streams(tr):
+    """generate_tokens with end_token: the steps end with the end token, as
+    translate_batch's hypothesis (return_end_token) does."""
+    run = RUNS["end-tokens-greedy"]
+    c = run["results"][0]
+    src = GOLD["sources"][c["source"]]
+    steps = list(tr.generate_tokens(src, end_token=run["options"]["end_token"],
+                                    max_decoding_length=GOLD["max_decoding_length"],
+                                    suppress_sequences=suppressed(tr)))
+    assert [s.token for s in steps] == c["hypotheses"][0]
+    assert steps[-1].is_last
