@@ -14,7 +14,7 @@
  *     engines);
  *   - patience: fewer sequences where fewer finished, ranks in order;
  *   - the text: the pieces before the end tokens joined (an end token's
- *     text left out);
+ *     text left out), and on_token's texts adding up to it (greedy);
  *   - return_alternatives without a target prefix (the runs with one, and
  *     prefix_bias_beta, which needs one: the Python Translator's test);
  *   - errors: patience out of range or with early_stopping 0, more returns
@@ -101,6 +101,18 @@ static void joined(const cJSON *h, int n, char *out, size_t cap) {
     out[k] = 0;
 }
 
+/* on_token's texts, per input (one sequence each), concatenated */
+typedef struct {
+    char text[MAX_IN][1024];
+} streamed;
+
+static int on_tok(int input, int sequence, int id, float lp, const char *text, void *user) {
+    (void)sequence, (void)id, (void)lp;
+    streamed *s = user;
+    if (input >= 0 && input < MAX_IN) strncat(s->text[input], text, sizeof s->text[input] - strlen(s->text[input]) - 1);
+    return 0;
+}
+
 static void check_run(encdec_session *s, const encdec_model *m, const char *name) {
     const cJSON *run = run_named(name);
     CHECK(run != NULL);
@@ -155,6 +167,23 @@ static void check_run(encdec_session *s, const encdec_model *m, const char *name
         CHECK(!q || q->input != c);
     }
     CHECK_EQ_INT(at, encdec_result_n_sequences(r));
+    /* greedy, streamed: the texts on_token gives add up to the sequences' (an
+     * end token's text left out there too) */
+    if (r && p.num_beams == 1 && !p.return_alternatives) {
+        static streamed got;
+        memset(&got, 0, sizeof got);
+        p.on_token = on_tok;
+        p.user = &got;
+        encdec_result *r2 = NULL;
+        CHECK_EQ_INT(encdec_generate(s, in, n, &p, &r2), ENCDEC_OK);
+        for (int c = 0; r2 && c < n; c++) {
+            const encdec_sequence *q = encdec_result_sequence(r2, c);
+            CHECK(q && !strcmp(q->text, got.text[c]));
+            if (q && strcmp(q->text, got.text[c]))
+                fprintf(stderr, "  %s case %d: streamed \"%s\", not \"%s\"\n", name, c, got.text[c], q->text);
+        }
+        encdec_result_free(r2);
+    }
     encdec_result_free(r);
 }
 

@@ -13,7 +13,7 @@ encdec_status gen_stream_init(gen_stream *g, const ed_ttok *tok, int eos,
                               const encdec_generate_params *p, int n_out, const int *toks,
                               const float *lps) {
     *g = (gen_stream){tok, p->on_token, p->user, eos, n_out, p->num_return_sequences,
-                      p->max_new_tokens, toks, lps, NULL, NULL, NULL};
+                      p->max_new_tokens, toks, lps, p->end_tokens, p->n_end_tokens, NULL, NULL, NULL};
     g->done = calloc((size_t)n_out, sizeof *g->done);
     g->sent = calloc((size_t)n_out, sizeof *g->sent);
     g->whole = calloc((size_t)n_out, sizeof *g->whole);
@@ -59,13 +59,33 @@ static int local_piece(const gen_stream *g, const int *ids, int j, char **pair, 
     return 1;
 }
 
+/* 1 when id is one of the caller's end tokens. */
+static int an_end(const gen_stream *g, int id) {
+    for (int k = 0; k < g->n_ends; k++)
+        if (g->ends[k] == id) return 1;
+    return 0;
+}
+
 int gen_stream_flush(gen_stream *g, const int *len) {
     for (int i = 0; i < g->n_out; i++) {
         const int *ids = g->toks + (size_t)i * g->max_new;
         for (int j = g->done[i]; j < len[i]; j++) {
-            int last = ids[j] == g->eos || j + 1 == g->max_new;
+            int end = an_end(g, ids[j]);
+            int last = (g->n_ends ? end : ids[j] == g->eos) || j + 1 == g->max_new;
             char *text = NULL, *piece;
             size_t at;
+            if (end) {   /* the sequence ends on it: the text held back goes out, not its */
+                if (gen_text(g->tok, ids, j, &text)) return 1;
+                size_t s = g->sent[i], full = strlen(text);
+                piece = text + (s < full ? s : full);
+                g->sent[i] = full;
+                int stop = g->fn(i / g->n_ret, i % g->n_ret, ids[j], g->lps[(size_t)i * g->max_new + j],
+                                 piece, g->user);
+                free(text);
+                g->done[i] = j + 1;
+                if (stop) return 1;
+                continue;
+            }
             /* nothing held back: most tokens' text follows from their neighbour;
              * else (and for the first) the whole sequence is decoded again */
             if (g->whole[i] && local_piece(g, ids, j, &text, &at)) {

@@ -31,6 +31,9 @@ typedef struct {
     int eos, n_out, n_ret, max_new;
     const int *toks;      /* [n_out, max_new] the task's outputs */
     const float *lps;
+    const int *ends;      /* [n_ends] the caller's end tokens (encdec_generate_params.end_tokens):
+                             no text of theirs, as the sequence's text has none */
+    int n_ends;
     int *done;            /* [n_out] tokens delivered */
     size_t *sent;         /* [n_out] text bytes delivered */
     char *whole;          /* [n_out] the text so far is all delivered (nothing held back) */
