@@ -699,6 +699,10 @@ ENCDEC_API encdec_status encdec_request_wait(encdec_request *q, encdec_result **
 /* A file request's audio, as encdec_transcribe_file's info (zeros until the
  * request is done, and for memory input). */
 ENCDEC_API void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out);
+/* A text request's input tokens as encoded (0 until the request is done,
+ * for a request that failed before encoding, and for audio): its
+ * result's timings.n_input_tokens, known too when it was cancelled. */
+ENCDEC_API int encdec_request_input_tokens(const encdec_request *q);
 /* Asks the request to stop: it ends with ENCDEC_ERR_CANCELLED at its next
  * step (its caches are freed then); a finished request is not changed. */
 ENCDEC_API void encdec_request_cancel(encdec_request *q);

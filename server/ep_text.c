@@ -2,7 +2,11 @@
  * request per prompt into the engine, the connection parked until all are
  * done, or their tokens streamed as they come (each choice's text, its
  * finish_reason when its prompt ends, then [DONE]; keep-alive comments
- * while nothing comes; the deadline ends it with an error event). */
+ * while nothing comes; the deadline ends it with an error event). With
+ * stop sequences, greedy and sampled choices are watched token by token
+ * (streamed or not): a choice ends where one begins (streamed text holds
+ * back what could begin one), and a prompt's request is cancelled once all
+ * its choices ended so. */
 #include "http.h"
 #include "completions.h"
 #include "openai.h"
@@ -26,6 +30,8 @@ struct comp_st {
     encdec_result *r[64];
     int n_tok[64];
     comp_tok tok[64];
+    srv_choice *ch;           /* [n_prompts x n] the watched choices (watch) */
+    int watch;                /* greedy and sampled choices come token by token (stream or stop) */
     char fin[64];             /* stream: the prompt's last events are out */
     char id[48];
     int tokens;               /* stream: choices go out token by token (not beams) */
@@ -45,6 +51,8 @@ static void comp_free(void *p) {
         encdec_request_free(cs->q[i]);   /* cancels the ones still running; no callback after */
         encdec_result_free(cs->r[i]);
     }
+    for (int i = 0; cs->ch && i < cs->cp.n_prompts * cs->cp.p.num_return_sequences; i++) free(cs->ch[i].text);
+    free(cs->ch);
     srv_completion_free(&cs->cp);
     evq_destroy(&cs->ev);
     free(cs);
@@ -67,17 +75,50 @@ static int ready_all(void *ctx, double now) {
     return all_done(ctx);
 }
 
-/* A token of a streamed prompt (on its request's thread): its text as a
- * chunk of its choice. */
+/* Whether every choice of prompt i ended at a stop sequence. */
+static int all_stopped(const comp_st *cs, int i) {
+    int n = cs->cp.p.num_return_sequences;
+    for (int k = 0; k < n; k++)
+        if (!cs->ch[i * n + k].stopped) return 0;
+    return 1;
+}
+
+/* A token of a watched prompt (on its request's thread): its choice's text
+ * grows (cut at a stop sequence); streamed, what no stop sequence can begin
+ * in goes out, and a choice that stopped gets its last event. Nonzero (the
+ * request cancelled) once every choice of the prompt stopped. */
 static int on_comp_token(int input, int sequence, int id, float lp, const char *text, void *user) {
     (void)input, (void)id, (void)lp;
     comp_tok *t = user;
     comp_st *cs = t->cs;
-    if (*text)
-        evq_push(&cs->ev, srv_completion_event(cs->id, cs->s->name,
-                                               t->prompt * cs->cp.p.num_return_sequences + sequence,
-                                               text, NULL));
-    return 0;
+    int index = t->prompt * cs->cp.p.num_return_sequences + sequence;
+    srv_choice *ch = &cs->ch[index];
+    int was = ch->stopped;
+    if (!srv_choice_add(&cs->cp, ch, text)) return 1;   /* out of memory: the request ends in error */
+    if (cs->cp.stream && !was) {
+        size_t upto = ch->stopped ? ch->len : srv_stop_safe(&cs->cp, ch->text ? ch->text : "", ch->len);
+        if (upto > ch->sent) {
+            char keep = ch->text[upto];
+            ch->text[upto] = 0;
+            evq_push(&cs->ev, srv_completion_event(cs->id, cs->s->name, index, ch->text + ch->sent, NULL));
+            ch->text[upto] = keep;
+            ch->sent = upto;
+        }
+        if (ch->stopped) evq_push(&cs->ev, srv_completion_event(cs->id, cs->s->name, index, "", "stop"));
+    }
+    return all_stopped(cs, t->prompt);
+}
+
+/* Prompt i's request's end: its result (NULL, OK: every choice stopped, so
+ * the request was cancelled). */
+static encdec_status prompt_end(comp_st *cs, int i, encdec_result **r) {
+    encdec_status st = encdec_request_wait(cs->q[i], r);
+    if (st == ENCDEC_ERR_CANCELLED && cs->watch && all_stopped(cs, i)) {
+        encdec_result_free(*r);
+        *r = NULL;
+        return ENCDEC_OK;
+    }
+    return st;
 }
 
 /* The prompts whose requests ended: their last events (an error ends the
@@ -87,7 +128,7 @@ static int comp_reap(comp_st *cs) {
     for (int i = 0; i < cs->cp.n_prompts && !cs->finished; i++) {
         if (cs->fin[i] || !encdec_request_done(cs->q[i])) continue;
         encdec_result *r = NULL;
-        encdec_status st = encdec_request_wait(cs->q[i], &r);
+        encdec_status st = prompt_end(cs, i, &r);
         char *ev;
         if (st) {
             srv_error e = {500, "", "server_error", NULL, NULL};
@@ -95,8 +136,9 @@ static int comp_reap(comp_st *cs) {
             ev = srv_sse_error(&e);
             cs->finished = 1;
         } else {
-            ev = srv_completion_chunk(&cs->cp, r, i, cs->id, cs->s->name, !cs->tokens);
-            srv_add_tokens(cs->s, encdec_result_timings(r)->n_tokens);
+            ev = srv_completion_chunk(&cs->cp, r, i, cs->id, cs->s->name, !cs->tokens,
+                                      cs->watch ? cs->ch + i * cs->cp.p.num_return_sequences : NULL);
+            if (r) srv_add_tokens(cs->s, encdec_result_timings(r)->n_tokens);
         }
         encdec_result_free(r);
         evq_push(&cs->ev, ev ? ev : srv_sse_error(&(srv_error){500, "out of memory", "server_error", NULL, NULL}));
@@ -176,9 +218,14 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
         return r;
     }
     cs->tokens = cs->cp.stream && cs->cp.p.num_beams == 1;
+    cs->watch = cs->cp.p.num_beams == 1 && (cs->cp.stream || cs->cp.n_stop > 0);
+    if (cs->watch && !(cs->ch = calloc((size_t)cs->cp.n_prompts * cs->cp.p.num_return_sequences, sizeof *cs->ch))) {
+        comp_free(cs);
+        return srv_fail_req(k, c, 500, "server_error", NULL, NULL, "out of memory");
+    }
     for (int i = 0; i < cs->cp.n_prompts; i++) {
         encdec_generate_params p = cs->cp.p;
-        if (cs->tokens) {
+        if (cs->watch) {
             cs->tok[i] = (comp_tok){cs, i};
             p.on_token = on_comp_token;
             p.user = &cs->tok[i];
@@ -211,14 +258,17 @@ static enum MHD_Result answer(conn *k, struct MHD_Connection *c) {
         return srv_fail_req(k, c, 504, "server_error", NULL, "timeout",
                             "the request took longer than the server's limit of %g s", s->o.timeout_s);
     for (int i = 0; i < cs->cp.n_prompts; i++) {
-        encdec_status st = encdec_request_wait(cs->q[i], &cs->r[i]);
+        encdec_status st = prompt_end(cs, i, &cs->r[i]);
         if (st)
             return srv_fail_req(k, c, 500, "server_error", NULL, NULL, "prompt %d: %s", i,
                                 encdec_last_error());
-        cs->n_tok[i] = encdec_result_timings(cs->r[i])->n_input_tokens;
-        srv_add_tokens(s, encdec_result_timings(cs->r[i])->n_tokens);
+        int n_out = 0;
+        for (int j = 0; !cs->r[i] && j < cs->cp.p.num_return_sequences; j++)
+            n_out += cs->ch[i * cs->cp.p.num_return_sequences + j].n_tok;
+        cs->n_tok[i] = cs->r[i] ? encdec_result_timings(cs->r[i])->n_input_tokens : encdec_request_input_tokens(cs->q[i]);
+        srv_add_tokens(s, cs->r[i] ? encdec_result_timings(cs->r[i])->n_tokens : n_out);
     }
-    char *body = srv_completion_body(&cs->cp, cs->r, s->name, cs->n_tok);
+    char *body = srv_completion_body(&cs->cp, cs->r, s->name, cs->n_tok, cs->watch ? cs->ch : NULL);
     return srv_send_body(k, c, 200, body, "application/json", NULL);
 }
 

@@ -51,6 +51,7 @@ struct encdec_request {
     int *prefix;                 /* the target prefix (langs.prefix points here) */
     int *suppress;               /* gp.suppress_tokens (copied; gp points here) */
     int *ends;                   /* gp.end_tokens (copied; gp points here) */
+    int n_input;                 /* its input tokens as encoded */
     encdec_generate_params gp;   /* its language strings resolved into langs and cleared */
     api_langs langs;
     pthread_t th;
@@ -149,6 +150,7 @@ static encdec_status generate_body(encdec_request *q) {
                               : api_tokenize(&m->text, in, 1, q->gp.truncate, &q->langs, q->gp.replace_unknowns, &pk);
     sch_client *c = NULL;
     encdec_result *r = NULL;
+    if (!st) q->n_input = pk.n_tokens;
     if (!st) st = sch_client_new(q->e->sch, &q->cancel, &c);
     if (!st) {
         r = calloc(1, sizeof *r);
@@ -523,6 +525,10 @@ void encdec_request_audio_info(const encdec_request *q, encdec_audio_info *out) 
     memset(out, 0, sizeof *out);
     if (!q || !encdec_request_done(q)) return;
     *out = q->info;
+}
+
+int encdec_request_input_tokens(const encdec_request *q) {
+    return q && encdec_request_done(q) ? q->n_input : 0;
 }
 
 void encdec_request_cancel(encdec_request *q) {

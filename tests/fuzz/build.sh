@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt ttok)
+all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt ttok completion)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
@@ -62,6 +62,8 @@ link_one() {   # link_one HARNESS: its binary, with the server's sources where i
                                 -lmicrohttpd -lwslay -lnettle)
   # LibreTranslate's request parser
   [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c)
+  # OpenAI's completions body and its stop sequences
+  [ "$h" = completion ] && extra=(server/completions.c server/form.c)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"
 }
 # every harness, as many at once as there are cores

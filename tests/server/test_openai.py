@@ -596,6 +596,51 @@ def start_errors(binary, tiny):
         s.stop()
 
 
+def cut(text, stop):
+    """OpenAI's stop: the text before the first place a stop sequence begins."""
+    at = min([text.index(x) for x in stop if x in text], default=len(text))
+    return text[:at], at < len(text)
+
+
+def stops(c, name, prompts, want, beams):
+    """stop sequences: each choice is the same request's text without them,
+    cut where the first begins (finish_reason "stop"), greedy, sampled,
+    beams, streamed or not; a stop sequence across tokens is held back while
+    it may still come, and one that never completes goes out at the end."""
+    first = want[0]
+    mid = first[len(first) // 3:len(first) // 3 + 3]   # a piece of the greedy text
+    # one across two tokens: the end of one token's text and the start of the next's
+    pieces = [ch.choices[0].text for ch in c.completions.create(model=name, prompt=prompts[0], max_tokens=8,
+                                                                 temperature=0, stream=True)]
+    pieces = [x for x in pieces if x]
+    across = pieces[1][-1:] + pieces[2][:1]
+    for stop in ([mid], [mid, "zzz-never"], ["zzz-never"], [first[-2:]], [across]):
+        r = c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0, stop=stop)
+        got = [(ch.text, ch.finish_reason) for ch in r.choices]
+        exp = [(cut(t, stop)[0], "stop" if cut(t, stop)[1] else "length") for t in want]
+        check(got == exp, "completions: stop %r: %r (want %r)" % (stop, got, exp))
+        texts, ends, late = ["", ""], [None, None], 0
+        for ch in c.completions.create(model=name, prompt=prompts, max_tokens=8, temperature=0, stop=stop,
+                                       stream=True):
+            x = ch.choices[0]
+            late += ends[x.index] is not None     # a chunk after its choice's end
+            texts[x.index] += x.text
+            ends[x.index] = x.finish_reason
+        check(list(zip(texts, ends)) == exp and not late,
+              "completions: stop %r, stream: %r" % (stop, list(zip(texts, ends))))
+    plain = c.completions.create(model=name, prompt=prompts[1], max_tokens=8, temperature=0.8, n=3, seed=11)
+    stop = [plain.choices[0].text[2:4] or "x"]
+    r = c.completions.create(model=name, prompt=prompts[1], max_tokens=8, temperature=0.8, n=3, seed=11,
+                             stop=stop)
+    check([ch.text for ch in r.choices] == [cut(ch.text, stop)[0] for ch in plain.choices],
+          "completions: stop with samples, each cut as its own")
+    stop = [beams[0].text[1:3] or "x"]
+    r = c.completions.create(model=name, prompt=prompts[1], max_tokens=8, best_of=4, n=2, temperature=0,
+                             stop=stop)
+    check([ch.text for ch in r.choices] == [cut(ch.text, stop)[0] for ch in beams]
+          and r.choices[0].finish_reason == "stop", "completions: stop with beams: each cut")
+
+
 def completions(binary):
     """A T5 model (the seeded random T5 v1.1 of tests/data): /v1/completions
     through the client; greedy as `encdec generate` decodes it (the session
@@ -652,6 +697,8 @@ def completions(binary):
               and all(x.finish_reason for x in beams),
               "completions: stream with best_of (beams): each choice whole, once final")
 
+        stops(c, name, prompts, want, r.choices)
+
         def expect(fn, status, param, what):
             try:
                 fn()
@@ -662,6 +709,13 @@ def completions(binary):
 
         expect(lambda: c.completions.create(model="gpt-3.5-turbo-instruct", prompt="x"), 404, "model",
                "completions: unknown model")
+        expect(lambda: c.completions.create(model=name, prompt="x", stop=["a", "b", "c", "d", "e"]), 400, "stop",
+               "completions: 5 stop sequences")
+        expect(lambda: c.completions.create(model=name, prompt="x", stop=""), 400, "stop",
+               "completions: an empty stop sequence")
+        st, _, out = raw_post(s.url + "/v1/completions", b'{"model":"%s","prompt":"x","stop":3}' % name.encode(),
+                              "application/json")
+        check(st == 400 and json.loads(out)["error"]["param"] == "stop", "completions: stop a number")
         expect(lambda: c.completions.create(model=name, prompt="x", max_tokens=0), 400, "max_tokens",
                "completions: max_tokens 0")
         expect(lambda: c.completions.create(model=name, prompt="x", n=40), 400, "n", "completions: n 40")
