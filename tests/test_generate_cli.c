@@ -158,6 +158,36 @@ static void test_outputs(void) {
     CHECK_EQ_INT(sh(script), 0);
     CHECK_STR(g_out, first);
     free(first);
+    /* --patience: N lines an input, the ranks its search did not finish empty,
+     * the others the texts --json lists for it, in order */
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 6 --beam 2 --patience 2 "
+             "--num-return 4 < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    char *plain = strdup(g_out);
+    snprintf(script, sizeof script, "\"$CLI\" generate -m \"$M\" --max-new-tokens 6 --beam 2 --patience 2 "
+             "--num-return 4 --json < %s", f);
+    CHECK_EQ_INT(sh(script), 0);
+    char *lines = plain, *jsave = NULL, *jcopy = strdup(g_out);
+    int n_in = 0, n_seq = 0;
+    for (char *line = strtok_r(jcopy, "\n", &jsave); line; line = strtok_r(NULL, "\n", &jsave), n_in++) {
+        cJSON *j = cJSON_Parse(line), *seqs = j ? cJSON_GetObjectItem(j, "sequences") : NULL;
+        int k = cJSON_GetArraySize(seqs);
+        CHECK(k >= 1 && k <= 4);
+        n_seq += k;
+        for (int r = 0; r < 4 && lines; r++) {   /* its 4 plain lines */
+            char *end = strchr(lines, '\n');
+            if (!end) break;
+            *end = 0;
+            const char *t = r < k ? cJSON_GetObjectItem(cJSON_GetArrayItem(seqs, r), "text")->valuestring : "";
+            CHECK_STR(lines, t);
+            lines = end + 1;
+        }
+        cJSON_Delete(j);
+    }
+    CHECK_EQ_INT(n_in, 3);
+    CHECK(n_seq > 6);   /* past the 2 beams: the search kept the finished ones */
+    free(jcopy);
+    free(plain);
     /* an input that fails among them keeps its line, empty */
     snprintf(script, sizeof script, "printf \"%%s\\n\\n%%s\\n\" \"%s\" \"%s\" | \"$CLI\" generate -m "
              "\"$M\" --max-new-tokens 16 --stream 2>/dev/null", input(0), input(1));
@@ -178,6 +208,8 @@ static void test_errors(void) {
     CHECK_SH("\"$CLI\" generate -m \"$M\" --temperature -1 x", 2, "--temperature expects a number");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --seed -3 x", 2, "--seed expects an integer");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --num-return 3 --beam 2 x", 2, "--num-return 3 needs --beam 3");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --num-return 5 --beam 2 --patience 2 x", 2, "--num-return 5 needs");
+    CHECK_SH("\"$CLI\" generate -m \"$M\" --beam 2 --patience 0 x", 2, "--patience expects a number");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --sample --beam 2 x", 2, "do not combine");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --frobnicate x", 2, "unknown option");
     CHECK_SH("\"$CLI\" generate -m \"$M\" --kv-cache maybe x", 2, "--kv-cache expects full, self or none");
