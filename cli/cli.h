@@ -105,6 +105,9 @@ int cli_bool_word(const char *s);
 /* The Silero VAD's directory: path given, else $ENCDEC_VAD, else the
  * cache's silero-vad-v6 when it is there (NULL when not; buf[cap] holds it). */
 const char *cli_vad_path(const char *given, char *buf, size_t cap);
+/* The text language identifier's directory (LibreTranslate's /detect):
+ * given, else $ENCDEC_LANGID, else the cache's langdetect when it is there. */
+const char *cli_langid_path(const char *given, char *buf, size_t cap);
 /* The Silero VAD at path (NULL: as cli_vad_path), or NULL with the reason printed. */
 encdec_vad *cli_load_vad(const char *path);
 

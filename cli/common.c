@@ -68,14 +68,25 @@ const char *cli_model_path(const char *given, char *buf, size_t cap) {
     return NULL;
 }
 
-const char *cli_vad_path(const char *given, char *buf, size_t cap) {
-    const char *env = getenv("ENCDEC_VAD");
+/* A helper model's directory: given, else $env, else the cache's name
+ * folder when it is there. */
+static const char *cache_dir(const char *given, const char *env_name, const char *name, char *buf,
+                             size_t cap) {
+    const char *env = getenv(env_name);
     if (given) return given;
     if (env && *env) return env;
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models/silero-vad-v6", xdg);
-    else snprintf(buf, cap, "%s/.cache/encdec/models/silero-vad-v6", home ? home : ".");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/encdec/models/%s", xdg, name);
+    else snprintf(buf, cap, "%s/.cache/encdec/models/%s", home ? home : ".", name);
     return is_dir(buf) ? buf : NULL;
+}
+
+const char *cli_vad_path(const char *given, char *buf, size_t cap) {
+    return cache_dir(given, "ENCDEC_VAD", "silero-vad-v6", buf, cap);
+}
+
+const char *cli_langid_path(const char *given, char *buf, size_t cap) {
+    return cache_dir(given, "ENCDEC_LANGID", "langdetect", buf, cap);
 }
 
 encdec_vad *cli_load_vad(const char *given) {

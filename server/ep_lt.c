@@ -3,10 +3,12 @@
  * HTML text (lt_html.h) (they share the decode steps with everything else
  * the server runs), the connection parked until all are done, a text's
  * translation touched and unescaped as LibreTranslate does (lt_format.h);
- * GET /languages, /frontend/settings. Errors are LibreTranslate's
- * {"error": message}. */
+ * GET /languages, /frontend/settings; POST /detect and a source "auto"
+ * over the text language identifier (lt_detect.h), loaded at its first
+ * use. Errors are LibreTranslate's {"error": message}. */
 #include "http.h"
 #include "lt.h"
+#include "lt_detect.h"
 #include "lt_format.h"
 #include "lt_html.h"
 #include "lt_split.h"
@@ -113,6 +115,70 @@ static enum MHD_Result lt_fail(conn *k, struct MHD_Connection *c, int status, co
     return srv_send_body(k, c, status, srv_lt_error_body(message), "application/json", NULL);
 }
 
+/* The language identifier, loaded once at the first call; NULL with *status
+ * and msg set when none is installed (400) or it cannot be loaded (500). */
+static const encdec_langid *langid(srv *s, int *status, char *msg, size_t n) {
+    pthread_mutex_lock(&s->langid_mu);
+    if (!s->langid && !s->langid_failed && s->langid_path) {
+        encdec_status st = encdec_langid_load(s->langid_path, &s->langid);
+        if (st) {
+            s->langid_failed = 1;
+            fprintf(stderr, "encdec serve: cannot load the language identifier %s: %s\n", s->langid_path,
+                    encdec_last_error());
+        }
+    }
+    const encdec_langid *l = s->langid;
+    pthread_mutex_unlock(&s->langid_mu);
+    if (!l) {
+        *status = s->langid_path ? 500 : 400;
+        snprintf(msg, n, s->langid_path ? "the language identifier could not be loaded (the server's log says why)"
+                                        : "language detection is not installed on this server "
+                                          "(scripts/fetch-model.sh langid): give the source language");
+    }
+    return l;
+}
+
+/* A source "auto": the language detect_languages finds in the texts
+ * (LibreTranslate's pt/pb and zh/zt stand in for each other), into r->src
+ * and r->detected. 0, or an HTTP status with msg set. */
+static int detect_source(srv *s, srv_lt_req *r, char *msg, size_t n) {
+    int status;
+    const encdec_langid *l = langid(s, &status, msg, n);
+    if (!l) return status;
+    srv_lt_codes *codes = malloc(sizeof *codes);
+    srv_lt_guess *g = NULL;
+    int ng = 0;
+    encdec_status st = codes ? ENCDEC_OK : ENCDEC_ERR_NOMEM;
+    if (!st) {
+        srv_lt_codes_of(s->model, codes);
+        st = srv_lt_detect(l, r->q, r->n_q, 1, codes, &g, &ng);
+    }
+    free(codes);
+    if (st) {
+        snprintf(msg, n, "%s", st == ENCDEC_ERR_ARG ? encdec_last_error() : "out of memory");
+        return st == ENCDEC_ERR_ARG ? 400 : 500;
+    }
+    snprintf(r->detected, sizeof r->detected, "%s", g[0].language);
+    r->detected_conf = g[0].confidence;
+    r->has_detected = 1;
+    free(g);
+    encdec_model_info info;
+    encdec_model_get_info(s->model, &info);
+    if (!encdec_model_language(s->model, 0) || !strcmp(info.model_type, "marian")) {   /* one source */
+        if (!info.source_language || !strcmp(r->detected, info.source_language)) return 0;
+        snprintf(msg, n, "the text is in %s (detected): this model translates from %s", r->detected,
+                 info.source_language);
+        return 400;
+    }
+    static const char *const alias[][2] = {{"pt", "pb"}, {"pb", "pt"}, {"zh", "zt"}, {"zt", "zh"}};
+    r->src = srv_lt_find(s->model, r->detected);
+    for (size_t i = 0; r->src < 0 && i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(r->detected, alias[i][0])) r->src = srv_lt_find(s->model, alias[i][1]);
+    if (r->src >= 0) return 0;
+    snprintf(msg, n, "%s (detected) is not supported (GET /languages lists the languages)", r->detected);
+    return 400;
+}
+
 static int all_done(void *ctx, double now) {
     (void)now;
     lt_st *t = ctx;
@@ -132,6 +198,14 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     if (!srv_lt_parse(s->model, k->body ? k->body : "", k->body_len, json, &t->r, &e)) {
         lt_free(t);
         return lt_fail(k, c, e.status, e.message);
+    }
+    char why[600];
+    int dst = t->r.auto_src ? detect_source(s, &t->r, why, sizeof why) : 0;
+    if (dst == 400 && !t->r.has_detected && !s->langid_path)
+        dst = 0;   /* no identifier installed: the tokenizer's source, as before one */
+    if (dst) {
+        lt_free(t);
+        return lt_fail(k, c, dst, why);
     }
     encdec_generate_params p = encdec_generate_default_params();
     p.num_return_sequences = 1 + t->r.alternatives;
@@ -263,8 +337,36 @@ enum MHD_Result srv_ep_translate(conn *k, struct MHD_Connection *c) {
 }
 
 enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c) {
-    return lt_fail(k, c, 400, "language detection is not available here: give the source language "
-                   "(GET /languages lists them)");
+    srv *s = k->s;
+    if (!s->text) return lt_fail(k, c, 404, "the model transcribes speech: /detect serves translation models");
+    if (k->body_big) return lt_fail(k, c, 413, "the request body is over 1 MB");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    int json = ct && !strncasecmp(ct, "application/json", 16);
+    srv_lt_req r;
+    srv_lt_error e;
+    if (!srv_lt_parse_q(k->body ? k->body : "", k->body_len, json, &r, &e)) {
+        srv_lt_free(&r);
+        return lt_fail(k, c, e.status, e.message);
+    }
+    char msg[600];
+    int status;
+    const encdec_langid *l = langid(s, &status, msg, sizeof msg);
+    srv_lt_codes *codes = l ? malloc(sizeof *codes) : NULL;
+    srv_lt_guess *g = NULL;
+    int n = 0;
+    encdec_status st = ENCDEC_ERR_NOMEM;
+    if (codes) {
+        srv_lt_codes_of(s->model, codes);
+        st = srv_lt_detect(l, r.q, r.n_q, r.q_list, codes, &g, &n);
+        snprintf(msg, sizeof msg, "%s", st == ENCDEC_ERR_ARG ? encdec_last_error() : "out of memory");
+        status = st == ENCDEC_ERR_ARG ? 400 : 500;
+    }
+    free(codes);
+    srv_lt_free(&r);
+    char *body = st ? NULL : srv_lt_detect_body(g, n);
+    free(g);
+    if (!body) return lt_fail(k, c, l && !st ? 500 : status, l && !st ? "out of memory" : msg);
+    return srv_send_body(k, c, 200, body, "application/json", NULL);
 }
 
 enum MHD_Result srv_ep_lt_settings(conn *k, struct MHD_Connection *c) {

@@ -209,9 +209,22 @@ static int parse_json(srv_lt_req *r, const char *body, size_t len, lt_fields *f,
     return 1;
 }
 
+/* The texts: at least one, none empty, all UTF-8. */
+static int check_q(const srv_lt_req *r, srv_lt_error *e) {
+    if (!r->n_q) return fail(e, 400, "Invalid request: missing q parameter");
+    for (int i = 0; i < r->n_q; i++) {
+        if (!*r->q[i]) return fail(e, 400, "Invalid request: text %d of q is empty", i);
+        size_t bad = srv_utf8_bad(r->q[i]);
+        if (bad != (size_t)-1)
+            return fail(e, 400, "Invalid request: text %d of q is not UTF-8 (byte %zu)", i, bad);
+    }
+    return 1;
+}
+
 /* The model's language for a client's code; "auto" (and an absent
  * source) the model's default where it has one. */
-static int map_lang(const encdec_model *m, const char *code, int source, int *out, srv_lt_error *e) {
+static int map_lang(const encdec_model *m, const char *code, int source, int *out, int *auto_src,
+                    srv_lt_error *e) {
     encdec_model_info info;
     encdec_model_get_info(m, &info);
     *out = -1;
@@ -219,11 +232,13 @@ static int map_lang(const encdec_model *m, const char *code, int source, int *ou
     int marian = !strcmp(info.model_type, "marian");
     if (!encdec_model_language(m, 0) || (source && marian)) {   /* one pair; Marian's one source */
         const char *mine = source ? info.source_language : info.target_language;
+        if (source && code && !strcmp(code, "auto")) *auto_src = 1;
         if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine)) return 1;
         return fail(e, 400, "%s language %.40s is not supported: this model translates %s to %s", which,
                     code, info.source_language ? info.source_language : "?",
                     info.target_language ? info.target_language : "?");
     }
+    if (source && code && !strcmp(code, "auto")) *auto_src = 1;
     if (source && (!code || !strcmp(code, "auto"))) return 1;   /* the tokenizer's default */
     if (!code) return fail(e, 400, "Invalid request: missing target parameter");
     if ((*out = srv_lt_find(m, code)) < 0)
@@ -237,13 +252,7 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     r->src = r->tgt = -1;
     lt_fields f = {0};
     if (!(is_json ? parse_json(r, body, len, &f, e) : parse_form(r, body, len, &f, e))) return 0;
-    if (!r->n_q) return fail(e, 400, "Invalid request: missing q parameter");
-    for (int i = 0; i < r->n_q; i++) {
-        if (!*r->q[i]) return fail(e, 400, "Invalid request: text %d of q is empty", i);
-        size_t bad = srv_utf8_bad(r->q[i]);
-        if (bad != (size_t)-1)
-            return fail(e, 400, "Invalid request: text %d of q is not UTF-8 (byte %zu)", i, bad);
-    }
+    if (!check_q(r, e)) return 0;
     if (f.alternatives) {
         char *end;
         long a = strtol(f.alternatives, &end, 10);
@@ -259,7 +268,14 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
             return fail(e, 400, "Invalid request: alternatives are given for format text only");
     }
     if (!f.target) return fail(e, 400, "Invalid request: missing target parameter");
-    return map_lang(m, f.source, 1, &r->src, e) && map_lang(m, f.target, 0, &r->tgt, e);
+    return map_lang(m, f.source, 1, &r->src, &r->auto_src, e) && map_lang(m, f.target, 0, &r->tgt, &r->auto_src, e);
+}
+
+int srv_lt_parse_q(const char *body, size_t len, int is_json, srv_lt_req *r, srv_lt_error *e) {
+    memset(r, 0, sizeof *r);
+    r->src = r->tgt = -1;
+    lt_fields f = {0};
+    return (is_json ? parse_json(r, body, len, &f, e) : parse_form(r, body, len, &f, e)) && check_q(r, e);
 }
 
 void srv_lt_free(srv_lt_req *r) {
@@ -282,6 +298,17 @@ char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
     if (r->q_list) {
         tt = cJSON_AddArrayToObject(j, "translatedText");
         if (r->alternatives) alts = cJSON_AddArrayToObject(j, "alternatives");
+    }
+    cJSON *det = NULL;
+    if (r->has_detected) {
+        det = r->q_list ? cJSON_AddArrayToObject(j, "detectedLanguage") : NULL;
+        for (int i = 0; i < (r->q_list ? r->n_q : 1); i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "confidence", r->detected_conf);
+            cJSON_AddStringToObject(o, "language", r->detected);
+            if (det) cJSON_AddItemToArray(det, o);
+            else cJSON_AddItemToObject(j, "detectedLanguage", o);
+        }
     }
     for (int i = 0; i < r->n_q; i++) {
         const char *t = texts[i * per];

@@ -31,6 +31,10 @@ typedef struct {
     int src, tgt;             /* the model's language indices (-1: its default / none) */
     int alternatives;         /* extra translations per text (beam search), 0..8 */
     int html;                 /* format "html": the texts are documents (lt_html.h) */
+    int auto_src;             /* source "auto": the caller detects it (lt_detect.h) */
+    int has_detected;         /* detectedLanguage goes into the answer: */
+    char detected[40];        /*   its language */
+    double detected_conf;     /*   and confidence (0..100) */
 } srv_lt_req;
 
 /* Parses a body (content type: application/json, else a urlencoded form)
@@ -39,6 +43,9 @@ typedef struct {
 int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_json, srv_lt_req *r,
                  srv_lt_error *e);
 void srv_lt_free(srv_lt_req *r);
+/* POST /detect's body: its q alone (a string or a list), checked as
+ * /translate's: 1, or 0 with e set. r must be freed either way. */
+int srv_lt_parse_q(const char *body, size_t len, int is_json, srv_lt_req *r, srv_lt_error *e);
 
 /* The code a client sees for the model's language i (ISO 639-1 where it
  * has one), into out[n]. */
@@ -47,7 +54,9 @@ void srv_lt_code(const encdec_model *m, int i, char *out, size_t n);
  * model's own), or -1. */
 int srv_lt_find(const encdec_model *m, const char *code);
 
-/* {"translatedText": text or [texts]} (with "alternatives" when asked):
+/* {"translatedText": text or [texts]} (with "alternatives" when asked, and
+ * "detectedLanguage": {"confidence", "language"}, one a text for a list,
+ * when r->has_detected):
  * texts[i * (1 + alternatives) + k], k = 0 the translation; an alternative
  * that is empty, the translation or an earlier one is left out, as
  * LibreTranslate lists them. */

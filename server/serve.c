@@ -38,12 +38,15 @@ static const char *HELP =
     "                                  (token by token; with best_of, each choice whole)\n"
     "  POST /translate                 LibreTranslate's (translation models: NLLB, M2M100,\n"
     "                                  mBART-50, Marian): q (a string or a list), source\n"
-    "                                  (ISO 639-1 or the model's code; auto: the tokenizer's),\n"
+    "                                  (ISO 639-1 or the model's code; auto: detected),\n"
     "                                  target, format (text or html), alternatives; JSON or a\n"
     "                                  form; each sentence as Argos Translate searches it (4\n"
     "                                  beams, length penalty 0.2, unknown tokens replaced)\n"
     "  GET  /languages                 LibreTranslate's: the model's languages and targets\n"
-    "                                  (POST /detect: 400, no language detection)\n"
+    "  POST /detect                    LibreTranslate's: q (a string or a list), the languages\n"
+    "                                  its detectors (langdetect, lexilang) find, most likely\n"
+    "                                  first; source auto on /translate uses them (needs\n"
+    "                                  --langid's files; else 400 and the tokenizer's source)\n"
     "  GET  /frontend/settings         LibreTranslate's (no keys, suggestions or files:\n"
     "                                  POST /suggest and /translate_file are 403s)\n"
     "  POST /load                      whisper.cpp server's: field model, another model in\n"
@@ -62,6 +65,10 @@ static const char *HELP =
     "      --vad-model DIR     the Silero VAD for vad_filter (default: $ENCDEC_VAD, else\n"
     "                          silero-vad-v6 in the cache when fetched: scripts/fetch-model.sh\n"
     "                          vad; without one, vad_filter requests get 400)\n"
+    "      --langid DIR        the text language identifier for LibreTranslate's /detect and\n"
+    "                          source auto (default: $ENCDEC_LANGID, else langdetect in the\n"
+    "                          cache when fetched: scripts/fetch-model.sh langid); loaded at\n"
+    "                          its first use\n"
     "      --host ADDR         listen address, IPv4 or IPv6 (default 127.0.0.1)\n"
     "      --port N            TCP port (default 8080; 0: any free one, printed)\n"
     "  -t, --threads N         worker threads of the engine (default: CPUs online, at most 8)\n"
@@ -102,7 +109,7 @@ static const char *HELP =
     "SIGINT: no new requests (503), the ones in flight finish, then exit status 0.\n";
 
 static int parse(int argc, char **argv, srv_opts *o, const char **model, const char **vad,
-                 encdec_model_params *mp, encdec_kv_type *kv) {
+                 const char **langid, encdec_model_params *mp, encdec_kv_type *kv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int pr = cli_parse_precision(argc, argv, &i, mp, kv);
@@ -130,6 +137,12 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
                 return -1;
             }
             *vad = v;
+        } else if (!strcmp(a, "--langid")) {
+            if (!v || !*v) {
+                cli_err("encdec serve: --langid needs a directory\n");
+                return -1;
+            }
+            *langid = v;
         } else if (!strcmp(a, "--host")) {
             if (!v || !*v) {
                 cli_err("encdec serve: --host needs an address\n");
@@ -187,6 +200,7 @@ int srv_main(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.rate_mu, NULL);
     pthread_mutex_init(&s.model_mu, NULL);
+    pthread_mutex_init(&s.langid_mu, NULL);
     srv_opts *o = &s.o;
     *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = cli_default_threads(),
                     .max_active = 8, .max_queue = 64, .max_upload = 25u << 20, .timeout_s = 900,
@@ -194,10 +208,10 @@ int srv_main(int argc, char **argv) {
                     .n_aliases = 1, .max_per_client = 128, .header_timeout_s = 30,
                     .body_timeout_s = 300, .idle_timeout_s = 60, .http_threads = 2,
                     .max_live = 8, .keepalive_s = 15};
-    const char *given = NULL, *vad_given = NULL;
+    const char *given = NULL, *vad_given = NULL, *langid_given = NULL;
     encdec_model_params mp = encdec_model_default_params();
     encdec_kv_type kv = ENCDEC_KV_F32;
-    int rc = parse(argc, argv, o, &given, &vad_given, &mp, &kv);
+    int rc = parse(argc, argv, o, &given, &vad_given, &langid_given, &mp, &kv);
     if (rc) return rc > 0 ? 0 : CLI_USAGE_ERR;
     /* signals go to the thread that waits for them; block them before any thread starts */
     sigset_t set;
@@ -221,6 +235,8 @@ int srv_main(int argc, char **argv) {
         return 1;
     }
     s.vad = vad;
+    char lbuf[4096];
+    s.langid_path = cli_langid_path(langid_given, lbuf, sizeof lbuf);
     s.model = m;
     s.text = strcmp(mi.family, "whisper") != 0;
     if (s.text && o->n_aliases == 1 && !strcmp(o->aliases[0], "whisper-1"))
@@ -261,6 +277,7 @@ int srv_main(int argc, char **argv) {
     srv_stop(&s);
     encdec_engine_free(s.engine);   /* /load may have changed them */
     encdec_vad_free(vad);
+    encdec_langid_free(s.langid);
     encdec_model_free((encdec_model *)s.model);
     fprintf(stderr, "encdec serve: stopped\n");
     return 0;

@@ -84,6 +84,12 @@ struct srv {
     atomic_int loading;       /* a /load at work */
     atomic_int swapping;      /* its swap: new requests get 503 model_loading */
     const encdec_vad *vad;    /* vad_filter's model; NULL: none installed (400) */
+    const char *langid_path;  /* the text language identifier's directory (POST /detect, source
+                                 "auto"); NULL: none installed */
+    encdec_langid *langid;    /* loaded at its first use (langid_mu): 45 MB a server that
+                                 never detects does not hold */
+    int langid_failed;        /* its load failed (logged once; 500s after) */
+    pthread_mutex_t langid_mu;
     char name[256];           /* the model's id: its directory's name */
     int multilingual;
     int text;                 /* a T5-family model: /v1/completions, no audio */

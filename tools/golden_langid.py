@@ -2,7 +2,11 @@
 """Goldens of the text language identifier (src/models/langid.h) from its
 oracles: langdetect 1.0.9 (detect_langs at DetectorFactory.seed 0, as
 LibreTranslate runs it) and lexilang 1.0.7 (detect), and of base/pyrand.h
-from Python's own random.Random.
+from Python's own random.Random. Section "lt": what LibreTranslate's
+POST /detect and a /translate with source "auto" answer, by its rules
+(libretranslate/detect.py and language.py, restated below over the same two
+oracles) on a server of mBART-50's 52 languages
+(tests/server/test_libretranslate.py).
 
     .venv/bin/python tools/golden_langid.py > tests/data/langid/golden.json
 
@@ -126,6 +130,62 @@ def ld(text):
 
 ALLOW = ["en", "de", "fr", "es", "it", "ru", "zh", "nb"]
 
+# the codes encdec serve lists for tests/data/tiny-random-mbart (GET /languages)
+MBART_CODES = ["ar", "cs", "de", "en", "es", "et", "fi", "fr", "gu", "hi", "it", "ja", "kk", "ko", "lt",
+               "lv", "my", "ne", "nl", "ro", "ru", "si", "tr", "vi", "zh", "af", "az", "bn", "fa", "he",
+               "hr", "id", "ka", "km", "mk", "ml", "mn", "mr", "pl", "ps", "pt", "sv", "sw", "ta", "te",
+               "th", "tl", "uk", "ur", "xh", "gl", "sl"]
+
+
+def lt_detect_text(text, codes):
+    """LibreTranslate's Detector(codes).detect(text): [(code, confidence, length)]."""
+    if len(text) < 20:
+        code, conf = lexi_detect(text, codes)
+        if conf > 0:
+            return [(code, float(round(conf * 100)), len(text))]
+    try:
+        found = [l for l in detect_langs(text)
+                 if {"zh-cn": "zh", "zh-tw": "zt"}.get(l.lang, l.lang) in codes][:3]
+    except LangDetectException:
+        found = []
+    if not found:
+        return [("en", 0.0, len(text))]
+    return [({"zh-cn": "zh", "zh-tw": "zt"}.get(l.lang, l.lang), float(round(l.prob * 100)), len(text))
+            for l in found]
+
+
+def lt_detect(texts, codes):
+    """LibreTranslate's detect_languages: a list merges its texts' guesses."""
+    batch = isinstance(texts, list)
+    cands = [list(c) for t in (texts if batch else [texts]) for c in lt_detect_text(t, codes)]
+    total = sum(c[2] for c in cands)
+    if batch:
+        merged = []
+        for code in codes:
+            same = [c for c in cands if c[0] == code]
+            if len(same) > 1:
+                merged.append([code, sum(c[1] for c in same) / len(same), sum(c[2] for c in same)])
+            elif same:
+                merged.append(same[0])
+        if merged:
+            cands = merged
+    cands.sort(key=lambda c: 0 if total == 0 else c[1] * c[2] / total, reverse=True)
+    return [{"confidence": c[1], "language": c[0]} for c in cands]
+
+
+LT_QUERIES = [
+    "Bonjour tout le monde, comment allez-vous aujourd'hui ?",
+    "Hello", "Guten Morgen", "Gracias", "12345", "Привет мир",
+    "Das ist ein Satz auf Deutsch, der übersetzt werden soll.",
+    "Mae'r trên yn gadael am wyth o'r gloch y bore ac yn cyrraedd cyn hanner dydd.",
+    "火車早上八點出發，中午以前到達台北。",
+    "Toget går klokken åtte om morgenen og kommer frem før lunsj.",
+    ["This is an English sentence", "Esta es una oración en español"],
+    ["Der Zug fährt um acht Uhr ab und kommt vor Mittag in München an.", "Guten Tag",
+     "Il treno parte alle otto del mattino e arriva a Roma prima di mezzogiorno."],
+    ["Hello", "Hello", "12345"],
+]
+
 
 def main():
     DetectorFactory.seed = 0
@@ -135,6 +195,9 @@ def main():
         lb = lexi_detect(t, ALLOW)
         cases.append({"text": t, "langdetect": ld(t),
                       "lexilang": [la[0], la[1]], "lexilang_allowed": [lb[0], lb[1]]})
+    lt = {"codes": MBART_CODES, "detect": [[q, lt_detect(q, MBART_CODES)] for q in LT_QUERIES],
+          # a /translate's texts with source "auto": detect_languages of them as a list
+          "auto": [[q, lt_detect(q if isinstance(q, list) else [q], MBART_CODES)[0]] for q in LT_QUERIES]}
     r = random.Random(0)
     rnd = {"random": [r.random() for _ in range(8)]}
     r = random.Random(0)
@@ -144,7 +207,7 @@ def main():
         r = random.Random(0)
         rnd["below"].append([n, [r._randbelow(n) for _ in range(12)]])
     json.dump({"langdetect": langdetect.__version__ if hasattr(langdetect, "__version__") else "1.0.9",
-               "lexilang": "1.0.7", "allowed": ALLOW, "seed": 0, "cases": cases, "pyrand": rnd},
+               "lexilang": "1.0.7", "allowed": ALLOW, "seed": 0, "cases": cases, "pyrand": rnd, "lt": lt},
               sys.stdout, ensure_ascii=False, indent=0)
     sys.stdout.write("\n")
 

@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt ttok completion)
+all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt ttok completion langid)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
@@ -53,15 +53,17 @@ link_one() {   # link_one HARNESS: its binary, with the server's sources where i
   local h=$1 extra=()
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
   [ "$h" = form ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
-                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c
+                            server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_detect.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c
                             -lmicrohttpd)
   # the WebSocket of /v1/realtime: the same handler, its session and framing (wslay, nettle)
   [ "$h" = realtime ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
                                 server/ep_load.c server/form.c server/openai.c server/completions.c
-                                server/ep_lt.c server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
+                                server/ep_lt.c server/lt.c server/lt_detect.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
                                 -lmicrohttpd -lwslay -lnettle)
   # LibreTranslate's request parser
   [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c)
+  # LibreTranslate's /detect over the language identifier
+  [ "$h" = langid ] && extra=(server/lt.c server/lt_detect.c server/utf8.c)
   # OpenAI's completions body and its stop sequences
   [ "$h" = completion ] && extra=(server/completions.c server/form.c)
   "$CC" $cflags -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "${extra[@]}" "$lib" $libs -o "$out/fuzz_$h"

@@ -179,8 +179,6 @@ def mbart(binary):
         check(st == 200 and st2 == 200 and out["translatedText"] == out2["translatedText"]
               and out["translatedText"].count("\n") == 1,
               "translate from a form: U+2028 as \\n, the last line break (CRLF) dropped (%r)" % out)
-        st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
-        check(st == 400 and "language detection is not available" in out["error"], "detect: refused, said why")
         # LibreTranslate's page and clients: its settings, suggestions and files refused as it refuses them off
         with urllib.request.urlopen(s.url + "/frontend/settings", timeout=60) as r:
             fs = json.loads(r.read())
@@ -206,12 +204,76 @@ def mbart(binary):
         check(st == 400 and "\u00e9" * 20 + " is not" in out["error"], "translate: a long target cut whole (%r)" % out)
         st, out = post(s.url + "/translate", b"q=%zz&target=de", "application/x-www-form-urlencoded")
         check(st == 400 and "escape" in out["error"], "translate: a malformed form")
-        st, out = post(s.url + "/translate", "q=\u00fcber&source=auto&target=de".encode(),
-                       "application/x-www-form-urlencoded")
-        check(st == 200 and isinstance(out["translatedText"], str),
-              "translate: source auto is the tokenizer's source language")
     finally:
         check(s.stop() == 0, "mBART: exit status 0")
+
+
+def detection(binary):
+    """POST /detect and source "auto" as LibreTranslate answers them
+    (tests/data/langid/golden.json's "lt", tools/golden_langid.py: its
+    rules over langdetect and lexilang themselves), on mBART-50's languages;
+    without the identifier installed, /detect is a 400 and auto the
+    tokenizer's source."""
+    from libretranslatepy import LibreTranslateAPI
+
+    d = os.path.join(HERE, "..", "data", "tiny-random-mbart")
+    g = json.load(open(os.path.join(HERE, "..", "data", "langid", "golden.json"), encoding="utf-8"))["lt"]
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    lid = os.environ.get("ENCDEC_LANGID") or os.path.join(cache, "encdec", "models", "langdetect")
+    if not os.path.isfile(os.path.join(lid, "words.tsv")):
+        print("skip: the language identifier is not installed (scripts/fetch-model.sh langid)")
+        s = Server(binary, d, "--langid", "/nonexistent-langid")
+        try:
+            st, out = post(s.url + "/detect", b"q=Bonjour", "application/x-www-form-urlencoded")
+            check(st == 500, "detect: a --langid that is not there: 500 (%r)" % out)
+        finally:
+            check(s.stop() == 0, "detection: exit status 0")
+        return
+    s = Server(binary, d, "--langid", lid)
+    try:
+        with urllib.request.urlopen(s.url + "/languages", timeout=60) as r:
+            codes = [x["code"] for x in json.loads(r.read())]
+        check(codes == g["codes"], "detect: the server's languages are the golden's")
+        lt = LibreTranslateAPI(s.url + "/")
+        for q, want in g["detect"]:
+            st, out = post(s.url + "/detect", json.dumps({"q": q}).encode(), "application/json")
+            check(st == 200 and out == want, "detect %r: %r (%r)" % (q if len(str(q)) < 40 else "...", want, out))
+        q, want = g["detect"][0]
+        check(lt.detect(q) == want, "detect: LibreTranslate's own client (a form)")
+        for q, want in g["auto"]:   # (nothing known: "en" at 0, which mBART-50 has)
+            want_src = want["language"]
+            tgt = "fr" if want_src != "fr" else "de"
+            st, out = post(s.url + "/translate", json.dumps({"q": q, "source": "auto", "target": tgt}).encode(),
+                           "application/json")
+            direct = post(s.url + "/translate", json.dumps({"q": q, "source": want_src, "target": tgt}).encode(),
+                          "application/json")[1]
+            dl = [want] * len(q) if isinstance(q, list) else want
+            check(st == 200 and out.get("detectedLanguage") == dl
+                  and out["translatedText"] == direct["translatedText"],
+                  "translate auto %r: detectedLanguage %r, the translation from it (%r)" % (
+                      q if len(str(q)) < 40 else "...", want, out.get("detectedLanguage")))
+        st, out = post(s.url + "/detect", b"x=1", "application/x-www-form-urlencoded")
+        check(st == 400 and "missing q" in out["error"], "detect: no q (%r)" % out)
+        st, out = post(s.url + "/detect", b"q=%FF", "application/x-www-form-urlencoded")
+        check(st == 400 and "not UTF-8" in out["error"], "detect: no UTF-8 (%r)" % out)
+        st, out = post(s.url + "/detect", json.dumps({"q": ["a", 3]}).encode(), "application/json")
+        check(st == 400 and "q must be a string" in out["error"], "detect: q of a number (%r)" % out)
+    finally:
+        check(s.stop() == 0, "detection: exit status 0")
+    # the Marian pair: only its source may be detected
+    s = Server(binary, os.path.join(HERE, "..", "data", "tiny-random-marian"), "--langid", lid)
+    try:
+        st, out = post(s.url + "/translate", json.dumps({"q": "Der Zug fährt um acht Uhr ab und kommt vor Mittag an.",
+                                                         "source": "auto", "target": "de"}).encode(),
+                       "application/json")
+        check(st == 400 and "translates from en" in out["error"], "translate auto: Marian en->de given German (%r)" % out)
+        st, out = post(s.url + "/translate", json.dumps({"q": "The train leaves at eight in the morning.",
+                                                         "source": "auto", "target": "de"}).encode(),
+                       "application/json")
+        check(st == 200 and out["detectedLanguage"] == {"confidence": 100, "language": "en"},
+              "translate auto: Marian given English (%r)" % out)
+    finally:
+        check(s.stop() == 0, "detection (Marian): exit status 0")
 
 
 def marian(binary):
@@ -279,6 +341,7 @@ def main():
         return 77
     mbart(sys.argv[1])
     marian(sys.argv[1])
+    detection(sys.argv[1])
     unknowns(sys.argv[1])
     print("%d failed" % len(FAILED))
     return 1 if FAILED else 0
