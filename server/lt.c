@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* NLLB-200's codes (ISO 639-3 and script) that have an ISO 639-1 code, as
- * LibreTranslate names languages ("zt": Chinese in traditional script). The
+ * LibreTranslate names languages ("zt": Chinese in traditional script, which
+ * its API spells "zh-Hant": srv_lt_iso). The
  * 639-3 part also names Marian's >>fra<< tokens. */
 static const char *const NLLB_ISO1[][2] = {
     {"afr_Latn", "af"}, {"aka_Latn", "ak"}, {"amh_Ethi", "am"}, {"arb_Arab", "ar"}, {"asm_Beng", "as"},
@@ -63,8 +65,29 @@ void srv_lt_code(const encdec_model *m, int i, char *out, size_t n) {
         snprintf(out, n, "%.2s", c);
 }
 
-int srv_lt_find(const encdec_model *m, const char *code) {
-    if (!code || !*code || strlen(code) > 32) return -1;
+/* LibreTranslate's three codes beyond ISO 639-1, and how its API spells
+ * them (its model2iso; iso2model the other way, any letter case). */
+static const char *const ISO_ALIAS[][2] = {{"zh", "zh-Hans"}, {"zt", "zh-Hant"}, {"pb", "pt-BR"}};
+#define N_ALIAS ((int)(sizeof ISO_ALIAS / sizeof *ISO_ALIAS))
+
+const char *srv_lt_iso(const char *code) {
+    for (int i = 0; i < N_ALIAS; i++)
+        if (!strcmp(code, ISO_ALIAS[i][0])) return ISO_ALIAS[i][1];
+    return code;
+}
+
+/* A client's code as LibreTranslate reads it: an alias as its model's
+ * code, anything else lowercased (into buf). */
+static const char *iso2model(const char *code, char *buf, size_t n) {
+    for (int i = 0; i < N_ALIAS; i++)
+        if (!strcasecmp(code, ISO_ALIAS[i][1])) return ISO_ALIAS[i][0];
+    size_t k = 0;
+    for (; code[k] && k + 1 < n; k++) buf[k] = (char)tolower((unsigned char)code[k]);
+    buf[k] = 0;
+    return buf;
+}
+
+static int find_code(const encdec_model *m, const char *code) {
     int i = encdec_model_find_language(m, code);
     if (i >= 0) return i;
     char c[40];
@@ -73,6 +96,14 @@ int srv_lt_find(const encdec_model *m, const char *code) {
         if (!strcmp(c, code)) return i;
     }
     return -1;
+}
+
+int srv_lt_find(const encdec_model *m, const char *code) {
+    if (!code || !*code || strlen(code) > 32) return -1;
+    int i = find_code(m, code);   /* as given: the model's own ("fra_Latn") or LibreTranslate's */
+    char buf[40];
+    const char *lt = iso2model(code, buf, sizeof buf);
+    return i >= 0 || !strcmp(lt, code) ? i : find_code(m, lt);
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
@@ -233,7 +264,10 @@ static int map_lang(const encdec_model *m, const char *code, int source, int *ou
     if (!encdec_model_language(m, 0) || (source && marian)) {   /* one pair; Marian's one source */
         const char *mine = source ? info.source_language : info.target_language;
         if (source && code && !strcmp(code, "auto")) *auto_src = 1;
-        if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine)) return 1;
+        char buf[40];
+        if (!code || !strcmp(code, "auto") || !mine || !strcmp(code, mine) ||
+            !strcmp(iso2model(code, buf, sizeof buf), mine))
+            return 1;
         return fail(e, 400, "%s language %.40s is not supported: this model translates %s to %s", which,
                     code, info.source_language ? info.source_language : "?",
                     info.target_language ? info.target_language : "?");
@@ -305,7 +339,7 @@ char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
         for (int i = 0; i < (r->q_list ? r->n_q : 1); i++) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "confidence", r->detected_conf);
-            cJSON_AddStringToObject(o, "language", r->detected);
+            cJSON_AddStringToObject(o, "language", srv_lt_iso(r->detected));
             if (det) cJSON_AddItemToArray(det, o);
             else cJSON_AddItemToObject(j, "detectedLanguage", o);
         }
@@ -330,15 +364,17 @@ char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
     return print(j);
 }
 
-/* A language's entry: its code, name (Whisper's English names where it has
- * one, capitalised; else the code) and targets. */
+/* A language's entry: its code as LibreTranslate's API spells it, name
+ * (Whisper's English names where it has one, capitalised; else the code)
+ * and targets. */
 static cJSON *lang_entry(const char *code, cJSON *targets) {
     cJSON *o = cJSON_CreateObject();
     char name[64];
-    const char *n = encdec_language_name(code);
+    const char *n = !strcmp(code, "zt") ? "Chinese (traditional)"
+                  : !strcmp(code, "pb") ? "Portuguese (Brazil)" : encdec_language_name(code);
     snprintf(name, sizeof name, "%s", n ? n : code);
     name[0] = (char)toupper((unsigned char)name[0]);
-    cJSON_AddStringToObject(o, "code", code);
+    cJSON_AddStringToObject(o, "code", srv_lt_iso(code));
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddItemToObject(o, "targets", targets);
     return o;
@@ -363,7 +399,7 @@ static cJSON *languages(const encdec_model *m) {
         cJSON *t = cJSON_CreateArray();
         for (int k = 0; encdec_model_language(m, k); k++) {
             srv_lt_code(m, k, c, sizeof c);
-            cJSON_AddItemToArray(t, cJSON_CreateString(c));
+            cJSON_AddItemToArray(t, cJSON_CreateString(srv_lt_iso(c)));
         }
         cJSON_AddItemToArray(a, lang_entry(info.source_language ? info.source_language : "auto", t));
         return a;
@@ -374,7 +410,7 @@ static cJSON *languages(const encdec_model *m) {
         for (int k = 0; encdec_model_language(m, k); k++) {
             if (k == i) continue;
             srv_lt_code(m, k, c, sizeof c);
-            cJSON_AddItemToArray(t, cJSON_CreateString(c));
+            cJSON_AddItemToArray(t, cJSON_CreateString(srv_lt_iso(c)));
         }
         srv_lt_code(m, i, c, sizeof c);
         cJSON_AddItemToArray(a, lang_entry(c, t));
@@ -403,8 +439,9 @@ char *srv_lt_settings(const encdec_model *m) {
     cJSON_AddFalseToObject(j, "suggestions");
     cJSON_AddFalseToObject(j, "filesTranslation");
     cJSON_AddItemToObject(j, "supportedFilesFormat", cJSON_CreateArray());
-    cJSON_AddItemToObject(l, "source", lang_named(cJSON_IsString(src) ? src->valuestring : "auto"));
-    cJSON_AddItemToObject(l, "target", lang_named(cJSON_IsString(tgt) ? tgt->valuestring : "en"));
+    char b1[40], b2[40];
+    cJSON_AddItemToObject(l, "source", lang_named(cJSON_IsString(src) ? iso2model(src->valuestring, b1, sizeof b1) : "auto"));
+    cJSON_AddItemToObject(l, "target", lang_named(cJSON_IsString(tgt) ? iso2model(tgt->valuestring, b2, sizeof b2) : "en"));
     cJSON_AddItemToObject(j, "language", l);
     cJSON_Delete(langs);
     return print(j);

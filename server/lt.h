@@ -4,10 +4,12 @@
  * onto the model's, and the response bodies of /translate and /languages.
  * No I/O: ep_lt.c runs the requests; tests and the fuzz harness drive this.
  *
- * Codes: LibreTranslate's (ISO 639-1: "en", "fr", "zh", "zt" for
- * traditional Chinese) or the model's own ("fra_Latn", "fr_XX", "fr"), in
- * either field; responses and /languages speak ISO 639-1 where the model's
- * code has one, else the model's code.
+ * Codes: LibreTranslate's (ISO 639-1: "en", "fr"; its "zh", "zt" for
+ * traditional Chinese and "pb", or as its API spells those: "zh-Hans",
+ * "zh-Hant", "pt-BR", any letter case) or the model's own ("fra_Latn",
+ * "fr_XX", "fr"), in either field; responses and /languages speak as
+ * LibreTranslate's API does (ISO 639-1 where the model's code has one, the
+ * three spelled out), else the model's code.
  */
 #ifndef SRV_LT_H
 #define SRV_LT_H
@@ -50,9 +52,13 @@ int srv_lt_parse_q(const char *body, size_t len, int is_json, srv_lt_req *r, srv
 /* The code a client sees for the model's language i (ISO 639-1 where it
  * has one), into out[n]. */
 void srv_lt_code(const encdec_model *m, int i, char *out, size_t n);
-/* The model's language index for a client's code (LibreTranslate's or the
- * model's own), or -1. */
+/* The model's language index for a client's code (LibreTranslate's, its
+ * API's spelling, or the model's own), or -1. */
 int srv_lt_find(const encdec_model *m, const char *code);
+
+/* A code of srv_lt_code's as LibreTranslate's API spells it ("zh" is
+ * "zh-Hans", "zt" "zh-Hant", "pb" "pt-BR"; the rest as they are). */
+const char *srv_lt_iso(const char *code);
 
 /* {"translatedText": text or [texts]} (with "alternatives" when asked, and
  * "detectedLanguage": {"confidence", "language"}, one a text for a list,

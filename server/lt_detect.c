@@ -165,7 +165,7 @@ char *srv_lt_detect_body(const srv_lt_guess *g, int n) {
     for (int i = 0; a && i < n; i++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "confidence", g[i].confidence);
-        cJSON_AddStringToObject(o, "language", g[i].language);
+        cJSON_AddStringToObject(o, "language", srv_lt_iso(g[i].language));
         cJSON_AddItemToArray(a, o);
     }
     char *s = a ? cJSON_PrintUnformatted(a) : NULL;

@@ -42,7 +42,8 @@ void srv_lt_codes_of(const encdec_model *m, srv_lt_codes *c);
 encdec_status srv_lt_detect(const encdec_langid *l, const char *const *texts, int n_texts, int batch,
                             const srv_lt_codes *codes, srv_lt_guess **out, int *n_out);
 
-/* [{"confidence", "language"}] of g[0..n). */
+/* [{"confidence", "language"}] of g[0..n), the codes as LibreTranslate's
+ * API spells them (srv_lt_iso). */
 char *srv_lt_detect_body(const srv_lt_guess *g, int n);
 
 #endif

@@ -173,6 +173,15 @@ def lt_detect(texts, codes):
     return [{"confidence": c[1], "language": c[0]} for c in cands]
 
 
+def model2iso(code):
+    """How LibreTranslate's API spells its three codes beyond ISO 639-1."""
+    return {"zh": "zh-Hans", "zt": "zh-Hant", "pb": "pt-BR"}.get(code, code)
+
+
+def answer(guesses):
+    return [dict(g, language=model2iso(g["language"])) for g in guesses]
+
+
 LT_QUERIES = [
     "Bonjour tout le monde, comment allez-vous aujourd'hui ?",
     "Hello", "Guten Morgen", "Gracias", "12345", "Привет мир",
@@ -195,9 +204,11 @@ def main():
         lb = lexi_detect(t, ALLOW)
         cases.append({"text": t, "langdetect": ld(t),
                       "lexilang": [la[0], la[1]], "lexilang_allowed": [lb[0], lb[1]]})
-    lt = {"codes": MBART_CODES, "detect": [[q, lt_detect(q, MBART_CODES)] for q in LT_QUERIES],
+    # the answers as LibreTranslate's API gives them (model2iso); "codes" its models' codes
+    lt = {"codes": MBART_CODES, "detect": [[q, answer(lt_detect(q, MBART_CODES))] for q in LT_QUERIES],
           # a /translate's texts with source "auto": detect_languages of them as a list
-          "auto": [[q, lt_detect(q if isinstance(q, list) else [q], MBART_CODES)[0]] for q in LT_QUERIES]}
+          "auto": [[q, answer(lt_detect(q if isinstance(q, list) else [q], MBART_CODES))[0]]
+                   for q in LT_QUERIES]}
     r = random.Random(0)
     rnd = {"random": [r.random() for _ in range(8)]}
     r = random.Random(0)
