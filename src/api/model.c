@@ -64,7 +64,8 @@ static encdec_status bart_tokenizer(encdec_model *m, const char *path) {
     const bart_hparams *h = &m->bart->hp;
     const char *type = m->bart->var->model_type;
     encdec_status st;
-    if (ttok_is_marian_dir(dir)) st = ttok_load_marian(&m->ttok, dir);
+    if (m->bart->ct2 && ttok_is_argos_dir(dir)) st = ttok_load_argos(&m->ttok, dir);
+    else if (ttok_is_marian_dir(dir)) st = ttok_load_marian(&m->ttok, dir);
     else if (strcmp(type, "bart") && ttok_is_sp_dir(dir)) st = ttok_load_sp(&m->ttok, dir, type);
     else if (ttok_is_bpe_dir(dir)) st = ttok_load_bpe(&m->ttok, dir, h->bos);
     else if (m->bart->ct2 && ttok_is_vocab_dir(dir)) st = ttok_load_vocab(&m->ttok, dir);   /* tokens only */
@@ -319,10 +320,19 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
     m->compute = c;
     m->isa = lim;
     int old = ed_isa_swap(lim);   /* the packing at load follows the kernels that will run */
-    st = detect_family(path, &m->family);
-    if (!st && m->family == API_T5) st = t5_load(&m->t5, path);
-    else if (!st && m->family == API_BART) st = bart_load(&m->bart, path);
-    else if (!st) st = whisper_load(&m->w, path);
+    /* an Argos Translate package: its weights in model/, its tokenizer beside */
+    char argos[4200], meta[4200];
+    const char *wpath = path;
+    if (ed_is_dir(path) && ttok_is_argos_dir(path))
+        wpath = ed_path_join(argos, sizeof argos, path, "model");
+    else if (ed_is_dir(path) && ed_is_file(ed_path_join(meta, sizeof meta, path, "metadata.json")) &&
+             ed_is_dir(ed_path_join(argos, sizeof argos, path, "model")))
+        st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: an Argos Translate package without sentencepiece.model "
+                     "and model/shared_vocabulary.json (packages tokenized by bpe.model are not read)", path);
+    if (!st) st = detect_family(wpath, &m->family);
+    if (!st && m->family == API_T5) st = t5_load(&m->t5, wpath);
+    else if (!st && m->family == API_BART) st = bart_load(&m->bart, wpath);
+    else if (!st) st = whisper_load(&m->w, wpath);
     if (!st && api_is_text(m)) st = text_model(m, path);
     if (!st && pp->device == ENCDEC_DEVICE_CUDA) st = to_device(m, pp);
     else if (!st)

@@ -327,7 +327,11 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     int pre = (int)scalar(wt, "encoder/pre_norm", 0), dpre = (int)scalar(wt, "decoder/pre_norm", 0);
     int lne = wtab_get(wt, "encoder/layernorm_embedding/gamma") != NULL;
     int zero = (int)scalar(wt, "decoder/start_from_zero_embedding", 0);
-    double scale = scalar(wt, "encoder/scale_embeddings", 1);
+    /* a float (the transformers converter's factor), or a boolean (int8: the
+     * spec's default, as the OpenNMT converters leave it): sqrt(d) when true */
+    const ed_tensor *se = wtab_get(wt, "encoder/scale_embeddings");
+    double scale = !se ? 1 : se->dtype == ED_I8 ? (scalar(wt, "encoder/scale_embeddings", 0) ? sqrt((double)emb->shape[1]) : 1)
+                                                : scalar(wt, "encoder/scale_embeddings", 1);
     const char *act = act_name((int)scalar(wt, "encoder/activation", 0));
     if (!Le || !Ld || pre != dpre || !act || act != act_name((int)scalar(wt, "decoder/activation", 0)))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: not a BART-family TransformerSpec (layers %d + %d, "
@@ -368,7 +372,7 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     /* the config transformers would have written */
     int eos = token_id(vocab, cfg_token(cfg, "eos_token")), bos = token_id(vocab, cfg_token(cfg, "bos_token"));
     int start = zero ? V : token_id(vocab, cfg_token(cfg, "decoder_start_token"));
-    int pad = zero ? V : token_id(vocab, "<pad>");
+    int pad = zero ? V : token_id(vocab, "<pad>") >= 0 ? token_id(vocab, "<pad>") : token_id(vocab, "<blank>");   /* OpenNMT's */
     if (!st && (eos < 0 || start < 0 || pad < 0))
         st = ed_fail(ENCDEC_ERR_CONFIG, CT2CFG ": its eos_token, decoder_start_token or <pad> is not in the "
                      "vocabulary");

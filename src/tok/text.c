@@ -122,7 +122,8 @@ static encdec_status put_spelling(const ed_ttok *t, int id, ttok_pieces *pc) {
 static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t len, int tgt, int **ids,
                                    int *n, ttok_pieces *pc) {
     size_t rest = 0;
-    int code = tgt >= 0 ? t->lang_id[tgt] : lang_code(t, text, len, &rest);
+    int argos = t->kind == TTOK_ARGOS;   /* the pieces alone, as Argos Translate gives them */
+    int code = argos ? -1 : tgt >= 0 ? t->lang_id[tgt] : lang_code(t, text, len, &rest);
     int *sp = NULL, ns = 0;
     char **unknown = NULL;   /* an unknown run is looked up as it reads, as MarianTokenizer does */
     encdec_status st = spm_encode_surfaces(t->src, text + rest, len - rest, 0, &sp, &ns, &unknown);
@@ -139,7 +140,7 @@ static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t le
         o[k++] = id >= 0 ? id : t->unk;
         if (pc) st = ttok_pieces_put(pc, piece ? piece : "", piece ? strlen(piece) : 0);
     }
-    if (!st) {
+    if (!st && !argos) {
         o[k++] = t->eos;
         st = put_spelling(t, t->eos, pc);
     }
@@ -202,7 +203,7 @@ static encdec_status encode_any(const ed_ttok *t, const char *text, size_t len, 
         for (int i = 0; i < *n && !st && pc; i++) st = put_spelling(t, (*ids)[i], pc);
         return st;
     }
-    if (t->kind == TTOK_MARIAN) return marian_encode(t, text, len, tgt, ids, n, pc);
+    if (t->kind == TTOK_MARIAN || t->kind == TTOK_ARGOS) return marian_encode(t, text, len, tgt, ids, n, pc);
     if (t->kind == TTOK_VOCAB)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "this model directory has a vocabulary but no tokenizer "
                        "files (sentencepiece.bpe.model, source.spm + target.spm + vocab.json, "
@@ -270,6 +271,52 @@ static encdec_status marian_decode(const ed_ttok *t, const int *ids, int n, cons
     return ENCDEC_OK;
 }
 
+/* Argos Translate's SentencePieceTokenizer.decode: the pieces (a
+ * replacement's as given) as SentencePiece's decode_pieces joins them (a
+ * piece the model lacks as it is spelled, its unknown piece " \u2047 ",
+ * the spaces that open the text dropped), every U+2581 and "_" a space,
+ * then the text's first space dropped; the vocabulary's specials skipped. */
+static encdec_status argos_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                  char **text) {
+    static const char mark[] = "\xe2\x96\x81";   /* U+2581 */
+    size_t cap = 1;
+    for (int i = 0; i < n; i++)
+        cap += subst && subst[i] ? strlen(subst[i]) + 8 : ids[i] >= 0 && ids[i] < t->vocab.n ? tv_len(&t->vocab, ids[i]) + 8 : 0;
+    char *s = malloc(cap), *w = s;
+    if (!s) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");
+    int bos = 1;
+    for (int i = 0; i < n; i++) {
+        const char *p = subst && subst[i] ? subst[i]
+                      : ids[i] >= 0 && ids[i] < t->vocab.n && !t->special[ids[i]] ? tv_spelling(&t->vocab, ids[i])
+                                                                                 : NULL;
+        if (!p) continue;
+        int pid = spm_piece_id(t->tgt, p);
+        if (pid >= 0 && spm_is_special(t->tgt, pid) && pid != spm_unk(t->tgt)) continue;   /* <s>, </s> */
+        if (pid >= 0 && pid == spm_unk(t->tgt)) p = " \xe2\x81\x87 ";
+        if (bos)
+            while (!strncmp(p, mark, 3)) p += 3;
+        if (*p) bos = 0;
+        size_t k = strlen(p);
+        memcpy(w, p, k);
+        w += k;
+    }
+    *w = 0;
+    char *r = s;   /* U+2581 and "_" as spaces, in place (a 3-byte mark becomes 1 byte) */
+    for (w = s; *r;) {
+        if (!strncmp(r, mark, 3)) {
+            *w++ = ' ';
+            r += 3;
+        } else {
+            *w++ = *r == '_' ? ' ' : *r;
+            r++;
+        }
+    }
+    *w = 0;
+    if (*s == ' ') memmove(s, s + 1, strlen(s));
+    *text = s;
+    return ENCDEC_OK;
+}
+
 encdec_status ttok_decode(const ed_ttok *t, const int *ids, int n, char **text) {
     return ttok_decode_subst(t, ids, n, NULL, text);
 }
@@ -288,6 +335,7 @@ static int *ids_of_subst(const ed_ttok *t, const int *ids, int n, const char *co
 encdec_status ttok_decode_subst(const ed_ttok *t, const int *ids, int n, const char *const *subst,
                                 char **text) {
     if (t->kind == TTOK_MARIAN) return marian_decode(t, ids, n, subst, text);
+    if (t->kind == TTOK_ARGOS) return argos_decode(t, ids, n, subst, text);
     if (!t->spm && !t->bpe) return ttok_sp_decode(t, ids, n, subst, text);
     int *v = ids_of_subst(t, ids, n, subst), k = 0;
     if (!v) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");

@@ -56,6 +56,16 @@ int ttok_is_sp_dir(const char *dir);
 /* 1 when dir holds byte-level BPE files (tokenizer.json, or vocab.json +
  * merges.txt). */
 int ttok_is_bpe_dir(const char *dir);
+/* An Argos Translate package in dir (what LibreTranslate runs): metadata.json
+ * (from_code, to_code), sentencepiece.model, and model/ (a CTranslate2
+ * directory) whose vocabulary the pieces map onto by spelling (pieces it
+ * lacks are <unk>). Inputs are the pieces alone (no </s>: CTranslate2's
+ * add_source_eos is off for these models); outputs decode as Argos
+ * Translate decodes them (the pieces joined, U+2581 and "_" as spaces, the
+ * first space dropped). Errors: ENCDEC_ERR_TOKENIZER / _CONFIG naming the
+ * file; a package with a target_prefix (multilingual) is refused. */
+encdec_status ttok_load_argos(ed_ttok **out, const char *dir);
+int ttok_is_argos_dir(const char *dir);
 /* A CTranslate2 directory's shared_vocabulary.json (or .txt) alone, for
  * token-level use (ttok_token_id, ttok_decode): encoding text is
  * ENCDEC_ERR_TOKENIZER naming the files it needs. */

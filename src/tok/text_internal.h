@@ -6,12 +6,14 @@
  *                Marian's pair of models over vocab.json
  *   text_sp.c    the SentencePiece classes of the fairseq translation
  *                models: NLLB, mBART-50, mBART, M2M100, Pegasus
+ *   text_argos.c an Argos Translate package's: its SentencePiece model over
+ *                the CTranslate2 vocabulary beside it
  *   text_vocab.c a CTranslate2 vocabulary without tokenizer files: tokens only
  *   text_lang.c  language codes: the model's list, lookups, where the target
  *                language goes
  *   text_base.c  an ed_ttok's release; the vocab.json table of the mapped kinds
  *
- * The "mapped" kinds (Marian and text_sp.c's) segment with a SentencePiece
+ * The "mapped" kinds (Marian, Argos and text_sp.c's) segment with a SentencePiece
  * model and map each piece's spelling to the model's id through vocab.
  * Not for use outside src/tok/.
  */
@@ -25,7 +27,8 @@
 #include <stdint.h>
 
 enum { TTOK_T5, TTOK_BART, TTOK_MARIAN, TTOK_NLLB, TTOK_MBART50, TTOK_MBART, TTOK_M2M100,
-       TTOK_PEGASUS, TTOK_VOCAB /* a CTranslate2 vocabulary alone (text_vocab.c) */ };
+       TTOK_PEGASUS, TTOK_VOCAB /* a CTranslate2 vocabulary alone (text_vocab.c) */,
+       TTOK_ARGOS /* an Argos Translate package: one SentencePiece model over it (text_argos.c) */ };
 
 struct ed_ttok {
     int kind;                  /* TTOK_* */
@@ -49,7 +52,8 @@ struct ed_ttok {
     int n_langs;
     int src_lang;              /* the default source language token, -1: none */
     int lang_suffix;           /* 1: x </s> [lang] (mBART, NLLB's legacy); 0: [lang] x </s> */
-    char *pair[2];             /* Marian: tokenizer_config.json's source_lang, target_lang */
+    char *pair[2];             /* Marian: tokenizer_config.json's source_lang, target_lang;
+                                  Argos: metadata.json's from_code, to_code */
     int src_json;              /* text_sp.c: src is tokenizer.json (the fast class): its ids
                                   are the model's, and it splits its added tokens itself */
 };

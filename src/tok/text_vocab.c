@@ -26,7 +26,7 @@ static encdec_status put(ed_ttok *t, int i, const char *s, size_t n, const char 
     if (!z) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: vocabulary");
     encdec_status st = tv_put(&t->vocab, i, z, n, file, &added);
     if (!st) st = ttok_put_text(&t->text, i, z, file);
-    static const char *const sp[] = {"<s>", "</s>", "<pad>", "<unk>", "<mask>"};
+    static const char *const sp[] = {"<s>", "</s>", "<pad>", "<unk>", "<mask>", "<blank>"};   /* <blank>: OpenNMT's pad */
     for (size_t k = 0; k < sizeof sp / sizeof *sp && !st; k++)
         if (!strcmp(z, sp[k])) t->special[i] = 1;
     free(z);
@@ -78,6 +78,7 @@ encdec_status ttok_load_vocab(ed_ttok **out, const char *dir) {
         t->eos = tv_lookup(&t->vocab, "</s>", 4);
         t->unk = tv_lookup(&t->vocab, "<unk>", 5);
         t->pad = tv_lookup(&t->vocab, "<pad>", 5);
+        if (t->pad < 0) t->pad = tv_lookup(&t->vocab, "<blank>", 7);
         t->bos = tv_lookup(&t->vocab, "<s>", 3);
         if (t->eos < 0) st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: no </s> token", p);
     }

@@ -97,3 +97,21 @@ def test_end_token_streams(tr):
                                     suppress_sequences=suppressed(tr)))
     assert [s.token for s in steps] == c["hypotheses"][0]
     assert steps[-1].is_last
+
+
+def test_argos_package_as_ctranslate2():
+    """An Argos Translate package (tests/data/tiny-random-argos, its
+    CTranslate2 model/ beside metadata.json and sentencepiece.model) opened as
+    the package: translate_batch of its pieces gives CTranslate2's own
+    hypotheses and scores (tools/gen_tiny_argos.py, compute_type float32:
+    scores within 0.3%, encdec reading the int8 weights as f16), beam and
+    greedy, as Argos Translate searches."""
+    g = json.load(open(DATA / "bart-golden" / "argos.json", encoding="utf-8"))
+    t = encdec.Translator(str(DATA / "tiny-random-argos"))
+    for c in g["cases"]:
+        for name, kw in [("beam2", dict(beam_size=4, num_hypotheses=2)), ("greedy", dict(beam_size=1))]:
+            r = t.translate_batch([c["pieces"]], length_penalty=0.2, replace_unknowns=True, return_scores=True,
+                                  max_decoding_length=g["max_decoding_length"], **kw)[0]
+            assert r.hypotheses == c[name]["hypotheses"], (c["text"], name)
+            for a, b in zip(r.scores, c[name]["scores"]):
+                assert abs(a - b) <= 3e-3 * abs(b), (c["text"], name, a, b)

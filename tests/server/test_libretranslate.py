@@ -6,6 +6,8 @@
   from the client, JSON bodies, a list of texts, alternatives) giving what
   `encdec translate --beam 4` gives (whose beams test_bart_golden pins to
   transformers' generate), and LibreTranslate's errors ({"error": ...}).
+  An Argos Translate package (tests/data/tiny-random-argos): its pair, and
+  its translations as encdec translate's.
   Marian (tests/data/tiny-random-marian, en -> de in its
   tokenizer_config.json, and a >>de<< token): the pair, and a target it
   lacks refused. Its CTranslate2 directory: translations holding <unk>
@@ -282,6 +284,33 @@ def detection(binary):
         check(s.stop() == 0, "detection (Marian): exit status 0")
 
 
+def argos(binary):
+    """An Argos Translate package as LibreTranslate runs it (tests/data/
+    tiny-random-argos: metadata.json's pair, its SentencePiece model, its
+    CTranslate2 model/): /languages names the pair; /translate gives what
+    `encdec translate` gives with Argos Translate's search, touched as
+    LibreTranslate touches it (the package's own texts are held to
+    CTranslate2's by tests/test_argos.c)."""
+    d = os.path.join(HERE, "..", "data", "tiny-random-argos")
+    s = Server(binary, d)
+    try:
+        with urllib.request.urlopen(s.url + "/languages", timeout=60) as r:
+            langs = json.loads(r.read())
+        check(langs == [{"code": "en", "name": "English", "targets": ["de"]}],
+              "argos: languages are the package's pair (%r)" % langs)
+        text = "The house is wonderful."
+        out = subprocess.run([binary, "translate", "-m", d, "--beam", "4", "--max-new-tokens", "127",
+                              "--length-penalty", "0.2", "--early-stopping", "--min-new-tokens", "1",
+                              "--replace-unknowns", text], capture_output=True, text=True, timeout=120)
+        want = touched(text, out.stdout.splitlines()[0]) if out.stdout else None
+        st, got = post(s.url + "/translate", json.dumps({"q": text, "source": "en", "target": "de"}).encode(),
+                       "application/json")
+        check(st == 200 and want and got["translatedText"] == want,
+              "argos: translate as encdec translate with Argos Translate's search (%r)" % got)
+    finally:
+        check(s.stop() == 0, "argos: exit status 0")
+
+
 def marian(binary):
     from libretranslatepy import LibreTranslateAPI
 
@@ -347,6 +376,7 @@ def main():
         return 77
     mbart(sys.argv[1])
     marian(sys.argv[1])
+    argos(sys.argv[1])
     detection(sys.argv[1])
     unknowns(sys.argv[1])
     print("%d failed" % len(FAILED))

@@ -1,0 +1,183 @@
+/* test_argos.c - Argos Translate packages (what LibreTranslate and Argos
+ * users have installed): the seeded random package of tools/gen_tiny_argos.py
+ * (an OpenNMT-py-style CTranslate2 TransformerSpec with int8 weights, one
+ * SentencePiece model, metadata.json) gives CTranslate2's own hypotheses
+ * and scores (tests/data/bart-golden/argos.json: compute_type float32) for
+ * Argos Translate's search (beam 4, length_penalty 0.2, replace_unknowns;
+ * one and two hypotheses) and greedily, and their texts as Argos Translate
+ * decodes them, on every kernel set (scores within 0.3%: encdec reads int8
+ * weights as f16, CTranslate2 at float32 as their exact quotients); the package's pair is its metadata's;
+ * a package that lies or lacks a file is refused, naming what.
+ */
+#include "check.h"
+#include "tmpdir.h"
+#include "modeldir.h"
+#include "base/json.h"
+#include "tok/text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define PKG ED_TEST_DATA "/tiny-random-argos"
+
+static const encdec_isa g_sets[] = {ENCDEC_ISA_C,
+#if defined(__aarch64__)
+                                    ENCDEC_ISA_NEON,
+#else
+                                    ENCDEC_ISA_AVX2,
+#endif
+                                    ENCDEC_ISA_AUTO};
+
+/* A sequence's tokens spelled, against a hypothesis (an <unk> stands for
+ * the source piece CTranslate2 put in its place). */
+static int same_hypothesis(const encdec_model *m, const encdec_sequence *sq, const cJSON *want) {
+    int n = cJSON_GetArraySize(want), ok = sq && sq->n_tokens == n;
+    for (int t = 0; ok && t < n; t++) {
+        const char *got = encdec_model_token(m, sq->tokens[t].id);
+        ok = got && (!strcmp(got, cJSON_GetArrayItem(want, t)->valuestring) || !strcmp(got, "<unk>"));
+    }
+    if (!ok && sq) {
+        fprintf(stderr, "  got:");
+        for (int t = 0; t < sq->n_tokens; t++) fprintf(stderr, " %s", encdec_model_token(m, sq->tokens[t].id));
+        fprintf(stderr, "\n");
+    }
+    return ok;
+}
+
+static int check_search(encdec_session *s, const encdec_model *m, const cJSON *c, const char *name,
+                        int beams, int ret, int max_new) {
+    const cJSON *g = cJSON_GetObjectItem(c, name);
+    const char *in = cJSON_GetObjectItem(c, "text")->valuestring;
+    encdec_generate_params p = encdec_generate_default_params();
+    p.num_beams = beams;
+    p.num_return_sequences = ret;
+    p.length_penalty = 0.2f;
+    p.early_stopping = 1;
+    p.min_new_tokens = 1;
+    p.max_new_tokens = max_new;
+    p.replace_unknowns = 1;
+    p.ctranslate2_rules = 1;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_generate(s, &in, 1, &p, &r), ENCDEC_OK);
+    int ok = r && encdec_result_n_sequences(r) == ret;
+    for (int k = 0; ok && k < ret; k++) {
+        const encdec_sequence *sq = encdec_result_sequence(r, k);
+        double want = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "scores"), k)->valuedouble;
+        const char *text = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "texts"), k)->valuestring;
+        /* CTranslate2 scores greedy search as beams: over length ^ length_penalty, the
+         * end token counted */
+        if (beams == 1) want *= pow(sq->n_tokens + (sq->n_tokens < max_new), 0.2);
+        ok = same_hypothesis(m, sq, cJSON_GetArrayItem(cJSON_GetObjectItem(g, "hypotheses"), k)) &&
+             fabs(sq->score - want) < 3e-3 * fabs(want) && !strcmp(sq->text, text);
+        if (!ok)
+            fprintf(stderr, "%s \"%s\" #%d: score %.5f (CTranslate2 %.5f), text \"%s\" (\"%s\")\n", name, in, k,
+                    (double)sq->score, want, sq->text, text);
+    }
+    encdec_result_free(r);
+    return ok;
+}
+
+static void check_package(const cJSON *gold, encdec_isa isa) {
+    encdec_model *m = NULL;
+    encdec_model_params mp = encdec_model_default_params();
+    mp.isa = isa;
+    encdec_status st = encdec_model_load_ex(PKG, &mp, &m);
+    if (st == ENCDEC_ERR_ARG && isa != ENCDEC_ISA_AUTO) {
+        printf("SKIP kernels %s: %s\n", encdec_isa_name(isa), encdec_last_error());
+        return;
+    }
+    CHECK_STATUS(st, ENCDEC_OK, "");
+    if (!m) return;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    CHECK_STR(info.family, "bart");
+    CHECK_STR(info.format, "ctranslate2");
+    CHECK_STR(info.source_language ? info.source_language : "", "en");
+    CHECK_STR(info.target_language ? info.target_language : "", "de");
+    encdec_session *s = NULL;
+    encdec_session_params sp = {2};
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    int max_new = cJSON_GetObjectItem(gold, "max_decoding_length")->valueint, n = 0, ok = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(gold, "cases")) {
+        ok += s && check_search(s, m, c, "beam", 4, 1, max_new);
+        ok += s && check_search(s, m, c, "beam2", 4, 2, max_new);
+        ok += s && check_search(s, m, c, "greedy", 1, 1, max_new);
+        n += 3;
+    }
+    CHECK_EQ_INT(ok, n);
+    printf("Argos package (%s, kernels %s): %d of %d searches as CTranslate2's\n", info.model_type, info.isa, ok, n);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
+/* The package with one file changed (NULL: removed): the load fails with
+ * want naming what. */
+static void broken(const char *file, const char *text, encdec_status want, const char *substr) {
+    static const char *const files[] = {"metadata.json", "sentencepiece.model", NULL};
+    static const char *const model_files[] = {"model.bin", "config.json", "shared_vocabulary.json", NULL};
+    static int k;
+    char name[32], sub[48], path[700];
+    snprintf(name, sizeof name, "pkg%d", k);
+    snprintf(sub, sizeof sub, "pkg%d/model", k++);
+    const char *d = md_copy(PKG, name, files);
+    md_copy(PKG "/model", sub, model_files);
+    snprintf(path, sizeof path, "%s/%s", d, file);
+    remove(path);
+    if (text) tmp_write(path, text, strlen(text));
+    encdec_model *m = (encdec_model *)&m;
+    CHECK_STATUS(encdec_model_load(d, &m), want, substr);
+    CHECK(m == NULL);
+}
+
+/* Pieces as Argos Translate decodes them (underscores, spaces at the ends),
+ * given as replacements (as replace_unknowns hands them over). */
+static void check_decodes(const cJSON *gold) {
+    ed_ttok *t = NULL;
+    CHECK_EQ_INT(ttok_load_argos(&t, PKG), ENCDEC_OK);
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(gold, "decodes")) {
+        const cJSON *pieces = cJSON_GetArrayItem(d, 0);
+        int n = cJSON_GetArraySize(pieces), ids[8];
+        const char *sub[8];
+        for (int i = 0; i < n && i < 8; i++) {
+            ids[i] = 0;
+            sub[i] = cJSON_GetArrayItem(pieces, i)->valuestring;
+        }
+        char *text = NULL;
+        if (t) CHECK_EQ_INT(ttok_decode_subst(t, ids, n, sub, &text), ENCDEC_OK);
+        CHECK_STR(text, cJSON_GetArrayItem(d, 1)->valuestring);
+        free(text);
+    }
+    ttok_free(t);
+}
+
+static void check_errors(void) {
+    broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"target_prefix\": \"__de__\"}",
+           ENCDEC_ERR_CONFIG, "target_prefix");
+    broken("metadata.json", "{\"from_code\": \"en\"}", ENCDEC_ERR_CONFIG, "to_code is not a language code");
+    broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"type\": \"sbd\"}", ENCDEC_ERR_CONFIG,
+           "not a translation");
+    broken("metadata.json", "{", ENCDEC_ERR_CONFIG, "metadata.json");
+    broken("sentencepiece.model", NULL, ENCDEC_ERR_TOKENIZER, "without sentencepiece.model");
+    broken("sentencepiece.model", "not a model", ENCDEC_ERR_FORMAT, "sentencepiece.model");
+    broken("model/shared_vocabulary.json", "[\"<unk>\", \"</s>\"]", ENCDEC_ERR_CONFIG, "2 tokens for a model of");
+}
+
+int main(void) {
+    cJSON *gold = NULL;
+    if (ed_json_load(ED_TEST_DATA "/bart-golden/argos.json", &gold)) {
+        fprintf(stderr, "%s\n", encdec_last_error());
+        return 1;
+    }
+    if (!tmp_new("encdec-test-argos")) return 2;
+    for (size_t i = 0; i < sizeof g_sets / sizeof g_sets[0]; i++) CHECK_PART(check_package(gold, g_sets[i]));
+    CHECK_PART(check_decodes(gold));
+    CHECK_PART(check_errors());
+    cJSON_Delete(gold);
+    tmp_remove(tmp_dir);
+    return check_done();
+}
