@@ -348,8 +348,8 @@ enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c) {
         srv_lt_free(&r);
         return lt_fail(k, c, e.status, e.message);
     }
-    char msg[600];
-    int status;
+    char msg[600] = "out of memory";
+    int status = 500;
     const encdec_langid *l = langid(s, &status, msg, sizeof msg);
     srv_lt_codes *codes = l ? malloc(sizeof *codes) : NULL;
     srv_lt_guess *g = NULL;
@@ -365,7 +365,7 @@ enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c) {
     srv_lt_free(&r);
     char *body = st ? NULL : srv_lt_detect_body(g, n);
     free(g);
-    if (!body) return lt_fail(k, c, l && !st ? 500 : status, l && !st ? "out of memory" : msg);
+    if (!body) return lt_fail(k, c, st ? status : 500, st ? msg : "out of memory");
     return srv_send_body(k, c, 200, body, "application/json", NULL);
 }
 

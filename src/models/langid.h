@@ -56,7 +56,7 @@ struct langid_model {
     int n_vi_base, n_vi_mark;
     /* lexilang */
     int n_wlang;
-    char wlang[LANGID_WORD_LANGS][8];
+    char wlang[LANGID_WORD_LANGS][16];
     double wweight[LANGID_WORD_LANGS];
     char **word;                 /* [wcap] open addressing; NULL empty */
     uint8_t **word_langs;        /* [wcap]: indices into wlang, 0xff-terminated */

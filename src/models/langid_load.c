@@ -96,7 +96,7 @@ static encdec_status profile_load(const char *path, int lang, langid_model *m, t
     for (int i = 0; i < lang; i++)
         if (!strcmp(m->lang[i], name->valuestring)) {
             cJSON_Delete(root);
-            return ed_fail(ENCDEC_ERR_FORMAT, "%s: a second profile of %s", path, name->valuestring);
+            return ed_fail(ENCDEC_ERR_FORMAT, "%s: a second profile of %s", path, m->lang[i]);
         }
     snprintf(m->lang[lang], sizeof m->lang[0], "%s", name->valuestring);
     cJSON_ArrayForEach(it, freq) {
@@ -104,9 +104,10 @@ static encdec_status profile_load(const char *path, int lang, langid_model *m, t
         int n = gram_of(it->string, g);
         double c = cJSON_IsNumber(it) ? it->valuedouble : -1;
         if (n < 0 || !(c >= 0 && c < 9007199254740992.0 && c == floor(c))) {
-            cJSON_Delete(root);
-            return ed_fail(ENCDEC_ERR_FORMAT, "%s: n-gram \"%.20s\" has no whole count", path,
-                           it->string ? it->string : "");
+            encdec_status bad = ed_fail(ENCDEC_ERR_FORMAT, "%s: n-gram \"%.20s\" has no whole count", path,
+                                        it->string ? it->string : "");
+            cJSON_Delete(root);   /* (after the message: it quotes the n-gram) */
+            return bad;
         }
         if (n < 1 || n > 3) continue;   /* langdetect reads 1- to 3-grams only */
         if (tr->n == tr->cap) {
