@@ -7,7 +7,10 @@
  * one and two hypotheses) and greedily, and their texts as Argos Translate
  * decodes them, on every kernel set (scores within 0.3%: encdec reads int8
  * weights as f16, CTranslate2 at float32 as their exact quotients); the package's pair is its metadata's;
- * a package that lies or lacks a file is refused, naming what.
+ * a package that lies or lacks a file is refused, naming what. Its legacy
+ * twin (other weights; no position table and no scale_embeddings flag, as
+ * older conversions are) gives CTranslate2's answers too: the sinusoids
+ * CTranslate2 computes then, and sqrt(d) for the missing flag.
  */
 #include "check.h"
 #include "tmpdir.h"
@@ -80,11 +83,12 @@ static int check_search(encdec_session *s, const encdec_model *m, const cJSON *c
     return ok;
 }
 
-static void check_package(const cJSON *gold, encdec_isa isa) {
+/* A package's searches (gold's cases under key) on the kernels isa. */
+static void check_package(const char *pkg, const cJSON *gold, const char *key, encdec_isa isa) {
     encdec_model *m = NULL;
     encdec_model_params mp = encdec_model_default_params();
     mp.isa = isa;
-    encdec_status st = encdec_model_load_ex(PKG, &mp, &m);
+    encdec_status st = encdec_model_load_ex(pkg, &mp, &m);
     if (st == ENCDEC_ERR_ARG && isa != ENCDEC_ISA_AUTO) {
         printf("SKIP kernels %s: %s\n", encdec_isa_name(isa), encdec_last_error());
         return;
@@ -102,14 +106,16 @@ static void check_package(const cJSON *gold, encdec_isa isa) {
     CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
     int max_new = cJSON_GetObjectItem(gold, "max_decoding_length")->valueint, n = 0, ok = 0;
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(gold, "cases")) {
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(gold, key)) {
         ok += s && check_search(s, m, c, "beam", 4, 1, max_new);
         ok += s && check_search(s, m, c, "beam2", 4, 2, max_new);
         ok += s && check_search(s, m, c, "greedy", 1, 1, max_new);
         n += 3;
     }
     CHECK_EQ_INT(ok, n);
-    printf("Argos package (%s, kernels %s): %d of %d searches as CTranslate2's\n", info.model_type, info.isa, ok, n);
+    CHECK(n == 15);
+    printf("Argos package %s (%s, kernels %s): %d of %d searches as CTranslate2's\n", strrchr(pkg, '/') + 1,
+           info.model_type, info.isa, ok, n);
     encdec_session_free(s);
     encdec_model_free(m);
 }
@@ -174,7 +180,10 @@ int main(void) {
         return 1;
     }
     if (!tmp_new("encdec-test-argos")) return 2;
-    for (size_t i = 0; i < sizeof g_sets / sizeof g_sets[0]; i++) CHECK_PART(check_package(gold, g_sets[i]));
+    for (size_t i = 0; i < sizeof g_sets / sizeof g_sets[0]; i++) CHECK_PART(check_package(PKG, gold, "cases", g_sets[i]));
+    /* as older conversions are: no position table (CTranslate2's sinusoids, computed)
+     * and no scale_embeddings (sqrt(d)) */
+    CHECK_PART(check_package(PKG "-legacy", gold, "legacy_cases", ENCDEC_ISA_AUTO));
     CHECK_PART(check_decodes(gold));
     CHECK_PART(check_errors());
     cJSON_Delete(gold);

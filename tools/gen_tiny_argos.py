@@ -13,6 +13,10 @@ LibreTranslate and Argos users have installed:
       argos-train quantizes; config.json with <s> as the decoder's start;
       shared_vocabulary.json in OpenNMT's order: <unk> <blank> <s> </s>,
       then the pieces, a few of them left out so that they are <unk>)
+  tests/data/tiny-random-argos-legacy/   the same as older conversions
+      are (other weights, float16): no position table (CTranslate2
+      computes its sinusoids) and no scale_embeddings flag (CTranslate2
+      reads sqrt(d))
   tests/data/bart-golden/argos.json   per input: the pieces (the package's
       SentencePiece model), CTranslate2's hypotheses and scores for Argos
       Translate's search (beam 4, length_penalty 0.2, replace_unknowns,
@@ -40,6 +44,7 @@ import golden_bart as gb  # noqa: E402  (its English and German corpora)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "data", "tiny-random-argos")
+OUT_LEGACY = OUT + "-legacy"
 GOLD = os.path.join(ROOT, "tests", "data", "bart-golden", "argos.json")
 SEED = 20261203
 D, FFN, HEADS, LAYERS, POSITIONS = 64, 128, 4, 2, 128
@@ -83,7 +88,9 @@ def sinusoids(n, d):
     return pe
 
 
-def build_spec(V, rng):
+def build_spec(V, rng, legacy=False):
+    """legacy: as older conversions are, no position table stored (CTranslate2
+    computes its sinusoids) and no scale_embeddings flag (it means sqrt(d))."""
     from ctranslate2.specs import common_spec, transformer_spec
 
     spec = transformer_spec.TransformerSpec.from_config(LAYERS, HEADS, pre_norm=True,
@@ -106,7 +113,8 @@ def build_spec(V, rng):
     emb = (rng.standard_normal((V, D)) * 0.2).astype(np.float32)
     pe = sinusoids(POSITIONS, D)
     for side in (spec.encoder, spec.decoder):
-        side.position_encodings.encodings = pe
+        if not legacy:
+            side.position_encodings.encodings = pe
         norm(side.layer_norm)
     spec.encoder.embeddings[0].weight = emb
     spec.decoder.embeddings.weight = emb
@@ -134,6 +142,9 @@ def build_spec(V, rng):
         lin(l.ffn.linear_0, FFN, D)
         lin(l.ffn.linear_1, D, FFN)
     spec.config.decoder_start_token = "<s>"
+    if legacy:
+        del spec.encoder.scale_embeddings
+        del spec.decoder.scale_embeddings
     return spec
 
 
@@ -143,30 +154,23 @@ def argos_text(sp, tokens):
     return v[1:] if v.startswith(" ") else v
 
 
-def main():
-    import ctranslate2
-    import sentencepiece as spm
-
-    rng = np.random.default_rng(SEED)
-    blob = train_spm()
-    sp = spm.SentencePieceProcessor(model_proto=blob)
-    vocab = vocabulary(sp)
-    spec = build_spec(len(vocab), rng)
-    spec.register_source_vocabulary(vocab)
-    spec.register_target_vocabulary(vocab)
-    spec.validate()
-    spec.optimize(quantization="int8")
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(os.path.join(OUT, "model"))
-    spec.save(os.path.join(OUT, "model"))
-    with open(os.path.join(OUT, "sentencepiece.model"), "wb") as f:
+def write_package(out, spec, blob):
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "model"))
+    spec.save(os.path.join(out, "model"))
+    with open(os.path.join(out, "sentencepiece.model"), "wb") as f:
         f.write(blob)
     meta = {"package_version": "1.0", "argos_version": "1.0", "from_code": "en", "from_name": "English",
             "to_code": "de", "to_name": "German", "type": "translate"}
-    with open(os.path.join(OUT, "metadata.json"), "w") as f:
+    with open(os.path.join(out, "metadata.json"), "w") as f:
         json.dump(meta, f, indent=2)
 
-    t = ctranslate2.Translator(os.path.join(OUT, "model"), compute_type="float32")
+
+def searches(out, sp):
+    """CTranslate2's answers (Argos Translate's options) for INPUTS."""
+    import ctranslate2
+
+    t = ctranslate2.Translator(os.path.join(out, "model"), compute_type="float32")
     cases = []
     for text in INPUTS:
         pieces = sp.encode(text, out_type=str)
@@ -179,14 +183,35 @@ def main():
             case[name] = {"hypotheses": r.hypotheses, "scores": r.scores,
                           "texts": [argos_text(sp, h) for h in r.hypotheses]}
         cases.append(case)
+    return cases
+
+
+def main():
+    import ctranslate2
+    import sentencepiece as spm
+
+    rng = np.random.default_rng(SEED)
+    blob = train_spm()
+    sp = spm.SentencePieceProcessor(model_proto=blob)
+    vocab = vocabulary(sp)
+    specs = [build_spec(len(vocab), rng), build_spec(len(vocab), np.random.default_rng(SEED + 1), legacy=True)]
+    for spec, out, q in zip(specs, (OUT, OUT_LEGACY), ("int8", "float16")):
+        spec.register_source_vocabulary(vocab)
+        spec.register_target_vocabulary(vocab)
+        spec.validate()
+        spec.optimize(quantization=q)
+        write_package(out, spec, blob)
+    cases = searches(OUT, sp)
+    legacy = searches(OUT_LEGACY, sp)
     os.makedirs(os.path.dirname(GOLD), exist_ok=True)
     with open(GOLD, "w", encoding="utf-8") as f:
         decodes = [["_", "\u2581The"], ["\u2581wh", "_", "x", "!"], ["\u2581The", "\u2581"], ["\u2581", "\u2581A", "_"]]
         json.dump({"decodes": [[d, argos_text(sp, d)] for d in decodes],
                    "ctranslate2": ctranslate2.__version__, "vocab_size": len(vocab),
                    "left_out": sorted(set(p for c in cases for p in c["pieces"] if p not in vocab)),
-                   "max_decoding_length": 24, "cases": cases}, f, ensure_ascii=False, indent=1)
-    print("wrote %s and %s" % (OUT, GOLD))
+                   "max_decoding_length": 24, "cases": cases, "legacy_cases": legacy}, f,
+                  ensure_ascii=False, indent=1)
+    print("wrote %s, %s and %s" % (OUT, OUT_LEGACY, GOLD))
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@
  *     .../ffn/linear_0, linear_1, layer_norm
  *   s/layer_norm (pre-norm stacks), s/layernorm_embedding (BART, mBART)
  *   s/position_encodings/encodings [n_positions, d]: the rows positions use
- *     (learned ones without BART's offset of 2, sinusoids as computed)
+ *     (learned ones without BART's offset of 2, sinusoids as computed; an
+ *     OpenNMT conversion may store none: CTranslate2 computes its own)
  *   decoder/embeddings/weight [V, d] (encoder/embeddings_0 an alias when
  *     shared), decoder/projection/weight (an alias when tied), its bias
  *     (final_logits_bias, when nonzero)
  *   scalars: s/num_heads, s/pre_norm, s/activation (0 relu, 1 gelu_tanh,
- *     2 swish, 3 gelu), s/scale_embeddings (sqrt(d) or 1),
+ *     2 swish, 3 gelu), s/scale_embeddings (a factor, or a boolean for
+ *     sqrt(d); absent in older conversions: sqrt(d)),
  *     decoder/start_from_zero_embedding (Marian: its <pad> row dropped, the
  *     decoder started from a zero vector), decoder/alignment_layer and
  *     alignment_heads (the attention its return_attention gives: passed on
@@ -45,6 +47,7 @@
 #include <string.h>
 
 #define CT2CFG "config.json (CTranslate2)"
+#define CT2_POSITIONS 2048   /* rows of a computed position table */
 
 typedef struct {
     ed_wtab *wt;
@@ -210,6 +213,54 @@ static void stack(ct2_map *c, const char *side, int L) {
     if (p) view(c, h, p, 0, p->shape[0]);
 }
 
+/* The positions of a side whose spec stores none, as CTranslate2 computes
+ * them then (its SinusoidalPositionEncoder, in float): row t is
+ * sin((t + 1) w_j) for j < d/2, then cos((t + 1) w_j), with
+ * w_j = exp(-j ln(10000) / (d/2 - 1)). CTranslate2 grows its table with
+ * the input; here it has n rows (the other side's count where that one is
+ * stored), which bound the input and the output as a stored table does. */
+static void ct2_sinusoids(ct2_map *c, const char *side, int64_t n) {
+    char name[96];
+    snprintf(name, sizeof name, "%s/position_encodings/encodings", side);
+    int d = c->d, half = d / 2;
+    if (c->st || wtab_get(c->wt, name)) return;
+    if (half < 2 || d % 2) {
+        c->st = ed_fail(ENCDEC_ERR_SHAPE, "model.bin: no position table, and d_model %d has no sinusoids", d);
+        return;
+    }
+    float *t = wtab_alloc(c->wt, sizeof(float) * (size_t)n * (size_t)d, "position table");
+    if (!t) {
+        c->st = ENCDEC_ERR_NOMEM;
+        return;
+    }
+    const float inc = logf(10000.0f) / (float)(half - 1);
+    for (int64_t r = 0; r < n; r++)
+        for (int j = 0; j < half; j++) {
+            float a = (float)(r + 1) * expf(-inc * (float)j);
+            t[r * d + j] = sinf(a);
+            t[r * d + half + j] = cosf(a);
+        }
+    ed_tensor e = {name, NULL, ED_F32, 2, {n, d}, sizeof(float) * (size_t)n * (size_t)d, t};
+    c->st = wtab_add(c->wt, &e);
+}
+
+/* A side's embedding scale as CTranslate2 reads it (build_embeddings_scale):
+ * its scale_embeddings, else an older conversion's
+ * embeddings/multiply_by_sqrt_depth; a boolean (int8) true, or no flag at
+ * all, means sqrt(d); false, 1; a float is the factor. */
+static double ct2_emb_scale(const ed_wtab *wt, const char *side, int d) {
+    char name[96];
+    snprintf(name, sizeof name, "%s/scale_embeddings", side);
+    const ed_tensor *t = wtab_get(wt, name);
+    if (!t) {
+        snprintf(name, sizeof name, "%s/embeddings/multiply_by_sqrt_depth", side);
+        t = wtab_get(wt, name);
+    }
+    if (!t) return sqrt((double)d);
+    if (t->dtype == ED_I8 || t->dtype == ED_BOOL) return scalar(wt, name, 0) ? sqrt((double)d) : 1;
+    return scalar(wt, name, 1);
+}
+
 /* ---- the vocabulary and the config ---------------------------------------------------- */
 
 /* shared_vocabulary.json (a list) or .txt (a token per line) as a cJSON list. */
@@ -311,9 +362,22 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     const ed_tensor *emb = need(&c, "decoder/embeddings/weight");
     const ed_tensor *enc_emb = wtab_get(wt, "encoder/embeddings_0/weight");
     const ed_tensor *proj = wtab_get(wt, "decoder/projection/weight");
-    const ed_tensor *pos = need(&c, "encoder/position_encodings/encodings");
     if (c.st) return c.st;
-    if (emb->ndim != 2 || !pos || pos->ndim != 2 || pos->shape[1] != emb->shape[1])
+    if (emb->ndim != 2)
+        return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: decoder/embeddings/weight is not a matrix");
+    c.d = (int)emb->shape[1];
+    /* positions: as stored, else CTranslate2's sinusoids, as many as the
+     * other side stores or CT2_POSITIONS */
+    const ed_tensor *pe = wtab_get(wt, "encoder/position_encodings/encodings"),
+                    *pd = wtab_get(wt, "decoder/position_encodings/encodings");
+    int64_t n_pos = pe && pe->ndim == 2 ? pe->shape[0] : pd && pd->ndim == 2 ? pd->shape[0] : CT2_POSITIONS;
+    ct2_sinusoids(&c, "encoder", n_pos);
+    ct2_sinusoids(&c, "decoder", n_pos);
+    if (c.st) return c.st;
+    pe = wtab_get(wt, "encoder/position_encodings/encodings");
+    pd = wtab_get(wt, "decoder/position_encodings/encodings");
+    if (pe->ndim != 2 || pd->ndim != 2 || pe->shape[1] != c.d || pd->shape[1] != c.d ||
+        pe->shape[0] != pd->shape[0])
         return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: the embeddings and positions do not agree");
     if (enc_emb && enc_emb != emb)
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: separate encoder and decoder embeddings are not read");
@@ -321,17 +385,18 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         scalar(wt, "encoder/embeddings_merge", 0))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: multi-query attention, ALiBi or merged embeddings: "
                        "not a BART-family model");
-    c.d = (int)emb->shape[1];
     int V = (int)emb->shape[0], Le = n_layers(wt, "encoder"), Ld = n_layers(wt, "decoder");
     int tied = !proj || proj == emb;
     int pre = (int)scalar(wt, "encoder/pre_norm", 0), dpre = (int)scalar(wt, "decoder/pre_norm", 0);
     int lne = wtab_get(wt, "encoder/layernorm_embedding/gamma") != NULL;
     int zero = (int)scalar(wt, "decoder/start_from_zero_embedding", 0);
     /* a float (the transformers converter's factor), or a boolean (int8: the
-     * spec's default, as the OpenNMT converters leave it): sqrt(d) when true */
-    const ed_tensor *se = wtab_get(wt, "encoder/scale_embeddings");
-    double scale = !se ? 1 : se->dtype == ED_I8 ? (scalar(wt, "encoder/scale_embeddings", 0) ? sqrt((double)emb->shape[1]) : 1)
-                                                : scalar(wt, "encoder/scale_embeddings", 1);
+     * spec's default, as the OpenNMT converters leave it), or none (older
+     * conversions): one factor for both sides, as transformers has it */
+    double scale = ct2_emb_scale(wt, "encoder", c.d);
+    if (fabs(scale - ct2_emb_scale(wt, "decoder", c.d)) > 1e-6 * scale)
+        return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: the encoder's embeddings are scaled by %g, the "
+                       "decoder's by %g: not read", scale, ct2_emb_scale(wt, "decoder", c.d));
     const char *act = act_name((int)scalar(wt, "encoder/activation", 0));
     if (!Le || !Ld || pre != dpre || !act || act != act_name((int)scalar(wt, "decoder/activation", 0)))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: not a BART-family TransformerSpec (layers %d + %d, "
@@ -389,7 +454,7 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         cJSON_AddNumberToObject(o, "encoder_ffn_dim", fe ? (double)fe->shape[0] : 0);
         cJSON_AddNumberToObject(o, "decoder_ffn_dim", fd ? (double)fd->shape[0] : 0);
         cJSON_AddNumberToObject(o, "vocab_size", V + zero);
-        cJSON_AddNumberToObject(o, "max_position_embeddings", (double)pos->shape[0]);
+        cJSON_AddNumberToObject(o, "max_position_embeddings", (double)pe->shape[0]);
         cJSON_AddBoolToObject(o, "scale_embedding", fabs(scale - 1) > 1e-6);
         cJSON_AddStringToObject(o, "activation_function", act);
         cJSON_AddBoolToObject(o, "tie_word_embeddings", tied);
