@@ -10,7 +10,15 @@
  * a package that lies or lacks a file is refused, naming what. Its legacy
  * twin (other weights; no position table and no scale_embeddings flag, as
  * older conversions are) gives CTranslate2's answers too: the sinusoids
- * CTranslate2 computes then, and sqrt(d) for the missing flag.
+ * CTranslate2 computes then, and sqrt(d) for the missing flag. Two more
+ * twins are written as CTranslate2 before 3.0 wrote its files: binary
+ * version 4 with TransformerSpec revision 3 (the attributes at the root,
+ * config from them, shared_vocabulary.txt) and binary version 2 of a
+ * "TransformerBig" revision 2 (item sizes, no aliases: copies; no
+ * attributes: 16 heads by its name, pre-norm, ReLU); CTranslate2 4.x reads
+ * both through its compatibility rules, and encdec gives its answers. A
+ * version 1 file, a revision 1 spec and an unknown item size are refused
+ * by name.
  */
 #include "check.h"
 #include "tmpdir.h"
@@ -34,10 +42,16 @@ static const encdec_isa g_sets[] = {ENCDEC_ISA_C,
 #endif
                                     ENCDEC_ISA_AUTO};
 
-/* A sequence's tokens spelled, against a hypothesis (an <unk> stands for
- * the source piece CTranslate2 put in its place). */
+static int ended(const encdec_model *m, const encdec_sequence *sq) {
+    const char *last = sq->n_tokens ? encdec_model_token(m, sq->tokens[sq->n_tokens - 1].id) : NULL;
+    return last && !strcmp(last, "</s>");
+}
+
+/* The sequence's tokens but the </s> it ended with (CTranslate2's
+ * hypotheses leave it out) spelled, against a hypothesis (an <unk> stands
+ * for the source piece CTranslate2 put in its place). */
 static int same_hypothesis(const encdec_model *m, const encdec_sequence *sq, const cJSON *want) {
-    int n = cJSON_GetArraySize(want), ok = sq && sq->n_tokens == n;
+    int n = cJSON_GetArraySize(want), ok = sq && sq->n_tokens - ended(m, sq) == n;
     for (int t = 0; ok && t < n; t++) {
         const char *got = encdec_model_token(m, sq->tokens[t].id);
         ok = got && (!strcmp(got, cJSON_GetArrayItem(want, t)->valuestring) || !strcmp(got, "<unk>"));
@@ -71,8 +85,9 @@ static int check_search(encdec_session *s, const encdec_model *m, const cJSON *c
         double want = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "scores"), k)->valuedouble;
         const char *text = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "texts"), k)->valuestring;
         /* CTranslate2 scores greedy search as beams: over length ^ length_penalty, the
-         * end token counted */
-        if (beams == 1) want *= pow(sq->n_tokens + (sq->n_tokens < max_new), 0.2);
+         * end token counted (a sequence cut at max_new has none) */
+        int n = sq->n_tokens - ended(m, sq);
+        if (beams == 1) want *= pow(n + (n < max_new), 0.2);
         ok = same_hypothesis(m, sq, cJSON_GetArrayItem(cJSON_GetObjectItem(g, "hypotheses"), k)) &&
              fabs(sq->score - want) < 3e-3 * fabs(want) && !strcmp(sq->text, text);
         if (!ok)
@@ -161,7 +176,42 @@ static void check_decodes(const cJSON *gold) {
     ttok_free(t);
 }
 
+/* The CTranslate2 2.x twin's model.bin with one header field changed:
+ * field "version" (the binary version), "revision" (the spec's) or "item"
+ * (the first variable's item size) set to v; the load fails naming substr. */
+static void old_header(const char *field, uint8_t v, const char *substr) {
+    static const char *const files[] = {"metadata.json", "sentencepiece.model", NULL};
+    static const char *const model_files[] = {"model.bin", "shared_vocabulary.txt", NULL};
+    static int k;
+    char name[32], sub[48];
+    snprintf(name, sizeof name, "old%d", k);
+    snprintf(sub, sizeof sub, "old%d/model", k++);
+    const char *d = md_copy(PKG "-ct2v2", name, files);
+    const char *md = md_copy(PKG "-ct2v2/model", sub, model_files);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.bin", md);
+    size_t n = 0;
+    uint8_t *b = md_read_all(path, &n);
+    size_t pos = 4 + 2 + (size_t)(b[4] | b[5] << 8);   /* after the version and the spec name */
+    size_t rev = pos;
+    pos += 4 + 4;                                        /* the revision, the variable count */
+    pos += 2 + (size_t)(b[pos] | b[pos + 1] << 8);       /* the first variable's name */
+    pos += 1 + 4 * (size_t)b[pos];                       /* its rank and shape: its item size */
+    b[!strcmp(field, "version") ? 0 : !strcmp(field, "revision") ? rev : pos] = v;
+    tmp_write(path, b, n);
+    free(b);
+    encdec_model *m = (encdec_model *)&m;
+    CHECK_STATUS(encdec_model_load(d, &m), !strcmp(field, "revision") ? ENCDEC_ERR_CONFIG
+                                           : !strcmp(field, "item") ? ENCDEC_ERR_DTYPE : ENCDEC_ERR_FORMAT,
+                 substr);
+    CHECK(m == NULL);
+}
+
 static void check_errors(void) {
+    old_header("version", 1, "binary version 1 is not supported");
+    old_header("version", 7, "binary version 7 is not supported");
+    old_header("revision", 1, "TransformerBig revision 1");
+    old_header("item", 3, "item size 3");
     broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"target_prefix\": \"__de__\"}",
            ENCDEC_ERR_CONFIG, "target_prefix");
     broken("metadata.json", "{\"from_code\": \"en\"}", ENCDEC_ERR_CONFIG, "to_code is not a language code");
@@ -184,6 +234,10 @@ int main(void) {
     /* as older conversions are: no position table (CTranslate2's sinusoids, computed)
      * and no scale_embeddings (sqrt(d)) */
     CHECK_PART(check_package(PKG "-legacy", gold, "legacy_cases", ENCDEC_ISA_AUTO));
+    /* as CTranslate2 1.6 to 2.11 wrote it, and as CTranslate2 before 1.6 */
+    CHECK_PART(check_package(PKG "-ct2v4", gold, "ct2v4_cases", ENCDEC_ISA_AUTO));
+    CHECK_PART(check_package(PKG "-ct2v2", gold, "ct2v2_cases", ENCDEC_ISA_AUTO));
+    CHECK_PART(check_package(PKG "-ct2v2", gold, "ct2v2_cases", ENCDEC_ISA_C));
     CHECK_PART(check_decodes(gold));
     CHECK_PART(check_errors());
     cJSON_Delete(gold);

@@ -1,5 +1,6 @@
 /* test_ct2.c - the CTranslate2 model.bin loader: a model.bin built byte by
- * byte here, every truncation of it, corrupt variants, and (when present)
+ * byte here, every truncation of it, corrupt variants, binary versions 2
+ * and 3 (item sizes, aliases from 3), and (when present)
  * the real faster-whisper tiny.en model. */
 #include "check.h"
 #include "io/tensor.h"
@@ -152,12 +153,65 @@ static void test_truncated(void) {
     CHECK_STATUS(load_bytes(extra, o.n + 1), ENCDEC_ERR_FORMAT, "1 unexpected bytes after the aliases");
 }
 
+/* One variable as binary versions before 4 wrote it: name, shape, item
+ * size, element count, data. */
+static void put_old_var(buf *o, const char *name, int rank, const uint32_t *shape, uint8_t size,
+                        const void *data, uint32_t count) {
+    put_str(o, name);
+    put_u8(o, (uint8_t)rank);
+    for (int i = 0; i < rank; i++) put_u32(o, shape[i]);
+    put_u8(o, size);
+    put_u32(o, count);
+    put(o, data, (size_t)size * count);
+}
+
+/* Binary versions 2 and 3: an item size and an element count in place of
+ * the dtype id and the byte count; aliases only from 3. */
+static void test_old_versions(void) {
+    for (uint32_t version = 2; version <= 3; version++) {
+        buf o = {{0}, 0};
+        int16_t v[3] = {1, -2, 3};
+        int8_t q[2] = {-5, 7};
+        float f = 0.5f;
+        put_u32(&o, version);
+        put_str(&o, "TransformerSpec");
+        put_u32(&o, 3);
+        put_u32(&o, 3);
+        const uint32_t s3[1] = {3}, s2[1] = {2};
+        put_old_var(&o, "a/f", 0, NULL, 4, &f, 1);    /* item size 4, one element: f32 */
+        put_old_var(&o, "a/i16", 1, s3, 2, v, 3);     /* 2: int16, three of them */
+        put_old_var(&o, "a/i8", 1, s2, 1, q, 2);      /* 1: int8 */
+        if (version >= 3) {
+            put_u32(&o, 1);
+            put_str(&o, "b/alias");
+            put_str(&o, "a/i16");
+        }
+        write_buf(o.b, o.n);
+        ed_wtab *t = wtab_new();
+        CHECK_EQ_INT(ct2_load_file(t, g_path), ENCDEC_OK);
+        const ed_tensor *x = wtab_get(t, "a/i16"), *y = wtab_get(t, "a/i8"), *z = wtab_get(t, "a/f");
+        CHECK(x && x->dtype == ED_I16 && x->nbytes == 6 && x->shape[0] == 3 && !memcmp(x->data, v, 6));
+        CHECK(y && y->dtype == ED_I8 && y->nbytes == 2 && !memcmp(y->data, q, 2));
+        CHECK(z && z->dtype == ED_F32 && z->ndim == 0 && !memcmp(z->data, &f, 4));
+        CHECK(wtab_get(t, "b/alias") == (version >= 3 ? x : NULL));
+        wtab_free(t);
+        uint32_t bad[] = {3, 8, 0};   /* no such item size */
+        for (int i = 0; bad[i]; i++) {
+            o.b[4 + 2 + 16 + 4 + 4 + 2 + 4 + 1] = (uint8_t)bad[i];   /* a/f's item size */
+            CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_DTYPE, "item size");
+        }
+        o.b[4 + 2 + 16 + 4 + 4 + 2 + 4 + 1] = 4;
+        o.b[4 + 2 + 16 + 4 + 4 + 2 + 4 + 5] = 0x40;   /* 2^30 + 1 floats */
+        CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "a/f: 1073741825 elements of 4 bytes (over 4 GiB)");
+    }
+}
+
 static void test_corrupt(void) {
     buf o;
     build_model(&o, 7);
     CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "CTranslate2 binary version 7 is not supported");
-    build_model(&o, 3);
-    CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "binary version 3");
+    build_model(&o, 1);
+    CHECK_STATUS(load_bytes(o.b, o.n), ENCDEC_ERR_FORMAT, "binary version 1 is not supported");
 
     /* header + one variable, then a patched field */
     const size_t var0 = 4 + 2 + 9 + 4 + 4;      /* version, spec, revision, count */
@@ -275,6 +329,7 @@ int main(void) {
     if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 2; }
     snprintf(g_path, sizeof g_path, "%s/model.bin", g_dir);
     test_good();
+    test_old_versions();
     test_truncated();
     test_corrupt();
     test_real_model();

@@ -17,6 +17,19 @@ LibreTranslate and Argos users have installed:
       are (other weights, float16): no position table (CTranslate2
       computes its sinusoids) and no scale_embeddings flag (CTranslate2
       reads sqrt(d))
+  tests/data/tiny-random-argos-ct2v4/   as CTranslate2 1.6 to 2.11 wrote
+      a conversion (2020-2022): binary version 4, TransformerSpec revision
+      3 (num_heads, pre_norm, activation and the alignment at the root, the
+      encoder's embeddings unnumbered, each side's multiply_by_sqrt_depth,
+      with_source_bos / with_target_bos flags), no config.json,
+      shared_vocabulary.txt; other weights, int8
+  tests/data/tiny-random-argos-ct2v2/   binary version 2 (item sizes, not
+      dtype ids; no aliases: the shared embeddings and positions stored
+      once per name) of a "TransformerBig" spec revision 2 (no attributes
+      at all: 16 heads by the spec's name, pre-norm, ReLU); other weights
+  These two are written here (write_old_model_bin: the layout
+  CTranslate2's model.cc reads for those versions); CTranslate2 4.x loads
+  them through its compatibility rules, and its answers are the goldens.
   tests/data/bart-golden/argos.json   per input: the pieces (the package's
       SentencePiece model), CTranslate2's hypotheses and scores for Argos
       Translate's search (beam 4, length_penalty 0.2, replace_unknowns,
@@ -45,6 +58,8 @@ import golden_bart as gb  # noqa: E402  (its English and German corpora)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "data", "tiny-random-argos")
 OUT_LEGACY = OUT + "-legacy"
+OUT_V4 = OUT + "-ct2v4"
+OUT_V2 = OUT + "-ct2v2"
 GOLD = os.path.join(ROOT, "tests", "data", "bart-golden", "argos.json")
 SEED = 20261203
 D, FFN, HEADS, LAYERS, POSITIONS = 64, 128, 4, 2, 128
@@ -166,6 +181,86 @@ def write_package(out, spec, blob):
         json.dump(meta, f, indent=2)
 
 
+# Attributes the TransformerSpec revisions before 5 did not scope (they sat
+# at the root, or were not there at all) and the ones that came later.
+SCOPED = ("activation", "alibi", "alibi_use_positive_positions", "alignment_heads", "alignment_layer",
+          "embeddings_merge", "multi_query_attention", "num_heads", "pre_norm", "scale_alibi",
+          "scale_embeddings", "start_from_zero_embedding")
+
+
+def old_variables(spec, revision):
+    """spec's variables (name -> array, or str for an alias) as a revision 3
+    (or 2: no attributes) TransformerSpec held them."""
+    out = {}
+    for name, v in spec.variables(ordered=True):
+        if name.split("/")[-1] in SCOPED and name.count("/") == 1:
+            continue
+        name = name.replace("encoder/embeddings_0/", "encoder/embeddings/")
+        out[name] = v.replace("encoder/embeddings_0/", "encoder/embeddings/") if isinstance(v, str) else v.numpy()
+    if revision >= 3:
+        out.update({"num_heads": np.int8(HEADS), "pre_norm": np.int8(1), "activation": np.int8(0),
+                    "alignment_layer": np.int16(-1), "alignment_heads": np.int16(1),
+                    "with_relative_position": np.int8(0), "with_source_bos": np.int8(0),
+                    "with_source_eos": np.int8(0), "with_target_bos": np.int8(1),
+                    "encoder/embeddings/multiply_by_sqrt_depth": np.int8(1),
+                    "decoder/embeddings/multiply_by_sqrt_depth": np.int8(1)})
+    return out
+
+
+def write_old_model_bin(path, variables, version, spec_name, revision):
+    """model.bin in binary version 2 to 4, as CTranslate2's model.cc reads
+    them: a spec name and revision (from 2); aliases (from 3; before, each
+    alias stored as a copy of its target); a dtype id and a byte count per
+    variable (from 4; before, the item size and the element count)."""
+    import struct
+
+    def string(b):
+        b = b.encode()
+        return struct.pack("<H", len(b) + 1) + b + b"\0"
+
+    resolved = {}
+    for name, v in variables.items():
+        if isinstance(v, str) and version < 3:
+            resolved[name] = variables[v]
+            if v + "_scale" in variables:
+                resolved[name + "_scale"] = variables[v + "_scale"]
+        else:
+            resolved[name] = v
+    arrays = sorted((n, np.asarray(v)) for n, v in resolved.items() if not isinstance(v, str))
+    aliases = sorted((n, v) for n, v in resolved.items() if isinstance(v, str))
+    ids = {np.dtype(np.float32): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+           np.dtype(np.float16): 4}
+    out = struct.pack("<I", version)
+    if version >= 2:
+        out += string(spec_name) + struct.pack("<I", revision)
+    out += struct.pack("<I", len(arrays))
+    for name, a in arrays:
+        out += string(name) + struct.pack("<B", a.ndim) + b"".join(struct.pack("<I", d) for d in a.shape)
+        if version >= 4:
+            out += struct.pack("<BI", ids[a.dtype], a.nbytes)
+        else:
+            assert a.dtype != np.float16, "float16 has no item size of its own before version 4"
+            out += struct.pack("<BI", a.dtype.itemsize, a.size)
+        out += a.tobytes()
+    if version >= 3:
+        out += struct.pack("<I", len(aliases))
+        for alias, target in aliases:
+            out += string(alias) + string(target)
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def write_old_package(out, spec, blob, vocab, version, spec_name, revision):
+    write_package(out, spec, blob)
+    model = os.path.join(out, "model")
+    for f in os.listdir(model):
+        os.remove(os.path.join(model, f))
+    write_old_model_bin(os.path.join(model, "model.bin"), old_variables(spec, revision), version, spec_name,
+                        revision)
+    with open(os.path.join(model, "shared_vocabulary.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+
+
 def searches(out, sp):
     """CTranslate2's answers (Argos Translate's options) for INPUTS."""
     import ctranslate2
@@ -201,17 +296,27 @@ def main():
         spec.validate()
         spec.optimize(quantization=q)
         write_package(out, spec, blob)
+    for seed, out, version, name, revision in ((SEED + 2, OUT_V4, 4, "TransformerSpec", 3),
+                                                (SEED + 4, OUT_V2, 2, "TransformerBig", 2)):
+        spec = build_spec(len(vocab), np.random.default_rng(seed), legacy=True)
+        spec.register_source_vocabulary(vocab)
+        spec.register_target_vocabulary(vocab)
+        spec.validate()
+        spec.optimize(quantization="int8")
+        write_old_package(out, spec, blob, vocab, version, name, revision)
     cases = searches(OUT, sp)
     legacy = searches(OUT_LEGACY, sp)
+    old = {"ct2v4": searches(OUT_V4, sp), "ct2v2": searches(OUT_V2, sp)}
     os.makedirs(os.path.dirname(GOLD), exist_ok=True)
     with open(GOLD, "w", encoding="utf-8") as f:
         decodes = [["_", "\u2581The"], ["\u2581wh", "_", "x", "!"], ["\u2581The", "\u2581"], ["\u2581", "\u2581A", "_"]]
         json.dump({"decodes": [[d, argos_text(sp, d)] for d in decodes],
                    "ctranslate2": ctranslate2.__version__, "vocab_size": len(vocab),
                    "left_out": sorted(set(p for c in cases for p in c["pieces"] if p not in vocab)),
-                   "max_decoding_length": 24, "cases": cases, "legacy_cases": legacy}, f,
+                   "max_decoding_length": 24, "cases": cases, "legacy_cases": legacy,
+                   "ct2v4_cases": old["ct2v4"], "ct2v2_cases": old["ct2v2"]}, f,
                   ensure_ascii=False, indent=1)
-    print("wrote %s, %s and %s" % (OUT, OUT_LEGACY, GOLD))
+    print("wrote %s, %s, %s, %s and %s" % (OUT, OUT_LEGACY, OUT_V4, OUT_V2, GOLD))
 
 
 if __name__ == "__main__":

@@ -25,15 +25,28 @@ static void model_dir(const char *path, char *dir, size_t cap) {
     }
 }
 
+/* A CTranslate2 model.bin of a sequence-to-sequence Transformer: the
+ * spec names CTranslate2 reads as one ("TransformerSpec"; "TransformerBase",
+ * "TransformerBig" and "" from before its 1.0). */
+static int ct2_transformer(const char *dir) {
+    char bin[4200], spec[64];
+    return ct2_spec_name(ed_path_join(bin, sizeof bin, dir, "model.bin"), spec, sizeof spec) &&
+           (!strcmp(spec, "TransformerSpec") || !strcmp(spec, "TransformerBase") ||
+            !strcmp(spec, "TransformerBig") || !*spec);
+}
+
 /* The family from config.json's model_type. A directory without one (a
- * CTranslate2 conversion, or no config.json at all) goes to the Whisper
- * loader, whose errors then say what is missing. */
+ * CTranslate2 conversion: its spec says which; or no config.json at all)
+ * goes to the Whisper loader, whose errors then say what is missing. */
 static encdec_status detect_family(const char *path, api_family *fam) {
     char dir[4096], cfg[4200];
     *fam = API_WHISPER;
     if (ed_is_file(path) && ggml_is_file(path)) return ENCDEC_OK;   /* whisper.cpp's: Whisper */
     model_dir(path, dir, sizeof dir);
-    if (!ed_is_file(ed_path_join(cfg, sizeof cfg, dir, "config.json"))) return ENCDEC_OK;
+    if (!ed_is_file(ed_path_join(cfg, sizeof cfg, dir, "config.json"))) {
+        if (ct2_transformer(dir)) *fam = API_BART;   /* CTranslate2 before 3.0 wrote none */
+        return ENCDEC_OK;
+    }
     cJSON *c;
     encdec_status st = ed_json_load(cfg, &c);
     if (st) return st;
@@ -45,11 +58,8 @@ static encdec_status detect_family(const char *path, api_family *fam) {
         else if (strcmp(t, "whisper") != 0)
             st = ed_fail(ENCDEC_ERR_NO_MODEL, "%s: model_type \"%.40s\" is not supported "
                          "(whisper, t5, mt5, umt5, bart, mbart, marian, m2m_100, pegasus)", cfg, t);
-    } else {   /* a CTranslate2 conversion: its spec says which */
-        char bin[4200], spec[64];
-        if (ct2_spec_name(ed_path_join(bin, sizeof bin, dir, "model.bin"), spec, sizeof spec) &&
-            !strcmp(spec, "TransformerSpec"))
-            *fam = API_BART;
+    } else if (ct2_transformer(dir)) {   /* a CTranslate2 conversion: its spec says which */
+        *fam = API_BART;
     }
     cJSON_Delete(c);
     return st;

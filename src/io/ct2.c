@@ -2,13 +2,16 @@
  *
  * Layout (written by ctranslate2/specs/model_spec.py, all little-endian,
  * "str" = u16 length including a trailing NUL, then the bytes and the NUL):
- *   u32 binary version (6 in CTranslate2 4.5; 4 and 5 are read the same
- *       way, untested; older ones stored item sizes, not dtype ids)
+ *   u32 binary version (6 since CTranslate2 3.0; 5 in 2.12 to 2.24, 4 from
+ *       1.6; 2 and 3 before; version 1, without a spec name, is refused)
  *   str spec name ("WhisperSpec")     u32 spec revision (3 for Whisper)
  *   u32 n_variables, then per variable, sorted by name:
  *     str name | u8 rank | u32 dim[rank] | u8 dtype id | u32 n_bytes | bytes
  *     dtype ids: 0 float32, 1 int8, 2 int16, 3 int32, 4 float16, 5 bfloat16
- *   u32 n_aliases, then per alias: str alias | str target variable
+ *     (before version 4: u8 item size (4 float32, 2 int16, 1 int8) and u32
+ *     element count in place of the id and the byte count)
+ *   u32 n_aliases, then per alias: str alias | str target variable (from
+ *     version 3; before, an alias was stored as a copy)
  * Variables are packed back to back, so data has no alignment (wtab_add
  * copies misaligned ones). Rank-0 variables are scalar attributes; booleans
  * are stored as int8 and strings as 1-d int8 arrays of their UTF-8 bytes.
@@ -97,8 +100,20 @@ static int dtype_from_id(uint32_t id, ed_dtype *dt) {
     return 1;
 }
 
-/* Reads one variable (everything after its name) into x. */
-static encdec_status read_var(ct2_reader *r, ed_tensor *x) {
+/* Before binary version 4: the item size, which CTranslate2 read as the
+ * dtype (4 float32, 2 int16, 1 int8). */
+static int dtype_from_size(uint32_t size, ed_dtype *dt) {
+    switch (size) {
+    case 4: *dt = ED_F32; return 1;
+    case 2: *dt = ED_I16; return 1;
+    case 1: *dt = ED_I8; return 1;
+    default: return 0;
+    }
+}
+
+/* Reads one variable (everything after its name) into x; version: the
+ * file's binary version. */
+static encdec_status read_var(ct2_reader *r, ed_tensor *x, uint32_t version) {
     char what[64 + 256];
     uint32_t rank, id, nbytes, dim;
     snprintf(what, sizeof what, "variable %.256s rank", x->name);
@@ -115,11 +130,18 @@ static encdec_status read_var(ct2_reader *r, ed_tensor *x) {
     }
     snprintf(what, sizeof what, "variable %.256s dtype", x->name);
     if ((st = read_uint(r, 1, &id, what))) return st;
-    if (!dtype_from_id(id, &x->dtype))
+    if (version >= 4 && !dtype_from_id(id, &x->dtype))
         return ed_fail(ENCDEC_ERR_DTYPE, "%s: variable %s has unknown dtype id %u (byte %zu; "
                        "known: 0..5)", r->path, x->name, id, r->pos - 1);
-    snprintf(what, sizeof what, "variable %.256s byte count", x->name);
+    if (version < 4 && !dtype_from_size(id, &x->dtype))
+        return ed_fail(ENCDEC_ERR_DTYPE, "%s: variable %s has item size %u (byte %zu; binary "
+                       "version %u knows 1, 2 and 4)", r->path, x->name, id, r->pos - 1, version);
+    snprintf(what, sizeof what, "variable %.256s %s", x->name, version >= 4 ? "byte count" : "element count");
     if ((st = read_uint(r, 4, &nbytes, what))) return st;
+    if (version < 4 && (uint64_t)nbytes * ed_dtype_size(x->dtype) > UINT32_MAX)
+        return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %s: %u elements of %zu bytes (over 4 GiB)",
+                       r->path, x->name, nbytes, ed_dtype_size(x->dtype));
+    if (version < 4) nbytes *= (uint32_t)ed_dtype_size(x->dtype);
     size_t want = ed_dtype_size(x->dtype);
     for (int i = 0; i < x->ndim; i++)
         if (!ed_mul_ok(want, (size_t)x->shape[i], &want)) want = SIZE_MAX;
@@ -173,9 +195,9 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
     const char *spec;
     encdec_status st = read_uint(r, 4, &version, "binary version");
     if (st) return st;
-    if (version < 4 || version > 6)
+    if (version < 2 || version > 6)
         return ed_fail(ENCDEC_ERR_FORMAT,
-                       "%s: CTranslate2 binary version %u is not supported (this reader handles 4 to 6)",
+                       "%s: CTranslate2 binary version %u is not supported (this reader handles 2 to 6)",
                        r->path, version);
     if ((st = read_str(r, &spec, "spec name")) || (st = read_uint(r, 4, &revision, "spec revision")) ||
         (st = read_uint(r, 4, &n_vars, "variable count")))
@@ -190,7 +212,7 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
         if (!*x.name)   /* a flipped length byte lands here: name the place, not "" */
             return ed_fail(ENCDEC_ERR_FORMAT, "%s: variable %u of %u at byte %zu has an empty name",
                            r->path, i, n_vars, r->pos - 3);
-        if ((st = read_var(r, &x))) return st;
+        if ((st = read_var(r, &x, version))) return st;
         if (held.name) {
             size_t k = strlen(held.name);
             if (!strncmp(x.name, held.name, k) && !strcmp(x.name + k, "_scale") &&
@@ -218,7 +240,8 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
         ed_err_prefix("%s", r->path);
         return st;
     }
-    if ((st = read_uint(r, 4, &n_alias, "alias count"))) return st;
+    n_alias = 0;
+    if (version >= 3 && (st = read_uint(r, 4, &n_alias, "alias count"))) return st;
     for (uint32_t i = 0; i < n_alias; i++) {
         const char *alias, *target;
         char what[48];
@@ -235,16 +258,21 @@ static encdec_status read_model(ct2_reader *r, ed_wtab *t) {
     return ENCDEC_OK;
 }
 
-int ct2_spec_name(const char *path, char *out, size_t cap) {
+int ct2_header(const char *path, char *spec_name, size_t cap, uint32_t *version, uint32_t *revision) {
     ed_fmap m;
     if (ed_fmap_open(&m, path)) return 0;
     ct2_reader r = {m.data, 0, m.size, path};
-    uint32_t version;
     const char *spec;
-    int ok = !read_uint(&r, 4, &version, "binary version") && !read_str(&r, &spec, "spec name");
-    if (ok) snprintf(out, cap, "%s", spec);
+    int ok = !read_uint(&r, 4, version, "binary version") && *version >= 2 &&
+             !read_str(&r, &spec, "spec name") && !read_uint(&r, 4, revision, "spec revision");
+    if (ok) snprintf(spec_name, cap, "%s", spec);
     ed_fmap_close(&m);
     return ok;
+}
+
+int ct2_spec_name(const char *path, char *out, size_t cap) {
+    uint32_t version, revision;
+    return ct2_header(path, out, cap, &version, &revision);
 }
 
 encdec_status ct2_load_file(ed_wtab *t, const char *path) {

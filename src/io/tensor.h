@@ -101,6 +101,8 @@ encdec_status ct2_load_file(ed_wtab *t, const char *path);
 /* The spec a model.bin was written from ("WhisperSpec", "TransformerSpec")
  * into out[cap]: 1, or 0 when the file is unreadable or no model.bin. */
 int ct2_spec_name(const char *path, char *out, size_t cap);
+/* The same, with the binary version and the spec revision. */
+int ct2_header(const char *path, char *spec_name, size_t cap, uint32_t *version, uint32_t *revision);
 
 /* ggml.c: a whisper.cpp ggml-*.bin Whisper file (f32, f16; q4_0, q4_1,
  * q5_0, q5_1, q8_0 expanded to f16); tensors under Hugging Face's names.

@@ -75,6 +75,26 @@ static double scalar(const ed_wtab *wt, const char *name, double dflt) {
     }
 }
 
+/* A stack's attribute: "side/key", else the root's "key" (TransformerSpec
+ * revisions before 5, CTranslate2 before 3.0, kept num_heads, pre_norm,
+ * activation, embeddings_merge and the alignment there, for both stacks),
+ * else dflt (CTranslate2's default). */
+static double attr(const ed_wtab *wt, const char *side, const char *key, double dflt) {
+    char name[96];
+    snprintf(name, sizeof name, "%s/%s", side, key);
+    return scalar(wt, wtab_get(wt, name) ? name : key, dflt);
+}
+
+/* The same tensor: one variable, or (binary versions before 3, which
+ * stored an alias as a copy of its target) equal copies. */
+static int same_tensor(const ed_tensor *a, const ed_tensor *b) {
+    if (a == b) return 1;
+    if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->nbytes != b->nbytes) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return 0;
+    return !memcmp(a->data, b->data, a->nbytes);
+}
+
 /* Rows [r0, r0 + n) of src (2-d, or 1-d for a bias) under name: a view of
  * a whole tensor, or a copy of a part (the loader frees a block once it has
  * converted it, which would leave views into its middle dangling). */
@@ -302,6 +322,39 @@ static encdec_status vocabulary(const char *dir, cJSON **out) {
     return a ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: vocabulary");
 }
 
+/* A string attribute (int8 bytes, as the spec stores strings) or dflt. */
+static const char *string_attr(const ed_wtab *wt, const char *name, const char *dflt, char *buf, size_t cap) {
+    const ed_tensor *t = wtab_get(wt, name);
+    if (!t || t->dtype != ED_I8 || t->ndim != 1 || !t->nbytes || t->nbytes >= cap) return dflt;
+    memcpy(buf, t->data, t->nbytes);
+    buf[t->nbytes] = 0;
+    return buf;
+}
+
+/* The config.json binary versions before 6 did not write, from the
+ * attributes they stored instead, as CTranslate2 reads them: unk_token,
+ * bos_token and eos_token (<unk>, <s>, </s> when absent); the decoder
+ * starts from bos unless with_target_bos is 0 (then eos);
+ * user_decoder_start_tokens (the caller gives the start) is not read. */
+static encdec_status attr_config(const ed_wtab *wt, cJSON **out) {
+    char unk[64], bos[64], eos[64];
+    *out = NULL;
+    if (scalar(wt, "user_decoder_start_tokens", 0))
+        return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: user_decoder_start_tokens (the caller gives the "
+                       "decoder's start token): not read");
+    cJSON *c = cJSON_CreateObject();
+    const char *b = string_attr(wt, "bos_token", "<s>", bos, sizeof bos),
+               *e = string_attr(wt, "eos_token", "</s>", eos, sizeof eos);
+    if (!c || !cJSON_AddStringToObject(c, "unk_token", string_attr(wt, "unk_token", "<unk>", unk, sizeof unk)) ||
+        !cJSON_AddStringToObject(c, "bos_token", b) || !cJSON_AddStringToObject(c, "eos_token", e) ||
+        !cJSON_AddStringToObject(c, "decoder_start_token", scalar(wt, "with_target_bos", 1) ? b : e)) {
+        cJSON_Delete(c);
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: config");
+    }
+    *out = c;
+    return ENCDEC_OK;
+}
+
 static int token_id(const cJSON *vocab, const char *tok) {
     int i = 0;
     if (!tok || !vocab) return -1;
@@ -361,6 +414,15 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     ct2_map c = {wt, 0, ENCDEC_OK};
     const ed_tensor *emb = need(&c, "decoder/embeddings/weight");
     const ed_tensor *enc_emb = wtab_get(wt, "encoder/embeddings_0/weight");
+    if (!enc_emb) enc_emb = wtab_get(wt, "encoder/embeddings/weight");   /* revisions before 4 */
+    char spec[64], bin[4200];
+    uint32_t version = 0, revision = 0;
+    if (ct2_header(ed_path_join(bin, sizeof bin, dir, "model.bin"), spec, sizeof spec, &version, &revision) &&
+        revision < 2)
+        return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: %s revision %u (OpenNMT-tf's names, CTranslate2 "
+                       "before 1.0): not read", *spec ? spec : "a TransformerSpec", revision);
+    /* revisions before 3 stored no head count: the spec's name told it */
+    double heads = strcmp(spec, "TransformerBig") ? 8 : 16;
     const ed_tensor *proj = wtab_get(wt, "decoder/projection/weight");
     if (c.st) return c.st;
     if (emb->ndim != 2)
@@ -379,15 +441,15 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     if (pe->ndim != 2 || pd->ndim != 2 || pe->shape[1] != c.d || pd->shape[1] != c.d ||
         pe->shape[0] != pd->shape[0])
         return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: the embeddings and positions do not agree");
-    if (enc_emb && enc_emb != emb)
+    if (enc_emb && !same_tensor(enc_emb, emb))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: separate encoder and decoder embeddings are not read");
     if (scalar(wt, "encoder/multi_query_attention", 0) || scalar(wt, "decoder/alibi", 0) ||
-        scalar(wt, "encoder/embeddings_merge", 0))
+        attr(wt, "encoder", "embeddings_merge", 0) || scalar(wt, "with_relative_position", 0))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: multi-query attention, ALiBi or merged embeddings: "
                        "not a BART-family model");
     int V = (int)emb->shape[0], Le = n_layers(wt, "encoder"), Ld = n_layers(wt, "decoder");
-    int tied = !proj || proj == emb;
-    int pre = (int)scalar(wt, "encoder/pre_norm", 0), dpre = (int)scalar(wt, "decoder/pre_norm", 0);
+    int tied = !proj || same_tensor(proj, emb);
+    int pre = (int)attr(wt, "encoder", "pre_norm", 1), dpre = (int)attr(wt, "decoder", "pre_norm", 1);
     int lne = wtab_get(wt, "encoder/layernorm_embedding/gamma") != NULL;
     int zero = (int)scalar(wt, "decoder/start_from_zero_embedding", 0);
     /* a float (the transformers converter's factor), or a boolean (int8: the
@@ -397,8 +459,8 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     if (fabs(scale - ct2_emb_scale(wt, "decoder", c.d)) > 1e-6 * scale)
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: the encoder's embeddings are scaled by %g, the "
                        "decoder's by %g: not read", scale, ct2_emb_scale(wt, "decoder", c.d));
-    const char *act = act_name((int)scalar(wt, "encoder/activation", 0));
-    if (!Le || !Ld || pre != dpre || !act || act != act_name((int)scalar(wt, "decoder/activation", 0)))
+    const char *act = act_name((int)attr(wt, "encoder", "activation", 0));
+    if (!Le || !Ld || pre != dpre || !act || act != act_name((int)attr(wt, "decoder", "activation", 0)))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: not a BART-family TransformerSpec (layers %d + %d, "
                        "pre_norm %d / %d, activation %s)", Le, Ld, pre, dpre, act ? act : "?");
     if (fabs(scale - 1) > 1e-6 && fabs(scale - sqrt((double)c.d)) > 1e-3 * sqrt((double)c.d))
@@ -407,7 +469,8 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     cJSON *vocab = NULL, *cfg = NULL;
     char p[4200];
     encdec_status st = vocabulary(dir, &vocab);
-    if (!st) st = ed_json_load(ed_path_join(p, sizeof p, dir, "config.json"), &cfg);
+    if (!st && ed_is_file(ed_path_join(p, sizeof p, dir, "config.json"))) st = ed_json_load(p, &cfg);
+    else if (!st) st = attr_config(wt, &cfg);   /* binary versions before 6 */
     if (!st && cJSON_GetArraySize(vocab) != V)
         st = ed_fail(ENCDEC_ERR_CONFIG, "shared_vocabulary: %d tokens for a model of %d", cJSON_GetArraySize(vocab), V);
     const char *type = !pre ? (lne ? "bart" : "marian") : lne ? "mbart"
@@ -447,8 +510,8 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         cJSON_AddNumberToObject(o, "d_model", c.d);
         cJSON_AddNumberToObject(o, "encoder_layers", Le);
         cJSON_AddNumberToObject(o, "decoder_layers", Ld);
-        cJSON_AddNumberToObject(o, "encoder_attention_heads", scalar(wt, "encoder/num_heads", 0));
-        cJSON_AddNumberToObject(o, "decoder_attention_heads", scalar(wt, "decoder/num_heads", 0));
+        cJSON_AddNumberToObject(o, "encoder_attention_heads", attr(wt, "encoder", "num_heads", heads));
+        cJSON_AddNumberToObject(o, "decoder_attention_heads", attr(wt, "decoder", "num_heads", heads));
         const ed_tensor *fe = wtab_get(wt, "encoder/layer_0/ffn/linear_0/weight");
         const ed_tensor *fd = wtab_get(wt, "decoder/layer_0/ffn/linear_0/weight");
         cJSON_AddNumberToObject(o, "encoder_ffn_dim", fe ? (double)fe->shape[0] : 0);
@@ -466,10 +529,11 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         cJSON_AddNullToObject(o, "forced_bos_token_id");
         cJSON_AddNullToObject(o, "forced_eos_token_id");
         /* the spec's alignment (CTranslate2's return_attention), where it has one */
-        const char *al[][2] = {{"decoder/alignment_layer", "alignment_layer"},
-                               {"decoder/alignment_heads", "alignment_heads"}};
+        const char *al[] = {"alignment_layer", "alignment_heads"};
+        char an[48];
         for (int i = 0; i < 2; i++)
-            if (wtab_get(wt, al[i][0])) cJSON_AddNumberToObject(o, al[i][1], scalar(wt, al[i][0], 0));
+            if (wtab_get(wt, al[i]) || wtab_get(wt, (snprintf(an, sizeof an, "decoder/%s", al[i]), an)))
+                cJSON_AddNumberToObject(o, al[i], attr(wt, "decoder", al[i], 0));
         *config = o;
     } else if (!st) {
         st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: config");
