@@ -210,6 +210,12 @@ typedef struct {
      * NULL when it names none. Models with language codes list them with
      * encdec_model_language. */
     const char *source_language, *target_language;
+    /* A CTranslate2 conversion whose config adds <s> before / </s> after
+     * a token input (add_source_bos / add_source_eos: ct2-marian-converter
+     * and ct2-opus-mt-converter set the second), as CTranslate2's
+     * translate_batch does and encdec.Translator does; the ids calls take
+     * the input as the model takes it, these included. 0 otherwise. */
+    int source_bos, source_eos;
 } encdec_model_info;
 
 /* Fills *info; the strings are static or owned by the model. */

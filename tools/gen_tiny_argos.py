@@ -27,7 +27,13 @@ LibreTranslate and Argos users have installed:
       dtype ids; no aliases: the shared embeddings and positions stored
       once per name) of a "TransformerBig" spec revision 2 (no attributes
       at all: 16 heads by the spec's name, pre-norm, ReLU); other weights
-  These two are written here (write_old_model_bin: the layout
+  tests/data/tiny-random-ct2-affixes/   a CTranslate2 directory (no package)
+      whose config.json adds <s> and </s> to the source (add_source_bos,
+      add_source_eos: ct2-marian-converter sets the second); "affixes" in
+      argos.json: CTranslate2's translate_batch (beam 4, attention,
+      replace_unknowns), its max_input_length cuts, and score_batch with a
+      short max_input_length
+  The two older layouts are written here (write_old_model_bin: the layout
   CTranslate2's model.cc reads for those versions); CTranslate2 4.x loads
   them through its compatibility rules, and its answers are the goldens.
   tests/data/bart-golden/argos.json   per input: the pieces (the package's
@@ -60,6 +66,7 @@ OUT = os.path.join(ROOT, "tests", "data", "tiny-random-argos")
 OUT_LEGACY = OUT + "-legacy"
 OUT_V4 = OUT + "-ct2v4"
 OUT_V2 = OUT + "-ct2v2"
+OUT_AFFIX = os.path.join(ROOT, "tests", "data", "tiny-random-ct2-affixes")
 GOLD = os.path.join(ROOT, "tests", "data", "bart-golden", "argos.json")
 SEED = 20261203
 D, FFN, HEADS, LAYERS, POSITIONS = 64, 128, 4, 2, 128
@@ -281,6 +288,29 @@ def searches(out, sp):
     return cases
 
 
+def affix_cases(out, sp):
+    """CTranslate2's answers on the model that adds <s> and </s> to its inputs."""
+    import ctranslate2
+
+    t = ctranslate2.Translator(out, compute_type="float32")
+    cases = []
+    for text in INPUTS:
+        pieces = sp.encode(text, out_type=str)
+        case = {"pieces": pieces}
+        for name, kw in [("beam", dict(beam_size=4)), ("greedy", dict(beam_size=1)),
+                         ("cut", dict(beam_size=4, max_input_length=5))]:
+            r = t.translate_batch([pieces], return_scores=True, return_attention=True, replace_unknowns=True,
+                                  max_decoding_length=12, **kw)[0]
+            case[name] = {"hypotheses": r.hypotheses, "scores": r.scores,
+                          "attention": [[list(map(float, row)) for row in a] for a in r.attention]}
+        hyp = case["beam"]["hypotheses"][0]
+        for n in (0, 4, len(hyp)):
+            s = t.score_batch([pieces], [hyp], max_input_length=n)[0]
+            case["score_%d" % n] = {"max_input_length": n, "tokens": s.tokens, "log_probs": s.log_probs}
+        cases.append(case)
+    return cases
+
+
 def main():
     import ctranslate2
     import sentencepiece as spm
@@ -304,6 +334,16 @@ def main():
         spec.validate()
         spec.optimize(quantization="int8")
         write_old_package(out, spec, blob, vocab, version, name, revision)
+    spec = build_spec(len(vocab), np.random.default_rng(SEED + 5))
+    spec.register_source_vocabulary(vocab)
+    spec.register_target_vocabulary(vocab)
+    spec.config.add_source_bos = True
+    spec.config.add_source_eos = True
+    spec.validate()
+    spec.optimize(quantization="float16")
+    shutil.rmtree(OUT_AFFIX, ignore_errors=True)
+    os.makedirs(OUT_AFFIX)
+    spec.save(OUT_AFFIX)
     cases = searches(OUT, sp)
     legacy = searches(OUT_LEGACY, sp)
     old = {"ct2v4": searches(OUT_V4, sp), "ct2v2": searches(OUT_V2, sp)}
@@ -314,7 +354,8 @@ def main():
                    "ctranslate2": ctranslate2.__version__, "vocab_size": len(vocab),
                    "left_out": sorted(set(p for c in cases for p in c["pieces"] if p not in vocab)),
                    "max_decoding_length": 24, "cases": cases, "legacy_cases": legacy,
-                   "ct2v4_cases": old["ct2v4"], "ct2v2_cases": old["ct2v2"]}, f,
+                   "ct2v4_cases": old["ct2v4"], "ct2v2_cases": old["ct2v2"],
+                   "affixes": affix_cases(OUT_AFFIX, sp)}, f,
                   ensure_ascii=False, indent=1)
     print("wrote %s, %s, %s, %s and %s" % (OUT, OUT_LEGACY, OUT_V4, OUT_V2, GOLD))
 

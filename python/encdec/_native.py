@@ -81,7 +81,7 @@ class ModelInfo(Structure):
                 ("n_head", c_int), ("n_vocab", c_int), ("multilingual", c_int),
                 ("weight_bytes", c_size_t), ("compute", c_char_p), ("isa", c_char_p),
                 ("device", c_char_p), ("source_language", c_char_p),
-                ("target_language", c_char_p)]
+                ("target_language", c_char_p), ("source_bos", c_int), ("source_eos", c_int)]
 
 
 class SessionParams(Structure):

@@ -34,6 +34,12 @@ head), kept by the engine as it decodes (encdec_generate_params'
 return_attention: one head's scores a row and step, as CTranslate2 keeps
 them); a hypothesis a callback ended gets it from a teacher-forced pass
 (encdec_text_attention).
+
+A CTranslate2 directory whose config adds <s> / </s> to the source
+(add_source_bos, add_source_eos: Marian-native conversions) gets them
+added to every token input here, as CTranslate2 adds them; their columns
+are left out of the attention; max_input_length keeps a closing </s> (and
+a language token after it) last, as CTranslate2's vocabulary cuts.
 """
 
 from . import _native as N
@@ -203,6 +209,13 @@ class Translator:
         h = self._model._model.handle
         self._unk = N.lib.encdec_model_token_id(h, b"<unk>")
         self._eos = N.lib.encdec_model_token_id(h, b"</s>")
+        info = self._model.info
+        # a CTranslate2 conversion's add_source_bos / add_source_eos
+        self._src_bos, self._src_eos = info.get("source_bos", 0), info.get("source_eos", 0)
+        self._bos = N.lib.encdec_model_token_id(h, b"<s>")
+        if (self._src_bos and self._bos < 0) or (self._src_eos and self._eos < 0):
+            raise ValueError("the model's config adds <s> or </s> to its inputs, and its "
+                             "vocabulary lacks the token")
 
     @property
     def model_is_loaded(self):
@@ -257,6 +270,15 @@ class Translator:
                 i = self._unk
             out.append(i)
         return out
+
+    def _source_ids(self, tokens, what, max_length):
+        """An input's ids as CTranslate2 makes them: <s> before and </s>
+        after where the model's config adds them (add_source_bos,
+        add_source_eos), then at most max_length (0: any), a closing </s>
+        (and a language token after it) kept last."""
+        ids = self._ids(tokens, what)
+        ids = ([self._bos] if self._src_bos else []) + ids + ([self._eos] if self._src_eos else [])
+        return _cut(ids, max_length, self._eos)
 
     def translate_batch(self, source, target_prefix=None, max_batch_size=0, batch_type="examples",
                         beam_size=2, num_hypotheses=1, length_penalty=1, repetition_penalty=1,
@@ -365,9 +387,7 @@ class Translator:
         keep = _rules(gp, None, None, repetition_penalty, no_repeat_ngram_size, suppress)
         items = []
         for i, toks in enumerate(source):
-            ids = self._ids(toks, f"source[{i}]")
-            if max_input_length and len(ids) > max_input_length:
-                ids = ids[:max_input_length]
+            ids = self._source_ids(toks, f"source[{i}]", max_input_length)
             pre = self._ids(target_prefix[i], f"target_prefix[{i}]") if target_prefix and target_prefix[i] else []
             items.append((ids, pre))
         # the engine's attention pass after the search: every hypothesis's, or
@@ -409,10 +429,12 @@ class Translator:
         rows = self._loaded()._attentions([(items[i][0], outs[i][k][2]) for i, k in need]) if need else []
         got = dict(zip(need, rows))
         att = []
+        lo, hi = int(self._src_bos), int(self._src_eos)   # the columns of added <s> and </s>
         for i, out in enumerate(outs):
             per = []
             for k, (h, _, _, rows_k) in enumerate(out):
                 rows_k = got.get((i, k), rows_k or [])
+                rows_k = [list(r[lo:len(r) - hi]) for r in rows_k]
                 a = [r + [0.0] * (len(source[i]) - len(r)) for r in rows_k]
                 for t, tok in enumerate(h):
                     if replace and tok == "<unk>":
@@ -453,10 +475,11 @@ class Translator:
         eos = N.text(N.lib.encdec_model_token(model._model.handle, self._eos)) or "</s>"
         pairs = []
         for i, (src, tgt) in enumerate(zip(source, target)):
-            ids = self._ids(src, f"source[{i}]")
+            ids = self._source_ids(src, f"source[{i}]", max_input_length)
             seq = self._ids(tgt, f"target[{i}]")
-            if max_input_length:
-                ids, seq = ids[:max_input_length], seq[:max_input_length]
+            if max_input_length and len(seq) >= max_input_length:
+                # CTranslate2 cuts "<start> target </s>" to max_input_length + 1, </s> kept
+                seq = seq[:max_input_length - 1]
             pairs.append((ids, seq + [self._eos]))
         lps = model._scores(pairs)
         return [ScoringResult((list(tgt[:len(p[1]) - 1]) + [eos])[offset:], lp[offset:])
@@ -510,6 +533,19 @@ class Translator:
         finally:
             closed.set()
             th.join()
+
+
+def _cut(ids, n, eos):
+    """ids cut to n (0: not cut) as CTranslate2's Vocabulary.to_ids cuts
+    them: a closing eos, or an eos and the language token after it, moved
+    to the last places."""
+    if n and len(ids) > n:
+        if ids[-1] == eos:
+            ids[n - 1] = eos
+        elif len(ids) >= 2 and ids[-2] == eos and n >= 2:
+            ids[n - 2], ids[n - 1] = eos, ids[-1]
+        ids = ids[:n]
+    return ids
 
 
 def _coverage(rows, beta):

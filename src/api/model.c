@@ -393,6 +393,10 @@ static void text_info(const encdec_model *m, encdec_model_info *info) {
     info->device = "cpu";
     info->source_language = ttok_pair(m->ttok, 0);
     info->target_language = ttok_pair(m->ttok, 1);
+    if (m->bart) {
+        info->source_bos = m->bart->hp.src_bos;
+        info->source_eos = m->bart->hp.src_eos;
+    }
     if (m->family == API_T5) {
         info->family = "t5";
         info->d_model = m->t5->hp.d;

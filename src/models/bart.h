@@ -97,6 +97,8 @@ typedef struct {
                                        layer (0..L-1) and its first heads averaged; from a
                                        CTranslate2 directory's spec, else its defaults (the
                                        last layer, one head) */
+    int src_bos, src_eos;   /* CTranslate2's add_source_bos / add_source_eos: its Translator
+                               adds <s> / </s> to a token input (encdec_model_info) */
 } bart_hparams;
 
 typedef struct bart_model {

@@ -334,7 +334,8 @@ static const char *string_attr(const ed_wtab *wt, const char *name, const char *
 /* The config.json binary versions before 6 did not write, from the
  * attributes they stored instead, as CTranslate2 reads them: unk_token,
  * bos_token and eos_token (<unk>, <s>, </s> when absent); the decoder
- * starts from bos unless with_target_bos is 0 (then eos);
+ * starts from bos unless with_target_bos is 0 (then eos); with_source_bos
+ * and with_source_eos as add_source_bos and add_source_eos;
  * user_decoder_start_tokens (the caller gives the start) is not read. */
 static encdec_status attr_config(const ed_wtab *wt, cJSON **out) {
     char unk[64], bos[64], eos[64];
@@ -347,7 +348,9 @@ static encdec_status attr_config(const ed_wtab *wt, cJSON **out) {
                *e = string_attr(wt, "eos_token", "</s>", eos, sizeof eos);
     if (!c || !cJSON_AddStringToObject(c, "unk_token", string_attr(wt, "unk_token", "<unk>", unk, sizeof unk)) ||
         !cJSON_AddStringToObject(c, "bos_token", b) || !cJSON_AddStringToObject(c, "eos_token", e) ||
-        !cJSON_AddStringToObject(c, "decoder_start_token", scalar(wt, "with_target_bos", 1) ? b : e)) {
+        !cJSON_AddStringToObject(c, "decoder_start_token", scalar(wt, "with_target_bos", 1) ? b : e) ||
+        !cJSON_AddBoolToObject(c, "add_source_bos", scalar(wt, "with_source_bos", 0) != 0) ||
+        !cJSON_AddBoolToObject(c, "add_source_eos", scalar(wt, "with_source_eos", 0) != 0)) {
         cJSON_Delete(c);
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: config");
     }
@@ -528,6 +531,10 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         cJSON_AddNumberToObject(o, "decoder_start_token_id", start);
         cJSON_AddNullToObject(o, "forced_bos_token_id");
         cJSON_AddNullToObject(o, "forced_eos_token_id");
+        /* its Translator's source affixes (encdec_model_info's source_bos / source_eos) */
+        const char *affix[] = {"add_source_bos", "add_source_eos"};
+        for (int i = 0; i < 2; i++)
+            cJSON_AddBoolToObject(o, affix[i], cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, affix[i])));
         /* the spec's alignment (CTranslate2's return_attention), where it has one */
         const char *al[] = {"alignment_layer", "alignment_heads"};
         char an[48];

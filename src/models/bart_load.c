@@ -149,6 +149,10 @@ static encdec_status read_config(bart_model *m, const cJSON *c) {
     if ((st = ed_json_int_opt(c, "alignment_heads", CFG, 0, h->dec_heads, 1, &h->align_heads))) goto done;
     if (h->align_layer < 0) h->align_layer += L;
     if (h->align_heads == 0) h->align_heads = h->dec_heads;
+    /* CTranslate2's add_source_bos / add_source_eos (its Translator's, for token inputs) */
+    if ((st = ed_json_bool_opt(c, "add_source_bos", CFG, 0, &h->src_bos)) ||
+        (st = ed_json_bool_opt(c, "add_source_eos", CFG, 0, &h->src_eos)))
+        goto done;
     h->eps = 1e-5f;
     h->emb_scale = scale ? sqrtf((float)h->d) : 1.0f;
     st = read_ids(c, h, m->var->model_type);

@@ -115,3 +115,52 @@ def test_argos_package_as_ctranslate2():
             assert r.hypotheses == c[name]["hypotheses"], (c["text"], name)
             for a, b in zip(r.scores, c[name]["scores"]):
                 assert abs(a - b) <= 3e-3 * abs(b), (c["text"], name, a, b)
+
+
+AFFIX = json.loads((DATA / "bart-golden" / "argos.json").read_text(encoding="utf-8"))["affixes"]
+
+
+@pytest.fixture(scope="module")
+def affix_tr():
+    t = encdec.Translator(str(DATA / "tiny-random-ct2-affixes"), intra_threads=2)
+    yield t
+    t.close()
+
+
+@pytest.mark.parametrize("name", ["beam", "greedy", "cut"])
+def test_source_affixes_as_ctranslate2(affix_tr, name):
+    """A CTranslate2 directory whose config adds <s> and </s> to the source
+    (add_source_bos, add_source_eos, as ct2-marian-converter's add the
+    second): the Translator adds them as CTranslate2 does, its attention
+    leaves their columns out (replace_unknowns reads it so), and
+    max_input_length counts them, keeping </s> last: CTranslate2's
+    hypotheses, scores and attention (tools/gen_tiny_argos.py)."""
+    assert affix_tr._model.info["source_bos"] == 1 and affix_tr._model.info["source_eos"] == 1
+    kw = {"beam": dict(beam_size=4), "greedy": dict(beam_size=1),
+          "cut": dict(beam_size=4, max_input_length=5)}[name]
+    for c in AFFIX:
+        r = affix_tr.translate_batch([c["pieces"]], return_scores=True, return_attention=True,
+                                     replace_unknowns=True, max_decoding_length=12, **kw)[0]
+        want = c[name]
+        assert r.hypotheses == want["hypotheses"], c["pieces"]
+        assert r.scores == pytest.approx(want["scores"], rel=1e-3, abs=1e-3)
+        for a, b in zip(r.attention, want["attention"]):
+            assert len(a) == len(b) and all(len(x) == len(y) == len(c["pieces"]) for x, y in zip(a, b))
+            for x, y in zip(a, b):
+                assert x == pytest.approx(y, abs=2e-3)
+
+
+def test_source_affixes_score_batch_as_ctranslate2(affix_tr):
+    """score_batch on that model: the source as translate_batch makes it,
+    and max_input_length cutting "<s> target </s>" to max_input_length + 1
+    (CTranslate2's count: the target's last tokens go, </s> stays)."""
+    n = 0
+    for c in AFFIX:
+        hyp = c["beam"]["hypotheses"][0]
+        for key in [k for k in c if k.startswith("score_")]:
+            want = c[key]
+            got = affix_tr.score_batch([c["pieces"]], [hyp], max_input_length=want["max_input_length"])[0]
+            assert got.tokens == want["tokens"], key
+            assert got.log_probs == pytest.approx(want["log_probs"], abs=2e-3), key
+            n += 1
+    assert n == 3 * len(AFFIX)
