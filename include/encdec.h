@@ -237,6 +237,11 @@ ENCDEC_API int encdec_model_find_language(const encdec_model *m, const char *nam
  * spelling, NULL out of range. Borrowed from the model. */
 ENCDEC_API int encdec_model_token_id(const encdec_model *m, const char *token);
 ENCDEC_API const char *encdec_model_token(const encdec_model *m, int id);
+/* An input token's id: the encoder's vocabulary where it is the model's own
+ * (a CTranslate2 directory with source_ and target_vocabulary; the ids
+ * calls take such ids as the input, encdec_model_token_id's as the target
+ * prefix), else encdec_model_token_id's. -1: none. */
+ENCDEC_API int encdec_model_source_token_id(const encdec_model *m, const char *token);
 /* The English name, lower case, of a Whisper language given by code or
  * name ("de" -> "german"), or NULL when there is no such language. */
 ENCDEC_API const char *encdec_language_name(const char *code);

@@ -33,6 +33,12 @@ LibreTranslate and Argos users have installed:
       argos.json: CTranslate2's translate_batch (beam 4, attention,
       replace_unknowns), its max_input_length cuts, and score_batch with a
       short max_input_length
+  tests/data/tiny-random-ct2-marian/   a CTranslate2 directory as
+      ct2-marian-converter writes one (post-norm, Swish, the decoder started
+      from a zero embedding, add_source_eos) with separate source and
+      target vocabularies (source_vocabulary.json, target_vocabulary.json:
+      other orders and sizes); "marian" in argos.json: CTranslate2's
+      translate_batch (beam 4 and greedy, attention) and score_batch
   The two older layouts are written here (write_old_model_bin: the layout
   CTranslate2's model.cc reads for those versions); CTranslate2 4.x loads
   them through its compatibility rules, and its answers are the goldens.
@@ -67,6 +73,7 @@ OUT_LEGACY = OUT + "-legacy"
 OUT_V4 = OUT + "-ct2v4"
 OUT_V2 = OUT + "-ct2v2"
 OUT_AFFIX = os.path.join(ROOT, "tests", "data", "tiny-random-ct2-affixes")
+OUT_MARIAN = os.path.join(ROOT, "tests", "data", "tiny-random-ct2-marian")
 GOLD = os.path.join(ROOT, "tests", "data", "bart-golden", "argos.json")
 SEED = 20261203
 D, FFN, HEADS, LAYERS, POSITIONS = 64, 128, 4, 2, 128
@@ -110,14 +117,8 @@ def sinusoids(n, d):
     return pe
 
 
-def build_spec(V, rng, legacy=False):
-    """legacy: as older conversions are, no position table stored (CTranslate2
-    computes its sinusoids) and no scale_embeddings flag (it means sqrt(d))."""
-    from ctranslate2.specs import common_spec, transformer_spec
-
-    spec = transformer_spec.TransformerSpec.from_config(LAYERS, HEADS, pre_norm=True,
-                                                        activation=common_spec.Activation.RELU)
-
+def _init(rng):
+    """Seeded initialisers: vec(n, s), norm(layer_norm_spec), lin(linear_spec, out, in)."""
     def mat(o, i):
         return (rng.standard_normal((o, i)) * 2.0 / math.sqrt(i)).astype(np.float32)
 
@@ -132,19 +133,11 @@ def build_spec(V, rng, legacy=False):
         l.weight = mat(o, i)
         l.bias = vec(o)
 
-    emb = (rng.standard_normal((V, D)) * 0.2).astype(np.float32)
-    pe = sinusoids(POSITIONS, D)
-    for side in (spec.encoder, spec.decoder):
-        if not legacy:
-            side.position_encodings.encodings = pe
-        norm(side.layer_norm)
-    spec.encoder.embeddings[0].weight = emb
-    spec.decoder.embeddings.weight = emb
-    spec.decoder.projection.weight = emb
-    bias = vec(V, 0.05)
-    bias[1:3] = -20.0   # <blank> and <s> never win (a trained model's would not either)
-    bias[3] = 1.5       # </s> after a while
-    spec.decoder.projection.bias = bias
+    return vec, norm, lin
+
+
+def _layers(spec, norm, lin):
+    """Every encoder and decoder layer's weights."""
     for l in spec.encoder.layer:
         norm(l.self_attention.layer_norm)
         lin(l.self_attention.linear[0], 3 * D, D)
@@ -163,6 +156,31 @@ def build_spec(V, rng, legacy=False):
         norm(l.ffn.layer_norm)
         lin(l.ffn.linear_0, FFN, D)
         lin(l.ffn.linear_1, D, FFN)
+
+
+def build_spec(V, rng, legacy=False):
+    """legacy: as older conversions are, no position table stored (CTranslate2
+    computes its sinusoids) and no scale_embeddings flag (it means sqrt(d))."""
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    spec = transformer_spec.TransformerSpec.from_config(LAYERS, HEADS, pre_norm=True,
+                                                        activation=common_spec.Activation.RELU)
+
+    vec, norm, lin = _init(rng)
+    emb = (rng.standard_normal((V, D)) * 0.2).astype(np.float32)
+    pe = sinusoids(POSITIONS, D)
+    for side in (spec.encoder, spec.decoder):
+        if not legacy:
+            side.position_encodings.encodings = pe
+        norm(side.layer_norm)
+    spec.encoder.embeddings[0].weight = emb
+    spec.decoder.embeddings.weight = emb
+    spec.decoder.projection.weight = emb
+    bias = vec(V, 0.05)
+    bias[1:3] = -20.0   # <blank> and <s> never win (a trained model's would not either)
+    bias[3] = 1.5       # </s> after a while
+    spec.decoder.projection.bias = bias
+    _layers(spec, norm, lin)
     spec.config.decoder_start_token = "<s>"
     if legacy:
         del spec.encoder.scale_embeddings
@@ -288,6 +306,52 @@ def searches(out, sp):
     return cases
 
 
+def build_marian_spec(Vs, Vt, rng):
+    """A Marian-native conversion's shape: post-norm, Swish, a zero start,
+    the encoder's embeddings its own (another vocabulary), the decoder's
+    tied to the output projection."""
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    spec = transformer_spec.TransformerSpec.from_config(LAYERS, HEADS, pre_norm=False,
+                                                        activation=common_spec.Activation.SWISH)
+
+    vec, norm, lin = _init(rng)
+    pe = sinusoids(POSITIONS, D)
+    for side in (spec.encoder, spec.decoder):
+        side.position_encodings.encodings = pe
+    spec.encoder.embeddings[0].weight = (rng.standard_normal((Vs, D)) * 0.2).astype(np.float32)
+    emb = (rng.standard_normal((Vt, D)) * 0.2).astype(np.float32)
+    spec.decoder.embeddings.weight = emb
+    spec.decoder.projection.weight = emb
+    bias = vec(Vt, 0.05)
+    bias[0] = 1.0   # </s> after a while
+    spec.decoder.projection.bias = bias
+    spec.decoder.start_from_zero_embedding = True
+    _layers(spec, norm, lin)
+    spec.config.add_source_eos = True
+    return spec
+
+
+def marian_cases(out, sp, src_vocab):
+    """CTranslate2's answers on the Marian-shaped model with its two vocabularies."""
+    import ctranslate2
+
+    t = ctranslate2.Translator(out, compute_type="float32")
+    cases = []
+    for text in INPUTS:
+        pieces = sp.encode(text, out_type=str)
+        case = {"pieces": pieces}
+        for name, kw in [("beam", dict(beam_size=4)), ("greedy", dict(beam_size=1))]:
+            r = t.translate_batch([pieces], return_scores=True, return_attention=True, max_decoding_length=12,
+                                  **kw)[0]
+            case[name] = {"hypotheses": r.hypotheses, "scores": r.scores,
+                          "attention": [[list(map(float, row)) for row in a] for a in r.attention]}
+        s = t.score_batch([pieces], [case["beam"]["hypotheses"][0]])[0]
+        case["score"] = {"tokens": s.tokens, "log_probs": s.log_probs}
+        cases.append(case)
+    return cases
+
+
 def affix_cases(out, sp):
     """CTranslate2's answers on the model that adds <s> and </s> to its inputs."""
     import ctranslate2
@@ -344,6 +408,19 @@ def main():
     shutil.rmtree(OUT_AFFIX, ignore_errors=True)
     os.makedirs(OUT_AFFIX)
     spec.save(OUT_AFFIX)
+    # Marian's vocabularies: </s> and <unk> first, no <s>; the source's pieces
+    # in reverse order with every 7th left out, the target's sorted
+    pieces = vocab[4:]
+    src_vocab = ["</s>", "<unk>"] + [q for k, q in enumerate(reversed(pieces)) if k % 7 != 3]
+    tgt_vocab = ["</s>", "<unk>"] + pieces
+    spec = build_marian_spec(len(src_vocab), len(tgt_vocab), np.random.default_rng(SEED + 6))
+    spec.register_source_vocabulary(src_vocab)
+    spec.register_target_vocabulary(tgt_vocab)
+    spec.validate()
+    spec.optimize(quantization="float16")
+    shutil.rmtree(OUT_MARIAN, ignore_errors=True)
+    os.makedirs(OUT_MARIAN)
+    spec.save(OUT_MARIAN)
     cases = searches(OUT, sp)
     legacy = searches(OUT_LEGACY, sp)
     old = {"ct2v4": searches(OUT_V4, sp), "ct2v2": searches(OUT_V2, sp)}
@@ -355,7 +432,7 @@ def main():
                    "left_out": sorted(set(p for c in cases for p in c["pieces"] if p not in vocab)),
                    "max_decoding_length": 24, "cases": cases, "legacy_cases": legacy,
                    "ct2v4_cases": old["ct2v4"], "ct2v2_cases": old["ct2v2"],
-                   "affixes": affix_cases(OUT_AFFIX, sp)}, f,
+                   "affixes": affix_cases(OUT_AFFIX, sp), "marian": marian_cases(OUT_MARIAN, sp, src_vocab)}, f,
                   ensure_ascii=False, indent=1)
     print("wrote %s, %s, %s, %s and %s" % (OUT, OUT_LEGACY, OUT_V4, OUT_V2, GOLD))
 

@@ -296,6 +296,7 @@ _fn("encdec_text_score", _status, c_void_p, P(c_int), c_int, P(c_int), c_int, P(
 _fn("encdec_text_score_batch", _status, c_void_p, c_int, P(P(c_int)), P(c_int), P(P(c_int)), P(c_int),
     P(P(c_float)))
 _fn("encdec_model_token_id", c_int, c_void_p, c_char_p)
+_fn("encdec_model_source_token_id", c_int, c_void_p, c_char_p)
 _fn("encdec_model_token", c_char_p, c_void_p, c_int)
 _fn("encdec_result_text", c_char_p, c_void_p)
 _fn("encdec_result_n_sequences", c_int, c_void_p)

@@ -212,8 +212,11 @@ class Translator:
         info = self._model.info
         # a CTranslate2 conversion's add_source_bos / add_source_eos
         self._src_bos, self._src_eos = info.get("source_bos", 0), info.get("source_eos", 0)
-        self._bos = N.lib.encdec_model_token_id(h, b"<s>")
-        if (self._src_bos and self._bos < 0) or (self._src_eos and self._eos < 0):
+        # the source's own vocabulary, where the model has one
+        self._src_unk = N.lib.encdec_model_source_token_id(h, b"<unk>")
+        self._bos = N.lib.encdec_model_source_token_id(h, b"<s>")
+        self._src_end = N.lib.encdec_model_source_token_id(h, b"</s>")
+        if (self._src_bos and self._bos < 0) or (self._src_eos and self._src_end < 0):
             raise ValueError("the model's config adds <s> or </s> to its inputs, and its "
                              "vocabulary lacks the token")
 
@@ -258,16 +261,20 @@ class Translator:
     def __exit__(self, *exc):
         self.close()
 
-    def _ids(self, tokens, what):
+    def _ids(self, tokens, what, source=False):
+        """Target tokens' ids (source: an input's, in the source vocabulary
+        where the model has its own); an unknown token is <unk>'s."""
         h, out = self._model._model.handle, []
+        look = N.lib.encdec_model_source_token_id if source else N.lib.encdec_model_token_id
+        unk = self._src_unk if source else self._unk
         for t in tokens:
             if not isinstance(t, str):
                 raise TypeError(f"{what}: tokens must be str, not {type(t).__name__}")
-            i = N.lib.encdec_model_token_id(h, t.encode("utf-8"))
+            i = look(h, t.encode("utf-8"))
             if i < 0:
-                if self._unk < 0:
+                if unk < 0:
                     raise ValueError(f"{what}: {t!r} is not a token of the model (and it has no <unk>)")
-                i = self._unk
+                i = unk
             out.append(i)
         return out
 
@@ -276,9 +283,9 @@ class Translator:
         after where the model's config adds them (add_source_bos,
         add_source_eos), then at most max_length (0: any), a closing </s>
         (and a language token after it) kept last."""
-        ids = self._ids(tokens, what)
-        ids = ([self._bos] if self._src_bos else []) + ids + ([self._eos] if self._src_eos else [])
-        return _cut(ids, max_length, self._eos)
+        ids = self._ids(tokens, what, source=True)
+        ids = ([self._bos] if self._src_bos else []) + ids + ([self._src_end] if self._src_eos else [])
+        return _cut(ids, max_length, self._src_end)
 
     def translate_batch(self, source, target_prefix=None, max_batch_size=0, batch_type="examples",
                         beam_size=2, num_hypotheses=1, length_penalty=1, repetition_penalty=1,

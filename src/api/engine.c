@@ -454,9 +454,9 @@ encdec_status encdec_engine_generate_ids(encdec_engine *e, const int *ids, int n
                      "fewer than max_new_tokens)", n_prefix, q->gp.max_new_tokens - 1);
     const s2s_model *m = &e->model->text;
     for (int i = 0; !st && i < n_ids; i++)
-        if (ids[i] < 0 || ids[i] >= m->n_vocab)
-            st = ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the vocabulary size %d", i,
-                         ids[i], m->n_vocab);
+        if (ids[i] < 0 || ids[i] >= m->n_src_vocab)
+            st = ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the %svocabulary size %d", i,
+                         ids[i], m->n_src_vocab != m->n_vocab ? "source " : "", m->n_src_vocab);
     for (int i = 0; !st && i < n_prefix; i++)
         if (prefix[i] < 0 || prefix[i] >= m->n_vocab)
             st = ed_fail(ENCDEC_ERR_ARG, "target prefix token %d is id %d, not below the vocabulary "

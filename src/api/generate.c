@@ -160,9 +160,9 @@ encdec_status api_pack_ids(const s2s_model *m, const int *ids, int n, int trunca
     memset(pk, 0, sizeof *pk);
     if (!ids || n < 1) return ed_fail(ENCDEC_ERR_ARG, "the input has no tokens");
     for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->n_vocab)
-            return ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the vocabulary size %d",
-                           i, ids[i], m->n_vocab);
+        if (ids[i] < 0 || ids[i] >= m->n_src_vocab)
+            return ed_fail(ENCDEC_ERR_ARG, "input token %d is id %d, not below the %svocabulary size %d",
+                           i, ids[i], m->n_src_vocab != m->n_vocab ? "source " : "", m->n_src_vocab);
     if (n > m->n_positions && !truncate)
         return ed_fail(ENCDEC_ERR_ARG, "the input has %d tokens; the model accepts at most %d; shorten "
                        "it or allow truncation", n, m->n_positions);

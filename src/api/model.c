@@ -101,6 +101,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                               h->n_positions, h->eos, h->dec_start, -1, h->n_dec_layer,
                               h->n_head, h->d_kv};
         m->text.forced_eos = -1;
+        m->text.n_src_vocab = h->n_vocab;
         m->text.align_heads = 1;   /* CTranslate2's for T5: the last layer's first head */
         encdec_status st = ttok_wrap_spm(&m->ttok, m->t5->tok);
         m->text.tok = m->ttok;
@@ -113,6 +114,7 @@ static encdec_status text_model(encdec_model *m, const char *path) {
                           h->n_positions, h->eos, h->dec_start, h->forced_bos, h->n_dec_layer,
                           h->dec_heads, h->d / h->dec_heads};
     m->text.forced_eos = h->forced_eos;
+    m->text.n_src_vocab = h->enc_vocab;
     m->text.align_heads = h->align_heads;
     encdec_status st = bart_tokenizer(m, path);
     m->text.tok = m->ttok;
@@ -467,6 +469,10 @@ const char *encdec_model_language(const encdec_model *m, int i) {
 
 int encdec_model_token_id(const encdec_model *m, const char *token) {
     return m && api_is_text(m) ? ttok_token_id(m->ttok, token) : -1;
+}
+
+int encdec_model_source_token_id(const encdec_model *m, const char *token) {
+    return m && api_is_text(m) ? ttok_source_id(m->ttok, token) : -1;
 }
 
 const char *encdec_model_token(const encdec_model *m, int id) {

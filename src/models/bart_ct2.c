@@ -22,8 +22,13 @@
  *     decoder started from a zero vector), decoder/alignment_layer and
  *     alignment_heads (the attention its return_attention gives: passed on
  *     as config keys of those names)
- * and config.json (bos / eos / unk / decoder_start tokens by spelling) with
- * the vocabulary as shared_vocabulary.json (or .txt).
+ * and config.json (bos / eos / unk / decoder_start tokens by spelling;
+ * add_source_bos / add_source_eos, passed on) with the vocabulary as
+ * shared_vocabulary.json (or .txt), or source_ and target_vocabulary
+ * (then the encoder's embeddings are its own: Marian's separate pair).
+ * Older releases (binary versions before 6, TransformerSpec revisions
+ * before 5) wrote no config.json and kept some scalars at the root: read
+ * as CTranslate2 4.x reads them (attr, attr_config).
  *
  * Views under Hugging Face's names are added to the same table (no copy);
  * the positions go under "<stack>.embed_positions.table", which bart_load
@@ -283,27 +288,28 @@ static double ct2_emb_scale(const ed_wtab *wt, const char *side, int d) {
 
 /* ---- the vocabulary and the config ---------------------------------------------------- */
 
-/* shared_vocabulary.json (a list) or .txt (a token per line) as a cJSON list. */
-static encdec_status vocabulary(const char *dir, cJSON **out) {
-    char p[4200];
+/* <which>_vocabulary.json (a list) or .txt (a token per line) as a cJSON
+ * list; *out NULL when neither file is there. */
+static encdec_status vocab_file(const char *dir, const char *which, cJSON **out) {
+    char p[4200], name[64];
     *out = NULL;
-    if (ed_is_file(ed_path_join(p, sizeof p, dir, "shared_vocabulary.json"))) {
+    snprintf(name, sizeof name, "%s_vocabulary.json", which);
+    if (ed_is_file(ed_path_join(p, sizeof p, dir, name))) {
         cJSON *c = NULL;
         char *text = NULL;
         size_t n = 0;
         encdec_status st = ed_read_file(p, &text, &n);
-        if (!st && !(c = cJSON_ParseWithLength(text, n))) st = ed_fail(ENCDEC_ERR_CONFIG, "shared_vocabulary.json: malformed JSON");
+        if (!st && !(c = cJSON_ParseWithLength(text, n))) st = ed_fail(ENCDEC_ERR_CONFIG, "%s: malformed JSON", name);
         free(text);
         if (!st && !cJSON_IsArray(c)) {
             cJSON_Delete(c);
-            st = ed_fail(ENCDEC_ERR_CONFIG, "shared_vocabulary.json: not a list of tokens");
+            st = ed_fail(ENCDEC_ERR_CONFIG, "%s: not a list of tokens", name);
         }
         *out = st ? NULL : c;
         return st;
     }
-    if (!ed_is_file(ed_path_join(p, sizeof p, dir, "shared_vocabulary.txt")))
-        return ed_fail(ENCDEC_ERR_CONFIG, "%s: no shared_vocabulary.json or .txt (a CTranslate2 model "
-                       "with separate source and target vocabularies is not read)", dir);
+    snprintf(name, sizeof name, "%s_vocabulary.txt", which);
+    if (!ed_is_file(ed_path_join(p, sizeof p, dir, name))) return ENCDEC_OK;
     char *text = NULL;
     size_t n = 0;
     encdec_status st = ed_read_file(p, &text, &n);
@@ -320,6 +326,22 @@ static encdec_status vocabulary(const char *dir, cJSON **out) {
     free(text);
     *out = a;
     return a ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: vocabulary");
+}
+
+/* The vocabularies as CTranslate2 writes them: shared_vocabulary (*src the
+ * same list as *tgt), else source_vocabulary and target_vocabulary. */
+static encdec_status vocabularies(const char *dir, cJSON **src, cJSON **tgt) {
+    *src = *tgt = NULL;
+    encdec_status st = vocab_file(dir, "shared", tgt);
+    if (st || *tgt) {
+        *src = *tgt;
+        return st;
+    }
+    if ((st = vocab_file(dir, "source", src)) || (st = vocab_file(dir, "target", tgt))) return st;
+    if (!*src || !*tgt)
+        st = ed_fail(ENCDEC_ERR_CONFIG, "%s: no shared_vocabulary.json or .txt, nor source_ and "
+                     "target_vocabulary (a CTranslate2 model's vocabulary)", dir);
+    return st;
 }
 
 /* A string attribute (int8 bytes, as the spec stores strings) or dflt. */
@@ -371,9 +393,9 @@ static const char *cfg_token(const cJSON *cfg, const char *key) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Marian's zero start: [V + 1, d] embeddings with a zero last row (its
- * <pad>), and the projection's bias with -1e30 there. */
-static void zero_start(ct2_map *c, int V, int tied) {
+/* Marian's zero start: [V + 1, d] embeddings under name with a zero last
+ * row (its <pad>), and the projection's bias with -1e30 there. */
+static void zero_start(ct2_map *c, int V, int tied, const char *name) {
     const ed_tensor *e = need(c, "decoder/embeddings/weight");
     if (c->st) return;
     size_t row = (size_t)e->shape[1] * ed_dtype_size(e->dtype);
@@ -386,7 +408,7 @@ static void zero_start(ct2_map *c, int V, int tied) {
     memcpy(p, e->data, row * (size_t)V);
     memset(p + row * (size_t)V, 0, row);
     ed_tensor t = *e;
-    t.name = "model.shared.weight";
+    t.name = name;
     t.shape[0] = V + 1;
     t.nbytes = row * (size_t)(V + 1);
     t.data = p;
@@ -444,8 +466,12 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     if (pe->ndim != 2 || pd->ndim != 2 || pe->shape[1] != c.d || pd->shape[1] != c.d ||
         pe->shape[0] != pd->shape[0])
         return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: the embeddings and positions do not agree");
-    if (enc_emb && !same_tensor(enc_emb, emb))
-        return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: separate encoder and decoder embeddings are not read");
+    /* separate embeddings (separate vocabularies, or one spelled twice): Marian's two,
+     * as transformers' share_encoder_decoder_embeddings false names them */
+    int separate = enc_emb && !same_tensor(enc_emb, emb);
+    if (separate && (enc_emb->ndim != 2 || enc_emb->shape[1] != c.d))
+        return ed_fail(ENCDEC_ERR_SHAPE, "model.bin: the encoder's embeddings are not [vocabulary, %d]", c.d);
+    int Vs = separate ? (int)enc_emb->shape[0] : (int)emb->shape[0];
     if (scalar(wt, "encoder/multi_query_attention", 0) || scalar(wt, "decoder/alibi", 0) ||
         attr(wt, "encoder", "embeddings_merge", 0) || scalar(wt, "with_relative_position", 0))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: multi-query attention, ALiBi or merged embeddings: "
@@ -469,13 +495,16 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     if (fabs(scale - 1) > 1e-6 && fabs(scale - sqrt((double)c.d)) > 1e-3 * sqrt((double)c.d))
         return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: scale_embeddings %g is neither 1 nor sqrt(d_model)", scale);
     if (zero && pre) return ed_fail(ENCDEC_ERR_CONFIG, "model.bin: a zero decoder start in a pre-norm model");
-    cJSON *vocab = NULL, *cfg = NULL;
+    cJSON *vocab = NULL, *src = NULL, *cfg = NULL;   /* vocab: the target's (the decoder's) */
     char p[4200];
-    encdec_status st = vocabulary(dir, &vocab);
+    encdec_status st = vocabularies(dir, &src, &vocab);
     if (!st && ed_is_file(ed_path_join(p, sizeof p, dir, "config.json"))) st = ed_json_load(p, &cfg);
     else if (!st) st = attr_config(wt, &cfg);   /* binary versions before 6 */
     if (!st && cJSON_GetArraySize(vocab) != V)
-        st = ed_fail(ENCDEC_ERR_CONFIG, "shared_vocabulary: %d tokens for a model of %d", cJSON_GetArraySize(vocab), V);
+        st = ed_fail(ENCDEC_ERR_CONFIG, "%s_vocabulary: %d tokens for a model of %d", src == vocab ? "shared" : "target",
+                     cJSON_GetArraySize(vocab), V);
+    if (!st && cJSON_GetArraySize(src) != Vs)
+        st = ed_fail(ENCDEC_ERR_CONFIG, "source_vocabulary: %d tokens for an encoder of %d", cJSON_GetArraySize(src), Vs);
     const char *type = !pre ? (lne ? "bart" : "marian") : lne ? "mbart"
                        : token_id(vocab, "__en__") >= 0 || token_id(vocab, "eng_Latn") >= 0 ? "m2m_100" : "pegasus";
     /* Hugging Face's names */
@@ -483,11 +512,13 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         stack(&c, s ? "decoder" : "encoder", s ? Ld : Le);
         st = c.st;
     }
+    const char *dec_name = separate ? "model.decoder.embed_tokens.weight" : "model.shared.weight";
+    if (!st && separate) view(&c, "model.encoder.embed_tokens.weight", enc_emb, 0, Vs);
     if (!st && zero) {
-        zero_start(&c, V, tied);
+        zero_start(&c, V, tied, dec_name);
         st = c.st;
     } else if (!st) {
-        view(&c, "model.shared.weight", emb, 0, V);
+        view(&c, dec_name, emb, 0, V);
         if (!tied) view(&c, "lm_head.weight", proj, 0, V);
         const ed_tensor *b = wtab_get(wt, "decoder/projection/bias");
         if (b && !c.st) {
@@ -519,7 +550,11 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
         const ed_tensor *fd = wtab_get(wt, "decoder/layer_0/ffn/linear_0/weight");
         cJSON_AddNumberToObject(o, "encoder_ffn_dim", fe ? (double)fe->shape[0] : 0);
         cJSON_AddNumberToObject(o, "decoder_ffn_dim", fd ? (double)fd->shape[0] : 0);
-        cJSON_AddNumberToObject(o, "vocab_size", V + zero);
+        cJSON_AddNumberToObject(o, "vocab_size", separate ? Vs : V + zero);
+        if (separate) {
+            cJSON_AddBoolToObject(o, "share_encoder_decoder_embeddings", 0);
+            cJSON_AddNumberToObject(o, "decoder_vocab_size", V + zero);
+        }
         cJSON_AddNumberToObject(o, "max_position_embeddings", (double)pe->shape[0]);
         cJSON_AddBoolToObject(o, "scale_embedding", fabs(scale - 1) > 1e-6);
         cJSON_AddStringToObject(o, "activation_function", act);
@@ -545,6 +580,7 @@ encdec_status bart_ct2_adapt(ed_wtab *wt, const char *dir, cJSON **config) {
     } else if (!st) {
         st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: config");
     }
+    if (src != vocab) cJSON_Delete(src);
     cJSON_Delete(vocab);
     cJSON_Delete(cfg);
     return st;

@@ -122,7 +122,8 @@ static encdec_status read_config(bart_model *m, const cJSON *c) {
     if (!st) st = ed_json_bool_opt(c, "tie_word_embeddings", CFG, 1, &h->tied);
     h->shared = 1;
     h->n_vocab = h->enc_vocab;
-    if (!st && !strcmp(m->var->model_type, "marian")) {
+    /* Marian's separate vocabularies (bart_ct2.c gives any CTranslate2 model's so) */
+    if (!st) {
         st = ed_json_bool_opt(c, "share_encoder_decoder_embeddings", CFG, 1, &h->shared);
         if (!st) st = ed_json_int_opt(c, "decoder_vocab_size", CFG, 2, 1 << 21, h->enc_vocab, &h->n_vocab);
         if (!st && h->shared) h->n_vocab = h->enc_vocab;

@@ -89,6 +89,8 @@ typedef struct {
     int n_bad_long;            /* its longer bad_words_ids entries, not applied */
     int forced_eos;            /* forced_eos_token_id (config.json, generation_config.json's
                                   over it), -1: none */
+    int n_src_vocab;           /* the encoder's vocabulary: input ids are below it (n_vocab,
+                                  the decoder's, but where they are separate: Marian's) */
 } s2s_model;
 
 extern const s2s_ops t5_s2s_ops, bart_s2s_ops;

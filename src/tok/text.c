@@ -136,8 +136,8 @@ static encdec_status marian_encode(const ed_ttok *t, const char *text, size_t le
     }
     for (int i = 0; i < ns && !st; i++) {
         const char *piece = unknown[i] ? unknown[i] : spm_piece(t->src, sp[i]);
-        int id = piece ? tv_lookup(&t->vocab, piece, strlen(piece)) : -1;
-        o[k++] = id >= 0 ? id : t->unk;
+        int id = piece ? tv_lookup(t->sep_src ? &t->srcv : &t->vocab, piece, strlen(piece)) : -1;
+        o[k++] = id >= 0 ? id : t->sep_src ? tv_lookup(&t->srcv, "<unk>", 5) : t->unk;
         if (pc) st = ttok_pieces_put(pc, piece ? piece : "", piece ? strlen(piece) : 0);
     }
     if (!st && !argos) {
@@ -370,6 +370,10 @@ int ttok_token_id(const ed_ttok *t, const char *s) {
     if (t->spm) return spm_piece_id(t->spm, s);
     if (t->bpe) return bpe_token_id(t->bpe, s);
     return tv_lookup(&t->vocab, s, strlen(s));
+}
+
+int ttok_source_id(const ed_ttok *t, const char *s) {
+    return t->sep_src && s ? tv_lookup(&t->srcv, s, strlen(s)) : ttok_token_id(t, s);
 }
 
 const char *ttok_token_spelling(const ed_ttok *t, int id) {

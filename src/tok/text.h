@@ -136,6 +136,9 @@ const char *ttok_token_text(const ed_ttok *t, int id, size_t *len);
  * "eng_Latn", "</s>"), as CTranslate2's token lists spell them: the id or
  * -1; an id's spelling (borrowed) or NULL out of range. */
 int ttok_token_id(const ed_ttok *t, const char *s);
+/* An input token's id: the encoder's vocabulary where a CTranslate2 model
+ * has a separate source vocabulary, else ttok_token_id's. -1: none. */
+int ttok_source_id(const ed_ttok *t, const char *s);
 const char *ttok_token_spelling(const ed_ttok *t, int id);
 /* 1 for a normal piece (text of its own: no byte piece, special or added
  * token), whose text next to another normal piece is theirs joined. */

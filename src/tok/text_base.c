@@ -116,6 +116,7 @@ void ttok_free(ed_ttok *t) {
     spm_free(t->src);
     spm_free(t->tgt);
     tv_free(&t->vocab);
+    tv_free(&t->srcv);
     tv_free(&t->text);
     free(t->special);
     free(t->added);

@@ -39,6 +39,9 @@ struct ed_ttok {
                                   (transformers requires it), decoding needs only
                                   the pieces' spellings */
     tok_vocab vocab;           /* piece or token spelling <-> model id */
+    tok_vocab srcv;            /* a CTranslate2 model's separate source vocabulary (inputs'
+                                  spellings -> encoder ids), when sep_src */
+    int sep_src;
     tok_vocab text;            /* each id's text (U+2581 -> space) */
     int eos, unk, pad, bos;
     uint8_t *special;          /* [vocab.n] skipped by decoding (text_sp.c's kinds) */

@@ -164,3 +164,62 @@ def test_source_affixes_score_batch_as_ctranslate2(affix_tr):
             assert got.log_probs == pytest.approx(want["log_probs"], abs=2e-3), key
             n += 1
     assert n == 3 * len(AFFIX)
+
+
+MARIAN = json.loads((DATA / "bart-golden" / "argos.json").read_text(encoding="utf-8"))["marian"]
+
+
+@pytest.fixture(scope="module")
+def marian_tr():
+    t = encdec.Translator(str(DATA / "tiny-random-ct2-marian"), intra_threads=2)
+    yield t
+    t.close()
+
+
+@pytest.mark.parametrize("name", ["beam", "greedy"])
+def test_separate_vocabularies_as_ctranslate2(marian_tr, name):
+    """A CTranslate2 directory as ct2-marian-converter writes one, with
+    separate source and target vocabularies (other orders and sizes: the
+    encoder's ids from source_vocabulary, the decoder's from
+    target_vocabulary), a zero decoder start and add_source_eos:
+    CTranslate2's hypotheses, scores and attention, and score_batch's."""
+    info = marian_tr._model.info
+    assert (info["model_type"], info["source_eos"]) == ("marian", 1)
+    for c in MARIAN:
+        r = marian_tr.translate_batch([c["pieces"]], beam_size={"beam": 4, "greedy": 1}[name],
+                                      return_scores=True, return_attention=True, max_decoding_length=12)[0]
+        want = c[name]
+        assert r.hypotheses == want["hypotheses"], c["pieces"]
+        assert r.scores == pytest.approx(want["scores"], rel=1e-3, abs=1e-3)
+        for a, b in zip(r.attention, want["attention"]):
+            assert [len(x) for x in a] == [len(y) for y in b]
+            for x, y in zip(a, b):
+                assert x == pytest.approx(y, abs=2e-3)
+        if name == "beam":
+            s = marian_tr.score_batch([c["pieces"]], [want["hypotheses"][0]])[0]
+            assert s.tokens == c["score"]["tokens"]
+            assert s.log_probs == pytest.approx(c["score"]["log_probs"], abs=2e-3)
+
+
+def test_separate_vocabularies_ids(marian_tr):
+    """Input tokens take the source vocabulary's ids, a target prefix the
+    target's: a token only the target has is the source's <unk>, and an
+    input id past the source vocabulary (but inside the target's) is
+    refused rather than read past the encoder's embeddings."""
+    import encdec._native as N
+    h = marian_tr._model._model.handle
+    src = json.loads((DATA / "tiny-random-ct2-marian" / "source_vocabulary.json").read_text(encoding="utf-8"))
+    tgt = json.loads((DATA / "tiny-random-ct2-marian" / "target_vocabulary.json").read_text(encoding="utf-8"))
+    only_tgt = next(t for t in tgt if t not in src)
+    assert N.lib.encdec_model_source_token_id(h, only_tgt.encode()) == -1
+    assert N.lib.encdec_model_token_id(h, only_tgt.encode()) == tgt.index(only_tgt)
+    assert N.lib.encdec_model_source_token_id(h, src[5].encode()) == 5
+    assert marian_tr._source_ids([only_tgt, src[5]], "s", 0) == [1, 5, 0]   # <unk>, the piece, </s>
+    import ctypes
+    ids = (ctypes.c_int * 2)(len(src) + 1, 0)
+    req = ctypes.c_void_p()
+    gp = N.lib.encdec_generate_default_params()
+    gp.max_new_tokens = 8
+    st = N.lib.encdec_engine_generate_ids(marian_tr._model._engine, ids, 2, None, 0, ctypes.byref(gp),
+                                          ctypes.byref(req))
+    assert st != 0 and b"source vocabulary size" in N.lib.encdec_last_error()
