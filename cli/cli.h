@@ -12,6 +12,7 @@ int cli_generate(int argc, char **argv);
 int cli_translate(int argc, char **argv);   /* generate, a target language required */
 int cli_generate_as(int argc, char **argv, int translate);
 int cli_stream(int argc, char **argv);
+int cli_detect_language(int argc, char **argv);
 
 /* Resolves the model path: -m value, else $ENCDEC_MODEL, else the default
  * model in the cache ($XDG_CACHE_HOME or ~/.cache)/encdec/models/whisper-tiny.en.

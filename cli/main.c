@@ -26,6 +26,9 @@ static const char *USAGE =
     "                                  (raw PCM from standard input, or a file)\n"
     "  serve [options]                 an OpenAI-compatible HTTP server (requests share\n"
     "                                  the decode steps)\n"
+    "  detect-language [options] [TEXT...]\n"
+    "                                  which language a text is in (langdetect's\n"
+    "                                  profiles, or lexilang's words with --words)\n"
     "\n"
     "  encdec --help, encdec COMMAND --help, encdec --version\n"
     "\n"
@@ -52,6 +55,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "generate")) return cli_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
     if (!strcmp(cmd, "stream")) return cli_stream(argc - 1, argv + 1);
+    if (!strcmp(cmd, "detect-language")) return cli_detect_language(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return srv_main(argc - 1, argv + 1);
     fprintf(stderr, "encdec: unknown command \"%.200s\"\n\n%s", cmd, USAGE);
     return CLI_USAGE_ERR;

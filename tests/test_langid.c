@@ -13,10 +13,14 @@
  *   directories with each file missing or malformed (a small model written
  *   here, whose ties and allowed lists are checked by value too).
  *
+ * - `encdec detect-language`: langdetect's and lexilang's answers for a
+ *   few golden texts as its lines and its JSON, standard input, errors.
+ *
  * The real model is scripts/fetch-model.sh langid's ($ENCDEC_LANGID or
  * ~/.cache/encdec/models/langdetect); without it the goldens are skipped.
  */
 #include "check.h"
+#include "clirun.h"
 #include "golden.h"
 #include "tmpdir.h"
 
@@ -206,6 +210,67 @@ static void small(void) {
     tmp_remove(tmp_path("broken"));
 }
 
+/* A golden case's text as a single-quoted shell word, or 0 when it holds a
+ * quote or is too long. */
+static int shell_word(char *out, size_t cap, const char *text) {
+    if (strchr(text, '\'') || strlen(text) + 3 > cap) return 0;
+    snprintf(out, cap, "'%s'", text);
+    return 1;
+}
+
+/* encdec detect-language on the golden texts (12 of them, one call each
+ * way): the same languages and probabilities (printed to 8 digits),
+ * lexilang's with --words. */
+static void cli(const char *dir, const cJSON *root) {
+    const cJSON *c;
+    int n = 0;
+    static char cmd[16384], words[12000], want[8192], want_w[2048];
+    char word[1500];
+    size_t kw = 0, k = 0, kx = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(c, "text"));
+        const cJSON *ld = cJSON_GetObjectItem(c, "langdetect"), *lx = cJSON_GetObjectItem(c, "lexilang");
+        if (!text || !*text || !cJSON_GetArraySize(ld) || n >= 12 || !shell_word(word, sizeof word, text) ||
+            kw + strlen(word) + 2 > sizeof words)
+            continue;
+        kw += (size_t)snprintf(words + kw, sizeof words - kw, " %s", word);
+        const cJSON *g;
+        int first = 1;
+        cJSON_ArrayForEach(g, ld) {
+            k += (size_t)snprintf(want + k, sizeof want - k, "%s%s %.8g", first ? "" : " ",
+                                  cJSON_GetArrayItem(g, 0)->valuestring, cJSON_GetArrayItem(g, 1)->valuedouble);
+            first = 0;
+        }
+        k += (size_t)snprintf(want + k, sizeof want - k, "\n");
+        kx += (size_t)snprintf(want_w + kx, sizeof want_w - kx, "%s %.3g\n", cJSON_GetArrayItem(lx, 0)->valuestring,
+                               cJSON_GetArrayItem(lx, 1)->valuedouble);
+        n++;
+    }
+    snprintf(cmd, sizeof cmd, "ENCDEC_LANGID='%s' '" ED_CLI_PATH "' detect-language%s 2>&1", dir, words);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK_STR(cli_out, want);
+    snprintf(cmd, sizeof cmd, "ENCDEC_LANGID='%s' '" ED_CLI_PATH "' detect-language --words%s 2>&1", dir, words);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK_STR(cli_out, want_w);
+    CHECK_EQ_INT(n, 12);
+    snprintf(cmd, sizeof cmd, "printf 'Le train part à huit heures du matin.\\n\\nmerci\\n' | ENCDEC_LANGID='%s' '"
+             ED_CLI_PATH "' detect-language --json 2>&1", dir);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK(cli_said("{\"text\":\"Le train part à huit heures du matin.\",\"languages\":[{\"language\":\"fr\""));
+    CHECK(cli_said("{\"text\":\"\",\"languages\":[]}\n"));   /* no n-gram known: none */
+    snprintf(cmd, sizeof cmd, "ENCDEC_LANGID='%s' '" ED_CLI_PATH "' detect-language --words --languages de,nl "
+             "'dank je wel' 2>&1", dir);
+    CHECK_EQ_INT(cli_sh(cmd), 0);
+    CHECK_STR(cli_out, "nl 0.9\n");
+    snprintf(cmd, sizeof cmd, "ENCDEC_LANGID='%s' '" ED_CLI_PATH "' detect-language $(printf '\\377') 2>&1", dir);
+    CHECK_EQ_INT(cli_sh(cmd), 1);
+    CHECK(cli_said("not UTF-8"));
+    CHECK_EQ_INT(cli_sh("'" ED_CLI_PATH "' detect-language --languages en x 2>&1"), 2);
+    CHECK(cli_said("give --words too"));
+    CHECK_EQ_INT(cli_sh("ENCDEC_LANGID=/nonexistent '" ED_CLI_PATH "' detect-language x 2>&1"), 1);
+    CHECK(cli_said("cannot load the language identifier /nonexistent"));
+}
+
 int main(void) {
     cJSON *root = NULL;
     CHECK_EQ_INT(ed_json_load(ED_TEST_DATA "/langid/golden.json", &root), ENCDEC_OK);
@@ -227,6 +292,7 @@ int main(void) {
     if (l) {
         CHECK_PART(oracle_golden(l, root));
         CHECK_PART(bad_calls(l));
+        CHECK_PART(cli(dir, root));
     }
     encdec_langid_free(l);
     cJSON_Delete(root);

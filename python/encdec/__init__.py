@@ -15,6 +15,7 @@ done by libencdec (bundled), through ctypes, with the GIL released.
 from ._native import ArgumentError, CancelledError, EncdecError
 from ._native import lib as _lib
 from .audio import decode_audio
+from .langid import LanguageIdentifier
 from .t5 import Seq2SeqModel, T5Model
 from .translator import TranslationResult, Translator
 from .vad import VadOptions, get_speech_timestamps
@@ -32,5 +33,5 @@ def build_info():
 __all__ = ["WhisperModel", "BatchedInferencePipeline", "T5Model", "Seq2SeqModel", "Translator",
            "TranslationResult", "Segment", "Word", "LiveEvent",
            "TranscriptionInfo", "TranscriptionOptions", "decode_audio",
-           "VadOptions", "get_speech_timestamps",
+           "VadOptions", "get_speech_timestamps", "LanguageIdentifier",
            "EncdecError", "ArgumentError", "CancelledError", "build_info", "__version__"]

@@ -22,6 +22,12 @@ def cache_root():
     return os.path.join(base, "encdec", "models")
 
 
+def data_dir(env, name):
+    """A data directory of scripts/fetch-model.sh's: $env when set, else
+    cache_root()/name."""
+    return os.environ.get(env) or os.path.join(cache_root(), name)
+
+
 def resolve(name_or_path, download_root=None, prefix="", local_files_only=True):
     """A model directory (or file) from a path, or from a name installed in
     the cache ("tiny.en" -> <cache>/whisper-tiny.en; faster-whisper's hub

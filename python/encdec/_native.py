@@ -130,6 +130,10 @@ class Span(Structure):
     _fields_ = [("start", c_size_t), ("end", c_size_t)]
 
 
+class TextLanguage(Structure):
+    _fields_ = [("language", c_char_p), ("probability", c_double)]
+
+
 class TranscribeParams(Structure):
     _fields_ = [("kv_mode", c_int), ("language", c_char_p), ("translate", c_int),
                 ("max_tokens", c_int), ("beam_size", c_int), ("timestamps", c_int),
@@ -231,7 +235,7 @@ STRUCTS = {
     "encdec_batch_params": BatchParams,
     "encdec_generate_params": GenerateParams, "encdec_vad_params": VadParams,
     "encdec_span": Span, "encdec_live_params": LiveParams, "encdec_live_event": LiveEvent,
-    "encdec_live_stats": LiveStats,
+    "encdec_live_stats": LiveStats, "encdec_text_language": TextLanguage,
 }
 
 # ---- functions ------------------------------------------------------------------
@@ -321,6 +325,10 @@ _fn("encdec_live_ahead", c_double, c_void_p)
 _fn("encdec_live_free", None, c_void_p)
 _fn("encdec_vad_default_params", VadParams)
 _fn("encdec_vad_load", _status, c_char_p, P(c_void_p))
+_fn("encdec_langid_load", _status, c_char_p, P(c_void_p))
+_fn("encdec_langid_free", None, c_void_p)
+_fn("encdec_langid_detect", _status, c_void_p, c_char_p, P(TextLanguage), c_int, P(c_int))
+_fn("encdec_langid_words", _status, c_void_p, c_char_p, P(c_char_p), c_int, P(TextLanguage), P(c_int))
 _fn("encdec_vad_free", None, c_void_p)
 _fn("encdec_vad_speech", _status, c_void_p, P(c_float), c_size_t, P(VadParams), c_int,
     P(P(Span)), P(c_int))

@@ -20,6 +20,7 @@ from typing import List, Optional
 
 from . import _native as N
 from . import audio as A
+from ._model import data_dir
 
 
 @dataclass
@@ -64,11 +65,7 @@ def to_params(o):
 
 
 def default_path():
-    d = os.environ.get("ENCDEC_VAD")
-    if d:
-        return d
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
-    return os.path.join(cache, "encdec", "models", "silero-vad-v6")
+    return data_dir("ENCDEC_VAD", "silero-vad-v6")
 
 
 _model, _lock = None, threading.Lock()
