@@ -187,6 +187,26 @@ static int all_done(void *ctx, double now) {
     return 1;
 }
 
+/* Texts of spaces and emoji alone (srv_lt_translatable): LibreTranslate
+ * sends them back as they are, without alternatives, "en" at 0 detected
+ * for a source "auto". (Its English source then must have a translation
+ * to the target, else a 400; here the texts come back whatever the pair.) */
+static enum MHD_Result untranslatable(conn *k, struct MHD_Connection *c, lt_st *t) {
+    int per = 1 + t->r.alternatives;
+    const char **texts = calloc((size_t)t->r.n_q * per + 1, sizeof *texts);
+    if (t->r.auto_src) {
+        snprintf(t->r.detected, sizeof t->r.detected, "en");
+        t->r.detected_conf = 0;
+        t->r.has_detected = 1;
+    }
+    for (int i = 0; texts && i < t->r.n_q; i++)
+        for (int j = 0; j < per; j++) texts[(size_t)i * per + j] = j ? "" : t->r.q[i];
+    char *body = texts ? srv_lt_body(&t->r, texts) : NULL;
+    free(texts);
+    lt_free(t);
+    return body ? srv_send_body(k, c, 200, body, "application/json", NULL) : lt_fail(k, c, 500, "out of memory");
+}
+
 static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
     srv *s = k->s;
     if (k->body_big) return lt_fail(k, c, 413, "the request body is over 1 MB");
@@ -199,6 +219,7 @@ static enum MHD_Result submit(conn *k, struct MHD_Connection *c) {
         lt_free(t);
         return lt_fail(k, c, e.status, e.message);
     }
+    if (!srv_lt_translatable(&t->r)) return untranslatable(k, c, t);
     char why[600];
     int dst = t->r.auto_src ? detect_source(s, &t->r, why, sizeof why) : 0;
     if (dst == 400 && !t->r.has_detected && !s->langid_path)

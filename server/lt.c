@@ -326,6 +326,31 @@ static char *print(cJSON *j) {
     return s;
 }
 
+/* A code point of LibreTranslate's map of emoji (and the space). */
+static int lt_emoji(uint32_t c) {
+    static const uint32_t r[][2] = {{0x1F600, 0x1F64F}, {0x1F300, 0x1F5FF}, {0x1F680, 0x1F6FF},
+                                    {0x2600, 0x26FF},   {0x2700, 0x27BF},   {0xFE00, 0xFE0F},
+                                    {0x1F900, 0x1F9FF}, {0x1F1E6, 0x1F1FF}, {0x20D0, 0x20FF}};
+    if (c == ' ') return 1;
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (c >= r[i][0] && c < r[i][1]) return 1;
+    return 0;
+}
+
+int srv_lt_translatable(const srv_lt_req *r) {
+    for (int i = 0; i < r->n_q; i++) {
+        const char *s = r->q[i];
+        size_t n = strlen(s);
+        for (size_t at = 0; at < n;) {
+            uint32_t c;
+            int k = srv_utf8_next(s + at, n - at, &c);
+            if (k <= 0 || !lt_emoji(c)) return 1;   /* (parsed texts are UTF-8) */
+            at += (size_t)k;
+        }
+    }
+    return 0;
+}
+
 char *srv_lt_body(const srv_lt_req *r, const char *const *texts) {
     cJSON *j = cJSON_CreateObject(), *tt = NULL, *alts = NULL;
     int per = 1 + r->alternatives;

@@ -67,6 +67,14 @@ const char *srv_lt_iso(const char *code);
  * that is empty, the translation or an earlier one is left out, as
  * LibreTranslate lists them. */
 char *srv_lt_body(const srv_lt_req *r, const char *const *texts);
+
+/* LibreTranslate's detect_translatable: 0 when every character of every
+ * text is a space or in its rough map of emoji (U+1F600-1F64E,
+ * 1F300-1F5FE, 1F680-1F6FE, 2600-26FE, 2700-27BE, FE00-FE0E, 1F900-1F9FE,
+ * 1F1E6-1F1FE, 20D0-20FE: Python ranges, their ends left out): such texts
+ * come back as they are, with no alternatives and "en" at 0 as the
+ * language detected. */
+int srv_lt_translatable(const srv_lt_req *r);
 /* GET /languages: [{"code", "name", "targets"}] of the model. */
 char *srv_lt_languages(const encdec_model *m);
 /* GET /frontend/settings: {"charLimit": -1, "frontendTimeout", "apiKeys",

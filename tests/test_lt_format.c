@@ -3,7 +3,9 @@
  * one-word source's repeated-word "salad" cut to its first word, letter
  * case from the source (all lower, all upper, or the first letter's); and
  * the alternatives /translate lists (server/lt.c's body: empty ones, the
- * translation and repeats left out). The expected texts are written from
+ * translation and repeats left out); which texts LibreTranslate sends back
+ * untranslated (server/lt.c's srv_lt_translatable: spaces and its rough
+ * map of emoji, Python ranges without their ends). The expected texts are written from
  * the rules lt_format.h and lt.h state, not from the code's output. */
 #include "check.h"
 
@@ -17,7 +19,35 @@ static void expect(const char *source, const char *translation, const char *want
     free(got);
 }
 
+/* srv_lt_translatable of the texts q[0..n). */
+static int translatable(const char *const *q, int n) {
+    srv_lt_req r = {0};
+    for (int i = 0; i < n; i++) r.q[i] = q[i];
+    r.n_q = n;
+    return srv_lt_translatable(&r);
+}
+
+static void untranslatable_texts(void) {
+    const char *emoji[] = {"\xf0\x9f\x98\x80 \xf0\x9f\x8e\x89",   /* U+1F600 (its first), U+1F389 */
+                           "\xe2\x98\x80",                            /* U+2600 */
+                           "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",      /* U+1F44D with a skin tone U+1F3FD */
+                           "\xf0\x9f\x87\xa9\xf0\x9f\x87\xaa",      /* a flag: U+1F1E9 U+1F1EA */
+                           " ", ""};
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(translatable(emoji + i, 1), 0);
+    CHECK_EQ_INT(translatable(emoji, 6), 0);
+    const char *text[] = {"\xf0\x9f\x98\x80 a",          /* a letter */
+                          "\xe2\x9d\xa4\xef\xb8\x8f",    /* U+2764 U+FE0F: the range of FE00 ends before FE0F */
+                          "\xf0\x9f\x99\x8f",             /* U+1F64F: the end of 1F600-1F64F, left out */
+                          "12",                            /* digits are text */
+                          "\xf0\x9f\x98\x80\t",           /* a tab is not a space */
+                          "\xe2\x80\x8d"};                 /* a zero-width joiner */
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(translatable(text + i, 1), 1);
+    const char *mixed[] = {"\xf0\x9f\x98\x80", "word"};   /* a list: any text */
+    CHECK_EQ_INT(translatable(mixed, 2), 1);
+}
+
 int main(void) {
+    untranslatable_texts();
     /* punctuation */
     expect("Hello.", "Hallo", "Hallo.");
     expect("Hello!", "Hallo.", "Hallo!");

@@ -163,6 +163,21 @@ def mbart(binary):
                                                          "format": "html"}).encode(), "application/json")
         check(st == 200 and out["translatedText"] == "<i>%s</i>" % html.escape(tn + " \u2026", False),
               "translate format html: entities decoded as html.unescape does (%r)" % out)
+        # texts of spaces and emoji alone (LibreTranslate's detect_translatable):
+        # back as they are, no alternatives, "en" at 0 for auto (no identifier needed)
+        emo = "\U0001F600\U0001F389 \U0001F44D\U0001F3FD"
+        st, out = post(s.url + "/translate", json.dumps({"q": emo, "source": "auto", "target": "fr",
+                                                         "alternatives": 2}).encode(), "application/json")
+        check(st == 200 and out == {"translatedText": emo, "alternatives": [],
+                                    "detectedLanguage": {"confidence": 0, "language": "en"}},
+              "translate: emoji alone come back, en at 0 detected (%r)" % out)
+        st, out = post(s.url + "/translate", json.dumps({"q": [emo, " "], "source": "de", "target": "fr"}).encode(),
+                       "application/json")
+        check(st == 200 and out == {"translatedText": [emo, " "]}, "translate: a list of them (%r)" % out)
+        st, out = post(s.url + "/translate", json.dumps({"q": [emo, texts[0]], "source": "fr", "target": "de"}).encode(),
+                       "application/json")
+        check(st == 200 and out["translatedText"][1] == want2[0][0],
+              "translate: one text of a list has words: every text is translated (%r)" % out)
         # a text of lines and sentences: each sentence translated alone, what is between
         # them kept; longer than the model's 64 positions together
         doc = "%s  %s\n\n142. %s\n%s %s" % (a, b, texts[2], a, b)
