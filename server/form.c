@@ -36,7 +36,7 @@ void srv_form_init(srv_form *f, size_t max_upload) {
 void srv_form_free(srv_form *f) {
     char *s[] = {f->file_name, f->model, f->language, f->prompt, f->response_format,
                  f->temperature, f->stream, f->gran[0], f->gran[1], f->gran[2], f->gran[3],
-                 f->vad_filter, f->vad_parameters};
+                 f->vad_filter, f->vad_parameters, f->lt_source, f->lt_target};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
     for (int i = 0; i < SRV_WC_N; i++) free(f->wc[i]);
     free(f->file);
@@ -119,7 +119,7 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         {"model", &f->model}, {"language", &f->language}, {"prompt", &f->prompt},
         {"response_format", &f->response_format}, {"temperature", &f->temperature},
         {"stream", &f->stream}, {"vad_filter", &f->vad_filter},
-        {"vad_parameters", &f->vad_parameters},
+        {"vad_parameters", &f->vad_parameters}, {"source", &f->lt_source}, {"target", &f->lt_target},
     };
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if (!strcmp(key, text[i].name)) return add_text(f, key, text[i].dst, data, off, size);

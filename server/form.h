@@ -53,6 +53,7 @@ typedef struct {
     /* text fields, as sent (NUL-terminated) */
     char *model, *language, *prompt, *response_format, *temperature, *stream;
     char *vad_filter, *vad_parameters;   /* extensions: faster-whisper's vad_filter */
+    char *lt_source, *lt_target;         /* LibreTranslate's /translate_file: source, target */
     char *wc[SRV_WC_N];       /* whisper.cpp's /inference fields (srv_wc_names) */
     char *gran[4];            /* timestamp_granularities[] values, in order */
     int n_gran, gran_many;

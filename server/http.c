@@ -136,7 +136,8 @@ static int route_of(const char *url, int *known_path) {
             *known_path = 1;
             return r[i].route;
         }
-    *known_path = 0;
+    *known_path = !strncmp(url, "/download_file/", 15);   /* LibreTranslate's, a name after it */
+    if (*known_path) return R_LT_DOWNLOAD;
     return R_NONE;
 }
 
@@ -147,7 +148,7 @@ static int is_post_route(int r) {
 }
 /* A body collected whole (JSON, or LibreTranslate's form), up to 1 MB. */
 static int whole_body_route(int r) {
-    return r == R_COMPLETIONS || r == R_LT_TRANSLATE || r == R_LT_DETECT || r == R_LT_SUGGEST || r == R_LT_FILE;
+    return r == R_COMPLETIONS || r == R_LT_TRANSLATE || r == R_LT_DETECT || r == R_LT_SUGGEST;
 }
 
 /* A body that is the audio itself: audio/..., or application/octet-stream. */
@@ -297,12 +298,16 @@ static enum MHD_Result begin(conn *k, struct MHD_Connection *c, const char *url,
     if (whole_body_route(k->route)) return MHD_YES;   /* collected as it comes */
     srv_form_init(&k->form, s->o.max_upload);
     k->form_on = 1;
-    if (raw_audio_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"))) {
+    if (k->route != R_LT_FILE && raw_audio_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"))) {
         k->raw = 1;   /* the body is the file; the other fields come in the query */
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_field, &k->form);
         return MHD_YES;
     }
     k->pp = MHD_create_post_processor(c, 65536, post_iter, k);
+    if (!k->pp && k->route == R_LT_FILE) {   /* its endpoint answers in LibreTranslate's shape */
+        k->pp_bad = 1;
+        return MHD_YES;
+    }
     if (!k->pp) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         return srv_fail_req(k, c, 400, "invalid_request_error", NULL, NULL,
@@ -372,8 +377,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     case R_LT_LANGUAGES: return srv_ep_languages(k, c);
     case R_LT_DETECT: return srv_ep_detect(k, c);
     case R_LT_SETTINGS: return srv_ep_lt_settings(k, c);
-    case R_LT_SUGGEST:
-    case R_LT_FILE: return srv_ep_lt_off(k, c);
+    case R_LT_SUGGEST: return srv_ep_lt_off(k, c);
+    case R_LT_FILE: return srv_ep_translate_file(k, c);
+    case R_LT_DOWNLOAD: return srv_ep_download_file(k, c);
     case R_LOAD: return srv_ep_load(k, c);
     case R_REALTIME:
 #if ENCDEC_WITH_WS

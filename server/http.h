@@ -105,7 +105,7 @@ enum { R_NONE, R_TRANSCRIBE, R_TRANSLATE, R_MODELS, R_HEALTH, R_METRICS, R_COMPL
        R_LOAD /* whisper.cpp's: another model (ep_load.c) */,
        R_REALTIME /* a WebSocket: live transcription (ep_realtime.c) */,
        R_LT_TRANSLATE, R_LT_LANGUAGES, R_LT_DETECT, R_LT_SETTINGS, R_LT_SUGGEST,
-       R_LT_FILE /* LibreTranslate's (ep_lt.c) */ };
+       R_LT_FILE, R_LT_DOWNLOAD /* LibreTranslate's (ep_lt.c, ep_lt_file.c) */ };
 
 typedef struct {
     srv *s;
@@ -140,6 +140,9 @@ enum MHD_Result srv_send_error(conn *k, struct MHD_Connection *c, const srv_erro
 enum MHD_Result srv_fail_req(conn *k, struct MHD_Connection *c, int status, const char *type,
                              const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
+/* body[n] (malloc'd, taken) as the response, with one more header (NULL: none). */
+enum MHD_Result srv_send_bytes(conn *k, struct MHD_Connection *c, int status, void *body, size_t n,
+                               const char *ctype, const char *header, const char *value);
 /* A server-sent-events response read from reader(cls, ...); done(cls) runs
  * when it is over and from here holds the request's in-flight count. */
 enum MHD_Result srv_send_stream(conn *k, struct MHD_Connection *c,
@@ -161,10 +164,14 @@ enum MHD_Result srv_ep_languages(conn *k, struct MHD_Connection *c);
 /* POST /detect: refused in LibreTranslate's shape (encdec detects no text languages). */
 enum MHD_Result srv_ep_detect(conn *k, struct MHD_Connection *c);
 /* GET /frontend/settings: what LibreTranslate's own page and clients read
- * (no keys, no suggestions, no files; the first pair); POST /suggest and
- * /translate_file: refused as a LibreTranslate server with them off. */
+ * (no keys, no suggestions; the file formats; the first pair); POST
+ * /suggest: refused as a LibreTranslate server with suggestions off. */
 enum MHD_Result srv_ep_lt_settings(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_lt_off(conn *k, struct MHD_Connection *c);
+/* ep_lt_file.c: POST /translate_file (a form: file, source, target) and
+ * GET /download_file/<name>. */
+enum MHD_Result srv_ep_translate_file(conn *k, struct MHD_Connection *c);
+enum MHD_Result srv_ep_download_file(conn *k, struct MHD_Connection *c);
 enum MHD_Result srv_ep_completions(conn *k, struct MHD_Connection *c);  /* ep_text.c */
 enum MHD_Result srv_ep_load(conn *k, struct MHD_Connection *c);         /* ep_load.c */
 enum MHD_Result srv_ep_realtime(conn *k, struct MHD_Connection *c);     /* ep_realtime.c */

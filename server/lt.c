@@ -305,6 +305,14 @@ int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_jso
     return map_lang(m, f.source, 1, &r->src, &r->auto_src, e) && map_lang(m, f.target, 0, &r->tgt, &r->auto_src, e);
 }
 
+int srv_lt_pair(const encdec_model *m, const char *source, const char *target, srv_lt_req *r, srv_lt_error *e) {
+    memset(r, 0, sizeof *r);
+    r->src = r->tgt = -1;
+    if (!source || !*source) return fail(e, 400, "Invalid request: missing source parameter");
+    if (!target || !*target) return fail(e, 400, "Invalid request: missing target parameter");
+    return map_lang(m, source, 1, &r->src, &r->auto_src, e) && map_lang(m, target, 0, &r->tgt, &r->auto_src, e);
+}
+
 int srv_lt_parse_q(const char *body, size_t len, int is_json, srv_lt_req *r, srv_lt_error *e) {
     memset(r, 0, sizeof *r);
     r->src = r->tgt = -1;
@@ -452,7 +460,7 @@ static cJSON *lang_named(const char *code) {
     return o;
 }
 
-char *srv_lt_settings(const encdec_model *m) {
+char *srv_lt_settings(const encdec_model *m, const char *const *files) {
     cJSON *langs = languages(m), *j = cJSON_CreateObject(), *l = cJSON_CreateObject();
     const cJSON *first = cJSON_GetArrayItem(langs, 0);
     const cJSON *src = cJSON_GetObjectItem(first, "code");
@@ -462,8 +470,10 @@ char *srv_lt_settings(const encdec_model *m) {
     cJSON_AddFalseToObject(j, "apiKeys");
     cJSON_AddFalseToObject(j, "keyRequired");
     cJSON_AddFalseToObject(j, "suggestions");
-    cJSON_AddFalseToObject(j, "filesTranslation");
-    cJSON_AddItemToObject(j, "supportedFilesFormat", cJSON_CreateArray());
+    cJSON_AddBoolToObject(j, "filesTranslation", files != NULL);
+    cJSON *formats = cJSON_CreateArray();
+    for (; files && *files; files++) cJSON_AddItemToArray(formats, cJSON_CreateString(*files));
+    cJSON_AddItemToObject(j, "supportedFilesFormat", formats);
     char b1[40], b2[40];
     cJSON_AddItemToObject(l, "source", lang_named(cJSON_IsString(src) ? iso2model(src->valuestring, b1, sizeof b1) : "auto"));
     cJSON_AddItemToObject(l, "target", lang_named(cJSON_IsString(tgt) ? iso2model(tgt->valuestring, b2, sizeof b2) : "en"));

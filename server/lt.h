@@ -45,6 +45,10 @@ typedef struct {
 int srv_lt_parse(const encdec_model *m, const char *body, size_t len, int is_json, srv_lt_req *r,
                  srv_lt_error *e);
 void srv_lt_free(srv_lt_req *r);
+/* POST /translate_file's fields: source and target mapped onto model m
+ * as /translate's (source "auto": r->auto_src): 1, or 0 with e set. r must
+ * be freed either way. */
+int srv_lt_pair(const encdec_model *m, const char *source, const char *target, srv_lt_req *r, srv_lt_error *e);
 /* POST /detect's body: its q alone (a string or a list), checked as
  * /translate's: 1, or 0 with e set. r must be freed either way. */
 int srv_lt_parse_q(const char *body, size_t len, int is_json, srv_lt_req *r, srv_lt_error *e);
@@ -78,10 +82,11 @@ int srv_lt_translatable(const srv_lt_req *r);
 /* GET /languages: [{"code", "name", "targets"}] of the model. */
 char *srv_lt_languages(const encdec_model *m);
 /* GET /frontend/settings: {"charLimit": -1, "frontendTimeout", "apiKeys",
- * "keyRequired", "suggestions", "filesTranslation" (false),
- * "supportedFilesFormat": [], "language": {"source", "target": {"code",
- * "name"}}}: the first language /languages lists and its first target. */
-char *srv_lt_settings(const encdec_model *m);
+ * "keyRequired", "suggestions", "filesTranslation" (files given),
+ * "supportedFilesFormat": files (NULL-terminated; NULL: none), "language":
+ * {"source", "target": {"code", "name"}}}: the first language /languages
+ * lists and its first target. */
+char *srv_lt_settings(const encdec_model *m, const char *const *files);
 /* {"error": message}. */
 char *srv_lt_error_body(const char *message);
 

@@ -274,6 +274,10 @@ static const char *const VOID_TAGS[] = {"area", "base", "br", "col", "embed", "h
                                         "link", "meta", "param", "source", "track", "wbr", NULL};
 static const char *const RAW_TAGS[] = {"script", "style", NULL};
 static const char *const KEEP_TAGS[] = {"code", "kbd", "samp", "var", "pre", NULL};
+/* XML (srv_html_split_xml): no void or raw elements; WordprocessingML's
+ * field codes (PAGE, HYPERLINK "...", TOC \o) are instructions, not text. */
+static const char *const NO_TAGS[] = {NULL};
+static const char *const XML_KEEP_TAGS[] = {"w:instrtext", NULL};
 
 /* Where the raw text of element name ends: its end tag ("</name", any
  * case) at or after i, else n. */
@@ -286,9 +290,12 @@ static size_t raw_end(const char *d, size_t i, size_t n, const char *name) {
 
 /* ---- the public calls ---- */
 
-int srv_html_split(const char *doc, int max_text, srv_html *h) {
+static int split(const char *doc, int max_text, int xml, srv_html *h) {
     memset(h, 0, sizeof *h);
     h->doc = doc;
+    h->xml = xml;
+    const char *const *void_tags = xml ? NO_TAGS : VOID_TAGS, *const *raw_tags = xml ? NO_TAGS : RAW_TAGS;
+    const char *const *keep_tags = xml ? XML_KEEP_TAGS : KEEP_TAGS;
     size_t n = strlen(doc), i = 0, text_from = 0;
     char skip[NAME_MAX_LEN + 1] = "";   /* the element whose inside is kept */
     int depth = 0, st;
@@ -303,15 +310,15 @@ int srv_html_split(const char *doc, int max_text, srv_html *h) {
         text_from = e;
         tag_info t = doc[i + 1] == '!' || doc[i + 1] == '?' ? (tag_info){{0}, 1, 0, 0}
                                                             : read_tag(doc, i, e);
-        int opens = !t.closing && !t.self_closed && t.name[0] && !name_in(t.name, VOID_TAGS);
+        int opens = !t.closing && !t.self_closed && t.name[0] && !name_in(t.name, void_tags);
         if (skip[0] && !strcmp(t.name, skip)) {
             depth += t.closing ? -1 : opens;
             if (depth <= 0) skip[0] = 0;
-        } else if (!skip[0] && opens && (t.no_translate || name_in(t.name, KEEP_TAGS))) {
+        } else if (!skip[0] && opens && (t.no_translate || name_in(t.name, keep_tags))) {
             strcpy(skip, t.name);
             depth = 1;
         }
-        if (opens && name_in(t.name, RAW_TAGS)) {   /* up to its end tag: markup */
+        if (opens && name_in(t.name, raw_tags)) {   /* up to its end tag: markup */
             size_t r = raw_end(doc, e, n, t.name);
             if (add_markup(h, e, r)) return -1;
             text_from = e = r;
@@ -319,6 +326,17 @@ int srv_html_split(const char *doc, int max_text, srv_html *h) {
         i = e;
     }
     return add_text(h, text_from, n, skip[0] != 0, max_text);
+}
+
+int srv_html_split(const char *doc, int max_text, srv_html *h) { return split(doc, max_text, 0, h); }
+int srv_html_split_xml(const char *doc, int max_text, srv_html *h) { return split(doc, max_text, 1, h); }
+
+/* 1 when s[0, n) names one of XML's five predefined entities. */
+static int xml_entity(const char *s, size_t n) {
+    static const char *const five[] = {"amp", "lt", "gt", "quot", "apos"};
+    for (int i = 0; i < 5; i++)
+        if (strlen(five[i]) == n && !strncmp(s, five[i], n)) return 1;
+    return 0;
 }
 
 /* Appends s[0, n) to the buffer *b (*len used of *cap): 0, or -1. */
@@ -351,7 +369,8 @@ char *srv_html_join(const srv_html *h, const char *const *out) {
         bad = put(&b, &len, &cap, s, p->lead);
         for (const char *t = out[p->text]; *t && !bad; t++) {
             size_t ref = *t == '&' ? name_len(t + 1, strlen(t + 1)) : 0;
-            if (ref && t[1 + ref] == ';') {   /* "&name;" as the model wrote it: a reference */
+            if (ref && t[1 + ref] == ';' && (!h->xml || xml_entity(t + 1, ref))) {
+                /* "&name;" as the model wrote it: a reference (XML knows five) */
                 bad = put(&b, &len, &cap, t, ref + 2);
                 t += ref + 1;
                 continue;

@@ -36,12 +36,18 @@ typedef struct {
     int n_part, cap_part;
     char **text;           /* [n_text] the text nodes, decoded and trimmed (malloc'd) */
     int n_text, cap_text;
+    int xml;               /* split as XML (srv_html_split_xml) */
 } srv_html;
 
 /* Splits doc (NUL-terminated) into h, at most max_text text nodes: 0; -1
  * out of memory; -2 more text nodes than max_text. h must be freed either
  * way. */
 int srv_html_split(const char *doc, int max_text, srv_html *h);
+/* The same for an XML document (the parts of office and e-book files:
+ * lt_doc.h): no void elements, no raw text, nothing kept but inside
+ * <w:instrText> (a Word field's code) and what translate="no" marks; a
+ * translation's '&' escaped unless it starts one of XML's five entities. */
+int srv_html_split_xml(const char *doc, int max_text, srv_html *h);
 /* The document again with out[i] (UTF-8) in place of text node i: malloc'd,
  * NULL when out of memory. */
 char *srv_html_join(const srv_html *h, const char *const *out);

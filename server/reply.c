@@ -53,9 +53,14 @@ enum MHD_Result srv_send_body_h(conn *k, struct MHD_Connection *c, int status, c
         body = strdup(oom);
         status = 500;
         ctype = "application/json";
+        header = NULL;
         if (!body) return MHD_NO;
     }
-    size_t n = strlen(body);
+    return srv_send_bytes(k, c, status, body, strlen(body), ctype, header, value);
+}
+
+enum MHD_Result srv_send_bytes(conn *k, struct MHD_Connection *c, int status, void *body, size_t n,
+                               const char *ctype, const char *header, const char *value) {
     struct MHD_Response *r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(body);

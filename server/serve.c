@@ -2,6 +2,7 @@
  * (SIGTERM / SIGINT: new requests 503, finish what is in flight, exit 0). */
 #include "server.h"
 #include "../cli/cli.h"
+#include "lt_files.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -47,8 +48,13 @@ static const char *HELP =
     "                                  its detectors (langdetect, lexilang) find, most likely\n"
     "                                  first; source auto on /translate uses them (needs\n"
     "                                  --langid's files; else 400 and the tokenizer's source)\n"
-    "  GET  /frontend/settings         LibreTranslate's (no keys, suggestions or files:\n"
-    "                                  POST /suggest and /translate_file are 403s)\n"
+    "  POST /translate_file            LibreTranslate's: a form with file (.txt, .srt, .html,\n"
+    "                                  .docx, .pptx, .odt, .odp, .epub), source, target; its\n"
+    "                                  texts translated as /translate's, the rest kept;\n"
+    "                                  answers translatedFileUrl, GET /download_file/NAME\n"
+    "                                  (kept in memory 30 minutes, 256 MB in all)\n"
+    "  GET  /frontend/settings         LibreTranslate's (no keys or suggestions: POST\n"
+    "                                  /suggest is a 403; the file formats)\n"
     "  POST /load                      whisper.cpp server's: field model, another model in\n"
     "                                  place of this one (with --allow-load)\n"
     "  GET  /v1/realtime               a WebSocket (?intent=transcription): live transcription\n"
@@ -98,6 +104,8 @@ static const char *HELP =
     "                          -m takes) may change the model: it loads beside the served\n"
     "                          one, new requests get 503 while those in flight finish, then\n"
     "                          it is served (default: 403, no client changes the model)\n"
+    "      --disable-files-translation  POST /translate_file answers 403 (LibreTranslate's\n"
+    "                          flag)\n"
     "  -q, --quiet             no access log (one line per request on standard error:\n"
     "                          time, method, path, status, bytes, latency)\n"
     CLI_PRECISION_HELP
@@ -121,6 +129,9 @@ static int parse(int argc, char **argv, srv_opts *o, const char **model, const c
             return 1;
         } else if (!strcmp(a, "--allow-load")) {
             o->allow_load = 1;
+            continue;
+        } else if (!strcmp(a, "--disable-files-translation")) {
+            o->no_files = 1;
             continue;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
@@ -202,6 +213,7 @@ int srv_main(int argc, char **argv) {
     pthread_mutex_init(&s.model_mu, NULL);
     pthread_mutex_init(&s.langid_mu, NULL);
     srv_opts *o = &s.o;
+    if (!(s.files = srv_files_new(SRV_FILES_MAX_BYTES))) return 1;
     *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = cli_default_threads(),
                     .max_active = 8, .max_queue = 64, .max_upload = 25u << 20, .timeout_s = 900,
                     .max_audio_s = 10800, .max_connections = 2048, .aliases = {"whisper-1"},
@@ -278,6 +290,7 @@ int srv_main(int argc, char **argv) {
     encdec_engine_free(s.engine);   /* /load may have changed them */
     encdec_vad_free(vad);
     encdec_langid_free(s.langid);
+    srv_files_free(s.files);
     encdec_model_free((encdec_model *)s.model);
     fprintf(stderr, "encdec serve: stopped\n");
     return 0;

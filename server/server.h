@@ -61,6 +61,7 @@ typedef struct {
     int idle_timeout_s;       /* a connection silent this long is closed (libmicrohttpd's) */
     int http_threads;         /* libmicrohttpd's pool (0: 2) */
     int allow_load;           /* POST /load may change the model (ep_load.c) */
+    int no_files;             /* POST /translate_file refused (403) */
     int max_live;             /* live sessions (GET /v1/realtime) open at once (503 beyond) */
     double keepalive_s;       /* a stream silent this long gets a comment line (SSE) */
 } srv_opts;
@@ -90,6 +91,7 @@ struct srv {
                                  never detects does not hold */
     int langid_failed;        /* its load failed (logged once; 500s after) */
     pthread_mutex_t langid_mu;
+    struct srv_files *files;  /* /translate_file's results (lt_files.h) */
     char name[256];           /* the model's id: its directory's name */
     int multilingual;
     int text;                 /* a T5-family model: /v1/completions, no audio */

@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt ttok completion langid)
+all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt doc ttok completion langid)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz
@@ -51,15 +51,21 @@ if [ ! -f "$lib" ] || [ -n "$newest_h" ] || [ -n "$(find src -name '*.c' -newer 
 fi
 link_one() {   # link_one HARNESS: its binary, with the server's sources where it needs them
   local h=$1 extra=()
+  # /translate_file's sources, which the handler reaches
+  local lt_files=(server/lt_run.c server/ep_lt_file.c server/lt_doc.c server/lt_srt.c server/lt_files.c server/lt_zip.c
+                  -DENCDEC_WITH_ZIP=1 -lzip)
   # the server's form path: its handler, collector and bodies, and libmicrohttpd
   [ "$h" = form ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c server/ep_load.c
                             server/form.c server/openai.c server/completions.c server/ep_lt.c server/lt.c server/lt_detect.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c
-                            -lmicrohttpd)
+                            "${lt_files[@]}" -lmicrohttpd)
   # the WebSocket of /v1/realtime: the same handler, its session and framing (wslay, nettle)
   [ "$h" = realtime ] && extra=(server/http.c server/reply.c server/park.c server/sse.c server/ep_audio.c server/ep_text.c
                                 server/ep_load.c server/form.c server/openai.c server/completions.c
                                 server/ep_lt.c server/lt.c server/lt_detect.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c server/ws.c server/ep_realtime.c -DENCDEC_WITH_WS=1
-                                -lmicrohttpd -lwslay -lnettle)
+                                "${lt_files[@]}" -lmicrohttpd -lwslay -lnettle)
+  # LibreTranslate's files (.txt, .srt, .html and the ZIP formats)
+  [ "$h" = doc ] && extra=(server/lt_doc.c server/lt_srt.c server/lt_html.c server/lt_zip.c server/lt_files.c server/utf8.c
+                           -DENCDEC_WITH_ZIP=1 -lzip)
   # LibreTranslate's request parser
   [ "$h" = lt ] && extra=(server/lt.c server/lt_html.c server/lt_split.c server/lt_format.c server/utf8.c)
   # LibreTranslate's /detect over the language identifier

@@ -201,18 +201,25 @@ def mbart(binary):
         check(st == 200 and st2 == 200 and out["translatedText"] == out2["translatedText"]
               and out["translatedText"].count("\n") == 1,
               "translate from a form: U+2028 as \\n, the last line break (CRLF) dropped (%r)" % out)
-        # LibreTranslate's page and clients: its settings, suggestions and files refused as it refuses them off
+        # LibreTranslate's page and clients: its settings (files on), suggestions refused as it refuses them off
         with urllib.request.urlopen(s.url + "/frontend/settings", timeout=60) as r:
             fs = json.loads(r.read())
         check(fs["charLimit"] == -1 and fs["apiKeys"] is False and fs["keyRequired"] is False
-              and fs["suggestions"] is False and fs["filesTranslation"] is False and fs["supportedFilesFormat"] == []
+              and fs["suggestions"] is False and fs["filesTranslation"] is True
+              and fs["supportedFilesFormat"] == [".txt", ".odt", ".odp", ".docx", ".pptx", ".epub", ".html", ".srt"]
               and fs["language"]["source"] == {"code": "ar", "name": "Arabic"}
               and fs["language"]["target"]["code"] == "cs",
-              "frontend/settings: no keys, suggestions or files; the first language and its first target (%r)" % fs)
+              "frontend/settings: no keys or suggestions, argos-translate-files' formats; the first language "
+              "and its first target (%r)" % fs)
         st, out = post(s.url + "/suggest", b"q=a&s=b&source=fr&target=de", "application/x-www-form-urlencoded")
         check(st == 403 and out["error"] == "Suggestions are disabled on this server.", "suggest: 403 (%r)" % out)
+        st, out = post(s.url + "/translate_file", *form({"source": "fr", "target": "de"}, {}))
+        check(st == 400 and out["error"] == "Invalid request: missing file parameter",
+              "translate_file: a form without its file (%r)" % out)
         st, out = post(s.url + "/translate_file", b"--x\r\n\r\n--x--\r\n", "multipart/form-data; boundary=x")
-        check(st == 403 and "Files translation are disabled" in out["error"], "translate_file: 403 (%r)" % out)
+        check(st == 400 and "multipart/form-data" in out["error"], "translate_file: a broken form (%r)" % out)
+        st, out = post(s.url + "/translate_file", b"{}", "application/json")
+        check(st == 400 and "multipart/form-data" in out["error"], "translate_file: JSON (%r)" % out)
         st, out = post(s.url + "/translate", b"{not json", "application/json")
         check(st == 400 and "JSON" in out["error"], "translate: malformed JSON")
         st, out = post(s.url + "/translate", b"q=%FF%FE+12.+Bonjour.&source=fr&target=de",
@@ -326,6 +333,133 @@ def argos(binary):
         check(s.stop() == 0, "argos: exit status 0")
 
 
+def form(fields, files):
+    """A multipart/form-data body: (body, content type)."""
+    b = "encdec-test-boundary"
+    out = []
+    for k, v in fields.items():
+        out.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n" % (b, k, v)).encode())
+    for k, (name, data) in files.items():
+        out.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                    "Content-Type: application/octet-stream\r\n\r\n" % (b, k, name)).encode() + data + b"\r\n")
+    out.append(("--%s--\r\n" % b).encode())
+    return b"".join(out), "multipart/form-data; boundary=" + b
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return r.status, r.headers, r.read()
+
+
+def translate_file(s, name, data, source="en", target="de"):
+    body, ctype = form({"source": source, "target": target}, {"file": (name, data)})
+    return post(s.url + "/translate_file", body, ctype)
+
+
+def files(binary):
+    """POST /translate_file with the Argos package: each text of a .txt,
+    .srt, .html and .docx translated as /translate translates it (encdec
+    translate with Argos Translate's search: the oracle of argos()), the
+    rest of the file as argos-translate-files leaves it (subtitles saved as
+    pysrt saves them, wrapped by Python's textwrap at 40; the document's
+    markup and other ZIP entries kept), fetched from translatedFileUrl under
+    the name argos-translate-files gives it; LibreTranslate's refusals."""
+    import io
+    import textwrap
+    import zipfile
+    from xml.sax.saxutils import escape
+
+    d = os.path.join(HERE, "..", "data", "tiny-random-argos")
+    memo = {}
+
+    def tr(text):
+        if text not in memo:
+            out = subprocess.run([binary, "translate", "-m", d, "--beam", "4", "--max-new-tokens", "127",
+                                  "--length-penalty", "0.2", "--early-stopping", "--min-new-tokens", "1",
+                                  "--replace-unknowns", text], capture_output=True, text=True, timeout=120)
+            memo[text] = out.stdout.splitlines()[0]
+        return memo[text]
+
+    s = Server(binary, d)
+    try:
+        a, b = "The house is wonderful.", "Good morning."
+        st, out = translate_file(s, "notes.txt", a.encode())
+        url = out.get("translatedFileUrl", "")
+        check(st == 200 and url.startswith(s.url + "/download_file/") and url.endswith(".notes_de.txt"),
+              "translate_file: a URL to the translated file (%r)" % out)
+        st, h, got = fetch(url)
+        check(st == 200 and got.decode() == tr(a) and h["Content-Disposition"] == "attachment; filename=notes_de.txt"
+              and h["Content-Type"].startswith("text/plain"), "txt: the text translated (%r, %r)" % (got, dict(h)))
+
+        srt = "1\n00:00:01,000 --> 00:00:02,500\nThe house\nis wonderful.\n\n2\n00:00:03,0 --> 00:00:04,000\n%s\n" % b
+        st, out = translate_file(s, "film.srt", srt.encode())
+        want = "1\n00:00:01,000 --> 00:00:02,500\n%s\n\n2\n00:00:03,000 --> 00:00:04,000\n%s\n\n" % (
+            textwrap.fill(tr(a), 40), textwrap.fill(tr(b), 40))
+        got = fetch(out["translatedFileUrl"])[2].decode() if st == 200 else None
+        check(got == want, "srt: each cue's lines translated as one text, wrapped at 40 (%r)" % got)
+
+        page = "<!DOCTYPE html><p>%s <b>%s</b></p><script>x()</script>" % (a, b)
+        st, out = translate_file(s, "page.html", page.encode())
+        want = "<!DOCTYPE html><p>%s <b>%s</b></p><script>x()</script>" % (escape(tr(a)), escape(tr(b)))
+        got = fetch(out["translatedFileUrl"])[2].decode() if st == 200 else None
+        check(got == want, "html: the text nodes translated, the markup kept (%r)" % got)
+
+        doc = ('<?xml version="1.0" encoding="UTF-8"?>\n<w:document><w:body><w:p><w:r><w:t>%s</w:t></w:r>'
+               '<w:r><w:instrText> PAGE </w:instrText></w:r></w:p><w:p><w:r><w:t xml:space="preserve"> %s </w:t>'
+               '</w:r></w:p></w:body></w:document>')
+        png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("[Content_Types].xml", "<Types/>", compress_type=zipfile.ZIP_DEFLATED)
+            z.writestr("word/document.xml", doc % (a, b), compress_type=zipfile.ZIP_DEFLATED)
+            z.writestr("word/media/image1.png", png, compress_type=zipfile.ZIP_STORED)
+            z.writestr("docProps/core.xml", "<dc:title>%s</dc:title>" % a, compress_type=zipfile.ZIP_DEFLATED)
+        st, out = translate_file(s, "My Report.docx", buf.getvalue())
+        ok = st == 200 and out["translatedFileUrl"].endswith(".My_Report_de.docx")
+        if ok:
+            st, h, data = fetch(out["translatedFileUrl"])
+            z = zipfile.ZipFile(io.BytesIO(data))
+            infos = z.infolist()
+            ok = ([i.filename for i in infos] == ["[Content_Types].xml", "word/document.xml", "word/media/image1.png",
+                                                  "docProps/core.xml"]
+                  and [i.compress_type for i in infos] == [8, 8, 0, 8]
+                  and z.read("word/document.xml").decode() == doc % (escape(tr(a)), escape(tr(b)))
+                  and z.read("word/media/image1.png") == png and z.read("docProps/core.xml").decode() ==
+                  "<dc:title>%s</dc:title>" % a
+                  and h["Content-Disposition"] == "attachment; filename=My_Report_de.docx")
+        check(ok, "docx: word/document.xml's texts translated, field codes and other entries kept (%r)" % out)
+
+        st, out = translate_file(s, "scan.pdf", b"%PDF-1.4")
+        check(st == 400 and out["error"] == "Invalid request: file format not supported", "pdf: refused (%r)" % out)
+        st, out = translate_file(s, "bad.docx", b"PK\x03\x04 but not an archive")
+        check(st == 400 and "ZIP" in out["error"], "docx: not an archive (%r)" % out)
+        st, out = translate_file(s, "latin1.txt", "caf\xe9".encode("latin-1"))
+        check(st == 400 and "not UTF-8" in out["error"], "txt: not UTF-8 (%r)" % out)
+        st, out = translate_file(s, "a.txt", b"x", target="fr")
+        check(st == 400 and "not supported" in out["error"], "a target the package lacks (%r)" % out)
+        body, ctype = form({"target": "de"}, {"file": ("a.txt", b"x")})
+        st, out = post(s.url + "/translate_file", body, ctype)
+        check(st == 400 and out["error"] == "Invalid request: missing source parameter", "no source (%r)" % out)
+        try:
+            fetch(s.url + "/download_file/00000000-0000-4000-8000-000000000000.a_de.txt")
+            check(False, "download_file: an unknown name")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404 and "no such file" in json.loads(e.read())["error"], "download_file: unknown: 404")
+    finally:
+        check(s.stop() == 0, "files: exit status 0")
+    s = Server(binary, d, "--disable-files-translation")
+    try:
+        st, out = translate_file(s, "notes.txt", b"x")
+        check(st == 403 and out["error"] == "Files translation are disabled on this server.",
+              "--disable-files-translation: 403 (%r)" % out)
+        with urllib.request.urlopen(s.url + "/frontend/settings", timeout=60) as r:
+            fs = json.loads(r.read())
+        check(fs["filesTranslation"] is False and fs["supportedFilesFormat"] == [],
+              "--disable-files-translation: the settings say so (%r)" % fs)
+    finally:
+        check(s.stop() == 0, "files off: exit status 0")
+
+
 def marian(binary):
     from libretranslatepy import LibreTranslateAPI
 
@@ -392,6 +526,7 @@ def main():
     mbart(sys.argv[1])
     marian(sys.argv[1])
     argos(sys.argv[1])
+    files(sys.argv[1])
     detection(sys.argv[1])
     unknowns(sys.argv[1])
     print("%d failed" % len(FAILED))
