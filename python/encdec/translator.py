@@ -21,8 +21,15 @@ options as CTranslate2 runs them: patience, length_penalty 0's early end,
 end_token, coverage_penalty, return_alternatives with
 min_alternative_expansion_prob, prefix_bias_beta. What it has and this does
 not (an option given a value other than its default raises ValueError
-naming it): use_vmap, return_logits_vocab, and beam search combined with
-sampling. Hypotheses leave out the end tokens they end with unless
+naming it): return_logits_vocab, and beam search combined with sampling.
+use_vmap reads a CTranslate2 directory's vmap.txt as CTranslate2 does:
+the target tokens a batch may generate are those its sources' n-grams map
+to, the map's common ones (its empty key), <unk>, <s>, </s>, the decoder's
+start and the target prefixes' (every other one's logit -inf before the
+log-softmax, as CTranslate2 leaves them out of the output layer); the set
+is one a batch (translate_batch's max_batch_size groups, sorted by length
+as CTranslate2 sorts them; translate_iterable's chunks), and a model
+without the file decodes over its whole vocabulary, as there. Hypotheses leave out the end tokens they end with unless
 return_end_token; they include the target prefix, as CTranslate2's do.
 Beam search stops once round(beam_size x patience) hypotheses are finished
 (patience 1: transformers' early_stopping=True).
@@ -46,7 +53,9 @@ from . import _native as N
 from .t5 import T5Model, _Call, _rules
 
 import ctypes
+import json
 import math
+import os
 import queue
 import threading
 
@@ -174,7 +183,65 @@ def _zip_same(*iterables):
 
 
 # CTranslate2's options this does not implement, with the value that means "off"
-_UNSUPPORTED = {"use_vmap": False, "return_logits_vocab": False}
+_UNSUPPORTED = {"return_logits_vocab": False}
+
+
+def _read_vmap(path):
+    """CTranslate2's vocabulary map (vmap.txt), read as its VocabularyMap
+    reads it: per line, a key (a source n-gram, its words split by single
+    spaces) and after a tab the target tokens (split by single spaces; an
+    empty one skipped); a key seen again replaces the earlier. Returns
+    [{key: [target tokens]}] by n-gram size (index 0: one word)."""
+    rules = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            line = line[:-1] if line.endswith("\r") else line
+            if not line:
+                continue
+            token, key, values, target, ngram = "", "", [], False, 1
+            for c in line:
+                if c == "\t":
+                    target = True
+                    key, token = token, key
+                elif c == " ":
+                    if target:
+                        values.append(token)
+                        token = ""
+                    else:
+                        token += c
+                        ngram += 1
+                else:
+                    token += c
+            if token:
+                values.append(token)
+            while len(rules) < ngram:
+                rules.append({})
+            rules[ngram - 1][key] = values
+    return rules
+
+
+def _vmap_candidates(rules, sources):
+    """The target tokens the map gives these sources' n-grams (as tokens)."""
+    out = set()
+    for toks in sources:
+        for i in range(len(toks)):
+            accu = ""
+            for h in range(min(len(rules), len(toks) - i)):
+                accu = accu + " " + toks[i + h] if h else toks[i]
+                out.update(rules[h].get(accu, ()))
+    return out
+
+
+def _groups(lengths, max_batch_size, batch_type):
+    """CTranslate2's batches of a call (its rebatch_input): the examples'
+    indices sorted from the longest source to the shortest (ties in their
+    order), cut into batches of max_batch_size examples or tokens (padded
+    to a batch's longest); 0: one batch."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    if max_batch_size == 0:
+        return [order]
+    return [[r[1] for r in chunk] for chunk in _chunks([([0] * lengths[i], i) for i in order],
+                                                       max_batch_size, batch_type)]
 
 
 class Translator:
@@ -200,6 +267,8 @@ class Translator:
         self.device = "cuda" if self._model._model.info.get("device", "cpu") != "cpu" else "cpu"
         self.device_index = [device_index] if isinstance(device_index, int) else list(device_index)
         self.compute_type = compute_type
+        self._path = model_path
+        self._vmap_rules = None   # read at the first use_vmap
         self.num_translators = 1   # one engine decodes every request together
         self.tensor_parallel = False
         self._closed = False
@@ -219,6 +288,59 @@ class Translator:
         if (self._src_bos and self._bos < 0) or (self._src_eos and self._src_end < 0):
             raise ValueError("the model's config adds <s> or </s> to its inputs, and its "
                              "vocabulary lacks the token")
+
+    def _vmap_suppress(self, source, prefixes, max_batch_size, batch_type):
+        """use_vmap: per example, the target ids its batch may not generate
+        (None: the model has no map)."""
+        if self._vmap_rules is None:
+            path = os.path.join(self._path, "vmap.txt") if isinstance(self._path, str) else ""
+            self._vmap_rules = _read_vmap(path) if path and os.path.isfile(path) else False
+            start = None
+            try:
+                with open(os.path.join(self._path, "config.json"), encoding="utf-8") as f:
+                    start = json.load(f).get("decoder_start_token")
+            except (OSError, ValueError, AttributeError):
+                pass
+            h = self._model._model.handle
+            fixed = {N.lib.encdec_model_token_id(h, t.encode()) for t in ("<unk>", "<s>", "</s>", start) if t}
+            if self._vmap_rules:
+                for t in self._vmap_rules[0].get("", ()):   # the map's common tokens
+                    fixed.add(self._vmap_id(t))
+            self._vmap_fixed = {i for i in fixed if i >= 0}
+        if not self._vmap_rules:
+            return None
+        V = self._model.info["n_vocab"]
+        out = [None] * len(source)
+        for g in _groups([len(s) for s in source], max_batch_size, batch_type):
+            keep = set(self._vmap_fixed)
+            keep.update(self._vmap_id(t) for t in _vmap_candidates(self._vmap_rules, [source[i] for i in g]))
+            for i in g:
+                keep.update(prefixes[i])
+            sup = [t for t in range(V) if t not in keep]
+            for i in g:
+                out[i] = sup
+        return out
+
+    @staticmethod
+    def _vmap_params(gp, suppress, vsup):
+        """A copy of gp per example, suppressing its batch's vmap ids too."""
+        out, arrays = [], {}
+        for sup in vsup:
+            if id(sup) not in arrays:
+                ids = list(suppress) + sup
+                arrays[id(sup)] = (ctypes.c_int * max(1, len(ids)))(*ids), len(ids)
+            arr, n = arrays[id(sup)]
+            g = type(gp).from_buffer_copy(gp)
+            g.suppress_tokens = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int))
+            g.n_suppress_tokens = n
+            g._arr = arr   # alive with it
+            out.append(g)
+        return out
+
+    def _vmap_id(self, token):
+        """A map's target token's id (<unk>'s when the vocabulary lacks it, as CTranslate2's to_id)."""
+        i = N.lib.encdec_model_token_id(self._model._model.handle, token.encode("utf-8"))
+        return i if i >= 0 else self._unk
 
     @property
     def model_is_loaded(self):
@@ -295,7 +417,7 @@ class Translator:
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
                         sampling_temperature=1, patience=1, end_token=None, coverage_penalty=0,
                         return_alternatives=False, min_alternative_expansion_prob=0, prefix_bias_beta=0,
-                        callback=None, asynchronous=False, **unsupported):
+                        callback=None, asynchronous=False, use_vmap=False, **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -326,7 +448,8 @@ class Translator:
         1): called on this thread with a GenerationStepResult for every token
         as it is chosen (the prefix's too); a true return ends that example's
         hypothesis there. asynchronous: returns AsyncTranslationResults at
-        once, the call running on a thread of its own."""
+        once, the call running on a thread of its own. use_vmap: the model's
+        vmap.txt restricts each batch's target tokens (the module's text)."""
         if asynchronous:
             kw = dict(locals())
             for k in ("self", "asynchronous", "unsupported", "__class__"):
@@ -397,6 +520,8 @@ class Translator:
             ids = self._source_ids(toks, f"source[{i}]", max_input_length)
             pre = self._ids(target_prefix[i], f"target_prefix[{i}]") if target_prefix and target_prefix[i] else []
             items.append((ids, pre))
+        vsup = (self._vmap_suppress([list(t) for t in source], [p for _, p in items], int(max_batch_size), batch_type)
+                if use_vmap else None)
         # the engine's attention pass after the search: every hypothesis's, or
         # those with an <unk> to replace
         gp.return_attention = 1 if return_attention else 2 if replace_unknowns else 0
@@ -414,6 +539,7 @@ class Translator:
                 else float(length_penalty))   # else the engine's (a beam's)
         call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends, norm)
         call.ends_c = gp.end_tokens   # alive while the call runs
+        call.gps = self._vmap_params(gp, suppress, vsup) if vsup else None
         call.cover = cover if gp.num_beams == 1 else 0
         call.keep = keep
         if callback is not None:
@@ -573,6 +699,7 @@ class _IdsCall(_Call):
 
     def __init__(self, engine, gp, items, model, end_token, ends, norm):
         super().__init__(engine, gp, items, None, True)
+        self.gps = None   # per example (use_vmap)
         self.model, self.end_token, self.ends = model, end_token, frozenset(ends)
         self.norm = norm   # greedy and sampling: the sum over length ** norm (the beam's is)
 
@@ -607,8 +734,9 @@ class _IdsCall(_Call):
         ids, pre = self.texts[i]
         a = (ctypes.c_int * len(ids))(*ids)
         p = (ctypes.c_int * max(1, len(pre)))(*pre)
+        gp = self.gps[i] if self.gps else self.gp
         return N.lib.encdec_engine_generate_ids(self.engine, a, len(ids), p, len(pre),
-                                                ctypes.byref(self.gp), ctypes.byref(q))
+                                                ctypes.byref(gp), ctypes.byref(q))
 
     def _collect_of(self, r, k):
         """Sequence k with its attention rows where the engine made them

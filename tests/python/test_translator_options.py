@@ -223,3 +223,38 @@ def test_separate_vocabularies_ids(marian_tr):
     st = N.lib.encdec_engine_generate_ids(marian_tr._model._engine, ids, 2, None, 0, ctypes.byref(gp),
                                           ctypes.byref(req))
     assert st != 0 and b"source vocabulary size" in N.lib.encdec_last_error()
+
+
+VMAP = json.loads((DATA / "bart-golden" / "translator-vmap.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", ["batch", "alone", "groups", "prefix"])
+def test_vmap_as_ctranslate2(tr, name):
+    """use_vmap with the model's vmap.txt (tools/golden_translator_vmap.py):
+    CTranslate2's hypotheses and scores, a batch's target tokens those its
+    sources' n-grams map to (all sources in one call; each alone; CTranslate2's
+    length-sorted batches of max_batch_size 3; a target prefix's token added)."""
+    run = {r["name"]: r for r in VMAP["runs"]}[name]
+    opts = dict(run["options"], max_decoding_length=VMAP["max_decoding_length"], return_scores=True, use_vmap=True)
+    src = VMAP["sources"]
+    if name in ("batch", "groups"):
+        got = tr.translate_batch(src, **opts)
+    else:
+        got = [tr.translate_batch([s], target_prefix=[run["prefix"][i]] if run["prefix"] else None, **opts)[0]
+               for i, s in enumerate(src)]
+    for c in run["results"]:
+        r = got[c["source"]]
+        assert r.hypotheses == c["hypotheses"], (name, c["source"])
+        assert r.scores == pytest.approx(c["scores"], rel=1e-3, abs=1e-3), (name, c["source"])
+
+
+def test_vmap_off_and_absent(tr, affix_tr):
+    """Without use_vmap the map is not read; a model without vmap.txt
+    decodes over its whole vocabulary with it (as CTranslate2)."""
+    src = VMAP["sources"][:3]
+    plain = tr.translate_batch(src, beam_size=2, max_decoding_length=8, return_scores=True)
+    mapped = tr.translate_batch(src, beam_size=2, max_decoding_length=8, return_scores=True, use_vmap=True)
+    assert [r.hypotheses for r in plain] != [r.hypotheses for r in mapped]
+    a = affix_tr.translate_batch([["▁a", "b"]], beam_size=2, max_decoding_length=8, return_scores=True)
+    b = affix_tr.translate_batch([["▁a", "b"]], beam_size=2, max_decoding_length=8, return_scores=True, use_vmap=True)
+    assert a[0].hypotheses == b[0].hypotheses and a[0].scores == b[0].scores
