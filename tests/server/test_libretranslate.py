@@ -391,6 +391,10 @@ def files(binary):
         check(st == 200 and got.decode() == tr(a) and h["Content-Disposition"] == "attachment; filename=notes_de.txt"
               and h["Content-Type"].startswith("text/plain"), "txt: the text translated (%r, %r)" % (got, dict(h)))
 
+        st, out = translate_file(s, "notes.txt", a.encode(), source="auto")
+        got = fetch(out["translatedFileUrl"])[2].decode() if st == 200 else None
+        check(got == tr(a), "txt: source auto, detected from the file's text (%r)" % out)
+
         srt = "1\n00:00:01,000 --> 00:00:02,500\nThe house\nis wonderful.\n\n2\n00:00:03,0 --> 00:00:04,000\n%s\n" % b
         st, out = translate_file(s, "film.srt", srt.encode())
         want = "1\n00:00:01,000 --> 00:00:02,500\n%s\n\n2\n00:00:03,000 --> 00:00:04,000\n%s\n\n" % (
