@@ -18,7 +18,12 @@
  * attributes: 16 heads by its name, pre-norm, ReLU); CTranslate2 4.x reads
  * both through its compatibility rules, and encdec gives its answers. A
  * version 1 file, a revision 1 spec and an unknown item size are refused
- * by name.
+ * by name. A multilingual package (tools/gen_tiny_argos_prefix.py: two
+ * language tokens in the vocabulary, metadata.json's target_prefix
+ * "__de__") gives CTranslate2's answers with that target prefix
+ * (bart-golden/argos-prefix.json), every hypothesis starting with it and no
+ * text of it in the translation; a target_prefix the vocabulary lacks is
+ * refused.
  */
 #include "check.h"
 #include "tmpdir.h"
@@ -100,6 +105,7 @@ static int check_search(encdec_session *s, const encdec_model *m, const cJSON *c
 
 /* A package's searches (gold's cases under key) on the kernels isa. */
 static void check_package(const char *pkg, const cJSON *gold, const char *key, encdec_isa isa) {
+    const cJSON *pre = cJSON_GetObjectItem(gold, "target_prefix");
     encdec_model *m = NULL;
     encdec_model_params mp = encdec_model_default_params();
     mp.isa = isa;
@@ -126,6 +132,11 @@ static void check_package(const char *pkg, const cJSON *gold, const char *key, e
         ok += s && check_search(s, m, c, "beam2", 4, 2, max_new);
         ok += s && check_search(s, m, c, "greedy", 1, 1, max_new);
         n += 3;
+        if (pre) {   /* the prefix's spelling in no text */
+            const cJSON *t;
+            cJSON_ArrayForEach(t, cJSON_GetObjectItem(cJSON_GetObjectItem(c, "beam2"), "texts"))
+                CHECK(!strstr(t->valuestring, "de "));
+        }
     }
     CHECK_EQ_INT(ok, n);
     CHECK(n == 15);
@@ -213,7 +224,9 @@ static void check_errors(void) {
     old_header("revision", 1, "TransformerBig revision 1");
     old_header("item", 3, "item size 3");
     broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"target_prefix\": \"__de__\"}",
-           ENCDEC_ERR_CONFIG, "target_prefix");
+           ENCDEC_ERR_CONFIG, "target_prefix \"__de__\" is no token of the model's vocabulary");
+    broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"target_prefix\": 5}",
+           ENCDEC_ERR_CONFIG, "target_prefix is not a string");
     broken("metadata.json", "{\"from_code\": \"en\"}", ENCDEC_ERR_CONFIG, "to_code is not a language code");
     broken("metadata.json", "{\"from_code\": \"en\", \"to_code\": \"de\", \"type\": \"sbd\"}", ENCDEC_ERR_CONFIG,
            "not a translation");
@@ -239,6 +252,14 @@ int main(void) {
     CHECK_PART(check_package(PKG "-ct2v2", gold, "ct2v2_cases", ENCDEC_ISA_AUTO));
     CHECK_PART(check_package(PKG "-ct2v2", gold, "ct2v2_cases", ENCDEC_ISA_C));
     CHECK_PART(check_decodes(gold));
+    cJSON *pgold = NULL;   /* a multilingual package: its target_prefix */
+    if (ed_json_load(ED_TEST_DATA "/bart-golden/argos-prefix.json", &pgold)) {
+        fprintf(stderr, "%s\n", encdec_last_error());
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof g_sets / sizeof g_sets[0]; i++)
+        CHECK_PART(check_package(PKG "-prefix", pgold, "cases", g_sets[i]));
+    cJSON_Delete(pgold);
     CHECK_PART(check_errors());
     cJSON_Delete(gold);
     tmp_remove(tmp_dir);

@@ -155,7 +155,8 @@ dec_beam_params api_beam_params(const encdec_generate_params *p);
 typedef struct {
     int src, tgt, dec_start, forced;
     const int *prefix;         /* the decoder's first tokens after its start, forced (in
-                                  place of forced): encdec_engine_generate_ids' target prefix */
+                                  place of forced): encdec_engine_generate_ids' target prefix,
+                                  or for a text the tokenizer's (ttok_text_prefix) */
     int n_prefix;
 } api_langs;
 encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, api_langs *out);

@@ -218,6 +218,10 @@ encdec_status api_langs_of(const s2s_model *m, const encdec_generate_params *p, 
         else if (place == TTOK_TGT_START) lg->dec_start = ttok_lang_token(t, i);
         else lg->tgt = i;
     }
+    /* a multilingual Argos package's target language: a target prefix, as
+     * Argos Translate hands it to translate_batch (a caller's token-level
+     * prefix replaces it: encdec_engine_generate_ids) */
+    lg->prefix = ttok_text_prefix(t, &lg->n_prefix);
     return ENCDEC_OK;
 }
 

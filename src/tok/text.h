@@ -62,8 +62,11 @@ int ttok_is_bpe_dir(const char *dir);
  * lacks are <unk>). Inputs are the pieces alone (no </s>: CTranslate2's
  * add_source_eos is off for these models); outputs decode as Argos
  * Translate decodes them (the pieces joined, U+2581 and "_" as spaces, the
- * first space dropped). Errors: ENCDEC_ERR_TOKENIZER / _CONFIG naming the
- * file; a package with a target_prefix (multilingual) is refused. */
+ * first space dropped). A multilingual package's target_prefix (metadata.json:
+ * the token naming the target language, "__de__", "deu_Latn") starts every
+ * output of a text (ttok_text_prefix) and has no text. Errors:
+ * ENCDEC_ERR_TOKENIZER / _CONFIG naming the file (a target_prefix the
+ * vocabulary lacks). */
 encdec_status ttok_load_argos(ed_ttok **out, const char *dir);
 int ttok_is_argos_dir(const char *dir);
 /* A CTranslate2 directory's shared_vocabulary.json (or .txt) alone, for
@@ -108,6 +111,10 @@ int ttok_find_lang(const ed_ttok *t, const char *code);
  * (mBART), before the source text (Marian), or nowhere. */
 enum { TTOK_TGT_NONE, TTOK_TGT_FORCED, TTOK_TGT_START, TTOK_TGT_SOURCE };
 int ttok_tgt_place(const ed_ttok *t);
+/* The tokens every output of a text starts with, as a target prefix that
+ * CTranslate2's translate_batch is given (an Argos package's target_prefix):
+ * *n of them (0: none), borrowed. */
+const int *ttok_text_prefix(const ed_ttok *t, int *n);
 /* A one-pair model's languages (Marian's tokenizer_config.json source_lang,
  * target_lang): which 0 or 1; NULL when not named. */
 const char *ttok_pair(const ed_ttok *t, int which);

@@ -20,7 +20,8 @@ int ttok_is_argos_dir(const char *dir) {
 }
 
 /* metadata.json: from_code and to_code (the pair); a target_prefix (the
- * multilingual packages') is refused. */
+ * multilingual packages': the token that names the target language) must
+ * be a token of the vocabulary. */
 static encdec_status read_metadata(ed_ttok *t, const char *path) {
     cJSON *c;
     encdec_status st = ed_json_load(path, &c);
@@ -34,9 +35,19 @@ static encdec_status read_metadata(ed_ttok *t, const char *path) {
             st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizer");
     }
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(c, "target_prefix");
-    if (!st && cJSON_IsString(pre) && *pre->valuestring)
-        st = ed_fail(ENCDEC_ERR_CONFIG, "%s: target_prefix \"%.40s\": packages that force a target "
-                     "language token are not read", path, pre->valuestring);
+    if (!st && pre && !cJSON_IsNull(pre) && !cJSON_IsString(pre))
+        st = ed_fail(ENCDEC_ERR_CONFIG, "%s: target_prefix is not a string", path);
+    if (!st && cJSON_IsString(pre) && *pre->valuestring) {
+        int id = tv_lookup(&t->vocab, pre->valuestring, strlen(pre->valuestring));
+        if (id < 0)
+            st = ed_fail(ENCDEC_ERR_CONFIG, "%s: target_prefix \"%.40s\" is no token of the model's "
+                         "vocabulary", path, pre->valuestring);
+        else {   /* every output starts with it; a language tag: no text of its own */
+            t->text_prefix[0] = id;
+            t->n_text_prefix = 1;
+            t->special[id] = 1;
+        }
+    }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
     if (!st && cJSON_IsString(type) && strcmp(type->valuestring, "translate"))
         st = ed_fail(ENCDEC_ERR_CONFIG, "%s: a package of type \"%.40s\", not a translation", path,

@@ -59,6 +59,8 @@ struct ed_ttok {
                                   Argos: metadata.json's from_code, to_code */
     int src_json;              /* text_sp.c: src is tokenizer.json (the fast class): its ids
                                   are the model's, and it splits its added tokens itself */
+    int text_prefix[1];        /* Argos: metadata.json's target_prefix token (special: no text) */
+    int n_text_prefix;         /* 0: none */
 };
 
 /* text_base.c (ttok_free too, declared in text.h) */

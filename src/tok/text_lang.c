@@ -77,3 +77,8 @@ int ttok_tgt_place(const ed_ttok *t) {
 int ttok_has_src_lang(const ed_ttok *t) { return t->src_lang >= 0; }
 
 const char *ttok_pair(const ed_ttok *t, int which) { return which == 0 || which == 1 ? t->pair[which] : NULL; }
+
+const int *ttok_text_prefix(const ed_ttok *t, int *n) {
+    *n = t->n_text_prefix;
+    return t->n_text_prefix ? t->text_prefix : NULL;
+}

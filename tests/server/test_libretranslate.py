@@ -6,8 +6,9 @@
   from the client, JSON bodies, a list of texts, alternatives) giving what
   `encdec translate --beam 4` gives (whose beams test_bart_golden pins to
   transformers' generate), and LibreTranslate's errors ({"error": ...}).
-  An Argos Translate package (tests/data/tiny-random-argos): its pair, and
-  its translations as encdec translate's.
+  Argos Translate packages (tests/data/tiny-random-argos, and -prefix: a
+  multilingual one with a target_prefix): their pair, and their
+  translations as encdec translate's.
   Marian (tests/data/tiny-random-marian, en -> de in its
   tokenizer_config.json, and a >>de<< token): the pair, and a target it
   lacks refused. Its CTranslate2 directory: translations holding <unk>
@@ -306,31 +307,45 @@ def detection(binary):
         check(s.stop() == 0, "detection (Marian): exit status 0")
 
 
-def argos(binary):
+def argos(binary, name="tiny-random-argos"):
     """An Argos Translate package as LibreTranslate runs it (tests/data/
     tiny-random-argos: metadata.json's pair, its SentencePiece model, its
-    CTranslate2 model/): /languages names the pair; /translate gives what
-    `encdec translate` gives with Argos Translate's search, touched as
-    LibreTranslate touches it (the package's own texts are held to
-    CTranslate2's by tests/test_argos.c)."""
-    d = os.path.join(HERE, "..", "data", "tiny-random-argos")
+    CTranslate2 model/; tiny-random-argos-prefix: a multilingual one, its
+    target_prefix token forced first): /languages names the pair;
+    /translate gives, touched as LibreTranslate touches it, what `encdec
+    translate` gives with Argos Translate's search (the package's own texts
+    are held to CTranslate2's by tests/test_argos.c), and for the
+    multilingual package what CTranslate2 gives Argos Translate for it
+    (tools/gen_tiny_argos_prefix.py: its translate_batch with the target
+    prefix, the prefix's token left out of the text)."""
+    d = os.path.join(HERE, "..", "data", name)
+    prefix = name.endswith("-prefix")
+    if prefix:
+        with open(os.path.join(HERE, "..", "data", "bart-golden", "argos-prefix.json"), encoding="utf-8") as f:
+            cases = [(c["text"], c["translation"]) for c in json.load(f)["server"] if c["translation"]]
+    else:
+        cases = [("The house is wonderful.", None)]
     s = Server(binary, d)
     try:
         with urllib.request.urlopen(s.url + "/languages", timeout=60) as r:
             langs = json.loads(r.read())
         check(langs == [{"code": "en", "name": "English", "targets": ["de"]}],
-              "argos: languages are the package's pair (%r)" % langs)
-        text = "The house is wonderful."
-        out = subprocess.run([binary, "translate", "-m", d, "--beam", "4", "--max-new-tokens", "127",
-                              "--length-penalty", "0.2", "--early-stopping", "--min-new-tokens", "1",
-                              "--replace-unknowns", text], capture_output=True, text=True, timeout=120)
-        want = touched(text, out.stdout.splitlines()[0]) if out.stdout else None
-        st, got = post(s.url + "/translate", json.dumps({"q": text, "source": "en", "target": "de"}).encode(),
-                       "application/json")
-        check(st == 200 and want and got["translatedText"] == want,
-              "argos: translate as encdec translate with Argos Translate's search (%r)" % got)
+              "%s: languages are the package's pair (%r)" % (name, langs))
+        for text, want in cases:
+            if want is None:
+                out = subprocess.run([binary, "translate", "-m", d, "--beam", "4", "--max-new-tokens", "127",
+                                      "--length-penalty", "0.2", "--early-stopping", "--min-new-tokens", "1",
+                                      "--replace-unknowns", text], capture_output=True, text=True, timeout=120)
+                want = out.stdout.splitlines()[0] if out.stdout else None
+            want = touched(text, want) if want else None
+            st, got = post(s.url + "/translate", json.dumps({"q": text, "source": "en", "target": "de"}).encode(),
+                           "application/json")
+            check(st == 200 and want and got["translatedText"] == want,
+                  "%s: translate as %s (%r, %r)" % (name, "CTranslate2 for Argos Translate" if prefix else
+                                                    "encdec translate with Argos Translate's search", got, want))
+        check(len(cases) >= 1, "%s: a translation to compare" % name)
     finally:
-        check(s.stop() == 0, "argos: exit status 0")
+        check(s.stop() == 0, "%s: exit status 0" % name)
 
 
 def form(fields, files):
@@ -530,6 +545,7 @@ def main():
     mbart(sys.argv[1])
     marian(sys.argv[1])
     argos(sys.argv[1])
+    argos(sys.argv[1], "tiny-random-argos-prefix")
     files(sys.argv[1])
     detection(sys.argv[1])
     unknowns(sys.argv[1])
