@@ -1080,6 +1080,17 @@ typedef struct {
      * CTranslate2's. Not with sampling, return_alternatives or on_token.
      * 0: off (the default). */
     float prefix_bias_beta;
+    /* 1: each returned sequence's logits at every step, as CTranslate2's
+     * return_logits_vocab gives them with greedy search
+     * (encdec_result_logits): the row each token was chosen from, with the
+     * rules applied (suppressed and banned tokens -inf; the repetition
+     * penalty), before the log-softmax; the forced tokens' (a target
+     * prefix, the model's first token) too, their prompt then fed a token
+     * a pass. n_tokens x the vocabulary floats a sequence. Greedy and
+     * sampling only (CTranslate2's beam search returns one row a
+     * hypothesis, taken from another beam); the screened logits are off
+     * for such a generation. 0: off (the default). */
+    int return_logits;
 } encdec_generate_params;
 
 /* Defaults (those of HF generate, but 128 new tokens): full caches, greedy,
@@ -1204,6 +1215,11 @@ ENCDEC_API const encdec_timings *encdec_result_timings(const encdec_result *r);
  * as given, a cut input's other columns 0). NULL (and *n_cols 0) when it
  * has none. Borrowed from r. */
 ENCDEC_API const float *encdec_result_attention(const encdec_result *r, int i, int *n_cols);
+/* Sequence i's logits (encdec_generate_params.return_logits): rows [its
+ * n_tokens, *n_vocab], row j the logits token j was chosen from, the rules
+ * applied (a suppressed or banned token -inf), before the log-softmax.
+ * NULL (and *n_vocab 0) when it has none. Borrowed from r. */
+ENCDEC_API const float *encdec_result_logits(const encdec_result *r, int i, int *n_vocab);
 ENCDEC_API void encdec_result_free(encdec_result *r);
 
 /* ---- writing results ------------------------------------------------------ */

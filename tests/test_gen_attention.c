@@ -16,7 +16,14 @@
  * engine's request of each input. Errors: a mode out of range. T5 against
  * transformers' float64 rows (tools/golden_t5_attention.py): given
  * sequences, and an engine generation's kept rows of its target prefix.
- */
+ *
+ * The logits rows of a generation (return_logits: CTranslate2's
+ * return_logits_vocab for greedy search), on the random Marian: one row a
+ * token, over the vocabulary, each greedy token its row's largest; the
+ * same rows from a session (three cache modes, two inputs at once) and an
+ * engine; no_repeat_ngram_size 1's bans at -inf; a target prefix's rows
+ * (fed a token a pass) those of the tokens' own positions; beam search
+ * and a mode out of range refused. */
 #include "check.h"
 #include "encdec.h"
 #include "base/json.h"
@@ -253,6 +260,123 @@ static void test_t5_golden(void) {
     cJSON_Delete(js);
 }
 
+static int argmax(const float *row, int V) {
+    int b = 0;
+    for (int v = 1; v < V; v++)
+        if (row[v] > row[b]) b = v;
+    return b;
+}
+
+/* Sequence i's rows: one a token, each greedy token its row's argmax, the
+ * tokens before it -inf where ban (no_repeat_ngram_size 1); returns them. */
+static const float *check_logit_rows(const encdec_result *r, int i, int V, int ban, int from) {
+    const encdec_sequence *q = encdec_result_sequence(r, i);
+    int w = 0;
+    const float *rows = encdec_result_logits(r, i, &w);
+    CHECK(rows != NULL && w == V);
+    if (!rows || w != V) return NULL;
+    int ok = 1;
+    for (int j = from; j < q->n_tokens; j++) {
+        const float *row = rows + (size_t)j * V;
+        ok &= argmax(row, V) == q->tokens[j].id;
+        for (int k = 0; ban && k < j; k++) ok &= isinf(row[q->tokens[k].id]) && row[q->tokens[k].id] < 0;
+    }
+    CHECK(ok);
+    return rows;
+}
+
+/* The largest difference of a[0, n) and b[0, n) (-inf alike in both: none). */
+static float rows_diff(const float *a, const float *b, size_t n) {
+    float worst = 0;
+    for (size_t k = 0; k < n; k++)
+        if (isfinite(a[k]) || isfinite(b[k])) worst = fmaxf(worst, fabsf(a[k] - b[k]));
+    return worst;
+}
+
+static void test_logits(const char *dir) {
+    encdec_model *m = NULL;
+    encdec_session *s = NULL;
+    encdec_engine *e = NULL;
+    CHECK_EQ_INT(encdec_model_load(dir, &m), ENCDEC_OK);
+    if (!m) return;
+    encdec_model_info info;
+    encdec_model_get_info(m, &info);
+    int V = info.n_vocab;
+    CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_engine_new(m, NULL, &e), ENCDEC_OK);
+    const char *in[2] = {"The house is wonderful.", "cat cat dog"};
+    encdec_generate_params p = encdec_generate_default_params();
+    p.max_new_tokens = 9;
+    p.ctranslate2_rules = 1;
+    p.return_logits = 1;
+    encdec_result *er[2] = {0};
+    for (int i = 0; e && i < 2; i++) {
+        encdec_request *q = NULL;
+        CHECK_EQ_INT(encdec_engine_generate(e, in[i], &p, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &er[i]), ENCDEC_OK);
+        encdec_request_free(q);
+        if (er[i]) check_logit_rows(er[i], 0, V, 0, 0);
+    }
+    encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
+    for (int mi = 0; s && mi < 3; mi++) {
+        p.kv_mode = modes[mi];
+        encdec_result *r = NULL;
+        CHECK_EQ_INT(encdec_generate(s, in, 2, &p, &r), ENCDEC_OK);
+        for (int i = 0; r && i < 2 && er[i]; i++) {
+            const float *a = check_logit_rows(r, i, V, 0, 0), *b = encdec_result_logits(er[i], 0, NULL);
+            const encdec_sequence *q = encdec_result_sequence(r, i);
+            CHECK_EQ_INT(q->n_tokens, encdec_result_sequence(er[i], 0)->n_tokens);
+            CHECK(a && b && rows_diff(a, b, (size_t)q->n_tokens * V) < 1e-3f);
+        }
+        encdec_result_free(r);
+    }
+    p.kv_mode = ENCDEC_KV_FULL;
+    p.no_repeat_ngram_size = 1;   /* no token twice: those before banned in every row */
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_generate(s, in, 1, &p, &r), ENCDEC_OK);
+    if (r) check_logit_rows(r, 0, V, 1, 0);
+    encdec_result_free(r);
+    p.no_repeat_ngram_size = 0;
+    /* a target prefix: its rows those of the positions the prefix tokens take */
+    int ids[5] = {5, 9, 20, 33, encdec_model_token_id(m, "</s>")};
+    encdec_result *t[2] = {0};
+    for (int k = 0; e && k < 2; k++) {
+        const encdec_sequence *q0 = k ? encdec_result_sequence(t[0], 0) : NULL;
+        int pre[2] = {q0 ? q0->tokens[0].id : 0, q0 ? q0->tokens[1].id : 0};
+        encdec_request *q = NULL;
+        CHECK_EQ_INT(encdec_engine_generate_ids(e, ids, 5, pre, 2 * k, &p, &q), ENCDEC_OK);
+        if (q) CHECK_EQ_INT(encdec_request_wait(q, &t[k]), ENCDEC_OK);
+        encdec_request_free(q);
+        if (!t[k]) break;
+    }
+    if (t[0] && t[1]) {
+        const float *a = check_logit_rows(t[0], 0, V, 0, 0), *b = check_logit_rows(t[1], 0, V, 0, 2);
+        int n = encdec_result_sequence(t[0], 0)->n_tokens;
+        CHECK_EQ_INT(encdec_result_sequence(t[1], 0)->n_tokens, n);
+        CHECK(a && b && rows_diff(a, b, (size_t)n * V) < 1e-3f);
+    }
+    for (int k = 0; k < 2; k++) encdec_result_free(t[k]);
+    /* not asked: none; beam search and a mode out of range refused */
+    p.return_logits = 0;
+    CHECK_EQ_INT(encdec_generate(s, in, 1, &p, &r), ENCDEC_OK);
+    int w = 5;
+    CHECK(r && !encdec_result_logits(r, 0, &w) && w == 0);
+    encdec_result_free(r);
+    p.return_logits = 1;
+    p.num_beams = 2;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "return_logits: the logits of greedy or "
+                 "sampled sequences only, not with beam search");
+    p.num_beams = 1;
+    p.return_logits = 2;
+    CHECK_STATUS(encdec_generate(s, in, 1, &p, &r), ENCDEC_ERR_ARG, "return_logits 2 is not 0 or 1");
+    printf("return_logits (%s): rows of the tokens chosen, session and engine alike, bans, a prefix's rows\n",
+           strrchr(dir, '/') + 1);
+    for (int i = 0; i < 2; i++) encdec_result_free(er[i]);
+    encdec_engine_free(e);
+    encdec_session_free(s);
+    encdec_model_free(m);
+}
+
 int main(void) {
     const model_case cases[] = {
         {ED_TEST_DATA "/tiny-random-marian", 9},
@@ -264,5 +388,6 @@ int main(void) {
     test_session(ED_TEST_DATA "/tiny-random-marian");
     test_session(ED_TEST_DATA "/tiny-random-t5-v1_1");
     test_t5_golden();
+    test_logits(ED_TEST_DATA "/tiny-random-marian");
     return check_done();
 }

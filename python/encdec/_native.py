@@ -221,7 +221,8 @@ class GenerateParams(Structure):
                 ("replace_unknowns", c_int), ("patience", c_float),
                 ("end_tokens", POINTER(c_int)), ("n_end_tokens", c_int),
                 ("coverage_penalty", c_float), ("return_alternatives", c_int),
-                ("min_alternative_prob", c_float), ("prefix_bias_beta", c_float)]
+                ("min_alternative_prob", c_float), ("prefix_bias_beta", c_float),
+                ("return_logits", c_int)]
 
 
 # The structs checked against the C compiler's layout by tests/python/test_layout.py.
@@ -313,6 +314,7 @@ _fn("encdec_result_language_probability", c_float, c_void_p)
 _fn("encdec_result_language_prob", c_int, c_void_p, c_int, P(c_char_p), P(c_float))
 _fn("encdec_result_timings", P(Timings), c_void_p)
 _fn("encdec_result_attention", P(c_float), c_void_p, c_int, P(c_int))
+_fn("encdec_result_logits", P(c_float), c_void_p, c_int, P(c_int))
 _fn("encdec_result_free", None, c_void_p)
 _fn("encdec_live_default_params", LiveParams)
 _fn("encdec_live_new", _status, c_void_p, P(LiveParams), P(c_void_p))

@@ -21,7 +21,9 @@ options as CTranslate2 runs them: patience, length_penalty 0's early end,
 end_token, coverage_penalty, return_alternatives with
 min_alternative_expansion_prob, prefix_bias_beta. What it has and this does
 not (an option given a value other than its default raises ValueError
-naming it): return_logits_vocab, and beam search combined with sampling.
+naming it): beam search combined with sampling, and return_logits_vocab
+with beam search (CTranslate2 4.8.5 gives each beam hypothesis one row, the
+logits at its last step of another beam's row: its logits_vec[i * k]).
 use_vmap reads a CTranslate2 directory's vmap.txt as CTranslate2 does:
 the target tokens a batch may generate are those its sources' n-grams map
 to, the map's common ones (its empty key), <unk>, <s>, </s>, the decoder's
@@ -59,6 +61,8 @@ import os
 import queue
 import threading
 
+import numpy as np
+
 
 class TranslationResult:
     """One example's results: hypotheses (token lists, best first), scores
@@ -66,12 +70,17 @@ class TranslationResult:
     the power length_penalty, as CTranslate2 scores beams, greedy search
     and samples alike; the length counts the end token), attention
     (with return_attention: per hypothesis, per token, the attention over
-    the source tokens; else empty)."""
+    the source tokens; else empty), logits (with return_logits_vocab: per
+    hypothesis, per decoding step (the target prefix's and the end token's
+    included), the logits over the vocabulary as a float32 numpy array,
+    the rules applied (a banned token at float32's lowest value, as
+    CTranslate2 bans it), before the log-softmax; else empty)."""
 
-    __slots__ = ("hypotheses", "scores", "attention")
+    __slots__ = ("hypotheses", "scores", "attention", "logits")
 
-    def __init__(self, hypotheses, scores, attention=None):
+    def __init__(self, hypotheses, scores, attention=None, logits=None):
         self.hypotheses, self.scores, self.attention = hypotheses, scores, attention or []
+        self.logits = logits or []
 
     def __repr__(self):
         return f"TranslationResult(hypotheses={self.hypotheses!r}, scores={self.scores!r})"
@@ -183,7 +192,20 @@ def _zip_same(*iterables):
 
 
 # CTranslate2's options this does not implement, with the value that means "off"
-_UNSUPPORTED = {"return_logits_vocab": False}
+_UNSUPPORTED = {}
+
+
+def _ct2_target_size(path):
+    """The tokens of a CTranslate2 directory's target vocabulary (0: none read)."""
+    for name in ("target_vocabulary.json", "shared_vocabulary.json", "target_vocabulary.txt",
+                 "shared_vocabulary.txt"):
+        f = os.path.join(path, name)
+        if os.path.isfile(f):
+            with open(f, encoding="utf-8") as fh:
+                if name.endswith(".json"):
+                    return len(json.load(fh))
+                return sum(1 for _ in fh)
+    return 0
 
 
 def _read_vmap(path):
@@ -279,6 +301,15 @@ class Translator:
         self._unk = N.lib.encdec_model_token_id(h, b"<unk>")
         self._eos = N.lib.encdec_model_token_id(h, b"</s>")
         info = self._model.info
+        # the target tokens CTranslate2 knows (the logits' columns): a
+        # CTranslate2 directory's target vocabulary (encdec adds a <pad> row
+        # after it for a Marian conversion's zero decoder start), else the
+        # ids the tokenizer spells
+        self._n_target = _ct2_target_size(self._path) if info.get("format") == "ctranslate2" else None
+        if not self._n_target:
+            self._n_target = int(info["n_vocab"])
+            while self._n_target > 1 and not N.lib.encdec_model_token(h, self._n_target - 1):
+                self._n_target -= 1
         # a CTranslate2 conversion's add_source_bos / add_source_eos
         self._src_bos, self._src_eos = info.get("source_bos", 0), info.get("source_eos", 0)
         # the source's own vocabulary, where the model has one
@@ -417,7 +448,8 @@ class Translator:
                         replace_unknowns=False, sampling_topk=1, sampling_topp=1,
                         sampling_temperature=1, patience=1, end_token=None, coverage_penalty=0,
                         return_alternatives=False, min_alternative_expansion_prob=0, prefix_bias_beta=0,
-                        callback=None, asynchronous=False, use_vmap=False, **unsupported):
+                        callback=None, asynchronous=False, use_vmap=False, return_logits_vocab=False,
+                        **unsupported):
         """Translates a batch of token lists; returns one TranslationResult
         per example, in order. beam_size 1 with sampling_topk 1 is greedy
         search; sampling_topk != 1 or sampling_topp < 1 samples (beam_size
@@ -449,7 +481,10 @@ class Translator:
         as it is chosen (the prefix's too); a true return ends that example's
         hypothesis there. asynchronous: returns AsyncTranslationResults at
         once, the call running on a thread of its own. use_vmap: the model's
-        vmap.txt restricts each batch's target tokens (the module's text)."""
+        vmap.txt restricts each batch's target tokens (the module's text).
+        return_logits_vocab (greedy search and sampling): each hypothesis'
+        logits at every step (TranslationResult.logits); the tokens use_vmap
+        leaves out are banned ones there, the vocabulary whole."""
         if asynchronous:
             kw = dict(locals())
             for k in ("self", "asynchronous", "unsupported", "__class__"):
@@ -483,6 +518,13 @@ class Translator:
             raise ValueError("sampling (sampling_topk != 1 or sampling_topp < 1) runs with beam_size 1")
         if callback is not None and beam_size != 1:
             raise ValueError("callback: tokens are final as chosen with beam_size 1 only")
+        if return_logits_vocab and (beam_size != 1 or return_alternatives or prefix_bias_beta > 0 or
+                                    callback is not None):
+            raise ValueError("return_logits_vocab: greedy search and sampling only (beam_size 1), not with " +
+                             ("return_alternatives" if return_alternatives else "prefix_bias_beta"
+                              if prefix_bias_beta > 0 else "callback" if callback is not None else
+                              f"beam_size={beam_size} (CTranslate2 returns one row a beam hypothesis, "
+                              "another beam's)"))
         model = self._loaded()
         if not source:
             return []
@@ -502,6 +544,7 @@ class Translator:
             raise ValueError(f"patience={patience!r}: the patience factor must be > 0")
         gp.patience = float(patience)
         gp.ctranslate2_rules = 1
+        gp.return_logits = 1 if return_logits_vocab else 0
         if sample:
             gp.do_sample = 1
             gp.top_k = int(sampling_topk) if sampling_topk > 1 else 0
@@ -538,6 +581,7 @@ class Translator:
         norm = (None if gp.num_beams > 1 or return_alternatives or prefix_bias_beta > 0
                 else float(length_penalty))   # else the engine's (a beam's)
         call = _IdsCall(model._engine, gp, items, model._model.handle, bool(return_end_token), ends, norm)
+        call.n_target = self._n_target
         call.ends_c = gp.end_tokens   # alive while the call runs
         call.gps = self._vmap_params(gp, suppress, vsup) if vsup else None
         call.cover = cover if gp.num_beams == 1 else 0
@@ -547,7 +591,9 @@ class Translator:
         outs = call.run()
         att = self._attend(items, source, outs, return_attention, replace_unknowns)
         return [TranslationResult([o[0] for o in out], [o[1] for o in out] if return_scores else [],
-                                  att[i] if return_attention else None) for i, out in enumerate(outs)]
+                                  att[i] if return_attention else None,
+                                  [o[4] for o in out] if return_logits_vocab else None)
+                for i, out in enumerate(outs)]
 
     def _attend(self, items, source, outs, keep, replace):
         """The hypotheses' attention rows over the source tokens (CTranslate2's:
@@ -557,7 +603,7 @@ class Translator:
         tokens each attends to most); a hypothesis a callback ended has
         none from the engine, and gets it from a teacher-forced pass on a
         session. Per example, per hypothesis."""
-        need = [(i, k) for i, out in enumerate(outs) for k, (h, _, ids, a) in enumerate(out)
+        need = [(i, k) for i, out in enumerate(outs) for k, (h, _, ids, a, _) in enumerate(out)
                 if ids and a is None and (keep or replace and "<unk>" in h)]
         rows = self._loaded()._attentions([(items[i][0], outs[i][k][2]) for i, k in need]) if need else []
         got = dict(zip(need, rows))
@@ -565,7 +611,7 @@ class Translator:
         lo, hi = int(self._src_bos), int(self._src_eos)   # the columns of added <s> and </s>
         for i, out in enumerate(outs):
             per = []
-            for k, (h, _, _, rows_k) in enumerate(out):
+            for k, (h, _, _, rows_k, _) in enumerate(out):
                 rows_k = got.get((i, k), rows_k or [])
                 rows_k = [list(r[lo:len(r) - hi]) for r in rows_k]
                 a = [r + [0.0] * (len(source[i]) - len(r)) for r in rows_k]
@@ -728,7 +774,7 @@ class _IdsCall(_Call):
         if self.norm is not None and ids:
             score /= len(ids) ** self.norm
         toks = [N.text(N.lib.encdec_model_token(self.model, t)) or "<unk>" for t in ids]
-        return [(toks, score, ids, None)]
+        return [(toks, score, ids, None, None)]
 
     def _start(self, i, q):
         ids, pre = self.texts[i]
@@ -749,7 +795,21 @@ class _IdsCall(_Call):
         if self.cover and a and n:   # greedy: CTranslate2's coverage penalty on the score (every row)
             score += _coverage([a[t * n:(t + 1) * n] for t in range(sq.n_tokens)], self.cover)
         rows = [a[t * n:(t + 1) * n] for t in range(len(ids))] if a and n else None
-        return toks, score, ids, rows
+        return toks, score, ids, rows, self._logits(r, k, sq.n_tokens)
+
+    n_target = None   # the vocabulary's tokens (the logits' columns)
+
+    def _logits(self, r, k, n):
+        """Sequence k's logits rows (return_logits): one a step, over the
+        vocabulary's tokens, float32, -inf as CTranslate2's ban (float32's
+        lowest); None without them."""
+        V = ctypes.c_int()
+        p = N.lib.encdec_result_logits(r, k, ctypes.byref(V))
+        if not p or not V.value or n < 1:
+            return None
+        a = np.ctypeslib.as_array(p, shape=(n, V.value))[:, :self.n_target or V.value].copy()
+        a[np.isneginf(a)] = np.finfo(np.float32).min
+        return list(a)
 
     cover = 0   # greedy: the coverage penalty, added to the score here
 

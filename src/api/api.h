@@ -69,6 +69,14 @@ struct encdec_session {
     mel_ctx *mel;
 };
 
+/* Per sequence of a result, a matrix of rows [its tokens, width[i]] (or
+ * NULL): attention, logits. */
+typedef struct {
+    float **rows;
+    int *width;
+    size_t n;
+} api_seq_rows;
+
 struct encdec_result {
     encdec_token *tokens;
     size_t n_tokens, cap_tokens;
@@ -88,9 +96,8 @@ struct encdec_result {
     int n_lang;
     float language_prob;     /* of the language transcribed (1: given, English-only) */
     encdec_timings timings;
-    float **att;             /* [n_att] sequence i's attention rows, or NULL (generation) */
-    int *att_cols;
-    size_t n_att;
+    api_seq_rows att;        /* each sequence's attention rows (generation) */
+    api_seq_rows lgt;        /* each sequence's logits rows (generation: return_logits) */
 };
 
 const char *api_compute_name(encdec_compute c);
@@ -204,8 +211,10 @@ void api_mean_softmax(const api_scores *s, int r0, int R, int T, float *out);
 /* Attention rows [R, k] of an input the model cut to k of its n tokens (the
  * first k - 1 and the last) into y[R, n], the others' columns 0. */
 void api_uncut(const float *o, int R, int k, int n, float *y);
-/* result.c: sequence i's attention, rows [its tokens, cols] (taken). */
+/* result.c: sequence i's attention, rows [its tokens, cols]; its logits,
+ * rows [its tokens, n_vocab] (taken, freed on failure). */
 encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols);
+encdec_status api_result_set_logits(encdec_result *r, int i, float *rows, int n_vocab);
 /* What a task's runner tells after every choice (streaming): fn(ctx, l)
  * with l[0, n) each output's length so far (a copy of len, the task's, or
  * len itself), on the caller's thread; nonzero: stop (ENCDEC_ERR_CANCELLED). */

@@ -49,7 +49,8 @@ int api_gen_width(const encdec_generate_params *p) {
 }
 
 int api_gen_screens(const encdec_generate_params *p) {
-    return !p->do_sample && p->num_beams == 1 && !p->return_alternatives && p->prefix_bias_beta == 0;
+    return !p->do_sample && p->num_beams == 1 && !p->return_alternatives && p->prefix_bias_beta == 0 &&
+           !p->return_logits;
 }
 
 dec_beam_params api_beam_params(const encdec_generate_params *p) {
@@ -133,6 +134,12 @@ encdec_status api_generate_check(encdec_generate_params *p) {
         return ed_fail(ENCDEC_ERR_ARG, "coverage_penalty ranks the finished hypotheses of a beam search "
                        "that ends on them: num_beams 2 or more and early_stopping 1 (a greedy or "
                        "sampled sequence has only its score to change)");
+    if (p->return_logits != 0 && p->return_logits != 1)
+        return ed_fail(ENCDEC_ERR_ARG, "return_logits %d is not 0 or 1", p->return_logits);
+    if (p->return_logits && (p->num_beams > 1 || p->return_alternatives || p->prefix_bias_beta > 0))
+        return ed_fail(ENCDEC_ERR_ARG, "return_logits: the logits of greedy or sampled sequences only, "
+                       "not with %s", p->num_beams > 1 ? "beam search" : p->return_alternatives
+                       ? "return_alternatives" : "prefix_bias_beta (a beam search)");
     if (p->return_attention < 0 || p->return_attention > 2)
         return ed_fail(ENCDEC_ERR_ARG, "return_attention %d is not 0, 1 or 2", p->return_attention);
     if (p->replace_unknowns != 0 && p->replace_unknowns != 1)
@@ -385,6 +392,67 @@ static int *paths(int n_out, int n_ret, int width, int max_new) {
     return path;
 }
 
+/* return_logits: each sequence's rows as the task shows them (dec_task's
+ * seen), grown as its positions come; a sequence whose growth failed is
+ * marked. */
+typedef struct {
+    float **rows;
+    int *cap, *bad;   /* [W] rows held; 1: out of memory */
+    int V;
+} api_logit_log;
+
+static void logit_seen(void *ctx, int seq, int index, const float *row, int V) {
+    api_logit_log *l = ctx;
+    if (l->bad[seq]) return;
+    if (index >= l->cap[seq]) {
+        int c = index + 1 > 2 * l->cap[seq] ? index + 1 : 2 * l->cap[seq];
+        float *g = realloc(l->rows[seq], sizeof(float) * (size_t)c * (size_t)V);
+        if (!g) {
+            l->bad[seq] = 1;
+            return;
+        }
+        l->rows[seq] = g;
+        l->cap[seq] = c;
+    }
+    memcpy(l->rows[seq] + (size_t)index * V, row, sizeof(float) * (size_t)V);
+}
+
+static encdec_status logit_log_init(api_logit_log *l, int W, int V) {
+    l->V = V;
+    l->rows = ed_calloc(sizeof *l->rows * (size_t)W, "logits");
+    l->cap = ed_calloc(sizeof *l->cap * (size_t)W * 2, "logits");
+    if (!l->rows || !l->cap) return ENCDEC_ERR_NOMEM;
+    l->bad = l->cap + W;
+    return ENCDEC_OK;
+}
+
+static void logit_log_free(api_logit_log *l, int W) {
+    for (int s = 0; l->rows && s < W; s++) free(l->rows[s]);
+    free(l->rows);
+    free(l->cap);
+}
+
+/* The prompt fed a token a pass to the W sequences, each forced token's
+ * row (the logits it is forced over: generated position k - 1 for
+ * prompt[k], the rules applied as to a generated one) into the log, as
+ * CTranslate2 steps through a target prefix; logits: the last feed's. */
+static encdec_status feed_logged(const dec_model *dm, int W, const int *prompt, int n, float *logits,
+                                 const dec_rules *r, api_logit_log *ll) {
+    size_t V = (size_t)dm->n_vocab;
+    float *row = ed_alloc(sizeof(float) * V, "logits");
+    encdec_status st = row ? dec_feed_all(dm, W, prompt, 1, logits) : ENCDEC_ERR_NOMEM;
+    for (int k = 1; k < n && !st; k++) {
+        for (int s = 0; s < W; s++) {
+            memcpy(row, logits + (size_t)s * V, sizeof(float) * V);
+            dec_apply_rules(row, (int)V, r, prompt + 1, k - 1);
+            logit_seen(ll, s, k - 1, row, (int)V);
+        }
+        st = dec_feed_all(dm, W, prompt + k, 1, logits);
+    }
+    free(row);
+    return st;
+}
+
 encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_params *p,
                                   const api_langs *lg, int B, const dec_model *dm, api_run_fn run,
                                   void *run_ctx, const api_attender *at, encdec_result *r) {
@@ -468,7 +536,10 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
     }
     api_cover cov = {at, p->coverage_penalty};
     /* then the strategy as a task */
-    if (!st) st = dec_feed_all(dm, W, prompt, n_prompt, logits);
+    api_logit_log ll = {0};
+    if (!st && p->return_logits) st = logit_log_init(&ll, W, m->n_vocab);
+    if (!st) st = p->return_logits && n_prompt > 1 ? feed_logged(dm, W, prompt, n_prompt, logits, &rules, &ll)
+                                                   : dec_feed_all(dm, W, prompt, n_prompt, logits);
     dec_task *t = NULL;
     if (!st) {
         if (p->return_alternatives) {
@@ -488,6 +559,7 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
         }
     }
     if (t) t->path = path;
+    if (t && p->return_logits) t->seen = logit_seen, t->seen_ctx = &ll;
     gen_stream gs = {0};
     api_watch w = {flush, &gs, lens, (int)n_out};
     if (!st && p->on_token) st = gen_stream_init(&gs, m->tok, m->eos, p, (int)n_out, toks, lps);
@@ -519,8 +591,16 @@ encdec_status api_generate_decode(const s2s_model *m, const encdec_generate_para
             st = api_result_set_attention(r, (int)r->n_seqs - 1, att[i], at->full ? at->full[in] : at->cols[in]);
             att[i] = NULL;
         }
+        if (!st && ll.rows && ll.rows[i]) {   /* output i: sequence i's (greedy, sampling) */
+            if (ll.bad[i] || ll.cap[i] < lens[i])
+                st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: logits (%d x %d)", lens[i], ll.V);
+            else
+                st = api_result_set_logits(r, (int)r->n_seqs - 1, ll.rows[i], ll.V);
+            ll.rows[i] = NULL;
+        }
         r->timings.n_tokens += lens[i];
     }
+    logit_log_free(&ll, W);
     for (size_t i = 0; att && i < n_out; i++) free(att[i]);
     free(att);
     free(subst);

@@ -86,23 +86,44 @@ encdec_status api_result_add_sequence(encdec_result *r, int input, int rank, flo
     return ENCDEC_OK;
 }
 
-encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols) {
-    if (r->n_att < r->n_seqs) {
-        float **a = realloc(r->att, sizeof *a * r->n_seqs);
-        int *c = a ? realloc(r->att_cols, sizeof *c * r->n_seqs) : NULL;
-        if (a) r->att = a;
+/* rows as sequence i's in t, which grows to the result's n_seqs. */
+static encdec_status set_rows(api_seq_rows *t, size_t n_seqs, int i, float *rows, int width, const char *what) {
+    if (t->n < n_seqs) {
+        float **a = realloc(t->rows, sizeof *a * n_seqs);
+        int *c = a ? realloc(t->width, sizeof *c * n_seqs) : NULL;
+        if (a) t->rows = a;
         if (!a || !c) {
             free(rows);
-            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention");
+            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: %s", what);
         }
-        r->att_cols = c;
-        for (size_t k = r->n_att; k < r->n_seqs; k++) r->att[k] = NULL, r->att_cols[k] = 0;
-        r->n_att = r->n_seqs;
+        t->width = c;
+        for (size_t k = t->n; k < n_seqs; k++) t->rows[k] = NULL, t->width[k] = 0;
+        t->n = n_seqs;
     }
-    free(r->att[i]);
-    r->att[i] = rows;
-    r->att_cols[i] = cols;
+    free(t->rows[i]);
+    t->rows[i] = rows;
+    t->width[i] = width;
     return ENCDEC_OK;
+}
+
+static const float *get_rows(const api_seq_rows *t, int i, int *width) {
+    int ok = i >= 0 && (size_t)i < t->n && t->rows[i];
+    if (width) *width = ok ? t->width[i] : 0;
+    return ok ? t->rows[i] : NULL;
+}
+
+static void free_rows(api_seq_rows *t) {
+    for (size_t i = 0; i < t->n; i++) free(t->rows[i]);
+    free(t->rows);
+    free(t->width);
+}
+
+encdec_status api_result_set_attention(encdec_result *r, int i, float *rows, int cols) {
+    return set_rows(&r->att, r->n_seqs, i, rows, cols, "attention");
+}
+
+encdec_status api_result_set_logits(encdec_result *r, int i, float *rows, int n_vocab) {
+    return set_rows(&r->lgt, r->n_seqs, i, rows, n_vocab, "logits");
 }
 
 void api_result_finish(encdec_result *r) {
@@ -190,9 +211,19 @@ int encdec_result_language_prob(const encdec_result *r, int i, const char **code
 const encdec_timings *encdec_result_timings(const encdec_result *r) { return r ? &r->timings : NULL; }
 
 const float *encdec_result_attention(const encdec_result *r, int i, int *n_cols) {
-    int ok = r && i >= 0 && (size_t)i < r->n_att && r->att[i];
-    if (n_cols) *n_cols = ok ? r->att_cols[i] : 0;
-    return ok ? r->att[i] : NULL;
+    if (!r) {
+        if (n_cols) *n_cols = 0;
+        return NULL;
+    }
+    return get_rows(&r->att, i, n_cols);
+}
+
+const float *encdec_result_logits(const encdec_result *r, int i, int *n_vocab) {
+    if (!r) {
+        if (n_vocab) *n_vocab = 0;
+        return NULL;
+    }
+    return get_rows(&r->lgt, i, n_vocab);
 }
 
 void encdec_result_free(encdec_result *r) {
@@ -203,8 +234,7 @@ void encdec_result_free(encdec_result *r) {
     free(r->words);
     free(r->tokens);
     free(r->strs);
-    for (size_t i = 0; i < r->n_att; i++) free(r->att[i]);
-    free(r->att);
-    free(r->att_cols);
+    free_rows(&r->att);
+    free_rows(&r->lgt);
     free(r);
 }

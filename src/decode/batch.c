@@ -86,6 +86,8 @@ typedef struct {
     int *tok;
     float *lp;
     int V, t;
+    void (*seen)(void *ctx, int seq, int index, const float *row, int n_vocab);   /* dec_task's */
+    void *seen_ctx;
 } pick_job;
 
 /* The tokens of a screened row (raw logits within err of the exact ones)
@@ -127,6 +129,7 @@ static void pick_one(void *arg, int i) {
     if (err > 0) memcpy(j->raw + (size_t)i * 3 * j->V, row, sizeof(float) * (size_t)j->V);
     dec_apply_rules(row, j->V, j->r, j->out_tok + (size_t)j->live[i] * j->r->max_new, j->t);
     if (err > 0) refine(j, i, row, err);
+    if (j->seen) j->seen(j->seen_ctx, j->live[i], j->t, row, j->V);
     j->tok[i] = j->pick(j->pick_ctx, j->live[i], j->t, row, j->V, &j->lp[i]);
 }
 
@@ -196,7 +199,7 @@ static encdec_status ind_advance(dec_task *t) {
         }
     }
     pick_job job = {m, r, q->pick, q->pick_ctx, t->logits, screened ? q->screen : NULL, q->live,
-                    q->out_tok, q->toks, q->lps, m->n_vocab, pos};
+                    q->out_tok, q->toks, q->lps, m->n_vocab, pos, t->seen, t->seen_ctx};
     if (q->pure && q->m->par_for && n_live > 1) q->m->par_for(q->m->ctx, n_live, pick_one, &job);
     else
         for (int i = 0; i < n_live; i++) pick_one(&job, i);

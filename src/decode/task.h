@@ -47,6 +47,15 @@ struct dec_task {
      * search writes it (a hypothesis' beams, read back through the
      * parents); the other strategies leave it: output i is sequence i's. */
     int *path;
+    /* Optional, set by the caller before the first advance (NULL: none):
+     * the strategies that choose each sequence's token on its own (greedy,
+     * sampling) call seen(seen_ctx, seq, index, row, n_vocab) with sequence
+     * seq's logits for generated position index, the rules applied, before
+     * the choice; for different sequences at once (par_for). A screened
+     * row is exact only where the choice needed it: ask for exact steps
+     * (runner.h's rn_screen 0). The other strategies never call it. */
+    void (*seen)(void *ctx, int seq, int index, const float *row, int n_vocab);
+    void *seen_ctx;
     /* internal */
     encdec_status (*advance)(dec_task *t);
     void (*destroy)(dec_task *t);

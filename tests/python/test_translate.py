@@ -97,8 +97,8 @@ def test_translate_batch_options_and_errors():
                                     suppress_sequences=[[base[0]]])[0].hypotheses[0]
         assert base[0] not in banned
         assert tr.translate_batch([["no-such-piece", "</s>"]], beam_size=1, max_decoding_length=2)
-        with pytest.raises(ValueError, match="return_logits_vocab"):
-            tr.translate_batch(src, return_logits_vocab=True)
+        with pytest.raises(ValueError, match="return_logits_vocab: greedy search and sampling only"):
+            tr.translate_batch(src, beam_size=2, return_logits_vocab=True)   # CTranslate2's beam rows: another beam's
         # use_vmap on a model without vmap.txt: its whole vocabulary, as CTranslate2
         assert tr.translate_batch(src, beam_size=1, max_decoding_length=8, use_vmap=True)[0].hypotheses[0] == base
         with pytest.raises(ValueError, match="beam_size 1"):

@@ -258,3 +258,78 @@ def test_vmap_off_and_absent(tr, affix_tr):
     a = affix_tr.translate_batch([["▁a", "b"]], beam_size=2, max_decoding_length=8, return_scores=True)
     b = affix_tr.translate_batch([["▁a", "b"]], beam_size=2, max_decoding_length=8, return_scores=True, use_vmap=True)
     assert a[0].hypotheses == b[0].hypotheses and a[0].scores == b[0].scores
+
+
+LOGITS = json.loads((DATA / "bart-golden" / "translator-logits.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", ["plain", "batch", "prefix", "rules", "ends"])
+def test_logits_vocab_as_ctranslate2(tr, name):
+    """return_logits_vocab (tools/golden_translator_logits.py): CTranslate2's
+    greedy hypotheses, and at every step (the target prefix's and the end
+    token's too) its logits over the vocabulary: the 8 largest and 40 sampled
+    values of a row within 1e-3 of CTranslate2's for the median row, 0.1
+    for every row (logits of up to 21 on this random model, a few of whose
+    steps the two engines' float sums move by up to 0.07 and the next step
+    by 1e-4 again: an ill-conditioned step, not drift), each row's largest
+    the token chosen at that step (a prefix's step aside), the banned tokens
+    (min_decoding_length's end token, the repetition rules,
+    suppress_sequences) at float32's lowest value."""
+    import numpy as np
+
+    run = {r["name"]: r for r in LOGITS["runs"]}[name]
+    opts = dict(run["options"], beam_size=1, max_decoding_length=LOGITS["max_decoding_length"], return_scores=True,
+                return_logits_vocab=True)
+    src = LOGITS["sources"]
+    if name == "batch":
+        got = tr.translate_batch(src, **opts)
+    else:
+        got = [tr.translate_batch([s], target_prefix=[run["prefix"][i]] if run["prefix"] else None, **opts)[0]
+               for i, s in enumerate(src)]
+    low = np.finfo(np.float32).min
+    vocab = json.loads((DATA.parent.parent / LOGITS["model_dir"] / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    diffs = []
+    for i, (r, c) in enumerate(zip(got, run["results"])):
+        assert r.hypotheses == c["hypotheses"], (name, i)
+        assert r.scores == pytest.approx(c["scores"], rel=1e-3, abs=1e-3), (name, i)
+        rows = r.logits[0]
+        assert len(r.logits) == 1 and len(rows) == c["steps"], (name, i)
+        for j, (row, want) in enumerate(zip(rows, c["rows"])):
+            assert row.dtype == np.float32 and row.shape == (LOGITS["vocab_size"],)
+            ids = [k for k, _ in want["top"]] + LOGITS["sample"]
+            ref = np.array([v for _, v in want["top"]] + want["sample"], dtype=np.float32)
+            kept = ref > low
+            assert (row[ids][~kept] == low).all(), (name, i, j)
+            diffs.append(float(np.abs(row[ids][kept] - ref[kept]).max()))
+            assert diffs[-1] < 0.1, (name, i, j, diffs[-1])
+            if j < len(r.hypotheses[0]) and not (run["prefix"] and j < len(run["prefix"][i])):
+                assert int(row.argmax()) == vocab.index(r.hypotheses[0][j]), (name, i, j)
+            assert list(np.nonzero(row == low)[0]) == want["lowest"], (name, i, j)
+    assert sorted(diffs)[len(diffs) // 2] < 1e-3, sorted(diffs)
+
+
+def test_logits_vocab_refusals_and_sampling(tr):
+    """Beam search, return_alternatives and callback with return_logits_vocab
+    raise ValueError; sampled hypotheses get their steps' logits (the chosen
+    token never a banned one); without the option logits is empty."""
+    import numpy as np
+
+    src = LOGITS["sources"][:2]
+    for kw in (dict(beam_size=2), dict(beam_size=1, return_alternatives=True),
+               dict(beam_size=1, callback=lambda step: False)):
+        with pytest.raises(ValueError, match="return_logits_vocab"):
+            tr.translate_batch(src, return_logits_vocab=True, **kw)
+    vocab = json.loads((DATA.parent.parent / LOGITS["model_dir"] / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    res = tr.translate_batch(src, beam_size=1, sampling_topk=5, num_hypotheses=2, max_decoding_length=6,
+                             min_decoding_length=2, return_logits_vocab=True, return_end_token=True)
+    for r in res:
+        assert len(r.logits) == 2
+        for hyp, rows in zip(r.hypotheses, r.logits):
+            assert len(rows) == len(hyp)
+            for j, (tok, row) in enumerate(zip(hyp, rows)):
+                assert row[vocab.index(tok)] > np.finfo(np.float32).min
+                top5 = set(np.argsort(-row)[:5])
+                assert vocab.index(tok) in top5
+            assert rows[0][vocab.index("</s>")] == np.finfo(np.float32).min   # min_decoding_length
+    plain = tr.translate_batch(src, beam_size=1, max_decoding_length=6)
+    assert all(r.logits == [] for r in plain)
