@@ -23,7 +23,9 @@ static const char *HELP =
     "where it sets them (generation_config.json: num_beams, length_penalty,\n"
     "early_stopping, max_length, min_length, no_repeat_ngram_size, repetition_penalty),\n"
     "as transformers' generate() does (not with --sample or --stream: one sequence);\n"
-    "else to the values below.\n"
+    "else to the values below. An Argos Translate package searches as Argos Translate\n"
+    "does (--beam 4 --length-penalty 0.2 --early-stopping --min-new-tokens 1\n"
+    "--max-new-tokens 256 --replace-unknowns, CTranslate2's rules), as LibreTranslate.\n"
     "\n"
     "options:\n"
     "      --src-lang CODE    the inputs' language, for models whose inputs carry it\n"
@@ -451,6 +453,9 @@ static void model_search(const encdec_model *m, opts *o) {
     if (!(o->set & SET_NGRAM)) g->no_repeat_ngram_size = mp.no_repeat_ngram_size;
     if (!(o->set & SET_REP)) g->repetition_penalty = mp.repetition_penalty;
     if (!(o->set & SET_FEOS)) g->forced_eos = mp.forced_eos;
+    /* an Argos Translate package's: unknowns replaced, CTranslate2's rules */
+    if (!o->stream && mp.replace_unknowns) g->replace_unknowns = 1;
+    g->ctranslate2_rules = mp.ctranslate2_rules;
     if (g->min_new_tokens >= g->max_new_tokens) g->min_new_tokens = g->max_new_tokens - 1;
 }
 

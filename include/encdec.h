@@ -1105,7 +1105,11 @@ ENCDEC_API encdec_generate_params encdec_generate_default_params(void);
  * no_repeat_ngram_size, repetition_penalty, forced_eos_token_id (as
  * forced_eos). bart-large-cnn's summaries,
  * OPUS-MT's beams. (transformers' 20-token max_length default is not taken:
- * without one, 128.) Whisper models and NULL: the defaults. */
+ * without one, 128.) An Argos Translate package: Argos Translate's search,
+ * as LibreTranslate runs it (num_beams 4, length_penalty 0.2,
+ * early_stopping 1, max_new_tokens 256 (or what the positions allow),
+ * min_new_tokens 1, replace_unknowns, ctranslate2_rules). Whisper models
+ * and NULL: the defaults. */
 ENCDEC_API encdec_generate_params encdec_generate_model_params(const encdec_model *m);
 
 /* Generates text for n_inputs UTF-8 inputs at once (encoded as one packed

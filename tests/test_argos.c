@@ -5,7 +5,8 @@
  * and scores (tests/data/bart-golden/argos.json: compute_type float32) for
  * Argos Translate's search (beam 4, length_penalty 0.2, replace_unknowns;
  * one and two hypotheses) and greedily, and their texts as Argos Translate
- * decodes them, on every kernel set (scores within 0.3%: encdec reads int8
+ * decodes them, on every kernel set, the package's search options those
+ * encdec_generate_model_params gives it (scores within 0.3%: encdec reads int8
  * weights as f16, CTranslate2 at float32 as their exact quotients); the package's pair is its metadata's;
  * a package that lies or lacks a file is refused, naming what. Its legacy
  * twin (other weights; no position table and no scale_embeddings flag, as
@@ -73,15 +74,10 @@ static int check_search(encdec_session *s, const encdec_model *m, const cJSON *c
                         int beams, int ret, int max_new) {
     const cJSON *g = cJSON_GetObjectItem(c, name);
     const char *in = cJSON_GetObjectItem(c, "text")->valuestring;
-    encdec_generate_params p = encdec_generate_default_params();
+    encdec_generate_params p = encdec_generate_model_params(m);   /* Argos Translate's search */
     p.num_beams = beams;
     p.num_return_sequences = ret;
-    p.length_penalty = 0.2f;
-    p.early_stopping = 1;
-    p.min_new_tokens = 1;
     p.max_new_tokens = max_new;
-    p.replace_unknowns = 1;
-    p.ctranslate2_rules = 1;
     encdec_result *r = NULL;
     CHECK_EQ_INT(encdec_generate(s, &in, 1, &p, &r), ENCDEC_OK);
     int ok = r && encdec_result_n_sequences(r) == ret;
@@ -122,6 +118,12 @@ static void check_package(const char *pkg, const cJSON *gold, const char *key, e
     CHECK_STR(info.format, "ctranslate2");
     CHECK_STR(info.source_language ? info.source_language : "", "en");
     CHECK_STR(info.target_language ? info.target_language : "", "de");
+    /* the package's search: Argos Translate's (CTranslate2's limit of 256 within
+     * the model's positions: 128 where the table is stored) */
+    encdec_generate_params d = encdec_generate_model_params(m);
+    int most = info.n_text_ctx - 1 < 256 ? info.n_text_ctx - 1 : 256;
+    CHECK(d.num_beams == 4 && d.length_penalty == 0.2f && d.early_stopping == 1 && d.min_new_tokens == 1 &&
+          d.max_new_tokens == most && d.replace_unknowns && d.ctranslate2_rules && d.num_return_sequences == 1);
     encdec_session *s = NULL;
     encdec_session_params sp = {2};
     CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);

@@ -3,11 +3,13 @@
  * reads it: what it imposes on every generation (bad_words_ids: Marian's
  * <pad>), and the search settings encdec_generate_model_params starts from
  * (num_beams, length_penalty, early_stopping, max_length / max_new_tokens,
- * min_length, no_repeat_ngram_size, repetition_penalty, forced_eos_token_id). */
+ * min_length, no_repeat_ngram_size, repetition_penalty, forced_eos_token_id);
+ * an Argos Translate package's: Argos Translate's search. */
 #include "api/api.h"
 #include "base/err.h"
 #include "base/fmap.h"
 #include "base/json.h"
+#include "tok/text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,9 +103,29 @@ static encdec_status forced_eos(const cJSON *c, const char *file, int n_vocab, i
     return ENCDEC_OK;
 }
 
+/* An Argos Translate package's search: CTranslate2's translate_batch as
+ * Argos Translate calls it (beam 4, length_penalty 0.2, the beam ending on
+ * 4 finished hypotheses, its unknowns replaced, CTranslate2's rules and
+ * limits: 256 tokens at most, 1 at least), what LibreTranslate gives. */
+static void argos_search(encdec_generate_params *p, int most) {
+    p->num_beams = 4;
+    p->length_penalty = 0.2f;
+    p->early_stopping = 1;
+    p->max_new_tokens = 256 < most ? 256 : most;
+    p->min_new_tokens = 1;
+    p->replace_unknowns = 1;
+    p->ctranslate2_rules = 1;
+}
+
 encdec_status api_gen_config(encdec_model *model, const char *dir) {
     s2s_model *m = &model->text;
     model->gen_defaults = encdec_generate_default_params();
+    /* what a request may generate: 4096, and the BART family's positions */
+    int most = m->ops == &bart_s2s_ops && m->n_positions - 1 < 4096 ? m->n_positions - 1 : 4096;
+    if (ttok_is_argos_dir(dir)) {   /* its model/ holds the CTranslate2 config: no generation config */
+        argos_search(&model->gen_defaults, most);
+        return ENCDEC_OK;
+    }
     char p[4200];
     const char *name = ed_is_file(ed_path_join(p, sizeof p, dir, "generation_config.json"))
                            ? "generation_config.json" : "config.json";
@@ -113,8 +135,6 @@ encdec_status api_gen_config(encdec_model *model, const char *dir) {
     encdec_status st = ed_json_load(p, &c);
     if (st) return st;
     st = bad_words(c, name, m->n_vocab, &m->suppress, &m->n_suppress, &m->n_bad_long);
-    /* what a request may generate: 4096, and the BART family's positions */
-    int most = m->ops == &bart_s2s_ops && m->n_positions - 1 < 4096 ? m->n_positions - 1 : 4096;
     if (!st) st = search(c, name, most, &model->gen_defaults);
     /* config.json's forced_eos_token_id (with its class default) is the
      * model's already (bart_load.c) */
