@@ -22,6 +22,7 @@
 #include "encdec.h"
 #include "base/pool.h"
 #include "core/kvcache.h"
+#include "models/xattn.h"
 #include "decode/runner.h"
 #include "io/tensor.h"
 #include "kern/kern.h"
@@ -143,11 +144,10 @@ typedef struct whisper_state {
     size_t scores_stride;
     /* decoder scratch, [max_rows, *] */
     float *d_x, *d_ln, *d_qkv, *d_att, *d_h, *d_q;
-    /* word alignment (whisper_align_capture): when align_on, whisper_decode
+    /* word alignment (whisper_align_capture): while on, whisper_decode
      * keeps the raw cross-attention scores q.k / sqrt(dh) of the model's
-     * alignment heads for every row */
-    int align_on;
-    float *align_qk;      /* [n_align_heads, max_rows, T], allocated on first use */
+     * alignment heads for every row (models/xattn.h) */
+    md_xattn align;
     /* several inputs in one pass (the engine's state): sequence (slot) q
      * reads the cross cache xc[slot_xc[q]]; NULL: every row reads `cross` */
     const kv_cross *xc;
@@ -157,11 +157,10 @@ typedef struct whisper_state {
                              logits do not depend on the other rows of its pass */
     /* on a device (the pool's, core/dev.h): every buffer above is its
      * memory but scores (NULL) and row_xc; the mel and the logits pass
-     * through e_in and d_logits, the alignment scores through align_h */
+     * through e_in and d_logits, the alignment scores through align's host copy */
     void *dev;
     float *e_in;          /* [n_mels, 2T] */
     float *d_logits;      /* [max_rows, V] */
-    float *align_h;       /* host copy of align_qk */
     encdec_status status; /* the device's first failure (sticky): whisper_state_status */
 } whisper_state;
 

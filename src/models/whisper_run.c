@@ -104,11 +104,11 @@ void whisper_state_free(whisper_state *s) {
     kv_self_free(&s->self);
     kv_cross_free(&s->cross);
     float *bufs[] = {s->enc_out, s->e_x,  s->e_h,   s->e_a,   s->e_mel, s->e_col,    s->e_conv,
-                     s->d_x,     s->d_ln, s->d_qkv, s->d_att, s->d_h,   s->d_q, s->align_qk,
-                     s->e_in,    s->d_logits};
+                     s->d_x,     s->d_ln, s->d_qkv, s->d_att, s->d_h,   s->d_q, s->e_in,
+                     s->d_logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ed_dev_free(s->dev, bufs[i]);
+    md_xattn_free(&s->align, s->dev);
     free(s->scores);
-    free(s->align_h);
     free(s->row_xc);
     free(s);
 }
@@ -208,39 +208,12 @@ static void dec_self_attention(whisper_state *s, int l, int R, const int *pos, c
 }
 
 encdec_status whisper_align_capture(whisper_state *s, int on) {
-    const whisper_hparams *h = &s->m->hp;
-    if (on && !s->align_qk) {
-        size_t n = (size_t)s->m->n_align_heads * s->max_rows * h->n_audio_ctx, bytes;
-        if (!ed_mul_ok(n, sizeof(float), &bytes))
-            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: alignment scores");
-        s->align_qk = ed_dev_alloc(s->dev, bytes, "alignment scores");
-        if (!s->align_qk) return ENCDEC_ERR_NOMEM;
-        if (s->dev && !(s->align_h = ed_alloc(bytes, "alignment scores"))) return ENCDEC_ERR_NOMEM;
-    }
-    s->align_on = on;
-    return ENCDEC_OK;
-}
-
-const float *whisper_align_scores(const whisper_state *s, int a) {
-    return (s->dev ? s->align_h : s->align_qk) + (size_t)a * s->max_rows * s->m->hp.n_audio_ctx;
-}
-
-/* The alignment heads of layer l: scores[r, t] = q_r . k_t / sqrt(dh) of
- * rows [0, R) against the cross cache's keys (in their stored type). */
-static void align_scores(whisper_state *s, const kv_cross *xc, int l, int R) {
     const whisper_model *m = s->m;
-    int d = m->hp.d, dh = d / m->hp.n_head, T = xc->n_valid;
-    static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
-    float scale = 1.0f / sqrtf((float)dh);
-    for (int a = 0; a < m->n_align_heads; a++) {
-        if (m->align_heads[2 * a] != l) continue;
-        int hd = m->align_heads[2 * a + 1];
-        float *y = s->align_qk + (size_t)a * s->max_rows * m->hp.n_audio_ctx;
-        k_w K = {kv_cross_k(xc, l, hd), types[xc->type], 0};
-        op_matmul_w(s->pool, y, m->hp.n_audio_ctx, s->d_q + (size_t)hd * dh, d, K, NULL, R, T, dh);
-        op_scale(s->pool, y, (size_t)R * m->hp.n_audio_ctx, scale);
-    }
+    return md_xattn_on_pairs(&s->align, s->dev, on && m->n_align_heads > 0, m->align_heads, m->n_align_heads,
+                             s->max_rows, m->hp.n_audio_ctx);
 }
+
+const float *whisper_align_scores(const whisper_state *s, int a) { return md_xattn_head(&s->align, a); }
 
 /* The decoder's products: batch-invariant ones in the engine's state. */
 static void mm(whisper_state *s, float *y, int ldy, const float *x, int ldx, k_w w,
@@ -273,7 +246,7 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
 
         op_layernorm(s->pool, s->d_ln, s->d_x, y->lnx_g, y->lnx_b, R, d, LN_EPS);
         mm(s, s->d_q, d, s->d_ln, d, y->w_xq, y->b_xq, R, d, d);           /* only Q */
-        if (s->align_on) align_scores(s, rc ? &xc[rc[0]] : xc, l, R);
+        md_xattn_scores(&s->align, s->pool, s->d_q, d, xc, rc, l, R, dh, scale);
         op_attention_cross(s->pool, s->d_att, d, s->d_q, d, xc, rc, l, R, scale, s->scores,
                            s->scores_stride);
         mm(s, s->d_h, d, s->d_att, d, y->w_xo, y->b_xo, R, d, d);
@@ -289,9 +262,7 @@ void whisper_decode(whisper_state *s, int R, const int *tok, const int *pos, con
                       LN_EPS);
     float *lg = s->dev ? s->d_logits : logits;
     mm(s, lg, h->n_vocab, s->d_ln, d, m->tok_emb, NULL, n_out, h->n_vocab, d);
-    if (s->align_on && s->dev)
-        dev_check(s, op_to_host(s->pool, s->align_h, s->align_qk,
-                                (size_t)m->n_align_heads * s->max_rows * h->n_audio_ctx));
+    if (s->align.on) dev_check(s, md_xattn_host(&s->align, s->pool));
     dev_check(s, op_to_host(s->pool, logits, lg, (size_t)n_out * h->n_vocab));
     if (s->status) {   /* a device failure: every row ends here (the caller reports it) */
         for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = -INFINITY;

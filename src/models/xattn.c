@@ -6,16 +6,17 @@
 #include "core/ops.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, int rows, int ld) {
+encdec_status md_xattn_on_pairs(md_xattn *x, void *dev, int on, const int *pairs, int n, int rows, int ld) {
     x->on = 0;
     if (!on) return ENCDEC_OK;
-    if (heads < 1 || rows < 1 || ld < 1)
-        return ed_fail(ENCDEC_ERR_ARG, "attention capture: %d heads, %d rows, %d positions", heads, rows, ld);
-    if (!x->buf || heads > x->heads || rows > x->rows || ld > x->ld) {
+    if (n < 1 || rows < 1 || ld < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "attention capture: %d heads, %d rows, %d positions", n, rows, ld);
+    if (!x->buf || n > x->cap || rows > x->rows || ld > x->ld) {
         md_xattn_free(x, dev);
-        size_t n, bytes;
-        if (!ed_mul_ok((size_t)heads * (size_t)rows, (size_t)ld, &n) || !ed_mul_ok(n, sizeof(float), &bytes))
+        size_t k, bytes;
+        if (!ed_mul_ok((size_t)n * (size_t)rows, (size_t)ld, &k) || !ed_mul_ok(k, sizeof(float), &bytes))
             return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention scores");
         x->buf = ed_dev_alloc(dev, bytes, "attention scores");
         if (!x->buf) return ENCDEC_ERR_NOMEM;
@@ -25,33 +26,55 @@ encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, 
         }
         x->rows = rows;
         x->ld = ld;
+        x->cap = n;
     }
-    x->heads = heads;   /* (a buffer kept keeps its rows and ld: the layout is the capacity's) */
-    x->layer = layer;
+    if (n > x->heads || !x->pair) {   /* (a list kept keeps its room) */
+        int *p = realloc(x->pair, sizeof(int) * 2 * (size_t)n);
+        if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention heads");
+        x->pair = p;
+    }
+    memcpy(x->pair, pairs, sizeof(int) * 2 * (size_t)n);
+    x->heads = n;   /* (a buffer kept keeps its rows and ld: the layout is the capacity's) */
+    x->layer = 0;
+    for (int a = 0; a < n; a++)
+        if (pairs[2 * a] > x->layer) x->layer = pairs[2 * a];
     x->last = 0;
     x->on = 1;
     return ENCDEC_OK;
 }
 
+encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, int rows, int ld) {
+    if (!on || heads < 1) return md_xattn_on_pairs(x, dev, on, NULL, heads, rows, ld);
+    int *pairs = malloc(sizeof(int) * 2 * (size_t)heads);
+    if (!pairs) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention heads");
+    for (int a = 0; a < heads; a++) pairs[2 * a] = layer, pairs[2 * a + 1] = a;
+    encdec_status st = md_xattn_on_pairs(x, dev, on, pairs, heads, rows, ld);
+    free(pairs);
+    return st;
+}
+
 void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_cross *cross,
                      const int *row_input, int l, int R, int dh, float scale) {
-    if (!x->on || l != x->layer) return;
+    if (!x->on) return;
     static const k_wtype types[] = {K_F32, K_F16, K_BF16};   /* by kv_dtype */
     x->last = R < x->rows ? R : x->rows;
     size_t zr = (size_t)x->last * x->ld;   /* the pass's rows only */
-    for (int a = 0; a < x->heads; a++) op_zero(p, x->buf + (size_t)a * x->rows * x->ld, zr);
-    for (int r0 = 0; r0 < R && r0 < x->rows;) {   /* runs of rows that read one input */
-        int b = row_input ? row_input[r0] : 0, r1 = r0 + 1;
-        while (r1 < R && r1 < x->rows && (row_input ? row_input[r1] : 0) == b) r1++;
-        const kv_cross *xc = &cross[b];
-        int T = xc->n_valid < x->ld ? xc->n_valid : x->ld;
-        for (int a = 0; a < x->heads && T > 0; a++) {
-            float *y = x->buf + ((size_t)a * x->rows + (size_t)r0) * x->ld;
-            k_w K = {kv_cross_k(xc, l, a), types[xc->type], 0};
-            op_matmul_w(p, y, x->ld, q + (size_t)r0 * ldq + (size_t)a * dh, ldq, K, NULL, r1 - r0, T, dh);
-            if (scale != 1.0f) op_scale(p, y, (size_t)(r1 - r0) * x->ld, scale);
+    for (int a = 0; a < x->heads; a++) {
+        if (x->pair[2 * a] != l) continue;
+        int hd = x->pair[2 * a + 1];
+        float *ya = x->buf + (size_t)a * x->rows * x->ld;
+        op_zero(p, ya, zr);
+        for (int r0 = 0; r0 < R && r0 < x->rows;) {   /* runs of rows that read one input */
+            int b = row_input ? row_input[r0] : 0, r1 = r0 + 1;
+            while (r1 < R && r1 < x->rows && (row_input ? row_input[r1] : 0) == b) r1++;
+            const kv_cross *xc = &cross[b];
+            int T = xc->n_valid < x->ld ? xc->n_valid : x->ld;
+            float *y = ya + (size_t)r0 * x->ld;
+            k_w K = {kv_cross_k(xc, l, hd), types[xc->type], 0};
+            if (T > 0) op_matmul_w(p, y, x->ld, q + (size_t)r0 * ldq + (size_t)hd * dh, ldq, K, NULL, r1 - r0, T, dh);
+            if (T > 0 && scale != 1.0f) op_scale(p, y, (size_t)(r1 - r0) * x->ld, scale);
+            r0 = r1;
         }
-        r0 = r1;
     }
 }
 
@@ -70,6 +93,8 @@ const float *md_xattn_head(const md_xattn *x, int a) {
 void md_xattn_free(md_xattn *x, void *dev) {
     ed_dev_free(dev, x->buf);
     free(x->host);
+    free(x->pair);
     x->buf = x->host = NULL;
-    x->rows = x->ld = x->heads = x->on = 0;
+    x->pair = NULL;
+    x->rows = x->ld = x->heads = x->cap = x->on = 0;
 }
