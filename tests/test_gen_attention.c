@@ -141,6 +141,19 @@ done:
 
 /* Text inputs through a session (two at once) against the engine's
  * requests of each, in the three cache modes. */
+/* An engine request for a text (in) or for token ids (ids[0, n) and the
+ * target prefix pre[0, n_pre)), waited for: its result, NULL on failure. */
+static encdec_result *engine_run(encdec_engine *e, const char *in, const int *ids, int n, const int *pre,
+                                 int n_pre, const encdec_generate_params *p) {
+    encdec_request *q = NULL;
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(in ? encdec_engine_generate(e, in, p, &q) : encdec_engine_generate_ids(e, ids, n, pre, n_pre, p, &q),
+                 ENCDEC_OK);
+    if (q) CHECK_EQ_INT(encdec_request_wait(q, &r), ENCDEC_OK);
+    encdec_request_free(q);
+    return r;
+}
+
 static void test_session(const char *dir) {
     encdec_model *m = NULL;
     encdec_session *s = NULL;
@@ -154,12 +167,7 @@ static void test_session(const char *dir) {
     for (int k = 0; s && e && k < 2; k++) {
         encdec_generate_params p = kind(k, 1);
         encdec_result *alone[2] = {0};
-        for (int i = 0; i < 2; i++) {
-            encdec_request *q = NULL;
-            CHECK_EQ_INT(encdec_engine_generate(e, in[i], &p, &q), ENCDEC_OK);
-            if (q) CHECK_EQ_INT(encdec_request_wait(q, &alone[i]), ENCDEC_OK);
-            encdec_request_free(q);
-        }
+        for (int i = 0; i < 2; i++) alone[i] = engine_run(e, in[i], NULL, 0, NULL, 0, &p);
         for (int mi = 0; mi < 3; mi++) {
             p.kv_mode = modes[mi];
             encdec_result *r = NULL;
@@ -302,21 +310,20 @@ static void test_logits(const char *dir) {
     encdec_model_info info;
     encdec_model_get_info(m, &info);
     int V = info.n_vocab;
-    CHECK_EQ_INT(encdec_session_new(m, NULL, &s), ENCDEC_OK);
-    CHECK_EQ_INT(encdec_engine_new(m, NULL, &e), ENCDEC_OK);
+    /* two threads: the rows of a step's sequences are taken on both at once */
+    encdec_session_params sp = {2};
+    encdec_engine_params ep = encdec_engine_default_params();
+    ep.n_threads = 2;
+    CHECK_EQ_INT(encdec_session_new(m, &sp, &s), ENCDEC_OK);
+    CHECK_EQ_INT(encdec_engine_new(m, &ep, &e), ENCDEC_OK);
     const char *in[2] = {"The house is wonderful.", "cat cat dog"};
     encdec_generate_params p = encdec_generate_default_params();
     p.max_new_tokens = 9;
     p.ctranslate2_rules = 1;
     p.return_logits = 1;
     encdec_result *er[2] = {0};
-    for (int i = 0; e && i < 2; i++) {
-        encdec_request *q = NULL;
-        CHECK_EQ_INT(encdec_engine_generate(e, in[i], &p, &q), ENCDEC_OK);
-        if (q) CHECK_EQ_INT(encdec_request_wait(q, &er[i]), ENCDEC_OK);
-        encdec_request_free(q);
-        if (er[i]) check_logit_rows(er[i], 0, V, 0, 0);
-    }
+    for (int i = 0; e && i < 2; i++)
+        if ((er[i] = engine_run(e, in[i], NULL, 0, NULL, 0, &p))) check_logit_rows(er[i], 0, V, 0, 0);
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
     for (int mi = 0; s && mi < 3; mi++) {
         p.kv_mode = modes[mi];
@@ -343,11 +350,7 @@ static void test_logits(const char *dir) {
     for (int k = 0; e && k < 2; k++) {
         const encdec_sequence *q0 = k ? encdec_result_sequence(t[0], 0) : NULL;
         int pre[2] = {q0 ? q0->tokens[0].id : 0, q0 ? q0->tokens[1].id : 0};
-        encdec_request *q = NULL;
-        CHECK_EQ_INT(encdec_engine_generate_ids(e, ids, 5, pre, 2 * k, &p, &q), ENCDEC_OK);
-        if (q) CHECK_EQ_INT(encdec_request_wait(q, &t[k]), ENCDEC_OK);
-        encdec_request_free(q);
-        if (!t[k]) break;
+        if (!(t[k] = engine_run(e, NULL, ids, 5, pre, 2 * k, &p))) break;
     }
     if (t[0] && t[1]) {
         const float *a = check_logit_rows(t[0], 0, V, 0, 0), *b = check_logit_rows(t[1], 0, V, 0, 2);

@@ -8,49 +8,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room for n heads of rows x ld scores (the buffers and the head list,
+ * grown when asked for more; kept otherwise: the layout is the capacity's). */
+static encdec_status room(md_xattn *x, void *dev, int n, int rows, int ld) {
+    if (n < 1 || rows < 1 || ld < 1)
+        return ed_fail(ENCDEC_ERR_ARG, "attention capture: %d heads, %d rows, %d positions", n, rows, ld);
+    if (x->buf && n <= x->cap && rows <= x->rows && ld <= x->ld) return ENCDEC_OK;
+    md_xattn_free(x, dev);
+    size_t k, bytes;
+    if (!ed_mul_ok((size_t)n * (size_t)rows, (size_t)ld, &k) || !ed_mul_ok(k, sizeof(float), &bytes))
+        return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention scores");
+    x->buf = ed_dev_alloc(dev, bytes, "attention scores");
+    x->pair = x->buf ? ed_alloc(sizeof(int) * 2 * (size_t)n, "attention heads") : NULL;
+    if (x->pair && dev) x->host = ed_alloc(bytes, "attention scores");
+    if (!x->buf || !x->pair || (dev && !x->host)) {
+        md_xattn_free(x, dev);
+        return ENCDEC_ERR_NOMEM;
+    }
+    x->rows = rows;
+    x->ld = ld;
+    x->cap = n;
+    return ENCDEC_OK;
+}
+
+/* The n heads now in x->pair: on. */
+static void start(md_xattn *x, int n) {
+    x->heads = n;
+    x->layer = 0;
+    for (int a = 0; a < n; a++)
+        if (x->pair[2 * a] > x->layer) x->layer = x->pair[2 * a];
+    x->last = 0;
+    x->on = 1;
+}
+
 encdec_status md_xattn_on_pairs(md_xattn *x, void *dev, int on, const int *pairs, int n, int rows, int ld) {
     x->on = 0;
     if (!on) return ENCDEC_OK;
-    if (n < 1 || rows < 1 || ld < 1)
-        return ed_fail(ENCDEC_ERR_ARG, "attention capture: %d heads, %d rows, %d positions", n, rows, ld);
-    if (!x->buf || n > x->cap || rows > x->rows || ld > x->ld) {
-        md_xattn_free(x, dev);
-        size_t k, bytes;
-        if (!ed_mul_ok((size_t)n * (size_t)rows, (size_t)ld, &k) || !ed_mul_ok(k, sizeof(float), &bytes))
-            return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention scores");
-        x->buf = ed_dev_alloc(dev, bytes, "attention scores");
-        if (!x->buf) return ENCDEC_ERR_NOMEM;
-        if (dev && !(x->host = ed_alloc(bytes, "attention scores"))) {
-            md_xattn_free(x, dev);
-            return ENCDEC_ERR_NOMEM;
-        }
-        x->rows = rows;
-        x->ld = ld;
-        x->cap = n;
-    }
-    if (n > x->heads || !x->pair) {   /* (a list kept keeps its room) */
-        int *p = realloc(x->pair, sizeof(int) * 2 * (size_t)n);
-        if (!p) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention heads");
-        x->pair = p;
-    }
+    encdec_status st = room(x, dev, n, rows, ld);
+    if (st) return st;
     memcpy(x->pair, pairs, sizeof(int) * 2 * (size_t)n);
-    x->heads = n;   /* (a buffer kept keeps its rows and ld: the layout is the capacity's) */
-    x->layer = 0;
-    for (int a = 0; a < n; a++)
-        if (pairs[2 * a] > x->layer) x->layer = pairs[2 * a];
-    x->last = 0;
-    x->on = 1;
+    start(x, n);
     return ENCDEC_OK;
 }
 
 encdec_status md_xattn_on(md_xattn *x, void *dev, int on, int layer, int heads, int rows, int ld) {
-    if (!on || heads < 1) return md_xattn_on_pairs(x, dev, on, NULL, heads, rows, ld);
-    int *pairs = malloc(sizeof(int) * 2 * (size_t)heads);
-    if (!pairs) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: attention heads");
-    for (int a = 0; a < heads; a++) pairs[2 * a] = layer, pairs[2 * a + 1] = a;
-    encdec_status st = md_xattn_on_pairs(x, dev, on, pairs, heads, rows, ld);
-    free(pairs);
-    return st;
+    x->on = 0;
+    if (!on) return ENCDEC_OK;
+    encdec_status st = room(x, dev, heads, rows, ld);
+    if (st) return st;
+    for (int a = 0; a < heads; a++) x->pair[2 * a] = layer, x->pair[2 * a + 1] = a;
+    start(x, heads);
+    return ENCDEC_OK;
 }
 
 void md_xattn_scores(md_xattn *x, ed_pool *p, const float *q, int ldq, const kv_cross *cross,

@@ -27,7 +27,7 @@ typedef struct {
     int on;
     int heads;          /* the heads captured: head a is (pair[2a], pair[2a + 1]), a layer
                            and a head of it */
-    int *pair;          /* [2 * heads] */
+    int *pair;          /* [2 * cap]: the heads' pairs, room for cap */
     int layer;          /* the deepest layer captured (a pass that needs nothing else may
                            stop after it) */
     int rows, ld;       /* the buffers' rows a pass and scores a row (the longest input) */
