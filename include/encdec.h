@@ -769,7 +769,8 @@ ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *o
  * params->speech; else params->vad's, its max_speech_duration_s at most
  * chunk_length; without any, a recording no longer than chunk_length is
  * one chunk), consecutive spans joined while they fit. Every chunk is a
- * request of the engine, up to batch_size at once, so their decoder steps
+ * request of the engine, up to batch_size decoding at once (one that ends
+ * lets the next chunk in at once, whichever it was), so their decoder steps
  * are shared passes: each is transcribed as it would be alone
  * (encdec_transcribe of its samples with params: temperature fallback,
  * no-speech skips, loop detection, word times; conditioning on previous
@@ -782,8 +783,9 @@ ENCDEC_API void encdec_engine_get_stats(encdec_engine *e, encdec_engine_stats *o
  * blocks (the VAD's pass, then the chunks through the spans): memory is
  * bounded by the batch, whatever the length. */
 typedef struct {
-    int batch_size;          /* chunks in flight, 1..256 (0: 8); the engine's max_active bounds
-                                how many decode at once */
+    int batch_size;          /* chunks decoding at once, 1..256 (0: 8); the engine's max_active
+                                bounds it too. Results are taken in order: up to 4 x batch_size
+                                chunks are held, those done by their result alone */
     float chunk_length;      /* the longest chunk in seconds, 1..30 (0: 30); longer given
                                 spans or clips are cut into equal parts */
     int language_per_chunk;  /* multilingual model, no language given: 0 (default) the first

@@ -427,6 +427,77 @@ static void short_text(encdec_engine *e, encdec_session *s, const encdec_vad *v,
     encdec_free(sp);
 }
 
+/* ---- 2c: a chunk that ends lets the next one in ----
+ * Batch 2 over three clips: 27.5 s of speech first, then 3 s and 6 s. The
+ * third chunk goes in when the second ends, while the first still decodes
+ * (taken in order all the same): greedy and one decode a chunk (no
+ * timestamps, no fallback), the engine's steps are then about the first
+ * chunk's tokens, where waiting for the first chunk's result before the
+ * third went in would add the third's tokens after it. The requests
+ * decoding never pass the batch, and the text is each chunk's alone. */
+typedef struct {
+    encdec_engine *e;
+    int most;   /* requests not done, the most any callback saw */
+} roll_calls;
+
+static int roll_segment(const encdec_segment *g, void *user) {
+    (void)g;
+    roll_calls *c = user;
+    encdec_engine_stats st;
+    encdec_engine_get_stats(c->e, &st);
+    if (st.requests > c->most) c->most = st.requests;
+    return 0;
+}
+
+static void rolling(encdec_engine *e, encdec_session *s, const float *x, size_t n) {
+    /* recording(): jfk 0-11 s, LibriSpeech 11.9-17.8, 0870 19.1-26.2, 0880
+     * 27.9-30.8, 0890 32.9-38.2, 0920 40.7-46.8 */
+    static const double clips[] = {0.0, 27.5, 27.6, 31.5, 40.5, 47.2};
+    encdec_transcribe_params p = encdec_transcribe_default_params();
+    p.language = "en";
+    p.timestamps = 0;
+    p.beam_size = 1;
+    p.temperature_increment = 0;
+    p.clip_timestamps = clips;
+    p.n_clip_timestamps = 6;
+    roll_calls c = {e, 0};
+    p.on_segment = roll_segment;
+    p.user = &c;
+    encdec_batch_params bp = encdec_batch_default_params();
+    bp.batch_size = 2;
+    encdec_engine_stats s0, s1;
+    encdec_engine_get_stats(e, &s0);
+    encdec_result *r = NULL;
+    CHECK_EQ_INT(encdec_engine_transcribe_batched(e, x, n, &p, &bp, &r), ENCDEC_OK);
+    encdec_engine_get_stats(e, &s1);
+    if (!r) return;
+    CHECK_EQ_INT(encdec_result_n_segments(r), 3);
+    if (encdec_result_n_segments(r) != 3) {
+        encdec_result_free(r);
+        return;
+    }
+    int len[3];
+    for (int i = 0; i < 3; i++) len[i] = encdec_result_segment(r, i)->n_tokens;
+    long long steps = s1.steps - s0.steps;
+    printf("rolling: chunks of %d, %d, %d tokens in %lld steps (%lld rows)\n", len[0], len[1],
+           len[2], steps, s1.rows - s0.rows);
+    CHECK(len[0] > len[1] + len[2] + 10 && len[2] >= 10);   /* the recording's shape */
+    CHECK(steps <= len[0] + len[2] / 2);   /* waiting for the first: >= len[0] + len[2] */
+    CHECK(c.most <= bp.batch_size);
+    /* each chunk as alone */
+    p.on_segment = NULL;
+    p.clip_timestamps = NULL;
+    p.n_clip_timestamps = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t a = (size_t)(clips[2 * i] * RATE), b = (size_t)(clips[2 * i + 1] * RATE);
+        encdec_result *one = NULL;
+        CHECK_EQ_INT(encdec_transcribe(s, x + a, b - a, &p, &one), ENCDEC_OK);
+        if (one) CHECK_STR(encdec_result_segment(one, 0)->text, encdec_result_segment(r, i)->text);
+        encdec_result_free(one);
+    }
+    encdec_result_free(r);
+}
+
 /* ---- 3: without a VAD, and errors ---- */
 
 static void without_vad(encdec_engine *e, encdec_session *s, const float *x, size_t n) {
@@ -660,6 +731,7 @@ int main(void) {
     if (x && v && s && e) {
         CHECK_PART(with_vad(e, s, v, x, n));
         CHECK_PART(short_text(e, s, v, x, n));
+        CHECK_PART(rolling(e, s, x, n));
         CHECK_PART(without_vad(e, s, x, n));
     }
     encdec_engine_free(e);

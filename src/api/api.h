@@ -241,6 +241,13 @@ encdec_status api_result_whisper_text(encdec_result *r, const whisper_model *w);
 /* engine.c: what the batched transcription reads of an engine. */
 const encdec_model *api_engine_model(const encdec_engine *e);
 int api_engine_threads(const encdec_engine *e);
+/* encdec_engine_transcribe, and on_done(user) called on the request's own
+ * thread once it is done (after encdec_request_done turns 1; nothing of the
+ * request is touched after the call). */
+typedef void (*api_done_fn)(void *user);
+encdec_status api_engine_transcribe_told(encdec_engine *e, const float *pcm, size_t n_samples,
+                                         const encdec_transcribe_params *params, api_done_fn on_done,
+                                         void *user, encdec_request **out);
 
 encdec_status api_transcribe_feed(const encdec_model *model, api_asr_prep prep, void *prep_ctx,
                                   asr_feed *feed, const encdec_transcribe_params *params,

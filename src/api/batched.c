@@ -2,7 +2,9 @@
  * (encdec_engine_transcribe_batched): the spans (clips, the caller's, or
  * the VAD's), joined into chunks of at most chunk_length seconds
  * (asr_speech_chunks), each chunk an engine request of its own, up to
- * batch_size in flight, their results taken in order: every segment's and
+ * batch_size decoding at once (a chunk that ends makes room for the next at
+ * once, whichever chunk it was), their results taken in order (at most
+ * AHEAD x batch_size chunks held, done ones by their result alone): every segment's and
  * word's time mapped through its chunk's spans into the result, and to the
  * caller's callbacks on the calling thread.
  *
@@ -27,6 +29,7 @@
 #include <time.h>
 
 #define RATE MEL_SAMPLE_RATE
+#define AHEAD 4   /* chunks held: AHEAD x the batch */
 
 encdec_batch_params encdec_batch_default_params(void) {
     encdec_batch_params b = {8, 30.0f, 0, NULL};
@@ -48,7 +51,8 @@ typedef struct {
     const float *pcm;                    /* memory input, or */
     asr_feed *feed;                      /* the joined speech of a stream */
     float *buf;                          /* one chunk's samples (memory input) */
-    encdec_request **q;                  /* [batch]: chunk i at q[i % batch] */
+    int ring;                            /* AHEAD x batch */
+    encdec_request **q;                  /* [ring]: chunk i at q[i % ring] */
     double *map_work;                    /* [2 k] */
     encdec_result *r;
     api_view view;
@@ -60,6 +64,7 @@ typedef struct {
     const char *lang;
     int lang_known;
     int lang_ready;                      /* the later chunks may go */
+    unsigned ended;                      /* requests done so far (under mu) */
 } bt_run;
 
 static encdec_status check_batch(const encdec_batch_params *b) {
@@ -186,6 +191,15 @@ static void on_first_language(const char *code, float prob, void *user) {
     pthread_mutex_unlock(&b->mu);
 }
 
+/* A chunk's thread: it is done. */
+static void on_chunk_done(void *user) {
+    bt_run *b = user;
+    pthread_mutex_lock(&b->mu);
+    b->ended++;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 static encdec_status submit(bt_run *b, int i) {
     const asr_chunk *c = &b->ch[i];
     const float *x;
@@ -209,7 +223,7 @@ static encdec_status submit(bt_run *b, int i) {
         cp.on_language = on_first_language;
         cp.user = b;
     }
-    return encdec_engine_transcribe(b->e, x, c->len, &cp, &b->q[i % b->batch]);
+    return api_engine_transcribe_told(b->e, x, c->len, &cp, on_chunk_done, b, &b->q[i % b->ring]);
 }
 
 /* The later chunks wait for the first one's language when it is detected
@@ -295,7 +309,7 @@ static void take_language(bt_run *b, const encdec_result *c) {
 
 /* Chunk i's result, taken in order. */
 static encdec_status take(bt_run *b, int i) {
-    encdec_request **qp = &b->q[i % b->batch];
+    encdec_request **qp = &b->q[i % b->ring];
     encdec_result *c = NULL;
     encdec_status st = wait_done(b, *qp);
     if (st) return st;
@@ -328,19 +342,46 @@ static encdec_status take(bt_run *b, int i) {
     return st;
 }
 
-/* Every chunk through the engine, batch at a time, taken in order. */
+/* Chunks of [next, sub) still decoding. */
+static int decoding(const bt_run *b, int next, int sub) {
+    int n = 0;
+    for (int i = next; i < sub; i++) n += !encdec_request_done(b->q[i % b->ring]);
+    return n;
+}
+
+/* Waits until a request ends after `seen` had (or 20 ms: the cancel flag). */
+static void await_end(bt_run *b, unsigned seen) {
+    pthread_mutex_lock(&b->mu);
+    if (b->ended == seen) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Every chunk through the engine, batch_size decoding at a time (a chunk
+ * that ends lets the next one in, whichever ended), taken in order. */
 static encdec_status run_chunks(bt_run *b) {
     encdec_status st = ENCDEC_OK;
-    int sub = 0;
-    for (int next = 0; next < b->n_ch && !st; next++) {
-        while (!st && sub < b->n_ch && sub < next + b->batch && (sub == 0 || b->lang_ready)) {
+    int sub = 0, next = 0;
+    while (next < b->n_ch && !st && !(st = stopped(b))) {
+        pthread_mutex_lock(&b->mu);
+        unsigned seen = b->ended;
+        pthread_mutex_unlock(&b->mu);
+        while (!st && sub < b->n_ch && sub < next + b->ring && (sub == 0 || b->lang_ready) &&
+               decoding(b, next, sub) < b->batch) {
             st = stopped(b);
             if (!st) st = submit(b, sub++);
             if (!st && sub == 1 && !b->lang_ready && b->n_ch > 1) await_language(b);
         }
-        if (!st) st = take(b, next);
+        if (st) break;
+        if (encdec_request_done(b->q[next % b->ring]) || sub == next + b->ring) st = take(b, next++);
+        else await_end(b, seen);
     }
-    for (int i = 0; i < b->batch; i++)   /* after an error: the rest cancelled */
+    for (int i = 0; i < b->ring; i++)   /* after an error: the rest cancelled */
         if (b->q[i]) {
             encdec_request_cancel(b->q[i]);
             encdec_request_free(b->q[i]);
@@ -400,7 +441,8 @@ static encdec_status batched_body(encdec_engine *e, const float *pcm, size_t n, 
     asr_feed feed;
     int have_feed = 0;
     b.r = calloc(1, sizeof *b.r);
-    b.q = calloc((size_t)b.batch, sizeof *b.q);
+    b.ring = AHEAD * b.batch;
+    b.q = calloc((size_t)b.ring, sizeof *b.q);
     if (!b.r || !b.q) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: batched transcription");
     if (!st) st = find_spans(&b, &bp, pcm, as);
     size_t longest = 0, joined = 0;

@@ -62,6 +62,8 @@ struct encdec_request {
     encdec_status st;
     char err[1024];
     encdec_result *result;
+    api_done_fn on_done;         /* told on the request's thread once done (or NULL) */
+    void *on_done_user;
     encdec_request *next;        /* in e->live */
 };
 
@@ -192,13 +194,18 @@ static void *request_main(void *arg) {
     eng_prep c = {q, NULL, NULL};
     encdec_status st = q->gen ? generate_body(q) : request_body(q, &c);
     mel_free(c.mel);
+    free(q->pcm);                          /* read no more: a done request holds its result */
+    q->pcm = NULL;
     atomic_fetch_sub(&q->e->undone, 1);   /* before done: whoever sees it done sees this */
+    api_done_fn fn = q->on_done;
+    void *user = q->on_done_user;
     pthread_mutex_lock(&q->mu);
     q->st = st;
     if (st) snprintf(q->err, sizeof q->err, "%s", ed_err_msg());
     q->done = 1;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
+    if (fn) fn(user);   /* the last use of q here: its owner may free it now */
     return NULL;
 }
 
@@ -309,9 +316,17 @@ static encdec_status new_request(encdec_engine *e, const encdec_transcribe_param
 encdec_status encdec_engine_transcribe(encdec_engine *e, const float *pcm, size_t n_samples,
                                        const encdec_transcribe_params *params,
                                        encdec_request **out) {
+    return api_engine_transcribe_told(e, pcm, n_samples, params, NULL, NULL, out);
+}
+
+encdec_status api_engine_transcribe_told(encdec_engine *e, const float *pcm, size_t n_samples,
+                                         const encdec_transcribe_params *params, api_done_fn on_done,
+                                         void *user, encdec_request **out) {
     encdec_request *q;
     encdec_status st = new_request(e, params, &q, out);
     if (st) return st;
+    q->on_done = on_done;
+    q->on_done_user = user;
     if (!pcm || n_samples == 0) st = ed_fail(ENCDEC_ERR_AUDIO, "the audio has no samples");
     for (size_t i = 0; !st && i < n_samples; i++)
         if (!isfinite(pcm[i])) st = ed_fail(ENCDEC_ERR_AUDIO, "sample %zu is not a finite number", i);
