@@ -59,6 +59,7 @@ typedef struct {
     int M, N, K, cur, panel;      /* panel: 1 k_matmul_hp, 2 k_matmul_hp_amx (packed copies); 0 k_matmul_h */
     uint16_t *const *w;           /* copies */
     int isa;
+    ed_pool *p;                   /* its threads' scratch: x k-major once a call, as core/ops.c */
 } mm_ctx;
 
 static void mm_task(void *arg, int ith, int nth) {
@@ -70,7 +71,9 @@ static void mm_task(void *arg, int ith, int nth) {
     if (c->panel == 2) {
         k_matmul_hp_amx(c->y, c->N, c->x, c->K, w, NULL, c->M, lo, hi - lo, c->N, c->K);
     } else if (c->panel) {
-        int isa = k_matmul_hp(c->y, c->N, c->x, c->K, w, g_bf16, NULL, c->M, lo, hi - lo, c->N, c->K);
+        size_t xs = k_hp_xs_floats(c->M, c->K);
+        int isa = k_matmul_hp_xs(c->y, c->N, c->x, c->K, w, g_bf16, NULL, c->M, lo, hi - lo, c->N, c->K,
+                                 xs ? ed_pool_scratch(c->p, ith, sizeof(float) * xs) : NULL);
         if (ith == 0) c->isa = isa;
     } else {
         k_matmul_h(c->y + lo, c->N, c->x, c->K, w + (size_t)lo * c->K, c->K, g_bf16, NULL, c->M, hi - lo, c->K);
@@ -81,6 +84,7 @@ static double sample(ed_pool *p, mm_ctx *c, int calls, int ncopy) {
     double t0 = bench_now_ms();
     for (int i = 0; i < calls; i++) {
         c->cur = g_hot ? 0 : i % ncopy;
+        c->p = p;
         ed_pool_run(p, mm_task, c);
     }
     return (bench_now_ms() - t0) / calls;
@@ -213,6 +217,7 @@ int main(int argc, char **argv) {
                 if (kind == 2) k_matmul_hp_amx_ref(ref, N, x, K, wp[0], NULL, Mmax, 0, N, N, K);
                 else k_matmul_hp_ref(ref, N, x, K, wp[0], g_bf16, NULL, Mmax, 0, N, N, K);
                 for (size_t i = 0; i < (size_t)Mmax * N; i++) y[i] = NAN;
+                c.p = pools[t];
                 ed_pool_run(pools[t], mm_task, &c);
                 size_t bad = 0;
                 for (size_t i = 0; i < (size_t)Mmax * N; i++) bad += !(fabs((double)y[i] - ref[i]) <= 1e-5 * scale[i]);

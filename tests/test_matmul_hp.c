@@ -252,6 +252,40 @@ static void test_batch_invariance(void) {
     CHECK_EQ_INT(bad, 0);
 }
 
+/* k_matmul_hp_xs (x copied k-major once a call, as core/ops.c runs it):
+ * bitwise k_matmul_hp's on every ISA path, with rows over one tile and
+ * columns over one block (the copy's case: 40 rows x K 1536 is the AVX2
+ * drive's 2-panel blocks, 17 rows x 2000 columns the AVX-512 one's), odd K
+ * past a k-block, a column slice; and its scratch size. */
+static void test_xs(void) {
+    static const int cases[][3] = {{40, 1000, 1536}, {13, 300, 700}, {17, 2000, 384}};   /* M, N, K */
+    int bad = 0, runs = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int M = cases[c][0], N = cases[c][1], K = cases[c][2];
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            uint16_t *w = make_w(N, K, bf16), *wp = amalloc(k_hp_bytes(N, K));
+            k_hp_pack(wp, (k_w){.p = w, .t = bf16 ? K_BF16 : K_F16}, N, K);
+            float *x = malloc(sizeof(float) * (size_t)M * K), *b = malloc(sizeof(float) * (size_t)N);
+            float *y = malloc(sizeof(float) * (size_t)M * N), *yx = malloc(sizeof(float) * (size_t)M * N);
+            float *xs = malloc(sizeof(float) * k_hp_xs_floats(M, K));
+            for (size_t i = 0; i < (size_t)M * K; i++) x[i] = frand();
+            for (int n = 0; n < N; n++) b[n] = frand();
+            for (int isa = 0; isa <= 2; isa++) {
+                for (size_t i = 0; i < (size_t)M * N; i++) y[i] = yx[i] = SENT;
+                int u1 = k_matmul_hp_isa(isa, y, N, x, K, wp, bf16, b, M, 3, N - 3, N, K);
+                int u2 = k_matmul_hp_xs_isa(isa, yx, N, x, K, wp, bf16, b, M, 3, N - 3, N, K, xs);
+                CHECK_EQ_INT(u2, u1);
+                bad += memcmp(y, yx, sizeof(float) * (size_t)M * N) != 0;
+                runs++;
+            }
+            free(w), free(wp), free(x), free(b), free(y), free(yx), free(xs);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(runs == 18);
+    CHECK(k_hp_xs_floats(1, 384) == 0 && k_hp_xs_floats(40, 1536) == 40 * 1536);
+}
+
 typedef int (*lowp_fn)(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                        const float *b, int M, int n0, int nn, int N, int K);
 
@@ -344,6 +378,7 @@ int main(void) {
     /* the one dispatch point: whichever runs here, the same bits */
     if (k_matmul_hp_amx_has() || k_matmul_hp_bfdot_has()) test_lowp_dispatch();
     test_batch_invariance();
+    test_xs();
     test_pack();
     test_negative();
     test_products();

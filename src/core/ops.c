@@ -226,6 +226,7 @@ static void gemm_task(void *arg, int ith, int nth) {
  * compute mode (bf16 panels marked lowp) runs them on AMX where it can:
  * x rounded to bf16 there, for every M alike (batch-invariant). */
 typedef struct {
+    ed_pool *p;
     float *y;
     const float *x, *b;
     k_w w;
@@ -240,8 +241,9 @@ static void mmp_task(void *arg, int ith, int nth) {
     if (c->w.t == K_BF16P && c->w.lowp &&
         k_matmul_hp_lowp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->b, c->M, lo, hi - lo, c->N, c->K) >= 0)
         return;
-    k_matmul_hp(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
-                c->N, c->K);
+    size_t xs = k_hp_xs_floats(c->M, c->K);   /* x k-major once a call (NULL: once a block) */
+    k_matmul_hp_xs(c->y, c->ldy, c->x, c->ldx, c->w.p, c->w.t == K_BF16P, c->b, c->M, lo, hi - lo,
+                   c->N, c->K, xs ? ed_pool_scratch(c->p, ith, sizeof(float) * xs) : NULL);
 }
 
 /* y[M, N] (ldy) += t[M, N] (row stride N), then GELU, over row slices. */
@@ -335,7 +337,7 @@ void op_matmul_win(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w
 static void matmul_w(ed_pool *p, float *y, int ldy, const float *x, int ldx, k_w w,
                      const float *b, int M, int N, int K, int few) {
     if (w.t == K_F16P || w.t == K_BF16P) {
-        mmp_ctx c = {y, x, b, w, ldy, ldx, M, N, K};
+        mmp_ctx c = {p, y, x, b, w, ldy, ldx, M, N, K};
         ed_pool_run(p, mmp_task, &c);
         return;
     }

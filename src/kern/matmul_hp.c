@@ -261,7 +261,7 @@ HP_DEF1(13) HP_DEF1(14) HP_DEF1(15) HP_DEF1(16)
 static const hp_tile_fn hp_tiles[2][16][4] = {HP_TABLE(h), HP_TABLE(b)};
 
 static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
-                             int bf16, const float *b, int M, int n0, int nn, int K) {
+                             int bf16, const float *b, int M, int n0, int nn, int K, float *xs) {
     size_t ps = 16 * kpad(K);
     int p0 = n0 / 16, p1 = (n0 + nn + 15) / 16;
     int chunks = (M + HP_ROWS - 1) / HP_ROWS;
@@ -270,6 +270,9 @@ static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const u
         blk = (int)(HP_BLOCK_BYTES / (ps * sizeof(uint16_t))) / 12 * 12;   /* 12: every bmax divides it */
         if (blk < 12) blk = 12;
     }
+    /* several column blocks: x k-major once, not once a block */
+    const float *xa = xs && chunks > 1 && p1 - p0 > blk ? k_hp_transpose_chunks(xs, x, ldx, M, chunks, K)
+                                                         : NULL;
     float xt[HP_XT_FLOATS] __attribute__((aligned(64)));
     hp_tile_args a;
     memset(&a, 0, sizeof a);
@@ -284,6 +287,7 @@ static void matmul_hp_avx512(float *y, int ldy, const float *x, int ldx, const u
             for (int k0 = 0; k0 < K; k0 += kb) {
                 int kk = K - k0 < kb ? K - k0 : kb;
                 if (R == 1) a.xt = x + (size_t)m0 * ldx + k0;   /* one row: already k-major */
+                else if (xa) a.xt = xa + (size_t)m0 * K + (size_t)k0 * R;
                 else k_hp_transpose(xt, x + (size_t)m0 * ldx, ldx, R, k0, kk), a.xt = xt;
                 a.K = kk, a.acc = k0 > 0, a.b = k0 + kk == K ? b : NULL;
                 for (int pn = pb; pn < pe; pn += bm) {
@@ -306,8 +310,15 @@ static int hp_args_ok(const uint16_t *wp, int M, int n0, int nn, int N, int K) {
 
 /* ---- the vector level's driver (tiles in matmul_hp_avx2.c, matmul_hp_neon.c) ---- */
 
+size_t k_hp_xs_floats(int M, int K) { return M > 1 && K > 0 ? (size_t)M * (size_t)K : 0; }
+
 int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                     int bf16, const float *b, int M, int n0, int nn, int N, int K) {
+    return k_matmul_hp_xs_isa(isa, y, ldy, x, ldx, wp, bf16, b, M, n0, nn, N, K, NULL);
+}
+
+int k_matmul_hp_xs_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                       int bf16, const float *b, int M, int n0, int nn, int N, int K, float *xs) {
     isa = k_isa_at(isa);
     if (!hp_args_ok(wp, M, n0, nn, N, K)) return -1;
     int used = 0;
@@ -320,13 +331,13 @@ int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const u
     if (M == 0 || nn == 0) return used;
 #ifdef K_X86
     if (used == 2) {
-        matmul_hp_avx512(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
+        matmul_hp_avx512(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K, xs);
         return 2;
     }
 #endif
 #ifdef K_HAVE_VEC
     if (used == 1) {
-        K_VEC(k_matmul_hp)(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K);
+        K_VEC(k_matmul_hp)(y, ldy, x, ldx, wp, bf16, b, M, n0, nn, K, xs);
         return 1;
     }
 #endif
@@ -352,6 +363,11 @@ int k_hp_fast(void) {
 int k_matmul_hp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                 const float *b, int M, int n0, int nn, int N, int K) {
     return k_matmul_hp_isa(2, y, ldy, x, ldx, wp, bf16, b, M, n0, nn, N, K);
+}
+
+int k_matmul_hp_xs(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                   const float *b, int M, int n0, int nn, int N, int K, float *xs) {
+    return k_matmul_hp_xs_isa(2, y, ldy, x, ldx, wp, bf16, b, M, n0, nn, N, K, xs);
 }
 
 /* ---- the scalar twin ---- */

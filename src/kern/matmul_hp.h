@@ -68,6 +68,15 @@ int k_matmul_hp(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, 
  * 2 AVX-512 F/BW/VL) that this CPU has. */
 int k_matmul_hp_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
                     int bf16, const float *b, int M, int n0, int nn, int N, int K);
+/* k_matmul_hp with scratch xs of k_hp_xs_floats(M, K) floats (or NULL): with
+ * more rows than one tile and more columns than one block, x is copied
+ * k-major into xs once per call instead of once per column block (the same
+ * values: the same bits out). Sequential; xs is the calling thread's. */
+size_t k_hp_xs_floats(int M, int K);
+int k_matmul_hp_xs(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
+                   const float *b, int M, int n0, int nn, int N, int K, float *xs);
+int k_matmul_hp_xs_isa(int isa, float *y, int ldy, const float *x, int ldx, const uint16_t *wp,
+                       int bf16, const float *b, int M, int n0, int nn, int N, int K, float *xs);
 /* The scalar twin, double accumulation, on the packed layout. */
 void k_matmul_hp_ref(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
                      const float *b, int M, int n0, int nn, int N, int K);
@@ -129,13 +138,18 @@ typedef void (*k_hp_tile_fn)(const k_hp_tile *);
  * used for R <= b2_rows (its entry may be NULL above). */
 /* x rows [0, R), columns [k0, k0 + kk), into xt[k * R + r] (matmul_hp_drive.c). */
 void k_hp_transpose(float *xt, const float *x, int ldx, int R, int k0, int kk);
+/* xs: k_hp_xs_floats(M, K) floats or NULL (k_matmul_hp_xs). */
 void k_hp_drive(const k_hp_tile_fn tiles[K_HP_ROWS][2], int b2_rows, float *y, int ldy,
                 const float *x, int ldx, const uint16_t *wp, const float *b, int M, int n0,
-                int nn, int K);
+                int nn, int K, float *xs);
+/* x's row chunks ([M / chunks] or one more rows each, as the drivers cut
+ * them) copied k-major whole into xs: chunk at row m0 at xs + m0 * K,
+ * xs[m0 * K + k * R + r]. Returns xs. */
+const float *k_hp_transpose_chunks(float *xs, const float *x, int ldx, int M, int chunks, int K);
 #include "kern/vec.h"
 #ifdef K_HAVE_VEC
 void K_VEC(k_matmul_hp)(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
-                        const float *b, int M, int n0, int nn, int K);
+                        const float *b, int M, int n0, int nn, int K, float *xs);
 #endif
 
 #endif

@@ -103,7 +103,7 @@ HP2_DEF(4, 1) HP2_DEF(5, 1) HP2_DEF(6, 1)
 static const k_hp_tile_fn hp2_tiles[2][K_HP_ROWS][2] = {HP2_T(h), HP2_T(b)};
 
 void k_matmul_hp_avx2(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
-                      const float *b, int M, int n0, int nn, int K) {
-    k_hp_drive(hp2_tiles[bf16 != 0], 3, y, ldy, x, ldx, wp, b, M, n0, nn, K);
+                      const float *b, int M, int n0, int nn, int K, float *xs) {
+    k_hp_drive(hp2_tiles[bf16 != 0], 3, y, ldy, x, ldx, wp, b, M, n0, nn, K, xs);
 }
 #endif

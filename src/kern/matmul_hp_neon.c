@@ -90,7 +90,7 @@ HPN_DEF(5, 1) HPN_DEF(6, 1)
 static const k_hp_tile_fn hpn_tiles[2][K_HP_ROWS][2] = {HPN_T(h), HPN_T(b)};
 
 void k_matmul_hp_neon(float *y, int ldy, const float *x, int ldx, const uint16_t *wp, int bf16,
-                      const float *b, int M, int n0, int nn, int K) {
-    k_hp_drive(hpn_tiles[bf16 != 0], 2, y, ldy, x, ldx, wp, b, M, n0, nn, K);
+                      const float *b, int M, int n0, int nn, int K, float *xs) {
+    k_hp_drive(hpn_tiles[bf16 != 0], 2, y, ldy, x, ldx, wp, b, M, n0, nn, K, xs);
 }
 #endif
