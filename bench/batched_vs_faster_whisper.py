@@ -35,7 +35,9 @@ CTranslate2 through CT2_FORCE_CPU_ISA), e.g. an AVX2 machine's kernels on an AVX
 Each run is a process of its own: encdec's CLI (-t T --json; its time: the process's wall
 time less its model load, which --json reports), faster-whisper's in a Python process (the
 model loaded, then the transcription timed, segments consumed). Peak RSS is the process's
-(getrusage of the child). Medians of --repeats runs. WER: words against the reference,
+(getrusage of the child). Medians of --repeats runs, the two engines' runs in turn (a
+host's load moves both alike); speed-up: the medians' ratio, and in brackets the median of
+each turn's own ratio. WER: words against the reference,
 lower case, letters and digits, numbers as espeak-ng reads them written out in the
 reference (the engines write "1" or "one": both are counted right through a small table).
 """
@@ -303,17 +305,21 @@ def main():
                       "| WER | speed-up |")
                 print("|---|---|---|---|---|---|---|---|---|---|")
                 for row in a.rows.split(","):
-                    e = [run_encdec(model, ours, a.threads, audio, row) for _ in range(a.repeats)]
-                    f = [run_fw(model, theirs, a.threads, audio, row, a.peer_padding)
-                         for _ in range(a.repeats)]
+                    e, f = [], []
+                    for _ in range(a.repeats):   # in turn: a host's load moves both alike
+                        e.append(run_encdec(model, ours, a.threads, audio, row))
+                        f.append(run_fw(model, theirs, a.threads, audio, row, a.peer_padding))
                     es, fs = statistics.median(x[0] for x in e), statistics.median(x[0] for x in f)
+                    pair = statistics.median(y[0] / x[0] for x, y in zip(e, f))
                     er, fr = max(x[2] for x in e), max(x[2] for x in f)
                     ew, fw_ = wer(ref, e[0][1]), wer(ref, f[0][1])
                     print(f"| {row} | {es:.1f} | {es / dur:.4f} | {er:.0f} | {ew:.3f} | {fs:.1f} "
-                          f"| {fs / dur:.4f} | {fr:.0f} | {fw_:.3f} | {fs / es:.2f}x |", flush=True)
+                          f"| {fs / dur:.4f} | {fr:.0f} | {fw_:.3f} | {fs / es:.2f}x "
+                          f"(pairs {pair:.2f}x) |", flush=True)
                     results.append(dict(minutes=minutes, model=name, precision=prec, row=row,
                                         encdec_s=es, encdec_rss_mb=er, encdec_wer=ew,
-                                        fw_s=fs, fw_rss_mb=fr, fw_wer=fw_,
+                                        fw_s=fs, fw_rss_mb=fr, fw_wer=fw_, pair_speedup=pair,
+                                        encdec_runs=[x[0] for x in e], fw_runs=[x[0] for x in f],
                                         encdec_text=e[0][1], fw_text=f[0][1]))
     if a.json:
         Path(a.json).write_text(json.dumps(dict(cpu=cpu, isa=isa, threads=a.threads,
