@@ -366,6 +366,13 @@ static void test_t5_kernels(ed_pool *pool) {
     memcpy(y, x, 300 * sizeof *y), memcpy(z, x, 300 * sizeof *z);
     k_silu(y, 300), k_silu_ref(z, 300);
     CHECK(check_max_abs_diff(y, z, 300, NULL) < 1e-5);
+    {   /* an LSTM cell over 75 units (vector lanes and a tail): h and c */
+        float hc[2][75], cc[2][75] = {{0}};
+        for (int j = 0; j < 75; j++) cc[0][j] = cc[1][j] = x[j] / 4;
+        k_lstm_cell(hc[0], cc[0], x, 75), k_lstm_cell_ref(hc[1], cc[1], x, 75);
+        CHECK(check_max_abs_diff(cc[0], cc[1], 75, NULL) < 1e-6);
+        CHECK(check_max_abs_diff(hc[0], hc[1], 75, NULL) < 1e-6);
+    }
     memcpy(y, x, 300 * sizeof *y);
     k_relu(y, 300);
     int bad = 0;

@@ -36,6 +36,7 @@
 
 #include "asr/speech.h"
 #include "base/json.h"
+#include "core/ops.h"
 #include "models/vad.h"
 
 #include <math.h>
@@ -162,7 +163,7 @@ static void goldens(const vad_model *m) {
         printf("%s: %zu frames, max |p - onnxruntime| %.2e; uneven blocks on 3 threads: %s\n",
                rec->string, nf, worst, same ? "the same bits" : "DIFFERENT");
         CHECK(worst <= 1e-4);
-        CHECK(same);
+        if (op_rows_invariant((k_w){NULL, K_F32, 0})) CHECK(same);   /* NEON: BLAS's sums */
         spans_as_faster_whisper(rec->string, p, nf, n, cJSON_GetObjectItem(rec, "speech"));
         free(p);
         free(q);

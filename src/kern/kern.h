@@ -212,6 +212,13 @@ void k_silu(float *x, size_t n);
 void k_silu_ref(float *x, size_t n);
 /* y[n] *= x[n]. */
 void k_mul(float *y, const float *x, size_t n);
+/* One LSTM cell update over n units from the pre-activation gates g[4n]
+ * (ONNX's order: input, output, forget, cell): c = sigmoid(f) c +
+ * sigmoid(i) tanh(g_c), then h = sigmoid(o) tanh(c), with exp_poly in
+ * lanes (sigmoid = 1 / (1 + exp(-x)), tanh(u) = 1 - 2 / (exp(2u) + 1):
+ * both tails saturate); within 1e-6 of the double-precision reference. */
+void k_lstm_cell(float *h, float *c, const float *g, int n);
+void k_lstm_cell_ref(float *h, float *c, const float *g, int n);
 
 /* 1-d convolution as a matrix: col[T_out, C_in * kw] from x, where output
  * step t reads input positions t*stride + j - pad (zeros outside [0, T_in)).

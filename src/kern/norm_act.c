@@ -73,6 +73,36 @@ void k_silu(float *x, size_t n) {
     silu_c(x, n);
 }
 
+static inline float sigm_c(float x) { return 1.0f / (1.0f + exp_poly(-x)); }
+static inline float tanh_c(float u) { return 1.0f - 2.0f / (exp_poly(2.0f * u) + 1.0f); }
+
+static void lstm_cell_c(float *h, float *c, const float *g, int n) {
+    for (int j = 0; j < n; j++) {
+        c[j] = sigm_c(g[2 * n + j]) * c[j] + sigm_c(g[j]) * tanh_c(g[3 * n + j]);
+        h[j] = sigm_c(g[n + j]) * tanh_c(c[j]);
+    }
+}
+
+void k_lstm_cell(float *h, float *c, const float *g, int n) {
+#ifdef K_HAVE_VEC
+    if (k_isa() >= K_ISA_VEC) {
+        K_VEC(k_lstm_cell)(h, c, g, n);
+        return;
+    }
+#endif
+    lstm_cell_c(h, c, g, n);
+}
+
+void k_lstm_cell_ref(float *h, float *c, const float *g, int n) {
+    for (int j = 0; j < n; j++) {
+        double i = 1 / (1 + exp(-(double)g[j])), o = 1 / (1 + exp(-(double)g[n + j]));
+        double f = 1 / (1 + exp(-(double)g[2 * n + j]));
+        double cj = f * c[j] + i * tanh((double)g[3 * n + j]);
+        c[j] = (float)cj;
+        h[j] = (float)(o * tanh(cj));
+    }
+}
+
 void k_silu_ref(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(x[i] / (1.0 + exp(-(double)x[i])));
 }

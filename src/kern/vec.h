@@ -38,6 +38,7 @@ double K_VEC(k_logsumexp)(const float *x, int n, float *mx);
 void K_VEC(k_gelu)(float *x, size_t n);
 void K_VEC(k_gelu_tanh)(float *x, size_t n);
 void K_VEC(k_silu)(float *x, size_t n);
+void K_VEC(k_lstm_cell)(float *h, float *c, const float *g, int n);
 /* attn_flash_impl.h: k_attention_flash's lanes; _dh: what dh must divide by */
 size_t K_VEC(k_attention_flash_scratch)(int Tk, int dh);
 void K_VEC(k_attention_flash)(float *o, int ldo, const float *q, int ldq, const float *k,

@@ -130,3 +130,30 @@ VT void K_VEC(k_silu)(float *x, size_t n) {
     }
     for (; i < n; i++) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
 }
+
+/* sigmoid and tanh in lanes, as norm_act.c's scalar forms */
+VT static inline VF vsigm(VF x) {
+    const VF one = vf_set1(1.0f);
+    return vf_div(one, vf_add(one, vexp(vf_neg(x))));
+}
+
+VT static inline VF vtanh(VF u) {
+    const VF one = vf_set1(1.0f), two = vf_set1(2.0f);
+    return vf_sub(one, vf_div(two, vf_add(vexp(vf_mul(two, u)), one)));
+}
+
+VT void K_VEC(k_lstm_cell)(float *h, float *c, const float *g, int n) {
+    int j = 0;
+    for (; j + VF_N <= n; j += VF_N) {
+        VF cj = vf_fma(vsigm(vf_load(g + 2 * n + j)), vf_load(c + j),
+                       vf_mul(vsigm(vf_load(g + j)), vtanh(vf_load(g + 3 * n + j))));
+        vf_store(c + j, cj);
+        vf_store(h + j, vf_mul(vsigm(vf_load(g + n + j)), vtanh(cj)));
+    }
+    for (; j < n; j++) {
+        float i = 1.0f / (1.0f + exp_poly(-g[j])), o = 1.0f / (1.0f + exp_poly(-g[n + j]));
+        float f = 1.0f / (1.0f + exp_poly(-g[2 * n + j]));
+        c[j] = f * c[j] + i * (1.0f - 2.0f / (exp_poly(2.0f * g[3 * n + j]) + 1.0f));
+        h[j] = o * (1.0f - 2.0f / (exp_poly(2.0f * c[j]) + 1.0f));
+    }
+}

@@ -24,9 +24,10 @@
 struct vad_model {
     ed_wtab *wt;
     const float *basis;     /* [2 NQ, WIN] cosine rows, then sine rows */
-    const float *w0, *b0;   /* [128, NQ * 3], [128] */
-    const float *w1, *b1;   /* [64, 128 * 3] */
-    const float *w2, *b2;   /* [64, 64 * 3] */
+    float *w0;              /* [128, 3, NQ]: the file's [128, NQ, 3] tap-major, so that */
+    float *w1;              /* [64, 3, 128]   each tap's inputs are one contiguous run */
+    float *w2;              /* [64, 3, 64] */
+    const float *b0, *b1, *b2;   /* [128], [64], [64] */
     float *w3;              /* [128, 64]: the middle tap (the only one a 1-step input meets) */
     const float *b3;        /* [128] */
     const float *wih, *whh, *bias;   /* [4H, 128], [4H, H], [4H]: gates i, o, f, c */
@@ -92,6 +93,21 @@ static encdec_status check_config(const char *dir) {
     return st;
 }
 
+/* A kernel-3 convolution's weight [cout, cin, 3] as [cout, 3, cin]. */
+static float *tap_major(ed_wtab *wt, const float *w, int cout, int cin, encdec_status *st) {
+    if (*st) return NULL;
+    float *t = wtab_alloc(wt, sizeof(float) * cout * cin * 3, "VAD weights");
+    if (!t) {
+        *st = ENCDEC_ERR_NOMEM;
+        return NULL;
+    }
+    for (int o = 0; o < cout; o++)
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < cin; i++)
+                t[((size_t)o * 3 + k) * cin + i] = w[((size_t)o * cin + i) * 3 + k];
+    return t;
+}
+
 encdec_status vad_load(const char *path, vad_model **out) {
     ed_err_clear();
     if (!out) return ed_fail(ENCDEC_ERR_ARG, "vad_load: out is NULL");
@@ -108,11 +124,11 @@ encdec_status vad_load(const char *path, vad_model **out) {
     }
     st = st_load_dir(m->wt, path);
     m->basis = get(m->wt, "stft.basis", 3, 2 * NQ, 1, WIN, &st);
-    m->w0 = get(m->wt, "conv.0.weight", 3, 128, NQ, 3, &st);
+    const float *w0 = get(m->wt, "conv.0.weight", 3, 128, NQ, 3, &st);
     m->b0 = get(m->wt, "conv.0.bias", 1, 128, 0, 0, &st);
-    m->w1 = get(m->wt, "conv.1.weight", 3, 64, 128, 3, &st);
+    const float *w1 = get(m->wt, "conv.1.weight", 3, 64, 128, 3, &st);
     m->b1 = get(m->wt, "conv.1.bias", 1, 64, 0, 0, &st);
-    m->w2 = get(m->wt, "conv.2.weight", 3, 64, 64, 3, &st);
+    const float *w2 = get(m->wt, "conv.2.weight", 3, 64, 64, 3, &st);
     m->b2 = get(m->wt, "conv.2.bias", 1, 64, 0, 0, &st);
     const float *w3 = get(m->wt, "conv.3.weight", 3, 128, 64, 3, &st);
     m->b3 = get(m->wt, "conv.3.bias", 1, 128, 0, 0, &st);
@@ -122,8 +138,11 @@ encdec_status vad_load(const char *path, vad_model **out) {
     m->wout = get(m->wt, "out.weight", 3, 1, H, 1, &st);
     m->bout = get(m->wt, "out.bias", 1, 1, 0, 0, &st);
     if (!st) {
-        m->w3 = wtab_alloc(m->wt, sizeof(float) * 128 * 64, "VAD weights");
-        if (!m->w3) st = ENCDEC_ERR_NOMEM;
+        m->w0 = tap_major(m->wt, w0, 128, NQ, &st);
+        m->w1 = tap_major(m->wt, w1, 64, 128, &st);
+        m->w2 = tap_major(m->wt, w2, 64, 64, &st);
+        m->w3 = st ? NULL : wtab_alloc(m->wt, sizeof(float) * 128 * 64, "VAD weights");
+        if (!st && !m->w3) st = ENCDEC_ERR_NOMEM;
         for (int i = 0; !st && i < 128 * 64; i++) m->w3[i] = w3[i * 3 + 1];
     }
     if (st) {
@@ -183,14 +202,14 @@ void vad_state_reset(vad_state *s) {
 }
 
 /* y[M, N] = x[M, K] . w[N, K]^T + b, then ReLU when relu: each row's bits
- * whatever M and the pool's size (how audio is cut into calls changes no
- * probability, on the vector kernel sets). */
+ * whatever M and the pool's size where op_rows_invariant holds (x86's vector
+ * sets: how audio is cut into calls changes no probability; elsewhere BLAS's
+ * sums may follow M, within rounding). */
 static void product(ed_pool *p, float *y, const float *x, const float *w, const float *b, int M,
                     int N, int K, int relu) {
     k_w kw = {w, K_F32, 0};
     op_matmul_w_rows(p, y, N, x, K, kw, b, M, N, K);
-    if (relu)
-        for (size_t i = 0; i < (size_t)M * N; i++) y[i] = y[i] > 0 ? y[i] : 0;
+    if (relu) k_relu(y, (size_t)M * N);
 }
 
 /* Windows 1..4 of frame f's reflect-padded input into a[4, WIN]. */
@@ -216,41 +235,38 @@ static void features(vad_state *s, ed_pool *p, const float *pcm, int nf) {
         memcpy(s->ctx, pcm + (size_t)f * VAD_FRAME + VAD_FRAME - VAD_CONTEXT, sizeof s->ctx);
     }
     product(p, s->spec, s->a, m->basis, NULL, nf * 4, 2 * NQ, WIN, 0);
-    /* conv 0: magnitudes [NQ, 4] per frame, kernel 3, padding 1 */
-    for (int f = 0; f < nf; f++)
+    /* conv 0: magnitudes [NQ, 4] per frame (over the real parts, in place),
+     * kernel 3, padding 1 */
+    for (size_t r = 0; r < (size_t)nf * 4; r++) {
+        float *sp = s->spec + r * 2 * NQ;
+        for (int q = 0; q < NQ; q++) sp[q] = sqrtf(sp[q] * sp[q] + sp[NQ + q] * sp[NQ + q]);
+    }
+    for (int f = 0; f < nf; f++)   /* row (f, t): taps t - 1, t, t + 1, each NQ wide */
         for (int t = 0; t < 4; t++) {
             float *row = s->col + ((size_t)f * 4 + t) * NQ * 3;
-            for (int q = 0; q < NQ; q++)
-                for (int k = 0; k < 3; k++) {
-                    int u = t + k - 1;
-                    float v = 0;
-                    if (u >= 0 && u < 4) {
-                        const float *sp = s->spec + ((size_t)f * 4 + u) * 2 * NQ;
-                        v = sqrtf(sp[q] * sp[q] + sp[NQ + q] * sp[NQ + q]);
-                    }
-                    row[q * 3 + k] = v;
-                }
+            for (int k = 0; k < 3; k++) {
+                int u = t + k - 1;
+                if (u >= 0 && u < 4)
+                    memcpy(row + k * NQ, s->spec + ((size_t)f * 4 + u) * 2 * NQ, sizeof(float) * NQ);
+                else
+                    memset(row + k * NQ, 0, sizeof(float) * NQ);
+            }
         }
     product(p, s->x0, s->col, m->w0, m->b0, nf * 4, 128, NQ * 3, 1);
-    /* conv 1: stride 2: output t reads inputs 2t - 1 .. 2t + 1 */
-    for (int f = 0; f < nf; f++)
-        for (int t = 0; t < 2; t++) {
-            float *row = s->col + ((size_t)f * 2 + t) * 128 * 3;
-            for (int ci = 0; ci < 128; ci++)
-                for (int k = 0; k < 3; k++) {
-                    int u = 2 * t + k - 1;
-                    row[ci * 3 + k] = u >= 0 && u < 4 ? s->x0[((size_t)f * 4 + u) * 128 + ci] : 0;
-                }
-        }
+    /* conv 1: stride 2: output t reads inputs 2t - 1 .. 2t + 1 (rows of x0) */
+    for (int f = 0; f < nf; f++) {
+        const float *in = s->x0 + (size_t)f * 4 * 128;
+        float *row = s->col + (size_t)f * 2 * 128 * 3;
+        memset(row, 0, sizeof(float) * 128);
+        memcpy(row + 128, in, sizeof(float) * 2 * 128);
+        memcpy(row + 3 * 128, in + 128, sizeof(float) * 3 * 128);
+    }
     product(p, s->x1, s->col, m->w1, m->b1, nf * 2, 64, 128 * 3, 1);
     /* conv 2: one output from inputs -1 (zero), 0, 1 */
     for (int f = 0; f < nf; f++) {
         float *row = s->col + (size_t)f * 64 * 3;
-        for (int ci = 0; ci < 64; ci++) {
-            row[ci * 3] = 0;
-            row[ci * 3 + 1] = s->x1[((size_t)f * 2) * 64 + ci];
-            row[ci * 3 + 2] = s->x1[((size_t)f * 2 + 1) * 64 + ci];
-        }
+        memset(row, 0, sizeof(float) * 64);
+        memcpy(row + 64, s->x1 + (size_t)f * 2 * 64, sizeof(float) * 2 * 64);
     }
     product(p, s->x2, s->col, m->w2, m->b2, nf, 64, 64 * 3, 1);
     product(p, s->x3, s->x2, m->w3, m->b3, nf, 128, 64, 1);   /* conv 3: its middle tap */
@@ -264,11 +280,7 @@ static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float step(vad_state *s, const float *gi) {
     const vad_model *m = s->m;
     k_matmul(s->g, s->h, m->whh, gi, 1, 4 * H, H);   /* gi + whh . h */
-    for (int j = 0; j < H; j++) {
-        float i = sigm(s->g[j]), o = sigm(s->g[H + j]), f = sigm(s->g[2 * H + j]);
-        s->c[j] = f * s->c[j] + i * tanhf(s->g[3 * H + j]);
-        s->h[j] = o * tanhf(s->c[j]);
-    }
+    k_lstm_cell(s->h, s->c, s->g, H);
     double z = m->bout[0];
     for (int j = 0; j < H; j++) z += (double)m->wout[j] * (s->h[j] > 0 ? s->h[j] : 0);
     return sigm((float)z);
