@@ -428,15 +428,22 @@ static void lockstep(t5_model *m, ed_pool *pool, golden *G, int REPS, int invari
 }
 
 /* Screened logits (models/screen.h), its size threshold waived for these
- * small models, on the AVX2 set and the CPU's best: a second state decodes
+ * small models, on the AVX2 set and the CPU's best (once where they are the
+ * same): a second state decodes
  * unscreened in lockstep (screen_check.h), the inputs once (a session's
  * steps) and four times over in the engine's batch-invariant passes (and in
  * a session's, for a matrix in halves); then
  * greedy tokens, refined, transformers' in every cache mode. */
 static void check_screen(t5_model *m, golden *G) {
     static const int sets[] = {K_ISA_VEC, K_ISA_AMX};
+    int last = -1;
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
         int old = ed_isa_swap(sets[k]);
+        if (k_isa() == last) {   /* the CPU's best is the vector set: once */
+            ed_isa_swap(old);
+            continue;
+        }
+        last = k_isa();
         k_w head = m->lm_head;   /* restored at the end */
         if (k_q8_fast()) m->lm_head = screen_matrix(m->wt, head, m->hp.n_vocab, m->hp.d);
         CHECK_EQ_INT(md_screen_build(m->wt, m->lm_head, m->hp.n_vocab, m->hp.d, 0, &m->screen), ENCDEC_OK);
