@@ -10,7 +10,7 @@
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
 # test there too (but the Python and install tests: plain builds); then
 # ThreadSanitizer over the threaded parts (scripts/test-tsan.sh); then every fuzz
-# harness for 15 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
+# harness for 10 s (tests/fuzz/build.sh: any finding fails); last, the ARM64
 # cross build with its kernel and tiny.en tests under qemu-user
 # (scripts/test-arm64.sh). Tests that need ../shared (real speech) skip when it is absent.
 # At the end (also after a failure) it prints each stage's wall time, the CPU

@@ -314,7 +314,7 @@ static void extensions_off(void) {
     encdec_model_free(m);
 }
 
-#ifndef ED_EMULATED   /* qemu: no window (above) */
+#if !defined(ED_EMULATED) && !defined(ED_SANITIZED)   /* qemu: no window (above); sanitizers: main */
 /* The batched pipeline with the Silero VAD on a model of the set below this
  * CPU's best (jfk.wav between 2 s of silence): the VAD's pool and its steps
  * on the calling thread follow the model's set too, as every op does. */
@@ -447,8 +447,8 @@ int main(void) {
 #endif
 #if !defined(ED_EMULATED) && !defined(ED_SANITIZED)
     if (k_isa_cpu() >= K_ISA_VEC) CHECK_PART(int8_every_recording());
-#endif
-#ifndef ED_EMULATED
+    /* (the sanitizers' pass: the VAD's batched and live paths are
+     * test_batched's and test_live's there; the set limit is logic) */
     CHECK_PART(batched_vad_limit());
 #endif
     for (int f = 0; f < N_FILES; f++) encdec_free(g_pcm[f]);
