@@ -121,11 +121,15 @@ def slow_clients(binary, tiny, sanitized):
         n_req = 10
         times = [post_jfk(s.url)[0] for _ in range(n_req)]
         # starved requests would wait for the slow clients' header deadline
-        # (30 s); the margins are for a machine busy with other work (CI)
-        med = sorted(times)[n_req // 2]
-        check(med <= 3 * alone + 0.5 and max(times) < 10,
-              "%d requests beside them: the median within 3x its time alone + 0.5 s, none 10 s "
-              "(alone %.2f s, slowest %.2f s, median %.2f s)" % (n_req, alone, max(times), med))
+        # (30 s), each of them: the median and the second slowest say so.
+        # One request may be slow alone: a machine busy with other work (CI's
+        # ThreadSanitizer pass once took 18 s for one of ten, the rest 1.7 s)
+        order = sorted(times)
+        med, second = order[n_req // 2], order[-2]
+        check(med <= 3 * alone + 0.5 and second < 10,
+              "%d requests beside them: the median within 3x its time alone + 0.5 s, at most one "
+              "over 10 s (alone %.2f s, median %.2f s, the two slowest %.2f and %.2f s)"
+              % (n_req, alone, med, second, order[-1]))
         threads = s.proc_status("Threads")
         check(threads < 40, "no thread per connection: %d threads for %d connections" % (threads, n_slow))
         rss = s.proc_status("VmRSS")
