@@ -48,8 +48,8 @@ dir=build-cuda
 GPU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_longform test_whisper_beam test_engine test_batched test_t5_golden test_bart_golden test_engine_t5 test_gen_attention"
 # Through the emulation: the same but test_longform and test_engine (a few
 # minutes there; their device paths are test_batched's and test_tiny_en's);
-# there (ED_DEVICE_EMU) test_batched and test_engine_t5 run their device
-# paths only, the host's logic being the release pass's.
+# there (ED_DEVICE_EMU) test_batched runs its device paths only, the
+# host's logic being the release pass's.
 EMU_TESTS="test_whisper_golden test_whisper_v3_golden test_tiny_en test_whisper_beam test_batched test_t5_golden test_bart_golden test_engine_t5 test_gen_attention"
 
 # Through the CUDA source on the CPU: the kernel test and the goldens of

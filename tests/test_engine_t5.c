@@ -413,13 +413,11 @@ int main(void) {
     variant("tiny-random-t5-v1_1", ENCDEC_ISA_AUTO, ENCDEC_COMPUTE_INT8);
     /* AVX2's packed GEMM where the CPU has more (an AVX2-only CPU runs it as
      * AUTO) */
-#ifndef ED_DEVICE_EMU   /* the emulated device: its products are the device's whatever the set */
     if (k_isa_cpu() > K_ISA_VEC) variant("tiny-random-t5-v1_1", ENCDEC_ISA_AVX2, ENCDEC_COMPUTE_F32);
     /* the portable set: BLIS's gemv (one row) and gemm (more) round differently,
      * which the engine's products must not let through (its encoder passes
      * are not packed there) */
     variant("tiny-random-t5-v1_1", ENCDEC_ISA_C, ENCDEC_COMPUTE_F32);
-#endif
     /* inputs submitted at once were packed into shared encoder passes (each
      * variant's requests queue while the first encodes: all 60 going one
      * by one would mean no packing at all) */
