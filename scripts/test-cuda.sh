@@ -82,7 +82,7 @@ if [ "${1:-}" = emu ]; then
   # shellcheck disable=SC2086
   cmake --build build-emu -j"$(nproc)" --target encdec_cli test_cuda $EMU_TESTS
   ENCDEC_DEVICE=cuda ctest --test-dir build-emu --output-on-failure -j"$(nproc)" \
-    -R "^(test_cuda|$(echo $EMU_TESTS | tr ' ' '|'))\$"
+    -R "^(test_cuda|test_cuda_pages|$(echo $EMU_TESTS | tr ' ' '|'))\$"
   exit 0
 fi
 

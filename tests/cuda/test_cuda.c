@@ -19,6 +19,7 @@
 #include "kern/kern.h"
 #include "kern/q8.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -639,6 +640,17 @@ static void read_device(void *p) {
     (void)v;
 }
 
+static void *read_device_thread(void *p) {
+    read_device(p);
+    return NULL;
+}
+
+/* The same read from another host thread (the engine's own pool, say). */
+static void read_device_elsewhere(void *p) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, read_device_thread, p) == 0) pthread_join(t, NULL);
+}
+
 static void free_malloced(void *unused) {
     (void)unused;
     cu_host_free(g, malloc(64));
@@ -658,6 +670,7 @@ static void emulation(void) {
     CHECK_EQ_INT(cu_sync(g), ENCDEC_OK);
     /* a device buffer read as host memory */
     CHECK(dies_saying(read_device, dy, SIGSEGV, "the host touched device memory 'probe'"));
+    CHECK(dies_saying(read_device_elsewhere, dy, SIGSEGV, "the host touched device memory 'probe'"));
     cu_free(g, dy), cu_free(g, dx);
     /* host memory that is not page-locked handed to cu_host_free (on a GPU:
      * cudaFreeHost's error, or worse) */
@@ -666,7 +679,8 @@ static void emulation(void) {
            "device memory, malloc's memory freed as page-locked: each stopped, named\n");
 }
 
-int main(void) {
+/* argv[1] "emulation": the emulation's own checks alone. */
+int main(int argc, char **argv) {
     char why[200];
     if (cu_device_count(why, sizeof why) == 0) {
         char msg[320];
@@ -676,6 +690,12 @@ int main(void) {
     CHECK_EQ_INT(cu_dev_open(0, &g), ENCDEC_OK);
     if (!g) return check_done();
     printf("device: %s\n", cu_dev_name(g));
+    if (argc > 1 && !strcmp(argv[1], "emulation")) {
+        CHECK(strstr(cu_dev_name(g), "emulation") != NULL);
+        emulation();
+        cu_dev_close(g);
+        return check_done();
+    }
     ed_pool *pool = NULL;
     CHECK_EQ_INT(ed_pool_new(&pool, 1), ENCDEC_OK);
     matmuls();

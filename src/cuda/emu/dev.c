@@ -42,6 +42,11 @@ static struct {
 static atomic_int n_opened;
 static atomic_int opened_all;   /* the list overflowed: shut every region */
 static size_t page;
+/* >= 0: device pages carry this protection key (x86's PKU), their access
+ * switched per thread by a register write at each kernel's ends, no page
+ * table touched; -1: they are shut with mprotect and opened a chunk at a
+ * time on fault (ENCDEC_EMU_GUARD=pages forces it; CPUs without PKU). */
+static int pkey = -1;
 
 /* The last frees, to name a pointer into freed device memory. */
 #define N_FREED 512
@@ -82,7 +87,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     char *a = si->si_addr;
     region *r = find(a);
     char *guard = r ? r->map + r->map_len - page : NULL;
-    if (r && a < guard && atomic_load(&in_kernel)) {
+    if (r && a < guard && pkey < 0 && atomic_load(&in_kernel)) {
         char *lo = (char *)((uintptr_t)a & ~(CHUNK - 1)), *hi = lo + CHUNK;
         if (lo < r->map) lo = r->map;
         if (hi > guard) hi = guard;
@@ -115,14 +120,29 @@ static void install(void) {
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
+#ifdef PKEY_DISABLE_ACCESS
+    const char *g = getenv("ENCDEC_EMU_GUARD");
+    if (!g || strcmp(g, "pages")) pkey = pkey_alloc(0, PKEY_DISABLE_ACCESS);   /* -1: no PKU */
+#endif
+}
+
+/* This thread's access to device pages under the protection key. */
+static void key_access(int on) {
+#ifdef PKEY_DISABLE_ACCESS
+    if (pkey >= 0) pkey_set(pkey, on ? 0 : PKEY_DISABLE_ACCESS);
+#else
+    (void)on;
+#endif
 }
 
 void emu_enter(void) {
     pthread_mutex_lock(&lock);
     atomic_store(&in_kernel, 1);
+    key_access(1);
 }
 
 void emu_leave(void) {
+    key_access(0);
     int n = atomic_load(&n_opened);
     if (n > MAX_OPEN) n = MAX_OPEN;
     for (int i = 0; i < n; i++) mprotect(opened[i].p, opened[i].n, PROT_NONE);
@@ -176,7 +196,11 @@ encdec_status cu_dev_open(int index, cu_dev **out) {
     if (!g) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: CUDA device handle");
     const char *e = getenv("ENCDEC_EMU_THREADS");
     int nth = e && atoi(e) > 0 ? atoi(e) : 2;
+    /* the pool's workers run kernels only: they inherit access to the
+     * device's pages from this thread (every other thread is denied) */
+    key_access(1);
     encdec_status st = ed_pool_new(&g->pool, nth);
+    key_access(0);
     if (st) {
         free(g);
         return st;
@@ -235,11 +259,38 @@ float *emu_scratch(cu_dev *g, size_t n) {
 
 /* ---- memory ---- */
 
+/* len bytes of no-access pages. From one chunk up, the mapping starts on a
+ * chunk's boundary and asks for huge pages: a kernel opens a chunk with one
+ * page-table entry to change, not 512, and shuts it again as cheaply (the
+ * page tables' work was most of a device test's time with 4 KB pages). */
+static char *map_guarded(size_t len) {
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (len < CHUNK) {
+        char *m = mmap(NULL, len, PROT_NONE, flags, -1, 0);
+        return m == MAP_FAILED ? NULL : m;
+    }
+    char *m = mmap(NULL, len + CHUNK, PROT_NONE, flags, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    char *a = (char *)(((uintptr_t)m + CHUNK - 1) & ~(CHUNK - 1));
+    if (a > m) munmap(m, (size_t)(a - m));
+    if (a + len < m + len + CHUNK) munmap(a + len, (size_t)(m + len + CHUNK - (a + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(a, len - page, MADV_HUGEPAGE);   /* advice: without it, 4 KB pages */
+#endif
+    return a;
+}
+
 void *cu_alloc(cu_dev *g, size_t bytes, const char *what) {
     (void)g;
     size_t data = (bytes + 255 + page - 1) / page * page;
-    char *map = mmap(NULL, data + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map == MAP_FAILED) {
+    char *map = map_guarded(data + page);
+#ifdef PKEY_DISABLE_ACCESS
+    if (map && pkey >= 0 && pkey_mprotect(map, data, PROT_READ | PROT_WRITE, pkey)) {
+        munmap(map, data + page);
+        map = NULL;
+    }
+#endif
+    if (!map) {
         ed_fail(ENCDEC_ERR_NOMEM, "CUDA device 0: %zu bytes for %s: out of memory", bytes, what);
         return NULL;
     }

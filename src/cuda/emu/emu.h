@@ -6,11 +6,13 @@
  *
  * What it checks that the CPU build cannot:
  *   - device memory is not host memory: cu_alloc's pages are mapped with no
- *     access, open only while an emulated kernel or copy runs (a fault
- *     inside one opens the 2 MiB around it; all are shut at its end), so a
- *     host read or write of a device buffer (a forgotten download, a table
- *     built in place, a weight read on the host) stops the program naming
- *     the buffer;
+ *     access, open only while an emulated kernel or copy runs, so a host
+ *     read or write of a device buffer (a forgotten download, a table built
+ *     in place, a weight read on the host) stops the program naming the
+ *     buffer. With protection keys (x86 PKU) the pages carry one key whose
+ *     access the calling thread switches at a call's ends and the device
+ *     pool's workers hold; without (or ENCDEC_EMU_GUARD=pages), a fault
+ *     inside a call opens the 2 MiB around it and all are shut at its end;
  *   - host memory is not device memory: every pointer a kernel takes must
  *     lie inside one device allocation, with the extent its shape implies,
  *     else the call fails (sticky, as a CUDA launch error) naming it;
@@ -38,8 +40,8 @@ struct cu_dev {
     size_t scratch_n;
 };
 
-/* A kernel's span: one at a time process-wide, device pages opened on
- * first touch inside it and shut at its end. */
+/* A kernel's span: one at a time process-wide, the device's pages open to
+ * this thread (and the pool's) inside it and shut at its end. */
 void emu_enter(void);
 void emu_leave(void);
 /* 1 when [p, p + bytes) lies inside one device allocation; else records
