@@ -118,8 +118,9 @@ def test_every_temperature_failing_as_faster_whisper(fw_tiny_en, tiny_en):
     for s in b:
         s.temperature = 1.0
     same_segments(a, b)
-    c = list(tiny_en.transcribe(x, fallback_keep_last=True, seed=3, **kw)[0])
-    assert all(s.all_failed and s.temperature == 1.0 for s in c)
+    # (the rule, not the recording: its first window is enough)
+    c = list(tiny_en.transcribe(x[:16000 * 30], fallback_keep_last=True, seed=3, **kw)[0])
+    assert c and all(s.all_failed and s.temperature == 1.0 for s in c)
 
 
 @pytest.fixture(scope="session")
