@@ -27,6 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The cache modes checked (full, self, none). Under qemu (the ARM64 build)
+ * full and self: no cache runs the same kernels, and natively it runs */
+#ifdef ED_EMULATED
+#define N_MODES 2
+#else
+#define N_MODES 3
+#endif
+
 #define ENC_TOL 1e-4
 /* Logits reach ~110 on these peaky models; HF itself (batch vs single,
  * cache vs none, f32 vs f64) moves them by up to 1.2e-5 of the row's largest
@@ -460,15 +468,17 @@ static void check_screen(t5_model *m, golden *G) {
         ed_pool_set_isa(pool, sets[k]);
         lockstep(m, pool, G, 1, 0);
         lockstep(m, pool, G, 4, 1);
+#ifndef ED_EMULATED   /* (qemu: that kernel at 12 rows is test_matmul_hp's there) */
         if (m->lm_head.t == K_F16P || m->lm_head.t == K_BF16P)   /* any rows: one kernel for halves */
             lockstep(m, pool, G, 4, 0);
+#endif
         t5_state *s0;
         t5_shape shape = {G->n_tokens, G->T_max, G->B, G->B, G->N + 1};
         CHECK_EQ_INT(t5_state_new(&s0, m, pool, KV_F32), ENCDEC_OK);
         CHECK_EQ_INT(t5_state_reserve(s0, &shape), ENCDEC_OK);
         t5_encode(s0, G->ids, G->start, G->len, G->B);
         encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
-        for (int i = 0; i < 3; i++) check_greedy(s0, G, modes[i], 1);
+        for (int i = 0; i < N_MODES; i++) check_greedy(s0, G, modes[i], 1);
         t5_state_free(s0);
         ed_pool_free(pool);
         memset(&m->screen, 0, sizeof m->screen);   /* (its memory stays the table's) */
@@ -512,7 +522,7 @@ static void run_variant(const char *variant, const char *model_name) {
     const ed_tensor *db = golden_need(G.g, "dec_bias");
     int nb = (int)db->shape[0], H = (int)db->shape[1], nd = (int)db->shape[2], n_ctx = G.N + 1;
     encdec_kv_mode modes[3] = {ENCDEC_KV_FULL, ENCDEC_KV_SELF, ENCDEC_KV_NONE};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_MODES; i++) {
         double d = check_logits(s, &G, modes[i]);
         printf("  logits at every step, %s: max |diff| / max |row| %.3g\n", cli_kv(modes[i]), d);
         CHECK_NEAR(d, 0, LOGIT_TOL);
@@ -528,7 +538,7 @@ static void run_variant(const char *variant, const char *model_name) {
                 if (d > worst) worst = d;
             }
     CHECK_NEAR(worst, 0, 0);
-    for (int i = 0; i < 3; i++) check_beam(s, &G, modes[i]);
+    for (int i = 0; i < N_MODES; i++) check_beam(s, &G, modes[i]);
     t5_state_free(s);
     ed_pool_free(pool);
     check_screen(m, &G);
