@@ -323,12 +323,12 @@ int main(void) {
     if (access(JFK, R_OK) != 0) return check_skip("needs ../shared/audio");
     if (!golden_find_model(g_base, sizeof g_base, "ENCDEC_BASE", "whisper-base")) g_base[0] = 0;
     if (!tmp_new("encdec-transcribe-cli")) return 2;
-    test_stdout_formats();
-    test_files();
-    test_parallel();
-    test_bad_requests();
-    test_spellings();
-    test_model_names();
+    CHECK_PART(test_stdout_formats());
+    CHECK_PART(test_files());
+    CHECK_PART(test_parallel());
+    CHECK_PART(test_bad_requests());
+    CHECK_PART(test_spellings());
+    CHECK_PART(test_model_names());
     tmp_remove(tmp_dir);
     return check_done();
 }
