@@ -468,7 +468,7 @@ static void check_screen(t5_model *m, golden *G) {
         ed_pool_set_isa(pool, sets[k]);
         lockstep(m, pool, G, 1, 0);
         lockstep(m, pool, G, 4, 1);
-#ifndef ED_EMULATED   /* (qemu: that kernel at 12 rows is test_matmul_hp's there) */
+#ifndef ED_EMULATED   /* (qemu: the halves' kernel past a tile's rows is test_matmul_hp's there) */
         if (m->lm_head.t == K_F16P || m->lm_head.t == K_BF16P)   /* any rows: one kernel for halves */
             lockstep(m, pool, G, 4, 0);
 #endif

@@ -107,7 +107,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
             "(%zu bytes)\n", (size_t)(a - (r->p + r->bytes)), r->what, r->bytes);
     else if (r)
         say("encdec CUDA emulation: the host touched device memory '%s' (%zu bytes) at offset "
-            "%zu outside a kernel or copy: a device buffer read or written as host memory\n",
+            "%zu outside a kernel or copy, or from a thread not running one: a device buffer read or "
+            "written as host memory\n",
             r->what, r->bytes, a >= r->p ? (size_t)(a - r->p) : (size_t)0);
     signal(sig, SIG_DFL);   /* the access faults again, now fatally */
 }
