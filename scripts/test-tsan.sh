@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the code that shares memory between threads: the
 # thread pool handing slices of work to its threads (test_kern; the kernels
-# themselves are left uninstrumented, see CMakeLists.txt), the engine's scheduler
+# themselves are left uninstrumented, see CMakeLists.txt), a step's sampled
+# picks on three threads at once (test_sample), the engine's scheduler
 # with Whisper requests (test_engine) and with T5 requests packed into shared
 # encoder passes and streamed token by token (test_engine_t5), and the HTTP
 # server under concurrent clients, streamed completions included
@@ -16,12 +17,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-tests=(test_kern test_engine test_engine_t5 test_server_load test_server_openai test_server_hostile
+tests=(test_kern test_sample test_engine test_engine_t5 test_server_load test_server_openai test_server_hostile
        test_server_realtime)
 
 echo "== ThreadSanitizer build: ${tests[*]} ==" >&2
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCDEC_WERROR=ON -DENCDEC_TSAN=ON >/dev/null
-cmake --build build-tsan -j"$jobs" --target encdec_cli "${tests[@]::3}"
+cmake --build build-tsan -j"$jobs" --target encdec_cli "${tests[@]::4}"
 regex="^($(IFS='|'; echo "${tests[*]}"))\$"
 # halt_on_error: the first report fails the test; without address-space
 # randomisation where the kernel allows it (TSan's fixed shadow layout

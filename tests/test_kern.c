@@ -572,6 +572,34 @@ static void test_elementwise(ed_pool *pool) {
         if (m > -INFINITY) CHECK_NEAR(lse, log(s), 1e-6);
         free(lg);
     }
+    /* a draw's weights: exp(x / t - max) with -inf entries exactly 0, the
+     * sum and the shift against double libm, temperatures below and above 1 */
+    for (int n = 1; n <= 51869; n = n * 7 + 3)
+        for (int k = 0; k < 3; k++) {
+            const float ts[3] = {1.0f, 0.2f, 1.7f};
+            float t = ts[k], *lg = rnd((size_t)n), *wt = malloc(sizeof(float) * (size_t)n), mx;
+            for (int i = 0; i < n; i++) lg[i] = (i % 97 == 5) ? -INFINITY : lg[i] * 20;
+            double m = -INFINITY, sum = 0, werr = 0;
+            for (int i = 0; i < n; i++) m = lg[i] / t > m ? lg[i] / t : m;
+            double got = k_exp_scaled(wt, lg, n, t, &mx);
+            CHECK(mx == (float)m);
+            for (int i = 0; i < n && m > -INFINITY; i++) {
+                double e = lg[i] == -INFINITY ? 0 : exp((double)(lg[i] / t) - m);
+                sum += e;
+                if (e == 0) CHECK(wt[i] == 0.0f);
+                else if (e > 1e-30 && fabs(wt[i] - e) / e > werr) werr = fabs(wt[i] - e) / e;
+            }
+            if (m > -INFINITY) {
+                CHECK(werr < 4e-6);   /* exp_poly's 4e-7, and x / t - mx rounded in f32 (|.| <= 200) */
+                CHECK_NEAR(got / sum, 1.0, 1e-6);
+            }
+            free(lg);
+            free(wt);
+        }
+    {
+        float wt[5] = {7, 7, 7, 7, 7}, mxs, none[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        CHECK(k_exp_scaled(wt, none, 5, 0.5f, &mxs) == 0 && mxs == -INFINITY && wt[0] == 7);
+    }
     /* argmax: the first maximum, as the plain loop, on rows with many ties
      * (values from a small set), a NaN at x[0] or inside, and odd lengths */
     for (int n = 1; n <= 51869; n = n * 3 + 1)

@@ -8,6 +8,7 @@
 #include "decode/search.h"
 #include "base/err.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +78,41 @@ typedef struct {
     float lp[MAX_SEQ * 32], score[MAX_SEQ];
 } outs;
 
+/* par_for on 3 threads, rows dealt round-robin: a step's picks at once,
+ * as the engine's pool runs them (each touches its own row and scratch) */
+typedef struct {
+    void (*fn)(void *arg, int i);
+    void *arg;
+    int n, ith;
+} par_part;
+
+static void *par_thread(void *p) {
+    par_part *q = p;
+    for (int i = q->ith; i < q->n; i += 3) q->fn(q->arg, i);
+    return NULL;
+}
+
+static void par_threads(void *ctx, int n, void (*fn)(void *arg, int i), void *arg) {
+    (void)ctx;
+    pthread_t th[2];
+    par_part part[3];
+    for (int k = 0; k < 3; k++) part[k] = (par_part){fn, arg, n, k};
+    int made[2];
+    for (int k = 0; k < 2; k++) made[k] = pthread_create(&th[k], NULL, par_thread, &part[k + 1]) == 0;
+    par_thread(&part[0]);
+    for (int k = 0; k < 2; k++) {
+        if (made[k]) pthread_join(th[k], NULL);
+        else par_thread(&part[k + 1]);
+    }
+}
+
+static int g_threads;   /* run() with par_threads */
+
 static encdec_status run(int n_groups, int per_group, const uint64_t *seeds,
                          const dec_sample_params *sp, int max_new, outs *o) {
     fake f;
     dec_model dm = fake_init(&f, 64, per_group, n_groups, seeds);
+    if (g_threads) dm.par_for = par_threads;
     int prompt[2] = {1, 5}, sup[1] = {7};
     dec_rules r = {sup, 1, NULL, 0, EOS, max_new};
     memset(o, 0, sizeof *o);
@@ -158,6 +190,22 @@ static void test_batch_independent(void) {
         CHECK(same_seq(&batch, 4 + j, &alone, j, 20));
         CHECK(same_seq(&batch, 4 + j, &first, j, 20));
         CHECK(same_seq(&batch, j, &first, 2 + j, 20));
+    }
+}
+
+/* The picks of a step on three threads at once: every sequence the same,
+ * bit for bit, as picked one after another (plain temperature; top-k and
+ * top-p, whose scratch is per sequence). */
+static void test_threads(void) {
+    static outs serial, threaded;
+    uint64_t seeds[3] = {41, 42, 43};
+    const dec_sample_params sps[3] = {{0.7f, 0, 1.0f, 5}, {1.3f, 9, 0.9f, 6}, {1.0f, 0, 0.8f, 7}};
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ_INT(run(3, 4, seeds, &sps[k], 20, &serial), ENCDEC_OK);
+        g_threads = 1;
+        CHECK_EQ_INT(run(3, 4, seeds, &sps[k], 20, &threaded), ENCDEC_OK);
+        g_threads = 0;
+        for (int i = 0; i < 12; i++) CHECK(same_seq(&serial, i, &threaded, i, 20));
     }
 }
 
@@ -319,6 +367,7 @@ int main(void) {
     test_rng();
     test_reproducible();
     test_batch_independent();
+    test_threads();
     test_greedy_limits();
     test_distribution();
     test_large_vocab();

@@ -13,9 +13,12 @@ typedef struct {
     const dec_sample_params *sp;   /* -> own */
     dec_sample_params own;
     dec_rng *rng;       /* [n_seq]: sequence g*n_per_group + j draws from stream j */
-    float *heap;        /* [n_vocab] scratch: top-k's min-heap of values */
-    float *w;           /* [n_vocab] scratch: exp(x - max), the draw's weights */
-    int *idx;           /* [n_vocab] scratch: top-p's token ids */
+    /* scratch per sequence, so that the sequences' picks run at once
+     * (dec_independent_task's pure: each pick touches its own row only) */
+    int V;
+    float *heap;        /* [n_seq, top_k]: top-k's min-heap of values (top-k only) */
+    float *w;           /* [n_seq, V]: exp(x / T - max), the draw's weights */
+    int *idx;           /* [n_seq, V]: top-p's token ids (top-p only) */
 } sampler;
 
 encdec_status dec_sample_params_check(const dec_sample_params *sp) {
@@ -109,45 +112,60 @@ static double keep_top_p(float *w, int n, float top_p, double sum, int *idx) {
 }
 
 /* Draws from the weights w[n] (sum: their total) with u in [0, 1): the
- * first token whose cumulative weight passes u * sum; zero weights never do. */
+ * first token whose cumulative weight passes u * sum; zero weights never do.
+ * The walk adds blocks of 8 (a tree: one dependent add a block) and walks
+ * the block that passes one by one; if rounding leaves the total at or
+ * below the target, the last token of nonzero weight. */
 static int draw(const float *w, int n, double sum, double u) {
     double target = u * sum, acc = 0;
-    int tok = -1;
-    for (int i = 0; i < n; i++) {
-        if (w[i] > 0) tok = i;  /* the fallback if rounding leaves acc <= target */
-        acc += w[i];
-        if (acc > target && w[i] > 0) break;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float *b = w + i;
+        double blk = (((double)b[0] + b[1]) + ((double)b[2] + b[3])) +
+                     (((double)b[4] + b[5]) + ((double)b[6] + b[7]));
+        if (acc + blk > target) break;
+        acc += blk;
     }
-    return tok;
+    for (; i < n; i++) {
+        acc += w[i];
+        if (acc > target && w[i] > 0) return i;
+    }
+    for (i = n - 1; i >= 0; i--)
+        if (w[i] > 0) return i;
+    return -1;
 }
 
 static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp) {
     sampler *s = ctx;
     const dec_sample_params *sp = s->sp;
+    float *w = s->w + (size_t)seq * s->V;
     float mx0 = 0;
     double lse0 = sp->lp_unscaled ? k_logsumexp(x, n, &mx0) : 0;   /* before any processing */
-    if (sp->temperature != 1.0f)
-        for (int i = 0; i < n; i++) x[i] /= sp->temperature;
+    float t = sp->temperature;
+    int filter = (sp->top_k > 0 && sp->top_k < n) || sp->top_p < 1.0f;
+    if (filter && t != 1.0f) {   /* HF's order: the temperature, then the filters */
+        for (int i = 0; i < n; i++) x[i] /= t;
+        t = 1.0f;
+    }
     if (sp->top_k > 0 && sp->top_k < n) {
-        float kth = kth_largest(x, n, sp->top_k, s->heap);
+        float kth = kth_largest(x, n, sp->top_k, s->heap + (size_t)seq * sp->top_k);
         for (int i = 0; i < n; i++)
             if (x[i] < kth) x[i] = -INFINITY;
     }
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float mx;
+    double sum = k_exp_scaled(w, x, n, t, &mx);   /* w = exp(x / t - mx) */
     if (mx == -INFINITY) {      /* every token is suppressed */
         *lp = -INFINITY;
         return k_argmax(x, n);
     }
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += s->w[i] = expf(x[i] - mx);
-    if (sp->top_p < 1.0f) sum = keep_top_p(s->w, n, sp->top_p, sum, s->idx);
-    int tok = draw(s->w, n, sum, dec_rng_uniform(&s->rng[seq]));
+    if (sp->top_p < 1.0f) sum = keep_top_p(w, n, sp->top_p, sum, s->idx + (size_t)seq * s->V);
+    int tok = draw(w, n, sum, dec_rng_uniform(&s->rng[seq]));
+    float xt = t != 1.0f ? x[tok] / t : x[tok];   /* the token's x / T, as the weights saw it */
     if (sp->lp_unscaled) {
-        float x0 = sp->temperature != 1.0f ? x[tok] * sp->temperature : x[tok];   /* undo 1/T */
+        float x0 = sp->temperature != 1.0f ? xt * sp->temperature : xt;   /* undo 1/T */
         *lp = (float)((double)(x0 - mx0) - lse0);
     } else {
-        *lp = (float)((double)(x[tok] - mx) - log(sum));
+        *lp = (float)((double)(xt - mx) - log(sum));
     }
     return tok;
 }
@@ -177,9 +195,11 @@ static encdec_status sampler_new(sampler **out, const dec_model *m, int n_groups
     s->own = *sp;
     s->sp = &s->own;
     s->rng = dec_alloc_n(n_seq, sizeof *s->rng, "sampling random streams");
-    s->heap = dec_alloc_n(V, sizeof *s->heap, "sampling top-k heap");
-    s->w = dec_alloc_n(V, sizeof *s->w, "sampling weights");
-    s->idx = dec_alloc_n(V, sizeof *s->idx, "sampling top-p ids");
+    s->V = V;
+    int k = sp->top_k > 0 && sp->top_k < V ? sp->top_k : 1;
+    s->heap = dec_alloc_n((size_t)n_seq * k, sizeof *s->heap, "sampling top-k heaps");
+    s->w = dec_alloc_n((size_t)n_seq * V, sizeof *s->w, "sampling weights");
+    s->idx = dec_alloc_n(sp->top_p < 1.0f ? (size_t)n_seq * V : 1, sizeof *s->idx, "sampling top-p ids");
     if (!s->rng || !s->heap || !s->idx || !s->w) {
         sampler_free(s);
         return ENCDEC_ERR_NOMEM;
@@ -196,7 +216,7 @@ encdec_status dec_sample_task(dec_task **out, const dec_model *m, int n_groups, 
     sampler *s;
     encdec_status st = sampler_new(&s, m, n_groups, n_per_group, sp);
     if (st) return st;
-    return dec_independent_task(out, m, n_groups * n_per_group, logits, r, pick_sample, s, 0,
+    return dec_independent_task(out, m, n_groups * n_per_group, logits, r, pick_sample, s, 1,
                                 sampler_free, out_tok, out_lp, out_len, out_score);
 }
 
@@ -210,7 +230,7 @@ encdec_status dec_sample(const dec_model *m, int n_groups, int n_per_group, cons
     encdec_status st = sampler_new(&s, m, n_groups, n_per_group, sp);
     if (st) return st;
     st = dec_independent(m, n_groups * n_per_group, prompt, n_prompt, r, pick_sample,
-                                       s, 0, out_tok, out_lp, out_len, out_score);
+                                       s, 1, out_tok, out_lp, out_len, out_score);
     sampler_free(s);
     return st;
 }

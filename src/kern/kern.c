@@ -210,6 +210,34 @@ double k_logsumexp(const float *x, int n, float *mx) {
     return logsumexp_c(x, n, mx);
 }
 
+static double exp_scaled_c(float *w, const float *x, int n, float t, float *mx) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    m /= t;
+    *mx = m;
+    if (m == -INFINITY) return 0;
+    float ls[16] = {0};
+    double sum = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)   /* 16 float lanes (terms <= 1), flushed into double */
+        for (int j = 0; j < 16; j++) {
+            w[i + j] = x[i + j] == -INFINITY ? 0.0f : exp_poly(x[i + j] / t - m);
+            ls[j] += w[i + j];
+            if ((i & 255) == 240 && j == 15)
+                for (int k = 0; k < 16; k++) sum += ls[k], ls[k] = 0;
+        }
+    for (int k = 0; k < 16; k++) sum += ls[k];
+    for (; i < n; i++) sum += w[i] = x[i] == -INFINITY ? 0.0f : exp_poly(x[i] / t - m);
+    return sum;
+}
+
+double k_exp_scaled(float *w, const float *x, int n, float t, float *mx) {
+#ifdef K_HAVE_VEC
+    if (k_isa() >= K_ISA_VEC) return K_VEC(k_exp_scaled)(w, x, n, t, mx);
+#endif
+    return exp_scaled_c(w, x, n, t, mx);
+}
+
 void k_softmax(float *x, int n) {
 #ifdef K_HAVE_VEC
     if (k_isa() >= K_ISA_VEC) {

@@ -141,6 +141,12 @@ void k_softmax_ref(float *x, int n);
  * summed in double over 8 lanes. An empty or all -inf row: *mx = -inf,
  * returns 0. Returns log(sum exp(x - *mx)). */
 double k_logsumexp(const float *x, int n, float *mx);
+/* A draw's weights: w[i] = exp(x[i] / t - *mx) over x[0, n), t > 0, with
+ * *mx = max x / t (the largest x[i] / t, each rounded as divided); w[i] = 0
+ * exactly where x[i] = -inf. Returns their sum (>= 1), in double over f32
+ * lanes as k_logsumexp sums; an empty or all -inf row: *mx = -inf, returns 0
+ * (w untouched). exp_poly's relative error (< 4e-7) per weight. */
+double k_exp_scaled(float *w, const float *x, int n, float t, float *mx);
 /* The exp used by k_softmax, for finite x (clamped to [-87, 88]). */
 float k_exp(float x);
 

@@ -35,6 +35,7 @@
 #ifdef K_HAVE_VEC
 void K_VEC(k_softmax)(float *x, int n);
 double K_VEC(k_logsumexp)(const float *x, int n, float *mx);
+double K_VEC(k_exp_scaled)(float *w, const float *x, int n, float t, float *mx);
 void K_VEC(k_gelu)(float *x, size_t n);
 void K_VEC(k_gelu_tanh)(float *x, size_t n);
 void K_VEC(k_silu)(float *x, size_t n);

@@ -23,6 +23,7 @@
 #define vf_abs(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a)
 #define vf_neg(a) _mm256_xor_ps(a, _mm256_set1_ps(-0.0f))
 #define vf_copysign(r, z) _mm256_or_ps(vf_abs(r), _mm256_and_ps(z, _mm256_set1_ps(-0.0f)))
+#define vf_keep_finite(e, x) _mm256_and_ps(e, _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ))
 #define vf_pow2(n) \
     _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 

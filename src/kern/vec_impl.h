@@ -12,6 +12,7 @@
  *   vf_pow2(n)         2^n for integral n in [-127, 128) (the exponent field)
  *   vf_hmax(v)         the largest lane     vf_hsum_d(v): the lanes' sum in double
  *   vf_hsum(v)         the lanes' sum in float, in a fixed order
+ *   vf_keep_finite(e, x)  e where x > -inf, else 0
  * attn_flash_impl.h and matmul_f_impl.h, included after this file, use
  * the same operations. */
 #include "kern/poly.h"
@@ -95,6 +96,37 @@ VT double K_VEC(k_logsumexp)(const float *x, int n, float *mx) {
     sum += vf_hsum_d(s0);
     for (; i < n; i++) sum += exp_poly(x[i] - m);
     return log(sum);
+}
+
+VT double K_VEC(k_exp_scaled)(float *w, const float *x, int n, float t, float *mx) {
+    float m = vmax_n(x, n) / t;   /* division rounds monotonically: the largest x[i] / t */
+    *mx = m;
+    if (m == -INFINITY) return 0;
+    VF vm = vf_set1(m), vt = vf_set1(t);
+    double sum = 0;
+    int i = 0;
+    for (; i + 256 <= n; i += 256) {   /* blocks of 256 in f32 lanes (terms <= 1), then double */
+        VF s0 = vf_set1(0.0f), s1 = s0;
+        for (int b = 0; b < 256; b += 2 * VF_N) {
+            VF x0 = vf_load(x + i + b), x1 = vf_load(x + i + b + VF_N);
+            VF e0 = vf_keep_finite(vexp(vf_sub(vf_div(x0, vt), vm)), x0);
+            VF e1 = vf_keep_finite(vexp(vf_sub(vf_div(x1, vt), vm)), x1);
+            vf_store(w + i + b, e0);
+            vf_store(w + i + b + VF_N, e1);
+            s0 = vf_add(s0, e0);
+            s1 = vf_add(s1, e1);
+        }
+        sum += vf_hsum_d(s0) + vf_hsum_d(s1);
+    }
+    VF s0 = vf_set1(0.0f);
+    for (; i + VF_N <= n; i += VF_N) {
+        VF x0 = vf_load(x + i), e0 = vf_keep_finite(vexp(vf_sub(vf_div(x0, vt), vm)), x0);
+        vf_store(w + i, e0);
+        s0 = vf_add(s0, e0);
+    }
+    sum += vf_hsum_d(s0);
+    for (; i < n; i++) sum += w[i] = x[i] == -INFINITY ? 0.0f : exp_poly(x[i] / t - m);
+    return sum;
 }
 
 VT void K_VEC(k_gelu)(float *x, size_t n) {

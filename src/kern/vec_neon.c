@@ -24,6 +24,8 @@
 #define vf_abs vabsq_f32
 #define vf_neg vnegq_f32
 #define vf_copysign(r, z) vbslq_f32(vdupq_n_u32(0x80000000u), z, r)
+#define vf_keep_finite(e, x) \
+    vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(e), vceqq_f32(x, vdupq_n_f32(-INFINITY))))
 #define vf_pow2(n) \
     vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
 
