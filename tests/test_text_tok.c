@@ -200,5 +200,6 @@ int main(void) {
     for (int i = 0; i < 8; i++) check_tokenizer(names[i]);
     check_errors();
     cJSON_Delete(g_golden);
+    tmp_remove(tmp_dir);
     return check_done();
 }

@@ -87,12 +87,16 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp
 limit="-max_total_time=$secs"
 [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
-run_one() {
-  local h=$1
+run_one() {   # the harness's files in a directory of its own, removed after the run
+  local h=$1 tmp base=/dev/shm rc=0
+  [ -w "$base" ] || base=${TMPDIR:-/tmp}
+  tmp=$(mktemp -d "$base/encdec-fuzz-$h.XXXXXX")
   mkdir -p "$out/corpus-$h"
-  (cd "$out" && "./fuzz_$h" $limit -max_len=65536 -rss_limit_mb=2048 -timeout=60 \
+  (cd "$out" && TMPDIR="$tmp" "./fuzz_$h" $limit -max_len=65536 -rss_limit_mb=2048 -timeout=60 \
      -print_final_stats=1 -artifact_prefix="$root/$out/crash-$h-" \
-     "corpus-$h" "$root/tests/fuzz/corpus/$h") > "$out/fuzz_$h.log" 2>&1
+     "corpus-$h" "$root/tests/fuzz/corpus/$h") > "$out/fuzz_$h.log" 2>&1 || rc=$?
+  rm -rf "$tmp"
+  return $rc
 }
 pids=() names=() failed=0
 for h in "${harnesses[@]}"; do

@@ -1,5 +1,7 @@
 /* fuzz_common.h - libFuzzer harness helpers: the loaders take paths, so each
- * input is written to a per-process file in /dev/shm (or /tmp). Test data
+ * input is written to a per-process file in fuzz_tmp(): $TMPDIR, which
+ * tests/fuzz/build.sh points at a directory of the run's own (on /dev/shm
+ * where it can) and removes after it; else /dev/shm, else /tmp. Test data
  * is found at FUZZ_DATA_DIR (tests/data, an absolute path build.sh passes),
  * wherever the harness runs from; a harness that cannot find it stops. */
 #ifndef ED_FUZZ_COMMON_H
@@ -18,10 +20,16 @@
 #error "build with -DFUZZ_DATA_DIR=<absolute path of tests/data> (tests/fuzz/build.sh does)"
 #endif
 
+/* The directory the harness writes its files in (see above). */
+static inline const char *fuzz_tmp(void) {
+    const char *t = getenv("TMPDIR");
+    if (t && *t && access(t, W_OK) == 0) return t;
+    return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 static inline const char *fuzz_write(const uint8_t *data, size_t size, const char *name) {
     static char path[256];
-    snprintf(path, sizeof path, "%s/encdec-fuzz-%d-%s",
-             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid(), name);
+    snprintf(path, sizeof path, "%s/encdec-fuzz-%d-%s", fuzz_tmp(), (int)getpid(), name);
     FILE *f = fopen(path, "wb");
     if (!f) return NULL;
     fwrite(data, 1, size, f);
@@ -57,7 +65,8 @@ static inline const char *fuzz_model_dir(const char *model, const char *const *f
     for (int i = 0; i < n; i++)
         if (!strcmp(files[i], name)) abort();
     if (!dir[0]) {
-        snprintf(dirs[slot], sizeof dirs[slot], "/tmp/encdec-fuzz-%s-%s-%d", model, name, (int)getpid());
+        snprintf(dirs[slot], sizeof dirs[slot], "%s/encdec-fuzz-%s-%s-%d", fuzz_tmp(), model, name,
+                 (int)getpid());
         mkdir(dir, 0700);
         for (int i = 0; i < n; i++) {
             char src[512], dst[512];

@@ -16,7 +16,7 @@ static char g_dir[256];
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    snprintf(g_dir, sizeof g_dir, "%s/encdec-fuzz-ct2-%d", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+    snprintf(g_dir, sizeof g_dir, "%s/encdec-fuzz-ct2-%d", fuzz_tmp(),
              (int)getpid());
     mkdir(g_dir, 0700);
     char p[512];

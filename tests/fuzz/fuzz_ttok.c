@@ -20,7 +20,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                                         "special_tokens_map.json", "tokenizer.json"};
     for (int i = 0; i < N_DIRS; i++) {
         snprintf(g_dirs[i], sizeof g_dirs[i], "%s/encdec-fuzz-ttok-%d-%s",
-                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid(), names[i]);
+                 fuzz_tmp(), (int)getpid(), names[i]);
         mkdir(g_dirs[i], 0700);
         for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
             char from[512], to[512];

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static char dir[256];
     static ed_pool *pool;
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/encdec-fuzz-vad-%d", (int)getpid());
+        snprintf(dir, sizeof dir, "%s/encdec-fuzz-vad-%d", fuzz_tmp(), (int)getpid());
         mkdir(dir, 0700);
         char p[300];
         snprintf(p, sizeof p, "%s/config.json", dir);
