@@ -332,6 +332,28 @@ static void test_large_vocab(void) {
     }
 }
 
+/* NaN logits (a broken model) never give a token outside the vocabulary:
+ * NaN at every place of a row of 64 (vector lanes and the scalar tail), and
+ * a row of NaN alone. */
+static void test_nan_logits(void) {
+    static float logits[64];
+    static int tok[8 * 6], len[8];
+    static float lp[8 * 6], score[8];
+    for (int at = -1; at < 64; at++) {
+        for (int v = 0; v < 64; v++) logits[v] = at < 0 ? NAN : (float)((v * 37 % 64) / 16.0);
+        if (at >= 0) logits[at] = NAN;
+        fake f;
+        uint64_t seed[2] = {3, 4};
+        dec_model dm = fake_init(&f, 64, 4, 2, seed);
+        f.fixed = logits;
+        int prompt[1] = {1};
+        dec_rules r = {NULL, 0, NULL, 0, -1, 6};
+        dec_sample_params sp = {0.7f, 0, 1.0f, (uint64_t)(at + 2)};
+        CHECK_EQ_INT(dec_sample(&dm, 2, 4, prompt, 1, &r, &sp, tok, lp, len, score), ENCDEC_OK);
+        for (int i = 0; i < 8 * 6; i++) CHECK(tok[i] >= 0 && tok[i] < 64);
+    }
+}
+
 static void test_errors(void) {
     static outs o;
     uint64_t seeds[1] = {1};
@@ -371,6 +393,7 @@ int main(void) {
     test_greedy_limits();
     test_distribution();
     test_large_vocab();
+    test_nan_logits();
     test_errors();
     return check_done();
 }

@@ -160,6 +160,10 @@ static int pick_sample(void *ctx, int seq, int index, float *x, int n, float *lp
     }
     if (sp->top_p < 1.0f) sum = keep_top_p(w, n, sp->top_p, sum, s->idx + (size_t)seq * s->V);
     int tok = draw(w, n, sum, dec_rng_uniform(&s->rng[seq]));
+    if (tok < 0) {   /* no weight above 0: NaN logits (a broken model) made every weight NaN */
+        *lp = -INFINITY;
+        return k_argmax(x, n);
+    }
     float xt = t != 1.0f ? x[tok] / t : x[tok];   /* the token's x / T, as the weights saw it */
     if (sp->lp_unscaled) {
         float x0 = sp->temperature != 1.0f ? xt * sp->temperature : xt;   /* undo 1/T */
