@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/tok/unicode_tables.c: the Unicode classes the GPT-2 pre-tokenizer
-regex needs (\\p{L}, \\p{N}, \\s) as sorted code point ranges.
+regex needs (\\p{L}, \\p{N}, \\s) as sorted code point ranges; and Python's
+own \\d and \\s (the re module on str: category Nd, and str.isspace), which
+the Moses text rules (tok/moses_norm.c) match as sacremoses does.
 
     python3 tools/gen_unicode_tables.py > src/tok/unicode_tables.c
 
@@ -12,6 +14,8 @@ that produced the golden ids (tokenizers 0.20: Oniguruma 6.9.8, Unicode 14).
 """
 import sys
 import unicodedata
+
+from gen_unicode_case import runs  # code point runs where a predicate holds
 
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 NAMES = {LETTER: "UC_LETTER", NUMBER: "UC_NUMBER", SPACE: "UC_SPACE"}
@@ -43,6 +47,30 @@ def ranges():
     return out
 
 
+def write_set(w, name, rs, what):
+    w("\n/* %s: sorted, disjoint ranges. */\n" % what)
+    w("static const uint32_t %s_ranges[%d][2] = {\n" % (name, len(rs)))
+    for lo, hi in rs:
+        w("    {0x%05X, 0x%05X},\n" % (lo, hi))
+    w("};\n\n")
+    w("int %s(uint32_t cp) { return in_set(%s_ranges, %d, cp); }\n" % (name, name, len(rs)))
+
+
+IN_SET = """
+/* Whether cp lies in one of the n sorted, disjoint ranges r. */
+static int in_set(const uint32_t (*r)[2], size_t n, uint32_t cp) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < r[mid][0]) hi = mid;
+        else if (cp > r[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+"""
+
+
 def main():
     rs = ranges()
     w = sys.stdout.write
@@ -65,6 +93,11 @@ def main():
       "    }\n"
       "    return UC_OTHER;\n"
       "}\n")
+    w(IN_SET)
+    write_set(w, "uc_is_decimal", runs(lambda cp: unicodedata.category(chr(cp)) == "Nd"),
+              "Python's \\d on str: category Nd")
+    write_set(w, "uc_is_py_space", runs(lambda cp: chr(cp).isspace()),
+              "Python's \\s on str and str.strip(): str.isspace()")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 /* unicode_tables.h - the Unicode character classes of the GPT-2 pre-tokenizer
- * regex (\p{L}, \p{N}, \s), from generated range tables.
+ * regex (\p{L}, \p{N}, \s), and Python's \d and \s, from generated range
+ * tables.
  *
  *   if (uc_class(cp) == UC_LETTER) ...
  *
@@ -18,6 +19,12 @@ enum { UC_OTHER = 0, UC_LETTER, UC_NUMBER, UC_SPACE };
 int uc_class(uint32_t cp);
 
 extern const char uc_unicode_version[];
+
+/* Python's re on str: \d (category Nd) and \s (str.isspace(), which
+ * str.strip() also strips), for text rules that must agree with a Python
+ * program (tok/moses_norm.c). */
+int uc_is_decimal(uint32_t cp);
+int uc_is_py_space(uint32_t cp);
 
 /* Python's case rules (unicode_case.c, tools/gen_unicode_case.py), for text
  * code that must agree with a Python program: chr(cp).isupper(); the cased

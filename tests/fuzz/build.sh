@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt doc ttok completion langid)
+all=(audio safetensors ct2 ggml bpe spm config t5_config bart form vad realtime lt doc ttok completion langid nmt)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 out=build-fuzz

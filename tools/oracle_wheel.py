@@ -1,0 +1,28 @@
+"""One module of a pinned PyPI wheel, loaded as an oracle without its
+package's dependencies: the wheel is fetched once with
+`pip download --no-deps` into build/oracle-wheels, and the module's source
+is run from inside it (for modules that import only the standard library
+and what .venv has)."""
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+import zipfile
+
+WHEEL_DIR = "build/oracle-wheels"
+
+
+def wheel_module(requirement, member):
+    """requirement: "name==version"; member: the module's path in the wheel."""
+    name, version = requirement.split("==")
+    pattern = os.path.join(WHEEL_DIR, f"{name.replace('-', '_')}-{version}-*.whl")
+    if not glob.glob(pattern):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", WHEEL_DIR,
+                        requirement], check=True)
+    with zipfile.ZipFile(glob.glob(pattern)[0]) as z:
+        src = z.read(member).decode("utf-8")
+    spec = importlib.util.spec_from_loader(member.replace("/", "_")[:-3], loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    exec(compile(src, member, "exec"), mod.__dict__)
+    return mod
