@@ -26,6 +26,11 @@
 #                           and lexilang 1.0.7's word lists (its wheel, converted from
 #                           Python's pickle by tools/lexilang_convert.py), both from
 #                           PyPI, sha256-checked, into <root>/langdetect.
+#   moses                   the data of Moses' tokenizer as sacremoses 0.1.1 has them (the
+#                           Perl Unicode property lists, the nonbreaking prefixes of 38
+#                           languages), for Argos Translate packages tokenized by a
+#                           bpe.model: its wheel from PyPI, sha256-checked, converted by
+#                           tools/moses_convert.py into <root>/sacremoses-0.1.1.
 #   ORG/REPO                any Hugging Face hub repository by id, e.g.
 #                           openai/whisper-tiny.en (safetensors layout),
 #                           Systran/faster-whisper-base (CTranslate2 layout) or
@@ -212,11 +217,35 @@ PY
   echo "fetch-model: installed $repo into $dest" >&2
 }
 
+# Moses' tokenizer data (sacremoses 0.1.1): checked by sha256, converted.
+fetch_pypi_moses() {
+  local dest="$root/sacremoses-0.1.1" tmp here
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if [ -f "$dest/classes.tsv" ] && [ -f "$dest/prefixes.tsv" ] && [ -f "$dest/langs.tsv" ]; then
+    echo "fetch-model: $dest already installed" >&2; return 0
+  fi
+  tmp=$(mktemp -d); cleanup+=("$tmp" "$dest.partial")
+  pypi_get "$tmp" sacremoses==0.1.1
+  echo "31e04c98b169bfd902144824d191825cd69220cdb4ae4bcf1ec58a7db5587b1a  $tmp/sacremoses-0.1.1-py3-none-any.whl" |
+    sha256sum -c --quiet - || die "sacremoses 0.1.1 from PyPI does not match its sha256"
+  python3 -m zipfile -e "$tmp/sacremoses-0.1.1-py3-none-any.whl" "$tmp/whl"
+  mkdir -p "$root"
+  rm -rf "$dest.partial"
+  python3 "$here/tools/moses_convert.py" "$tmp/whl" "$dest.partial" >/dev/null ||
+    die "the conversion of sacremoses' data failed"
+  [ "$(wc -l < "$dest.partial/prefixes.tsv")" -eq 6287 ] && [ "$(wc -l < "$dest.partial/classes.tsv")" -eq 11 ] ||
+    die "the converted Moses data are not the expected ones"
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  echo "fetch-model: installed Moses' tokenizer data (sacremoses 0.1.1) into $dest" >&2
+}
+
 case "$name" in
   tiny.en|whisper-tiny.en) fetch_pypi_tiny_en ;;
   base|whisper-base) fetch_pypi_base ;;
   vad|silero-vad|silero-vad-v6) fetch_pypi_vad ;;
   langid|langdetect) fetch_pypi_langid ;;
+  moses|sacremoses) fetch_pypi_moses ;;
   */*) fetch_hub "$name" ;;
   # faster-whisper's size names: its CTranslate2 conversions, into whisper-<name>
   tiny|base.en|small|small.en|medium|medium.en|large-v1|large-v2|large-v3)
@@ -226,5 +255,5 @@ case "$name" in
     fetch_hub "Systran/faster-distil-whisper-${name#distil-}" "whisper-$name" ;;
   distil-large-v3.5) fetch_hub distil-whisper/distil-large-v3.5-ct2 "whisper-$name" ;;
   large-v3-turbo|turbo) fetch_hub mobiuslabsgmbh/faster-whisper-large-v3-turbo whisper-large-v3-turbo ;;
-  *) echo "fetch-model: unknown model \"$name\" (use a faster-whisper size name such as tiny.en, base, small or large-v3, vad, langid, or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
+  *) echo "fetch-model: unknown model \"$name\" (use a faster-whisper size name such as tiny.en, base, small or large-v3, vad, langid, moses, or a hub id such as openai/whisper-base)" >&2; exit 2 ;;
 esac

@@ -69,6 +69,7 @@ setup() {
   scripts/fetch-model.sh base      # multilingual: tests/test_base_multilingual.c
   scripts/fetch-model.sh vad       # Silero VAD: tests/test_vad.c, --vad, vad_filter
   scripts/fetch-model.sh langid    # langdetect + lexilang: tests/test_langid.c, LibreTranslate's /detect
+  scripts/fetch-model.sh moses     # Moses tokenizer data (sacremoses): tests/test_moses.c
   scripts/deps.sh test             # ccache; python3-venv, nginx-light: the server tests (tests/server)
   scripts/venv-client.sh           # OpenAI's Python client for them
   use_ccache

@@ -1,13 +1,25 @@
-/* test_moses.c - the Moses text rules (tok/moses_norm.c) against sacremoses
- * itself: tests/data/moses/normalize.json (tools/golden_moses.py) holds what
- * MosesPunctNormalizer(lang).normalize gives for a corpus of tricky texts
- * (every substitution, no-break and Unicode spaces, digits of other
- * scripts, quotes around commas and periods) in twelve languages, so every
- * language rule (English quotes, de/es/fr quotes, the number separators)
- * and the default. Also: invalid UTF-8 refused; several threads at once.
+/* test_moses.c - the Moses text rules (tok/moses_*.c) against sacremoses
+ * itself (tools/golden_moses.py):
+ *
+ * - tests/data/moses/normalize.json: what MosesPunctNormalizer(lang).normalize
+ *   gives for a corpus of tricky texts (every substitution, no-break and
+ *   Unicode spaces, digits of other scripts, quotes around commas and
+ *   periods) in twelve languages: every language rule (English quotes,
+ *   de/es/fr quotes, the number separators) and the default;
+ * - tests/data/moses/tokenize.json: MosesTokenizer(lang).tokenize on those
+ *   texts and more (nonbreaking prefixes and #NUMERIC_ONLY#, apostrophes of
+ *   en, fr/it and the rest, multi-dots, commas in numbers, XML escapes,
+ *   CJK scripts for zh, ja, ko, cjk, Indic signs, control characters) in
+ *   17 languages, a full name and an unknown code among them; needs
+ *   scripts/fetch-model.sh moses's data ($ENCDEC_MOSES or
+ *   ~/.cache/encdec/models/sacremoses-0.1.1), else says so;
+ * - invalid UTF-8 refused; Moses data that lie; several threads at once.
  */
 #include "check.h"
+#include "golden.h"
+#include "tmpdir.h"
 #include "tok/moses.h"
+#include "base/fmap.h"
 #include "base/json.h"
 
 #include <pthread.h>
@@ -72,6 +84,79 @@ static void check_threads(void) {
     }
 }
 
+static void check_tokenize(const moses_data *d) {
+    cJSON *g;
+    if (ed_json_load(ED_TEST_DATA "/moses/tokenize.json", &g)) {
+        CHECK(0);
+        return;
+    }
+    int n = 0, bad = 0;
+    const cJSON *c;
+    moses_tok *t = NULL;
+    const char *tlang = "";
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(g, "cases")) {
+        const char *lang = cJSON_GetObjectItem(c, "lang")->valuestring;
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        const char *want = cJSON_GetObjectItem(c, "tokens")->valuestring;
+        if (strcmp(lang, tlang)) {
+            moses_tok_free(t);
+            t = NULL;
+            CHECK(moses_tok_new(d, lang, &t) == ENCDEC_OK);
+            tlang = lang;
+        }
+        char *got = NULL;
+        CHECK(t && moses_tokenize(t, text, strlen(text), &got) == ENCDEC_OK);
+        if (got && strcmp(got, want) && bad++ < 20) fprintf(stderr, "  %s: \"%s\"\n", lang, text);
+        CHECK_STR(got, want);
+        free(got);
+        n++;
+    }
+    moses_tok_free(t);
+    CHECK(n >= 800);
+    cJSON_Delete(g);
+}
+
+/* A copy of the data folder with one file replaced. */
+static void lying_data(const char *dir, const char *file, const char *text, const char *msg) {
+    char path[1200];
+    const char *files[3] = {"classes.tsv", "langs.tsv", "prefixes.tsv"};
+    for (int i = 0; i < 3; i++) {
+        char from[1200];
+        snprintf(from, sizeof from, "%s/%s", dir, files[i]);
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, files[i]);
+        char *buf;
+        size_t n;
+        if (ed_read_file(from, &buf, &n) == ENCDEC_OK) {
+            tmp_write(path, buf, n);
+            free(buf);
+        }
+    }
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, file);
+    if (text) tmp_write(path, text, strlen(text));
+    else remove(path);
+    moses_data *d = (moses_data *)1;
+    CHECK_STATUS(moses_data_load(tmp_dir, &d), text ? ENCDEC_ERR_CONFIG : ENCDEC_ERR_IO, msg);
+    CHECK(d == NULL);
+}
+
+static void check_data_errors(const char *dir) {
+    if (!tmp_new("encdec-test-moses")) {
+        CHECK(0);
+        return;
+    }
+    lying_data(dir, "classes.tsv", "IsN\t30-39\n", "classes.tsv: no class IsAlnum");
+    lying_data(dir, "classes.tsv", "IsN\t39-30\n", "classes.tsv: line 1: not sorted hexadecimal ranges");
+    lying_data(dir, "classes.tsv", "IsN\t30-39 35-40\n", "line 1: not sorted");
+    lying_data(dir, "classes.tsv", "IsN 30-39\n", "classes.tsv: line 1 has no tab");
+    lying_data(dir, "classes.tsv", "IsN\t30-110000\n", "not sorted hexadecimal ranges");
+    lying_data(dir, "langs.tsv", "english\ten\nbad line\n", "langs.tsv: line 2 is not two fields");
+    lying_data(dir, "langs.tsv", "", "langs.tsv: no language");
+    lying_data(dir, "prefixes.tsv", "en\tMr\ten\n", "prefixes.tsv: line 1 is not two fields");
+    lying_data(dir, "prefixes.tsv", "en\t\xff\n", "prefixes.tsv: not UTF-8");
+    lying_data(dir, "prefixes.tsv", NULL, "prefixes.tsv");
+    tmp_remove(tmp_dir);
+}
+
 int main(void) {
     cJSON *g;
     if (ed_json_load(ED_TEST_DATA "/moses/normalize.json", &g)) {
@@ -83,5 +168,16 @@ int main(void) {
     check_errors();
     check_threads();
     cJSON_Delete(g);
+    char dir[1024];
+    if (!golden_find_file(dir, sizeof dir, "ENCDEC_MOSES", "sacremoses-0.1.1", "classes.tsv")) {
+        printf("Moses' tokenizer data are not installed (scripts/fetch-model.sh moses): the "
+               "tokenizer's goldens not checked\n");
+        return check_done();
+    }
+    moses_data *d = NULL;
+    CHECK(moses_data_load(dir, &d) == ENCDEC_OK);
+    if (d) check_tokenize(d);
+    moses_data_free(d);
+    check_data_errors(dir);
     return check_done();
 }

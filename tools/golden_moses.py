@@ -1,24 +1,27 @@
 #!/usr/bin/env python3
-"""Writes tests/data/moses/normalize.json: what sacremoses' own
-MosesPunctNormalizer(lang).normalize gives (sacremoses 0.1.1: Argos
-Translate 1.11 pins sacremoses < 0.2, and its BPETokenizer runs the
-normaliser with its defaults) for a corpus of tricky texts in several
-languages: the independent reference for src/tok/moses_norm.c
-(tests/test_moses.c).
+"""Writes tests/data/moses/normalize.json and tokenize.json: what
+sacremoses' own MosesPunctNormalizer(lang).normalize and
+MosesTokenizer(lang).tokenize give (sacremoses 0.1.1: Argos Translate 1.11
+pins sacremoses < 0.2, and its BPETokenizer runs both with their defaults)
+for a corpus of tricky texts in several languages: the independent
+reference for src/tok/moses_norm.c and moses_tok.c (tests/test_moses.c).
 
 Re-run (from the repository root) after changing the corpus:
 
     .venv/bin/python tools/golden_moses.py [tests/data/moses]
 
-The oracle module is read straight out of the sacremoses wheel, fetched
-once with `pip download --no-deps` into build/oracle-wheels (normalize.py
-imports only `re`, `itertools` and `regex`, which .venv has).
+The oracle is the sacremoses wheel, fetched once with `pip download
+--no-deps` into build/oracle-wheels: normalize.py alone for the
+normaliser (it imports only `re`, `itertools` and `regex`, which .venv
+has); the unpacked package for the tokenizer, with joblib and tqdm (its
+util module's parallel helpers, which tokenize never calls) stubbed where
+.venv lacks them.
 """
 import json
 import os
 import sys
 
-from oracle_wheel import wheel_module
+from oracle_wheel import wheel_module, wheel_package
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/data/moses"
 SACREMOSES = "sacremoses==0.1.1"
@@ -64,6 +67,37 @@ def oracle():
     return wheel_module(SACREMOSES, "sacremoses/normalize.py").MosesPunctNormalizer
 
 
+TOK_LANGS = ["en", "fr", "it", "de", "es", "cs", "pt", "ru", "el", "fi", "zh", "ja", "ko", "cjk", "hi",
+             "english", "xx"]
+TOK_CORPUS = CORPUS + [
+    "Mr. Smith went to Washington. He met Dr. Jones on Jan. 5.",
+    "No. 5 and No. five; Art. 12 and pp. 10 but p. x",
+    "e.g. this, i.e. that; U.S.A. is big. The U.S. is too.",
+    "It's John's car. They're here; we'll see, I've done it, he'd go.",
+    "rock 'n' roll, the '90s, 50's, Jones' book, 'quoted' words.",
+    "l'homme d'affaires aujourd'hui qu'il s'est dit",
+    "5,300 and A,B,C,D and 1,a and a,1 and end,",
+    "Hello... world.... ok. .. . ...x",
+    "a|b <tag> & [x] {y} \"quoted\" text",
+    "He said 'hi'.'",
+    "x-ray and foo--bar - and/or @user #tag $5 100% 3*4=12",
+    "email@example.com http://example.com/a/b.html",
+    "1. first 2. second 3.third",
+    "ΑΒΓ. δέλτα. Ε.",
+    "我爱北京天安门。我们。",
+    "日本語のテキスト、です。カタカナ。",
+    "한국어 문장입니다. 다음.",
+    "नमस्ते दुनिया। क़िला",
+    "tab\tand\nnewline\x01control\x1f\x7f and \u2028 sep",
+    "St. Louis vs. Ms. Brown , Jr. and Sr.",
+    "trailing dot apostrophe.'",
+    "'leading quote and x.' and 'y'",
+    "Z. A. and q. r.",
+    "Made in the U.S.A. Then we left for the U.K.",
+    "Version 1.2. Then 3.4.5. And a.1.",
+]
+
+
 def main():
     Norm = oracle()
     os.makedirs(OUT, exist_ok=True)
@@ -77,6 +111,19 @@ def main():
                   ensure_ascii=False, indent=1)
         f.write("\n")
     print(f"{len(cases)} cases -> {OUT}/normalize.json")
+
+    wheel_package(SACREMOSES, stubs=("joblib", "tqdm"))
+    from sacremoses.tokenize import MosesTokenizer
+    cases = []
+    for lang in TOK_LANGS:
+        tok = MosesTokenizer(lang)
+        for t in TOK_CORPUS:
+            cases.append({"lang": lang, "text": t, "tokens": " ".join(tok.tokenize(t))})
+    with open(os.path.join(OUT, "tokenize.json"), "w", encoding="utf-8") as f:
+        json.dump({"oracle": SACREMOSES + " MosesTokenizer(lang).tokenize", "cases": cases}, f,
+                  ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"{len(cases)} cases -> {OUT}/tokenize.json")
 
 
 if __name__ == "__main__":

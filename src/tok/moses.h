@@ -1,9 +1,14 @@
 /* moses.h - the Moses text rules as sacremoses runs them (0.1.x, the
  * version Argos Translate 1.11 pins), for the translation packages whose
- * tokenizer is Moses + BPE (a bpe.model, tok/bpe_nmt.h): so far the
- * punctuation normaliser.
+ * tokenizer is Moses + BPE (a bpe.model, tok/bpe_nmt.h): the punctuation
+ * normaliser (moses_norm.c) and the tokenizer (moses_tok.c) over the data
+ * of scripts/fetch-model.sh moses (moses_data.c).
  *
  *   char *s;  moses_normalize("en", text, strlen(text), &s);  ...  free(s);
+ *   moses_data *d;  moses_data_load("~/.cache/encdec/models/sacremoses-0.1.1", &d);
+ *   moses_tok *t;  moses_tok_new(d, "en", &t);
+ *   char *toks;  moses_tokenize(t, text, n, &toks);  ...  free(toks);
+ *   moses_tok_free(t);  moses_data_free(d);
  *
  * Each function gives what sacremoses gives for the same text and language
  * (tests/test_moses.c against sacremoses itself, tools/golden_moses.py).
@@ -26,5 +31,25 @@
  * bytes of UTF-8 in; *out malloc'd, NUL-terminated. ENCDEC_ERR_ARG on
  * invalid UTF-8; ENCDEC_ERR_NOMEM. */
 encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out);
+
+/* The data sacremoses' tokenizer reads (tools/moses_convert.py's folder:
+ * classes.tsv, prefixes.tsv, langs.tsv). Errors: ENCDEC_ERR_CONFIG naming
+ * the file and line; ENCDEC_ERR_IO; ENCDEC_ERR_NOMEM. Read-only after. */
+typedef struct moses_data moses_data;
+encdec_status moses_data_load(const char *dir, moses_data **out);
+void moses_data_free(moses_data *d);
+
+/* MosesTokenizer(lang): the language's nonbreaking prefixes (a name or code
+ * sacremoses knows; any other: English's, as sacremoses does), its
+ * apostrophe rules (en; fr, it; the rest) and, for zh, ja, ko and cjk, the
+ * CJK scripts counted as letters. d must outlive it. */
+typedef struct moses_tok moses_tok;
+encdec_status moses_tok_new(const moses_data *d, const char *lang, moses_tok **out);
+void moses_tok_free(moses_tok *t);
+
+/* MosesTokenizer.tokenize(text) with its defaults (no aggressive dash
+ * splits, XML escaping, no protected patterns): the tokens joined by single
+ * spaces into *out (malloc'd). ENCDEC_ERR_ARG on invalid UTF-8. */
+encdec_status moses_tokenize(const moses_tok *t, const char *text, size_t n, char **out);
 
 #endif

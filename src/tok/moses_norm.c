@@ -4,43 +4,14 @@
  * Literal patterns are matched as bytes (UTF-8 finds a whole character
  * only at a character's start); the few with classes (\d, \s, [a-zA-Z],
  * [^<]) have a pass of their own. */
-#include "tok/moses.h"
+#include "tok/moses_internal.h"
 #include "tok/unicode_tables.h"
 #include "base/err.h"
-#include "base/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NBSP "\xc2\xa0"
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *t = realloc(b->p, cap);
-        if (!t) {
-            b->oom = 1;
-            return;
-        }
-        b->p = t, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-/* The code point at s[i] (valid UTF-8: checked on entry) and its length. */
-static int cp_at(const char *s, size_t n, size_t i, uint32_t *cp) {
-    return ed_utf8_next((const uint8_t *)s + i, n - i, cp);
-}
 
 static int ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
@@ -52,7 +23,7 @@ typedef struct {
 } step;
 
 /* One step over in[0 .. n) into out. */
-static void run_step(const step *st, const char *in, size_t n, sbuf *out) {
+static void run_step(const step *st, const char *in, size_t n, moses_buf *out) {
     size_t la = st->a ? strlen(st->a) : 0;
     uint32_t cp;
     for (size_t i = 0; i < n;) {
@@ -61,43 +32,43 @@ static void run_step(const step *st, const char *in, size_t n, sbuf *out) {
         switch (st->kind) {
         case LIT:   /* a -> b */
             if (left >= la && !memcmp(s, st->a, la)) {
-                put(out, st->b, strlen(st->b));
+                mb_put(out, st->b, strlen(st->b));
                 i += la;
                 continue;
             }
             break;
         case SPACES:   /* " +" -> " " */
             if (*s == ' ') {
-                put(out, " ", 1);
+                mb_put(out, " ", 1);
                 while (i < n && in[i] == ' ') i++;
                 continue;
             }
             break;
         case PAREN_PUNCT:   /* "\) ([.!:?;,])" -> ")\1" */
             if (left >= 3 && s[0] == ')' && s[1] == ' ' && strchr(".!:?;,", s[2]) && s[2]) {
-                put(out, s, 1);
-                put(out, s + 2, 1);
+                mb_put(out, s, 1);
+                mb_put(out, s + 2, 1);
                 i += 3;
                 continue;
             }
             break;
         case DIGIT_PERCENT: {   /* "(\d) %" -> "\1%" (by characters) */
-            int k = cp_at(in, n, i, &cp);
+            int k = mb_cp(in, n, i, &cp);
             if (uc_is_decimal(cp) && left >= (size_t)k + 2 && s[k] == ' ' && s[k + 1] == '%') {
-                put(out, s, (size_t)k);
-                put(out, "%", 1);
+                mb_put(out, s, (size_t)k);
+                mb_put(out, "%", 1);
                 i += (size_t)k + 2;
             } else {
-                put(out, s, (size_t)k);
+                mb_put(out, s, (size_t)k);
                 i += (size_t)k;
             }
             continue;
         }
         case LETTER_QUOTE:   /* "([a-zA-Z])Q([a-zA-Z])" -> "\1'\2" */
             if (left >= la + 2 && ascii_letter(s[0]) && !memcmp(s + 1, st->a, la) && ascii_letter(s[1 + la])) {
-                put(out, s, 1);
-                put(out, "'", 1);
-                put(out, s + 1 + la, 1);
+                mb_put(out, s, 1);
+                mb_put(out, "'", 1);
+                mb_put(out, s + 1 + la, 1);
                 i += la + 2;
                 continue;
             }
@@ -106,8 +77,8 @@ static void run_step(const step *st, const char *in, size_t n, sbuf *out) {
             if (left >= 2 && s[0] == '"' && (s[1] == ',' || s[1] == '.')) {
                 size_t e = 1;
                 while (e < left && (s[e] == ',' || s[e] == '.')) e++;
-                put(out, s + 1, e - 1);
-                put(out, "\"", 1);
+                mb_put(out, s + 1, e - 1);
+                mb_put(out, "\"", 1);
                 i += e;
                 continue;
             }
@@ -119,45 +90,45 @@ static void run_step(const step *st, const char *in, size_t n, sbuf *out) {
                 if (d < left && s[d] == '"') {
                     size_t k = d + 1, w = k;   /* \s* greedy, then [^<]: one more character */
                     while (k < left) {
-                        int m = cp_at(in, n, i + k, &cp);
+                        int m = mb_cp(in, n, i + k, &cp);
                         if (!uc_is_py_space(cp)) break;
                         k += (size_t)m;
                     }
                     size_t end = 0;
-                    if (k < left && s[k] != '<') end = k + (size_t)cp_at(in, n, i + k, &cp);
+                    if (k < left && s[k] != '<') end = k + (size_t)mb_cp(in, n, i + k, &cp);
                     else if (k > w) end = k;   /* the last space is the [^<] */
                     if (end) {
-                        put(out, "\"", 1);
-                        put(out, s, d);
-                        put(out, s + d + 1, end - d - 1);
+                        mb_put(out, "\"", 1);
+                        mb_put(out, s, d);
+                        mb_put(out, s + d + 1, end - d - 1);
                         i += end;
                         continue;
                     }
                 }
-                put(out, s, d);   /* no match from any of these dots */
+                mb_put(out, s, d);   /* no match from any of these dots */
                 i += d;
                 continue;
             }
             break;
         case DIGIT_NBSP: {   /* "(\d)\u00A0(\d)" -> "\1X\2" */
-            int k = cp_at(in, n, i, &cp);
+            int k = mb_cp(in, n, i, &cp);
             if (uc_is_decimal(cp) && left > (size_t)k + 2 && !memcmp(s + k, NBSP, 2)) {
                 uint32_t c2;
-                int k2 = cp_at(in, n, i + (size_t)k + 2, &c2);
+                int k2 = mb_cp(in, n, i + (size_t)k + 2, &c2);
                 if (uc_is_decimal(c2)) {
-                    put(out, s, (size_t)k);
-                    put(out, st->a, la);
-                    put(out, s + k + 2, (size_t)k2);
+                    mb_put(out, s, (size_t)k);
+                    mb_put(out, st->a, la);
+                    mb_put(out, s + k + 2, (size_t)k2);
                     i += (size_t)k + 2 + (size_t)k2;
                     continue;
                 }
             }
-            put(out, s, (size_t)k);
+            mb_put(out, s, (size_t)k);
             i += (size_t)k;
             continue;
         }
         }
-        put(out, s, 1);
+        mb_put(out, s, 1);
         i++;
     }
 }
@@ -195,13 +166,13 @@ static void strip(const char *s, size_t n, size_t *b, size_t *e) {
     uint32_t cp;
     size_t i = 0;
     while (i < n) {
-        int k = cp_at(s, n, i, &cp);
+        int k = mb_cp(s, n, i, &cp);
         if (!uc_is_py_space(cp)) break;
         i += (size_t)k;
     }
     size_t j = n, last = n;
     for (size_t p = i; p < n;) {   /* the end of the last non-space */
-        int k = cp_at(s, n, p, &cp);
+        int k = mb_cp(s, n, p, &cp);
         p += (size_t)k;
         if (!uc_is_py_space(cp)) last = p;
     }
@@ -212,12 +183,8 @@ static void strip(const char *s, size_t n, size_t *b, size_t *e) {
 encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out) {
     *out = NULL;
     if (!lang || (!text && n)) return ed_fail(ENCDEC_ERR_ARG, "moses_normalize: NULL language or text");
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        int k = cp_at(text, n, i, &cp);
-        if (k <= 0) return ed_fail(ENCDEC_ERR_ARG, "text is not valid UTF-8 (at byte %zu)", i);
-        i += (size_t)k;
-    }
+    encdec_status st = moses_check_utf8(text, n);
+    if (st) return st;
     step steps[sizeof EXTRA_WHITESPACE / sizeof *EXTRA_WHITESPACE + 3];
     int ns = (int)(sizeof EXTRA_WHITESPACE / sizeof *EXTRA_WHITESPACE);
     memcpy(steps, EXTRA_WHITESPACE, sizeof EXTRA_WHITESPACE);
@@ -230,14 +197,14 @@ encdec_status moses_normalize(const char *lang, const char *text, size_t n, char
     }
     steps[ns++] = (step){DIGIT_NBSP, lang_in(lang, comma_digits, 5) ? "," : ".", NULL};
 
-    sbuf a = {0}, b = {0};
-    put(&a, "", 0);
-    put(&a, text, n);
+    moses_buf a = {0}, b = {0};
+    mb_put(&a, "", 0);
+    mb_put(&a, text, n);
     for (int i = 0; i < ns && !a.oom && !b.oom; i++) {
         b.n = 0;
-        put(&b, "", 0);
+        mb_put(&b, "", 0);
         run_step(&steps[i], a.p, a.n, &b);
-        sbuf t = a;
+        moses_buf t = a;
         a = b, b = t;
     }
     int oom = a.oom || b.oom;
