@@ -13,6 +13,11 @@
  *   17 languages, a full name and an unknown code among them; needs
  *   scripts/fetch-model.sh moses's data ($ENCDEC_MOSES or
  *   ~/.cache/encdec/models/sacremoses-0.1.1), else says so;
+ * - tests/data/moses/detokenize.json: MosesDetokenizer(lang).detokenize of
+ *   those tokens and of token lists that walk its rules (quotes by count,
+ *   possessives, elisions, French spacing, currency, Czech decimals,
+ *   Finnish suffixes, CJK, " @-@ ", XML unescapes) in 11 languages; the
+ *   same data;
  * - invalid UTF-8 refused; Moses data that lie; several threads at once.
  */
 #include "check.h"
@@ -116,6 +121,40 @@ static void check_tokenize(const moses_data *d) {
     cJSON_Delete(g);
 }
 
+static void check_detokenize(const moses_data *d) {
+    cJSON *g;
+    if (ed_json_load(ED_TEST_DATA "/moses/detokenize.json", &g)) {
+        CHECK(0);
+        return;
+    }
+    int n = 0, bad = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(g, "cases")) {
+        const char *lang = cJSON_GetObjectItem(c, "lang")->valuestring;
+        const char *toks = cJSON_GetObjectItem(c, "tokens")->valuestring;
+        const char *want = cJSON_GetObjectItem(c, "text")->valuestring;
+        char *got = NULL;
+        CHECK(moses_detokenize(d, lang, toks, strlen(toks), &got) == ENCDEC_OK);
+        if (got && strcmp(got, want) && bad++ < 20) fprintf(stderr, "  %s: \"%s\"\n", lang, toks);
+        CHECK_STR(got, want);
+        free(got);
+        n++;
+    }
+    CHECK(n >= 800);
+    char *got = (char *)1;
+    CHECK_STATUS(moses_detokenize(d, "en", "a \xc3", 3, &got), ENCDEC_ERR_ARG, "not valid UTF-8 (at byte 2)");
+    CHECK(got == NULL);
+    /* a NUL byte (fuzz_nmt: an empty token read before its start) */
+    got = (char *)1;
+    CHECK_STATUS(moses_detokenize(d, "en", "l\0 ' x", 6, &got), ENCDEC_ERR_ARG, "holds a NUL byte");
+    CHECK(got == NULL);
+    /* Czech "-li" after an elision (sacremoses raises there): Perl's join */
+    CHECK(moses_detokenize(d, "cs", "a b' - li c", 11, &got) == ENCDEC_OK);
+    CHECK_STR(got, "a b'-li c");
+    free(got);
+    cJSON_Delete(g);
+}
+
 /* A copy of the data folder with one file replaced. */
 static void lying_data(const char *dir, const char *file, const char *text, const char *msg) {
     char path[1200];
@@ -177,6 +216,7 @@ int main(void) {
     moses_data *d = NULL;
     CHECK(moses_data_load(dir, &d) == ENCDEC_OK);
     if (d) check_tokenize(d);
+    if (d) check_detokenize(d);
     moses_data_free(d);
     check_data_errors(dir);
     return check_done();

@@ -1,14 +1,17 @@
 /* moses.h - the Moses text rules as sacremoses runs them (0.1.x, the
  * version Argos Translate 1.11 pins), for the translation packages whose
  * tokenizer is Moses + BPE (a bpe.model, tok/bpe_nmt.h): the punctuation
- * normaliser (moses_norm.c) and the tokenizer (moses_tok.c) over the data
- * of scripts/fetch-model.sh moses (moses_data.c).
+ * normaliser (moses_norm.c), the tokenizer (moses_tok.c) and the
+ * detokenizer (moses_detok.c) over the data of scripts/fetch-model.sh moses
+ * (moses_data.c).
  *
  *   char *s;  moses_normalize("en", text, strlen(text), &s);  ...  free(s);
  *   moses_data *d;  moses_data_load("~/.cache/encdec/models/sacremoses-0.1.1", &d);
  *   moses_tok *t;  moses_tok_new(d, "en", &t);
  *   char *toks;  moses_tokenize(t, text, n, &toks);  ...  free(toks);
- *   moses_tok_free(t);  moses_data_free(d);
+ *   moses_tok_free(t);
+ *   char *text;  moses_detokenize(d, "en", toks, strlen(toks), &text);  ...  free(text);
+ *   moses_data_free(d);
  *
  * Each function gives what sacremoses gives for the same text and language
  * (tests/test_moses.c against sacremoses itself, tools/golden_moses.py).
@@ -51,5 +54,17 @@ void moses_tok_free(moses_tok *t);
  * splits, XML escaping, no protected patterns): the tokens joined by single
  * spaces into *out (malloc'd). ENCDEC_ERR_ARG on invalid UTF-8. */
 encdec_status moses_tokenize(const moses_tok *t, const char *text, size_t n, char **out);
+
+/* MosesDetokenizer(lang).detokenize(tokens) with its defaults (XML
+ * unescaped): tokens are the n bytes of text split at Python's whitespace;
+ * each goes left or right by the language's rules (punctuation, currency
+ * and opening brackets, quotes by their count, en contractions and
+ * possessives, fr/it/ga elisions and French spacing before ?!:;%\, Czech
+ * decimals, Finnish case suffixes after a colon, CJK without spaces but for
+ * ko). Where sacremoses 0.1.1 raises (Czech "-li" after an elision: its
+ * next() on a list), the dash is joined as Moses' Perl script does. *out
+ * malloc'd. ENCDEC_ERR_ARG on invalid UTF-8 or a NUL byte. */
+encdec_status moses_detokenize(const moses_data *d, const char *lang, const char *text, size_t n,
+                               char **out);
 
 #endif

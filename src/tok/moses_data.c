@@ -5,6 +5,7 @@
 #include "tok/moses_internal.h"
 #include "base/err.h"
 #include "base/fmap.h"
+#include "tok/unicode_tables.h"
 
 #include <stdio.h>
 
@@ -31,6 +32,18 @@ encdec_status moses_check_utf8(const char *s, size_t n) {
         i += (size_t)k;
     }
     return ENCDEC_OK;
+}
+
+void moses_strip_bounds(const char *s, size_t n, size_t *b, size_t *e) {
+    uint32_t cp;
+    int k;
+    *b = 0, *e = 0;
+    while (*b < n && (k = mb_cp(s, n, *b, &cp)) > 0 && uc_is_py_space(cp)) *b += (size_t)k;
+    for (size_t i = *b; i < n; i += (size_t)k) {
+        k = mb_cp(s, n, i, &cp);
+        if (!uc_is_py_space(cp)) *e = i + (size_t)k;
+    }
+    if (*e < *b) *e = *b;
 }
 
 /* A file read whole, split at \n into NUL-terminated lines (in place). */

@@ -62,4 +62,7 @@ static inline int mb_cp(const char *s, size_t n, size_t i, uint32_t *cp) {
 /* ENCDEC_ERR_ARG unless s[0 .. n) is valid UTF-8. */
 encdec_status moses_check_utf8(const char *s, size_t n);
 
+/* Python's str.strip() of valid UTF-8 s[0 .. n): the kept bytes [*b, *e). */
+void moses_strip_bounds(const char *s, size_t n, size_t *b, size_t *e);
+
 #endif

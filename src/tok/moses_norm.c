@@ -161,25 +161,6 @@ static int lang_in(const char *lang, const char *const *set, int n) {
     return 0;
 }
 
-/* Python's str.strip(): the Unicode spaces at both ends. */
-static void strip(const char *s, size_t n, size_t *b, size_t *e) {
-    uint32_t cp;
-    size_t i = 0;
-    while (i < n) {
-        int k = mb_cp(s, n, i, &cp);
-        if (!uc_is_py_space(cp)) break;
-        i += (size_t)k;
-    }
-    size_t j = n, last = n;
-    for (size_t p = i; p < n;) {   /* the end of the last non-space */
-        int k = mb_cp(s, n, p, &cp);
-        p += (size_t)k;
-        if (!uc_is_py_space(cp)) last = p;
-    }
-    j = i < n ? last : i;
-    *b = i, *e = j;
-}
-
 encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out) {
     *out = NULL;
     if (!lang || (!text && n)) return ed_fail(ENCDEC_ERR_ARG, "moses_normalize: NULL language or text");
@@ -214,7 +195,7 @@ encdec_status moses_normalize(const char *lang, const char *text, size_t n, char
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: normalising text");
     }
     size_t s, e;
-    strip(a.p, a.n, &s, &e);
+    moses_strip_bounds(a.p, a.n, &s, &e);
     memmove(a.p, a.p + s, e - s);
     a.p[e - s] = 0;
     *out = a.p;

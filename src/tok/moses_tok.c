@@ -141,15 +141,9 @@ static void ascii_junk(const moses_tok *t, const char *in, size_t n, moses_buf *
 /* Python's str.strip(). */
 static void strip(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
     (void)t;
-    uint32_t cp;
-    size_t b = 0, e = 0;
-    int k;
-    while (b < n && (k = mb_cp(in, n, b, &cp)) > 0 && uc_is_py_space(cp)) b += (size_t)k;
-    for (size_t i = b; i < n; i += (size_t)k) {
-        k = mb_cp(in, n, i, &cp);
-        if (!uc_is_py_space(cp)) e = i + (size_t)k;
-    }
-    if (e > b) mb_put(out, in + b, e - b);
+    size_t b, e;
+    moses_strip_bounds(in, n, &b, &e);
+    mb_put(out, in + b, e - b);
 }
 
 /* ([^{IsAlnum}\s\.'\`\,\-]) -> " \1 " */

@@ -4,8 +4,10 @@
  * the Moses punctuation rules of a language the first byte picks
  * (tok/moses_norm.c), tokenized by Moses' tokenizer for that language
  * (tok/moses_tok.c, over scripts/fetch-model.sh moses's data: $ENCDEC_MOSES
- * or the cache's) and then, when the codes load, segmented and joined
- * back. Seeds: tests/data/bpe-nmt's codes with a text. */
+ * or the cache's) and then, when the codes load, segmented, joined back
+ * and detokenized (tok/moses_detok.c), as Argos Translate decodes; the text
+ * is detokenized as it came too. Seeds: tests/data/bpe-nmt's codes with a
+ * text. */
 #include "tok/bpe_nmt.h"
 #include "tok/moses.h"
 
@@ -43,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *text = nul ? nul + 1 : d;
     size_t nt = nul ? size - nc - 1 : (size < 256 ? size : 256);
     int lang = size ? data[0] % N_LANGS : 0;
-    char *norm = NULL, *toks = NULL;
+    char *norm = NULL, *toks = NULL, *plain = NULL;
+    if (moses_detokenize(g_data, LANGS[lang], text, nt, &plain) == ENCDEC_OK) free(plain);
     if (moses_normalize(LANGS[lang], text, nt, &norm) == ENCDEC_OK) {
         text = norm;
         nt = strlen(norm);
@@ -59,7 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const char **p = malloc(sizeof *p * (size_t)u.n);
             if (p) {
                 for (int i = 0; i < u.n; i++) p[i] = nmt_unit(&u, i);
-                free(nmt_bpe_join(p, u.n));
+                char *j = nmt_bpe_join(p, u.n);
+                if (j && moses_detokenize(g_data, LANGS[lang], j, strlen(j), &plain) == ENCDEC_OK) free(plain);
+                free(j);
                 free(p);
             }
         }
