@@ -339,8 +339,8 @@ encdec_status encdec_model_load_ex(const char *path, const encdec_model_params *
         wpath = ed_path_join(argos, sizeof argos, path, "model");
     else if (ed_is_dir(path) && ed_is_file(ed_path_join(meta, sizeof meta, path, "metadata.json")) &&
              ed_is_dir(ed_path_join(argos, sizeof argos, path, "model")))
-        st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: an Argos Translate package without sentencepiece.model "
-                     "and model/shared_vocabulary.json (packages tokenized by bpe.model are not read)", path);
+        st = ed_fail(ENCDEC_ERR_TOKENIZER, "%s: an Argos Translate package without its tokenizer "
+                     "(sentencepiece.model or bpe.model) and model/shared_vocabulary.json", path);
     if (!st) st = detect_family(wpath, &m->family);
     if (!st && m->family == API_T5) st = t5_load(&m->t5, wpath);
     else if (!st && m->family == API_BART) st = bart_load(&m->bart, wpath);

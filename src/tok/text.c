@@ -204,6 +204,7 @@ static encdec_status encode_any(const ed_ttok *t, const char *text, size_t len, 
         return st;
     }
     if (t->kind == TTOK_MARIAN || t->kind == TTOK_ARGOS) return marian_encode(t, text, len, tgt, ids, n, pc);
+    if (t->kind == TTOK_ARGOS_BPE) return ttok_argos_bpe_encode(t, text, len, ids, n, pc);
     if (t->kind == TTOK_VOCAB)
         return ed_fail(ENCDEC_ERR_TOKENIZER, "this model directory has a vocabulary but no tokenizer "
                        "files (sentencepiece.bpe.model, source.spm + target.spm + vocab.json, "
@@ -336,6 +337,7 @@ encdec_status ttok_decode_subst(const ed_ttok *t, const int *ids, int n, const c
                                 char **text) {
     if (t->kind == TTOK_MARIAN) return marian_decode(t, ids, n, subst, text);
     if (t->kind == TTOK_ARGOS) return argos_decode(t, ids, n, subst, text);
+    if (t->kind == TTOK_ARGOS_BPE) return ttok_argos_bpe_decode(t, ids, n, subst, text);
     if (!t->spm && !t->bpe) return ttok_sp_decode(t, ids, n, subst, text);
     int *v = ids_of_subst(t, ids, n, subst), k = 0;
     if (!v) return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: output text");

@@ -125,5 +125,8 @@ void ttok_free(ed_ttok *t) {
     free(t->lang_id);
     free(t->pair[0]);
     free(t->pair[1]);
+    nmt_bpe_free(t->nmt);
+    moses_tok_free(t->mtok);
+    moses_data_free(t->moses);
     free(t);
 }

@@ -7,7 +7,9 @@
  *   text_sp.c    the SentencePiece classes of the fairseq translation
  *                models: NLLB, mBART-50, mBART, M2M100, Pegasus
  *   text_argos.c an Argos Translate package's: its SentencePiece model over
- *                the CTranslate2 vocabulary beside it
+ *                the CTranslate2 vocabulary beside it, or its bpe.model
+ *                (Moses' normaliser, tokenizer and detokenizer, subword-nmt
+ *                BPE: moses_*.c, bpe_nmt.c)
  *   text_vocab.c a CTranslate2 vocabulary without tokenizer files: tokens only
  *   text_lang.c  language codes: the model's list, lookups, where the target
  *                language goes
@@ -22,13 +24,16 @@
 
 #include "tok/text.h"
 #include "tok/bpe.h"
+#include "tok/bpe_nmt.h"
+#include "tok/moses.h"
 #include "tok/vocab.h"
 
 #include <stdint.h>
 
 enum { TTOK_T5, TTOK_BART, TTOK_MARIAN, TTOK_NLLB, TTOK_MBART50, TTOK_MBART, TTOK_M2M100,
        TTOK_PEGASUS, TTOK_VOCAB /* a CTranslate2 vocabulary alone (text_vocab.c) */,
-       TTOK_ARGOS /* an Argos Translate package: one SentencePiece model over it (text_argos.c) */ };
+       TTOK_ARGOS /* an Argos Translate package: one SentencePiece model over it (text_argos.c) */,
+       TTOK_ARGOS_BPE /* an Argos Translate package tokenized by bpe.model: Moses + BPE */ };
 
 struct ed_ttok {
     int kind;                  /* TTOK_* */
@@ -60,6 +65,9 @@ struct ed_ttok {
     int src_json;              /* text_sp.c: src is tokenizer.json (the fast class): its ids
                                   are the model's, and it splits its added tokens itself */
     int text_prefix[1];        /* Argos: metadata.json's target_prefix token (special: no text) */
+    nmt_bpe *nmt;              /* Argos bpe.model: its codes (owned) */
+    moses_data *moses;         /* Moses' data (owned) */
+    moses_tok *mtok;           /* Moses' tokenizer for pair[0] (owned) */
     int n_text_prefix;         /* 0: none */
 };
 
@@ -91,6 +99,14 @@ encdec_status ttok_read_vocab_json(ed_ttok *t, const char *path);
 encdec_status ttok_set_langs(ed_ttok *t, char **codes, const int *ids, int n);
 /* Marian's: vocab.json's >>xx<< tokens. */
 encdec_status ttok_marian_langs(ed_ttok *t);
+
+/* text_argos.c: a bpe.model package's text (TTOK_ARGOS_BPE) as Argos
+ * Translate's BPETokenizer: encode's units (pc as ttok_encode_pieces'),
+ * decode's text (subst as ttok_decode_subst's). */
+encdec_status ttok_argos_bpe_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n,
+                                    ttok_pieces *pc);
+encdec_status ttok_argos_bpe_decode(const ed_ttok *t, const int *ids, int n, const char *const *subst,
+                                    char **text);
 
 /* text_sp.c */
 /* pc (NULL: none) gets each id's source token (ttok_encode_pieces). */

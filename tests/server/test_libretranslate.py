@@ -6,9 +6,9 @@
   from the client, JSON bodies, a list of texts, alternatives) giving what
   `encdec translate --beam 4` gives (whose beams test_bart_golden pins to
   transformers' generate), and LibreTranslate's errors ({"error": ...}).
-  Argos Translate packages (tests/data/tiny-random-argos, and -prefix: a
-  multilingual one with a target_prefix): their pair, and their
-  translations as encdec translate's.
+  Argos Translate packages (tests/data/tiny-random-argos, -prefix: a
+  multilingual one with a target_prefix, and -bpe: tokenized by bpe.model):
+  their pair, and their translations as encdec translate's.
   Marian (tests/data/tiny-random-marian, en -> de in its
   tokenizer_config.json, and a >>de<< token): the pair, and a target it
   lacks refused. Its CTranslate2 directory: translations holding <unk>
@@ -311,7 +311,9 @@ def argos(binary, name="tiny-random-argos"):
     """An Argos Translate package as LibreTranslate runs it (tests/data/
     tiny-random-argos: metadata.json's pair, its SentencePiece model, its
     CTranslate2 model/; tiny-random-argos-prefix: a multilingual one, its
-    target_prefix token forced first): /languages names the pair;
+    target_prefix token forced first; tiny-random-argos-bpe: tokenized by
+    bpe.model, Moses + BPE, which scripts/fetch-model.sh moses's data serve):
+    /languages names the pair;
     /translate gives, touched as LibreTranslate touches it, what `encdec
     translate` gives with no search option (a package's: Argos Translate's
     search; the package's own texts
@@ -549,6 +551,7 @@ def main():
     marian(sys.argv[1])
     argos(sys.argv[1])
     argos(sys.argv[1], "tiny-random-argos-prefix")
+    argos(sys.argv[1], "tiny-random-argos-bpe")   # tokenized by bpe.model: Moses + BPE
     files(sys.argv[1])
     detection(sys.argv[1])
     unknowns(sys.argv[1])
