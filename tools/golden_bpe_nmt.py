@@ -22,10 +22,15 @@ The codes files:
   symbol of its own), no version line;
 - codes-crafted.txt: CRLF and lone-CR line ends, duplicate codes (the first
   wins), a merge whose product is merged at a lower rank than itself, codes
-  that make "</w>" appear inside units, non-ASCII symbols.
+  that make "</w>" appear inside units, non-ASCII symbols;
+- codes-random.txt: 80 random codes over the symbols of "abc" and their
+  products, in a shuffled order (products merged at lower ranks than the
+  codes that make them, overlapping pairs such as "a a"), with 300 random
+  words over "abc": every way merges can interact.
 """
 import collections
 import json
+import random
 import os
 import sys
 
@@ -153,6 +158,20 @@ CRAFTED = (
 )
 
 
+def random_codes(rng):
+    syms = ["a", "b", "c", "a</w>", "b</w>", "c</w>"]
+    codes = []
+    while len(codes) < 80:
+        x = rng.choice([s for s in syms if not s.endswith("</w>")])
+        y = rng.choice(syms)
+        if (x, y) not in codes:
+            codes.append((x, y))
+            if x + y not in syms:
+                syms.append(x + y)
+    rng.shuffle(codes)
+    return "#version: 0.2\n" + "".join("%s %s\n" % c for c in codes)
+
+
 def main():
     BPE = oracle()
     os.makedirs(OUT, exist_ok=True)
@@ -161,7 +180,11 @@ def main():
         "codes-v02.txt": "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in learn(words, 400, 2)),
         "codes-v01.txt": "".join(f"{a} {b}\n" for a, b in learn(words, 250, 1)),
         "codes-crafted.txt": CRAFTED,
+        "codes-random.txt": random_codes(random.Random(20261205)),
     }
+    rng = random.Random(5)
+    random_words = [" ".join("".join(rng.choice("abc") for _ in range(rng.randint(1, 40)))
+                             for _ in range(3)) for _ in range(100)]
     cases = []
     for name, text in files.items():
         path = os.path.join(OUT, name)
@@ -169,7 +192,7 @@ def main():
             f.write(text)
         with open(path, "r", encoding="utf-8") as f:
             bpe = BPE(f)
-        for t in CORPUS + SENTENCES:
+        for t in CORPUS + SENTENCES + (random_words if name == "codes-random.txt" else []):
             units = bpe.segment_tokens(t.strip("\r\n ").split(" "))
             cases.append({"codes": name, "version": ".".join(map(str, bpe.version)), "text": t,
                           "units": list(units), "join": " ".join(units).replace("@@ ", "")})

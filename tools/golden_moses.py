@@ -99,6 +99,8 @@ TOK_CORPUS = CORPUS + [
     "Z. A. and q. r.",
     "Made in the U.S.A. Then we left for the U.K.",
     "Version 1.2. Then 3.4.5. And a.1.",
+    "x DOTMULTI.y DOTMULTI. a..b.... c DOTDOTMULTI.z DOTMULTI.. XDOTDOTMULTI DOTMULTI",
+    "dots" + "." * 300 + "end" + "." * 7,
 ]
 
 

@@ -233,26 +233,83 @@ static const char *piece_text(const nmt_bpe *b, const nmt_piece *p, size_t *n) {
     return tv_spelling(&b->sym, p->id);
 }
 
-/* Merges every occurrence of the lowest-ranked code among w's adjacent
- * pairs, left to right; 0 when no pair is a code. */
-static int merge_once(const nmt_bpe *b, nmt_piece *w, int *n) {
-    const nmt_code *best = NULL;
-    int first = -1, second = -1;
-    for (int i = 0; i + 1 < *n; i++) {
-        if (w[i].id < 0 || w[i + 1].id < 0) continue;
-        const nmt_code *c = find_code(b, w[i].id, w[i + 1].id);
-        if (c && (!best || c->rank < best->rank)) best = c, first = w[i].id, second = w[i + 1].id;
+/* The merges, as a heap of candidate pairs by (rank, left unit): popping
+ * every candidate of the lowest rank in the heap merges that code's
+ * occurrences left to right, each checked against the units as they are
+ * then (a unit merged into its left neighbour is dead, pv -2; an
+ * occurrence overlapping one merged before it is no longer there), which
+ * is apply_bpe's pass over the word. A merge makes pairs with its
+ * neighbours; none can be the code just merged (its product is longer
+ * than either side). They wait in the heap (the pass's candidates were
+ * taken out first: a new pair of a lower rank must not cut the pass
+ * short), and the next pass takes the lowest rank among all pairs the
+ * word has then, old or new. n log n
+ * for a word of n code points, where apply_bpe's passes cost n each. */
+typedef struct {
+    int rank, pos;
+} nmt_cand;
+
+static int cand_less(nmt_cand a, nmt_cand b) { return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos); }
+
+static void heap_push(nmt_cand *h, int *n, nmt_cand c) {
+    int i = (*n)++;
+    while (i > 0 && cand_less(c, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
     }
-    if (!best) return 0;
+    h[i] = c;
+}
+
+static nmt_cand heap_pop(nmt_cand *h, int *n) {
+    nmt_cand top = h[0], last = h[--*n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && cand_less(h[c + 1], h[c])) c++;
+        if (!cand_less(h[c], last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+/* The code the pair starting at unit i makes now, or NULL. */
+static const nmt_code *pair_at(const nmt_bpe *b, const nmt_piece *w, const int *nx, int i) {
+    int j = i >= 0 ? nx[i] : -1;
+    return j >= 0 && w[i].id >= 0 && w[j].id >= 0 ? find_code(b, w[i].id, w[j].id) : NULL;
+}
+
+static void push_pair(const nmt_bpe *b, const nmt_piece *w, const int *nx, int i, nmt_cand *h, int *nh) {
+    const nmt_code *c = pair_at(b, w, nx, i);
+    if (c) heap_push(h, nh, (nmt_cand){c->rank, i});
+}
+
+/* w[0 .. *k) merged; nx, pv: room for *k ints each; h and batch: for 3 * *k. */
+static void merge_all(const nmt_bpe *b, nmt_piece *w, int *k, int *nx, int *pv, nmt_cand *h, int *batch) {
+    int n = *k, nh = 0;
+    for (int i = 0; i < n; i++) nx[i] = i + 1 < n ? i + 1 : -1, pv[i] = i - 1;
+    for (int i = 0; i + 1 < n; i++) push_pair(b, w, nx, i, h, &nh);
+    while (nh) {
+        int r = h[0].rank, nb = 0;
+        while (nh && h[0].rank == r) batch[nb++] = heap_pop(h, &nh).pos;   /* the pass's candidates */
+        for (int q = 0; q < nb; q++) {   /* new pairs go to the heap, not into this pass */
+            int i = batch[q];
+            const nmt_code *c = pv[i] != -2 ? pair_at(b, w, nx, i) : NULL;
+            if (!c || c->rank != r) continue;   /* gone, or no longer this pair */
+            int j = nx[i];
+            w[i].id = c->ab;
+            nx[i] = nx[j];
+            if (nx[j] >= 0) pv[nx[j]] = i;
+            pv[j] = -2;
+            push_pair(b, w, nx, pv[i], h, &nh);
+            push_pair(b, w, nx, i, h, &nh);
+        }
+    }
     int o = 0;
-    for (int i = 0; i < *n; o++) {
-        if (i + 1 < *n && w[i].id == first && w[i + 1].id == second) {
-            w[o].id = best->ab;
-            i += 2;
-        } else w[o] = w[i++];
-    }
-    *n = o;
-    return 1;
+    for (int i = 0; i >= 0; i = nx[i]) w[o++] = w[i];
+    *k = o;
 }
 
 /* The last unit's text with every "</w>" taken out, into tmp[cap]. */
@@ -265,10 +322,20 @@ static size_t strip_eow(const char *s, size_t n, char *tmp) {
     return o;
 }
 
-/* One word (n > 0 bytes of valid UTF-8 without spaces): its units into u.
- * w: room for n + 1 pieces; tmp: n + EOW_LEN bytes. */
-static encdec_status encode_word(const nmt_bpe *b, const char *s, size_t n, nmt_piece *w,
-                                 char *tmp, nmt_units *u) {
+/* Scratch for one text of n bytes: every word's pieces and their merges. */
+typedef struct {
+    nmt_piece *w;   /* n + 2 */
+    int *nx, *pv;   /* n + 2 each */
+    nmt_cand *h;    /* 3 (n + 2) */
+    int *batch;     /* 3 (n + 2) */
+    char *tmp;      /* n + EOW_LEN + 1 */
+} nmt_scratch;
+
+/* One word (n > 0 bytes of valid UTF-8 without spaces): its units into u. */
+static encdec_status encode_word(const nmt_bpe *b, const char *s, size_t n, const nmt_scratch *sc,
+                                 nmt_units *u) {
+    nmt_piece *w = sc->w;
+    char *tmp = sc->tmp;
     int k = 0;
     uint32_t cp;
     for (size_t i = 0; i < n;) {
@@ -286,8 +353,7 @@ static encdec_status encode_word(const nmt_bpe *b, const char *s, size_t n, nmt_
     for (int i = 0; i < k; i++) w[i].id = tv_lookup(&b->sym, w[i].s, w[i].n);
     for (int i = 0; i < k; i++)   /* a piece no code names keeps its bytes */
         if (w[i].id >= 0) w[i].s = NULL;
-    while (k > 1 && merge_once(b, w, &k)) {
-    }
+    if (k > 1) merge_all(b, w, &k, sc->nx, sc->pv, sc->h, sc->batch);
     size_t ln;
     const char *last = piece_text(b, &w[k - 1], &ln);
     if (ln == EOW_LEN && !memcmp(last, EOW, EOW_LEN)) k--;   /* 0.1's end mark alone */
@@ -317,17 +383,23 @@ encdec_status nmt_bpe_segment(const nmt_bpe *b, const char *text, size_t n, nmt_
     }
     while (n && strchr(" \r\n", *text) && *text) text++, n--;
     while (n && strchr(" \r\n", text[n - 1]) && text[n - 1]) n--;
-    nmt_piece *w = malloc(sizeof *w * (n + 2));
-    char *tmp = malloc(n + EOW_LEN + 1);
-    encdec_status st = w && tmp ? ENCDEC_OK : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: BPE units");
+    nmt_scratch sc = {malloc(sizeof *sc.w * (n + 2)), malloc(sizeof(int) * (n + 2)), malloc(sizeof(int) * (n + 2)),
+                      malloc(sizeof *sc.h * 3 * (n + 2)), malloc(sizeof(int) * 3 * (n + 2)),
+                      malloc(n + EOW_LEN + 1)};
+    encdec_status st = sc.w && sc.nx && sc.pv && sc.h && sc.batch && sc.tmp ? ENCDEC_OK
+                                                              : ed_fail(ENCDEC_ERR_NOMEM, "out of memory: BPE units");
     for (size_t i = 0; i < n && !st;) {
         size_t e = i;
         while (e < n && text[e] != ' ') e++;
-        if (e > i) st = encode_word(b, text + i, e - i, w, tmp, out);
+        if (e > i) st = encode_word(b, text + i, e - i, &sc, out);
         i = e + 1;
     }
-    free(w);
-    free(tmp);
+    free(sc.w);
+    free(sc.nx);
+    free(sc.pv);
+    free(sc.h);
+    free(sc.batch);
+    free(sc.tmp);
     return st;
 }
 

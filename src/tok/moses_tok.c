@@ -159,31 +159,31 @@ static void pad_not_alnum(const moses_tok *t, const char *in, size_t n, moses_bu
     }
 }
 
-/* \.([\.]+) -> " DOTMULTI\1" */
+/* sacremoses' multi-dots, in one pass: \.([\.]+) -> " DOTMULTI\1", then
+ * its loop while "DOTMULTI." remains (DOTMULTI\.([^\.]) -> "DOTDOTMULTI \1";
+ * DOTMULTI\. -> "DOTDOTMULTI"), which turns "DOTMULTI" and m dots into m
+ * "DOT"s, "DOTMULTI", and a space when a character follows: a run of k
+ * dots becomes " " + (k - 1) x "DOT" + "DOTMULTI" (+ " "). The loop takes
+ * k passes over the text (a long run of dots: quadratic); this is the
+ * same text in one; the text's own "DOTMULTI" before a single dot goes
+ * the same way. (It differs only where the text itself spells DOTMULTI
+ * right after a run of dots: sacremoses' passes then meet.) */
 static void multidots(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
     (void)t;
     for (size_t i = 0; i < n;) {
-        if (in[i] == '.' && i + 1 < n && in[i + 1] == '.') {
-            size_t e = i + 1;
-            while (e < n && in[e] == '.') e++;
-            mb_put(out, " DOTMULTI", 9);
-            mb_put(out, in + i + 1, e - i - 1);
-            i = e;
-        } else mb_put(out, in + i++, 1);
-    }
-}
-
-/* DOTMULTI\.([^\.]) -> "DOTDOTMULTI \1" */
-static void dotmulti_nondot(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
-    (void)t;
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        if (n - i > 9 && !memcmp(in + i, "DOTMULTI.", 9) && in[i + 9] != '.') {
-            int k = mb_cp(in, n, i + 9, &cp);
-            mb_put(out, "DOTDOTMULTI ", 12);
-            mb_put(out, in + i + 9, (size_t)k);
-            i += 9 + (size_t)k;
-        } else mb_put(out, in + i++, 1);
+        /* the text's own "DOTMULTI" and one dot, or a run of dots */
+        int own = n - i >= 9 && !memcmp(in + i, "DOTMULTI.", 9) && (n - i == 9 || in[i + 9] != '.');
+        size_t e = own ? i + 8 : i, d = e;
+        while (d < n && in[d] == '.') d++;
+        size_t m = own ? 1 : d - e - (d > e);   /* the dots after "DOTMULTI" */
+        if (m == 0) {
+            mb_put(out, in + i++, 1);
+            continue;
+        }
+        if (!own) mb_put(out, " ", 1);
+        for (size_t k = 0; k < m; k++) mb_put(out, "DOT", 3);
+        mb_put(out, d < n ? "DOTMULTI " : "DOTMULTI", d < n ? 9 : 8);
+        i = d;
     }
 }
 
@@ -196,11 +196,6 @@ static void lit(const char *in, size_t n, const char *from, const char *to, mose
             i += lf;
         } else mb_put(out, in + i++, 1);
     }
-}
-
-static void dotmulti_dot(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
-    (void)t;
-    lit(in, n, "DOTMULTI.", "DOTDOTMULTI", out);
 }
 
 /* The character classes of the three-character patterns X ' Y (and X , Y). */
@@ -398,15 +393,25 @@ static void run(const moses_tok *t, pass_fn f, moses_buf *a) {
     *a = b;
 }
 
-static int contains(const moses_buf *a, const char *s) { return !a->oom && a->n && strstr(a->p, s); }
-
-static void restore_dd(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
+/* restore_multidots, in one pass: its loop (DOTDOTMULTI -> "DOTMULTI."
+ * while any is left, then DOTMULTI -> ".") turns j "DOT"s and "DOTMULTI"
+ * into j + 1 dots, wherever they stand. */
+static void restore_multidots(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
     (void)t;
-    lit(in, n, "DOTDOTMULTI", "DOTMULTI.", out);
-}
-static void restore_d(const moses_tok *t, const char *in, size_t n, moses_buf *out) {
-    (void)t;
-    lit(in, n, "DOTMULTI", ".", out);
+    size_t from = 0;   /* in[from, i) not written yet */
+    for (size_t i = 0; i + 8 <= n;) {
+        if (memcmp(in + i, "DOTMULTI", 8)) {
+            i++;
+            continue;
+        }
+        size_t s = i;   /* the "DOT"s right before it */
+        while (s >= from + 3 && !memcmp(in + s - 3, "DOT", 3)) s -= 3;
+        mb_put(out, in + from, s - from);
+        for (size_t k = 0; k <= (i - s) / 3; k++) mb_put(out, ".", 1);
+        i += 8;
+        from = i;
+    }
+    mb_put(out, in + from, n - from);
 }
 
 encdec_status moses_tokenize(const moses_tok *t, const char *text, size_t n, char **out) {
@@ -417,18 +422,10 @@ encdec_status moses_tokenize(const moses_tok *t, const char *text, size_t n, cha
     moses_buf a = {0};
     mb_put(&a, "", 0);
     mb_put(&a, text, n);
-    static const pass_fn first[] = {dedup_space, ascii_junk, strip, pad_not_alnum, multidots};
-    for (size_t i = 0; i < sizeof first / sizeof *first; i++) run(t, first[i], &a);
-    while (contains(&a, "DOTMULTI.")) {
-        run(t, dotmulti_nondot, &a);
-        run(t, dotmulti_dot, &a);
-    }
-    static const pass_fn then[] = {comma_1, comma_2, comma_3, apostrophes, nonbreaking, dedup_space,
-                                   strip, trailing_dot_apostrophe};
-    for (size_t i = 0; i < sizeof then / sizeof *then; i++) run(t, then[i], &a);
-    while (contains(&a, "DOTDOTMULTI")) run(t, restore_dd, &a);
-    run(t, restore_d, &a);
-    run(t, escape_xml, &a);
+    static const pass_fn passes[] = {dedup_space, ascii_junk, strip, pad_not_alnum, multidots, comma_1,
+                                     comma_2, comma_3, apostrophes, nonbreaking, dedup_space, strip,
+                                     trailing_dot_apostrophe, restore_multidots, escape_xml};
+    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) run(t, passes[i], &a);
     run(t, dedup_space, &a);   /* text.split(), joined by spaces */
     run(t, strip, &a);
     if (a.oom) {
