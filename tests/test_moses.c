@@ -41,7 +41,7 @@ static void check_golden(void) {
         const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
         const char *want = cJSON_GetObjectItem(c, "out")->valuestring;
         char *got = NULL;
-        CHECK(moses_normalize(lang, text, strlen(text), &got) == ENCDEC_OK);
+        CHECK(moses_normalize(lang, text, strlen(text), &got, NULL) == ENCDEC_OK);
         if (got && strcmp(got, want)) fprintf(stderr, "  %s: \"%s\"\n", lang, text);
         CHECK_STR(got, want);
         free(got);
@@ -52,11 +52,11 @@ static void check_golden(void) {
 
 static void check_errors(void) {
     char *out = (char *)1;
-    CHECK_STATUS(moses_normalize("en", "ok \xe2\x80", 5, &out), ENCDEC_ERR_ARG, "not valid UTF-8 (at byte 3)");
+    CHECK_STATUS(moses_normalize("en", "ok \xe2\x80", 5, &out, NULL), ENCDEC_ERR_ARG, "not valid UTF-8 (at byte 3)");
     CHECK(out == NULL);
-    CHECK_STATUS(moses_normalize(NULL, "x", 1, &out), ENCDEC_ERR_ARG, "NULL");
+    CHECK_STATUS(moses_normalize(NULL, "x", 1, &out, NULL), ENCDEC_ERR_ARG, "NULL");
     /* bytes past n are not read: "a (b)" of "a (b) c" */
-    CHECK(moses_normalize("en", "a (b) c", 5, &out) == ENCDEC_OK);
+    CHECK(moses_normalize("en", "a (b) c", 5, &out, NULL) == ENCDEC_OK);
     CHECK_STR(out, "a (b)");
     free(out);
 }
@@ -70,7 +70,7 @@ static void *run_all(void *arg) {
         cJSON_ArrayForEach(c, g_cases) {
             const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
             char *got = NULL;
-            if (moses_normalize(cJSON_GetObjectItem(c, "lang")->valuestring, text, strlen(text), &got) ||
+            if (moses_normalize(cJSON_GetObjectItem(c, "lang")->valuestring, text, strlen(text), &got, NULL) ||
                 strcmp(got, cJSON_GetObjectItem(c, "out")->valuestring))
                 *ok = 0;
             free(got);

@@ -5,7 +5,7 @@
  * detokenizer (moses_detok.c) over the data of scripts/fetch-model.sh moses
  * (moses_data.c).
  *
- *   char *s;  moses_normalize("en", text, strlen(text), &s);  ...  free(s);
+ *   char *s;  moses_normalize("en", text, strlen(text), &s, NULL);  ...  free(s);
  *   moses_data *d;  moses_data_load("~/.cache/encdec/models/sacremoses-0.1.1", &d);
  *   moses_tok *t;  moses_tok_new(d, "en", &t);
  *   char *toks;  moses_tokenize(t, text, n, &toks);  ...  free(toks);
@@ -31,9 +31,10 @@
  * the no-break spaces around them, the quote moved after a comma or period
  * (English) or before it (de, es, fr), a no-break space between digits to
  * a period (a comma for de, es, cz, cs, fr)), then Python's strip(). n
- * bytes of UTF-8 in; *out malloc'd, NUL-terminated. ENCDEC_ERR_ARG on
- * invalid UTF-8; ENCDEC_ERR_NOMEM. */
-encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out);
+ * bytes of UTF-8 in; *out malloc'd, NUL-terminated, its length in *out_n
+ * (when not NULL: a NUL byte of the text stays, as in Python).
+ * ENCDEC_ERR_ARG on invalid UTF-8; ENCDEC_ERR_NOMEM. */
+encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out, size_t *out_n);
 
 /* The data sacremoses' tokenizer reads (tools/moses_convert.py's folder:
  * classes.tsv, prefixes.tsv, langs.tsv). Errors: ENCDEC_ERR_CONFIG naming

@@ -161,8 +161,9 @@ static int lang_in(const char *lang, const char *const *set, int n) {
     return 0;
 }
 
-encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out) {
+encdec_status moses_normalize(const char *lang, const char *text, size_t n, char **out, size_t *out_n) {
     *out = NULL;
+    if (out_n) *out_n = 0;
     if (!lang || (!text && n)) return ed_fail(ENCDEC_ERR_ARG, "moses_normalize: NULL language or text");
     encdec_status st = moses_check_utf8(text, n);
     if (st) return st;
@@ -199,5 +200,6 @@ encdec_status moses_normalize(const char *lang, const char *text, size_t n, char
     memmove(a.p, a.p + s, e - s);
     a.p[e - s] = 0;
     *out = a.p;
+    if (out_n) *out_n = e - s;
     return ENCDEC_OK;
 }

@@ -117,9 +117,10 @@ encdec_status ttok_load_argos(ed_ttok **out, const char *dir) {
 encdec_status ttok_argos_bpe_encode(const ed_ttok *t, const char *text, size_t len, int **ids, int *n,
                                     ttok_pieces *pc) {
     char *norm = NULL, *toks = NULL;
+    size_t nn = 0;
     nmt_units u = {0};
-    encdec_status st = moses_normalize(t->pair[0], text, len, &norm);
-    if (!st) st = moses_tokenize(t->mtok, norm, strlen(norm), &toks);
+    encdec_status st = moses_normalize(t->pair[0], text, len, &norm, &nn);
+    if (!st) st = moses_tokenize(t->mtok, norm, nn, &toks);   /* (a NUL byte goes there, as in Python) */
     if (!st) st = nmt_bpe_segment(t->nmt, toks, strlen(toks), &u);
     int *o = st ? NULL : malloc(sizeof(int) * ((size_t)u.n + 1));
     if (!st && !o) st = ed_fail(ENCDEC_ERR_NOMEM, "out of memory: input tokens");

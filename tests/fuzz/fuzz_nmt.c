@@ -47,9 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int lang = size ? data[0] % N_LANGS : 0;
     char *norm = NULL, *toks = NULL, *plain = NULL;
     if (moses_detokenize(g_data, LANGS[lang], text, nt, &plain) == ENCDEC_OK) free(plain);
-    if (moses_normalize(LANGS[lang], text, nt, &norm) == ENCDEC_OK) {
+    size_t nn = 0;
+    if (moses_normalize(LANGS[lang], text, nt, &norm, &nn) == ENCDEC_OK) {
         text = norm;
-        nt = strlen(norm);
+        nt = nn;
         if (moses_tokenize(g_tok[lang], text, nt, &toks) == ENCDEC_OK) {
             text = toks;
             nt = strlen(toks);
