@@ -22,7 +22,7 @@ makes of it:
 
 Argos Translate's and sacremoses' modules come from their wheels
 (tools/oracle_wheel.py: argostranslate 1.11.0's tokenizer and apply_bpe,
-sacremoses 0.1.1 with joblib and tqdm stubbed); CTranslate2 and
+sacremoses 0.1.1 with the joblib and tqdm wheels it imports); CTranslate2 and
 sentencepiece from .venv.
 
     .venv/bin/python tools/gen_tiny_argos_bpe.py
@@ -54,7 +54,7 @@ INPUTS = ga.INPUTS + [
 def main():
     import ctranslate2
 
-    wheel_package("sacremoses==0.1.1", stubs=("joblib", "tqdm"))
+    wheel_package("sacremoses==0.1.1", deps=("joblib==1.4.2", "tqdm==4.67.1"))
     wheel_package("argostranslate==1.11.0")
     from argostranslate.tokenizer import BPETokenizer
     from sacremoses.normalize import MosesPunctNormalizer

@@ -34,7 +34,7 @@ import random
 import os
 import sys
 
-from oracle_wheel import wheel_module
+from oracle_wheel import wheel_module, write_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("ENCDEC_SHARED", os.path.join(HERE, "..", "..", "shared"))
@@ -196,11 +196,7 @@ def main():
             units = bpe.segment_tokens(t.strip("\r\n ").split(" "))
             cases.append({"codes": name, "version": ".".join(map(str, bpe.version)), "text": t,
                           "units": list(units), "join": " ".join(units).replace("@@ ", "")})
-    with open(os.path.join(OUT, "golden.json"), "w", encoding="utf-8") as f:
-        json.dump({"oracle": ARGOS + " apply_bpe.BPE.segment_tokens", "cases": cases}, f,
-                  ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"{len(cases)} cases -> {OUT}/golden.json")
+    write_cases(os.path.join(OUT, "golden.json"), ARGOS + " apply_bpe.BPE.segment_tokens", cases)
 
 
 if __name__ == "__main__":

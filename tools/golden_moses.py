@@ -17,18 +17,18 @@ Re-run (from the repository root) after changing the corpus:
 The oracle is the sacremoses wheel, fetched once with `pip download
 --no-deps` into build/oracle-wheels: normalize.py alone for the
 normaliser (it imports only `re`, `itertools` and `regex`, which .venv
-has); the unpacked package for the tokenizer, with joblib and tqdm (its
-util module's parallel helpers, which tokenize never calls) stubbed where
-.venv lacks them.
+has); the unpacked package for the tokenizer, with the joblib and tqdm
+wheels its util module imports (pinned, unpacked beside it).
 """
 import json
 import os
 import sys
 
-from oracle_wheel import wheel_module, wheel_package
+from oracle_wheel import wheel_module, wheel_package, write_cases
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/data/moses"
 SACREMOSES = "sacremoses==0.1.1"
+DEPS = ("joblib==1.4.2", "tqdm==4.67.1")   # what sacremoses.util imports
 
 LANGS = ["en", "de", "fr", "es", "cs", "cz", "it", "pt", "ru", "zh", "ja", "xx"]
 
@@ -138,24 +138,16 @@ def main():
         norm = Norm(lang)
         for t in CORPUS:
             cases.append({"lang": lang, "text": t, "out": norm.normalize(t)})
-    with open(os.path.join(OUT, "normalize.json"), "w", encoding="utf-8") as f:
-        json.dump({"oracle": SACREMOSES + " MosesPunctNormalizer(lang).normalize", "cases": cases}, f,
-                  ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"{len(cases)} cases -> {OUT}/normalize.json")
+    write_cases(os.path.join(OUT, "normalize.json"), SACREMOSES + " MosesPunctNormalizer(lang).normalize", cases)
 
-    wheel_package(SACREMOSES, stubs=("joblib", "tqdm"))
+    wheel_package(SACREMOSES, deps=DEPS)
     from sacremoses.tokenize import MosesTokenizer
     cases = []
     for lang in TOK_LANGS:
         tok = MosesTokenizer(lang)
         for t in TOK_CORPUS:
             cases.append({"lang": lang, "text": t, "tokens": " ".join(tok.tokenize(t))})
-    with open(os.path.join(OUT, "tokenize.json"), "w", encoding="utf-8") as f:
-        json.dump({"oracle": SACREMOSES + " MosesTokenizer(lang).tokenize", "cases": cases}, f,
-                  ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"{len(cases)} cases -> {OUT}/tokenize.json")
+    write_cases(os.path.join(OUT, "tokenize.json"), SACREMOSES + " MosesTokenizer(lang).tokenize", cases)
 
     from sacremoses.tokenize import MosesDetokenizer
     tokenized = {}
@@ -170,11 +162,7 @@ def main():
             except TypeError:
                 continue
             cases.append({"lang": lang, "tokens": t, "text": out})
-    with open(os.path.join(OUT, "detokenize.json"), "w", encoding="utf-8") as f:
-        json.dump({"oracle": SACREMOSES + " MosesDetokenizer(lang).detokenize", "cases": cases}, f,
-                  ensure_ascii=False, indent=1)
-        f.write("\n")
-    print(f"{len(cases)} cases -> {OUT}/detokenize.json")
+    write_cases(os.path.join(OUT, "detokenize.json"), SACREMOSES + " MosesDetokenizer(lang).detokenize", cases)
 
 
 if __name__ == "__main__":

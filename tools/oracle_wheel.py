@@ -5,6 +5,7 @@ is run from inside it (for modules that import only the standard library
 and what .venv has)."""
 import glob
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -28,12 +29,9 @@ def wheel_module(requirement, member):
     return mod
 
 
-def wheel_package(requirement, stubs=()):
-    """The wheel unpacked into build/oracle-wheels/NAME-VERSION and put first
-    on sys.path, for a package whose modules import each other; each name in
-    stubs is made an empty module first (dependencies the oracle's code path
-    never calls)."""
-    import types
+def _unpacked(requirement):
+    """The wheel of requirement ("name==version") unpacked into
+    build/oracle-wheels/NAME-VERSION (fetched once): its folder."""
     name, version = requirement.split("==")
     dest = os.path.join(WHEEL_DIR, f"{name}-{version}")
     if not os.path.isdir(dest):
@@ -43,12 +41,21 @@ def wheel_package(requirement, stubs=()):
                             requirement], check=True)
         with zipfile.ZipFile(glob.glob(pattern)[0]) as z:
             z.extractall(dest)
-    for stub in stubs:
-        if stub not in sys.modules:
-            try:
-                __import__(stub)
-            except ImportError:
-                m = types.ModuleType(stub)
-                m.__getattr__ = lambda attr: None
-                sys.modules[stub] = m
-    sys.path.insert(0, os.path.abspath(dest))
+    return os.path.abspath(dest)
+
+
+def wheel_package(requirement, deps=()):
+    """The package of requirement and the pinned dependencies deps it imports
+    (each "name==version"), unpacked from their wheels and put first on
+    sys.path, for a package whose modules import each other."""
+    for r in (requirement,) + tuple(deps):
+        sys.path.insert(0, _unpacked(r))
+
+
+def write_cases(path, oracle, cases, **extra):
+    """A golden file: {"oracle": ..., extra..., "cases": [...]}, UTF-8, one
+    space of indent, and a count on standard output."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"oracle": oracle, **extra, "cases": cases}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"{len(cases)} cases -> {path}")

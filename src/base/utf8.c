@@ -1,4 +1,4 @@
-/* utf8.c - decoding one UTF-8 sequence, strictly. */
+/* utf8.c - decoding one UTF-8 sequence, strictly; checking a text. */
 #include "base/utf8.h"
 
 int ed_utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {
@@ -39,4 +39,14 @@ size_t ed_utf8_put(char *out, uint32_t cp) {
     out[0] = (char)(0xf0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
     out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[3] = (char)(0x80 | (cp & 0x3f));
     return 4;
+}
+
+size_t ed_utf8_bad_at(const char *s, size_t n) {
+    uint32_t cp;
+    for (size_t i = 0; i < n;) {
+        int k = ed_utf8_next((const uint8_t *)s + i, n - i, &cp);
+        if (k <= 0) return i;
+        i += (size_t)k;
+    }
+    return n;
 }

@@ -18,4 +18,8 @@ int ed_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);
  * its length. */
 size_t ed_utf8_put(char *out, uint32_t cp);
 
+/* The offset of the first ill-formed sequence of s[0 .. n), or n when all
+ * of it is well-formed UTF-8. */
+size_t ed_utf8_bad_at(const char *s, size_t n);
+
 #endif

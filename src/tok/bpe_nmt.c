@@ -131,14 +131,8 @@ static encdec_status read_version(nmt_bpe *b, const char *s, size_t n, const cha
 }
 
 static encdec_status check_utf8(const char *buf, size_t n, const char *name) {
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        int k = ed_utf8_next((const uint8_t *)buf + i, n - i, &cp);
-        if (k <= 0)
-            return ed_fail(ENCDEC_ERR_TOKENIZER, "%s: not UTF-8 text (at byte %zu)", name, i);
-        i += (size_t)k;
-    }
-    return ENCDEC_OK;
+    size_t bad = ed_utf8_bad_at(buf, n);
+    return bad < n ? ed_fail(ENCDEC_ERR_TOKENIZER, "%s: not UTF-8 text (at byte %zu)", name, bad) : ENCDEC_OK;
 }
 
 encdec_status nmt_bpe_load_mem(nmt_bpe **out, const char *buf, size_t n, const char *name) {
@@ -375,12 +369,8 @@ static encdec_status encode_word(const nmt_bpe *b, const char *s, size_t n, cons
 encdec_status nmt_bpe_segment(const nmt_bpe *b, const char *text, size_t n, nmt_units *out) {
     out->n = 0, out->used = 0;
     if (!b || (!text && n)) return ed_fail(ENCDEC_ERR_ARG, "nmt_bpe_segment: NULL codes or text");
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        int k = ed_utf8_next((const uint8_t *)text + i, n - i, &cp);
-        if (k <= 0) return ed_fail(ENCDEC_ERR_ARG, "text is not valid UTF-8 (at byte %zu)", i);
-        i += (size_t)k;
-    }
+    size_t bad = ed_utf8_bad_at(text, n);
+    if (bad < n) return ed_fail(ENCDEC_ERR_ARG, "text is not valid UTF-8 (at byte %zu)", bad);
     while (n && strchr(" \r\n", *text) && *text) text++, n--;
     while (n && strchr(" \r\n", text[n - 1]) && text[n - 1]) n--;
     nmt_scratch sc = {malloc(sizeof *sc.w * (n + 2)), malloc(sizeof(int) * (n + 2)), malloc(sizeof(int) * (n + 2)),

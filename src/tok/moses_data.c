@@ -25,13 +25,8 @@ int moses_in(const moses_class *c, uint32_t cp) {
 }
 
 encdec_status moses_check_utf8(const char *s, size_t n) {
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        int k = ed_utf8_next((const uint8_t *)s + i, n - i, &cp);
-        if (k <= 0) return ed_fail(ENCDEC_ERR_ARG, "text is not valid UTF-8 (at byte %zu)", i);
-        i += (size_t)k;
-    }
-    return ENCDEC_OK;
+    size_t bad = ed_utf8_bad_at(s, n);
+    return bad < n ? ed_fail(ENCDEC_ERR_ARG, "text is not valid UTF-8 (at byte %zu)", bad) : ENCDEC_OK;
 }
 
 void moses_strip_bounds(const char *s, size_t n, size_t *b, size_t *e) {

@@ -384,13 +384,15 @@ static void apostrophes(const moses_tok *t, const char *in, size_t n, moses_buf 
 }
 
 /* Runs pass f over *a (replaced by its output). */
-static void run(const moses_tok *t, pass_fn f, moses_buf *a) {
-    moses_buf b = {0};
-    mb_put(&b, "", 0);
-    if (!a->oom) f(t, a->p, a->n, &b);
-    if (a->oom) b.oom = 1;
-    free(a->p);
-    *a = b;
+/* Runs pass f from *a into *b (emptied first), then swaps them: the two
+ * buffers serve every pass of a text. */
+static void run(const moses_tok *t, pass_fn f, moses_buf *a, moses_buf *b) {
+    b->n = 0;
+    mb_put(b, "", 0);
+    if (!a->oom && !b->oom) f(t, a->p, a->n, b);
+    if (a->oom) b->oom = 1;
+    moses_buf x = *a;
+    *a = *b, *b = x;
 }
 
 /* restore_multidots, in one pass: its loop (DOTDOTMULTI -> "DOTMULTI."
@@ -425,10 +427,13 @@ encdec_status moses_tokenize(const moses_tok *t, const char *text, size_t n, cha
     static const pass_fn passes[] = {dedup_space, ascii_junk, strip, pad_not_alnum, multidots, comma_1,
                                      comma_2, comma_3, apostrophes, nonbreaking, dedup_space, strip,
                                      trailing_dot_apostrophe, restore_multidots, escape_xml};
-    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) run(t, passes[i], &a);
-    run(t, dedup_space, &a);   /* text.split(), joined by spaces */
-    run(t, strip, &a);
-    if (a.oom) {
+    moses_buf b = {0};
+    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) run(t, passes[i], &a, &b);
+    run(t, dedup_space, &a, &b);   /* text.split(), joined by spaces */
+    run(t, strip, &a, &b);
+    int oom = a.oom || b.oom;
+    free(b.p);
+    if (oom) {
         free(a.p);
         return ed_fail(ENCDEC_ERR_NOMEM, "out of memory: tokenizing text");
     }
